@@ -1,0 +1,51 @@
+# Switchboard: `make run` serves the dashboard on a local DynamoDB; `make test` runs every test.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test setup python-deps node-deps java browser test-unit test-integration test-browser check-deploy bench clean
+
+run: setup
+	$(PY) manage.py run_local
+
+test: setup browser
+	$(PY) -m pytest
+
+setup: python-deps node-deps java
+
+python-deps: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@PYTHON_BIN=$$(scripts/find-python.sh) && echo "Using $$PYTHON_BIN" && \
+	  { [ -x $(PY) ] || $$PYTHON_BIN -m venv $(VENV); }
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+node-deps: node_modules/.package-lock.json
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+java:
+	@scripts/ensure-java.sh
+
+browser:
+	@scripts/ensure-chromium.sh
+
+test-unit: setup
+	$(PY) -m pytest -m "not integration and not browser"
+
+test-integration: setup
+	$(PY) -m pytest -m integration
+
+test-browser: setup browser
+	$(PY) -m pytest -m browser
+
+# Copy the pinned htmx from the npm package into static/ (the copy is committed).
+vendor: node-deps
+	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx-$$(node -p "require('htmx.org/package.json').version").min.js
+
+clean:
+	rm -rf $(VENV) node_modules var/staticfiles .pytest_cache

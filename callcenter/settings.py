@@ -1,0 +1,136 @@
+"""Switchboard settings, read from the environment (and an optional `.env` file).
+
+Every setting that differs between a laptop and production is listed in
+`.env.example` and in the README's configuration table.
+"""
+
+import json
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# The local defaults make `make run` work with no configuration at all; production
+# sets SECRET_KEY, DEBUG=false, ALLOWED_HOSTS and points DYNAMODB_ENDPOINT_URL at
+# nothing (real AWS).
+SECRET_KEY = env.str("SECRET_KEY", default="insecure-local-development-key-change-me")
+DEBUG = env.bool("DEBUG", default=True)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "queues_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "queues_app.middleware.DynamoErrorMiddleware",
+]
+
+ROOT_URLCONF = "callcenter.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "queues_app.context_processors.roles",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "callcenter.wsgi.application"
+ASGI_APPLICATION = "callcenter.asgi.application"
+
+# Django's own database holds only users, groups and sessions; queues live in DynamoDB.
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'switchboard.sqlite3'}"),
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "var" / "staticfiles")
+
+# Security settings that `manage.py check --deploy` asks for; each follows DEBUG so
+# that the local server keeps working over plain HTTP.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("BEHIND_TLS_PROXY", default=False) else None
+)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- DynamoDB -------------------------------------------------------------------
+AWS_REGION = env.str("AWS_REGION", default="us-east-1")
+# Empty means real AWS with the normal credential chain.
+DYNAMODB_ENDPOINT_URL = env.str("DYNAMODB_ENDPOINT_URL", default="http://127.0.0.1:8421") or None
+DYNAMODB_TABLE_PREFIX = env.str("DYNAMODB_TABLE_PREFIX", default="switchboard-")
+DYNAMODB_CONNECT_TIMEOUT = env.float("DYNAMODB_CONNECT_TIMEOUT", default=2.0)
+DYNAMODB_READ_TIMEOUT = env.float("DYNAMODB_READ_TIMEOUT", default=5.0)
+DYNAMODB_MAX_ATTEMPTS = env.int("DYNAMODB_MAX_ATTEMPTS", default=4)
+
+# Skill dimensions and their allowed values. A center adds a dimension here, e.g.
+# SWITCHBOARD_SKILLS='{"language": ["English", "French"], "gender": ["F", "M", "X"], "tier": ["1", "2"]}'
+SWITCHBOARD_SKILLS = json.loads(
+    env.str(
+        "SWITCHBOARD_SKILLS",
+        default='{"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}',
+    )
+)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "queues_app": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    },
+}

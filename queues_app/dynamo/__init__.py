@@ -1,0 +1,1 @@
+"""The DynamoDB service package: knows DynamoDB, knows nothing of HTTP."""

@@ -1,0 +1,142 @@
+"""Agents: the people who take calls, stored in the call-center table."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from . import batch, errors, keys
+from .client import Dynamo, default
+from .paging import Page, decode_cursor, encode_cursor
+from .records import Agent, AgentStatus, marshal, now, to_iso, unmarshal
+from .skills import SkillCatalog
+
+AGENT_TYPE = "agent"
+
+
+def new_agent_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def agent_to_item(agent: Agent) -> dict:
+    return {
+        **keys.agent(agent.agent_id),
+        "type": AGENT_TYPE,
+        "agent_id": agent.agent_id,
+        "name": agent.name,
+        "name_lower": agent.name.lower(),
+        "skills": agent.skills,
+        "status": agent.status,
+        "version": agent.version,
+        "created_at": agent.created_at,
+        "updated_at": agent.updated_at,
+        "queued_at": agent.queued_at,
+        "call_id": agent.call_id,
+    }
+
+
+def agent_from_item(item: dict) -> Agent:
+    return Agent(
+        agent_id=item["agent_id"],
+        name=item["name"],
+        skills={k: list(v) for k, v in (item.get("skills") or {}).items()},
+        status=item.get("status", AgentStatus.OFFLINE),
+        version=int(item.get("version", 1)),
+        created_at=item.get("created_at", ""),
+        updated_at=item.get("updated_at", ""),
+        queued_at=item.get("queued_at"),
+        call_id=item.get("call_id"),
+    )
+
+
+class Agents:
+    """Create, read and list agents."""
+
+    def __init__(self, db: Dynamo | None = None, catalog: SkillCatalog | None = None):
+        self.db = db or default()
+        self.catalog = catalog or SkillCatalog.from_settings()
+
+    @property
+    def table(self) -> str:
+        return self.db.table("callcenter")
+
+    def build(self, name: str, skills: dict[str, list[str]], agent_id: str | None = None) -> Agent:
+        name = (name or "").strip()
+        if not name:
+            raise errors.InvalidRequest("An agent needs a name.")
+        stamp = to_iso(now())
+        return Agent(
+            agent_id=agent_id or new_agent_id(),
+            name=name,
+            skills=self.catalog.validate_agent_skills(skills),
+            created_at=stamp,
+            updated_at=stamp,
+        )
+
+    def create(self, name: str, skills: dict[str, list[str]], agent_id: str | None = None) -> Agent:
+        agent = self.build(name, skills, agent_id)
+        try:
+            self.db.call(
+                "put_item",
+                TableName=self.table,
+                Item=marshal(agent_to_item(agent)),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except errors.Conflict as exc:
+            raise errors.Conflict(f"An agent with id {agent.agent_id!r} exists already.") from exc
+        return agent
+
+    def create_many(self, agents: Iterable[Agent], on_batch=None) -> int:
+        """Bulk insert for demo data and imports (no existence check)."""
+        return batch.put_items(self.db, self.table, (agent_to_item(a) for a in agents), on_batch=on_batch)
+
+    def get(self, agent_id: str) -> Agent:
+        response = self.db.call(
+            "get_item", TableName=self.table, Key=marshal(keys.agent(agent_id)), ConsistentRead=True
+        )
+        if "Item" not in response:
+            raise errors.NotFound(f"No agent with id {agent_id!r}.")
+        return agent_from_item(unmarshal(response["Item"]))
+
+    def list(self, *, cursor: str | None = None, limit: int = 50, status: str | None = None,
+             search: str | None = None) -> Page[Agent]:
+        """One Query per page. Filters apply within the page read, so a filtered page
+        may hold fewer than `limit` agents while `next_cursor` still leads on."""
+        params: dict = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": keys.AGENTS_PK},
+                ":prefix": {"S": keys.AGENT_PREFIX},
+            },
+            "Limit": limit,
+        }
+        filters = []
+        if status:
+            filters.append("#status = :status")
+            params.setdefault("ExpressionAttributeNames", {})["#status"] = "status"
+            params["ExpressionAttributeValues"][":status"] = {"S": status}
+        if search:
+            filters.append("contains(name_lower, :search)")
+            params["ExpressionAttributeValues"][":search"] = {"S": search.lower()}
+        if filters:
+            params["FilterExpression"] = " AND ".join(filters)
+        start = decode_cursor(cursor)
+        if start:
+            params["ExclusiveStartKey"] = start
+        response = self.db.call("query", **params)
+        return Page(
+            items=[agent_from_item(unmarshal(i)) for i in response.get("Items", [])],
+            next_cursor=encode_cursor(response.get("LastEvaluatedKey")),
+        )
+
+    def any_exist(self) -> bool:
+        response = self.db.call(
+            "query",
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": keys.AGENTS_PK}},
+            Limit=1,
+            Select="COUNT",
+        )
+        return response["Count"] > 0

@@ -1,0 +1,81 @@
+"""Skill dimensions (language, gender, ...) and the queue combinations they make.
+
+The dimensions and their allowed values come from settings (`SWITCHBOARD_SKILLS`),
+so a center can add a dimension without code changes. The order of the dimensions
+is the order of the parts of a queue name: `Q#Spanish#M`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+
+class SkillError(ValueError):
+    """Skills or preferences that the catalog does not allow; `field` names the dimension."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SkillCatalog:
+    dimensions: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @classmethod
+    def from_mapping(cls, mapping: dict[str, list[str]]) -> SkillCatalog:
+        dims = []
+        for name, values in mapping.items():
+            if not values:
+                raise SkillError(name, f"skill dimension {name!r} has no values")
+            for value in values:
+                if "#" in value or not value.strip():
+                    raise SkillError(name, f"skill value {value!r} may not be blank or contain '#'")
+            dims.append((name, tuple(values)))
+        if not dims:
+            raise SkillError("", "at least one skill dimension is needed")
+        return cls(tuple(dims))
+
+    @classmethod
+    def from_settings(cls) -> SkillCatalog:
+        from django.conf import settings
+
+        return cls.from_mapping(settings.SWITCHBOARD_SKILLS)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.dimensions)
+
+    def values(self, dimension: str) -> tuple[str, ...]:
+        return dict(self.dimensions)[dimension]
+
+    def validate_agent_skills(self, skills: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Every dimension needs at least one allowed value; returns them normalized
+        (in catalog order, without duplicates)."""
+        clean = {}
+        for name, allowed in self.dimensions:
+            given = skills.get(name) or []
+            if isinstance(given, str):
+                given = [given]
+            if not given:
+                raise SkillError(name, f"choose at least one {name}")
+            unknown = [v for v in given if v not in allowed]
+            if unknown:
+                raise SkillError(
+                    name, f"unknown {name} {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
+                )
+            clean[name] = [v for v in allowed if v in given]
+        extra = set(skills) - set(self.names)
+        if extra:
+            field = sorted(extra)[0]
+            raise SkillError(field, f"unknown skill dimension {field!r}")
+        return clean
+
+    def combinations(self, skills: dict[str, list[str]]) -> list[tuple[str, ...]]:
+        """Every queue combination an agent with these skills fits."""
+        return list(itertools.product(*(skills[name] for name in self.names)))
+
+    def all_combinations(self) -> list[tuple[str, ...]]:
+        return list(itertools.product(*(values for _, values in self.dimensions)))

@@ -1,0 +1,51 @@
+"""Every DynamoDB table the project uses, defined in one place.
+
+Names here are logical; the physical name is `DYNAMODB_TABLE_PREFIX` + logical name.
+`schema.py` creates, describes and deletes them from these definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: str
+    sort_key: str | None = None
+    projection: str = "ALL"  # ALL | KEYS_ONLY | INCLUDE
+    include: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    logical_name: str
+    description: str
+    partition_key: str = "pk"
+    sort_key: str | None = "sk"
+    indexes: tuple[Index, ...] = ()
+    ttl_attribute: str | None = None
+    stream: bool = False
+    # Attribute types for keys; every key attribute in this project is a string
+    # unless listed here.
+    number_attributes: tuple[str, ...] = field(default=())
+
+    def key_attributes(self) -> list[str]:
+        names = [self.partition_key] + ([self.sort_key] if self.sort_key else [])
+        for index in self.indexes:
+            names.append(index.partition_key)
+            if index.sort_key:
+                names.append(index.sort_key)
+        return list(dict.fromkeys(names))
+
+
+CALLCENTER = TableSpec(
+    logical_name="callcenter",
+    description=(
+        "Agents, queue metadata per skill combination, agent-queue message items, "
+        "calls and waiting callers (single-table design, as in the FIFO article)."
+    ),
+)
+
+TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER,)}

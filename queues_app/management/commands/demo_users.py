@@ -1,0 +1,28 @@
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand
+
+from queues_app.roles import SUPERVISORS, VIEWERS
+
+DEMO_USERS = (
+    # username, password, group, staff
+    ("supervisor", "switchboard-supervisor", SUPERVISORS, True),
+    ("viewer", "switchboard-viewer", VIEWERS, False),
+)
+
+
+class Command(BaseCommand):
+    help = "Create the demo supervisor and the demo read-only viewer if they do not exist, and print their logins."
+
+    def handle(self, **options):
+        User = get_user_model()
+        for username, password, group_name, staff in DEMO_USERS:
+            group, _ = Group.objects.get_or_create(name=group_name)
+            user, created = User.objects.get_or_create(username=username, defaults={"is_staff": staff})
+            if created:
+                user.set_password(password)
+                user.save()
+                user.groups.add(group)
+                self.stdout.write(self.style.SUCCESS(f"Created {group_name[:-1]} login: {username} / {password}"))
+            else:
+                self.stdout.write(f"Demo {group_name[:-1]} login: {username} (exists; password unchanged, demo default {password})")

@@ -1,0 +1,81 @@
+"""Everything `make run` does after installing: DynamoDB Local, tables, users, demo data, server."""
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from queues_app.dynamo.local import DynamoDBLocal, LocalDynamoError, answers
+
+
+class Command(BaseCommand):
+    help = "Start DynamoDB Local (data under var/), prepare tables, users and demo data, and serve the dashboard."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--addrport", default="127.0.0.1:8000")
+        parser.add_argument("--agents", type=int, default=40, help="demo agents to load into empty tables")
+        parser.add_argument("--no-server", action="store_true", help="prepare everything, then stop (for scripts)")
+        parser.add_argument("--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)")
+
+    def handle(self, addrport, agents, no_server, data_dir=None, **options):
+        endpoint = settings.DYNAMODB_ENDPOINT_URL
+        if not endpoint:
+            raise CommandError("DYNAMODB_ENDPOINT_URL is empty (real AWS); run_local is for the local DynamoDB.")
+        url = urlparse(endpoint)
+        if url.hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise CommandError(f"run_local starts DynamoDB Local on loopback; {endpoint} is not a loopback address.")
+        var = Path(settings.BASE_DIR) / "var"
+        var.mkdir(exist_ok=True)
+        local = None
+        if answers(endpoint):
+            self.stdout.write(f"DynamoDB Local already answers at {endpoint}; using it.")
+        else:
+            self._wait_for_port_to_free(endpoint)
+            data = Path(data_dir) if data_dir else var / "dynamodb"
+            local = DynamoDBLocal(port=url.port, db_path=data, log_path=var / "dynamodb-local.log")
+            self.stdout.write(f"Starting DynamoDB Local at {endpoint} (data in {data}) ...")
+            try:
+                local.start()
+            except LocalDynamoError as exc:
+                raise CommandError(str(exc)) from exc
+        server = None
+        try:
+            call_command("dynamo_tables", "create")
+            call_command("migrate", interactive=False, verbosity=0)
+            call_command("demo_users")
+            call_command("seed_demo", agents=agents, if_empty=True)
+            if no_server:
+                return
+            self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops both servers)\n"))
+            server = subprocess.Popen([sys.executable, "manage.py", "runserver", addrport], cwd=settings.BASE_DIR)
+            server.wait()
+        except KeyboardInterrupt:
+            self.stdout.write("\nStopping ...")
+        finally:
+            if server and server.poll() is None:
+                server.send_signal(signal.SIGINT)
+                try:
+                    server.wait(10)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+            if local:
+                local.stop()
+                self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
+
+    def _wait_for_port_to_free(self, endpoint):
+        # A DynamoDB Local that was just stopped takes a moment to release its port.
+        import socket
+
+        url = urlparse(endpoint)
+        for _ in range(50):
+            with socket.socket() as sock:
+                if sock.connect_ex((url.hostname, url.port)) != 0:
+                    return
+            time.sleep(0.1)
+        raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")

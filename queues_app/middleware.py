@@ -1,0 +1,35 @@
+"""Turns any DynamoDB domain error that reaches the top into a clear page or JSON body."""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import JsonResponse
+from django.shortcuts import render
+
+from .dynamo import errors
+from .user_errors import describe
+
+log = logging.getLogger("queues_app")
+
+
+class DynamoErrorMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, errors.DynamoError):
+            return None
+        problem = describe(exception)
+        log.warning("%s %s: %s (%s)", request.method, request.path, problem.title, exception.message)
+        if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+            response = JsonResponse(problem.as_json(), status=problem.status)
+        else:
+            template = "queues_app/_error_banner.html" if getattr(request, "htmx", False) else "queues_app/error.html"
+            response = render(request, template, {"problem": problem}, status=problem.status)
+        if problem.retry_after:
+            response["Retry-After"] = str(problem.retry_after)
+        return response

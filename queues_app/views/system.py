@@ -1,0 +1,50 @@
+"""Home and system pages: what is running, and proof that htmx requests carry CSRF."""
+
+from __future__ import annotations
+
+import time
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from ..dynamo import schema
+from ..dynamo.agents import Agents
+from ..dynamo.client import default
+from ..roles import supervisor_required
+
+
+@require_GET
+def home(request):
+    page = Agents().list(limit=25, cursor=request.GET.get("cursor"))
+    return render(request, "queues_app/home.html", {"agents": page.items, "next_cursor": page.next_cursor})
+
+
+@require_GET
+def system(request):
+    db = default()
+    return render(
+        request,
+        "queues_app/system.html",
+        {"endpoint": db.endpoint, "prefix": db.prefix, "tables": schema.describe_tables(db)},
+    )
+
+
+@require_POST
+@supervisor_required
+def htmx_check(request):
+    """An htmx POST: it only gets here if the CSRF header was sent and accepted."""
+    started = time.perf_counter()
+    missing = schema.missing_tables(default())
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    if not request.htmx:
+        # Without JavaScript the form posts normally: answer with a message and a redirect.
+        status = f"missing tables: {', '.join(missing)}" if missing else "all tables present"
+        messages.success(request, f"POST accepted with its CSRF token; DynamoDB answered in {elapsed_ms:.1f} ms, {status}.")
+        return redirect("system")
+    return render(
+        request,
+        "queues_app/_htmx_check.html",
+        {"at": timezone.now(), "elapsed_ms": elapsed_ms, "missing": missing},
+    )

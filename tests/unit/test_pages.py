@@ -1,0 +1,106 @@
+"""Pages need login; viewers cannot act; htmx POSTs carry CSRF; DynamoDB trouble is a 503 page."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from queues_app.dynamo.agents import Agents
+from queues_app.dynamo.local import free_port
+
+
+def test_pages_need_login(client, moto_db):
+    for name in ("home", "system"):
+        response = client.get(reverse(name))
+        assert response.status_code == 302
+        assert response["Location"].startswith(reverse("login"))
+
+
+def test_login_page_is_public(client):
+    response = client.get(reverse("login"))
+    assert response.status_code == 200
+    assert b"Log in to Switchboard" in response.content
+
+
+def test_home_lists_agents_escaped(supervisor_client, moto_db):
+    Agents().create("<script>alert(1)</script>", {"language": ["English"], "gender": ["F"]})
+    response = supervisor_client.get(reverse("home"))
+    assert response.status_code == 200
+    assert b"<script>alert(1)</script>" not in response.content
+    assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in response.content
+
+
+def test_base_template_serves_vendored_htmx_and_sends_csrf_header(supervisor_client, moto_db):
+    html = supervisor_client.get(reverse("system")).content.decode()
+    assert "/static/vendor/htmx-2.0.11.min.js" in html
+    assert 'hx-headers=\'{"x-csrftoken": "' in html
+
+
+def test_system_page_shows_tables(supervisor_client, moto_db):
+    html = supervisor_client.get(reverse("system")).content.decode()
+    assert "test-callcenter" in html
+    assert "Check with htmx" in html
+
+
+def test_htmx_post_without_csrf_token_is_refused(supervisor, moto_db):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(supervisor)
+    response = client.post(reverse("system-htmx-check"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 403
+
+
+def test_htmx_post_with_csrf_header_is_accepted(supervisor, moto_db):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(supervisor)
+    client.get(reverse("system"))  # sets the CSRF cookie
+    token = client.cookies["csrftoken"].value
+    response = client.post(reverse("system-htmx-check"), HTTP_HX_REQUEST="true", HTTP_X_CSRFTOKEN=token)
+    assert response.status_code == 200
+    assert b"htmx POST accepted with its CSRF token" in response.content
+
+
+def test_plain_form_post_redirects_with_a_message(supervisor_client, moto_db):
+    response = supervisor_client.post(reverse("system-htmx-check"), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("system")
+    assert b"POST accepted with its CSRF token" in response.content
+
+
+def test_viewer_sees_no_action_button_and_gets_403_on_post(viewer_client, moto_db):
+    html = viewer_client.get(reverse("system")).content.decode()
+    assert "Check with htmx" not in html
+    assert viewer_client.post(reverse("system-htmx-check")).status_code == 403
+
+
+def test_missing_table_is_a_503_page_with_the_fix(supervisor_client, moto_empty):
+    response = supervisor_client.get(reverse("home"))
+    assert response.status_code == 503
+    html = response.content.decode()
+    assert "DynamoDB table missing" in html
+    assert "test-callcenter" in html
+    assert "python manage.py dynamo_tables create" in html
+    assert "Traceback" not in html
+
+
+def test_unreachable_dynamodb_is_a_503_page_naming_the_endpoint(supervisor_client, settings):
+    settings.DYNAMODB_ENDPOINT_URL = f"http://127.0.0.1:{free_port()}"
+    settings.DYNAMODB_MAX_ATTEMPTS = 1
+    settings.DYNAMODB_CONNECT_TIMEOUT = 0.5
+    response = supervisor_client.get(reverse("home"))
+    assert response.status_code == 503
+    html = response.content.decode()
+    assert "DynamoDB unavailable" in html
+    assert settings.DYNAMODB_ENDPOINT_URL in html
+    assert response["Retry-After"]
+
+
+def test_unreachable_dynamodb_on_json_request_is_json(supervisor_client, settings):
+    settings.DYNAMODB_ENDPOINT_URL = f"http://127.0.0.1:{free_port()}"
+    settings.DYNAMODB_MAX_ATTEMPTS = 1
+    response = supervisor_client.get(reverse("home"), HTTP_ACCEPT="application/json")
+    assert response.status_code == 503
+    assert response.json()["error"] == "DynamoDB unavailable"
+
+
+@pytest.mark.parametrize("who, expected", [("staff", 200), ("supervisor", 302)])
+def test_admin_is_for_staff_only(client, request, who, expected):
+    client.force_login(request.getfixturevalue(who))
+    assert client.get("/admin/").status_code == expected
