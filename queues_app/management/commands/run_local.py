@@ -1,5 +1,6 @@
 """Everything `make run` does after installing: DynamoDB Local, tables, users, demo data, server."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -45,6 +46,8 @@ class Command(BaseCommand):
             except LocalDynamoError as exc:
                 raise CommandError(str(exc)) from exc
         server = None
+        # Stop both servers on SIGTERM as on Ctrl-C.
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         try:
             call_command("dynamo_tables", "create")
             call_command("migrate", interactive=False, verbosity=0)
@@ -53,17 +56,20 @@ class Command(BaseCommand):
             if no_server:
                 return
             self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops both servers)\n"))
-            server = subprocess.Popen([sys.executable, "manage.py", "runserver", addrport], cwd=settings.BASE_DIR)
+            # Its own process group, so that stopping it also stops the autoreloader's child.
+            server = subprocess.Popen(
+                [sys.executable, "manage.py", "runserver", addrport], cwd=settings.BASE_DIR, start_new_session=True
+            )
             server.wait()
         except KeyboardInterrupt:
             self.stdout.write("\nStopping ...")
         finally:
             if server and server.poll() is None:
-                server.send_signal(signal.SIGINT)
+                os.killpg(server.pid, signal.SIGINT)
                 try:
                     server.wait(10)
                 except subprocess.TimeoutExpired:
-                    server.kill()
+                    os.killpg(server.pid, signal.SIGKILL)
             if local:
                 local.stop()
                 self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
@@ -79,3 +85,7 @@ class Command(BaseCommand):
                     return
             time.sleep(0.1)
         raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt
