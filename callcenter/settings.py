@@ -134,3 +134,11 @@ LOGGING = {
         "queues_app": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     },
 }
+
+# Agent order for matching: "fifo" (earliest-queued agent first) or "lifo".
+SWITCHBOARD_AGENT_ORDER = env.str("SWITCHBOARD_AGENT_ORDER", default="fifo")
+# A caller who waits this long has one preference relaxed, in this order, then the next.
+SWITCHBOARD_ESCALATION = {
+    "after_seconds": env.float("SWITCHBOARD_ESCALATE_AFTER_SECONDS", default=60.0),
+    "order": env.list("SWITCHBOARD_ESCALATION_ORDER", default=["gender", "language"]),
+}

@@ -31,6 +31,7 @@ def agent_to_item(agent: Agent) -> dict:
         "created_at": agent.created_at,
         "updated_at": agent.updated_at,
         "queued_at": agent.queued_at,
+        "queue_token": agent.queue_token,
         "call_id": agent.call_id,
     }
 
@@ -45,6 +46,7 @@ def agent_from_item(item: dict) -> Agent:
         created_at=item.get("created_at", ""),
         updated_at=item.get("updated_at", ""),
         queued_at=item.get("queued_at"),
+        queue_token=item.get("queue_token"),
         call_id=item.get("call_id"),
     )
 
@@ -85,6 +87,50 @@ class Agents:
         except errors.Conflict as exc:
             raise errors.Conflict(f"An agent with id {agent.agent_id!r} exists already.") from exc
         return agent
+
+    def update(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Agent:
+        """Rename or change skills. Refused while the agent is queued or attending, because
+        their message items were written for the old skills."""
+        name = (name or "").strip()
+        if not name:
+            raise errors.InvalidRequest("An agent needs a name.")
+        clean = self.catalog.validate_agent_skills(skills)
+        try:
+            response = self.db.call(
+                "update_item",
+                TableName=self.table,
+                Key=marshal(keys.agent(agent_id)),
+                UpdateExpression="SET #name = :name, name_lower = :lower, skills = :skills, "
+                "version = version + :one, updated_at = :now",
+                ConditionExpression="attribute_exists(pk) AND version = :expected "
+                "AND NOT #status IN (:queued, :attending)",
+                ExpressionAttributeNames={"#name": "name", "#status": "status"},
+                ExpressionAttributeValues=marshal({
+                    ":name": name, ":lower": name.lower(), ":skills": clean, ":one": 1, ":now": to_iso(now()),
+                    ":expected": expected_version, ":queued": AgentStatus.QUEUED,
+                    ":attending": AgentStatus.ATTENDING,
+                }),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except errors.Conflict as exc:
+            raise self._edit_conflict(agent_id, exc.current, expected_version) from exc
+        return agent_from_item(unmarshal(response["Attributes"]))
+
+    @staticmethod
+    def _edit_conflict(agent_id: str, current: dict | None, expected_version: int) -> errors.DynamoError:
+        if not current:
+            return errors.NotFound(f"No agent with id {agent_id!r}.")
+        if current.get("status") in (AgentStatus.QUEUED, AgentStatus.ATTENDING):
+            label = AgentStatus.LABELS[current["status"]].lower()
+            return errors.Conflict(
+                f"{current['name']} is {label}; log them off before changing their skills.", current=current
+            )
+        return errors.Conflict(
+            f"{current['name']} was changed by someone else (version {current.get('version')}, "
+            f"you edited version {expected_version}); reload and try again.",
+            current=current,
+        )
 
     def create_many(self, agents: Iterable[Agent], on_batch=None) -> int:
         """Bulk insert for demo data and imports (no existence check)."""

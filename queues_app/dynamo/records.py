@@ -100,9 +100,66 @@ class Agent:
     created_at: str = ""
     updated_at: str = ""
     queued_at: str | None = None
+    queue_token: str | None = None  # sort key of the agent's message items while queued
     call_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status_label(self) -> str:
         return AgentStatus.LABELS.get(self.status, self.status)
+
+
+class CallStatus:
+    WAITING = "waiting"
+    ASSIGNED = "assigned"
+    ENDED = "ended"
+
+    ALL = (WAITING, ASSIGNED, ENDED)
+
+
+class QueueOrder:
+    FIFO = "fifo"  # earliest-queued agent first (the article's default)
+    LIFO = "lifo"  # most recently queued agent first (the article's Considerations)
+
+    ALL = (FIFO, LIFO)
+
+
+@dataclass
+class Call:
+    """A caller: preferences, where they wait, and who took them and why."""
+
+    call_id: str
+    status: str
+    preferences: dict[str, str | None]
+    priority: int = 0
+    order: str = QueueOrder.FIFO
+    arrived_at: str = ""
+    version: int = 1
+    agent_id: str | None = None
+    agent_name: str | None = None
+    assigned_at: str | None = None
+    ended_at: str | None = None
+    wait_sk: str | None = None
+    relaxed: list[dict] = field(default_factory=list)  # [{"dimension", "from", "at"}]
+    why: list[dict] = field(default_factory=list)  # candidates considered at assignment
+
+    @property
+    def waited_seconds(self) -> float | None:
+        start = from_iso(self.arrived_at)
+        end = from_iso(self.assigned_at) or now()
+        return (end - start).total_seconds() if start else None
+
+
+@dataclass
+class QueueInfo:
+    """Metadata of one skill-combination queue (the article's `Q#Spanish#M` item)."""
+
+    combination: tuple[str, ...]
+    name: str
+    depth: int = 0
+    version: int = 0
+    oldest_queued_at: str | None = None
+
+    @property
+    def oldest_age_seconds(self) -> float | None:
+        oldest = from_iso(self.oldest_queued_at)
+        return (now() - oldest).total_seconds() if oldest else None

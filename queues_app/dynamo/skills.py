@@ -79,3 +79,45 @@ class SkillCatalog:
 
     def all_combinations(self) -> list[tuple[str, ...]]:
         return list(itertools.product(*(values for _, values in self.dimensions)))
+
+
+ANY = None  # a preference that accepts every value of its dimension
+_ANY_WORDS = {"", "any", "*", None}
+
+
+def validate_preferences(catalog: SkillCatalog, preferences: dict) -> dict[str, str | None]:
+    """A caller's preferences: at most one value per dimension, or any (None)."""
+    clean: dict[str, str | None] = {}
+    for name, allowed in catalog.dimensions:
+        value = preferences.get(name)
+        if isinstance(value, str):
+            value = value.strip()
+        if value in _ANY_WORDS or (isinstance(value, str) and value.lower() in _ANY_WORDS):
+            clean[name] = ANY
+        elif not isinstance(value, str):
+            raise SkillError(name, f"{name} must be one value or 'any'")
+        elif value not in allowed:
+            raise SkillError(name, f"unknown {name} {value!r}; allowed: {', '.join(allowed)} or any")
+        else:
+            clean[name] = value
+    extra = set(preferences) - set(catalog.names)
+    if extra:
+        field = sorted(extra)[0]
+        raise SkillError(field, f"unknown skill dimension {field!r}")
+    return clean
+
+
+def fits(skills: dict[str, list[str]], preferences: dict[str, str | None]) -> bool:
+    """Does an agent with `skills` satisfy every preference?"""
+    return all(value is ANY or value in skills.get(name, ()) for name, value in preferences.items())
+
+
+def matching_combinations(catalog: SkillCatalog, preferences: dict[str, str | None]) -> list[tuple[str, ...]]:
+    """The queue combinations whose agents satisfy the preferences."""
+    choices = [(preferences.get(name),) if preferences.get(name) is not ANY else values
+               for name, values in catalog.dimensions]
+    return list(itertools.product(*choices))
+
+
+def describe_preferences(preferences: dict[str, str | None]) -> str:
+    return ", ".join(f"{name}: {value or 'any'}" for name, value in preferences.items())

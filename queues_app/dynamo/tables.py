@@ -46,6 +46,8 @@ CALLCENTER = TableSpec(
         "Agents, queue metadata per skill combination, agent-queue message items, "
         "calls and waiting callers (single-table design, as in the FIFO article)."
     ),
+    # Ended calls expire after a retention period.
+    ttl_attribute="expires_at",
 )
 
 TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER,)}

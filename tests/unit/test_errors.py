@@ -102,15 +102,14 @@ def test_dynamo_call_translates_through_a_stubbed_client():
             service_error_code="TransactionCanceledException",
             service_message="Transaction cancelled",
             http_status_code=400,
-            response_meta={},
+            modeled_fields={"CancellationReasons": [{"Code": "TransactionConflict"}]},
         )
-        # botocore's stubber cannot attach CancellationReasons; the code alone still
-        # gives a TransactionCancelled with no reasons.
         with pytest.raises(errors.TransactionCancelled) as caught:
             db.call("transact_write_items", TransactItems=[{"ConditionCheck": {
                 "TableName": "p-callcenter", "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}},
                 "ConditionExpression": "attribute_exists(pk)"}}])
         assert isinstance(caught.value.__cause__, ClientError)
+        assert caught.value.lost_race
         stub.add_client_error("get_item", service_error_code="ProvisionedThroughputExceededException",
                               http_status_code=400)
         with pytest.raises(errors.Throttled):

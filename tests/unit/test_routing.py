@@ -1,0 +1,355 @@
+"""The agent queue and caller matching, single-threaded on moto."""
+
+from datetime import timedelta
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from queues_app.dynamo import errors, keys
+from queues_app.dynamo.agents import Agents
+from queues_app.dynamo.client import Dynamo
+from queues_app.dynamo.records import AgentStatus, CallStatus, marshal, now
+from queues_app.dynamo.routing import AgentTooBroad, EscalationPolicy, Router
+from queues_app.dynamo.skills import SkillCatalog, SkillError
+
+
+class Clock:
+    """A clock the test moves by hand; each reading is a microsecond later than the last."""
+
+    def __init__(self):
+        self.moment = now()
+
+    def __call__(self):
+        self.moment += timedelta(microseconds=1)
+        return self.moment
+
+    def advance(self, seconds):
+        self.moment += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def router(moto_db, clock):
+    return Router(moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=60, order=("gender", "language")))
+
+
+def agent(router, name, languages, gender):
+    return Agents(router.db, router.catalog).create(name, {"language": languages, "gender": [gender]})
+
+
+def queue_items(router, combo):
+    response = router.db.call(
+        "query", TableName=router.table, KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}}, ConsistentRead=True,
+    )
+    return response["Items"]
+
+
+def depth(router, combo):
+    return {q.combination: q.depth for q in router.queues()}[combo]
+
+
+def test_enqueue_writes_one_message_per_combination_and_counts_them(router):
+    ana = agent(router, "Ana", ["English", "Spanish"], "F")
+    queued, call = router.make_available(ana.agent_id)
+    assert call is None
+    assert queued.status == AgentStatus.QUEUED
+    assert queued.queue_token.endswith(ana.agent_id)
+    for combo in (("English", "F"), ("Spanish", "F")):
+        assert len(queue_items(router, combo)) == 1
+        assert depth(router, combo) == 1
+    assert depth(router, ("French", "F")) == 0
+    assert {q.name: q for q in router.queues()}["Q#English#F"].oldest_queued_at == queued.queued_at
+
+
+def test_enqueueing_a_queued_agent_is_refused_without_duplicates(router):
+    ana = agent(router, "Ana", ["English"], "F")
+    router.make_available(ana.agent_id)
+    with pytest.raises(errors.Conflict, match="already queued"):
+        router.make_available(ana.agent_id)
+    assert len(queue_items(router, ("English", "F"))) == 1
+    assert depth(router, ("English", "F")) == 1
+
+
+def test_an_agent_over_the_transaction_limit_is_refused_up_front(moto_db):
+    catalog = SkillCatalog.from_mapping({"language": [f"L{i}" for i in range(10)], "gender": list("ABCDE")})
+    router = Router(moto_db, catalog)
+    wide = Agents(moto_db, catalog).create("Wide", {"language": [f"L{i}" for i in range(10)],
+                                                     "gender": list("ABCDE")})
+    with pytest.raises(AgentTooBroad, match="50 skill combinations.*103 actions.*limit of 100"):
+        router.make_available(wide.agent_id)
+    assert Agents(moto_db, catalog).get(wide.agent_id).status == AgentStatus.OFFLINE
+
+
+def test_caller_gets_the_earliest_queued_agent_who_fits(router):
+    first = agent(router, "First", ["Spanish"], "M")
+    second = agent(router, "Second", ["Spanish", "English"], "M")
+    other = agent(router, "Other", ["Spanish"], "F")
+    for a in (other, first, second):
+        router.make_available(a.agent_id)
+    call, created = router.create_call({"language": "Spanish", "gender": "M"})
+    assert created
+    assert call.status == CallStatus.ASSIGNED
+    assert call.agent_id == first.agent_id
+    assert call.why[0]["agent_id"] == first.agent_id
+    assert call.why[0]["outcome"].startswith("chosen")
+    assert any(w["agent_id"] == second.agent_id and "later" in w["outcome"] for w in call.why)
+    taken = Agents(router.db, router.catalog).get(first.agent_id)
+    assert taken.status == AgentStatus.ATTENDING and taken.call_id == call.call_id
+    assert depth(router, ("Spanish", "M")) == 1
+    assert router.get_call(call.call_id).agent_id == first.agent_id
+
+
+def test_assignment_removes_every_message_of_the_agent(router):
+    polyglot = agent(router, "Poly", ["English", "French", "Spanish"], "X")
+    router.make_available(polyglot.agent_id)
+    router.create_call({"language": "French", "gender": "X"})
+    for language in ("English", "French", "Spanish"):
+        assert queue_items(router, (language, "X")) == []
+        assert depth(router, (language, "X")) == 0
+
+
+def test_any_preference_looks_across_queues_in_queue_order(router):
+    m = agent(router, "M", ["English"], "M")
+    f = agent(router, "F", ["English"], "F")
+    router.make_available(m.agent_id)
+    router.make_available(f.agent_id)
+    call, _ = router.create_call({"language": "English", "gender": "any"})
+    assert call.agent_id == m.agent_id
+
+
+def test_lifo_order_takes_the_most_recently_queued_agent(router):
+    early = agent(router, "Early", ["French"], "F")
+    late = agent(router, "Late", ["French"], "F")
+    router.make_available(early.agent_id)
+    router.make_available(late.agent_id)
+    call, _ = router.create_call({"language": "French", "gender": "F"}, order="lifo")
+    assert call.agent_id == late.agent_id
+
+
+def test_unmatched_callers_wait_in_priority_then_arrival_order(router):
+    a, _ = router.create_call({"language": "Spanish", "gender": "F"})
+    b, _ = router.create_call({"language": "Spanish", "gender": "any"})
+    vip, _ = router.create_call({"language": "Spanish", "gender": "F"}, priority=5)
+    assert {a.status, b.status, vip.status} == {CallStatus.WAITING}
+    waiting, _ = router.waiting_calls()
+    assert [w["call_id"] for w in waiting] == [vip.call_id, a.call_id, b.call_id]
+
+    ana = agent(router, "Ana", ["Spanish"], "F")
+    bea = agent(router, "Bea", ["Spanish"], "F")
+    cid = agent(router, "Cid", ["Spanish"], "M")
+    # An agent who becomes available takes the longest-waiting caller they fit instead of queueing.
+    _, got = router.make_available(ana.agent_id)
+    assert got.call_id == vip.call_id
+    assert "became available" in got.why[0]["outcome"]
+    _, got = router.make_available(cid.agent_id)  # a male agent only fits b (gender any)
+    assert got.call_id == b.call_id
+    _, got = router.make_available(bea.agent_id)
+    assert got.call_id == a.call_id
+    assert router.waiting_calls()[0] == []
+    assert queue_items(router, ("Spanish", "F")) == []
+
+
+def test_an_agent_who_fits_no_waiting_caller_is_queued(router):
+    router.create_call({"language": "French", "gender": "M"})
+    ana = agent(router, "Ana", ["Spanish"], "F")
+    queued, call = router.make_available(ana.agent_id)
+    assert call is None and queued.status == AgentStatus.QUEUED
+    assert len(router.waiting_calls()[0]) == 1
+
+
+def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypatch):
+    """The lost wake-up race: the agent looked for callers (none), a caller starts
+    waiting, then the agent is queued. The agent's second look must find the caller."""
+    ana = agent(router, "Ana", ["English"], "F")
+    other_router = Router(router.db, router.catalog, clock=router.clock)
+    real_enqueue = router._enqueue
+    arrived = {}
+
+    def enqueue_while_a_caller_arrives(a):
+        call = other_router._start_waiting(other_router_call())
+        arrived["call"] = call
+        return real_enqueue(a)
+
+    def other_router_call():
+        from queues_app.dynamo.records import Call
+
+        return Call(call_id="racer", status=CallStatus.WAITING, preferences={"language": "English", "gender": None},
+                    arrived_at="2026-01-01T00:00:00.000000Z")
+
+    monkeypatch.setattr(router, "_enqueue", enqueue_while_a_caller_arrives)
+    agent_now, call = router.make_available(ana.agent_id)
+    assert call is not None and call.call_id == "racer"
+    assert agent_now.status == AgentStatus.ATTENDING
+    assert router.get_call("racer").status == CallStatus.ASSIGNED
+    assert queue_items(router, ("English", "F")) == []
+    assert depth(router, ("English", "F")) == 0
+
+
+def test_idempotency_key_returns_the_same_call(router):
+    first, created = router.create_call({"language": "English", "gender": "F"}, idempotency_key="req-1")
+    again, created_again = router.create_call({"language": "English", "gender": "F"}, idempotency_key="req-1")
+    assert created and not created_again
+    assert again.call_id == first.call_id
+    assert len(router.waiting_calls()[0]) == 1
+
+
+@pytest.mark.parametrize("prefs, field", [
+    ({"language": "Klingon", "gender": "F"}, "language"),
+    ({"language": "English", "gender": "Q"}, "gender"),
+    ({"language": "English", "mood": "happy"}, "mood"),
+])
+def test_invalid_preferences_name_the_field(router, prefs, field):
+    with pytest.raises(SkillError) as caught:
+        router.create_call(prefs)
+    assert caught.value.field == field
+
+
+def test_invalid_priority_is_refused(router):
+    with pytest.raises(errors.InvalidRequest, match="priority"):
+        router.create_call({"language": "English"}, priority=12)
+
+
+def test_release_ends_the_call_and_queues_the_agent_at_the_back(router):
+    ana = agent(router, "Ana", ["English"], "F")
+    bea = agent(router, "Bea", ["English"], "F")
+    router.make_available(ana.agent_id)
+    router.make_available(bea.agent_id)
+    call, _ = router.create_call({"language": "English", "gender": "F"})
+    assert call.agent_id == ana.agent_id
+    released, next_call = router.release(ana.agent_id)
+    assert next_call is None and released.status == AgentStatus.QUEUED
+    assert router.get_call(call.call_id).status == CallStatus.ENDED
+    # Bea has waited longer, so she is next; Ana is at the back.
+    nxt, _ = router.create_call({"language": "English", "gender": "F"})
+    assert nxt.agent_id == bea.agent_id
+
+
+@pytest.mark.parametrize("then", ["wrap_up", "offline"])
+def test_release_to_wrap_up_or_offline(router, then):
+    ana = agent(router, "Ana", ["English"], "F")
+    router.make_available(ana.agent_id)
+    router.create_call({"language": "English", "gender": "F"})
+    released, _ = router.release(ana.agent_id, then=then)
+    assert released.status == then
+    assert released.call_id is None
+    assert depth(router, ("English", "F")) == 0
+
+
+def test_release_gives_the_agent_a_waiting_caller_first(router):
+    ana = agent(router, "Ana", ["English"], "F")
+    router.make_available(ana.agent_id)
+    router.create_call({"language": "English", "gender": "F"})
+    waiting, _ = router.create_call({"language": "English", "gender": "F"})
+    assert waiting.status == CallStatus.WAITING
+    released, next_call = router.release(ana.agent_id)
+    assert next_call.call_id == waiting.call_id
+    assert released.status == AgentStatus.ATTENDING
+
+
+def test_release_of_an_agent_not_on_a_call_is_refused(router):
+    ana = agent(router, "Ana", ["English"], "F")
+    with pytest.raises(errors.Conflict, match="not attending"):
+        router.release(ana.agent_id)
+    with pytest.raises(errors.InvalidRequest):
+        router.release(ana.agent_id, then="lunch")
+
+
+def test_log_off_leaves_every_queue_at_once(router):
+    poly = agent(router, "Poly", ["English", "French"], "M")
+    router.make_available(poly.agent_id)
+    off = router.log_off(poly.agent_id)
+    assert off.status == AgentStatus.OFFLINE
+    assert queue_items(router, ("English", "M")) == [] and queue_items(router, ("French", "M")) == []
+    assert depth(router, ("English", "M")) == 0 and depth(router, ("French", "M")) == 0
+    assert router.log_off(poly.agent_id).status == AgentStatus.OFFLINE  # already offline: no-op
+
+
+def test_log_off_of_an_agent_on_a_call_is_refused(router):
+    ana = agent(router, "Ana", ["English"], "F")
+    router.make_available(ana.agent_id)
+    router.create_call({"language": "English", "gender": "F"})
+    with pytest.raises(errors.Conflict, match="release the call first"):
+        router.log_off(ana.agent_id)
+
+
+def test_escalation_relaxes_gender_then_language_and_records_it(router, clock):
+    call, _ = router.create_call({"language": "Spanish", "gender": "F"})
+    cid = agent(router, "Cid", ["English"], "M")
+    router.make_available(cid.agent_id)
+    assert router.escalate() == []  # not waited long enough
+    clock.advance(61)
+    changed = router.escalate()
+    assert [c.call_id for c in changed] == [call.call_id]
+    waiting = router.get_call(call.call_id)
+    assert waiting.status == CallStatus.WAITING  # Cid speaks no Spanish
+    assert waiting.preferences == {"language": "Spanish", "gender": None}
+    assert [r["dimension"] for r in waiting.relaxed] == ["gender"]
+    clock.advance(60)
+    router.escalate()
+    assigned = router.get_call(call.call_id)
+    assert assigned.status == CallStatus.ASSIGNED and assigned.agent_id == cid.agent_id
+    assert [(r["dimension"], r["from"]) for r in assigned.relaxed] == [("gender", "F"), ("language", "Spanish")]
+
+
+def test_edit_agent_checks_version_and_state(router):
+    directory = Agents(router.db, router.catalog)
+    ana = agent(router, "Ana", ["English"], "F")
+    edited = directory.update(ana.agent_id, name="Ana B", skills={"language": ["French"], "gender": ["F"]},
+                              expected_version=ana.version)
+    assert edited.name == "Ana B" and edited.version == ana.version + 1
+    with pytest.raises(errors.Conflict, match="changed by someone else"):
+        directory.update(ana.agent_id, name="Stale", skills={"language": ["French"], "gender": ["F"]},
+                         expected_version=ana.version)
+    router.make_available(ana.agent_id)
+    current = directory.get(ana.agent_id)
+    with pytest.raises(errors.Conflict, match="log them off"):
+        directory.update(ana.agent_id, name="X", skills={"language": ["French"], "gender": ["F"]},
+                         expected_version=current.version)
+
+
+def test_a_lost_transaction_conflict_is_retried(clock):
+    """Real DynamoDB cancels with TransactionConflict under contention (DynamoDB Local never
+    does): the matcher retries the same candidate instead of failing."""
+    client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
+    router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
+    message = {"pk": "Q#English#F", "sk": "2026-01-01T00:00:00.000000Z#a1", "agent_id": "a1", "name": "Ana",
+               "skills": {"language": ["English"], "gender": ["F"]}}
+    with Stubber(client) as stub:
+        stub.add_response("query", {"Items": [marshal(message)]}, None)
+        stub.add_client_error(
+            "transact_write_items", service_error_code="TransactionCanceledException",
+            service_message="Transaction cancelled", http_status_code=400,
+            modeled_fields={"CancellationReasons": [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * 3},
+        )
+        stub.add_response("transact_write_items", {}, None)
+        call, created = router.create_call({"language": "English", "gender": "F"})
+        stub.assert_no_pending_responses()
+    assert created and call.agent_id == "a1"
+
+
+def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
+    client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
+    router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
+    skills = {"language": ["English"], "gender": ["F"]}
+    items = [marshal({"pk": "Q#English#F", "sk": f"2026-01-01T00:00:0{i}.000000Z#a{i}", "agent_id": f"a{i}",
+                      "name": f"A{i}", "skills": skills}) for i in (1, 2)]
+    with Stubber(client) as stub:
+        stub.add_response("query", {"Items": items}, None)
+        stub.add_client_error(
+            "transact_write_items", service_error_code="TransactionCanceledException", http_status_code=400,
+            modeled_fields={"CancellationReasons": [{"Code": "ConditionalCheckFailed"}] + [{"Code": "None"}] * 3},
+        )
+        stub.add_response("transact_write_items", {}, None)
+        call, _ = router.create_call({"language": "English", "gender": "F"})
+        stub.assert_no_pending_responses()  # one Query only: no starting over
+    assert call.agent_id == "a2"
+    assert call.why[1] == {"agent_id": "a1", "name": "A1", "queued_at": "2026-01-01T00:00:01.000000Z",
+                           "outcome": "taken by another caller a moment earlier"}
