@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from .dynamo import errors
+from .dynamo.skills import SkillError
 
 
 @dataclass
@@ -19,15 +20,27 @@ class UserError:
     message: str
     hint: str = ""
     retry_after: int | None = None
+    fields: dict[str, str] | None = None  # input field -> what is wrong with it
 
     def as_json(self) -> dict:
         body = {"error": self.title, "message": self.message}
         if self.hint:
             body["hint"] = self.hint
+        if self.fields:
+            body["fields"] = dict(self.fields)
         return body
 
 
-def describe(exc: errors.DynamoError) -> UserError:
+def invalid_input(fields: dict[str, str], message: str | None = None) -> UserError:
+    """Input that failed validation: 400, naming each field and what is wrong with it."""
+    if message is None:
+        message = "; ".join(f"{name}: {problem}" if name else problem for name, problem in fields.items())
+    return UserError(400, "Invalid request", message, fields=fields)
+
+
+def describe(exc: errors.DynamoError | SkillError) -> UserError:
+    if isinstance(exc, SkillError):
+        return invalid_input({exc.field: exc.message} if exc.field else {}, exc.message)
     if isinstance(exc, errors.TableMissing):
         return UserError(
             503,
@@ -59,3 +72,24 @@ def describe(exc: errors.DynamoError) -> UserError:
 
 def _endpoint() -> str:
     return settings.DYNAMODB_ENDPOINT_URL or f"AWS DynamoDB ({settings.AWS_REGION})"
+
+
+# --- the JSON API's own refusals (not domain errors, but told the same way) --------------
+
+
+def unauthenticated(message: str) -> UserError:
+    return UserError(401, "Authentication required", message,
+                     hint="Send the header `Authorization: Bearer <token>`; "
+                     "create a token with `python manage.py create_api_token <username>`.")
+
+
+def forbidden(message: str) -> UserError:
+    return UserError(403, "Forbidden", message)
+
+
+def no_such_endpoint(path: str) -> UserError:
+    return UserError(404, "Not found", f"There is no API endpoint at {path}.")
+
+
+def method_not_allowed(method: str, allowed: list[str]) -> UserError:
+    return UserError(405, "Method not allowed", f"{method} is not allowed here; use {' or '.join(allowed)}.")

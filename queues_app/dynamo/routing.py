@@ -650,6 +650,19 @@ class Router:
         response = self.db.call("query", **params)
         return [unmarshal(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey")
 
+    def count_waiting(self, cap: int = 1000) -> tuple[int, bool]:
+        """How many callers wait, counted with one COUNT query of at most `cap` items.
+        Returns (count, more): `more` is True when there are at least `cap`."""
+        response = self.db.call(
+            "query",
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
+            Select="COUNT",
+            Limit=cap,
+        )
+        return response["Count"], bool(response.get("LastEvaluatedKey"))
+
     def escalate(self) -> list[Call]:
         """Relax the preferences of callers who waited too long, then try to match them.
 

@@ -1,0 +1,70 @@
+"""Django's own database holds users, groups, sessions and API tokens; queues live in DynamoDB."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+# Writing last_used_at on every request would turn each read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+PREFIX_LENGTH = 8
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(revoked=False, user__is_active=True)
+
+
+class ApiToken(models.Model):
+    """A machine's credential for the JSON API. It acts as `user`: a supervisor's token
+    may change queues, a viewer's token may only read. Only the SHA-256 of the token is
+    stored; the token itself is shown once, when it is created."""
+
+    name = models.CharField(max_length=100, help_text="Who uses it, e.g. “phone system”.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=PREFIX_LENGTH, editable=False,
+                              help_text="The token's first characters, to recognise it.")
+    created = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked = models.BooleanField(default=False)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "API token"
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…, {self.user})"
+
+    @classmethod
+    def issue(cls, user, name: str) -> tuple[ApiToken, str]:
+        """Create a token for `user`; returns it and the raw token (never stored)."""
+        raw = secrets.token_urlsafe(32)
+        token = cls.objects.create(name=name, user=user, key_hash=hash_token(raw), prefix=raw[:PREFIX_LENGTH])
+        return token, raw
+
+    @classmethod
+    def find(cls, raw: str) -> ApiToken | None:
+        """The active token with this raw value, or None (unknown, revoked, inactive user)."""
+        if not raw:
+            return None
+        return cls.objects.active().select_related("user").filter(key_hash=hash_token(raw)).first()
+
+    def touch(self, moment=None) -> None:
+        """Record use, at most once per LAST_USED_RESOLUTION, without saving other fields."""
+        moment = moment or timezone.now()
+        if self.last_used_at and moment - self.last_used_at < LAST_USED_RESOLUTION:
+            return
+        ApiToken.objects.filter(pk=self.pk).update(last_used_at=moment)
+        self.last_used_at = moment

@@ -1,0 +1,469 @@
+"""The JSON API on moto: token auth, every endpoint, validation, idempotency, errors as JSON."""
+
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from queues_app.dynamo.agents import Agents
+from queues_app.dynamo.local import free_port
+from queues_app.dynamo.records import AgentStatus, CallStatus
+from queues_app.dynamo.routing import Router
+from queues_app.models import ApiToken, hash_token
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # The users' passwords play no part here; Django's default hasher costs a second each.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def supervisor_token(supervisor):
+    return ApiToken.issue(supervisor, "phone system")[1]
+
+
+@pytest.fixture
+def viewer_token(viewer):
+    return ApiToken.issue(viewer, "wallboard")[1]
+
+
+class Api:
+    """Django's test client speaking JSON with a bearer token."""
+
+    def __init__(self, token=None, client=None):
+        self.client = client or Client(enforce_csrf_checks=True)
+        self.token = token
+
+    def _headers(self, extra):
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"} if self.token is not None else {}
+        return {**headers, **extra}
+
+    def get(self, path, **extra):
+        return self.client.get(path, **self._headers(extra))
+
+    def post(self, path, body=None, *, raw=None, **extra):
+        data = raw if raw is not None else ("" if body is None else json.dumps(body))
+        return self.client.post(path, data=data, content_type="application/json", **self._headers(extra))
+
+
+@pytest.fixture
+def api(supervisor_token):
+    return Api(supervisor_token)
+
+
+@pytest.fixture
+def viewer_api(viewer_token):
+    return Api(viewer_token)
+
+
+def agent(name, languages, gender):
+    return Agents().create(name, {"language": languages, "gender": [gender]})
+
+
+def assert_problem(response, status, error=None):
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert body["message"]
+    if error:
+        assert body["error"] == error
+    return body
+
+
+# --- authentication -----------------------------------------------------------------
+
+
+def test_it_refuses_a_request_without_a_token(moto_db, db):
+    body = assert_problem(Api().get("/api/queues"), 401, "Authentication required")
+    assert "bearer token" in body["message"]
+
+
+def test_it_asks_for_a_bearer_token_in_www_authenticate(moto_db, db):
+    response = Api().get("/api/queues")
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_it_refuses_an_unknown_token(moto_db, db):
+    response = Api("not-a-real-token").get("/api/queues")
+    assert_problem(response, 401)
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_it_refuses_a_non_bearer_authorization_header(moto_db, supervisor_token):
+    response = Api().get("/api/queues", HTTP_AUTHORIZATION=f"Token {supervisor_token}")
+    assert_problem(response, 401)
+
+
+def test_it_rejects_a_revoked_token(moto_db, supervisor_token):
+    ApiToken.objects.update(revoked=True)
+    assert_problem(Api(supervisor_token).get("/api/queues"), 401)
+
+
+def test_it_rejects_the_token_of_an_inactive_user(moto_db, supervisor, supervisor_token):
+    supervisor.is_active = False
+    supervisor.save()
+    assert_problem(Api(supervisor_token).get("/api/queues"), 401)
+
+
+def test_a_session_login_is_not_enough_for_the_api(moto_db, supervisor):
+    client = Client()
+    client.force_login(supervisor)
+    assert_problem(client.get("/api/queues"), 401)
+
+
+def test_it_stores_only_the_hash_and_a_prefix_of_the_token(supervisor):
+    token, raw = ApiToken.issue(supervisor, "phone system")
+    token.refresh_from_db()
+    assert token.key_hash == hash_token(raw) != raw
+    assert token.prefix == raw[:8]
+    assert raw not in {token.key_hash, token.prefix, token.name}
+
+
+def test_it_records_last_use_at_most_once_a_minute(moto_db, api):
+    api.get("/api/queues")
+    token = ApiToken.objects.get()
+    first = token.last_used_at
+    assert first is not None
+    api.get("/api/queues")
+    token.refresh_from_db()
+    assert token.last_used_at == first
+    ApiToken.objects.update(last_used_at=first - timedelta(minutes=2))
+    api.get("/api/queues")
+    token.refresh_from_db()
+    assert token.last_used_at > first - timedelta(seconds=1)
+    assert timezone.now() - token.last_used_at < timedelta(minutes=1)
+
+
+def test_a_viewers_token_may_read(moto_db, viewer_api):
+    assert viewer_api.get("/api/queues").status_code == 200
+
+
+def test_a_viewers_token_may_not_write(moto_db, viewer_api):
+    ana = agent("Ana", ["English"], "F")
+    for path, body in [
+        ("/api/calls", {"preferences": {}}),
+        (f"/api/agents/{ana.agent_id}/available", None),
+        (f"/api/agents/{ana.agent_id}/release", {"then": "queue"}),
+        (f"/api/agents/{ana.agent_id}/offline", None),
+    ]:
+        assert_problem(viewer_api.post(path, body), 403, "Forbidden")
+    assert Router().waiting_calls()[0] == []
+    assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
+
+
+def test_token_requests_need_no_csrf_token(moto_db, api):
+    # The Api client enforces CSRF checks and sends no CSRF cookie or header.
+    assert api.post("/api/calls", {"preferences": {}}).status_code == 201
+
+
+# --- calls --------------------------------------------------------------------------
+
+
+def test_it_creates_a_waiting_call_when_no_agent_fits(moto_db, api):
+    response = api.post("/api/calls", {"preferences": {"language": "Spanish", "gender": "any"}, "priority": 3})
+    assert response.status_code == 201
+    call = response.json()
+    assert call["status"] == CallStatus.WAITING
+    assert call["preferences"] == {"language": "Spanish", "gender": "any"}
+    assert call["priority"] == 3
+    assert call["agent_id"] is None
+    assert response["Location"] == f"/api/calls/{call['call_id']}"
+    waiting, _ = Router().waiting_calls()
+    assert [w["call_id"] for w in waiting] == [call["call_id"]]
+
+
+def test_it_assigns_a_call_at_once_to_a_queued_agent_who_fits(moto_db, api):
+    ana = agent("Ana", ["English", "Spanish"], "F")
+    Router().make_available(ana.agent_id)
+    response = api.post("/api/calls", {"preferences": {"language": "Spanish"}, "order": "fifo"})
+    assert response.status_code == 201
+    call = response.json()
+    assert call["status"] == CallStatus.ASSIGNED
+    assert call["agent_id"] == ana.agent_id
+    assert call["agent_name"] == "Ana"
+    assert call["assigned_at"]
+    assert call["why"][0]["agent_id"] == ana.agent_id
+    assert call["waited_seconds"] >= 0
+
+
+def test_it_reads_a_calls_state(moto_db, api, viewer_api):
+    created = api.post("/api/calls", {"preferences": {"gender": "M"}}).json()
+    response = viewer_api.get(f"/api/calls/{created['call_id']}")
+    assert response.status_code == 200
+    call = response.json()
+    assert call["call_id"] == created["call_id"]
+    assert call["status"] == CallStatus.WAITING
+    assert set(call) >= {"status", "preferences", "priority", "arrived_at", "agent_id", "agent_name",
+                         "assigned_at", "ended_at", "relaxed", "why", "waited_seconds"}
+
+
+def test_the_same_idempotency_key_twice_makes_one_call(moto_db, api):
+    body = {"preferences": {"language": "French"}, "priority": 1}
+    first = api.post("/api/calls", body, HTTP_IDEMPOTENCY_KEY="phone-123")
+    second = api.post("/api/calls", body, HTTP_IDEMPOTENCY_KEY="phone-123")
+    assert first.status_code == 201
+    assert second.status_code == 200
+    assert second.json()["call_id"] == first.json()["call_id"]
+    assert second["Idempotent-Replayed"] == "true"
+    waiting, _ = Router().waiting_calls()
+    assert [w["call_id"] for w in waiting] == [first.json()["call_id"]]
+
+
+def test_a_replayed_idempotency_key_returns_the_call_as_it_is_now(moto_db, api):
+    body = {"preferences": {"language": "French"}}
+    first = api.post("/api/calls", body, HTTP_IDEMPOTENCY_KEY="phone-7").json()
+    marie = agent("Marie", ["French"], "F")
+    api.post(f"/api/agents/{marie.agent_id}/available")
+    again = api.post("/api/calls", body, HTTP_IDEMPOTENCY_KEY="phone-7")
+    assert again.status_code == 200
+    assert again.json()["call_id"] == first["call_id"]
+    assert again.json()["status"] == CallStatus.ASSIGNED
+
+
+def test_different_idempotency_keys_make_different_calls(moto_db, api):
+    a = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="a").json()
+    b = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="b").json()
+    assert a["call_id"] != b["call_id"]
+    assert len(Router().waiting_calls()[0]) == 2
+
+
+def test_idempotency_keys_of_different_clients_do_not_collide(moto_db, api, staff):
+    other = Api(ApiToken.issue(staff, "second phone system")[1])
+    a = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="1")
+    b = other.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="1")
+    assert a.status_code == b.status_code == 201
+    assert a.json()["call_id"] != b.json()["call_id"]
+
+
+def test_without_an_idempotency_key_each_request_makes_a_call(moto_db, api):
+    api.post("/api/calls", {"preferences": {}})
+    api.post("/api/calls", {"preferences": {}})
+    assert len(Router().waiting_calls()[0]) == 2
+
+
+# --- validation ---------------------------------------------------------------------
+
+
+def test_it_rejects_an_unknown_language_naming_the_field(moto_db, api):
+    response = api.post("/api/calls", {"preferences": {"language": "Klingon"}})
+    body = assert_problem(response, 400, "Invalid request")
+    assert body["fields"]["language"].startswith("unknown language 'Klingon'; allowed: English, French, Spanish")
+    assert Router().waiting_calls()[0] == []
+
+
+def test_it_rejects_an_unknown_skill_dimension(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"preferences": {"accent": "Scottish"}}), 400)
+    assert "accent" in body["fields"]
+
+
+def test_it_rejects_malformed_json(moto_db, api):
+    body = assert_problem(api.post("/api/calls", raw='{"preferences": {'), 400, "Invalid request")
+    assert "body" in body["fields"]
+    assert Router().waiting_calls()[0] == []
+
+
+def test_it_rejects_a_body_that_is_not_an_object(moto_db, api):
+    body = assert_problem(api.post("/api/calls", raw="[1, 2]"), 400)
+    assert body["fields"] == {"body": "must be a JSON object"}
+
+
+def test_it_requires_preferences(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"priority": 1}), 400)
+    assert "preferences" in body["fields"]
+
+
+@pytest.mark.parametrize("priority", [-1, 10, "5", 2.5, True, None])
+def test_it_rejects_a_priority_outside_0_to_9(moto_db, api, priority):
+    body = assert_problem(api.post("/api/calls", {"preferences": {}, "priority": priority}), 400)
+    assert set(body["fields"]) == {"priority"}
+
+
+def test_it_rejects_an_unknown_order(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"preferences": {}, "order": "random"}), 400)
+    assert set(body["fields"]) == {"order"}
+
+
+def test_it_names_every_bad_field_at_once(moto_db, api):
+    response = api.post("/api/calls", {"preferences": {"language": "Klingon"}, "priority": 42, "colour": "red"})
+    body = assert_problem(response, 400)
+    assert set(body["fields"]) == {"language", "priority", "colour"}
+
+
+def test_it_rejects_an_overlong_idempotency_key(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="x" * 300), 400)
+    assert "Idempotency-Key" in body["fields"]
+
+
+def test_it_rejects_an_unknown_release_target(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    body = assert_problem(api.post(f"/api/agents/{ana.agent_id}/release", {"then": "lunch"}), 400)
+    assert set(body["fields"]) == {"then"}
+
+
+# --- agents -------------------------------------------------------------------------
+
+
+def test_marking_an_agent_available_queues_them_when_nobody_waits(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    response = api.post(f"/api/agents/{ana.agent_id}/available")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["agent"]["agent_id"] == ana.agent_id
+    assert body["agent"]["status"] == AgentStatus.QUEUED
+    assert body["call"] is None
+
+
+def test_marking_an_agent_available_gives_them_the_waiting_caller(moto_db, api):
+    call = api.post("/api/calls", {"preferences": {"language": "English"}}).json()
+    ana = agent("Ana", ["English"], "F")
+    body = api.post(f"/api/agents/{ana.agent_id}/available").json()
+    assert body["agent"]["status"] == AgentStatus.ATTENDING
+    assert body["agent"]["call_id"] == call["call_id"]
+    assert body["call"]["call_id"] == call["call_id"]
+    assert body["call"]["status"] == CallStatus.ASSIGNED
+
+
+def test_releasing_an_agent_ends_the_call_and_queues_them_again(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    api.post(f"/api/agents/{ana.agent_id}/available")
+    call = api.post("/api/calls", {"preferences": {}}).json()
+    body = api.post(f"/api/agents/{ana.agent_id}/release").json()
+    assert body["agent"]["status"] == AgentStatus.QUEUED
+    assert body["call"] is None
+    ended = api.get(f"/api/calls/{call['call_id']}").json()
+    assert ended["status"] == CallStatus.ENDED
+    assert ended["ended_at"]
+
+
+@pytest.mark.parametrize("then, status", [("wrap_up", AgentStatus.WRAP_UP), ("offline", AgentStatus.OFFLINE)])
+def test_releasing_an_agent_can_send_them_to_wrap_up_or_offline(moto_db, api, then, status):
+    ana = agent("Ana", ["English"], "F")
+    api.post(f"/api/agents/{ana.agent_id}/available")
+    api.post("/api/calls", {"preferences": {}})
+    response = api.post(f"/api/agents/{ana.agent_id}/release", {"then": then})
+    assert response.status_code == 200
+    assert response.json()["agent"]["status"] == status
+    assert response.json()["call"] is None
+
+
+def test_taking_an_agent_offline_removes_them_from_every_queue(moto_db, api):
+    ana = agent("Ana", ["English", "French"], "F")
+    api.post(f"/api/agents/{ana.agent_id}/available")
+    response = api.post(f"/api/agents/{ana.agent_id}/offline")
+    assert response.status_code == 200
+    assert response.json() == {"agent": response.json()["agent"]}
+    assert response.json()["agent"]["status"] == AgentStatus.OFFLINE
+    assert all(q["depth"] == 0 for q in api.get("/api/queues").json()["queues"])
+
+
+def test_making_an_agent_available_twice_is_a_conflict(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    assert api.post(f"/api/agents/{ana.agent_id}/available").status_code == 200
+    body = assert_problem(api.post(f"/api/agents/{ana.agent_id}/available"), 409, "Conflict")
+    assert "already queued" in body["message"]
+
+
+def test_releasing_an_agent_who_is_not_attending_is_a_conflict(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    assert_problem(api.post(f"/api/agents/{ana.agent_id}/release"), 409, "Conflict")
+
+
+def test_it_answers_404_for_an_unknown_call(moto_db, api):
+    body = assert_problem(api.get("/api/calls/nope"), 404, "Not found")
+    assert "nope" in body["message"]
+
+
+@pytest.mark.parametrize("action", ["available", "release", "offline"])
+def test_it_answers_404_for_an_unknown_agent(moto_db, api, action):
+    assert_problem(api.post(f"/api/agents/nobody/{action}"), 404, "Not found")
+
+
+# --- queues -------------------------------------------------------------------------
+
+
+def test_it_lists_queues_with_depth_and_oldest_age(moto_db, api, viewer_api):
+    ana = agent("Ana", ["English"], "F")
+    api.post(f"/api/agents/{ana.agent_id}/available")
+    api.post("/api/calls", {"preferences": {"language": "French"}})
+    response = viewer_api.get("/api/queues")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["callers_waiting"] == 1
+    assert len(body["queues"]) == 9  # 3 languages x 3 genders
+    english_f = next(q for q in body["queues"] if q["name"] == "Q#English#F")
+    assert english_f["combination"] == {"language": "English", "gender": "F"}
+    assert english_f["depth"] == 1
+    assert english_f["version"] >= 1
+    assert english_f["oldest_age_seconds"] >= 0
+    empty = next(q for q in body["queues"] if q["name"] == "Q#French#M")
+    assert empty["depth"] == 0
+    assert empty["oldest_age_seconds"] is None
+
+
+# --- methods, paths, outages ----------------------------------------------------------
+
+
+def test_a_wrong_method_is_a_json_405_with_allow(moto_db, api):
+    response = api.get("/api/calls")
+    assert_problem(response, 405, "Method not allowed")
+    assert response["Allow"] == "POST"
+    assert_problem(api.post("/api/queues"), 405)
+
+
+def test_an_unknown_api_path_is_a_json_404(moto_db, api):
+    assert_problem(api.get("/api/nothing/here"), 404, "Not found")
+    assert_problem(Api().get("/api/nothing/here"), 404, "Not found")
+
+
+def test_unreachable_dynamodb_is_a_json_503(api, settings):
+    settings.DYNAMODB_ENDPOINT_URL = f"http://127.0.0.1:{free_port()}"
+    settings.DYNAMODB_MAX_ATTEMPTS = 1
+    settings.DYNAMODB_CONNECT_TIMEOUT = 0.5
+    for response in (api.get("/api/queues"), api.post("/api/calls", {"preferences": {}})):
+        body = assert_problem(response, 503, "DynamoDB unavailable")
+        assert settings.DYNAMODB_ENDPOINT_URL in body["message"]
+        assert response["Retry-After"]
+        assert "Traceback" not in response.content.decode()
+
+
+# --- the command ----------------------------------------------------------------------
+
+
+def test_the_command_prints_a_working_token_once(moto_db, supervisor):
+    out, err = StringIO(), StringIO()
+    call_command("create_api_token", supervisor.username, "--name", "phone system", stdout=out, stderr=err)
+    raw = out.getvalue().strip()
+    token = ApiToken.objects.get()
+    assert token.name == "phone system"
+    assert token.user == supervisor
+    assert token.key_hash == hash_token(raw)
+    assert Api(raw).get("/api/queues").status_code == 200
+
+
+def test_the_command_refuses_an_unknown_user(db):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="No user named"):
+        call_command("create_api_token", "ghost", stdout=StringIO(), stderr=StringIO())
+
+
+# --- the admin ------------------------------------------------------------------------
+
+
+def test_the_admin_lists_tokens_without_their_hash_and_revokes_them(client, staff, supervisor):
+    token, raw = ApiToken.issue(supervisor, "phone system")
+    client.force_login(staff)
+    html = client.get("/admin/queues_app/apitoken/").content.decode()
+    assert token.prefix in html
+    assert token.key_hash not in html and raw not in html
+    response = client.post("/admin/queues_app/apitoken/",
+                           {"action": "revoke", "_selected_action": [token.pk]}, follow=True)
+    assert response.status_code == 200
+    token.refresh_from_db()
+    assert token.revoked
+    assert token.key_hash not in client.get(f"/admin/queues_app/apitoken/{token.pk}/change/").content.decode()
