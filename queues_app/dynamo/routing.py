@@ -573,7 +573,8 @@ class Router:
                 candidate = Candidate(token=agent.queue_token, agent_id=agent.agent_id, name=agent.name,
                                       skills=agent.skills, queue="(agent came back)")
                 assigned = self._try_assign(call, candidate, new_call=False, considered=[], others=[])
-                if assigned:
+                # `_try_assign` also returns the call when another agent took it meanwhile.
+                if assigned and assigned.agent_id == agent.agent_id:
                     return assigned
                 current = self.agents.get(agent.agent_id)
                 if current.status != AgentStatus.QUEUED or current.queue_token != agent.queue_token:

@@ -1,0 +1,32 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from queues_app.dynamo import audit, errors
+from queues_app.dynamo.client import default
+
+
+class Command(BaseCommand):
+    help = (
+        "Check the queue invariants on the call-center table (queue depths, message items of "
+        "queued agents, no agent both attending and queued, no call both waiting and assigned, "
+        "no agent holding two calls) and list every violation. Reads the whole table with a "
+        "Scan; violations are confirmed by re-running the audit unless --once is given."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--once", action="store_true",
+                            help="one pass only: do not re-run to confirm violations")
+        parser.add_argument("--pause", type=float, default=audit.DEFAULT_PAUSE,
+                            help="seconds to wait between passes (default %(default)s)")
+
+    def handle(self, once=False, pause=audit.DEFAULT_PAUSE, **options):
+        db = default()
+        try:
+            report = audit.audit(db, passes=1 if once else audit.DEFAULT_PASSES, pause=pause)
+        except errors.DynamoError as exc:
+            raise CommandError(f"{exc.message} (endpoint: {db.endpoint})") from exc
+        if report.violations:
+            for violation in report.violations:
+                self.stdout.write(str(violation))
+            passes = f" in each of {report.passes} passes" if report.passes > 1 else ""
+            raise CommandError(f"{len(report.violations)} violation(s) found{passes}; {report.summary()}.")
+        self.stdout.write(self.style.SUCCESS(f"OK: no violations; {report.summary()}."))
