@@ -142,3 +142,10 @@ SWITCHBOARD_ESCALATION = {
     "after_seconds": env.float("SWITCHBOARD_ESCALATE_AFTER_SECONDS", default=60.0),
     "order": env.list("SWITCHBOARD_ESCALATION_ORDER", default=["gender", "language"]),
 }
+
+# Shipments: receives before the DLQ, and the exponential backoff between attempts.
+SWITCHBOARD_SHIPMENT_RETRY = {
+    "max_receives": env.int("SHIPMENT_MAX_RECEIVES", default=5),
+    "backoff_base_seconds": env.float("SHIPMENT_BACKOFF_BASE_SECONDS", default=2.0),
+    "backoff_max_seconds": env.float("SHIPMENT_BACKOFF_MAX_SECONDS", default=300.0),
+}

@@ -50,4 +50,23 @@ CALLCENTER = TableSpec(
     ttl_attribute="expires_at",
 )
 
-TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER,)}
+SHIPMENTS = TableSpec(
+    logical_name="shipments",
+    description=(
+        "Shipments and their priority queue: one sparse index per queue state, so that "
+        "peeking never reads past shipments in flight."
+    ),
+    partition_key="id",
+    sort_key=None,
+    indexes=(
+        # Waiting shipments in peek order: <9-priority>#<enqueued_at>#<id>.
+        Index("ready", "ready_q", "ready_sk", projection="KEYS_ONLY"),
+        # In flight (until the lease deadline) and delayed (until visible): <visible_at>#<id>.
+        Index("invisible", "invisible_q", "invisible_sk", projection="INCLUDE",
+              include=("status", "receive_count")),
+        # The dead-letter queue, oldest first: <dlq_at>#<id>.
+        Index("dlq", "dlq_q", "dlq_sk", projection="KEYS_ONLY"),
+    ),
+)
+
+TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS)}
