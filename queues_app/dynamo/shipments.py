@@ -510,6 +510,21 @@ class ShipmentQueue:
         )
         return Lease(shipment, receipt, deadline)
 
+    def release_lease(self, shipment_id: str, receipt: str) -> Shipment:
+        """Give a held shipment back untouched (a worker shutting down): it returns to its
+        place in the queue at once, and the receive does not count as a failure."""
+        current = self.get(shipment_id)
+        self._check_receipt(current, receipt, "release")
+        position = current.enqueued_at or to_iso(self.clock())
+        return self._with_receipt(
+            shipment_id, receipt, "release",
+            "SET #st = :ready, ready_q = #queue, ready_sk = :rsk, updated_at = :now "
+            "REMOVE receipt, visible_at, invisible_q, invisible_sk",
+            {":ready": ShipmentStatus.READY_TO_SHIP, ":rsk": ready_sort_key(current.priority, position, shipment_id),
+             ":now": to_iso(self.clock())},
+            names={"#queue": "queue"},
+        )
+
     def complete(self, shipment_id: str, receipt: str) -> Shipment:
         """Done: the shipment leaves the queue and stays in the table."""
         return self._with_receipt(
@@ -550,13 +565,14 @@ class ShipmentQueue:
         if problem:
             raise ReceiptInvalid(f"Cannot {action} shipment {shipment.shipment_id}: {problem}")
 
-    def _with_receipt(self, shipment_id: str, receipt: str, action: str, update: str, values: dict) -> Shipment:
+    def _with_receipt(self, shipment_id: str, receipt: str, action: str, update: str, values: dict,
+                      names: dict | None = None) -> Shipment:
         try:
             response = self.db.call(
                 "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
                 UpdateExpression=update + " ADD version :one",
                 ConditionExpression="#st = :processing AND receipt = :receipt",
-                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeNames={"#st": "status", **(names or {})},
                 ExpressionAttributeValues=marshal({**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING,
                                                    ":receipt": receipt}),
                 ReturnValues="ALL_NEW",
