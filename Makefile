@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test setup python-deps node-deps java browser test-unit test-integration test-browser check-deploy bench clean
+.PHONY: run test setup python-deps node-deps java browser test-unit test-integration test-browser bench vendor clean
 
 run: setup
 	$(PY) manage.py run_local
@@ -42,6 +42,10 @@ test-integration: setup
 
 test-browser: setup browser
 	$(PY) -m pytest -m browser
+
+# Benchmarks against an in-memory DynamoDB Local they start themselves; figures in docs/benchmarks.md.
+bench: setup
+	$(PY) bench/matching.py
 
 # Copy the pinned htmx from the npm package into static/ (the copy is committed).
 vendor: node-deps

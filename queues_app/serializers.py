@@ -7,6 +7,7 @@ word a request may send.
 from __future__ import annotations
 
 from .dynamo.records import Agent, Call, QueueInfo
+from .dynamo.routing import WHY_OUTCOMES
 from .dynamo.skills import ANY
 
 ANY_WORD = "any"
@@ -29,7 +30,8 @@ def call_to_json(call: Call) -> dict:
         "assigned_at": call.assigned_at,
         "ended_at": call.ended_at,
         "relaxed": [dict(entry) for entry in call.relaxed],
-        "why": [dict(entry) for entry in call.why],
+        "why": [{**entry, "explanation": WHY_OUTCOMES.get(entry.get("outcome"), entry.get("outcome"))}
+                for entry in call.why],
         "waited_seconds": _seconds(call.waited_seconds),
     }
 

@@ -52,7 +52,15 @@ MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 # the call and the waiting-caller item.
 ASSIGNMENT_OVERHEAD = 3
 ENDED_CALL_RETENTION = timedelta(days=30)
-WHY_LIMIT = 12
+WHY_LIMIT = 8
+# Why each candidate was chosen or passed over; calls store the short code.
+WHY_OUTCOMES = {
+    "chosen": "chosen: the earliest-queued agent who fits and was still free",
+    "returned": "chosen: became available while this caller was the longest-waiting caller they fit",
+    "taken": "passed over: taken by another caller a moment earlier",
+    "busy": "passed over: kept busy by concurrent transactions",
+    "later": "passed over: queued later than the chosen agent",
+}
 
 
 class AgentTooBroad(errors.InvalidRequest):
@@ -149,7 +157,8 @@ class Router:
         catalog: SkillCatalog | None = None,
         *,
         default_order: str | None = None,
-        candidate_limit: int = 8,
+        candidate_limit: int = 16,
+        spread: int = 16,
         max_rounds: int = 6,
         escalation: EscalationPolicy | None = None,
         clock: Callable[[], datetime] = now,
@@ -163,7 +172,9 @@ class Router:
             default_order = getattr(settings, "SWITCHBOARD_AGENT_ORDER", QueueOrder.FIFO)
         self.default_order = default_order
         self.candidate_limit = candidate_limit
+        self.spread = spread
         self.max_rounds = max_rounds
+        self._rng = random.Random()
         self._escalation = escalation
         self.clock = clock
 
@@ -432,19 +443,38 @@ class Router:
                 "arrived_at": call.arrived_at, **prefs}
 
     def _match(self, call: Call, *, new_call: bool) -> Call | None:
-        """Try queued agents in order; the loser of a race moves on to the next candidate."""
+        """Try queued agents in order; the loser of a race moves on to a candidate it
+        already read instead of starting over.
+
+        The first try is always the head of the queue, so a caller alone always gets
+        the earliest-queued agent. Losing a race means other matchers are working the
+        same head; they all move down together, so after a loss the next try is drawn
+        at random among the next few candidates (all queued earlier than the rest),
+        which spreads the matchers out instead of making them collide at every step.
+        While this process has been losing races lately (many callers at once), even
+        the first try is drawn among the first few: those agents are all being handed
+        out at the same moment, so any of them is as fair as the head.
+        """
         considered: list[dict] = []
         tried: set[str] = set()
+        # Recent races lost by this process say the head is contended before we lose one.
+        spread_out = _contention.level > CONTENTION_THRESHOLD
         for _round in range(self.max_rounds):
             candidates = [c for c in self.queue_candidates(call.preferences, call.order) if c.agent_id not in tried]
             if not candidates:
                 return None
-            for candidate in candidates:
+            remaining = list(candidates)
+            while remaining:
+                pick = self._rng.randrange(min(self.spread, len(remaining))) if spread_out else 0
+                candidate = remaining.pop(pick)
                 tried.add(candidate.agent_id)
                 outcome = self._try_assign(call, candidate, new_call=new_call, considered=considered,
                                            others=candidates)
+                won = outcome is not None and outcome.agent_id == candidate.agent_id
+                _contention.observe(lost=not won)
                 if outcome is not None:
                     return outcome
+                spread_out = True
         return None
 
     def queue_candidates(self, preferences: dict, order: str = QueueOrder.FIFO) -> list[Candidate]:
@@ -511,12 +541,9 @@ class Router:
                         call.__dict__.update(current.__dict__)  # escalated meanwhile: go on with its new state
                         return None
                     return current if current and current.status == CallStatus.ASSIGNED else None
-                considered.append({"agent_id": candidate.agent_id, "name": candidate.name,
-                                   "queued_at": candidate.queued_at,
-                                   "outcome": "taken by another caller a moment earlier"})
+                considered.append(_why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "taken"))
                 return None
-        considered.append({"agent_id": candidate.agent_id, "name": candidate.name,
-                           "queued_at": candidate.queued_at, "outcome": "kept busy by concurrent transactions"})
+        considered.append(_why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "busy"))
         return None
 
     def _call_assignment_actions(self, call: Call, assigned: Call, *, new_call: bool) -> list[dict]:
@@ -550,14 +577,11 @@ class Router:
 
     @staticmethod
     def _why(chosen: Candidate, considered: list[dict], others: list[Candidate]) -> list[dict]:
-        why = [{"agent_id": chosen.agent_id, "name": chosen.name, "queued_at": chosen.queued_at,
-                "queue": chosen.queue, "outcome": "chosen: first in queue order who fits and was still free"}]
-        why += considered
+        why = [_why_entry(chosen.agent_id, chosen.name, chosen.queued_at, "chosen"), *considered]
         passed = {entry["agent_id"] for entry in why}
         for other in others:
             if other.agent_id not in passed:
-                why.append({"agent_id": other.agent_id, "name": other.name, "queued_at": other.queued_at,
-                            "queue": other.queue, "outcome": "later in queue order than the chosen agent"})
+                why.append(_why_entry(other.agent_id, other.name, other.queued_at, "later"))
                 passed.add(other.agent_id)
         return why[:WHY_LIMIT]
 
@@ -591,9 +615,7 @@ class Router:
         assigned = Call(**{**call.__dict__})
         assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
         assigned.assigned_at, assigned.wait_sk = stamp, None
-        assigned.why = [{"agent_id": agent.agent_id, "name": agent.name, "queued_at": stamp, "queue": "",
-                         "outcome": "chosen: became available while this caller was the longest waiting "
-                         "caller they fit"}]
+        assigned.why = [_why_entry(agent.agent_id, agent.name, stamp, "returned")]
         actions = [self._agent_update(
             agent,
             "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
@@ -752,6 +774,28 @@ class Router:
                     info.oldest_queued_at = unmarshal(head["Items"][0])["sk"].rsplit("#", 1)[0]
             infos.append(info)
         return infos
+
+
+class _ContentionGauge:
+    """An exponentially weighted share of recent assignment attempts that lost a race,
+    shared by the routers of this process. Races are rare when few callers arrive at
+    once, so the gauge stays near zero and every caller gets the head of the queue."""
+
+    def __init__(self, weight: float = 0.1):
+        self.weight = weight
+        self.level = 0.0
+
+    def observe(self, *, lost: bool) -> None:
+        # A racy read-modify-write between threads only blurs an estimate; no lock needed.
+        self.level += self.weight * ((1.0 if lost else 0.0) - self.level)
+
+
+CONTENTION_THRESHOLD = 0.25
+_contention = _ContentionGauge()
+
+
+def _why_entry(agent_id: str, name: str, queued_at: str, outcome: str) -> dict:
+    return {"agent_id": agent_id, "name": name, "queued_at": queued_at, "outcome": outcome}
 
 
 class _CallExists(Exception):

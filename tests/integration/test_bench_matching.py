@@ -1,0 +1,53 @@
+"""bench/matching.py at toy sizes: both algorithms drain every queue, nobody twice.
+
+No timing assertions: the figures themselves belong to docs/benchmarks.md.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import matching
+
+AGENTS = 20
+
+
+def test_both_algorithms_assign_every_agent_once(dynamodb_local):
+    results = matching.run_benchmark(
+        dynamodb_local.endpoint, agents=AGENTS, threads=(1, 4), seed=3, repeat=1, warmup=0
+    )
+    assert set(results) == {"ours", "article"}
+    for name, by_k in results.items():
+        assert set(by_k) == {1, 4}
+        for k, summary in by_k.items():
+            (run,) = summary.runs
+            assert run.double_assignments == 0, (name, k)
+            assert run.assignments == AGENTS, (name, k)
+            assert run.problems == [], (name, k, run.problems)  # every agent attending, queues empty
+            metrics = summary.metrics()
+            assert metrics["double_assignments"] == 0
+            assert metrics["attempts_per_assignment"] >= 1.0
+            assert metrics["requests_per_assignment"] >= 2.0  # at least a Query and a transaction
+            assert metrics["capacity_per_assignment"] > 0
+        # one thread never loses a race, so it never sends a second transaction
+        assert by_k[1].metrics()["attempts_per_assignment"] == 1.0
+    # the article reads the metadata of all 9 queues per attempt; ours never does
+    assert "TransactGetItems" in results["article"][1].runs[0].operations
+    assert "TransactGetItems" not in results["ours"][1].runs[0].operations
+
+
+def test_json_output_has_the_documented_shape(dynamodb_local, capsys):
+    code = matching.main(["--json", "--endpoint", dynamodb_local.endpoint, "--agents", "8",
+                          "--threads", "1,2", "--repeat", "1", "--warmup", "0"])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)  # stdout holds the JSON object only
+    assert set(printed) == {"ours", "article"}
+    for by_k in printed.values():
+        assert set(by_k) == {"1", "2"}
+        for metrics in by_k.values():
+            assert set(metrics) == set(matching.METRICS)
+            assert metrics["double_assignments"] == 0
