@@ -17,6 +17,16 @@ kind from their key prefixes (see `keys.py`), then checked:
 - holder: no agent holds two calls (agent_id is unique among assigned calls), and
   the agent of an assigned call is attending with call_id == that call.
 
+It reads the `shipments` table the same way (paginated, strongly consistent Scan) and
+checks every shipment on its own (see `check_shipment`): the status is a known one, the
+sparse index attributes agree with it (exactly one state: under construction and
+completed are in no index; ready to ship is in no index, or in `ready` (queued), or
+in `invisible` (delayed), never two; processing is in `invisible` with a receipt and
+a deadline; in DLQ is in `dlq` with dlq_at and a reason, nothing else), each index
+pair is complete, its partition key is the shipment's queue, and its sort key is the
+one the code writes. Those checks are reported as `shipments.status`,
+`shipments.index`, `shipments.sort_key` and `shipments.lease`.
+
 A Scan is not a snapshot: on a table in use, an item written between two pages can
 look inconsistent with one read earlier. So when a pass finds violations, `audit`
 runs the whole pass again (up to twice more, after a short pause) and reports only
@@ -34,6 +44,14 @@ from dataclasses import dataclass, field
 from . import keys
 from .client import Dynamo, default
 from .records import AgentStatus, CallStatus, unmarshal
+from .shipments import (
+    DEFAULT_QUEUE,
+    ShipmentState,
+    ShipmentStatus,
+    ready_sort_key,
+    shipment_from_item,
+    timed_sort_key,
+)
 from .skills import SkillCatalog
 
 DEFAULT_PASSES = 3
@@ -74,8 +92,28 @@ class AuditReport:
             f"{c.get('agents_attending', 0)} attending), {c.get('queues', 0)} queue metadata items, "
             f"{c.get('messages', 0)} message items, {c.get('calls', 0)} calls "
             f"({c.get('calls_waiting', 0)} waiting, {c.get('calls_assigned', 0)} assigned, "
-            f"{c.get('calls_ended', 0)} ended), {c.get('waiting_items', 0)} WAITING items"
+            f"{c.get('calls_ended', 0)} ended), {c.get('waiting_items', 0)} WAITING items, "
+            f"{shipments_summary(c)}"
         )
+
+
+SHIPMENT_STATES = (
+    ShipmentState.UNDER_CONSTRUCTION, ShipmentState.READY, ShipmentState.QUEUED, ShipmentState.DELAYED,
+    ShipmentState.PROCESSING, ShipmentState.COMPLETED, ShipmentState.IN_DLQ,
+)
+
+
+def shipments_summary(c: dict[str, int]) -> str:
+    """"N shipments (a under construction, b ready, ...)": every state, zeros included."""
+    total = c.get("shipments", 0)
+    if not total:
+        return "0 shipments"
+    parts = [f"{c.get(f'shipments_{state}', 0)} {state.replace('_', ' ').replace('dlq', 'DLQ')}"
+             for state in SHIPMENT_STATES]
+    unknown = c.get("shipments_unknown", 0)
+    if unknown:
+        parts.append(f"{unknown} with an unknown status")
+    return f"{total} shipments ({', '.join(parts)})"
 
 
 @dataclass
@@ -86,6 +124,7 @@ class _Snapshot:
     waiting: list[dict] = field(default_factory=list)
     calls: dict[str, dict] = field(default_factory=dict)  # call_id -> item
     other: int = 0
+    shipments: list[dict] = field(default_factory=list)  # every item of the shipments table
 
 
 def scan_table(db: Dynamo) -> _Snapshot:
@@ -102,6 +141,21 @@ def scan_table(db: Dynamo) -> _Snapshot:
         start = response.get("LastEvaluatedKey")
         if not start:
             return snap
+
+
+def scan_shipments(db: Dynamo) -> list[dict]:
+    """Every item of the shipments table (paginated consistent Scan)."""
+    items: list[dict] = []
+    start = None
+    while True:
+        params = {"TableName": db.table("shipments"), "ConsistentRead": True}
+        if start:
+            params["ExclusiveStartKey"] = start
+        response = db.call("scan", **params)
+        items.extend(unmarshal(raw) for raw in response.get("Items", []))
+        start = response.get("LastEvaluatedKey")
+        if not start:
+            return items
 
 
 def _sort_item(snap: _Snapshot, item: dict) -> None:
@@ -247,7 +301,143 @@ def check(snap: _Snapshot, catalog: SkillCatalog) -> list[Violation]:
                 add("holder", f"call {call_id}",
                     f"assigned to agent {agent_id}, who is {agent.get('status')} "
                     f"with call_id {agent.get('call_id')}")
+
+    # shipments ----------------------------------------------------------------------------
+    found.extend(check_shipments(snap.shipments))
     return found
+
+
+# --- shipments ---------------------------------------------------------------------------
+
+_PAIRS = {  # index -> (partition key attribute, sort key attribute)
+    "ready": ("ready_q", "ready_sk"),
+    "invisible": ("invisible_q", "invisible_sk"),
+    "dlq": ("dlq_q", "dlq_sk"),
+}
+
+# Which indexes each status allows. A READY_TO_SHIP shipment is in at most one of its
+# two (ready: queued; invisible: delayed); the other statuses are in exactly the listed
+# ones (required) or in none.
+_INDEXES_REQUIRED = {
+    ShipmentStatus.UNDER_CONSTRUCTION: set(),
+    ShipmentStatus.READY_TO_SHIP: set(),
+    ShipmentStatus.PROCESSING: {"invisible"},
+    ShipmentStatus.COMPLETED: set(),
+    ShipmentStatus.IN_DLQ: {"dlq"},
+}
+_INDEXES_ALLOWED = {
+    ShipmentStatus.UNDER_CONSTRUCTION: set(),
+    ShipmentStatus.READY_TO_SHIP: {"ready", "invisible"},
+    ShipmentStatus.PROCESSING: {"invisible"},
+    ShipmentStatus.COMPLETED: set(),
+    ShipmentStatus.IN_DLQ: {"dlq"},
+}
+
+
+def check_shipments(items: list[dict]) -> list[Violation]:
+    """Every violation among the items of the shipments table, in id order."""
+    found: list[Violation] = []
+    for item in sorted(items, key=lambda i: str(i.get("id", ""))):
+        found.extend(check_shipment(item))
+    return found
+
+
+def check_shipment(item: dict) -> list[Violation]:
+    """The invariants of one shipment item: a known status, index attributes that agree
+    with it (one state only), complete index pairs in the shipment's queue, sort keys as
+    the code writes them, and a receipt and deadline exactly when they belong."""
+    sid = str(item.get("id", "?"))
+    subject = f"shipment {sid}"
+    status = item.get("status")
+    queue = item.get("queue", DEFAULT_QUEUE)
+    found: list[Violation] = []
+
+    def add(check_name: str, detail: str) -> None:
+        found.append(Violation(f"shipments.{check_name}", subject, detail))
+
+    def has(attr: str) -> bool:
+        return item.get(attr) is not None
+
+    known = status in ShipmentStatus.ALL
+    if not known:
+        add("status", f"unknown status {status!r} (expected one of {', '.join(ShipmentStatus.ALL)})")
+
+    # each index pair: complete, in the shipment's queue, with the sort key the code writes
+    present = set()
+    for index, (q_attr, sk_attr) in _PAIRS.items():
+        if not (has(q_attr) or has(sk_attr)):
+            continue
+        present.add(index)
+        if not has(sk_attr):
+            add("index", f"{q_attr} without {sk_attr} (an incomplete {index} index entry)")
+        elif not has(q_attr):
+            add("index", f"{sk_attr} without {q_attr} (an incomplete {index} index entry)")
+        if has(q_attr) and item[q_attr] != queue:
+            add("index", f"{q_attr} is {item[q_attr]!r} but the shipment's queue is {queue!r}")
+        if has(sk_attr):
+            expected, why = _expected_sort_key(index, item, sid)
+            if expected is None:
+                add("sort_key", f"{sk_attr} is {item[sk_attr]!r} but {why}")
+            elif item[sk_attr] != expected:
+                add("sort_key", f"{sk_attr} is {item[sk_attr]!r}, expected {expected!r} ({why})")
+
+    # the indexes agree with the status (exactly one state)
+    if known:
+        label = ShipmentStatus.LABELS[status][0].lower() + ShipmentStatus.LABELS[status][1:]  # "in DLQ"
+        extra = sorted(present - _INDEXES_ALLOWED[status])
+        for index in extra:
+            add("index", f"{label} but in the {index} index ({', '.join(a for a in _PAIRS[index] if has(a))})")
+        for index in sorted(_INDEXES_REQUIRED[status] - present):
+            add("index", f"{label} but not in the {index} index (no {' or '.join(_PAIRS[index])})")
+        if status == ShipmentStatus.READY_TO_SHIP and {"ready", "invisible"} <= present:
+            add("index", "ready to ship but both queued and delayed: in the ready and the invisible index")
+
+        # lease attributes: a receipt only while processing; a deadline exactly while in `invisible`
+        if status == ShipmentStatus.PROCESSING:
+            if not has("receipt"):
+                add("lease", "processing without a receipt")
+            if not has("visible_at"):
+                add("lease", "processing without a deadline (visible_at)")
+        elif has("receipt"):
+            add("lease", f"{label} but holds a receipt ({item['receipt']})")
+        if has("visible_at") and "invisible" not in present and status != ShipmentStatus.PROCESSING:
+            add("lease", f"{label} with visible_at {item['visible_at']} but not in the invisible index")
+        if status == ShipmentStatus.IN_DLQ:
+            for attr in ("dlq_at", "dlq_reason"):
+                if not has(attr):
+                    add("index", f"in DLQ without {attr}")
+    return found
+
+
+def _expected_sort_key(index: str, item: dict, sid: str) -> tuple[str | None, str]:
+    """The sort key the code writes for this index, and what it is made of (or why it
+    cannot be known)."""
+    if index == "ready":
+        enqueued_at = item.get("enqueued_at")
+        if not enqueued_at:
+            return None, "the shipment has no enqueued_at"
+        try:
+            priority = int(item.get("priority", 0))
+        except (TypeError, ValueError):
+            return None, f"the priority {item.get('priority')!r} is not a number"
+        return ready_sort_key(priority, enqueued_at, sid), f"priority {priority}, enqueued at {enqueued_at}"
+    moment_attr = "visible_at" if index == "invisible" else "dlq_at"
+    moment = item.get(moment_attr)
+    if not moment:
+        return None, f"the shipment has no {moment_attr}"
+    return timed_sort_key(moment, sid), f"{moment_attr} {moment}"
+
+
+def shipment_counts(items: list[dict]) -> dict[str, int]:
+    """How many shipments, and how many in each state (`shipments_<state>`)."""
+    result = {"shipments": len(items), "shipments_unknown": 0}
+    result.update({f"shipments_{state}": 0 for state in SHIPMENT_STATES})
+    for item in items:
+        if item.get("status") not in ShipmentStatus.ALL or "id" not in item:
+            result["shipments_unknown"] += 1
+            continue
+        result[f"shipments_{shipment_from_item(item).state}"] += 1
+    return result
 
 
 def counts(snap: _Snapshot) -> dict[str, int]:
@@ -265,14 +455,16 @@ def counts(snap: _Snapshot) -> dict[str, int]:
         "calls_ended": call_status[CallStatus.ENDED],
         "waiting_items": len(snap.waiting),
         "other_items": snap.other,
+        **shipment_counts(snap.shipments),
     }
 
 
 def audit_once(db: Dynamo | None = None, catalog: SkillCatalog | None = None) -> AuditReport:
-    """One pass: scan, check, count."""
+    """One pass: scan both tables, check, count."""
     db = db or default()
     catalog = catalog or SkillCatalog.from_settings()
     snap = scan_table(db)
+    snap.shipments = scan_shipments(db)
     return AuditReport(violations=check(snap, catalog), counts=counts(snap))
 
 

@@ -90,7 +90,8 @@ class Shipment:
     first_enqueued_at: str | None = None  # kept through retries and restores
     visible_at: str | None = None  # deadline of the lease, or end of a delay
     receipt: str | None = None
-    receive_count: int = 0
+    receive_count: int = 0  # every receive, ever (history)
+    attempts: int = 0  # receives since the last restore: these decide the DLQ
     first_attempt_at: str | None = None
     last_attempt_at: str | None = None
     failure_reasons: list[dict] = field(default_factory=list)
@@ -185,6 +186,7 @@ def shipment_from_item(item: dict) -> Shipment:
         visible_at=item.get("visible_at"),
         receipt=item.get("receipt"),
         receive_count=int(item.get("receive_count", 0)),
+        attempts=int(item.get("attempts", 0)),
         first_attempt_at=item.get("first_attempt_at"),
         last_attempt_at=item.get("last_attempt_at"),
         failure_reasons=list(item.get("failure_reasons") or []),
@@ -423,7 +425,7 @@ class ShipmentQueue:
         for raw in due:
             entry = unmarshal(raw)
             if entry.get("status") == ShipmentStatus.PROCESSING and \
-                    int(entry.get("receive_count", 0)) >= self.retry.max_receives:
+                    int(entry.get("attempts", 0)) >= self.retry.max_receives:
                 self._dead_letter_expired(entry, stamp)
                 continue
             lease = self._claim(entry["id"], "invisible_sk", entry["invisible_sk"], moment, visibility_timeout,
@@ -464,7 +466,7 @@ class ShipmentQueue:
             response = self.db.call(
                 "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
                 UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)} "
-                "ADD version :one, receive_count :one, lease_expirations :expired",
+                "ADD version :one, receive_count :one, attempts :one, lease_expirations :expired",
                 ConditionExpression=f"{seen_attr} = :seen",
                 ExpressionAttributeNames={"#st": "status", **({} if final else {"#queue": "queue"})},
                 ExpressionAttributeValues=marshal(values),
@@ -476,7 +478,7 @@ class ShipmentQueue:
         return Lease(shipment, receipt if not final else "", deadline)
 
     def _dead_letter_expired(self, entry: dict, stamp: str) -> None:
-        reason = f"lease expired after {entry.get('receive_count')} receives (maximum {self.retry.max_receives})"
+        reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.retry.max_receives})"
         try:
             self._to_dlq_update(entry["id"], reason, stamp, condition="invisible_sk = :seen",
                                 values={":seen": entry["invisible_sk"]})
@@ -513,17 +515,25 @@ class ShipmentQueue:
     def release_lease(self, shipment_id: str, receipt: str) -> Shipment:
         """Give a held shipment back untouched (a worker shutting down): it returns to its
         place in the queue at once, and the receive does not count as a failure."""
-        current = self.get(shipment_id)
-        self._check_receipt(current, receipt, "release")
-        position = current.enqueued_at or to_iso(self.clock())
-        return self._with_receipt(
-            shipment_id, receipt, "release",
-            "SET #st = :ready, ready_q = #queue, ready_sk = :rsk, updated_at = :now "
-            "REMOVE receipt, visible_at, invisible_q, invisible_sk",
-            {":ready": ShipmentStatus.READY_TO_SHIP, ":rsk": ready_sort_key(current.priority, position, shipment_id),
-             ":now": to_iso(self.clock())},
-            names={"#queue": "queue"},
-        )
+        for attempt in range(5):
+            current = self.get(shipment_id)
+            self._check_receipt(current, receipt, "release")
+            position = current.enqueued_at or to_iso(self.clock())
+            try:
+                # Conditioned on the version too: the sort key is built from the priority read.
+                return self._with_receipt(
+                    shipment_id, receipt, "release",
+                    "SET #st = :ready, ready_q = #queue, ready_sk = :rsk, updated_at = :now "
+                    "REMOVE receipt, visible_at, invisible_q, invisible_sk",
+                    {":ready": ShipmentStatus.READY_TO_SHIP, ":now": to_iso(self.clock()), ":v": current.version,
+                     ":rsk": ready_sort_key(current.priority, position, shipment_id)},
+                    names={"#queue": "queue"}, extra_condition="version = :v",
+                )
+            except ReceiptInvalid as exc:
+                # Still ours but changed since we read it (a supervisor set its priority): read again.
+                if attempt == 4 or not exc.current or _receipt_problem(exc.current, receipt):
+                    raise
+        raise AssertionError("unreachable")
 
     def complete(self, shipment_id: str, receipt: str) -> Shipment:
         """Done: the shipment leaves the queue and stays in the table."""
@@ -542,15 +552,15 @@ class ShipmentQueue:
         moment = self.clock()
         stamp = to_iso(moment)
         entry = [{"at": stamp, "reason": (reason or "unspecified")[:500], "receive": current.receive_count}]
-        if current.receive_count >= self.retry.max_receives:
-            dlq_reason = f"failed {current.receive_count} times (maximum {self.retry.max_receives}): {reason}"
+        if current.attempts >= self.retry.max_receives:
+            dlq_reason = f"failed {current.attempts} times (maximum {self.retry.max_receives}): {reason}"
             return self._to_dlq_update(
                 shipment_id, dlq_reason, stamp,
                 condition="#st = :processing AND receipt = :receipt",
                 values={":processing": ShipmentStatus.PROCESSING, ":receipt": receipt}, failure=entry,
                 receipt_check=(receipt, "fail"),
             )
-        visible = to_iso(moment + timedelta(seconds=self.retry.delay_after(current.receive_count)))
+        visible = to_iso(moment + timedelta(seconds=self.retry.delay_after(current.attempts)))
         reasons = (current.failure_reasons + entry)[-MAX_FAILURE_REASONS:]
         return self._with_receipt(
             shipment_id, receipt, "fail",
@@ -561,17 +571,18 @@ class ShipmentQueue:
         )
 
     def _check_receipt(self, shipment: Shipment, receipt: str, action: str) -> None:
-        problem = _receipt_problem(shipment.__dict__ | {"status": shipment.status}, receipt)
+        problem = _receipt_problem(_to_item(shipment), receipt)
         if problem:
             raise ReceiptInvalid(f"Cannot {action} shipment {shipment.shipment_id}: {problem}")
 
     def _with_receipt(self, shipment_id: str, receipt: str, action: str, update: str, values: dict,
-                      names: dict | None = None) -> Shipment:
+                      names: dict | None = None, extra_condition: str | None = None) -> Shipment:
         try:
             response = self.db.call(
                 "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
                 UpdateExpression=update + " ADD version :one",
-                ConditionExpression="#st = :processing AND receipt = :receipt",
+                ConditionExpression="#st = :processing AND receipt = :receipt"
+                + (f" AND {extra_condition}" if extra_condition else ""),
                 ExpressionAttributeNames={"#st": "status", **(names or {})},
                 ExpressionAttributeValues=marshal({**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING,
                                                    ":receipt": receipt}),
@@ -607,9 +618,10 @@ class ShipmentQueue:
         stamp = to_iso(self.clock())
         return self._change(
             shipment_id, "restore",
-            "SET #st = :ready, enqueued_at = :now, ready_q = #queue, ready_sk = :rsk, restored_at = :now "
-            "REMOVE dlq_q, dlq_sk, invisible_q, invisible_sk, visible_at, receipt ADD restored_count :one",
-            {":ready": ShipmentStatus.READY_TO_SHIP, ":now": stamp,
+            "SET #st = :ready, enqueued_at = :now, ready_q = #queue, ready_sk = :rsk, restored_at = :now, "
+            "attempts = :zero REMOVE dlq_q, dlq_sk, invisible_q, invisible_sk, visible_at, receipt "
+            "ADD restored_count :one",
+            {":ready": ShipmentStatus.READY_TO_SHIP, ":now": stamp, ":zero": 0,
              ":rsk": ready_sort_key(current.priority, stamp, shipment_id)},
             allowed="#st IN (:dlq, :processing)",
             allowed_values={":dlq": ShipmentStatus.IN_DLQ, ":processing": ShipmentStatus.PROCESSING},
@@ -754,12 +766,16 @@ class ShipmentQueue:
             condition += " AND version = :v"
             all_values[":v"] = expected_version
         update = update if "updated_at" in update else update.replace("SET ", "SET updated_at = :now, ", 1)
+        params = {}
+        used = _used_names({"#st": "status", **(names or {})}, update, condition)
+        if used:  # DynamoDB refuses an empty map as well as unused names
+            params["ExpressionAttributeNames"] = used
         try:
             response = self.db.call(
                 "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
                 UpdateExpression=_add_version(update),
                 ConditionExpression="attribute_exists(id) AND " + condition,
-                ExpressionAttributeNames=_used_names({"#st": "status", **(names or {})}, update, condition),
+                **params,
                 ExpressionAttributeValues=marshal(all_values),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -791,6 +807,7 @@ def _to_item(shipment: Shipment) -> dict:
         "created_at": shipment.created_at, "updated_at": shipment.updated_at,
         "enqueued_at": shipment.enqueued_at, "first_enqueued_at": shipment.first_enqueued_at,
         "visible_at": shipment.visible_at, "receipt": shipment.receipt, "receive_count": shipment.receive_count,
+        "attempts": shipment.attempts,
         "first_attempt_at": shipment.first_attempt_at, "last_attempt_at": shipment.last_attempt_at,
         "failure_reasons": shipment.failure_reasons, "lease_expirations": shipment.lease_expirations,
         "dlq_at": shipment.dlq_at, "dlq_reason": shipment.dlq_reason, "completed_at": shipment.completed_at,

@@ -63,7 +63,7 @@ SHIPMENTS = TableSpec(
         Index("ready", "ready_q", "ready_sk", projection="KEYS_ONLY"),
         # In flight (until the lease deadline) and delayed (until visible): <visible_at>#<id>.
         Index("invisible", "invisible_q", "invisible_sk", projection="INCLUDE",
-              include=("status", "receive_count")),
+              include=("status", "attempts")),
         # The dead-letter queue, oldest first: <dlq_at>#<id>.
         Index("dlq", "dlq_q", "dlq_sk", projection="KEYS_ONLY"),
     ),

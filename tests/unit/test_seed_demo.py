@@ -1,8 +1,20 @@
 import io
+from collections import Counter
 
+import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
+from queues_app.dynamo import audit
 from queues_app.dynamo.agents import Agents
+from queues_app.dynamo.records import from_iso, now
+from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState, shipment_from_item
+from queues_app.management.commands.seed_demo import (
+    CARRIERS,
+    DLQ_REASONS,
+    SPECIAL_CAP,
+    shipment_plan,
+)
 
 
 def all_agents():
@@ -48,3 +60,95 @@ def test_no_progress_bar_when_not_on_a_terminal(moto_db):
     out = io.StringIO()
     call_command("seed_demo", agents=5, stdout=out)
     assert "5/5" not in out.getvalue()
+
+
+# --- shipments ------------------------------------------------------------------------
+
+def all_shipments(db):
+    return [shipment_from_item(item) for item in audit.scan_shipments(db)]
+
+
+def test_seed_writes_demo_shipments_in_a_mix_of_states(moto_db):
+
+    out = io.StringIO()
+    call_command("seed_demo", agents=0, shipments=30, seed=3, stdout=out)
+    assert ("Demo data: 30 shipments written (17 queued, 2 under construction, 2 ready, 1 delayed, "
+            "3 in flight, 2 in the DLQ, 3 completed).") in out.getvalue()
+    shipments = all_shipments(moto_db)
+    assert len(shipments) == len({s.shipment_id for s in shipments}) == 30
+    assert Counter(s.state for s in shipments) == {
+        ShipmentState.QUEUED: 17, ShipmentState.UNDER_CONSTRUCTION: 2, ShipmentState.READY: 2,
+        ShipmentState.DELAYED: 1, ShipmentState.PROCESSING: 3, ShipmentState.IN_DLQ: 2, ShipmentState.COMPLETED: 3,
+    }
+    for shipment in shipments:
+        data = shipment.data
+        assert data["recipient"] and data["city"] and data["carrier"] in CARRIERS
+        assert 1 <= len(data["items"]) <= 3
+        assert all(item["sku"] and item["quantity"] >= 1 for item in data["items"])
+    assert len({s.priority for s in shipments if s.state == ShipmentState.QUEUED}) > 2
+    for shipment in shipments:
+        if shipment.state == ShipmentState.PROCESSING:
+            assert (from_iso(shipment.visible_at) - now()).total_seconds() > 3600
+        if shipment.state == ShipmentState.IN_DLQ:
+            assert shipment.dlq_reason in DLQ_REASONS
+            assert shipment.failure_reasons[0]["reason"] == shipment.dlq_reason
+    counts = ShipmentQueue(moto_db).counts()
+    assert (counts.queued, counts.in_flight, counts.delayed, counts.dlq) == (17, 3, 1, 2)
+    report = audit.audit(moto_db, passes=1)
+    assert report.violations == []
+    assert report.counts["shipments"] == 30
+
+
+def test_seed_if_empty_considers_each_kind(moto_db):
+    call_command("seed_demo", agents=0, shipments=5, stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("seed_demo", agents=4, shipments=10, if_empty=True, stdout=out)
+    assert "4 agents written" in out.getvalue()
+    assert "Demo data: shipments exist already, nothing loaded." in out.getvalue()
+    assert len(all_shipments(moto_db)) == 5
+
+    out = io.StringIO()
+    call_command("seed_demo", agents=4, shipments=10, if_empty=True, stdout=out)
+    assert "agents exist already, nothing loaded" in out.getvalue()
+    assert len(all_agents()) == 4 and len(all_shipments(moto_db)) == 5
+
+
+def test_seed_if_empty_writes_shipments_when_only_agents_exist(moto_db):
+    call_command("seed_demo", agents=3, shipments=0, stdout=io.StringIO())
+    assert all_shipments(moto_db) == []
+    out = io.StringIO()
+    call_command("seed_demo", agents=3, shipments=12, if_empty=True, stdout=out)
+    assert "agents exist already, nothing loaded" in out.getvalue()
+    assert "12 shipments written" in out.getvalue()
+    assert len(all_agents()) == 3 and len(all_shipments(moto_db)) == 12
+
+
+def test_a_queue_with_work_in_it_is_left_alone(moto_db):
+
+    queue = ShipmentQueue(moto_db)
+    queue.create({"to": "Oslo"}, shipment_id="real-work", priority=9, ready=True)
+    queue.enqueue("real-work")
+    out = io.StringIO()
+    call_command("seed_demo", agents=0, shipments=30, seed=1, stdout=out)
+    assert "30 shipments written (25 queued, 2 under construction, 2 ready, 1 delayed)" in out.getvalue()
+    assert "Note: the queue holds other shipments, so 8 planned as in flight" in out.getvalue()
+    mine = queue.get("real-work")
+    assert mine.state == ShipmentState.QUEUED and mine.receive_count == 0 and mine.version == 2
+    assert len(all_shipments(moto_db)) == 31
+    assert audit.audit(moto_db, passes=1).violations == []
+
+
+def test_shipment_progress_bar_and_plan_for_large_counts(moto_db):
+
+    out = io.StringIO()
+    call_command("seed_demo", agents=0, shipments=60, progress=True, stdout=out)
+    assert "shipments  [" + "#" * 30 + "] 60/60" in out.getvalue()
+    plan = shipment_plan(100_000)
+    assert sum(plan.values()) == 100_000
+    assert all(n == SPECIAL_CAP for kind, n in plan.items() if kind != "queued")
+    assert shipment_plan(0) == {kind: 0 for kind in plan}
+
+
+def test_negative_counts_are_refused(moto_db):
+    with pytest.raises(CommandError, match="--shipments"):
+        call_command("seed_demo", shipments=-1, stdout=io.StringIO())

@@ -245,3 +245,27 @@ def test_peek_makes_at_most_three_requests(queue):
     with meter.measure() as measured:
         assert queue.peek() is not None
     assert measured.calls <= 3
+
+
+def test_a_restored_shipment_gets_a_fresh_retry_budget_but_keeps_its_history(queue, clock):
+    ready(queue, "s1")
+    for _ in range(3):
+        queue.fail("s1", queue.peek().receipt, "down")
+        clock.advance(61)
+    assert queue.get("s1").status == ShipmentStatus.IN_DLQ
+    queue.restore("s1")
+    lease = queue.peek()
+    again = queue.fail("s1", lease.receipt, "down again")
+    assert again.state == ShipmentState.DELAYED  # one failure after a restore is not the end
+    assert again.receive_count == 4 and again.attempts == 1
+    assert len(again.failure_reasons) == 4
+
+
+def test_a_stale_receipt_on_a_taken_back_shipment_is_receipt_invalid(queue):
+    ready(queue, "s1")
+    lease = queue.peek()
+    queue.remove("s1")
+    with pytest.raises(ReceiptInvalid, match="ready"):
+        queue.fail("s1", lease.receipt, "late")
+    with pytest.raises(ReceiptInvalid):
+        queue.release_lease("s1", lease.receipt)

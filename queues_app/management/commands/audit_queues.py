@@ -8,8 +8,10 @@ class Command(BaseCommand):
     help = (
         "Check the queue invariants on the call-center table (queue depths, message items of "
         "queued agents, no agent both attending and queued, no call both waiting and assigned, "
-        "no agent holding two calls) and list every violation. Reads the whole table with a "
-        "Scan; violations are confirmed by re-running the audit unless --once is given."
+        "no agent holding two calls) and on the shipments table (every shipment in exactly one "
+        "state: its ready, invisible and DLQ index entries agree with its status, are complete, "
+        "in its queue and sorted as the code writes them), and list every violation. Reads both "
+        "tables with a Scan; violations are confirmed by re-running the audit unless --once is given."
     )
 
     def add_arguments(self, parser):
