@@ -46,6 +46,7 @@ test-browser: setup browser
 # Benchmarks against an in-memory DynamoDB Local they start themselves; figures in docs/benchmarks.md.
 bench: setup
 	$(PY) bench/matching.py
+	$(PY) bench/peek.py
 
 # Copy the pinned htmx from the npm package into static/ (the copy is committed).
 vendor: node-deps

@@ -12,13 +12,15 @@ from typing import Any
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
-    ConnectionError as BotoConnectionError,
     ConnectTimeoutError,
     EndpointConnectionError,
     NoCredentialsError,
     NoRegionError,
     PartialCredentialsError,
     ReadTimeoutError,
+)
+from botocore.exceptions import (
+    ConnectionError as BotoConnectionError,
 )
 
 

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from . import errors, keys
 from .agents import Agents
 from .client import Dynamo, default
+from .contention import ContentionGauge
 from .records import (
     Agent,
     AgentStatus,
@@ -458,7 +459,7 @@ class Router:
         considered: list[dict] = []
         tried: set[str] = set()
         # Recent races lost by this process say the head is contended before we lose one.
-        spread_out = _contention.level > CONTENTION_THRESHOLD
+        spread_out = _contention.contended
         for _round in range(self.max_rounds):
             candidates = [c for c in self.queue_candidates(call.preferences, call.order) if c.agent_id not in tried]
             if not candidates:
@@ -776,22 +777,7 @@ class Router:
         return infos
 
 
-class _ContentionGauge:
-    """An exponentially weighted share of recent assignment attempts that lost a race,
-    shared by the routers of this process. Races are rare when few callers arrive at
-    once, so the gauge stays near zero and every caller gets the head of the queue."""
-
-    def __init__(self, weight: float = 0.1):
-        self.weight = weight
-        self.level = 0.0
-
-    def observe(self, *, lost: bool) -> None:
-        # A racy read-modify-write between threads only blurs an estimate; no lock needed.
-        self.level += self.weight * ((1.0 if lost else 0.0) - self.level)
-
-
-CONTENTION_THRESHOLD = 0.25
-_contention = _ContentionGauge()
+_contention = ContentionGauge()
 
 
 def _why_entry(agent_id: str, name: str, queued_at: str, outcome: str) -> dict:
