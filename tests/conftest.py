@@ -11,6 +11,7 @@ Tests under tests/integration and tests/browser get their marker from the folder
 
 import os
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,31 @@ def local_db(settings, dynamodb_local):
     yield db
     schema.delete_tables(db)
     reset_default()
+
+
+# --- time -------------------------------------------------------------------------
+
+
+class ManualClock:
+    """A clock the test moves by hand; each reading is a microsecond later than the last,
+    so that timestamps written one after the other still sort in order."""
+
+    def __init__(self):
+        from queues_app.dynamo.records import now
+
+        self.moment = now()
+
+    def __call__(self):
+        self.moment += timedelta(microseconds=1)
+        return self.moment
+
+    def advance(self, seconds):
+        self.moment += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock():
+    return ManualClock()
 
 
 # --- users ------------------------------------------------------------------------

@@ -301,17 +301,16 @@ class ShipmentQueue:
     def list_in_flight(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None,
                        limit: int = 25) -> Page[Shipment]:
         """Shipments being processed, by deadline (delayed ones are left out)."""
-        ids, next_cursor = self._index_page("invisible", queue, cursor=cursor, limit=limit, extra={
-            "filter": "#st = :processing", "names": {"#st": "status"},
-            "values": {":processing": {"S": ShipmentStatus.PROCESSING}},
-        })
-        return Page(self.get_many(ids), next_cursor)
+        return self._list_invisible(queue, ShipmentStatus.PROCESSING, cursor=cursor, limit=limit)
 
     def list_delayed(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None,
                      limit: int = 25) -> Page[Shipment]:
+        """Queued shipments waiting out a delay or a backoff, by the time they become visible."""
+        return self._list_invisible(queue, ShipmentStatus.READY_TO_SHIP, cursor=cursor, limit=limit)
+
+    def _list_invisible(self, queue: str, status: str, *, cursor: str | None, limit: int) -> Page[Shipment]:
         ids, next_cursor = self._index_page("invisible", queue, cursor=cursor, limit=limit, extra={
-            "filter": "#st = :ready", "names": {"#st": "status"},
-            "values": {":ready": {"S": ShipmentStatus.READY_TO_SHIP}},
+            "filter": "#st = :status", "names": {"#st": "status"}, "values": {":status": {"S": status}},
         })
         return Page(self.get_many(ids), next_cursor)
 

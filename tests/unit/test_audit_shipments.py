@@ -18,23 +18,6 @@ from queues_app.dynamo.shipments import (
 )
 
 
-class Clock:
-    def __init__(self):
-        self.moment = now()
-
-    def __call__(self):
-        self.moment += timedelta(microseconds=1)
-        return self.moment
-
-    def advance(self, seconds):
-        self.moment += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
 @pytest.fixture
 def queue(moto_db, clock):
     return ShipmentQueue(moto_db, clock=clock,

@@ -1,6 +1,5 @@
 """The agent queue and caller matching, single-threaded on moto."""
 
-from datetime import timedelta
 
 import boto3
 import pytest
@@ -9,28 +8,9 @@ from botocore.stub import Stubber
 from queues_app.dynamo import errors, keys
 from queues_app.dynamo.agents import Agents
 from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import AgentStatus, CallStatus, marshal, now
+from queues_app.dynamo.records import AgentStatus, CallStatus, marshal
 from queues_app.dynamo.routing import AgentTooBroad, EscalationPolicy, Router
 from queues_app.dynamo.skills import SkillCatalog, SkillError
-
-
-class Clock:
-    """A clock the test moves by hand; each reading is a microsecond later than the last."""
-
-    def __init__(self):
-        self.moment = now()
-
-    def __call__(self):
-        self.moment += timedelta(microseconds=1)
-        return self.moment
-
-    def advance(self, seconds):
-        self.moment += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock():
-    return Clock()
 
 
 @pytest.fixture

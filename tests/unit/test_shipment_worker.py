@@ -3,7 +3,12 @@ import threading
 
 from django.core.management import call_command
 
-from queues_app.dynamo.shipments import RetryPolicy, ShipmentQueue, ShipmentState, ShipmentStatus
+from queues_app.dynamo.shipments import (
+    RetryPolicy,
+    ShipmentQueue,
+    ShipmentState,
+    ShipmentStatus,
+)
 from queues_app.workers import HandlerFailed, ShipmentWorker, demo_handler
 
 

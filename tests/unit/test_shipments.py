@@ -1,11 +1,9 @@
 """The shipments priority queue, single-threaded on moto."""
 
-from datetime import timedelta
 
 import pytest
 
 from queues_app.dynamo import errors, meter
-from queues_app.dynamo.records import now
 from queues_app.dynamo.shipments import (
     InvalidTransition,
     ReceiptInvalid,
@@ -14,23 +12,6 @@ from queues_app.dynamo.shipments import (
     ShipmentState,
     ShipmentStatus,
 )
-
-
-class Clock:
-    def __init__(self):
-        self.moment = now()
-
-    def __call__(self):
-        self.moment += timedelta(microseconds=1)
-        return self.moment
-
-    def advance(self, seconds):
-        self.moment += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock():
-    return Clock()
 
 
 @pytest.fixture
