@@ -36,7 +36,7 @@ def test_seed_writes_agents_with_valid_skills(moto_db):
     for agent in agents:
         assert agent.name
         assert len(agent.skills["gender"]) == 1
-        assert 1 <= len(agent.skills["language"]) <= 3
+        assert len(agent.skills["language"]) in (1, 2, 3)
     # more than one batch of 25 was needed
     assert len({a.agent_id for a in agents}) == 60
 
@@ -83,7 +83,7 @@ def test_seed_writes_demo_shipments_in_a_mix_of_states(moto_db):
     for shipment in shipments:
         data = shipment.data
         assert data["recipient"] and data["city"] and data["carrier"] in CARRIERS
-        assert 1 <= len(data["items"]) <= 3
+        assert len(data["items"]) in (1, 2, 3)
         assert all(item["sku"] and item["quantity"] >= 1 for item in data["items"])
     assert len({s.priority for s in shipments if s.state == ShipmentState.QUEUED}) > 2
     for shipment in shipments:
