@@ -149,3 +149,9 @@ SWITCHBOARD_SHIPMENT_RETRY = {
     "backoff_base_seconds": env.float("SHIPMENT_BACKOFF_BASE_SECONDS", default=2.0),
     "backoff_max_seconds": env.float("SHIPMENT_BACKOFF_MAX_SECONDS", default=300.0),
 }
+
+# Tasks: unprocessed work is shed after this long; finished tasks are kept this long.
+SWITCHBOARD_TASK_EXPIRY = {
+    "pending_seconds": env.float("TASK_PENDING_EXPIRY_SECONDS", default=300.0),
+    "finished_seconds": env.float("TASK_FINISHED_EXPIRY_SECONDS", default=60.0),
+}

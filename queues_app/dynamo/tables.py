@@ -69,4 +69,20 @@ SHIPMENTS = TableSpec(
     ),
 )
 
-TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS)}
+TASKS = TableSpec(
+    logical_name="tasks",
+    description=(
+        "The LIFO task queue: tasks by status and creation time, expiring through TTL, "
+        "with a stream that wakes the processor."
+    ),
+    partition_key="task_id",
+    sort_key=None,
+    indexes=(
+        # Pending tasks newest first (ScanIndexForward false): <created>#<task_id>.
+        Index("by_status", "task_status", "created_sk", projection="INCLUDE", include=("expires_at",)),
+    ),
+    ttl_attribute="expires_at",
+    stream=True,
+)
+
+TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS, TASKS)}
