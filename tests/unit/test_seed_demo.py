@@ -152,3 +152,19 @@ def test_shipment_progress_bar_and_plan_for_large_counts(moto_db):
 def test_negative_counts_are_refused(moto_db):
     with pytest.raises(CommandError, match="--shipments"):
         call_command("seed_demo", shipments=-1, stdout=io.StringIO())
+
+
+def test_seed_writes_tasks_in_every_status(moto_db):
+    from queues_app.dynamo.tasks import TaskQueue, TaskStatus
+
+    out = io.StringIO()
+    call_command("seed_demo", agents=0, shipments=0, tasks=50, seed=3, stdout=out)
+    assert "50 tasks written" in out.getvalue()
+    queue = TaskQueue()
+    counts = {status: queue.count(status)[0] for status in TaskStatus.ALL}
+    assert sum(counts.values()) == 50
+    assert counts[TaskStatus.PENDING] == 40
+    assert counts[TaskStatus.SUCCESS] + counts[TaskStatus.FAILURE] + counts[TaskStatus.TAKEN] == 10
+    again = io.StringIO()
+    call_command("seed_demo", agents=0, shipments=0, tasks=50, if_empty=True, stdout=again)
+    assert "tasks exist already" in again.getvalue()

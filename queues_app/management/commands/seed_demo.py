@@ -17,6 +17,7 @@ from queues_app.dynamo.shipments import (
     ShipmentStatus,
     ready_sort_key,
 )
+from queues_app.dynamo.tasks import TaskQueue, TaskStatus
 
 CARRIERS = ("DHL", "UPS", "FedEx", "La Poste", "GLS")
 PRODUCTS = ("books", "headphones", "coffee beans", "running shoes", "desk lamp", "board game", "tea set",
@@ -89,22 +90,23 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--agents", type=int, default=40, help="how many agents (default 40)")
         parser.add_argument("--shipments", type=int, default=30, help="how many shipments (default 30)")
+        parser.add_argument("--tasks", type=int, default=40, help="how many tasks (default 40)")
         parser.add_argument("--seed", type=int, default=None, help="random seed, for repeatable data")
         parser.add_argument("--if-empty", action="store_true",
-                            help="load each kind (agents, shipments) only when none exist yet")
+                            help="load each kind (agents, shipments, tasks) only when none exist yet")
         parser.add_argument("--progress", action="store_true", help="draw the progress bar even when not on a terminal")
 
-    def handle(self, agents=40, shipments=30, seed=None, if_empty=False, progress=False, **options):
-        if agents < 0:
-            raise CommandError("--agents must be zero or more")
-        if shipments < 0:
-            raise CommandError("--shipments must be zero or more")
+    def handle(self, agents=40, shipments=30, tasks=40, seed=None, if_empty=False, progress=False, **options):
+        for name, value in (("agents", agents), ("shipments", shipments), ("tasks", tasks)):
+            if value < 0:
+                raise CommandError(f"--{name} must be zero or more")
         rng = random.Random(seed)
         fake = Faker()
         fake.seed_instance(seed)
         try:
             self._agents(agents, rng, fake, if_empty, progress)
             self._shipments(shipments, rng, fake, if_empty, progress)
+            self._tasks(tasks, rng, fake, if_empty, progress)
         except errors.DynamoError as exc:
             raise CommandError(exc.message) from exc
 
@@ -241,3 +243,37 @@ class Command(BaseCommand):
                 break
             leases.append(lease)
         return leases
+
+
+    # --- tasks --------------------------------------------------------------------------
+
+    def _tasks(self, count, rng, fake, if_empty, progress):
+        """Tasks created over the last minutes (IP validations, as in the article's example):
+        mostly pending, a few taken, some finished."""
+        queue = TaskQueue()
+        if if_empty and sum(queue.count(status, cap=1)[0] for status in TaskStatus.ALL):
+            self.stdout.write("Demo data: tasks exist already, nothing loaded.")
+            return
+        start = queue.clock()
+        demo = [
+            queue.build({"device": f"sensor-{rng.randint(1000, 9999)}", "ip": fake.ipv4_public()},
+                        created=start - timedelta(seconds=rng.uniform(0, 180)))
+            for _ in range(count)
+        ]
+        bar = ProgressBar(self.stdout, "tasks", count, force=progress)
+        written = queue.create_many(demo, on_batch=bar.advance)
+        bar.close()
+        # A few move on, through the normal transitions, so every status shows up.
+        newest = sorted(demo, key=lambda t: t.created, reverse=True)
+        taken = finished = 0
+        for task in newest[: max(count // 5, 0)]:
+            queue.take(task.task_id)
+            if rng.random() < 0.6:
+                (queue.succeed if rng.random() < 0.8 else queue.fail)(task.task_id, "demo")
+                finished += 1
+            else:
+                taken += 1
+        self.stdout.write(self.style.SUCCESS(
+            f"Demo data: {written} tasks written ({written - taken - finished} pending, {taken} taken, "
+            f"{finished} finished)."
+        ))
