@@ -36,6 +36,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.integration)
 
 
+@pytest.fixture(autouse=True)
+def quiet_contention():
+    """Every test starts as a process that has lost no races lately."""
+    from queues_app.dynamo import routing, shipments
+
+    routing._contention.reset()
+    shipments._contention.reset()
+
+
 @pytest.fixture
 def aws_credentials(monkeypatch):
     for name, value in {
