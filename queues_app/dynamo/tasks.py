@@ -262,18 +262,28 @@ class TaskQueue:
             raise errors.NotFound(f"No task with id {task_id!r}.")
         return task_from_item(unmarshal(response["Item"]))
 
-    def pending_ids(self, *, limit: int = 10, newest_first: bool = True) -> list[str]:
+    def pending_ids(self, *, limit: int = 10, newest_first: bool = True, max_pages: int = 10) -> list[str]:
         """The newest (or oldest) pending tasks that have not expired, keys only: the
-        article's query, plus a filter on expiry."""
-        response = self.db.call(
-            "query", TableName=self.table, IndexName="by_status", Limit=limit,
-            KeyConditionExpression="task_status = :pending",
-            FilterExpression="expires_at > :epoch",
-            ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING,
-                                               ":epoch": int(self.clock().timestamp())}),
-            ScanIndexForward=not newest_first,
-        )
-        return [unmarshal(i)["task_id"] for i in response.get("Items", [])]
+        article's query, plus a filter on expiry. DynamoDB applies Limit before the
+        filter, so a page of expired tasks not yet swept (the oldest, when reading oldest
+        first) reads on to the next page, up to `max_pages`."""
+        ids: list[str] = []
+        params = {
+            "TableName": self.table, "IndexName": "by_status", "Limit": limit,
+            "KeyConditionExpression": "task_status = :pending",
+            "FilterExpression": "expires_at > :epoch",
+            "ExpressionAttributeValues": marshal({":pending": TaskStatus.PENDING,
+                                                  ":epoch": int(self.clock().timestamp())}),
+            "ScanIndexForward": not newest_first,
+        }
+        for _page in range(max_pages):
+            response = self.db.call("query", **params)
+            ids += [unmarshal(i)["task_id"] for i in response.get("Items", [])]
+            start = response.get("LastEvaluatedKey")
+            if ids or not start:
+                break
+            params["ExclusiveStartKey"] = start
+        return ids[:limit]
 
     def take_next(self, *, newest_first: bool = True, limit: int = 10) -> Task | None:
         """Take the newest pending task (LIFO), or the oldest (FIFO); None when none is left."""

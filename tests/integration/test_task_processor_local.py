@@ -1,0 +1,175 @@
+"""The task processor on DynamoDB Local: one active processor at a time, the stream wake-up,
+and a dead processor's lease passing on."""
+
+import itertools
+import threading
+import time
+
+import pytest
+
+from queues_app.dynamo.leases import Lease
+from queues_app.dynamo.tasks import ExpiryPolicy, TaskQueue, TaskStatus
+from queues_app.task_processor import RateLimitedDownstream, TaskProcessor
+
+
+@pytest.fixture
+def tasks(local_db):
+    return TaskQueue(local_db, expiry=ExpiryPolicy(pending_seconds=120, finished_seconds=30))
+
+
+class Watched:
+    """Wraps the shared downstream and notes who called it, and when."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = []  # (holder, epoch seconds, task id)
+        self._lock = threading.Lock()
+
+    def for_holder(self, holder):
+        watched = self
+
+        class Caller:
+            def process(self, task):
+                with watched._lock:
+                    watched.calls.append((holder, time.time(), task.task_id))
+                return watched.inner.process(task)
+
+        return Caller()
+
+
+def in_thread(target, *args, **kwargs):
+    failures = []
+
+    def run():
+        try:
+            target(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - surfaced by the test
+            failures.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, failures
+
+
+def wait_for(condition, timeout, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+def test_two_processors_are_never_active_at_once(tasks):
+    for i in range(20):
+        tasks.create({"n": i}, task_id=f"early{i:02d}")
+    downstream = Watched(RateLimitedDownstream(rate=40, burst=5, fail_share=0.1, seed=7))
+    stop = threading.Event()
+    processors = [
+        TaskProcessor(tasks, downstream.for_holder(name), holder=name, lease_seconds=2.0, poll_seconds=0.5,
+                      sweep_every=1.0, acquire_retry=0.1, capacity_wait=0.05)
+        for name in ("alpha", "beta")
+    ]
+    runs = [in_thread(p.run_forever, 0.8, stop, rest=0.3) for p in processors]
+
+    created = [f"early{i:02d}" for i in range(20)]
+    started = time.monotonic()
+    while time.monotonic() - started < 3.0:  # work keeps arriving while they take turns
+        created.append(tasks.create(task_id=f"late{len(created):03d}").task_id)
+        time.sleep(0.1)
+
+    def all_finished():
+        return sum(len(p.stats.finished_ids) for p in processors) >= len(created)
+
+    drained = wait_for(all_finished, 20, step=0.1)
+    stop.set()
+    for thread, failures in runs:
+        thread.join(10)
+        assert not thread.is_alive() and not failures
+    assert drained, [p.stats for p in processors]
+
+    intervals = sorted((i for p in processors for i in p.stats.lease_intervals), key=lambda i: i[1])
+    assert {holder for holder, _, _ in intervals} == {"alpha", "beta"}  # the lease changed hands
+    for (_, _, end), (_, start, _) in itertools.pairwise(intervals):
+        assert end <= start, f"two holders at once: {intervals}"
+    # Every downstream call happened while its caller held the lease.
+    for holder, moment, task_id in downstream.calls:
+        assert any(h == holder and start <= moment <= end for h, start, end in intervals), (holder, task_id)
+
+    finished = [t for p in processors for t in p.stats.finished_ids]
+    assert len(finished) == len(set(finished)), "a task was processed twice"
+    assert sorted(finished) == sorted(created)
+    assert sum(p.stats.lease_lost for p in processors) == 0
+    statuses = {tasks.get(t).status for t in finished}
+    assert statuses <= {TaskStatus.SUCCESS, TaskStatus.FAILURE}
+    assert Lease(tasks.db, holder="nobody").current() is None  # released on the way out
+
+
+def test_the_stream_wakes_an_idle_processor(tasks):
+    processor = TaskProcessor(tasks, RateLimitedDownstream(rate=10), holder="solo", lease_seconds=30,
+                              poll_seconds=30, sweep_every=30, acquire_retry=0.1)
+    stop = threading.Event()
+    thread, failures = in_thread(processor.run, 15, stop)
+    assert wait_for(lambda: processor.stats.leases_acquired == 1 and processor.stats.sweeps == 1, 5)
+    # Idle, waiting on the stream with a poll interval of 30 s. Writes that are not
+    # pending work do not wake it: another lease's item, a task finished elsewhere.
+    unrelated = Lease(tasks.db, name="some-other-role", holder="x", duration=5)
+    assert unrelated.acquire() and unrelated.renew()
+    time.sleep(1.0)
+    assert processor.stats.stream_wakeups == 0
+
+    created = time.monotonic()
+    tasks.create(task_id="wake-me")
+    assert wait_for(lambda: tasks.get("wake-me").status == TaskStatus.SUCCESS, 5)
+    latency = time.monotonic() - created
+    time.sleep(0.6)  # its own TAKEN and SUCCESS records come through the stream: no wake-up
+    assert processor.stats.stream_wakeups == 1
+    stop.set()
+    thread.join(10)
+    assert not failures
+    assert processor.streams, processor.waker.reason
+    assert latency < 2.0, latency
+    assert processor.stats.stream_wakeups >= 1 and processor.stats.idle_timeouts == 0
+    assert processor.stats.processed == 1
+
+
+def test_a_dead_processors_lease_passes_on(tasks):
+    for i in range(5):
+        tasks.create(task_id=f"t{i}")
+    hang, resumed = threading.Event(), threading.Event()
+
+    class Hangs:
+        """The first call never returns in time: the processor is as good as dead."""
+
+        def process(self, task):
+            hang.wait(15)
+            resumed.set()
+            return "too late"
+
+    dead = TaskProcessor(tasks, Hangs(), holder="dead", lease_seconds=1.5, poll_seconds=0.2,
+                         sweep_every=60, use_streams=False)
+    stop = threading.Event()
+    dead_thread, dead_failures = in_thread(dead.run, 20, stop)
+    assert wait_for(lambda: tasks.count(TaskStatus.TAKEN)[0] == 1, 5)
+    dead_until = dead.lease.until  # hung in the call: it renews no more
+
+    survivor = TaskProcessor(tasks, RateLimitedDownstream(rate=50), holder="survivor", lease_seconds=3,
+                             poll_seconds=0.2, sweep_every=0.3, acquire_retry=0.2, recover_after=1.0)
+    thread, failures = in_thread(survivor.run, 20, stop)
+    assert wait_for(lambda: survivor.stats.processed == 5, 10), survivor.stats
+    assert survivor.stats.lease_refused >= 1  # it had to wait for the dead lease to run out
+    assert survivor.stats.recovered == 1  # the dead processor's task in hand, back to PENDING
+    assert all(tasks.get(f"t{i}").status == TaskStatus.SUCCESS for i in range(5))
+    holder = Lease(tasks.db, holder="x").current()
+    assert holder.holder == "survivor" and holder.acquired_at >= dead_until
+
+    # The hung call returns at last: the zombie's late result is refused and it stops.
+    hang.set()
+    assert resumed.wait(5)
+    assert wait_for(lambda: dead.stats.lease_lost == 1, 5)
+    assert dead.stats.processed == 0 and dead.stats.errors >= 1
+    stop.set()
+    for t in (thread, dead_thread):
+        t.join(10)
+    assert not failures and not dead_failures
+    assert survivor.stats.lease_intervals[0][1] >= dead_until
