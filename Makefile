@@ -47,6 +47,7 @@ test-browser: setup browser
 bench: setup
 	$(PY) bench/matching.py
 	$(PY) bench/peek.py
+	$(PY) bench/lifo.py
 
 # Copy the pinned htmx from the npm package into static/ (the copy is committed).
 vendor: node-deps

@@ -268,12 +268,16 @@ class TaskQueue:
         filter, so a page of expired tasks not yet swept (the oldest, when reading oldest
         first) reads on to the next page, up to `max_pages`."""
         ids: list[str] = []
+        moment = self.clock()
+        # Tasks created before the cutoff have expired: the key condition skips them
+        # without reading them; the filter still guards each task's own expiry.
+        cutoff = to_iso(moment - timedelta(seconds=self.expiry.pending_seconds))
         params = {
             "TableName": self.table, "IndexName": "by_status", "Limit": limit,
-            "KeyConditionExpression": "task_status = :pending",
+            "KeyConditionExpression": "task_status = :pending AND created_sk > :cutoff",
             "FilterExpression": "expires_at > :epoch",
-            "ExpressionAttributeValues": marshal({":pending": TaskStatus.PENDING,
-                                                  ":epoch": int(self.clock().timestamp())}),
+            "ExpressionAttributeValues": marshal({":pending": TaskStatus.PENDING, ":cutoff": cutoff,
+                                                  ":epoch": int(moment.timestamp())}),
             "ScanIndexForward": not newest_first,
         }
         for _page in range(max_pages):
