@@ -58,7 +58,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import statistics
 import sys
@@ -72,6 +71,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import dynamodb_endpoint, progress, setup_django
 from queues_app.dynamo import meter, schema
 from queues_app.dynamo.client import Dynamo
 from queues_app.dynamo.records import unmarshal
@@ -574,27 +574,11 @@ def main(argv: list[str] | None = None) -> int:
                    calm_rate=args.calm_rate, calm_seconds=args.calm_seconds, downstream_rate=args.downstream_rate,
                    expiry=args.expiry, take_limit=args.take_limit, seed=args.seed)
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "callcenter.settings")
-    import django
+    setup_django()
 
-    django.setup()
-
-    def progress(message: str) -> None:
-        print(f"  {message}", file=sys.stderr, flush=True)
-
-    server = None
-    endpoint = args.endpoint
     began = time.perf_counter()
-    if not endpoint:
-        from queues_app.dynamo.local import DynamoDBLocal
-
-        server = DynamoDBLocal().start()
-        endpoint = server.endpoint
-    try:
-        results = run_benchmark(endpoint, p, orders=orders, warmup=not args.no_warmup, progress=progress)
-    finally:
-        if server:
-            server.stop()
+    with dynamodb_endpoint(args.endpoint) as endpoint:
+            results = run_benchmark(endpoint, p, orders=orders, warmup=not args.no_warmup, progress=progress)
     elapsed = time.perf_counter() - began
 
     if args.json:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
@@ -47,6 +46,7 @@ if str(ROOT) not in sys.path:
 import boto3
 
 from bench.article_matching import ArticleMatcher
+from bench.common import dynamodb_endpoint, setup_django
 from queues_app.dynamo import keys, meter, schema
 from queues_app.dynamo.agents import Agents
 from queues_app.dynamo.client import Dynamo
@@ -447,10 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     if not algorithms or set(algorithms) - set(ALGORITHMS):
         parser.error("--algorithms takes ours, article or both")
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "callcenter.settings")
-    import django
-
-    django.setup()
+    setup_django()
 
     def progress(result: RunResult, label: str) -> None:
         m = result.metrics()
@@ -458,19 +455,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{result.seconds:.2f}s ({m['assignments_per_s']:.1f}/s, {m['attempts_per_assignment']:.2f} "
               "attempts each)", file=sys.stderr, flush=True)
 
-    server = None
-    endpoint = args.endpoint
-    if not endpoint:
-        from queues_app.dynamo.local import DynamoDBLocal
-
-        server = DynamoDBLocal().start()
-        endpoint = server.endpoint
-    try:
-        results = run_benchmark(endpoint, agents=args.agents, threads=threads, seed=args.seed,
-                                algorithms=algorithms, repeat=args.repeat, warmup=args.warmup, progress=progress)
-    finally:
-        if server:
-            server.stop()
+    with dynamodb_endpoint(args.endpoint) as endpoint:
+            results = run_benchmark(endpoint, agents=args.agents, threads=threads, seed=args.seed,
+                                    algorithms=algorithms, repeat=args.repeat, warmup=args.warmup, progress=progress)
 
     problems = [f"{s.algorithm} K={s.threads}: {p}" for by_k in results.values() for s in by_k.values()
                 for p in s.problems]

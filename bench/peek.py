@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import threading
@@ -55,6 +54,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import article_peek
+from bench.common import dynamodb_endpoint, progress, setup_django
 from queues_app.dynamo import batch, meter, schema
 from queues_app.dynamo.client import Dynamo
 from queues_app.dynamo.records import now, to_iso
@@ -556,30 +556,14 @@ def main(argv: list[str] | None = None) -> int:
     if not methods or set(methods) - set(METHODS):
         parser.error("--methods takes ours, article or both")
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "callcenter.settings")
-    import django
+    setup_django()
 
-    django.setup()
-
-    def progress(message: str) -> None:
-        print(f"  {message}", file=sys.stderr, flush=True)
-
-    server = None
-    endpoint = args.endpoint
     began = time.perf_counter()
-    if not endpoint:
-        from queues_app.dynamo.local import DynamoDBLocal
-
-        server = DynamoDBLocal().start()
-        endpoint = server.endpoint
-    try:
-        results = run_benchmark(endpoint, inflight=inflight, peeks=args.peeks, waiting=args.waiting,
-                                consumers=consumers, shipments=args.shipments, modes=modes,
-                                producers=args.producers, idle_sleep=args.idle_ms / 1000, methods=methods,
-                                warmup=not args.no_warmup, progress=progress)
-    finally:
-        if server:
-            server.stop()
+    with dynamodb_endpoint(args.endpoint) as endpoint:
+            results = run_benchmark(endpoint, inflight=inflight, peeks=args.peeks, waiting=args.waiting,
+                                    consumers=consumers, shipments=args.shipments, modes=modes,
+                                    producers=args.producers, idle_sleep=args.idle_ms / 1000, methods=methods,
+                                    warmup=not args.no_warmup, progress=progress)
     elapsed = time.perf_counter() - began
 
     if args.json:

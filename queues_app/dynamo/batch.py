@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from . import errors
 from .client import Dynamo
-from .records import marshal
+from .records import marshal, unmarshal
 
 BATCH_SIZE = 25
 
@@ -41,3 +41,22 @@ def put_items(db: Dynamo, table: str, items: Iterable[dict], *, on_batch: Callab
     if chunk:
         flush()
     return written
+
+
+def get_items(db: Dynamo, table: str, keys: list[dict], *, consistent: bool = False,
+              max_rounds: int = 8) -> list[dict]:
+    """BatchGetItem, 100 keys at a time, asking again for what DynamoDB leaves
+    unprocessed; returns the plain-Python items found, in no particular order."""
+    found: list[dict] = []
+    for start in range(0, len(keys), 100):
+        request = {table: {"Keys": [marshal(k) for k in keys[start:start + 100]], "ConsistentRead": consistent}}
+        for attempt in range(max_rounds):
+            response = db.call("batch_get_item", RequestItems=request)
+            found += [unmarshal(raw) for raw in response.get("Responses", {}).get(table, [])]
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        else:
+            raise errors.Throttled(f"{sum(len(v['Keys']) for v in request.values())} keys stayed unprocessed")
+    return found

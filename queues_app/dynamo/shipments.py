@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from . import errors, keys
+from . import batch, errors, keys
 from .client import Dynamo, default
 from .contention import ContentionGauge
 from .paging import Page, decode_cursor, encode_cursor
@@ -254,20 +254,10 @@ class ShipmentQueue:
         return shipment_from_item(unmarshal(response["Item"]))
 
     def get_many(self, shipment_ids: list[str]) -> list[Shipment]:
-        """BatchGetItem (100 at a time), in the order asked; unknown ids are skipped."""
-        found: dict[str, Shipment] = {}
-        for start in range(0, len(shipment_ids), 100):
-            chunk = list(dict.fromkeys(shipment_ids[start:start + 100]))
-            request = {self.table: {"Keys": [marshal({"id": i}) for i in chunk], "ConsistentRead": True}}
-            for attempt in range(8):
-                response = self.db.call("batch_get_item", RequestItems=request)
-                for raw in response.get("Responses", {}).get(self.table, []):
-                    shipment = shipment_from_item(unmarshal(raw))
-                    found[shipment.shipment_id] = shipment
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 1.0))
+        """BatchGetItem, in the order asked; unknown ids are skipped."""
+        unique = list(dict.fromkeys(shipment_ids))
+        items = batch.get_items(self.db, self.table, [{"id": i} for i in unique], consistent=True)
+        found = {item["id"]: shipment_from_item(item) for item in items}
         return [found[i] for i in shipment_ids if i in found]
 
     def _index_page(self, index: str, queue: str, *, cursor: str | None, limit: int,
@@ -380,8 +370,6 @@ class ShipmentQueue:
         return shipment
 
     def create_many(self, shipments: Iterable[Shipment], on_batch=None) -> int:
-        from . import batch
-
         return batch.put_items(self.db, self.table, (_to_item(s) for s in shipments), on_batch=on_batch)
 
     def mark_ready(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:

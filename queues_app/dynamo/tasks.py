@@ -16,13 +16,12 @@ age) before deleting them. Finished tasks get a short expiry, as in the article.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from . import errors
+from . import batch, errors
 from .client import Dynamo, default
 from .paging import Page, decode_cursor, encode_cursor
 from .records import from_iso, marshal, now, to_iso, unmarshal
@@ -162,8 +161,6 @@ class TaskQueue:
         return task
 
     def create_many(self, tasks: list[Task], on_batch=None) -> int:
-        from . import batch
-
         return batch.put_items(self.db, self.table, (_to_item(t) for t in tasks), on_batch=on_batch)
 
     def build(self, payload: dict | None = None, *, created: datetime | None = None) -> Task:
@@ -323,19 +320,8 @@ class TaskQueue:
         return Page(self._get_many(ids), encode_cursor(response.get("LastEvaluatedKey")))
 
     def _get_many(self, ids: list[str]) -> list[Task]:
-        if not ids:
-            return []
-        found: dict[str, Task] = {}
-        request = {self.table: {"Keys": [marshal({"task_id": i}) for i in ids]}}
-        for attempt in range(8):
-            response = self.db.call("batch_get_item", RequestItems=request)
-            for raw in response.get("Responses", {}).get(self.table, []):
-                task = task_from_item(unmarshal(raw))
-                found[task.task_id] = task
-            request = response.get("UnprocessedKeys") or {}
-            if not request:
-                break
-            time.sleep(min(0.05 * 2**attempt, 1.0))
+        found = {item["task_id"]: task_from_item(item)
+                 for item in batch.get_items(self.db, self.table, [{"task_id": i} for i in ids])}
         return [found[i] for i in ids if i in found]
 
     def count(self, status: str, cap: int = 10_000) -> tuple[int, bool]:
