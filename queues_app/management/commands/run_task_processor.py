@@ -29,9 +29,11 @@ class Command(BaseCommand):
         parser.add_argument("--holder", default=None, help="this processor's name in the lease (default: hostname:pid)")
         parser.add_argument("--no-streams", action="store_true", help="poll even where the endpoint offers streams")
         parser.add_argument("--max-seconds", type=float, default=None, help="stop after this long (tests, demos)")
+        parser.add_argument("--until-empty", action="store_true",
+                            help="stop once nothing is pending (one time box at most)")
 
     def handle(self, rate, burst, fail_share, time_box, poll, sweep_every, lease, holder, no_streams,
-               max_seconds, **options):
+               max_seconds, until_empty=False, **options):
         processor = TaskProcessor(
             TaskQueue(), RateLimitedDownstream(rate, burst, fail_share=fail_share),
             holder=holder or default_holder(), lease_seconds=lease, poll_seconds=poll,
@@ -43,7 +45,10 @@ class Command(BaseCommand):
             "stop with SIGTERM."
         )
         try:
-            stats = processor.run_forever(time_box, max_seconds=max_seconds)
+            if until_empty:
+                stats = processor.run(min(time_box, max_seconds or time_box), until_empty=True)
+            else:
+                stats = processor.run_forever(time_box, max_seconds=max_seconds)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
