@@ -259,30 +259,38 @@ class Router:
         agent.call_id = None
         return agent
 
+    def _update(self, key: dict, update: str, values: dict | None = None, *, condition: str | None = None,
+                names: dict | None = None, old_on_fail: bool = False) -> dict:
+        """One Update action of a transaction on the call-center table. `#status` stands
+        for the status attribute wherever an expression uses it."""
+        action: dict = {"TableName": self.table, "Key": marshal(key), "UpdateExpression": update}
+        if condition:
+            action["ConditionExpression"] = condition
+        text = update + " " + (condition or "")
+        used = {k: v for k, v in {"#status": "status", **(names or {})}.items() if k in text}
+        if used:
+            action["ExpressionAttributeNames"] = used
+        if values:
+            action["ExpressionAttributeValues"] = marshal(values)
+        if old_on_fail:
+            action["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        return {"Update": action}
+
     def _agent_update(self, agent: Agent, update: str, values: dict) -> dict:
         """Update conditioned on the agent being exactly as read (version and status)."""
-        return {"Update": {
-            "TableName": self.table,
-            "Key": marshal(keys.agent(agent.agent_id)),
-            "UpdateExpression": update,
-            "ConditionExpression": "version = :expected AND #status = :was",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": marshal(
-                {**values, ":one": 1, ":expected": agent.version, ":was": agent.status}
-            ),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }}
+        return self._update(
+            keys.agent(agent.agent_id), update,
+            {**values, ":one": 1, ":expected": agent.version, ":was": agent.status},
+            condition="version = :expected AND #status = :was", old_on_fail=True,
+        )
 
     def _meta_update(self, combo: tuple[str, ...], delta: int) -> dict:
         # No condition: the agent's own condition already makes the change safe, and a
         # version condition here would make matchers of unrelated agents collide.
-        return {"Update": {
-            "TableName": self.table,
-            "Key": marshal(keys.queue_meta(combo)),
-            "UpdateExpression": "ADD #depth :delta, version :one SET combination = :combo",
-            "ExpressionAttributeNames": {"#depth": "depth"},
-            "ExpressionAttributeValues": marshal({":delta": delta, ":one": 1, ":combo": list(combo)}),
-        }}
+        return self._update(
+            keys.queue_meta(combo), "ADD #depth :delta, version :one SET combination = :combo",
+            {":delta": delta, ":one": 1, ":combo": list(combo)}, names={"#depth": "depth"},
+        )
 
     def _agent_changed(self, agent: Agent, exc: errors.TransactionCancelled) -> errors.DynamoError:
         if exc.lost_race:
@@ -308,19 +316,13 @@ class Router:
             {":next": next_status, ":now": stamp},
         )]
         if agent.call_id:
-            actions.append({"Update": {
-                "TableName": self.table,
-                "Key": marshal(keys.call(agent.call_id)),
-                "UpdateExpression": "SET #status = :ended, ended_at = :now, expires_at = :expires, "
-                "version = version + :one",
-                "ConditionExpression": "#status = :assigned AND agent_id = :agent",
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": marshal({
-                    ":ended": CallStatus.ENDED, ":now": stamp, ":one": 1, ":assigned": CallStatus.ASSIGNED,
-                    ":agent": agent.agent_id,
-                    ":expires": int((self.clock() + ENDED_CALL_RETENTION).timestamp()),
-                }),
-            }})
+            actions.append(self._update(
+                keys.call(agent.call_id),
+                "SET #status = :ended, ended_at = :now, expires_at = :expires, version = version + :one",
+                {":ended": CallStatus.ENDED, ":now": stamp, ":one": 1, ":assigned": CallStatus.ASSIGNED,
+                 ":agent": agent.agent_id, ":expires": int((self.clock() + ENDED_CALL_RETENTION).timestamp())},
+                condition="#status = :assigned AND agent_id = :agent",
+            ))
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
@@ -510,18 +512,14 @@ class Router:
             assigned.agent_id, assigned.agent_name, assigned.assigned_at = candidate.agent_id, candidate.name, stamp
             assigned.why = self._why(candidate, considered, others)
             assigned.wait_sk = None
-            actions = [{"Update": {
-                "TableName": self.table,
-                "Key": marshal(keys.agent(candidate.agent_id)),
-                "UpdateExpression": "SET #status = :attending, call_id = :call, version = version + :one, "
-                "updated_at = :now REMOVE queue_token",
-                "ConditionExpression": "#status = :queued AND queue_token = :token",
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": marshal({
-                    ":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":one": 1, ":now": stamp,
-                    ":queued": AgentStatus.QUEUED, ":token": candidate.token,
-                }),
-            }}]
+            actions = [self._update(
+                keys.agent(candidate.agent_id),
+                "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
+                "REMOVE queue_token",
+                {":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":one": 1, ":now": stamp,
+                 ":queued": AgentStatus.QUEUED, ":token": candidate.token},
+                condition="#status = :queued AND queue_token = :token",
+            )]
             actions += self._dequeue_actions(candidate.skills, candidate.token)
             actions += self._call_assignment_actions(call, assigned, new_call=new_call)
             try:
@@ -556,19 +554,15 @@ class Router:
             }}]
         assigned.version = call.version + 1
         return [
-            {"Update": {
-                "TableName": self.table,
-                "Key": marshal(keys.call(call.call_id)),
-                "UpdateExpression": "SET #status = :assigned, agent_id = :agent, agent_name = :name, "
-                "assigned_at = :now, why = :why, version = :next REMOVE wait_sk",
-                "ConditionExpression": "#status = :waiting AND version = :version",
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": marshal({
-                    ":assigned": CallStatus.ASSIGNED, ":agent": assigned.agent_id, ":name": assigned.agent_name,
-                    ":now": assigned.assigned_at, ":why": assigned.why, ":next": assigned.version,
-                    ":waiting": CallStatus.WAITING, ":version": call.version,
-                }),
-            }},
+            self._update(
+                keys.call(call.call_id),
+                "SET #status = :assigned, agent_id = :agent, agent_name = :name, assigned_at = :now, "
+                "why = :why, version = :next REMOVE wait_sk",
+                {":assigned": CallStatus.ASSIGNED, ":agent": assigned.agent_id, ":name": assigned.agent_name,
+                 ":now": assigned.assigned_at, ":why": assigned.why, ":next": assigned.version,
+                 ":waiting": CallStatus.WAITING, ":version": call.version},
+                condition="#status = :waiting AND version = :version",
+            ),
             {"Delete": {
                 "TableName": self.table,
                 "Key": marshal({"pk": keys.WAITING_PK, "sk": call.wait_sk}),
@@ -721,25 +715,19 @@ class Router:
         preferences = {**call.preferences, **{d: ANY for d in dimensions}}
         try:
             self.db.call("transact_write_items", TransactItems=[
-                {"Update": {
-                    "TableName": self.table,
-                    "Key": marshal(keys.call(call.call_id)),
-                    "UpdateExpression": "SET preferences = :prefs, relaxed = list_append(relaxed, :entries), "
-                    "version = version + :one",
-                    "ConditionExpression": "#status = :waiting AND version = :version",
-                    "ExpressionAttributeNames": {"#status": "status"},
-                    "ExpressionAttributeValues": marshal({
-                        ":prefs": {k: v for k, v in preferences.items() if v is not ANY},
-                        ":entries": entries, ":one": 1, ":waiting": CallStatus.WAITING, ":version": call.version,
-                    }),
-                }},
-                {"Update": {
-                    "TableName": self.table,
-                    "Key": marshal({"pk": keys.WAITING_PK, "sk": call.wait_sk}),
-                    "UpdateExpression": "REMOVE " + ", ".join(f"#d{i}" for i in range(len(dimensions))),
-                    "ConditionExpression": "attribute_exists(pk)",
-                    "ExpressionAttributeNames": {f"#d{i}": f"p_{d}" for i, d in enumerate(dimensions)},
-                }},
+                self._update(
+                    keys.call(call.call_id),
+                    "SET preferences = :prefs, relaxed = list_append(relaxed, :entries), version = version + :one",
+                    {":prefs": {k: v for k, v in preferences.items() if v is not ANY},
+                     ":entries": entries, ":one": 1, ":waiting": CallStatus.WAITING, ":version": call.version},
+                    condition="#status = :waiting AND version = :version",
+                ),
+                self._update(
+                    {"pk": keys.WAITING_PK, "sk": call.wait_sk},
+                    "REMOVE " + ", ".join(f"#d{i}" for i in range(len(dimensions))),
+                    condition="attribute_exists(pk)",
+                    names={f"#d{i}": f"p_{d}" for i, d in enumerate(dimensions)},
+                ),
             ])
         except errors.TransactionCancelled:
             return None  # assigned or changed meanwhile
