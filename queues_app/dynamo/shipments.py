@@ -578,23 +578,35 @@ class ShipmentQueue:
     def _with_receipt(self, shipment_id: str, receipt: str, action: str, update: str, values: dict,
                       names: dict | None = None, extra_condition: str | None = None) -> Shipment:
         try:
+            return self._update(
+                shipment_id, update + " ADD version :one",
+                "#st = :processing AND receipt = :receipt" + (f" AND {extra_condition}" if extra_condition else ""),
+                {**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING, ":receipt": receipt}, names,
+            )
+        except errors.Conflict as exc:
+            problem = _receipt_problem(exc.current, receipt) or "it changed meanwhile"
+            raise ReceiptInvalid(f"Cannot {action} shipment {shipment_id}: {problem}",
+                                 current=exc.current) from exc
+
+    def _update(self, shipment_id: str, update: str, condition: str, values: dict,
+                names: dict | None = None) -> Shipment:
+        """One conditional UpdateItem returning the new shipment. A failed condition raises
+        Conflict carrying the item as it was, or NotFound when there is no such item."""
+        params = {}
+        used = _used_names({"#st": "status", **(names or {})}, update, condition)
+        if used:  # DynamoDB refuses an empty map as well as unused names
+            params["ExpressionAttributeNames"] = used
+        try:
             response = self.db.call(
                 "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
-                UpdateExpression=update + " ADD version :one",
-                ConditionExpression="#st = :processing AND receipt = :receipt"
-                + (f" AND {extra_condition}" if extra_condition else ""),
-                ExpressionAttributeNames={"#st": "status", **(names or {})},
-                ExpressionAttributeValues=marshal({**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING,
-                                                   ":receipt": receipt}),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                UpdateExpression=update, ConditionExpression=condition,
+                ExpressionAttributeValues=marshal(values),
+                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **params,
             )
         except errors.Conflict as exc:
             if not exc.current:
                 raise errors.NotFound(f"No shipment with id {shipment_id!r}.") from exc
-            problem = _receipt_problem(exc.current, receipt) or "it changed meanwhile"
-            raise ReceiptInvalid(f"Cannot {action} shipment {shipment_id}: {problem}",
-                                 current=exc.current) from exc
+            raise
         return shipment_from_item(unmarshal(response["Attributes"]))
 
     # --- supervisor actions ---------------------------------------------------------------
@@ -683,25 +695,17 @@ class ShipmentQueue:
             sets += ", failure_reasons = list_append(if_not_exists(failure_reasons, :empty), :failure)"
             all_values.update({":empty": [], ":failure": failure})
         try:
-            response = self.db.call(
-                "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
-                UpdateExpression=f"SET {sets} REMOVE ready_q, ready_sk, invisible_q, invisible_sk, visible_at, "
-                "receipt ADD version :one",
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#st": "status", "#queue": "queue"},
-                ExpressionAttributeValues=marshal(all_values),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            return self._update(
+                shipment_id,
+                f"SET {sets} REMOVE ready_q, ready_sk, invisible_q, invisible_sk, visible_at, receipt ADD version :one",
+                condition, all_values, {"#queue": "queue"},
             )
         except errors.Conflict as exc:
-            if not exc.current:
-                raise errors.NotFound(f"No shipment with id {shipment_id!r}.") from exc
             if receipt_check:
                 problem = _receipt_problem(exc.current, receipt_check[0]) or "it changed meanwhile"
                 raise ReceiptInvalid(f"Cannot {receipt_check[1]} shipment {shipment_id}: {problem}",
                                      current=exc.current) from exc
             raise _stale(shipment_id, "send to the DLQ", exc.current, conflict_version) from exc
-        return shipment_from_item(unmarshal(response["Attributes"]))
 
     def restore_many(self, shipment_ids: Iterable[str], *, rate_per_second: float | None = None,
                      on_progress: Callable[[int, int], None] | None = None) -> RestoreReport:
@@ -766,25 +770,11 @@ class ShipmentQueue:
             condition += " AND version = :v"
             all_values[":v"] = expected_version
         update = update if "updated_at" in update else update.replace("SET ", "SET updated_at = :now, ", 1)
-        params = {}
-        used = _used_names({"#st": "status", **(names or {})}, update, condition)
-        if used:  # DynamoDB refuses an empty map as well as unused names
-            params["ExpressionAttributeNames"] = used
         try:
-            response = self.db.call(
-                "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
-                UpdateExpression=_add_version(update),
-                ConditionExpression="attribute_exists(id) AND " + condition,
-                **params,
-                ExpressionAttributeValues=marshal(all_values),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            return self._update(shipment_id, _add_version(update), "attribute_exists(id) AND " + condition,
+                                all_values, names)
         except errors.Conflict as exc:
-            if not exc.current:
-                raise errors.NotFound(f"No shipment with id {shipment_id!r}.") from exc
             raise _stale(shipment_id, action, exc.current, expected_version) from exc
-        return shipment_from_item(unmarshal(response["Attributes"]))
 
 
 @dataclass
