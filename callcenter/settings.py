@@ -155,3 +155,6 @@ SWITCHBOARD_TASK_EXPIRY = {
     "pending_seconds": env.float("TASK_PENDING_EXPIRY_SECONDS", default=300.0),
     "finished_seconds": env.float("TASK_FINISHED_EXPIRY_SECONDS", default=60.0),
 }
+
+# Audit trail entries are kept this many days (DynamoDB TTL deletes them afterwards).
+SWITCHBOARD_AUDIT_RETENTION_DAYS = env.int("SWITCHBOARD_AUDIT_RETENTION_DAYS", default=90)

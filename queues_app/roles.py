@@ -22,13 +22,18 @@ def can_act(user) -> bool:
     return cached
 
 
+def require_supervisor(request) -> None:
+    """For views that show a page to everyone but take a POST only from supervisors."""
+    if not can_act(request.user):
+        raise PermissionDenied("Only supervisors may change queues.")
+
+
 def supervisor_required(view):
     """Refuse (403) anyone who is not a supervisor; the page shows them no buttons."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        if not can_act(request.user):
-            raise PermissionDenied("Only supervisors may change queues.")
+        require_supervisor(request)
         return view(request, *args, **kwargs)
 
     return wrapper

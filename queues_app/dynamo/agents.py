@@ -145,36 +145,83 @@ class Agents:
         return agent_from_item(unmarshal(response["Item"]))
 
     def list(self, *, cursor: str | None = None, limit: int = 50, status: str | None = None,
-             search: str | None = None) -> Page[Agent]:
-        """One Query per page. Filters apply within the page read, so a filtered page
-        may hold fewer than `limit` agents while `next_cursor` still leads on."""
-        params: dict = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {
-                ":pk": {"S": keys.AGENTS_PK},
-                ":prefix": {"S": keys.AGENT_PREFIX},
-            },
-            "Limit": limit,
-        }
-        filters = []
+             search: str | None = None, skill: tuple[str, str] | None = None,
+             max_reads: int = 4) -> Page[Agent]:
+        """A page of agents in id order. A status filter reads the `by_status` index, so
+        it only touches agents in that status; name search and a skill filter apply
+        within what is read. Reads go on (at most `max_reads` queries) until the page is
+        full, so a sparse filter still shows a page while the cost stays bounded."""
+        if status is not None and status not in AgentStatus.ALL:
+            raise errors.InvalidRequest(f"Unknown agent status {status!r}.")
+        names: dict[str, str] = {}
+        values: dict[str, dict] = {":prefix": {"S": keys.AGENT_PREFIX}}
+        params: dict = {"TableName": self.table}
         if status:
-            filters.append("#status = :status")
-            params.setdefault("ExpressionAttributeNames", {})["#status"] = "status"
-            params["ExpressionAttributeValues"][":status"] = {"S": status}
+            params["IndexName"] = "by_status"
+            params["KeyConditionExpression"] = "#status = :status AND begins_with(sk, :prefix)"
+            names["#status"] = "status"
+            values[":status"] = {"S": status}
+        else:
+            params["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :prefix)"
+            values[":pk"] = {"S": keys.AGENTS_PK}
+        filters = []
         if search:
             filters.append("contains(name_lower, :search)")
-            params["ExpressionAttributeValues"][":search"] = {"S": search.lower()}
+            values[":search"] = {"S": search.lower()}
+        if skill:
+            dimension, value = skill
+            if value not in self.catalog.values(dimension):
+                raise errors.InvalidRequest(f"Unknown {dimension} {value!r}.")
+            filters.append("contains(skills.#dim, :skill)")
+            names["#dim"] = dimension
+            values[":skill"] = {"S": value}
         if filters:
             params["FilterExpression"] = " AND ".join(filters)
+        if names:
+            params["ExpressionAttributeNames"] = names
+        params["ExpressionAttributeValues"] = values
+        found: list[Agent] = []
         start = decode_cursor(cursor)
-        if start:
-            params["ExclusiveStartKey"] = start
-        response = self.db.call("query", **params)
-        return Page(
-            items=[agent_from_item(unmarshal(i)) for i in response.get("Items", [])],
-            next_cursor=encode_cursor(response.get("LastEvaluatedKey")),
-        )
+        for _ in range(max_reads):
+            params["Limit"] = limit - len(found)
+            if start:
+                params["ExclusiveStartKey"] = start
+            response = self.db.call("query", **params)
+            found += [agent_from_item(unmarshal(i)) for i in response.get("Items", [])]
+            start = response.get("LastEvaluatedKey")
+            if not start or len(found) >= limit:
+                break
+        return Page(items=found, next_cursor=encode_cursor(start))
+
+    def count_by_status(self, cap: int = 10_000) -> dict[str, tuple[int, bool]]:
+        """Agents per status: one capped COUNT query per status on the `by_status`
+        index. Each value is (count, more): `more` means at least `cap`."""
+        counts = {}
+        for status in AgentStatus.ALL:
+            response = self.db.call(
+                "query",
+                TableName=self.table,
+                IndexName="by_status",
+                KeyConditionExpression="#status = :status AND begins_with(sk, :prefix)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":status": {"S": status}, ":prefix": {"S": keys.AGENT_PREFIX}},
+                Select="COUNT",
+                Limit=cap,
+            )
+            counts[status] = (response["Count"], bool(response.get("LastEvaluatedKey")))
+        return counts
+
+    def logged_in(self, cap: int = 2_000) -> tuple[list[Agent], bool]:
+        """Agents who are not offline (at most `cap` per status, read from the index).
+        Returns (agents, more): `more` means some status had more than `cap`."""
+        agents, more = [], False
+        for status in AgentStatus.ALL:
+            if status == AgentStatus.OFFLINE:
+                continue
+            page = self.list(status=status, limit=cap, max_reads=1)
+            agents += page.items
+            more = more or page.next_cursor is not None
+        return agents, more
 
     def any_exist(self) -> bool:
         response = self.db.call(

@@ -113,7 +113,7 @@ def _table_of(params: dict) -> str | None:
     if "TableName" in params:
         return params["TableName"]
     for key in ("TransactItems", "RequestItems"):
-        if key in params and params[key]:
+        if params.get(key):
             first = params[key]
             if isinstance(first, dict):
                 return next(iter(first))

@@ -27,10 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from . import errors, keys
+from . import batch, errors, keys
 from .agents import Agents
 from .client import Dynamo, default
 from .contention import ContentionGauge
+from .paging import Page, decode_cursor, encode_cursor
 from .records import (
     Agent,
     AgentStatus,
@@ -507,7 +508,7 @@ class Router:
         candidate. A lost TransactionConflict is retried on the same candidate."""
         for attempt in range(4):
             stamp = to_iso(self.clock())
-            assigned = Call(**{**call.__dict__})
+            assigned = Call(**call.__dict__)
             assigned.status = CallStatus.ASSIGNED
             assigned.agent_id, assigned.agent_name, assigned.assigned_at = candidate.agent_id, candidate.name, stamp
             assigned.why = self._why(candidate, considered, others)
@@ -607,7 +608,7 @@ class Router:
     def _give_free_agent(self, agent: Agent, call: Call) -> Call | None:
         """Assign a caller to an agent who is not queued (offline, available, wrap-up)."""
         stamp = to_iso(self.clock())
-        assigned = Call(**{**call.__dict__})
+        assigned = Call(**call.__dict__)
         assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
         assigned.assigned_at, assigned.wait_sk = stamp, None
         assigned.why = [_why_entry(agent.agent_id, agent.name, stamp, "returned")]
@@ -655,18 +656,40 @@ class Router:
             if found or not start:
                 return found
 
-    def waiting_calls(self, *, limit: int = 50, cursor: dict | None = None) -> tuple[list[dict], dict | None]:
-        """The waiting list in order (priority, then arrival), a page at a time."""
+    def waiting_calls(self, *, limit: int = 50, cursor: dict | None = None,
+                      prefix: str | None = None) -> tuple[list[dict], dict | None]:
+        """The waiting list in order (priority, then arrival), a page at a time; with
+        `prefix` ("<9-priority>#"), one priority level only."""
         params = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": keys.WAITING_PK}},
             "Limit": limit,
         }
+        if prefix:
+            params["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
+            params["ExpressionAttributeValues"][":prefix"] = {"S": prefix}
         if cursor:
             params["ExclusiveStartKey"] = cursor
         response = self.db.call("query", **params)
         return [unmarshal(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey")
+
+    def calls_with_status(self, status: str, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
+        """Calls in one status (from the `by_status` index), then read in one batch."""
+        params = {
+            "TableName": self.table, "IndexName": "by_status", "Limit": limit,
+            "KeyConditionExpression": "#status = :status AND sk = :call",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {":status": {"S": status}, ":call": {"S": keys.CALL_SK}},
+        }
+        start = decode_cursor(cursor)
+        if start:
+            params["ExclusiveStartKey"] = start
+        response = self.db.call("query", **params)
+        wanted = [{"pk": unmarshal(i)["pk"], "sk": keys.CALL_SK} for i in response.get("Items", [])]
+        calls = [call_from_item(item) for item in batch.get_items(self.db, self.table, wanted)]
+        calls.sort(key=lambda c: c.assigned_at or c.arrived_at or "", reverse=True)
+        return Page(calls, encode_cursor(response.get("LastEvaluatedKey")))
 
     def count_waiting(self, cap: int = 1000) -> tuple[int, bool]:
         """How many callers wait, counted with one COUNT query of at most `cap` items.

@@ -42,22 +42,46 @@ def create_table_params(spec: TableSpec, name: str) -> dict:
         ],
     }
     if spec.indexes:
-        gsis = []
-        for index in spec.indexes:
-            projection: dict = {"ProjectionType": index.projection}
-            if index.projection == "INCLUDE":
-                projection["NonKeyAttributes"] = list(index.include)
-            gsis.append(
-                {
-                    "IndexName": index.name,
-                    "KeySchema": _key_schema(index.partition_key, index.sort_key),
-                    "Projection": projection,
-                }
-            )
-        params["GlobalSecondaryIndexes"] = gsis
+        params["GlobalSecondaryIndexes"] = [_index_definition(index) for index in spec.indexes]
     if spec.stream:
         params["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     return params
+
+
+def _index_definition(index) -> dict:
+    projection: dict = {"ProjectionType": index.projection}
+    if index.projection == "INCLUDE":
+        projection["NonKeyAttributes"] = list(index.include)
+    return {
+        "IndexName": index.name,
+        "KeySchema": _key_schema(index.partition_key, index.sort_key),
+        "Projection": projection,
+    }
+
+
+def _add_missing_indexes(db: Dynamo, spec: TableSpec, name: str, log) -> list[str]:
+    """Tables made by an earlier version lack the indexes added since: add them (one
+    UpdateTable per index, as DynamoDB requires); DynamoDB backfills them itself."""
+    table = db.call("describe_table", TableName=name)["Table"]
+    present = {gsi["IndexName"] for gsi in table.get("GlobalSecondaryIndexes", [])}
+    added = []
+    for index in spec.indexes:
+        if index.name in present:
+            continue
+        attributes = [index.partition_key] + ([index.sort_key] if index.sort_key else [])
+        db.call(
+            "update_table",
+            TableName=name,
+            AttributeDefinitions=[
+                {"AttributeName": a, "AttributeType": "N" if a in spec.number_attributes else "S"}
+                for a in attributes
+            ],
+            GlobalSecondaryIndexUpdates=[{"Create": _index_definition(index)}],
+        )
+        _wait_active(db, name, index=index.name)
+        added.append(index.name)
+        log(f"added index {index.name} to {name}")
+    return added
 
 
 def create_tables(db: Dynamo, *, wait: bool = True, log=lambda message: None) -> list[str]:
@@ -71,6 +95,9 @@ def create_tables(db: Dynamo, *, wait: bool = True, log=lambda message: None) ->
             log(f"created {name}")
         except errors.AlreadyExists:
             log(f"exists  {name}")
+            if wait:
+                _wait_active(db, name)
+            _add_missing_indexes(db, spec, name, log)
         if wait:
             _wait_active(db, name)
         if spec.ttl_attribute:
@@ -78,10 +105,15 @@ def create_tables(db: Dynamo, *, wait: bool = True, log=lambda message: None) ->
     return created
 
 
-def _wait_active(db: Dynamo, name: str, timeout: float = 60.0) -> None:
+def _wait_active(db: Dynamo, name: str, timeout: float = 60.0, index: str | None = None) -> None:
+    """Wait until the table (and `index`, when given) is ACTIVE."""
     deadline = time.monotonic() + timeout
     while True:
-        status = db.call("describe_table", TableName=name)["Table"]["TableStatus"]
+        table = db.call("describe_table", TableName=name)["Table"]
+        status = table["TableStatus"]
+        if index and status == "ACTIVE":
+            gsis = {g["IndexName"]: g.get("IndexStatus", "ACTIVE") for g in table.get("GlobalSecondaryIndexes", [])}
+            status = gsis.get(index, "CREATING")
         if status == "ACTIVE":
             return
         if time.monotonic() > deadline:

@@ -46,6 +46,12 @@ CALLCENTER = TableSpec(
         "Agents, queue metadata per skill combination, agent-queue message items, "
         "calls and waiting callers (single-table design, as in the FIFO article)."
     ),
+    indexes=(
+        # Agents (and calls) by status, for status filters and capped status counts
+        # that cost the same with ten agents as with ten thousand.
+        Index("by_status", "status", "sk", projection="INCLUDE",
+              include=("agent_id", "name", "name_lower", "skills", "queued_at", "call_id", "version", "updated_at")),
+    ),
     # Ended calls expire after a retention period.
     ttl_attribute="expires_at",
 )
@@ -85,4 +91,17 @@ TASKS = TableSpec(
     stream=True,
 )
 
-TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS, TASKS)}
+AUDIT = TableSpec(
+    logical_name="audit",
+    description=(
+        "The audit trail: every supervisor action (pages, admin, API) with who, what, "
+        "when, before and after; newest first per day, and per target through an index."
+    ),
+    # pk AUDIT#<day>, sk <at>#<entry id>.
+    indexes=(
+        Index("by_target", "target", "sk", projection="ALL"),
+    ),
+    ttl_attribute="expires_at",
+)
+
+TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS, TASKS, AUDIT)}

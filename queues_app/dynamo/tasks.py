@@ -286,6 +286,15 @@ class TaskQueue:
             params["ExclusiveStartKey"] = start
         return ids[:limit]
 
+    def oldest_pending_created(self) -> str | None:
+        """When the oldest pending task that has not expired was created (one Limit-1 Query
+        past the expiry cutoff; the filter may leave it empty on a page of tasks that
+        expired in the last instant, which then reads as no age)."""
+        ids = self.pending_ids(limit=1, newest_first=False, max_pages=1)
+        if not ids:
+            return None
+        return self.get(ids[0]).created
+
     def take_next(self, *, newest_first: bool = True, limit: int = 10) -> Task | None:
         """Take the newest pending task (LIFO), or the oldest (FIFO); None when none is left."""
         for _round in range(3):

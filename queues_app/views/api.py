@@ -15,6 +15,7 @@ from ..dynamo.records import QueueOrder
 from ..dynamo.routing import Router
 from ..dynamo.skills import SkillError, validate_preferences
 from ..serializers import agent_to_json, call_to_json, queue_to_json
+from .common import operations
 
 IDEMPOTENCY_KEY_MAX = 255
 RELEASE_THEN = ("queue", "wrap_up", "offline")
@@ -23,6 +24,11 @@ CALL_FIELDS = ("preferences", "priority", "order")
 
 def get_router() -> Router:
     return Router()
+
+
+def api_operations(request):
+    """Changes made through the API are recorded in the audit trail as the token's user."""
+    return operations(request, source="api")
 
 
 def read_json(request, *, required: bool) -> dict:
@@ -89,7 +95,8 @@ def create_call(request):
     # Keys are scoped to the token's user, so two clients choosing the same key never
     # receive each other's call.
     scoped_key = f"api:{request.user.pk}:{key}" if key else None
-    call, created = router.create_call(preferences, priority=priority, order=order, idempotency_key=scoped_key)
+    call, created = api_operations(request).create_call(preferences, priority=priority, order=order,
+                                                       idempotency_key=scoped_key)
     response = JsonResponse(call_to_json(call), status=201 if created else 200)
     response["Location"] = f"/api/calls/{call.call_id}"
     if key:
@@ -117,7 +124,7 @@ def agent_available(request, agent_id: str):
     _unknown_fields(body, (), problems)
     if problems:
         raise invalid(problems)
-    agent, call = get_router().make_available(agent_id)
+    agent, call = api_operations(request).make_available(agent_id)
     return _agent_and_call(agent, call)
 
 
@@ -132,7 +139,7 @@ def agent_release(request, agent_id: str):
         problems["then"] = f"must be one of {', '.join(RELEASE_THEN)}"
     if problems:
         raise invalid(problems)
-    agent, call = get_router().release(agent_id, then=then)
+    agent, call = api_operations(request).release(agent_id, then=then)
     return _agent_and_call(agent, call)
 
 
@@ -144,7 +151,7 @@ def agent_offline(request, agent_id: str):
     _unknown_fields(body, (), problems)
     if problems:
         raise invalid(problems)
-    return JsonResponse({"agent": agent_to_json(get_router().log_off(agent_id))})
+    return JsonResponse({"agent": agent_to_json(api_operations(request).log_off(agent_id))})
 
 
 # --- queues ---------------------------------------------------------------------------

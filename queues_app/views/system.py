@@ -1,4 +1,4 @@
-"""Home and system pages: what is running, and proof that htmx requests carry CSRF."""
+"""The system page: what is running, and proof that htmx requests carry CSRF."""
 
 from __future__ import annotations
 
@@ -10,15 +10,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from ..dynamo import schema
-from ..dynamo.agents import Agents
 from ..dynamo.client import default
 from ..roles import supervisor_required
-
-
-@require_GET
-def home(request):
-    page = Agents().list(limit=25, cursor=request.GET.get("cursor"))
-    return render(request, "queues_app/home.html", {"agents": page.items, "next_cursor": page.next_cursor})
 
 
 @require_GET

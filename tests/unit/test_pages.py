@@ -21,9 +21,9 @@ def test_login_page_is_public(client):
     assert b"Log in to Switchboard" in response.content
 
 
-def test_home_lists_agents_escaped(supervisor_client, moto_db):
+def test_agent_list_escapes_names(supervisor_client, moto_db):
     Agents().create("<script>alert(1)</script>", {"language": ["English"], "gender": ["F"]})
-    response = supervisor_client.get(reverse("home"))
+    response = supervisor_client.get(reverse("agents"))
     assert response.status_code == 200
     assert b"<script>alert(1)</script>" not in response.content
     assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in response.content

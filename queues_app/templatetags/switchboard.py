@@ -1,0 +1,74 @@
+"""Small display filters: ages, capped figures, timestamps."""
+
+from __future__ import annotations
+
+from django import template
+
+from ..dynamo.records import from_iso, now
+
+register = template.Library()
+
+
+@register.filter
+def age(seconds) -> str:
+    """3.2 -> "3 s", 200 -> "3 min 20 s", 7300 -> "2 h 1 min"; None -> "-"."""
+    if seconds is None:
+        return "–"
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min"
+    return f"{hours // 24} d {hours % 24} h"
+
+
+@register.filter
+def since(stamp) -> str:
+    """How long ago an ISO timestamp was."""
+    moment = from_iso(stamp) if stamp else None
+    return age((now() - moment).total_seconds()) if moment else "–"
+
+
+@register.filter
+def until(stamp) -> str:
+    """How long until an ISO timestamp ("overdue 3 s" once it has passed)."""
+    moment = from_iso(stamp) if stamp else None
+    if not moment:
+        return "–"
+    left = (moment - now()).total_seconds()
+    return f"in {age(left)}" if left >= 0 else f"overdue {age(-left)}"
+
+
+@register.filter
+def figure(value) -> str:
+    """A Figure (value, capped) as "1,234" or "10,000+"."""
+    if value is None:
+        return "–"
+    number = getattr(value, "value", value)
+    text = f"{number:,}"
+    return text + "+" if getattr(value, "capped", False) else text
+
+
+@register.filter
+def clock(stamp) -> str:
+    """An ISO timestamp as "2026-11-21 17:03:12 UTC"."""
+    moment = from_iso(stamp) if stamp else None
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "–"
+
+
+@register.filter
+def get(mapping, key):
+    return mapping.get(key) if mapping else None
+
+
+@register.filter
+def epoch_until(epoch) -> str:
+    """How long until a Unix time (a TTL attribute)."""
+    if not epoch:
+        return "–"
+    left = float(epoch) - now().timestamp()
+    return f"in {age(left)}" if left >= 0 else f"{age(-left)} ago"

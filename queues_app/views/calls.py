@@ -1,0 +1,80 @@
+"""Calls: add a caller and assign at once, the waiting list in order, calls in
+progress, and each call's "why this agent" record."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from ..dynamo.errors import DynamoError
+from ..dynamo.records import CallStatus, from_iso, now
+from ..dynamo.routing import WHY_OUTCOMES, Router
+from ..dynamo.skills import ANY, SkillError
+from ..forms import CallForm, skill_field_name
+from ..roles import require_supervisor
+from .common import operations, problem_text
+
+WAITING_PAGE = 50
+
+
+def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
+    moment = now()
+    rows = []
+    for item in items:
+        arrived = from_iso(item.get("arrived_at"))
+        rows.append({
+            "call_id": item["call_id"],
+            "priority": int(item.get("priority", 0)),
+            "preferences": {d: item.get(f"p_{d}") for d in router.catalog.names},
+            "arrived_at": item.get("arrived_at"),
+            "waited": (moment - arrived).total_seconds() if arrived else None,
+        })
+    return rows
+
+
+@require_http_methods(["GET", "POST"])
+def calls(request):
+    router = Router()
+    form = CallForm(request.POST or None, catalog=router.catalog)
+    if request.method == "POST":
+        require_supervisor(request)
+        if form.is_valid():
+            try:
+                # "any" is the word the service takes for no preference.
+                call, _ = operations(request).create_call(
+                    form.preferences, priority=form.cleaned_data["priority"], order=form.cleaned_data["order"],
+                )
+            except SkillError as exc:
+                form.add_error(skill_field_name(exc.field) if exc.field in router.catalog.names else None, exc.message)
+            except DynamoError as exc:
+                form.add_error(None, problem_text(exc)[0])
+            else:
+                if call.status == CallStatus.ASSIGNED:
+                    messages.success(request, f"Call {call.call_id} assigned to {call.agent_name}.")
+                else:
+                    messages.warning(request, f"No agent fits right now: call {call.call_id} is waiting.")
+                return redirect("call-detail", call_id=call.call_id)
+    waiting, more = router.waiting_calls(limit=WAITING_PAGE)
+    in_progress = router.calls_with_status(CallStatus.ASSIGNED, cursor=request.GET.get("cursor"), limit=25)
+    return render(request, "queues_app/calls.html", {
+        "form": form, "waiting": _waiting_rows(router, waiting), "waiting_more": more is not None,
+        "in_progress": in_progress, "dimensions": router.catalog.names, "any": ANY,
+    }, status=400 if form.errors else 200)
+
+
+@require_GET
+def call_detail(request, call_id: str):
+    call = Router().get_call(call_id)
+    return render(request, "queues_app/call_detail.html", {
+        "call": call, "outcomes": WHY_OUTCOMES, "any": ANY,
+    })
+
+
+@require_GET
+def call_lookup(request):
+    call_id = request.GET.get("call_id", "").strip()
+    if not call_id:
+        messages.error(request, "Enter a call id.")
+        return redirect("calls")
+    return redirect("call-detail", call_id=call_id)

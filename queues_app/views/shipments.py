@@ -1,0 +1,173 @@
+"""Shipments: the queue in priority order, in flight with deadlines, delayed, and the
+DLQ with failure reasons; touch, reprioritize, send to the DLQ, restore, remove.
+
+Looking never changes anything: lists read the indexes and BatchGetItem, never peek.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from ..dynamo.errors import InvalidRequest
+from ..dynamo.shipments import DEFAULT_QUEUE, ShipmentQueue
+from ..dynamo.trail import AuditTrail, target
+from ..forms import DlqFilterForm, PriorityForm, ReasonForm
+from .common import confirm, operations, selected_ids, supervisor_action
+
+PAGE_SIZE = 25
+FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py restore_shipments`
+VIEWS = {
+    "queue": ("Queued", ShipmentQueue.list_queue),
+    "in_flight": ("In flight", ShipmentQueue.list_in_flight),
+    "delayed": ("Delayed", ShipmentQueue.list_delayed),
+    "dlq": ("Dead-letter queue", ShipmentQueue.list_dlq),
+}
+
+
+def _queue_name(request) -> str:
+    return (request.GET.get("queue") or request.POST.get("queue") or DEFAULT_QUEUE).strip()[:64]
+
+
+@require_GET
+def shipment_list(request):
+    service = ShipmentQueue()
+    queue = _queue_name(request)
+    view = request.GET.get("view", "queue")
+    if view not in VIEWS:
+        view = "queue"
+    title, lister = VIEWS[view]
+    page = lister(service, queue, cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
+    counts = service.counts(queue)
+    return render(request, "queues_app/shipments.html", {
+        "queue": queue, "view": view, "views": {k: v[0] for k, v in VIEWS.items()}, "title": title,
+        "page": page, "counts": counts, "filter_form": DlqFilterForm(), "here": request.get_full_path(),
+        "priorities": range(10),
+    })
+
+
+@require_GET
+def shipment_detail(request, shipment_id: str):
+    shipment = ShipmentQueue().get(shipment_id)
+    history = AuditTrail().for_target(target("shipment", shipment_id), limit=20)
+    return render(request, "queues_app/shipment_detail.html", {
+        "shipment": shipment, "history": history.entries, "here": request.get_full_path(),
+        "priorities": range(10),
+    })
+
+
+def _version(request) -> int | None:
+    raw = request.POST.get("version")
+    try:
+        return int(raw) if raw else None
+    except ValueError as exc:
+        raise InvalidRequest("The version sent with the form is not a number; reload the page.") from exc
+
+
+@supervisor_action(default_back="/shipments/")
+def shipment_touch(request, shipment_id: str):
+    operations(request).touch(shipment_id, expected_version=_version(request))
+    return f"Shipment {shipment_id} moved to the back of its priority."
+
+
+@supervisor_action(default_back="/shipments/")
+def shipment_priority(request, shipment_id: str):
+    form = PriorityForm(request.POST)
+    if not form.is_valid():
+        raise InvalidRequest("Priority must be a whole number from 0 to 9.")
+    shipment = operations(request).set_priority(shipment_id, form.cleaned_data["priority"],
+                                                expected_version=_version(request))
+    return f"Shipment {shipment_id} now has priority {shipment.priority}."
+
+
+@supervisor_action(default_back="/shipments/")
+def shipment_restore(request, shipment_id: str):
+    operations(request).restore(shipment_id, expected_version=_version(request))
+    return f"Shipment {shipment_id} restored from the DLQ to the back of its queue."
+
+
+@supervisor_action(default_back="/shipments/")
+def shipment_dlq(request, shipment_id: str):
+    form = ReasonForm(request.POST)
+    if request.POST.get("confirmed") != "1":
+        return confirm(request, title="Send to the DLQ", count=1,
+                       question=f"Send shipment {shipment_id} to the dead-letter queue?",
+                       action_url=reverse("shipment-dlq", args=[shipment_id]),
+                       back=request.POST.get("next") or reverse("shipments"),
+                       fields=[("reason", request.POST.get("reason") or "Sent to the DLQ by a supervisor"),
+                               ("version", request.POST.get("version", ""))])
+    if not form.is_valid():
+        raise InvalidRequest("Give a reason of at most 300 characters.")
+    operations(request).send_to_dlq(shipment_id, form.cleaned_data["reason"], expected_version=_version(request))
+    return f"Shipment {shipment_id} is in the DLQ."
+
+
+@supervisor_action(default_back="/shipments/")
+def shipment_remove(request, shipment_id: str):
+    if request.POST.get("confirmed") != "1":
+        return confirm(request, title="Remove shipment", count=1,
+                       question=f"Remove shipment {shipment_id} from its queue? It stays readable but will not be shipped.",
+                       action_url=reverse("shipment-remove", args=[shipment_id]),
+                       back=request.POST.get("next") or reverse("shipments"),
+                       fields=[("version", request.POST.get("version", ""))])
+    operations(request).remove(shipment_id, expected_version=_version(request))
+    return f"Shipment {shipment_id} removed from the queue."
+
+
+@supervisor_action(default_back="/shipments/?view=dlq")
+def shipment_bulk(request):
+    """Restore, touch or send to the DLQ a selection of shipments (after confirmation)."""
+    action = request.POST.get("action", "")
+    labels = {"restore": "Restore from the DLQ", "touch": "Send to the back", "dlq": "Send to the DLQ"}
+    if action not in labels:
+        raise InvalidRequest("Choose what to do with the selected shipments.")
+    ids = selected_ids(request)
+    if not ids:
+        raise InvalidRequest("Select at least one shipment first.")
+    if request.POST.get("confirmed") != "1":
+        return confirm(request, title="Confirm", count=len(ids),
+                       question=f"{labels[action]}: {len(ids)} shipment{'s' if len(ids) != 1 else ''}?",
+                       action_url=reverse("shipment-bulk"),
+                       back=request.POST.get("next") or reverse("shipments"),
+                       fields=[("action", action), *(("ids", i) for i in ids)], danger=action == "dlq")
+    ops = operations(request)
+    if action == "restore":
+        report = ops.restore_many(ids)
+    elif action == "touch":
+        report = ops.touch_many(ids)
+    else:
+        report = ops.send_many_to_dlq(ids, "Sent to the DLQ by a supervisor")
+    return f"{labels[action]}: {report.summary}."
+
+
+@supervisor_action(default_back="/shipments/?view=dlq")
+def shipment_restore_matching(request):
+    """Restore the DLQ shipments that match a filter: first say how many, then do it."""
+    form = DlqFilterForm(request.POST)
+    if not form.is_valid():
+        raise InvalidRequest("Check the filter: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    queue = _queue_name(request)
+    reason = form.cleaned_data.get("reason_contains") or None
+    minutes = form.cleaned_data.get("older_than_minutes")
+    if request.POST.get("confirmed") != "1":
+        matches = ShipmentQueue().dlq_matching(
+            queue, reason_contains=reason, older_than_seconds=minutes * 60 if minutes else None,
+            limit=FILTER_RESTORE_LIMIT + 1)
+        ids = [s.shipment_id for s in matches[:FILTER_RESTORE_LIMIT]]
+        more = len(matches) > FILTER_RESTORE_LIMIT
+        described = " and ".join(filter(None, [
+            f"reason contains “{reason}”" if reason else "",
+            f"in the DLQ for at least {minutes:g} min" if minutes else "",
+        ])) or "every shipment"
+        question = f"Restore {len(ids)} shipment{'s' if len(ids) != 1 else ''} from the DLQ ({described})?"
+        if more:
+            question += (f" Only the first {FILTER_RESTORE_LIMIT} are restored from here; "
+                         "use `python manage.py restore_shipments` for more.")
+        if not ids:
+            raise InvalidRequest(f"No shipment in the DLQ matches ({described}).")
+        return confirm(request, title="Restore from the DLQ", count=len(ids), question=question,
+                       action_url=reverse("shipment-bulk"),
+                       back=request.POST.get("next") or reverse("shipments") + "?view=dlq",
+                       fields=[("action", "restore"), *(("ids", i) for i in ids)], danger=False)
+    raise InvalidRequest("Confirm the selection first.")

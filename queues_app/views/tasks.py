@@ -1,0 +1,30 @@
+"""Tasks (LIFO): pending newest first, taken, finished, and what was shed."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ..dynamo.tasks import TaskQueue, TaskStatus
+
+VIEWS = {
+    TaskStatus.PENDING: "Pending (newest first)",
+    TaskStatus.TAKEN: "Taken",
+    TaskStatus.SUCCESS: "Succeeded",
+    TaskStatus.FAILURE: "Failed",
+}
+
+
+@require_GET
+def task_list(request):
+    tasks = TaskQueue()
+    view = request.GET.get("view", TaskStatus.PENDING)
+    if view not in VIEWS:
+        view = TaskStatus.PENDING
+    page = tasks.list(view, cursor=request.GET.get("cursor"), limit=25)
+    counts = {status: tasks.count(status) for status in VIEWS}
+    shed = [row for row in tasks.shed_history(minutes=60) if row["shed"]]
+    return render(request, "queues_app/tasks.html", {
+        "view": view, "views": VIEWS, "page": page, "counts": counts, "shed": list(reversed(shed)),
+        "shed_total": sum(r["shed"] for r in shed), "expiry": tasks.expiry,
+    })
