@@ -1,6 +1,34 @@
-from django.contrib import admin, messages
+"""The admin: API tokens (a normal model), and agents, queues, shipments and tasks read
+from DynamoDB through placeholder models (the django-rq pattern): each change list is
+our own view inside the admin's frame, with search, filters, pages and actions; an
+action first shows how many items it will touch, then acts and says what it did."""
 
-from .models import ApiToken
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from .dynamo.agents import Agents
+from .dynamo.errors import DynamoError
+from .dynamo.paging import Page
+from .dynamo.records import AgentStatus
+from .dynamo.routing import Router
+from .dynamo.shipments import DEFAULT_QUEUE, ShipmentQueue
+from .dynamo.tasks import TaskQueue, TaskStatus
+from .models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
+from .operations import BulkReport, Operations
+from .roles import can_act
+from .templatetags.switchboard import since, until
+from .user_errors import describe
+
+PAGE_SIZE = 50
 
 
 @admin.register(ApiToken)
@@ -23,3 +51,241 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         count = queryset.filter(revoked=False).update(revoked=True)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
+
+
+@dataclass
+class Column:
+    label: str
+    value: Callable[[object], object]
+
+
+@dataclass
+class BulkAction:
+    label: str
+    run: Callable[[Operations, list[str]], BulkReport]
+    destructive: bool = False
+
+
+class DynamoAdmin(admin.ModelAdmin):
+    """A read-from-DynamoDB change list. Subclasses say what to list and how."""
+
+    columns: list[Column] = []
+    bulk_actions: dict[str, BulkAction] = {}
+    filter_name = ""  # the query parameter of the one sidebar filter
+    filter_choices: list[tuple[str, str]] = []
+    searchable = False
+
+    # --- permissions: staff who may see queues; actions also need a supervisor ------
+
+    def has_view_permission(self, request, obj=None):
+        user = request.user
+        return user.is_active and user.is_staff and (user.is_superuser or user.has_perm("queues_app.view_queues"))
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    # --- what to show ---------------------------------------------------------------
+
+    def load(self, request) -> Page:
+        raise NotImplementedError
+
+    def item_id(self, item) -> str:
+        raise NotImplementedError
+
+    def item_link(self, item) -> str | None:
+        return None
+
+    # --- the change list ------------------------------------------------------------
+
+    def changelist_view(self, request, extra_context=None):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if request.method == "POST":
+            return self._run_action(request)
+        try:
+            page, problem = self.load(request), None
+        except DynamoError as exc:
+            page, problem = Page([], None), describe(exc)
+        rows = [
+            {"id": self.item_id(item), "link": self.item_link(item),
+             "cells": [column.value(item) for column in self.columns]}
+            for item in page.items
+        ]
+        query = request.GET.copy()
+        query.pop("cursor", None)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"{self.model._meta.verbose_name_plural.capitalize()} (DynamoDB)",
+            "columns": [c.label for c in self.columns],
+            "rows": rows,
+            "next_cursor": page.next_cursor,
+            "first_page": query.urlencode() if request.GET.get("cursor") else None,
+            "query": query.urlencode(),
+            "actions": {k: a.label for k, a in self.bulk_actions.items()} if can_act(request.user) else {},
+            "filter_name": self.filter_name,
+            "filter_choices": self.filter_choices,
+            "filter_value": request.GET.get(self.filter_name, ""),
+            "searchable": self.searchable,
+            "search": request.GET.get("q", ""),
+            "problem": problem,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/queues_app/dynamo_changelist.html", context)
+
+    def _run_action(self, request):
+        """POST without `confirmed`: the confirmation page. With it: act, tell, redirect."""
+        if not can_act(request.user):
+            raise PermissionDenied("Only supervisors may change queues.")
+        name = request.POST.get("action", "")
+        ids = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
+        back = request.get_full_path()
+        if name not in self.bulk_actions:
+            self.message_user(request, "Choose an action.", messages.WARNING)
+            return redirect(back)
+        if not ids:
+            self.message_user(request, "Select at least one item first.", messages.WARNING)
+            return redirect(back)
+        action = self.bulk_actions[name]
+        if request.POST.get("confirmed") != "1":
+            return TemplateResponse(request, "admin/queues_app/dynamo_confirm.html", {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "title": "Are you sure?",
+                "action": name, "action_label": action.label, "ids": ids, "count": len(ids),
+                "destructive": action.destructive,
+            })
+        ops = Operations(request.user.get_username(), "admin", trace_id=getattr(request, "trace_id", None))
+        try:
+            report = action.run(ops, ids)
+        except DynamoError as exc:
+            problem = describe(exc)
+            self.message_user(request, f"{problem.title}: {problem.message}", messages.ERROR)
+            return redirect(back)
+        level = messages.SUCCESS if not report.skipped else messages.WARNING
+        self.message_user(request, f"{action.label}: {report.summary}.", level)
+        return redirect(back)
+
+
+def _skills(agent) -> str:
+    return ", ".join(v for values in agent.skills.values() for v in values)
+
+
+@admin.register(AgentEntry)
+class AgentAdmin(DynamoAdmin):
+    columns = [
+        Column("Name", lambda a: a.name),
+        Column("Id", lambda a: a.agent_id),
+        Column("Skills", _skills),
+        Column("Status", lambda a: a.status_label),
+        Column("Since", lambda a: since(a.updated_at)),
+    ]
+    bulk_actions = {
+        "enqueue": BulkAction("Enqueue the selected agents (make available)",
+                              lambda ops, ids: ops.on_agents("available", ids)),
+        "offline": BulkAction("Log the selected agents off", lambda ops, ids: ops.on_agents("offline", ids),
+                              destructive=True),
+    }
+    filter_name = "status"
+    filter_choices = list(AgentStatus.LABELS.items())
+    searchable = True
+
+    def load(self, request) -> Page:
+        status = request.GET.get("status") or None
+        return Agents().list(cursor=request.GET.get("cursor"), limit=PAGE_SIZE,
+                             status=status if status in AgentStatus.ALL else None,
+                             search=request.GET.get("q") or None)
+
+    def item_id(self, item) -> str:
+        return item.agent_id
+
+    def item_link(self, item) -> str:
+        return reverse("agent-detail", args=[item.agent_id])
+
+
+@admin.register(QueueEntry)
+class QueueAdmin(DynamoAdmin):
+    columns = [
+        Column("Queue", lambda q: q.name),
+        Column("Depth", lambda q: q.depth),
+        Column("Version", lambda q: q.version),
+        Column("Oldest queued agent", lambda q: since(q.oldest_queued_at)),
+    ]
+
+    def load(self, request) -> Page:
+        return Page(Router().queues(), None)
+
+    def item_id(self, item) -> str:
+        return item.name
+
+
+SHIPMENT_VIEWS = {
+    "queue": ("Queued", ShipmentQueue.list_queue),
+    "in_flight": ("In flight", ShipmentQueue.list_in_flight),
+    "delayed": ("Delayed", ShipmentQueue.list_delayed),
+    "dlq": ("Dead-letter queue", ShipmentQueue.list_dlq),
+}
+
+
+@admin.register(ShipmentEntry)
+class ShipmentAdmin(DynamoAdmin):
+    columns = [
+        Column("Shipment", lambda s: s.shipment_id),
+        Column("State", lambda s: s.state.replace("_", " ")),
+        Column("Priority", lambda s: s.priority),
+        Column("Deadline / visible", lambda s: until(s.visible_at) if s.visible_at else "–"),
+        Column("DLQ reason", lambda s: s.dlq_reason or "–"),
+        Column("Tenant", lambda s: s.tenant or "–"),
+    ]
+    bulk_actions = {
+        "touch": BulkAction("Touch: send to the back of their priority", lambda ops, ids: ops.touch_many(ids)),
+        "dlq": BulkAction("Send to the DLQ",
+                          lambda ops, ids: ops.send_many_to_dlq(ids, "Sent to the DLQ from the admin"),
+                          destructive=True),
+        "restore": BulkAction("Restore from the DLQ", lambda ops, ids: ops.restore_many(ids)),
+    }
+    filter_name = "view"
+    filter_choices = [(k, v[0]) for k, v in SHIPMENT_VIEWS.items()]
+
+    def load(self, request) -> Page:
+        view = request.GET.get("view", "queue")
+        _label, lister = SHIPMENT_VIEWS.get(view, SHIPMENT_VIEWS["queue"])
+        return lister(ShipmentQueue(), request.GET.get("queue") or DEFAULT_QUEUE,
+                      cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
+
+    def item_id(self, item) -> str:
+        return item.shipment_id
+
+    def item_link(self, item) -> str:
+        return reverse("shipment-detail", args=[item.shipment_id])
+
+
+@admin.register(TaskEntry)
+class TaskAdmin(DynamoAdmin):
+    columns = [
+        Column("Task", lambda t: t.task_id),
+        Column("Status", lambda t: t.status),
+        Column("Created", lambda t: since(t.created)),
+        Column("Attempts", lambda t: t.attempts),
+        Column("Payload", lambda t: format_html("<code>{}</code>", t.payload)),
+    ]
+    filter_name = "status"
+    filter_choices = [(s, s.capitalize()) for s in TaskStatus.ALL]
+
+    def load(self, request) -> Page:
+        status = request.GET.get("status") or TaskStatus.PENDING
+        if status not in TaskStatus.ALL:
+            status = TaskStatus.PENDING
+        return TaskQueue().list(status, cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
+
+    def item_id(self, item) -> str:
+        return item.task_id

@@ -68,3 +68,42 @@ class ApiToken(models.Model):
             return
         ApiToken.objects.filter(pk=self.pk).update(last_used_at=moment)
         self.last_used_at = moment
+
+
+class DynamoPlaceholder(models.Model):
+    """Base of the admin's entries for data that lives in DynamoDB, not in this database.
+
+    No table is ever created or read for these models (`managed = False`); they exist so
+    that the admin index lists agents, queues, shipments and tasks, and so that a
+    permission can be granted for them. Their admins read DynamoDB through the service
+    package (see `queues_app.admin`)."""
+
+    class Meta:
+        abstract = True
+        managed = False
+        default_permissions = ()
+
+
+class AgentEntry(DynamoPlaceholder):
+    class Meta(DynamoPlaceholder.Meta):
+        verbose_name = "agent"
+        verbose_name_plural = "agents"
+        permissions = [("view_queues", "Can see queues, agents, shipments and tasks in the admin")]
+
+
+class QueueEntry(DynamoPlaceholder):
+    class Meta(DynamoPlaceholder.Meta):
+        verbose_name = "agent queue"
+        verbose_name_plural = "agent queues"
+
+
+class ShipmentEntry(DynamoPlaceholder):
+    class Meta(DynamoPlaceholder.Meta):
+        verbose_name = "shipment"
+        verbose_name_plural = "shipments"
+
+
+class TaskEntry(DynamoPlaceholder):
+    class Meta(DynamoPlaceholder.Meta):
+        verbose_name = "task"
+        verbose_name_plural = "tasks"

@@ -1,0 +1,132 @@
+"""The admin lists agents, queues, shipments and tasks from DynamoDB and acts on them."""
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from queues_app.dynamo.agents import Agents
+from queues_app.dynamo.records import AgentStatus
+from queues_app.dynamo.routing import Router
+from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState
+from queues_app.dynamo.tasks import TaskQueue
+from queues_app.dynamo.trail import AuditTrail
+
+SKILLS = {"language": ["English"], "gender": ["F"]}
+CHANGELISTS = ("agententry", "queueentry", "shipmententry", "taskentry")
+
+
+@pytest.fixture
+def staff_client(client, staff):
+    client.force_login(staff)
+    return client
+
+
+def changelist(model: str) -> str:
+    return reverse(f"admin:queues_app_{model}_changelist")
+
+
+def test_admin_index_lists_the_dynamodb_entries(staff_client, moto_db):
+    html = staff_client.get(reverse("admin:index")).content.decode()
+    for plural in ("Agents", "Agent queues", "Shipments", "Tasks"):
+        assert plural in html
+
+
+@pytest.mark.parametrize("model", CHANGELISTS)
+def test_every_changelist_reads_dynamodb(staff_client, moto_db, model):
+    Agents().create("Ada Admin", SKILLS)
+    ShipmentQueue().create({"destination": "Lyon"}, shipment_id="s-admin", ready=True)
+    ShipmentQueue().enqueue("s-admin")
+    TaskQueue().create({"job": "admin-task"})
+    response = staff_client.get(changelist(model))
+    assert response.status_code == 200
+    html = response.content.decode()
+    expected = {"agententry": "Ada Admin", "queueentry": "Q#English#F", "shipmententry": "s-admin",
+                "taskentry": "admin-task"}[model]
+    assert expected in html
+
+
+def test_agent_changelist_searches_and_filters_by_status(staff_client, moto_db):
+    ada = Agents().create("Ada Admin", SKILLS)
+    Agents().create("Bob Builder", SKILLS)
+    Router().make_available(ada.agent_id)
+    html = staff_client.get(changelist("agententry"), {"q": "bob"}).content.decode()
+    assert "Bob Builder" in html and "Ada Admin" not in html
+    html = staff_client.get(changelist("agententry"), {"status": AgentStatus.QUEUED}).content.decode()
+    assert "Ada Admin" in html and "Bob Builder" not in html
+
+
+def test_enqueue_action_confirms_with_a_count_then_acts_and_is_audited(staff_client, moto_db):
+    agents = [Agents().create(f"Agent {n}", SKILLS) for n in range(3)]
+    ids = [a.agent_id for a in agents[:2]]
+    confirm = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids})
+    assert confirm.status_code == 200
+    assert b'data-count>2<' in confirm.content
+    assert all(Agents().get(i).status == AgentStatus.OFFLINE for i in ids)  # nothing happened yet
+
+    done = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids, "confirmed": "1"},
+                             follow=True)
+    assert "2 done" in done.content.decode()
+    assert [Agents().get(i).status for i in ids] == [AgentStatus.QUEUED] * 2
+    assert Agents().get(agents[2].agent_id).status == AgentStatus.OFFLINE
+    entries = AuditTrail().for_target(f"agent:{ids[0]}").entries
+    assert [(e.action, e.source, e.actor) for e in entries] == [("agent.available", "admin", "stella-staff")]
+
+
+def test_shipment_actions_touch_send_to_dlq_and_restore(staff_client, moto_db):
+    queue = ShipmentQueue()
+    for sid in ("s-1", "s-2"):
+        queue.create({"n": sid}, shipment_id=sid, ready=True)
+        queue.enqueue(sid)
+    staff_client.post(changelist("shipmententry"), {"action": "dlq", "ids": ["s-1"], "confirmed": "1"})
+    assert queue.get("s-1").state == ShipmentState.IN_DLQ
+    html = staff_client.get(changelist("shipmententry"), {"view": "dlq"}).content.decode()
+    assert "s-1" in html and "Sent to the DLQ from the admin" in html
+    staff_client.post(changelist("shipmententry"), {"action": "restore", "ids": ["s-1", "s-2"], "confirmed": "1"})
+    assert queue.get("s-1").state == ShipmentState.QUEUED
+    before = queue.get("s-2").version
+    staff_client.post(changelist("shipmententry"), {"action": "touch", "ids": ["s-2"], "confirmed": "1"})
+    assert queue.get("s-2").version == before + 1
+
+
+def test_restore_of_a_shipment_not_in_the_dlq_is_reported_as_skipped(staff_client, moto_db):
+    queue = ShipmentQueue()
+    queue.create({}, shipment_id="s-ok", ready=True)
+    queue.enqueue("s-ok")
+    response = staff_client.post(changelist("shipmententry"),
+                                 {"action": "restore", "ids": ["s-ok"], "confirmed": "1"}, follow=True)
+    assert "1 skipped" in response.content.decode()
+
+
+def test_admin_is_for_staff_only(client, supervisor, moto_db):
+    client.force_login(supervisor)  # a supervisor, but not staff
+    response = client.get(changelist("agententry"))
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+
+
+def test_staff_without_the_permission_cannot_see_queues(client, django_user_model, moto_db):
+    user = django_user_model.objects.create_user("plain-staff", password="x", is_staff=True)
+    client.force_login(user)
+    assert client.get(changelist("agententry")).status_code == 403
+    user.user_permissions.add(Permission.objects.get(codename="view_queues"))
+    client.force_login(django_user_model.objects.get(pk=user.pk))
+    assert client.get(changelist("agententry")).status_code == 200
+
+
+def test_staff_who_is_not_a_supervisor_sees_no_actions_and_cannot_post_one(client, django_user_model, moto_db):
+    user = django_user_model.objects.create_user("watcher", password="x", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_queues"))
+    client.force_login(user)
+    agent = Agents().create("Ada Admin", SKILLS)
+    html = client.get(changelist("agententry")).content.decode()
+    assert "Enqueue the selected agents" not in html
+    response = client.post(changelist("agententry"), {"action": "enqueue", "ids": [agent.agent_id], "confirmed": "1"})
+    assert response.status_code == 403
+    assert Agents().get(agent.agent_id).status == AgentStatus.OFFLINE
+
+
+def test_admin_escapes_names(staff_client, moto_db):
+    Agents().create("<script>alert(1)</script>", SKILLS)
+    html = staff_client.get(changelist("agententry")).content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
