@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from . import keys
 from .agents import Agents
 from .records import AgentStatus, from_iso, now
 from .routing import Router
@@ -130,20 +129,10 @@ class Dashboard:
         self.clock = clock
 
     def calls_panel(self) -> CallsPanel:
-        waiting, more = self.router.count_waiting(cap=COUNT_CAP)
         agents = {status: Figure(*pair) for status, pair in self.agents.count_by_status(cap=COUNT_CAP).items()}
-        return CallsPanel(Figure(waiting, more), self._oldest_waiting_age(), agents)
-
-    def _oldest_waiting_age(self) -> float | None:
-        """The waiting list is sorted by priority, then arrival: the longest wait is the
-        head of one of the priority levels (one Limit-1 query per level)."""
-        oldest = None
-        for level in range(keys.MAX_PRIORITY + 1):
-            items, _ = self.router.waiting_calls(limit=1, prefix=f"{level}#")
-            for item in items:
-                if oldest is None or item["arrived_at"] < oldest:
-                    oldest = item["arrived_at"]
-        return _age(oldest, self.clock())
+        waiting, more = self.router.count_waiting(cap=COUNT_CAP)
+        oldest = self.router.longest_waiting_since()
+        return CallsPanel(Figure(waiting, more), _age(oldest, self.clock()), agents)
 
     def shipments_panel(self, queue: str = DEFAULT_QUEUE) -> ShipmentsPanel:
         counts = self.shipments.counts(queue, cap=COUNT_CAP)

@@ -439,12 +439,19 @@ class Router:
             raise
         return call
 
+    def waiting_records(self, call: Call) -> list[dict]:
+        """A waiting call's two items (the call and its place in line), for bulk loads."""
+        wait_key = keys.waiting_caller(call.priority, call.arrived_at, call.call_id)
+        call.status, call.wait_sk = CallStatus.WAITING, wait_key["sk"]
+        return [call_to_item(call), self._wait_item(call, wait_key)]
+
     @staticmethod
     def _wait_item(call: Call, wait_key: dict) -> dict:
         # Preferences as top-level attributes so that a FilterExpression can match them.
         prefs = {f"p_{name}": value for name, value in call.preferences.items() if value is not ANY}
         return {**wait_key, "type": "waiting", "call_id": call.call_id, "priority": call.priority,
-                "arrived_at": call.arrived_at, **prefs}
+                "arrived_at": call.arrived_at, "wait_q": keys.WAITING_PK,
+                "wait_since": f"{call.arrived_at}#{call.call_id}", **prefs}
 
     def _match(self, call: Call, *, new_call: bool) -> Call | None:
         """Try queued agents in order; the loser of a race moves on to a candidate it
@@ -673,6 +680,16 @@ class Router:
             params["ExclusiveStartKey"] = cursor
         response = self.db.call("query", **params)
         return [unmarshal(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey")
+
+    def longest_waiting_since(self) -> str | None:
+        """When the caller who has waited longest arrived (one Limit-1 Query on the
+        `waiting_by_arrival` index), or None when nobody waits."""
+        response = self.db.call(
+            "query", TableName=self.table, IndexName="waiting_by_arrival", Limit=1,
+            KeyConditionExpression="wait_q = :q", ExpressionAttributeValues={":q": {"S": keys.WAITING_PK}},
+        )
+        items = response.get("Items", [])
+        return unmarshal(items[0])["wait_since"].rsplit("#", 1)[0] if items else None
 
     def calls_with_status(self, status: str, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
         """Calls in one status (from the `by_status` index), then read in one batch."""

@@ -51,6 +51,9 @@ CALLCENTER = TableSpec(
         # that cost the same with ten agents as with ten thousand.
         Index("by_status", "status", "sk", projection="INCLUDE",
               include=("agent_id", "name", "name_lower", "skills", "queued_at", "call_id", "version", "updated_at")),
+        # Waiting callers by arrival alone (the WAITING partition sorts by priority
+        # first): the longest wait is one Limit-1 query. Sparse: only waiting items.
+        Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY"),
     ),
     # Ended calls expire after a retention period.
     ttl_attribute="expires_at",

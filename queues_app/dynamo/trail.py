@@ -124,7 +124,16 @@ class AuditTrail:
 
     def record(self, *, actor: str, source: str, action: str, target: str, summary: str = "",
                before: dict | None = None, after: dict | None = None, trace_id: str | None = None) -> TrailEntry:
-        moment = self.clock()
+        item = self.entry_item(actor=actor, source=source, action=action, target=target, summary=summary,
+                               before=before, after=after, trace_id=trace_id)
+        self.db.call("put_item", TableName=self.table, Item=marshal(item))
+        return _entry_from_item(item)
+
+    def entry_item(self, *, actor: str, source: str, action: str, target: str, summary: str = "",
+                   before: dict | None = None, after: dict | None = None, trace_id: str | None = None,
+                   moment: datetime | None = None) -> dict:
+        """The item of one entry (for `record`, and for bulk loads)."""
+        moment = moment or self.clock()
         stamp = to_iso(moment)
         entry_id = uuid.uuid4().hex[:12]
         before_text, cut_before = _snapshot(before)
@@ -145,8 +154,7 @@ class AuditTrail:
             "truncated": cut_before or cut_after,
             "expires_at": int((moment + timedelta(days=self.retention_days)).timestamp()),
         }
-        self.db.call("put_item", TableName=self.table, Item=marshal({k: v for k, v in item.items() if v is not None}))
-        return _entry_from_item(item)
+        return {k: v for k, v in item.items() if v is not None}
 
     def recent(self, *, cursor: str | None = None, limit: int = 50, max_reads: int = 8) -> TrailPage:
         """Newest first, across days. At most `max_reads` queries per page: days with

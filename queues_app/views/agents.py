@@ -73,12 +73,13 @@ def agent_create(request):
 
 @require_http_methods(["GET", "POST"])
 def agent_detail(request, agent_id: str):
+    if request.method == "POST":
+        require_supervisor(request)  # before anything is read: a viewer learns nothing
     catalog = SkillCatalog.from_settings()
     agents = Agents(catalog=catalog)
     agent = agents.get(agent_id)
     form = AgentForm(request.POST or None, catalog=catalog, initial=AgentForm.initial_for(agent))
     if request.method == "POST":
-        require_supervisor(request)
         if form.is_valid():
             version = form.cleaned_data.get("version") or agent.version
             try:

@@ -3,6 +3,8 @@ progress, and each call's "why this agent" record."""
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -16,6 +18,7 @@ from ..roles import require_supervisor
 from .common import operations, problem_text
 
 WAITING_PAGE = 50
+CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
@@ -76,5 +79,8 @@ def call_lookup(request):
     call_id = request.GET.get("call_id", "").strip()
     if not call_id:
         messages.error(request, "Enter a call id.")
+        return redirect("calls")
+    if not CALL_ID.fullmatch(call_id):
+        messages.error(request, f"No call with id {call_id!r}: call ids are letters, digits, - and _.")
         return redirect("calls")
     return redirect("call-detail", call_id=call_id)

@@ -6,10 +6,12 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from faker import Faker
 
-from queues_app.dynamo import errors
+from queues_app.dynamo import batch, errors
 from queues_app.dynamo.agents import Agents
 from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import now, to_iso
+from queues_app.dynamo.records import Call, CallStatus, now, to_iso
+from queues_app.dynamo.routing import Router
+from queues_app.dynamo.skills import ANY
 from queues_app.dynamo.shipments import (
     DEFAULT_QUEUE,
     Shipment,
@@ -91,20 +93,30 @@ class Command(BaseCommand):
         parser.add_argument("--agents", type=int, default=40, help="how many agents (default 40)")
         parser.add_argument("--shipments", type=int, default=30, help="how many shipments (default 30)")
         parser.add_argument("--tasks", type=int, default=40, help="how many tasks (default 40)")
+        parser.add_argument("--callers", type=int, default=16,
+                            help="how many callers start waiting before agents are made available (default 16)")
+        parser.add_argument("--available", type=int, default=20,
+                            help="how many of the new agents are made available (default 20); they take "
+                                 "the waiting callers they fit, the others stay queued")
         parser.add_argument("--seed", type=int, default=None, help="random seed, for repeatable data")
         parser.add_argument("--if-empty", action="store_true",
                             help="load each kind (agents, shipments, tasks) only when none exist yet")
         parser.add_argument("--progress", action="store_true", help="draw the progress bar even when not on a terminal")
 
-    def handle(self, agents=40, shipments=30, tasks=40, seed=None, if_empty=False, progress=False, **options):
-        for name, value in (("agents", agents), ("shipments", shipments), ("tasks", tasks)):
+    def handle(self, agents=40, shipments=30, tasks=40, callers=16, available=20, seed=None, if_empty=False,
+               progress=False, **options):
+        for name, value in (("agents", agents), ("shipments", shipments), ("tasks", tasks),
+                            ("callers", callers), ("available", available)):
             if value < 0:
                 raise CommandError(f"--{name} must be zero or more")
         rng = random.Random(seed)
         fake = Faker()
         fake.seed_instance(seed)
         try:
-            self._agents(agents, rng, fake, if_empty, progress)
+            new_agents = self._agents(agents, rng, fake, if_empty, progress)
+            if new_agents:
+                self._callers(callers, rng)
+                self._make_available(new_agents[:available])
             self._shipments(shipments, rng, fake, if_empty, progress)
             self._tasks(tasks, rng, fake, if_empty, progress)
         except errors.DynamoError as exc:
@@ -116,7 +128,7 @@ class Command(BaseCommand):
         directory = Agents()
         if if_empty and directory.any_exist():
             self.stdout.write("Demo data: agents exist already, nothing loaded.")
-            return
+            return []
         catalog = directory.catalog
         dims = dict(catalog.dimensions)
         demo = []
@@ -135,6 +147,34 @@ class Command(BaseCommand):
         written = directory.create_many(demo, on_batch=bar.advance)
         bar.close()
         self.stdout.write(self.style.SUCCESS(f"Demo data: {written} agents written."))
+        return demo
+
+    def _callers(self, count, rng):
+        """Callers who wait in line, with random preferences (some "any"), arrived over the
+        last minutes, written in batches."""
+        if count == 0:
+            return
+        router = Router()
+        moment = now()
+        items = []
+        for _ in range(count):
+            preferences = {name: rng.choice([*values, ANY, ANY]) for name, values in router.catalog.dimensions}
+            call = Call(call_id=uuid.uuid4().hex[:16], status=CallStatus.WAITING, preferences=preferences,
+                        priority=rng.choice((0, 0, 0, 1, 2)),
+                        arrived_at=to_iso(moment - timedelta(seconds=rng.uniform(20, 400))))
+            items += router.waiting_records(call)
+        batch.put_items(router.db, router.table, items)
+        self.stdout.write(self.style.SUCCESS(f"Demo data: {count} callers waiting."))
+
+    def _make_available(self, agents):
+        """Agents who start their shift: each takes the longest-waiting caller they fit, or queues."""
+        router, took = Router(), 0
+        for agent in agents:
+            _agent, call = router.make_available(agent.agent_id)
+            took += call is not None
+        if agents:
+            self.stdout.write(self.style.SUCCESS(
+                f"Demo data: {len(agents)} agents made available ({took} took a waiting caller)."))
 
     # --- shipments ----------------------------------------------------------------------
 

@@ -1,0 +1,180 @@
+"""Every page and panel makes a bounded number of DynamoDB requests: the same with ten
+items of each kind as with ten thousand, and never a Scan.
+
+Measured with the request meter on DynamoDB Local, with the same pages read over a
+small and a large data set (agents, waiting callers, shipments in every state, tasks,
+audit entries).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from queues_app.dynamo import batch, meter, schema
+from queues_app.dynamo.agents import Agents, agent_to_item
+from queues_app.dynamo.client import default, reset_default
+from queues_app.dynamo.records import AgentStatus, Call, CallStatus, now, to_iso
+from queues_app.dynamo.routing import Router
+from queues_app.dynamo.shipments import (
+    Shipment,
+    ShipmentQueue,
+    ShipmentStatus,
+    _to_item,
+    ready_sort_key,
+    timed_sort_key,
+)
+from queues_app.dynamo.tasks import TaskQueue
+from queues_app.dynamo.trail import AuditTrail
+
+SMALL, LARGE = 10, 10_000
+LANGUAGES, GENDERS = ("English", "French", "Spanish"), ("F", "M", "X")
+
+# Pages that read on while their page is not full, up to a fixed number of reads: a
+# filter over a large table (Agents.list reads at most 4 pages), and the audit trail
+# over days without entries (at most 8 days a page). Bounded, but not equal.
+READ_ON_LIMITS = {"agents: skill filter": 4, "agents: name search": 4, "admin: agents searched": 4,
+                  "audit trail": 8}
+
+
+def load(size: int) -> dict:
+    """`size` of each kind, written in batches; returns ids to visit."""
+    db = default()
+    moment = now()
+    agents = Agents()
+    built = []
+    for n in range(size):
+        agent = agents.build(f"Agent {n:05d}", {"language": [LANGUAGES[n % 3], LANGUAGES[(n + 1) % 3]],
+                                                "gender": [GENDERS[n % 3]]})
+        if n % 4 == 1:
+            agent.status, agent.call_id = AgentStatus.ATTENDING, f"c{n}"
+        built.append(agent)
+    batch.put_items(db, agents.table, (agent_to_item(a) for a in built))
+    router = Router()
+    for agent in built[:3]:
+        if agent.status == AgentStatus.OFFLINE:
+            router.make_available(agent.agent_id)
+
+    items = []
+    for n in range(size):
+        call = Call(call_id=f"w{n:05d}{uuid.uuid4().hex[:6]}", status=CallStatus.WAITING,
+                    preferences={"language": LANGUAGES[n % 3], "gender": GENDERS[(n // 3) % 3] if n % 5 else None},
+                    priority=n % 3, arrived_at=to_iso(moment - timedelta(seconds=n)))
+        items += router.waiting_records(call)
+    batch.put_items(db, router.table, items)
+
+    shipments = ShipmentQueue()
+    rows = []
+    for n in range(size):
+        sid = f"s{n:05d}"
+        stamp = to_iso(moment - timedelta(seconds=n))
+        shipment = Shipment(shipment_id=sid, data={"n": n}, status=ShipmentStatus.READY_TO_SHIP,
+                            priority=n % 10, created_at=stamp, updated_at=stamp)
+        kind = n % 4
+        if kind in (0, 1):
+            shipment.enqueued_at = shipment.first_enqueued_at = stamp
+            shipment.ready_sk = ready_sort_key(shipment.priority, stamp, sid)
+        elif kind == 2:
+            shipment.status, shipment.dlq_at, shipment.dlq_reason = ShipmentStatus.IN_DLQ, stamp, "bounced"
+            shipment.dlq_sk = timed_sort_key(stamp, sid)
+        else:
+            deadline = to_iso(moment + timedelta(minutes=30))
+            shipment.status, shipment.visible_at, shipment.receipt = ShipmentStatus.PROCESSING, deadline, "r"
+            shipment.invisible_sk = timed_sort_key(deadline, sid)
+        rows.append(_to_item(shipment))
+    batch.put_items(db, shipments.table, rows)
+
+    tasks = TaskQueue()
+    tasks.create_many([tasks.build({"n": n}, created=moment - timedelta(seconds=n % 100)) for n in range(size)])
+
+    trail = AuditTrail()
+    batch.put_items(db, trail.table, (
+        trail.entry_item(actor="loader", source="command", action="agent.update", target=f"agent:{built[0].agent_id}",
+                         summary=f"entry {n}", before={"n": n}, after={"n": n + 1})
+        for n in range(size)
+    ))
+    return {"agent": built[0].agent_id, "call": items[0]["call_id"], "shipment": "s00000"}
+
+
+def pages(ids: dict) -> dict[str, str]:
+    admin = "/admin/queues_app/"
+    return {
+        "overview": reverse("home"),
+        "panel: calls": reverse("home") + "?panel=calls",
+        "panel: shipments": reverse("home") + "?panel=shipments",
+        "panel: tasks": reverse("home") + "?panel=tasks",
+        "panel: grid": reverse("home") + "?panel=grid",
+        "agents": reverse("agents"),
+        "agents: status filter": reverse("agents") + "?status=offline",
+        "agents: skill filter": reverse("agents") + "?skill=language:French",
+        "agents: name search": reverse("agents") + "?q=00007",
+        "agent detail": reverse("agent-detail", args=[ids["agent"]]),
+        "calls": reverse("calls"),
+        "call detail": reverse("call-detail", args=[ids["call"]]),
+        "queues": reverse("queues"),
+        "shipments: queue": reverse("shipments"),
+        "shipments: in flight": reverse("shipments") + "?view=in_flight",
+        "shipments: delayed": reverse("shipments") + "?view=delayed",
+        "shipments: dlq": reverse("shipments") + "?view=dlq",
+        "shipment detail": reverse("shipment-detail", args=[ids["shipment"]]),
+        "tasks": reverse("tasks"),
+        "tasks: taken": reverse("tasks") + "?view=TAKEN",
+        "audit trail": reverse("audit"),
+        "audit: one item": reverse("audit") + f"?target=agent:{ids['agent']}",
+        "admin: agents": admin + "agententry/",
+        "admin: agents searched": admin + "agententry/?q=00007",
+        "admin: queues": admin + "queueentry/",
+        "admin: shipments dlq": admin + "shipmententry/?view=dlq",
+        "admin: tasks": admin + "taskentry/",
+    }
+
+
+def requests_per_page(client: Client, ids: dict) -> dict[str, dict]:
+    counts = {}
+    for name, url in pages(ids).items():
+        headers = {"HTTP_HX_REQUEST": "true"} if "panel" in url else {}
+        with meter.measure() as seen:
+            response = client.get(url, **headers)
+        assert response.status_code == 200, (name, response.status_code)
+        counts[name] = {"requests": seen.calls, "scans": seen.calls_of("Scan"), "by_operation": seen.snapshot()}
+    return counts
+
+
+@pytest.fixture
+def measure_at(settings, dynamodb_local, staff):
+    """Load `size` items of each kind into fresh tables and count each page's requests."""
+    made = []
+
+    def run(size: int) -> dict[str, dict]:
+        settings.DYNAMODB_ENDPOINT_URL = dynamodb_local.endpoint
+        settings.DYNAMODB_TABLE_PREFIX = f"rc{uuid.uuid4().hex[:6]}-"
+        reset_default()
+        schema.create_tables(default())
+        made.append(default())
+        ids = load(size)
+        client = Client()
+        client.force_login(staff)
+        return requests_per_page(client, ids)
+
+    yield run
+    for db in made:
+        schema.delete_tables(db)
+    reset_default()
+
+
+def test_pages_cost_the_same_with_ten_items_as_with_ten_thousand(measure_at):
+    small = measure_at(SMALL)
+    large = measure_at(LARGE)
+    report = "\n".join(f"{name:<26} {small[name]['requests']:>4} {large[name]['requests']:>4}" for name in small)
+    print("\npage                      10 items  10,000 items\n" + report)
+    for name in small:
+        assert small[name]["scans"] == 0 and large[name]["scans"] == 0, name
+        if name in READ_ON_LIMITS:
+            assert max(small[name]["requests"], large[name]["requests"]) <= READ_ON_LIMITS[name], (name, report)
+        else:
+            assert large[name]["requests"] == small[name]["requests"], (name, report)
+    assert max(c["requests"] for c in large.values()) <= 40, report
