@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test setup python-deps node-deps java browser test-unit test-integration test-browser bench vendor clean
+.PHONY: run test setup python-deps node-deps java browser test-unit test-integration test-browser bench vendor clean screenshots
 
 run: setup
 	$(PY) manage.py run_local
@@ -55,3 +55,7 @@ vendor: node-deps
 
 clean:
 	rm -rf $(VENV) node_modules var/staticfiles .pytest_cache
+
+# Page screenshots for the README, taken by a browser test on demo data.
+screenshots: setup browser
+	SAVE_SCREENSHOTS=1 $(PY) -m pytest tests/browser/test_dashboard.py -k screenshots -q

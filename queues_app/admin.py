@@ -25,7 +25,7 @@ from .dynamo.tasks import TaskQueue, TaskStatus
 from .models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
 from .operations import BulkReport, Operations
 from .roles import can_act
-from .templatetags.switchboard import since, until
+from .templatetags.switchboard import as_json, since, until
 from .user_errors import describe
 
 PAGE_SIZE = 50
@@ -240,7 +240,7 @@ SHIPMENT_VIEWS = {
 class ShipmentAdmin(DynamoAdmin):
     columns = [
         Column("Shipment", lambda s: s.shipment_id),
-        Column("State", lambda s: s.state.replace("_", " ")),
+        Column("State", lambda s: s.state_label),
         Column("Priority", lambda s: s.priority),
         Column("Deadline / visible", lambda s: until(s.visible_at) if s.visible_at else "–"),
         Column("DLQ reason", lambda s: s.dlq_reason or "–"),
@@ -276,7 +276,7 @@ class TaskAdmin(DynamoAdmin):
         Column("Status", lambda t: t.status),
         Column("Created", lambda t: since(t.created)),
         Column("Attempts", lambda t: t.attempts),
-        Column("Payload", lambda t: format_html("<code>{}</code>", t.payload)),
+        Column("Payload", lambda t: format_html("<code>{}</code>", as_json(t.payload))),
     ]
     filter_name = "status"
     filter_choices = [(s, s.capitalize()) for s in TaskStatus.ALL]

@@ -74,6 +74,11 @@ class ShipmentState:
     COMPLETED = "completed"
     IN_DLQ = "in_dlq"
 
+    LABELS = {
+        UNDER_CONSTRUCTION: "Under construction", READY: "Ready", QUEUED: "Queued", DELAYED: "Delayed",
+        PROCESSING: "In flight", COMPLETED: "Completed", IN_DLQ: "In the DLQ",
+    }
+
 
 class ReceiptInvalid(errors.Conflict):
     """The receipt no longer holds the shipment (lease ran out and it went elsewhere,
@@ -132,6 +137,10 @@ class Shipment:
     @property
     def status_label(self) -> str:
         return ShipmentStatus.LABELS.get(self.status, self.status)
+
+    @property
+    def state_label(self) -> str:
+        return ShipmentState.LABELS.get(self.state, self.state)
 
     @property
     def deadline(self) -> datetime | None:

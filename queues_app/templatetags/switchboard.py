@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django import template
 
 from ..dynamo.records import from_iso, now
@@ -72,3 +74,9 @@ def epoch_until(epoch) -> str:
         return "–"
     left = float(epoch) - now().timestamp()
     return f"in {age(left)}" if left >= 0 else f"{age(-left)} ago"
+
+
+@register.filter
+def as_json(value) -> str:
+    """A payload as compact JSON (escaped by the template like any text)."""
+    return json.dumps(value, default=str, ensure_ascii=False, separators=(", ", ": "))

@@ -54,6 +54,8 @@ def shipment_detail(request, shipment_id: str):
     return render(request, "queues_app/shipment_detail.html", {
         "shipment": shipment, "history": history.entries, "here": request.get_full_path(),
         "priorities": range(10),
+        # A list, not `data.items` in the template: a field named "items" would win.
+        "data_fields": sorted(shipment.data.items()),
     })
 
 

@@ -1,0 +1,144 @@
+"""Supervisors and viewers use the dashboard in a real browser (Chromium via Playwright)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from queues_app.dynamo.agents import Agents
+from queues_app.dynamo.records import AgentStatus
+from queues_app.dynamo.routing import Router
+from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState
+from tests.browser.test_login import log_in
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser, live_server, local_db, supervisor):
+    ada = Agents().create("Ada Lovelace", {"language": ["French"], "gender": ["F"]})
+    watcher = browser.new_context().new_page()
+    log_in(watcher, live_server, supervisor)
+    queued = watcher.locator('[data-figure="agents-queued"]')
+    expect(queued).to_have_text("0")
+    expect(watcher.locator('[data-cell="French · F"] .supply-n')).to_contain_text("0 queued")
+
+    actor = browser.new_context().new_page()
+    log_in(actor, live_server, supervisor)
+    actor.goto(f"{live_server.url}/agents/")
+    row = actor.locator(f'tr[data-agent="{ada.agent_id}"]')
+    row.get_by_role("button", name="Make available").click()
+    expect(actor.locator("#messages")).to_contain_text("Ada Lovelace is queued")
+    # The agents table refreshed itself after the change (HX-Trigger), without a reload.
+    expect(row.locator(".status")).to_have_text("Queued")
+
+    # The other browser never reloads: its panels poll every 2 seconds.
+    url_before = watcher.url
+    expect(queued).to_have_text("1", timeout=8000)
+    expect(watcher.locator('[data-cell="French · F"] .supply-n')).to_contain_text("1 queued", timeout=8000)
+    assert watcher.url == url_before
+    assert Agents().get(ada.agent_id).status == AgentStatus.QUEUED
+
+
+def test_a_supervisor_assigns_a_caller_and_sees_why(page, live_server, local_db, supervisor):
+    router = Router()
+    first = Agents().create("Grace Hopper", {"language": ["Spanish"], "gender": ["F"]})
+    second = Agents().create("Frances Allen", {"language": ["Spanish", "English"], "gender": ["F"]})
+    router.make_available(first.agent_id)
+    router.make_available(second.agent_id)
+    log_in(page, live_server, supervisor)
+    page.goto(f"{live_server.url}/calls/")
+    page.get_by_label("Language").select_option("Spanish")
+    page.get_by_label("Gender").select_option("F")
+    page.get_by_role("button", name="Assign now").click()
+    expect(page.locator("#messages")).to_contain_text("assigned to Grace Hopper")
+    expect(page.locator(".why")).to_contain_text("Grace Hopper")
+    expect(page.locator(".why-chosen")).to_contain_text("chosen: the earliest-queued agent")
+    expect(page.locator(".why-later")).to_contain_text("Frances Allen")
+
+
+def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live_server, local_db, supervisor):
+    queue = ShipmentQueue()
+    queue.create({"destination": "Lisbon"}, shipment_id="ship-lisbon", ready=True)
+    queue.enqueue("ship-lisbon")
+    log_in(page, live_server, supervisor)
+    page.goto(f"{live_server.url}/shipments/")
+    page.locator('tr[data-shipment="ship-lisbon"]').get_by_role("button", name="Send to DLQ…").click()
+    expect(page.locator(".confirm-question")).to_contain_text("Send shipment ship-lisbon to the dead-letter queue?")
+    expect(page.locator("[data-count]")).to_have_text("1")
+    assert queue.get("ship-lisbon").state == ShipmentState.QUEUED  # asking changed nothing
+    page.get_by_role("button", name="Yes, go ahead").click()
+    expect(page.locator("#messages")).to_contain_text("Shipment ship-lisbon is in the DLQ")
+
+    page.get_by_role("link", name=re.compile("Dead-letter queue")).click()
+    row = page.locator('tr[data-shipment="ship-lisbon"]')
+    expect(row).to_contain_text("Sent to the DLQ by a supervisor")
+    row.get_by_role("button", name="Restore").click()
+    expect(page.locator("#messages")).to_contain_text("restored from the DLQ")
+    assert queue.get("ship-lisbon").state == ShipmentState.QUEUED
+    page.goto(f"{live_server.url}/audit/")
+    expect(page.locator(".trail")).to_contain_text("shipment.restore")
+    expect(page.locator(".trail")).to_contain_text("shipment.dlq")
+
+
+def test_a_viewer_sees_no_actions_and_cannot_post_one(page, live_server, local_db, viewer):
+    ada = Agents().create("Ada Lovelace", {"language": ["French"], "gender": ["F"]})
+    log_in(page, live_server, viewer)
+    page.goto(f"{live_server.url}/agents/")
+    expect(page.get_by_text("Ada Lovelace")).to_be_visible()
+    expect(page.get_by_role("button", name="Make available")).to_have_count(0)
+    expect(page.get_by_role("link", name="New agent")).to_have_count(0)
+    # Even a hand-made request with a valid CSRF token is refused.
+    status = page.evaluate("""async (url) => {
+        const token = document.body.getAttribute('hx-headers').match(/"x-csrftoken": "([^"]+)"/)[1];
+        const response = await fetch(url, {method: 'POST', headers: {'X-CSRFToken': token}});
+        return response.status;
+    }""", f"/agents/{ada.agent_id}/available")
+    assert status == 403
+    assert Agents().get(ada.agent_id).status == AgentStatus.OFFLINE
+
+
+def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path):
+    """Saves a screenshot of each page (to docs/screenshots with SAVE_SCREENSHOTS=1)."""
+    call_command("seed_demo", seed=5, stdout=open(os.devnull, "w"))
+    folder = SCREENSHOTS if os.environ.get("SAVE_SCREENSHOTS") == "1" else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    log_in(page, live_server, staff)
+    agent = Agents().list(status=AgentStatus.ATTENDING, limit=1).items[0]
+    dlq = ShipmentQueue().list_dlq(limit=1).items[0]
+    shots = {
+        "overview": "/",
+        "agents": "/agents/",
+        "agent-detail": f"/agents/{agent.agent_id}/",
+        "calls": "/calls/",
+        "call-detail": f"/calls/{agent.call_id}/",
+        "queues": "/queues/",
+        "shipments": "/shipments/",
+        "shipments-dlq": "/shipments/?view=dlq",
+        "shipment-detail": f"/shipments/{dlq.shipment_id}/",
+        "tasks": "/tasks/",
+        "audit": "/audit/",
+        "system": "/system/",
+        "admin-agents": "/admin/queues_app/agententry/",
+        "admin-shipments": "/admin/queues_app/shipmententry/?view=dlq",
+    }
+    # A bulk action's confirmation page, then the action (so the audit trail has entries).
+    page.goto(f"{live_server.url}/agents/?status=queued")
+    page.locator('input[name="ids"]').nth(0).check()
+    page.locator('input[name="ids"]').nth(1).check()
+    page.locator("#bulk-form select").select_option("offline")
+    page.locator("#bulk-form").get_by_role("button", name="Apply…").click()
+    expect(page.locator("[data-count]")).to_have_text("2")
+    page.screenshot(path=str(folder / "confirm.png"), full_page=True)
+    page.get_by_role("button", name="Yes, go ahead").click()
+    expect(page.locator("#messages")).to_contain_text("Log off: 2 done")
+    for name, path in shots.items():
+        response = page.goto(f"{live_server.url}{path}")
+        assert response.status == 200, (name, response.status)
+        page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+        assert (folder / f"{name}.png").stat().st_size > 10_000, name
