@@ -55,7 +55,7 @@ def shipment_detail(request, shipment_id: str):
         "shipment": shipment, "history": history.entries, "here": request.get_full_path(),
         "priorities": range(10),
         # A list, not `data.items` in the template: a field named "items" would win.
-        "data_fields": sorted(shipment.data.items()),
+        "data_fields": [(k, v, isinstance(v, (dict, list))) for k, v in sorted(shipment.data.items())],
     })
 
 
