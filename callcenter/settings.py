@@ -35,6 +35,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "queues_app.tracing.TraceIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -128,8 +129,9 @@ SWITCHBOARD_SKILLS = json.loads(
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"trace_id": {"()": "queues_app.tracing.TraceIdFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [trace %(trace_id)s] %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["trace_id"]}},
     "loggers": {
         "queues_app": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     },
@@ -158,3 +160,27 @@ SWITCHBOARD_TASK_EXPIRY = {
 
 # Audit trail entries are kept this many days (DynamoDB TTL deletes them afterwards).
 SWITCHBOARD_AUDIT_RETENTION_DAYS = env.int("SWITCHBOARD_AUDIT_RETENTION_DAYS", default=90)
+
+# Operating under backlog (queues_app.dynamo.fairness): enqueues are refused with 429
+# while a queue holds more than its bound; each tenant may put so many shipments a
+# second into the live queue (more goes to the spillover queue); live work older than
+# SPILLOVER_AFTER_SECONDS is sidelined so fresh work goes first after a backlog.
+SWITCHBOARD_FAIRNESS = {
+    "backlog_bounds": {
+        "calls": env.int("BACKLOG_BOUND_CALLS", default=1000),
+        "live": env.int("BACKLOG_BOUND_SHIPMENTS", default=10_000),
+    },
+    "retry_after_seconds": env.int("BACKPRESSURE_RETRY_AFTER_SECONDS", default=5),
+    "tenant_rate": env.float("TENANT_RATE_PER_SECOND", default=10.0),
+    "tenant_rates": json.loads(env.str("TENANT_RATES", default="{}")),
+    "spillover_after_seconds": env.float("SPILLOVER_AFTER_SECONDS", default=300.0),
+}
+
+# Alarms on the overview: the age of the oldest item above which a queue is flagged.
+SWITCHBOARD_ALARMS = {
+    "oldest_age_seconds": {
+        "calls": env.float("ALARM_OLDEST_CALL_SECONDS", default=120.0),
+        "live": env.float("ALARM_OLDEST_SHIPMENT_SECONDS", default=900.0),
+        "tasks": env.float("ALARM_OLDEST_TASK_SECONDS", default=120.0),
+    },
+}

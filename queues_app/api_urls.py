@@ -12,6 +12,8 @@ urlpatterns = [
     path("agents/<str:agent_id>/release", api.agent_release, name="api-agent-release"),
     path("agents/<str:agent_id>/offline", api.agent_offline, name="api-agent-offline"),
     path("queues", api.queues, name="api-queues"),
+    path("shipments", api.create_shipment, name="api-shipments"),
+    path("shipments/<str:shipment_id>", api.shipment_detail, name="api-shipment"),
     # Anything else under /api/ is a JSON 404, not the HTML page.
     re_path(r"^(?P<path>.*)$", api_auth.not_found, name="api-not-found"),
 ]

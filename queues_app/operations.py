@@ -11,9 +11,10 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .dynamo import errors
+from .dynamo import errors, metrics
 from .dynamo.agents import Agents
 from .dynamo.client import Dynamo, default
+from .dynamo.fairness import Admitted, BackpressureGate, ShipmentAdmission
 from .dynamo.records import Agent, Call
 from .dynamo.routing import Router
 from .dynamo.shipments import Shipment, ShipmentQueue, ShipmentStatus
@@ -106,6 +107,7 @@ class Operations:
 
     def create_call(self, preferences: dict, *, priority: int = 0, order: str | None = None,
                     idempotency_key: str | None = None) -> tuple[Call, bool]:
+        BackpressureGate(self.db).check(metrics.CALLS)
         call, created = self.router.create_call(preferences, priority=priority, order=order,
                                                 idempotency_key=idempotency_key)
         if created:
@@ -114,6 +116,17 @@ class Operations:
         return call, created
 
     # --- shipments ------------------------------------------------------------------
+
+    def submit_shipment(self, data: dict, *, tenant: str | None = None, priority: int = 0,
+                        delay_seconds: float = 0, shipment_id: str | None = None) -> Admitted:
+        admitted = ShipmentAdmission(self.db).submit(
+            data, tenant=tenant, priority=priority, delay_seconds=delay_seconds, shipment_id=shipment_id,
+            trace_id=self.trace_id)
+        where = "the spillover queue (tenant over its rate)" if admitted.sidelined else "the live queue"
+        delay = f", visible in {delay_seconds:g} s" if delay_seconds else ""
+        self._record("shipment.enqueue", "shipment", admitted.shipment.shipment_id,
+                     f"enqueued in {where}{delay}", None, admitted.shipment)
+        return admitted
 
     def _shipment_change(self, action: str, shipment_id: str, summary: Callable[[Shipment], str],
                          change: Callable[[], Shipment]) -> Shipment:

@@ -59,3 +59,20 @@ def queue_to_json(info: QueueInfo, dimensions: tuple[str, ...]) -> dict:
         "oldest_queued_at": info.oldest_queued_at,
         "oldest_age_seconds": _seconds(info.oldest_age_seconds),
     }
+
+
+def shipment_to_json(shipment) -> dict:
+    return {
+        "shipment_id": shipment.shipment_id,
+        "state": shipment.state,
+        "status": shipment.status,
+        "queue": shipment.queue,
+        "tenant": shipment.tenant,
+        "priority": shipment.priority,
+        "data": shipment.data,
+        "enqueued_at": shipment.enqueued_at,
+        "visible_at": shipment.visible_at,
+        "attempts": shipment.attempts,
+        "dlq_reason": shipment.dlq_reason,
+        "trace_id": shipment.trace_id,
+    }

@@ -59,6 +59,10 @@ def describe(exc: errors.DynamoError | SkillError) -> UserError:
             ),
             retry_after=5,
         )
+    if isinstance(exc, errors.Backpressure):
+        return UserError(429, "Queue backlog over its bound", exc.message,
+                         hint="The queue is refusing new work until it drains; the Retry-After header says when "
+                              "to try again.", retry_after=exc.retry_after)
     if isinstance(exc, errors.Throttled):
         return UserError(503, "DynamoDB is busy", exc.message, retry_after=2)
     if isinstance(exc, errors.NotFound):

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .dynamo import errors
+from .dynamo.fairness import FairConsumer
 from .dynamo.shipments import DEFAULT_QUEUE, Lease, Shipment, ShipmentQueue
+from .tracing import traced
 
 log = logging.getLogger("queues_app.workers")
 
@@ -51,8 +53,11 @@ def demo_handler(fail_share: float = 0.1, work_seconds: float = 0.2, seed: int |
 
 class ShipmentWorker:
     def __init__(self, queue: ShipmentQueue, handler: Handler, *, queue_name: str = DEFAULT_QUEUE,
-                 visibility_timeout: float = 30.0, grace_seconds: float = 10.0, idle_sleep: float = 1.0):
+                 visibility_timeout: float = 30.0, grace_seconds: float = 10.0, idle_sleep: float = 1.0,
+                 fair: FairConsumer | None = None):
         self.queue = queue
+        # With `fair`, the live queue first, the spillover queue when live is caught up.
+        self.fair = fair
         self.handler = handler
         self.queue_name = queue_name
         self.visibility_timeout = visibility_timeout
@@ -71,7 +76,10 @@ class ShipmentWorker:
             if max_shipments is not None and handled >= max_shipments:
                 break
             try:
-                lease = self.queue.peek(self.queue_name, visibility_timeout=self.visibility_timeout)
+                if self.fair:
+                    lease = self.fair.peek(visibility_timeout=self.visibility_timeout)
+                else:
+                    lease = self.queue.peek(self.queue_name, visibility_timeout=self.visibility_timeout)
             except (errors.Unavailable, errors.Throttled) as exc:
                 log.warning("peek failed (%s); retrying in %.1fs", exc.message, idle)
                 self.stop_requested.wait(idle)
@@ -82,7 +90,9 @@ class ShipmentWorker:
                 self.stop_requested.wait(idle)
                 continue
             handled += 1
-            self.process(lease)
+            with traced(lease.shipment.trace_id):
+                log.info("shipment %s: attempt %d", lease.shipment.shipment_id, lease.shipment.attempts)
+                self.process(lease)
         return self.stats
 
     def process(self, lease: Lease) -> None:

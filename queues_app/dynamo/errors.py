@@ -212,3 +212,14 @@ def _table_from_message(message: str) -> str:
     if marker in message:
         return message.split(marker, 1)[1].split(" ", 1)[0]
     return "(unknown table)"
+
+
+class Backpressure(DynamoError):
+    """A queue's backlog is past its bound: the enqueue is refused, try again later."""
+
+    def __init__(self, queue: str, depth: int, bound: int, retry_after: int):
+        super().__init__(
+            f"The {queue} queue holds {depth:,}{'+' if depth > bound else ''} items, past its bound of "
+            f"{bound:,}; try again in {retry_after} s."
+        )
+        self.queue, self.depth, self.bound, self.retry_after = queue, depth, bound, retry_after

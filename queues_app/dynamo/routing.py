@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from . import batch, errors, keys
+from . import batch, errors, keys, metrics
 from .agents import Agents
 from .client import Dynamo, default
 from .contention import ContentionGauge
@@ -215,12 +215,14 @@ class Router:
 
         call = self._offer_waiting_callers(agent, from_queue=False)
         if call:
+            metrics.note(self.db, metrics.CALLS, "completed")
             return self.agents.get(agent_id), call
 
         agent = self._enqueue(agent)
         # Look once more: a caller may have started waiting while we queued.
         call = self._offer_waiting_callers(agent, from_queue=True)
         if call:
+            metrics.note(self.db, metrics.CALLS, "completed")
             return self.agents.get(agent_id), call
         return agent, None
 
@@ -400,12 +402,16 @@ class Router:
             arrived_at=to_iso(self.clock()),
         )
         try:
+            metrics.note(self.db, metrics.CALLS, "enqueued")
             assigned = self._match(call, new_call=True)
             if assigned:
+                metrics.note(self.db, metrics.CALLS, "completed")
                 return assigned, True
             waiting = self._start_waiting(call)
             # Look once more: an agent may have been queued while we started waiting.
             assigned = self._match(waiting, new_call=False)
+            if assigned:
+                metrics.note(self.db, metrics.CALLS, "completed")
             return (assigned or waiting), True
         except _CallExists:
             return self.get_call(call.call_id), False

@@ -29,13 +29,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from . import batch, errors, keys
+from . import batch, errors, keys, metrics
 from .client import Dynamo, default
 from .contention import ContentionGauge
 from .paging import Page, decode_cursor, encode_cursor
 from .records import from_iso, marshal, now, to_iso, unmarshal
 
 DEFAULT_QUEUE = "live"
+SPILLOVER_QUEUE = "spillover"  # sidelined work, taken only when the live queue is caught up
 MAX_FAILURE_REASONS = 10
 CLAIM_ROUNDS = 3  # reads of `ready` in one peek when other consumers take every entry read
 _contention = ContentionGauge()
@@ -114,6 +115,7 @@ class Shipment:
     completed_at: str | None = None
     restored_count: int = 0
     tenant: str | None = None
+    trace_id: str | None = None  # given by the API caller, carried into the audit trail and logs
     ready_sk: str | None = None
     invisible_sk: str | None = None
     dlq_sk: str | None = None
@@ -213,6 +215,7 @@ def shipment_from_item(item: dict) -> Shipment:
         completed_at=item.get("completed_at"),
         restored_count=int(item.get("restored_count", 0)),
         tenant=item.get("tenant"),
+        trace_id=item.get("trace_id"),
         ready_sk=item.get("ready_sk"),
         invisible_sk=item.get("invisible_sk"),
         dlq_sk=item.get("dlq_sk"),
@@ -329,6 +332,10 @@ class ShipmentQueue:
         result.capped = more_q or more_d or more_p or more_r
         return result
 
+    def count_queued(self, queue: str = DEFAULT_QUEUE, cap: int = 10_000) -> int:
+        """Queued (visible) shipments, one COUNT query stopping at `cap`."""
+        return self._count("ready", queue, cap)[0]
+
     def _count(self, index: str, queue: str, cap: int, status: str | None = None) -> tuple[int, bool]:
         pk, _ = _INDEX_KEYS[index]
         params = {
@@ -378,6 +385,67 @@ class ShipmentQueue:
             raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
         return shipment
 
+    def submit(self, data: dict, *, priority: int = 0, tenant: str | None = None, queue: str = DEFAULT_QUEUE,
+               delay_seconds: float = 0, shipment_id: str | None = None, trace_id: str | None = None) -> Shipment:
+        """Create a shipment ready to ship and queued (visible after `delay_seconds`), in
+        one PutItem: what the API's enqueue does."""
+        _check_priority(priority)
+        if not isinstance(data, dict):
+            raise errors.InvalidRequest("Shipment data must be a map of fields.")
+        moment = self.clock()
+        stamp = to_iso(moment)
+        shipment = Shipment(
+            shipment_id=shipment_id or uuid.uuid4().hex[:16], data=data, status=ShipmentStatus.READY_TO_SHIP,
+            priority=priority, queue=queue, created_at=stamp, updated_at=stamp, tenant=tenant,
+            trace_id=trace_id, enqueued_at=stamp, first_enqueued_at=stamp,
+        )
+        if delay_seconds and delay_seconds > 0:
+            shipment.visible_at = to_iso(moment + timedelta(seconds=delay_seconds))
+            shipment.invisible_sk = timed_sort_key(shipment.visible_at, shipment.shipment_id)
+        else:
+            shipment.ready_sk = ready_sort_key(priority, stamp, shipment.shipment_id)
+        try:
+            self.db.call("put_item", TableName=self.table, Item=marshal(_to_item(shipment)),
+                         ConditionExpression="attribute_not_exists(id)")
+        except errors.Conflict as exc:
+            raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
+        metrics.note(self.db, queue, "enqueued")
+        return shipment
+
+    def sideline_stale(self, older_than_seconds: float, *, source: str = DEFAULT_QUEUE,
+                       target: str = SPILLOVER_QUEUE, limit: int = 100) -> list[str]:
+        """Move queued shipments that have waited longer than `older_than_seconds` from
+        `source` to `target`, so fresh work is served first after a backlog. One Query
+        per priority level reads exactly the stale ones (the sort key starts with the
+        level, then the enqueue time); each move is conditioned on the entry as read."""
+        cutoff = to_iso(self.clock() - timedelta(seconds=older_than_seconds))
+        moved: list[str] = []
+        for level in range(keys.MAX_PRIORITY + 1):
+            if len(moved) >= limit:
+                break
+            response = self.db.call(
+                "query", TableName=self.table, IndexName="ready", Limit=limit - len(moved),
+                KeyConditionExpression="ready_q = :q AND ready_sk BETWEEN :lo AND :hi",
+                ExpressionAttributeValues=marshal({":q": source, ":lo": f"{level}#", ":hi": f"{level}#{cutoff}"}),
+            )
+            for raw in response.get("Items", []):
+                entry = unmarshal(raw)
+                try:
+                    self.db.call(
+                        "update_item", TableName=self.table, Key=marshal({"id": entry["id"]}),
+                        UpdateExpression="SET #queue = :target, ready_q = :target, updated_at = :now ADD version :one",
+                        ConditionExpression="ready_q = :source AND ready_sk = :seen",
+                        ExpressionAttributeNames={"#queue": "queue"},
+                        ExpressionAttributeValues=marshal({":target": target, ":source": source, ":one": 1,
+                                                           ":seen": entry["ready_sk"], ":now": to_iso(self.clock())}),
+                    )
+                    moved.append(entry["id"])
+                except errors.Conflict:
+                    continue  # taken or changed meanwhile
+        if moved:
+            metrics.note(self.db, source, "sidelined", len(moved))
+        return moved
+
     def create_many(self, shipments: Iterable[Shipment], on_batch=None) -> int:
         return batch.put_items(self.db, self.table, (_to_item(s) for s in shipments), on_batch=on_batch)
 
@@ -408,13 +476,15 @@ class ShipmentQueue:
             update = ("SET enqueued_at = :now, first_enqueued_at = if_not_exists(first_enqueued_at, :now), "
                       "ready_q = #queue, ready_sk = :rsk")
             values[":rsk"] = ready_sort_key(current.priority, stamp, shipment_id)
-        return self._change(
+        queued = self._change(
             shipment_id, "enqueue", update, values,
             allowed="#st = :ready AND attribute_not_exists(ready_q) AND attribute_not_exists(invisible_q)",
             allowed_values={":ready": ShipmentStatus.READY_TO_SHIP},
             expected_version=expected_version if expected_version is not None else current.version,
             names={"#queue": "queue"},
         )
+        metrics.note(self.db, queued.queue, "enqueued")
+        return queued
 
     def peek(self, queue: str = DEFAULT_QUEUE, *, visibility_timeout: float = 30.0) -> Lease | None:
         """Receive one shipment for `visibility_timeout` seconds, or None when nothing is
@@ -484,6 +554,12 @@ class ShipmentQueue:
         except errors.Conflict:
             return None  # another consumer took it, or it moved: try the next one
         shipment = shipment_from_item(unmarshal(response["Attributes"]))
+        if expired_lease:
+            metrics.note(self.db, shipment.queue, "expired_leases")
+        if shipment.receive_count == 1 and shipment.first_enqueued_at:
+            # Age at the first attempt only: retries would hide how long new work waits.
+            metrics.note_first_attempt(self.db, shipment.queue,
+                                       (moment - from_iso(shipment.first_enqueued_at)).total_seconds())
         return Lease(shipment, receipt if not final else "", deadline)
 
     def _dead_letter_expired(self, entry: dict, stamp: str) -> None:
@@ -546,12 +622,14 @@ class ShipmentQueue:
 
     def complete(self, shipment_id: str, receipt: str) -> Shipment:
         """Done: the shipment leaves the queue and stays in the table."""
-        return self._with_receipt(
+        done = self._with_receipt(
             shipment_id, receipt, "complete",
             "SET #st = :completed, completed_at = :now, updated_at = :now "
             "REMOVE receipt, visible_at, invisible_q, invisible_sk",
             {":completed": ShipmentStatus.COMPLETED, ":now": to_iso(self.clock())},
         )
+        metrics.note(self.db, done.queue, "completed")
+        return done
 
     def fail(self, shipment_id: str, receipt: str, reason: str) -> Shipment:
         """Processing failed: retry after an exponential backoff, or after the maximum
@@ -810,7 +888,7 @@ def _to_item(shipment: Shipment) -> dict:
         "first_attempt_at": shipment.first_attempt_at, "last_attempt_at": shipment.last_attempt_at,
         "failure_reasons": shipment.failure_reasons, "lease_expirations": shipment.lease_expirations,
         "dlq_at": shipment.dlq_at, "dlq_reason": shipment.dlq_reason, "completed_at": shipment.completed_at,
-        "restored_count": shipment.restored_count, "tenant": shipment.tenant,
+        "restored_count": shipment.restored_count, "tenant": shipment.tenant, "trace_id": shipment.trace_id,
         "ready_sk": shipment.ready_sk, "invisible_sk": shipment.invisible_sk, "dlq_sk": shipment.dlq_sk,
     }
     for attr, index_pk in (("ready_sk", "ready_q"), ("invisible_sk", "invisible_q"), ("dlq_sk", "dlq_q")):

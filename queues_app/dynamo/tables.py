@@ -107,4 +107,16 @@ AUDIT = TableSpec(
     ttl_attribute="expires_at",
 )
 
-TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS, TASKS, AUDIT)}
+METRICS = TableSpec(
+    logical_name="metrics",
+    description=(
+        "Per-queue figures a minute at a time (gauges sampled, counters added by every "
+        "process), running totals, request capacity per operation, and tenant rate windows."
+    ),
+    # pk SAMPLE#<queue> / TOTAL / CAPACITY#<operation> / RATE#<tenant>; sk a minute or a second.
+    ttl_attribute="expires_at",
+)
+
+TABLES: dict[str, TableSpec] = {
+    spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS, TASKS, AUDIT, METRICS)
+}

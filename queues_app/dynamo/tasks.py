@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from . import batch, errors
+from . import batch, errors, metrics
 from .client import Dynamo, default
 from .paging import Page, decode_cursor, encode_cursor
 from .records import from_iso, marshal, now, to_iso, unmarshal
@@ -158,6 +158,7 @@ class TaskQueue:
                          ConditionExpression="attribute_not_exists(task_id)")
         except errors.Conflict as exc:
             raise errors.Conflict(f"A task with id {task.task_id!r} exists already.") from exc
+        metrics.note(self.db, metrics.TASKS, "enqueued")
         return task
 
     def create_many(self, tasks: list[Task], on_batch=None) -> int:
@@ -194,13 +195,15 @@ class TaskQueue:
 
     def _finish(self, task_id: str, status: str, result: str | None) -> Task:
         moment = self.clock()
-        return self._transition(
+        task = self._transition(
             task_id, TaskStatus.TAKEN, status,
             "SET finished_at = :now, expires_at = :short, #result = :result",
             {":short": int((moment + timedelta(seconds=self.expiry.finished_seconds)).timestamp()),
              ":result": (result or "")[:500]},
             names={"#result": "result"},
         )
+        metrics.note(self.db, metrics.TASKS, "completed")
+        return task
 
     def transition(self, task_id: str, to_status: str) -> Task:
         """Any transition by name; refused unless the lifecycle allows it from the current
@@ -381,6 +384,7 @@ class TaskQueue:
                 break
         if report.shed:
             self._record_shed(report, moment)
+            metrics.note(self.db, metrics.TASKS, "shed", report.shed)
         return report
 
     def _delete_shed(self, item: dict, epoch: int, moment: datetime) -> float | None:

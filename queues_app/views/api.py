@@ -5,16 +5,20 @@ Authentication, allowed methods, permissions and error answers are in `api_auth`
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 
 from django.http import JsonResponse
 
 from ..api_auth import api_endpoint, invalid
 from ..dynamo import keys
+from ..dynamo.errors import Conflict, NotFound
 from ..dynamo.records import QueueOrder
 from ..dynamo.routing import Router
+from ..dynamo.shipments import SPILLOVER_QUEUE, ShipmentQueue
 from ..dynamo.skills import SkillError, validate_preferences
-from ..serializers import agent_to_json, call_to_json, queue_to_json
+from ..serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
 from .common import operations
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -83,12 +87,7 @@ def create_call(request):
     if order is not None and order not in QueueOrder.ALL:
         problems["order"] = f"must be one of {', '.join(QueueOrder.ALL)}"
 
-    key = request.headers.get("Idempotency-Key")
-    if key is not None:
-        key = key.strip()
-        if not key or len(key) > IDEMPOTENCY_KEY_MAX:
-            problems["Idempotency-Key"] = f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters"
-
+    key = _idempotency_key(request, problems)
     if problems:
         raise invalid(problems)
 
@@ -107,6 +106,78 @@ def create_call(request):
 @api_endpoint("GET")
 def call_detail(request, call_id: str):
     return JsonResponse(call_to_json(get_router().get_call(call_id)))
+
+
+# --- shipments ------------------------------------------------------------------------
+
+SHIPMENT_FIELDS = ("data", "tenant", "priority", "delay_seconds")
+MAX_DELAY_SECONDS = 900  # as SQS delay queues: at most 15 minutes
+TENANT = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@api_endpoint("POST")
+def create_shipment(request):
+    """Enqueue a shipment: 201 with the queue it went to ("live", or "spillover" when its
+    tenant is over its rate), 429 with Retry-After while the live queue is past its
+    bound. With an `Idempotency-Key` seen before, the first shipment again (200)."""
+    body = read_json(request, required=True)
+    problems: dict[str, str] = {}
+    _unknown_fields(body, SHIPMENT_FIELDS, problems)
+    data = body.get("data")
+    if not isinstance(data, dict):
+        problems["data"] = "required: an object with the shipment's fields"
+    tenant = body.get("tenant")
+    if tenant is not None and (not isinstance(tenant, str) or not TENANT.fullmatch(tenant)):
+        problems["tenant"] = "1 to 64 letters, digits, '.', '_' or '-'"
+    priority = body.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
+        problems["priority"] = f"must be a whole number from 0 to {keys.MAX_PRIORITY}"
+    delay = body.get("delay_seconds", 0)
+    if not isinstance(delay, int | float) or isinstance(delay, bool) or not 0 <= delay <= MAX_DELAY_SECONDS:
+        problems["delay_seconds"] = f"must be a number of seconds from 0 to {MAX_DELAY_SECONDS}"
+    key = _idempotency_key(request, problems)
+    if problems:
+        raise invalid(problems)
+    shipment_id = "k" + hashlib.sha256(f"api:{request.user.pk}:{key}".encode()).hexdigest()[:23] if key else None
+    if shipment_id:
+        try:
+            existing = ShipmentQueue().get(shipment_id)
+        except NotFound:
+            existing = None
+        if existing:
+            return _shipment_response(existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
+    try:
+        admitted = api_operations(request).submit_shipment(
+            data, tenant=tenant, priority=priority, delay_seconds=delay, shipment_id=shipment_id)
+    except Conflict:
+        if not shipment_id:
+            raise
+        existing = ShipmentQueue().get(shipment_id)  # a retry with the same key won the race
+        return _shipment_response(existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
+    return _shipment_response(admitted.shipment, admitted.sidelined, status=201, key=key)
+
+
+def _shipment_response(shipment, sidelined: bool, *, status: int, key: str | None) -> JsonResponse:
+    response = JsonResponse({**shipment_to_json(shipment), "sidelined": sidelined}, status=status)
+    response["Location"] = f"/api/shipments/{shipment.shipment_id}"
+    if key:
+        response["Idempotent-Replayed"] = "true" if status == 200 else "false"
+    return response
+
+
+@api_endpoint("GET")
+def shipment_detail(request, shipment_id: str):
+    return JsonResponse(shipment_to_json(ShipmentQueue().get(shipment_id)))
+
+
+def _idempotency_key(request, problems: dict[str, str]) -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > IDEMPOTENCY_KEY_MAX:
+        problems["Idempotency-Key"] = f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters"
+    return key
 
 
 # --- agents ---------------------------------------------------------------------------

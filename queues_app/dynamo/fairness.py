@@ -1,0 +1,181 @@
+"""Operating under backlog: backpressure, per-tenant rate limits and sidelining.
+
+- **Backpressure**: enqueues are refused (the API answers 429 with Retry-After) while a
+  queue's backlog is past its bound, instead of letting it grow without limit.
+- **Fairness**: each tenant (shipper) may enqueue so many shipments a second into the
+  live queue; what it sends above that rate is sidelined to the spillover queue, so one
+  noisy tenant cannot push everyone else's fresh work back.
+- **Sidelining old work**: shipments that waited longer than a bound are moved from the
+  live queue to the spillover queue (`ShipmentQueue.sideline_stale`); consumers take the
+  spillover queue only when the live queue is caught up (`FairConsumer`). After an
+  outage, fresh work is then served at once while the backlog drains behind it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from . import errors, metrics
+from .client import Dynamo, default
+from .errors import Backpressure
+from .records import marshal, now
+from .routing import Router
+from .shipments import DEFAULT_QUEUE, SPILLOVER_QUEUE, Lease, Shipment, ShipmentQueue
+
+
+@dataclass
+class FairnessPolicy:
+    backlog_bounds: dict[str, int] = field(default_factory=lambda: {metrics.CALLS: 1000, metrics.LIVE: 10_000})
+    retry_after_seconds: int = 5
+    tenant_rate: float = 10.0  # shipments a second per tenant into the live queue
+    tenant_rates: dict[str, float] = field(default_factory=dict)  # per-tenant overrides
+    spillover_after_seconds: float = 300.0  # live work older than this is sidelined
+    depth_cache_seconds: float = 1.0  # one COUNT per queue and process per second at most
+
+    @classmethod
+    def from_settings(cls) -> FairnessPolicy:
+        from django.conf import settings
+
+        config = getattr(settings, "SWITCHBOARD_FAIRNESS", {})
+        return cls(**config)
+
+    def rate_for(self, tenant: str) -> float:
+        return float(self.tenant_rates.get(tenant, self.tenant_rate))
+
+
+class BackpressureGate:
+    """Refuses an enqueue while its queue's backlog is past the bound. The depth comes
+    from a capped COUNT query (the bound + 1), remembered for a second per process so
+    that a burst of enqueues costs one query, not one each."""
+
+    _cache: dict[tuple[str, str], tuple[float, int]] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None):
+        self.db = db or default()
+        self.policy = policy or FairnessPolicy.from_settings()
+
+    def check(self, queue: str) -> None:
+        bound = self.policy.backlog_bounds.get(queue)
+        if bound is None:
+            return
+        depth = self.depth(queue, bound)
+        if depth > bound:
+            raise Backpressure(queue, depth, bound, self.policy.retry_after_seconds)
+
+    def depth(self, queue: str, bound: int) -> int:
+        key = (self.db.prefix, queue)
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached and time.monotonic() - cached[0] < self.policy.depth_cache_seconds:
+            return cached[1]
+        if queue == metrics.CALLS:
+            depth, _more = Router(self.db).count_waiting(cap=bound + 1)
+        else:
+            depth = ShipmentQueue(self.db).count_queued(queue, cap=bound + 1)
+        with self._lock:
+            self._cache[key] = (time.monotonic(), depth)
+        return depth
+
+    @classmethod
+    def forget(cls) -> None:
+        with cls._lock:
+            cls._cache.clear()
+
+
+class TenantLimiter:
+    """A fixed-window counter per tenant in the metrics table: one conditional ADD per
+    enqueue, refused once the window's quota is used."""
+
+    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None,
+                 clock: Callable[[], datetime] = now):
+        self.db = db or default()
+        self.policy = policy or FairnessPolicy.from_settings()
+        self.clock = clock
+
+    def window(self, tenant: str) -> tuple[int, int]:
+        """(window seconds, quota): 10/s is 10 a second; 0.2/s is 1 every 5 seconds."""
+        rate = self.policy.rate_for(tenant)
+        if rate <= 0:
+            return 1, 0
+        seconds = 1 if rate >= 1 else math.ceil(1 / rate)
+        return seconds, max(1, round(rate * seconds))
+
+    def admit(self, tenant: str) -> bool:
+        seconds, quota = self.window(tenant)
+        if quota == 0:
+            return False
+        epoch = int(self.clock().timestamp())
+        start = epoch - epoch % seconds
+        try:
+            self.db.call(
+                "update_item", TableName=self.db.table("metrics"),
+                Key=marshal({"pk": f"RATE#{tenant}", "sk": str(start)}),
+                UpdateExpression="ADD n :one SET expires_at = :expires",
+                ConditionExpression="attribute_not_exists(n) OR n < :quota",
+                ExpressionAttributeValues=marshal({":one": 1, ":quota": quota, ":expires": start + 3600}),
+            )
+        except errors.Conflict:
+            return False
+        return True
+
+
+@dataclass
+class Admitted:
+    shipment: Shipment
+    sidelined: bool  # True: over its tenant's rate, sent to the spillover queue
+
+
+class ShipmentAdmission:
+    """Where a new shipment goes: refused under backpressure, live within its tenant's
+    rate, spillover above it."""
+
+    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None):
+        self.db = db or default()
+        self.policy = policy or FairnessPolicy.from_settings()
+        self.shipments = ShipmentQueue(self.db)
+        self.gate = BackpressureGate(self.db, self.policy)
+        self.limiter = TenantLimiter(self.db, self.policy)
+
+    def submit(self, data: dict, *, tenant: str | None = None, priority: int = 0, delay_seconds: float = 0,
+               shipment_id: str | None = None, trace_id: str | None = None) -> Admitted:
+        self.gate.check(metrics.LIVE)
+        sidelined = bool(tenant) and not self.limiter.admit(tenant)
+        queue = SPILLOVER_QUEUE if sidelined else DEFAULT_QUEUE
+        shipment = self.shipments.submit(data, tenant=tenant, priority=priority, queue=queue,
+                                         delay_seconds=delay_seconds, shipment_id=shipment_id, trace_id=trace_id)
+        if sidelined:
+            metrics.note(self.db, DEFAULT_QUEUE, "sidelined")
+        return Admitted(shipment, sidelined)
+
+
+class FairConsumer:
+    """Peeks the live queue first and the spillover queue only when the live one has
+    nothing visible; every `sweep_seconds` it first sidelines live work that is too old."""
+
+    def __init__(self, shipments: ShipmentQueue, policy: FairnessPolicy | None = None, *,
+                 sweep_seconds: float = 2.0):
+        self.shipments = shipments
+        self.policy = policy or FairnessPolicy.from_settings()
+        self.sweep_seconds = sweep_seconds
+        self._last_sweep = 0.0
+        self._lock = threading.Lock()
+
+    def peek(self, *, visibility_timeout: float = 30.0) -> Lease | None:
+        self._maybe_sweep()
+        lease = self.shipments.peek(DEFAULT_QUEUE, visibility_timeout=visibility_timeout)
+        if lease is None:
+            lease = self.shipments.peek(SPILLOVER_QUEUE, visibility_timeout=visibility_timeout)
+        return lease
+
+    def _maybe_sweep(self) -> None:
+        with self._lock:
+            if time.monotonic() - self._last_sweep < self.sweep_seconds:
+                return
+            self._last_sweep = time.monotonic()
+        self.shipments.sideline_stale(self.policy.spillover_after_seconds)
