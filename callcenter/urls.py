@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from queues_app.views import metrics
+
 admin.site.site_header = "Switchboard administration"
 admin.site.site_title = "Switchboard admin"
 
@@ -10,5 +12,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/", include("queues_app.api_urls")),
+    path("metrics", metrics.prometheus, name="metrics"),
     path("", include("queues_app.urls")),
 ]

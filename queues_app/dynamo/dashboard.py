@@ -14,7 +14,7 @@ from datetime import datetime
 from .agents import Agents
 from .records import AgentStatus, from_iso, now
 from .routing import Router
-from .shipments import DEFAULT_QUEUE, ShipmentQueue
+from .shipments import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
 from .skills import ANY, fits
 from .tasks import TaskQueue, TaskStatus
 
@@ -57,6 +57,7 @@ class ShipmentsPanel:
     delayed: Figure
     dlq: Figure
     oldest_age_seconds: float | None
+    spillover: Figure | None = None  # sidelined work, taken when the live queue is caught up
 
 
 @dataclass
@@ -144,7 +145,12 @@ class Dashboard:
             delayed=Figure(counts.delayed, capped and counts.delayed >= COUNT_CAP),
             dlq=Figure(counts.dlq, capped and counts.dlq >= COUNT_CAP),
             oldest_age_seconds=_age(self.shipments.oldest_queued_at(queue), self.clock()),
+            spillover=Figure(*self._count_spillover()) if queue == DEFAULT_QUEUE else None,
         )
+
+    def _count_spillover(self) -> tuple[int, bool]:
+        depth = self.shipments.count_queued(SPILLOVER_QUEUE, cap=COUNT_CAP)
+        return depth, depth >= COUNT_CAP
 
     def tasks_panel(self) -> TasksPanel:
         def figure(status: str) -> Figure:
@@ -197,3 +203,25 @@ class Dashboard:
                         cell.agents_queued += 1
         grid.flexible = sorted(flexible.values(), key=lambda c: -(c.oldest_wait_seconds or 0))
         return grid
+
+
+@dataclass
+class Alarm:
+    queue: str
+    text: str
+
+
+def alarms_for(queue: str, *, depth: int | None = None, oldest_age: float | None = None, dlq: int | None = None,
+               thresholds: dict | None = None, bounds: dict | None = None) -> list[Alarm]:
+    """The alarms one panel shows: DLQ not empty, oldest item older than its threshold,
+    backlog past its backpressure bound."""
+    found = []
+    if dlq:
+        found.append(Alarm(queue, f"{dlq:,} in the dead-letter queue"))
+    limit = (thresholds or {}).get(queue)
+    if limit is not None and oldest_age is not None and oldest_age > limit:
+        found.append(Alarm(queue, f"oldest item waited {int(oldest_age)} s (alarm above {int(limit)} s)"))
+    bound = (bounds or {}).get(queue)
+    if bound is not None and depth is not None and depth > bound:
+        found.append(Alarm(queue, f"backpressure: {depth:,} waiting, past the bound of {bound:,}; new work is refused"))
+    return found

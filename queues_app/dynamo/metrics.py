@@ -238,6 +238,17 @@ class MetricsStore:
                                                if k not in ("pk", "sk", "expires_at")}))
         return rows
 
+    def latest(self, queue: str) -> MinuteRow | None:
+        """The most recent minute of one queue (one Limit-1 Query)."""
+        response = self.db.call(
+            "query", TableName=self.table, KeyConditionExpression="pk = :pk", ScanIndexForward=False, Limit=1,
+            ExpressionAttributeValues=marshal({":pk": f"SAMPLE#{queue}"}),
+        )
+        for raw in response.get("Items", []):
+            item = unmarshal(raw)
+            return MinuteRow(item["sk"], {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
+        return None
+
     def capacity(self, minutes: int = 15) -> list[MinuteRow]:
         """Request figures per operation for the last `minutes` finished minutes (one Query)."""
         since = minute_of(self.clock() - timedelta(minutes=minutes))
@@ -256,3 +267,40 @@ class MetricsStore:
         )
         return {item["sk"]: {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")}
                 for item in (unmarshal(raw) for raw in response.get("Items", []))}
+
+
+class MetricsCollector:
+    """Samples every queue's gauges into the current minute and writes the counts this
+    process holds: what `collect_metrics` does every few seconds."""
+
+    def __init__(self, db: Dynamo | None = None, clock: Callable[[], datetime] = now):
+        from .dashboard import Dashboard
+        from .routing import Router
+
+        self.db = db or default()
+        self.store = MetricsStore(self.db, clock)
+        self.dashboard = Dashboard(Router(self.db), clock=clock)
+
+    def gauges(self) -> dict[str, dict[str, float | None]]:
+        from .shipments import DEFAULT_QUEUE, SPILLOVER_QUEUE
+
+        calls = self.dashboard.calls_panel()
+        tasks = self.dashboard.tasks_panel()
+        figures = {
+            CALLS: {"depth": calls.callers_waiting.value, "in_flight": calls.in_flight.value,
+                    "oldest_age": calls.oldest_wait_seconds},
+            TASKS: {"depth": tasks.pending.value, "in_flight": tasks.taken.value, "dlq": tasks.failed.value,
+                    "oldest_age": tasks.oldest_pending_age_seconds},
+        }
+        for name, queue in ((LIVE, DEFAULT_QUEUE), (SPILLOVER, SPILLOVER_QUEUE)):
+            panel = self.dashboard.shipments_panel(queue)
+            figures[name] = {"depth": panel.queued.value + panel.delayed.value, "in_flight": panel.in_flight.value,
+                             "dlq": panel.dlq.value, "oldest_age": panel.oldest_age_seconds}
+        return figures
+
+    def sample(self) -> dict[str, dict[str, float | None]]:
+        figures = self.gauges()
+        for queue, values in figures.items():
+            self.store.record_gauges(queue, values)
+        self.store.flush()
+        return figures

@@ -1,26 +1,115 @@
-"""The overview: live panels per queue and the supply and demand grid.
+"""The overview: live panels per queue with their alarms, the supply and demand grid,
+the metrics history charts and the capacity panel.
 
-The page renders every panel; each panel then refreshes itself every 2 seconds (and
-after any change) by asking for `?panel=<name>`, which renders just that fragment of
-the same template and costs only that panel's reads.
+The page renders every panel; each panel then refreshes itself (and after any change)
+by asking for `?panel=<name>`, which renders just that fragment of the same template
+and costs only that panel's reads.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ..dynamo.dashboard import Dashboard
+from ..dynamo import meter
+from ..dynamo.dashboard import Alarm, Dashboard, alarms_for
 from ..dynamo.errors import DynamoError
+from ..dynamo.metrics import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
+from ..dynamo.records import now
 from ..dynamo.routing import Router
 from ..user_errors import describe
+from . import charts
+
+HISTORY_MINUTES = 60
+CAPACITY_MINUTES = 15
+
+
+def _limits() -> tuple[dict, dict]:
+    thresholds = settings.SWITCHBOARD_ALARMS["oldest_age_seconds"]
+    bounds = settings.SWITCHBOARD_FAIRNESS["backlog_bounds"]
+    return thresholds, bounds
+
+
+def calls_panel(dashboard: Dashboard) -> dict:
+    panel = dashboard.calls_panel()
+    thresholds, bounds = _limits()
+    return {"calls": panel, "calls_alarms": alarms_for(
+        CALLS, depth=panel.callers_waiting.value, oldest_age=panel.oldest_wait_seconds,
+        thresholds=thresholds, bounds=bounds)}
+
+
+def shipments_panel(dashboard: Dashboard) -> dict:
+    panel = dashboard.shipments_panel()
+    thresholds, bounds = _limits()
+    return {"shipments": panel, "shipments_alarms": alarms_for(
+        LIVE, depth=panel.queued.value, oldest_age=panel.oldest_age_seconds, dlq=panel.dlq.value,
+        thresholds=thresholds, bounds=bounds)}
+
+
+def tasks_panel(dashboard: Dashboard) -> dict:
+    panel = dashboard.tasks_panel()
+    thresholds, _ = _limits()
+    alarms = alarms_for(TASKS, oldest_age=panel.oldest_pending_age_seconds, thresholds=thresholds)
+    if panel.shed_last_hour:
+        alarms.append(Alarm(TASKS, f"{panel.shed_last_hour} tasks shed in the last hour"))
+    return {"tasks": panel, "tasks_alarms": alarms}
+
+
+def grid_panel(dashboard: Dashboard) -> dict:
+    return {"grid": dashboard.supply_and_demand()}
+
+
+def history_panel(dashboard: Dashboard) -> dict:
+    """Depth and oldest age over the last hour, per queue (one Query per queue)."""
+    store = MetricsStore(dashboard.router.db)
+    moment = now()
+    rows = []
+    for queue, title in ((CALLS, "Callers waiting"), (LIVE, "Shipments, live"),
+                         (SPILLOVER, "Shipments, spillover"), (TASKS, "Tasks pending")):
+        history = store.history(queue, HISTORY_MINUTES)
+        rows.append({
+            "queue": queue, "title": title,
+            "depth": charts.line(history, "depth", "depth", moment=moment, minutes=HISTORY_MINUTES),
+            "age": charts.line(history, "oldest_age", "oldest age", moment=moment, minutes=HISTORY_MINUTES, unit="s"),
+            "samples": len(history),
+        })
+    return {"history": rows, "history_minutes": HISTORY_MINUTES}
+
+
+def capacity_panel(dashboard: Dashboard) -> dict:
+    """Requests, capacity, throttles and transaction conflicts per operation over the
+    last minutes (every process's finished minutes, plus this process's current one),
+    and expired leases from the queue history."""
+    store = MetricsStore(dashboard.router.db)
+    totals: dict[str, dict[str, float]] = {}
+    for row in store.capacity(CAPACITY_MINUTES):
+        for key, value in row.values.items():
+            operation, _, figure = key.partition("__")
+            totals.setdefault(operation, {}).setdefault(figure, 0.0)
+            totals[operation][figure] += value
+    current = meter.recent_meter.recent()
+    if current:
+        for operation, stats in current[-1][1].operations.items():
+            entry = totals.setdefault(operation, {})
+            entry["calls"] = entry.get("calls", 0) + stats.calls
+            entry["capacity"] = entry.get("capacity", 0) + stats.capacity
+    expired = sum(r.values.get("expired_leases", 0)
+                  for queue in (LIVE, SPILLOVER) for r in store.history(queue, CAPACITY_MINUTES))
+    operations = sorted(({"operation": op, **{k: v.get(k, 0) for k in ("calls", "capacity", "throttles", "conflicts")}}
+                         for op, v in totals.items()), key=lambda o: -o["calls"])
+    return {"capacity": operations, "expired_leases": int(expired), "capacity_minutes": CAPACITY_MINUTES,
+            "capacity_since": minute_of(now())}
+
 
 PANELS = {
-    "calls": Dashboard.calls_panel,
-    "shipments": Dashboard.shipments_panel,
-    "tasks": Dashboard.tasks_panel,
-    "grid": Dashboard.supply_and_demand,
+    "calls": calls_panel,
+    "shipments": shipments_panel,
+    "tasks": tasks_panel,
+    "grid": grid_panel,
+    "history": history_panel,
+    "capacity": capacity_panel,
 }
 
 
@@ -28,7 +117,7 @@ def _read(dashboard: Dashboard, name: str) -> dict:
     """A panel's figures, or the problem that kept us from reading them: a panel that
     cannot read shows a banner in its place and keeps polling."""
     try:
-        return {name: PANELS[name](dashboard)}
+        return PANELS[name](dashboard)
     except DynamoError as exc:
         return {f"{name}_problem": describe(exc), f"{name}_error": exc}
 
@@ -49,7 +138,7 @@ def overview(request):
         context.update(_read(dashboard, name))
     failures = [context[f"{name}_error"] for name in PANELS if f"{name}_error" in context]
     if len(failures) == len(PANELS):
-        # Nothing could be read: one clear error page (or JSON) instead of four banners.
+        # Nothing could be read: one clear error page (or JSON) instead of a banner per panel.
         raise failures[0]
     return render(request, "queues_app/overview.html", context)
 

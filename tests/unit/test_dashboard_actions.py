@@ -527,7 +527,7 @@ def outage(settings, aws_credentials):
     reset_default()
 
 
-@pytest.mark.parametrize("name", ["calls", "shipments", "tasks", "grid"])
+@pytest.mark.parametrize("name", ["calls", "shipments", "tasks", "grid", "history", "capacity"])
 def test_a_panel_shows_the_outage_in_its_own_section_and_keeps_polling(supervisor_client, outage, name):
     response = supervisor_client.get(reverse("home"), {"panel": name}, **HTMX)
     assert response.status_code == 503

@@ -45,7 +45,7 @@ class Command(BaseCommand):
                 local.start()
             except LocalDynamoError as exc:
                 raise CommandError(str(exc)) from exc
-        server = None
+        server = collector = None
         # Stop both servers on SIGTERM as on Ctrl-C.
         signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         try:
@@ -56,7 +56,12 @@ class Command(BaseCommand):
             if no_server:
                 return
             self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops both servers)\n"))
-            # Its own process group, so that stopping it also stops the autoreloader's child.
+            # The metrics collector fills the overview's charts; each process has its own
+            # process group, so that stopping it also stops the autoreloader's child.
+            collector = subprocess.Popen(
+                [sys.executable, "manage.py", "collect_metrics", "--every", "15"], cwd=settings.BASE_DIR,
+                start_new_session=True,
+            )
             server = subprocess.Popen(
                 [sys.executable, "manage.py", "runserver", addrport], cwd=settings.BASE_DIR, start_new_session=True
             )
@@ -64,12 +69,13 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             self.stdout.write("\nStopping ...")
         finally:
-            if server and server.poll() is None:
-                os.killpg(server.pid, signal.SIGINT)
-                try:
-                    server.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(server.pid, signal.SIGKILL)
+            for process in (server, collector):
+                if process and process.poll() is None:
+                    os.killpg(process.pid, signal.SIGINT)
+                    try:
+                        process.wait(10)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(process.pid, signal.SIGKILL)
             if local:
                 local.stop()
                 self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")

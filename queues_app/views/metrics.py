@@ -1,0 +1,104 @@
+"""`/metrics` in the Prometheus text format, for a scraper (bearer token) or a
+logged-in person.
+
+Gauges come from the latest sample in the metrics history (`collect_metrics` writes one
+every 15 seconds); when the newest is older than two minutes, this request samples
+itself. Counters are the running totals every process adds to. A scrape costs about
+six requests, however large the queues.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from ..api_auth import ApiProblem, authenticate, problem_response
+from ..dynamo import meter
+from ..dynamo.metrics import COUNTERS, GAUGES, QUEUES, MetricsCollector, MetricsStore
+from ..dynamo.records import now
+
+STALE_AFTER_SECONDS = 120
+
+HELP = {
+    "depth": "Items waiting (callers, queued and delayed shipments, pending tasks)",
+    "in_flight": "Items being worked on (attending agents, leased shipments, taken tasks)",
+    "dlq": "Items in the dead-letter queue (failed tasks for the task queue)",
+    "oldest_age": "Age of the oldest waiting item, in seconds",
+}
+
+
+class QueueCollector:
+    def __init__(self, store: MetricsStore, collector: MetricsCollector):
+        self.store = store
+        self.collector = collector
+
+    def _latest(self) -> dict[str, dict[str, float]]:
+        rows = {queue: self.store.latest(queue) for queue in QUEUES}
+        fresh = [r for r in rows.values() if r and "depth" in r.values]
+        moment = now()
+        newest = max((datetime.strptime(r.minute, "%Y-%m-%dT%H:%M").replace(tzinfo=moment.tzinfo)
+                      for r in fresh), default=None)
+        if newest is None or (moment - newest).total_seconds() > STALE_AFTER_SECONDS:
+            # Nobody is sampling (no collect_metrics running): sample now, into the same
+            # minute items the counters went to, and read them back.
+            self.collector.sample()
+            rows = {queue: self.store.latest(queue) for queue in QUEUES}
+        return {queue: (row.values if row else {}) for queue, row in rows.items()}
+
+    def collect(self):
+        latest = self._latest()
+        for gauge in GAUGES:
+            suffix = "_seconds" if gauge == "oldest_age" else ""
+            family = GaugeMetricFamily(f"switchboard_queue_{gauge}{suffix}", HELP[gauge], labels=["queue"])
+            for queue, values in latest.items():
+                if gauge in values:
+                    family.add_metric([queue], values[gauge])
+            yield family
+        first = GaugeMetricFamily("switchboard_age_of_first_attempt_seconds",
+                                  "Age of shipments at their first attempt (retries left out), latest minute",
+                                  labels=["queue", "stat"])
+        for queue, values in latest.items():
+            if values.get("first_attempts"):
+                first.add_metric([queue, "max"], values.get("first_attempt_age_max", 0))
+                first.add_metric([queue, "mean"], values["first_attempt_age_sum"] / values["first_attempts"])
+        yield first
+        totals = self.store.totals()
+        events = CounterMetricFamily("switchboard_queue_events", "Queue events since the metrics table was made",
+                                     labels=["queue", "event"])
+        for queue, values in sorted(totals.items()):
+            for name in COUNTERS:
+                if name in values:
+                    events.add_metric([queue, name], values[name])
+        yield events
+        requests = CounterMetricFamily("switchboard_dynamodb_requests", "DynamoDB requests made by this process",
+                                       labels=["operation"])
+        capacity = CounterMetricFamily("switchboard_dynamodb_capacity_units",
+                                       "Capacity units consumed by this process's requests", labels=["operation"])
+        failures = CounterMetricFamily("switchboard_dynamodb_errors", "DynamoDB errors seen by this process",
+                                       labels=["operation", "code"])
+        for operation, stats in sorted(meter.process_meter.snapshot().items()):
+            requests.add_metric([operation], stats["calls"])
+            capacity.add_metric([operation], stats["capacity"])
+            for code, count in {**stats["errors"], **stats["cancellation_reasons"]}.items():
+                failures.add_metric([operation, code], count)
+        yield requests
+        yield capacity
+        yield failures
+
+
+@login_not_required
+@require_GET
+def prometheus(request):
+    if not request.user.is_authenticated:
+        try:
+            authenticate(request)  # a scraper's bearer token
+        except ApiProblem as exc:
+            return problem_response(exc.problem)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

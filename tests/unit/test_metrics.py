@@ -1,0 +1,161 @@
+"""Queue metrics: per-minute counts and gauges, history, totals, capacity, /metrics,
+and the overview's charts, alarms and capacity panel."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from queues_app.dynamo import metrics
+from queues_app.dynamo.metrics import LIVE, MetricsCollector, MetricsStore, recorder
+from queues_app.dynamo.routing import Router
+from queues_app.dynamo.shipments import ShipmentQueue
+from queues_app.dynamo.tasks import TaskQueue
+from queues_app.models import ApiToken
+
+
+@pytest.fixture(autouse=True)
+def clean_recorder():
+    recorder.take()
+    yield
+    recorder.take()
+
+
+def test_counts_are_written_per_minute_and_as_totals(moto_db, clock):
+    queue = ShipmentQueue(moto_db, clock=clock)
+    for n in range(3):
+        queue.submit({"n": n})
+    lease = queue.peek()
+    queue.complete(lease.shipment.shipment_id, lease.receipt)
+    MetricsStore(moto_db).flush()
+    minute = MetricsStore(moto_db).history(LIVE, 5)[-1]
+    assert minute.get("enqueued") == 3 and minute.get("completed") == 1
+    assert minute.get("first_attempts") == 1
+    assert MetricsStore(moto_db).totals()[LIVE]["enqueued"] == 3
+
+
+def test_age_at_first_attempt_leaves_retries_out(moto_db, clock):
+    queue = ShipmentQueue(moto_db, clock=clock)
+    queue.submit({}, shipment_id="s1")
+    clock.advance(40)
+    lease = queue.peek(visibility_timeout=5)
+    clock.advance(10)  # the lease expires: the next receive is a retry
+    again = queue.peek(visibility_timeout=5)
+    assert again.shipment.shipment_id == "s1" and again.shipment.receive_count == 2
+    MetricsStore(moto_db).flush()
+    row = MetricsStore(moto_db).history(LIVE, 5)[-1]
+    assert row.get("first_attempts") == 1
+    assert 40 <= row.get("first_attempt_age_max") < 41
+    assert row.get("expired_leases") == 1
+    assert lease.shipment.receive_count == 1
+
+
+def test_a_failed_flush_keeps_the_counts(moto_empty):
+    recorder.count(LIVE, "enqueued", 5)
+    assert MetricsStore(moto_empty).flush() == 0  # no table: nothing written, nothing raised
+    counts, _ = recorder.take()
+    assert sum(counts.values()) == 5
+
+
+def test_the_collector_samples_every_queue(moto_db):
+    ShipmentQueue(moto_db).submit({})
+    TaskQueue(moto_db).create({"job": 1})
+    Router(moto_db).create_call({})
+    figures = MetricsCollector(moto_db).sample()
+    assert figures[metrics.LIVE]["depth"] == 1
+    assert figures[metrics.TASKS]["depth"] == 1
+    assert figures[metrics.CALLS]["depth"] == 1
+    assert figures[metrics.SPILLOVER]["depth"] == 0
+    row = MetricsStore(moto_db).latest(metrics.CALLS)
+    assert row.get("depth") == 1 and row.get("oldest_age") is not None
+
+
+def test_capacity_per_operation_is_written_for_finished_minutes(moto_db, monkeypatch):
+    bucket = metrics.meter.RequestMeter()
+    bucket.record("TransactWriteItems", retries=0, capacity=[{"CapacityUnits": 4.0}], error_code=None,
+                  cancellation_codes=["TransactionConflict"])
+    bucket.record("Query", retries=0, capacity=[], error_code="ThrottlingException", cancellation_codes=[])
+    monkeypatch.setattr(recorder, "capacity_minutes_to_flush", lambda: [(29_000_000, bucket)])
+    MetricsStore(moto_db).flush()
+    rows = moto_db.call("query", TableName=moto_db.table("metrics"), KeyConditionExpression="pk = :pk",
+                        ExpressionAttributeValues={":pk": {"S": "CAPACITY"}})["Items"]
+    values = {k: float(v["N"]) for k, v in rows[0].items() if "__" in k}
+    assert values["TransactWriteItems__conflicts"] == 1
+    assert values["TransactWriteItems__capacity"] == 4
+    assert values["Query__throttles"] == 1
+
+
+def test_metrics_endpoint_needs_a_login_or_a_token(client, moto_db, supervisor):
+    response = client.get("/metrics")
+    assert response.status_code == 401 and response.json()["error"] == "Authentication required"
+    token = ApiToken.issue(supervisor, "prometheus")[1]
+    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+
+
+def test_metrics_endpoint_speaks_prometheus(supervisor_client, moto_db):
+    queue = ShipmentQueue(moto_db)
+    for _ in range(3):
+        queue.submit({})
+    lease = queue.peek()
+    queue.complete(lease.shipment.shipment_id, lease.receipt)
+    MetricsStore(moto_db).flush()
+    response = supervisor_client.get("/metrics")
+    assert response["Content-Type"].startswith("text/plain")
+    text = response.content.decode()
+    assert 'switchboard_queue_depth{queue="live"} 2.0' in text
+    assert 'switchboard_queue_in_flight{queue="live"} 0.0' in text
+    assert 'switchboard_queue_events_total{event="enqueued",queue="live"} 3.0' in text
+    assert 'switchboard_queue_events_total{event="completed",queue="live"} 1.0' in text
+    assert re.search(r'switchboard_age_of_first_attempt_seconds\{queue="live",stat="max"\} [0-9.]+', text)
+    assert re.search(r'switchboard_dynamodb_requests_total\{operation="Query"\} [0-9.]+', text)
+
+
+def test_metrics_endpoint_reads_the_latest_sample_when_fresh(supervisor_client, moto_db):
+    MetricsCollector(moto_db).sample()
+    with metrics.meter.measure() as seen:
+        supervisor_client.get("/metrics")
+    assert seen.calls <= 6  # four latest samples and the totals
+
+
+def test_history_panel_draws_a_line_from_samples(supervisor_client, moto_db):
+    ShipmentQueue(moto_db).submit({})
+    MetricsCollector(moto_db).sample()
+    html = supervisor_client.get(reverse("home") + "?panel=history", HTTP_HX_REQUEST="true").content.decode()
+    live = re.search(r'data-history="live">(.*?)</tr>', html, re.DOTALL).group(1)
+    assert "<polyline" in live and "1 minute sampled" in live
+    assert "no samples yet" in re.search(r'data-history="tasks">(.*?)</tr>', html, re.DOTALL).group(1)
+
+
+def test_capacity_panel_lists_operations(supervisor_client, moto_db):
+    ShipmentQueue(moto_db).submit({})
+    html = supervisor_client.get(reverse("home") + "?panel=capacity", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-operation="PutItem"' in html
+    assert 'data-figure="expired-leases"' in html
+
+
+def test_alarms_show_the_dlq_and_backpressure(supervisor_client, moto_db, settings):
+    settings.SWITCHBOARD_FAIRNESS = {**settings.SWITCHBOARD_FAIRNESS, "backlog_bounds": {"live": 1, "calls": 100}}
+    queue = ShipmentQueue(moto_db)
+    queue.submit({}, shipment_id="old")
+    queue.submit({}, shipment_id="new")
+    queue.submit({}, shipment_id="bad")
+    queue.send_to_dlq("bad", "broken label")
+    html = supervisor_client.get(reverse("home") + "?panel=shipments", HTTP_HX_REQUEST="true").content.decode()
+    assert "1 in the dead-letter queue" in html
+    assert "backpressure: 2 waiting, past the bound of 1" in html
+    assert "oldest item waited" not in html  # the default threshold is 15 minutes
+
+
+def test_an_old_item_raises_the_age_alarm(supervisor_client, moto_db, settings):
+    settings.SWITCHBOARD_ALARMS = {"oldest_age_seconds": {"live": 0.0, "calls": 0.0, "tasks": 0.0}}
+    ShipmentQueue(moto_db).submit({})
+    Router(moto_db).create_call({})
+    for name in ("shipments", "calls"):
+        html = supervisor_client.get(reverse("home") + f"?panel={name}", HTTP_HX_REQUEST="true").content.decode()
+        assert "oldest item waited" in html, name
+
+
+def test_no_alarm_when_all_is_well(supervisor_client, moto_db):
+    ShipmentQueue(moto_db).submit({})
+    html = supervisor_client.get(reverse("home")).content.decode()
+    assert 'class="alarms"' not in html
