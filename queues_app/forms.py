@@ -16,7 +16,19 @@ def skill_field_name(dimension: str) -> str:
     return f"skill_{dimension}"
 
 
-class AgentForm(forms.Form):
+class SkillFields:
+    """Forms with one field per skill dimension: where a SkillError about a dimension goes."""
+
+    catalog: SkillCatalog
+
+    def field_for(self, dimension: str | None) -> str | None:
+        return skill_field_name(dimension) if dimension in self.catalog.names else None
+
+    def skill_fields(self):
+        return [self[skill_field_name(d)] for d in self.catalog.names]
+
+
+class AgentForm(SkillFields, forms.Form):
     name = forms.CharField(max_length=100, strip=True)
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
@@ -40,11 +52,8 @@ class AgentForm(forms.Form):
     def skills(self) -> dict[str, list[str]]:
         return {d: self.cleaned_data[skill_field_name(d)] for d in self.catalog.names}
 
-    def skill_fields(self):
-        return [self[skill_field_name(d)] for d in self.catalog.names]
 
-
-class CallForm(forms.Form):
+class CallForm(SkillFields, forms.Form):
     priority = forms.IntegerField(min_value=0, max_value=keys.MAX_PRIORITY, initial=0)
     order = forms.ChoiceField(choices=[(o, o.upper()) for o in QueueOrder.ALL], initial=QueueOrder.FIFO)
 
@@ -60,9 +69,6 @@ class CallForm(forms.Form):
     @property
     def preferences(self) -> dict[str, str]:
         return {d: self.cleaned_data[skill_field_name(d)] for d in self.catalog.names}
-
-    def skill_fields(self):
-        return [self[skill_field_name(d)] for d in self.catalog.names]
 
 
 class AgentFilterForm(forms.Form):

@@ -80,3 +80,18 @@ def epoch_until(epoch) -> str:
 def as_json(value) -> str:
     """A payload as compact JSON (escaped by the template like any text)."""
     return json.dumps(value, default=str, ensure_ascii=False, separators=(", ", ": "))
+
+
+@register.simple_tag
+def poll(panel: str, every: str = "2s", on_change: bool = True):
+    """The htmx attributes of an overview panel that refreshes itself: every `every`
+    while the tab is visible, at once when the tab comes back, and after any change."""
+    from django.urls import reverse
+    from django.utils.html import format_html
+
+    visible = "[document.visibilityState === 'visible']"
+    triggers = [f"every {every} {visible}", f"visibilitychange{visible} from:document"]
+    if on_change:
+        triggers.append("queues-changed from:body")
+    return format_html('hx-get="{}?panel={}" hx-swap="outerHTML" hx-trigger="{}"',
+                       reverse("home"), panel, ", ".join(triggers))

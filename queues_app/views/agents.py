@@ -10,12 +10,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ..dynamo.agents import Agents
-from ..dynamo.errors import DynamoError, InvalidRequest
-from ..dynamo.skills import SkillCatalog, SkillError
+from ..dynamo.errors import InvalidRequest
+from ..dynamo.skills import SkillCatalog
 from ..dynamo.trail import AuditTrail, target
-from ..forms import AgentFilterForm, AgentForm, skill_field_name
+from ..forms import AgentFilterForm, AgentForm
 from ..roles import require_supervisor
-from .common import confirm, operations, problem_text, selected_ids, supervisor_action
+from .common import confirm, operations, save_form, selected_ids, supervisor_action
 
 PAGE_SIZE = 25
 BULK_ACTIONS = {
@@ -57,16 +57,11 @@ def agent_create(request):
     form = AgentForm(request.POST or None, catalog=catalog)
     if request.method == "POST":
         require_supervisor(request)
-        if form.is_valid():
-            try:
-                agent = operations(request).create_agent(form.cleaned_data["name"], form.skills)
-            except SkillError as exc:
-                form.add_error(skill_field_name(exc.field) if exc.field in catalog.names else None, exc.message)
-            except DynamoError as exc:
-                form.add_error(None, problem_text(exc)[0])
-            else:
-                messages.success(request, f"Created agent {agent.name}.")
-                return redirect("agent-detail", agent_id=agent.agent_id)
+        agent = form.is_valid() and save_form(
+            form, lambda: operations(request).create_agent(form.cleaned_data["name"], form.skills))
+        if agent:
+            messages.success(request, f"Created agent {agent.name}.")
+            return redirect("agent-detail", agent_id=agent.agent_id)
     return render(request, "queues_app/agent_form.html", {"form": form, "creating": True},
                   status=400 if form.errors else 200)
 
@@ -79,19 +74,13 @@ def agent_detail(request, agent_id: str):
     agents = Agents(catalog=catalog)
     agent = agents.get(agent_id)
     form = AgentForm(request.POST or None, catalog=catalog, initial=AgentForm.initial_for(agent))
-    if request.method == "POST":
-        if form.is_valid():
-            version = form.cleaned_data.get("version") or agent.version
-            try:
-                updated = operations(request).update_agent(
-                    agent_id, name=form.cleaned_data["name"], skills=form.skills, expected_version=version)
-            except SkillError as exc:
-                form.add_error(skill_field_name(exc.field) if exc.field in catalog.names else None, exc.message)
-            except DynamoError as exc:
-                form.add_error(None, problem_text(exc)[0])
-            else:
-                messages.success(request, f"Saved {updated.name}.")
-                return redirect("agent-detail", agent_id=agent_id)
+    if request.method == "POST" and form.is_valid():
+        updated = save_form(form, lambda: operations(request).update_agent(
+            agent_id, name=form.cleaned_data["name"], skills=form.skills,
+            expected_version=form.cleaned_data.get("version") or agent.version))
+        if updated:
+            messages.success(request, f"Saved {updated.name}.")
+            return redirect("agent-detail", agent_id=agent_id)
     history = AuditTrail().for_target(target("agent", agent_id), limit=20)
     return render(request, "queues_app/agent_detail.html", {
         "agent": agent, "form": form, "history": history.entries, "release_then": RELEASE_THEN,

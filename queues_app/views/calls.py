@@ -9,13 +9,12 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ..dynamo.errors import DynamoError
 from ..dynamo.records import CallStatus, from_iso, now
 from ..dynamo.routing import WHY_OUTCOMES, Router
-from ..dynamo.skills import ANY, SkillError
-from ..forms import CallForm, skill_field_name
+from ..dynamo.skills import ANY
+from ..forms import CallForm
 from ..roles import require_supervisor
-from .common import operations, problem_text
+from .common import operations, save_form
 
 WAITING_PAGE = 50
 CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -42,22 +41,15 @@ def calls(request):
     form = CallForm(request.POST or None, catalog=router.catalog)
     if request.method == "POST":
         require_supervisor(request)
-        if form.is_valid():
-            try:
-                # "any" is the word the service takes for no preference.
-                call, _ = operations(request).create_call(
-                    form.preferences, priority=form.cleaned_data["priority"], order=form.cleaned_data["order"],
-                )
-            except SkillError as exc:
-                form.add_error(skill_field_name(exc.field) if exc.field in router.catalog.names else None, exc.message)
-            except DynamoError as exc:
-                form.add_error(None, problem_text(exc)[0])
+        # "any" is the word the service takes for no preference.
+        call = form.is_valid() and save_form(form, lambda: operations(request).create_call(
+            form.preferences, priority=form.cleaned_data["priority"], order=form.cleaned_data["order"])[0])
+        if call:
+            if call.status == CallStatus.ASSIGNED:
+                messages.success(request, f"Call {call.call_id} assigned to {call.agent_name}.")
             else:
-                if call.status == CallStatus.ASSIGNED:
-                    messages.success(request, f"Call {call.call_id} assigned to {call.agent_name}.")
-                else:
-                    messages.warning(request, f"No agent fits right now: call {call.call_id} is waiting.")
-                return redirect("call-detail", call_id=call.call_id)
+                messages.warning(request, f"No agent fits right now: call {call.call_id} is waiting.")
+            return redirect("call-detail", call_id=call.call_id)
     waiting, more = router.waiting_calls(limit=WAITING_PAGE)
     in_progress = router.calls_with_status(CallStatus.ASSIGNED, cursor=request.GET.get("cursor"), limit=25)
     return render(request, "queues_app/calls.html", {

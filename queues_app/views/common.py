@@ -55,6 +55,18 @@ def problem_text(exc: DynamoError | SkillError) -> tuple[str, int]:
     return text, problem.status
 
 
+def save_form(form, action):
+    """Run `action()` for a valid form and return its result; on a domain error, put the
+    message on the form (a SkillError on the field it names) and return None."""
+    try:
+        return action()
+    except SkillError as exc:
+        form.add_error(form.field_for(exc.field), exc.message)
+    except DynamoError as exc:
+        form.add_error(None, problem_text(exc)[0])
+    return None
+
+
 def supervisor_action(default_back: str):
     """A POST-only view for supervisors. The view returns a message (the change worked)
     or a response of its own; a domain error becomes an error message on the page."""

@@ -132,7 +132,7 @@ def test_a_panel_fragment_renders_only_its_own_section(supervisor_client, world,
     response = panel(supervisor_client, name)
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.lstrip().startswith(f'<section class="card{" panel" if name != "grid" else ""}" id="{name}-panel"')
+    assert html.lstrip().startswith(f'<section class="card panel" id="{name}-panel"')
     assert re.findall(r'id="(\w+)-panel"', html) == [name]
     assert html.count("<section") == 1
     assert "<html" not in html and 'id="messages"' not in html
