@@ -73,6 +73,8 @@ def history_panel(dashboard: Dashboard) -> dict:
             "queue": queue, "title": title,
             "depth": charts.line(history, "depth", "depth", moment=moment, minutes=HISTORY_MINUTES),
             "age": charts.line(history, "oldest_age", "oldest age", moment=moment, minutes=HISTORY_MINUTES, unit="s"),
+            "flow": charts.pair(history, "enqueued", "completed", "enqueued and completed a minute",
+                                moment=moment, minutes=HISTORY_MINUTES),
             "samples": len(history),
         })
     return {"history": rows, "history_minutes": HISTORY_MINUTES}
