@@ -290,10 +290,10 @@ class TaskQueue:
         return ids[:limit]
 
     def oldest_pending_created(self) -> str | None:
-        """When the oldest pending task that has not expired was created (one Limit-1 Query
-        past the expiry cutoff; the filter may leave it empty on a page of tasks that
-        expired in the last instant, which then reads as no age)."""
-        ids = self.pending_ids(limit=1, newest_first=False, max_pages=1)
+        """When the oldest pending task that has not expired was created: a Limit-1 Query
+        past the expiry cutoff, read on (at most three pages) when the task it finds
+        expires within this very second (`expires_at` is whole seconds)."""
+        ids = self.pending_ids(limit=1, newest_first=False, max_pages=3)
         if not ids:
             return None
         return self.get(ids[0]).created

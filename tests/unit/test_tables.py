@@ -51,3 +51,34 @@ def test_create_command_reports_what_it_did(moto_empty):
     out = io.StringIO()
     call_command("dynamo_tables", "create", stdout=out)
     assert "exists  test-callcenter" in out.getvalue()
+
+
+def test_create_adds_indexes_that_an_older_table_lacks(moto_empty, monkeypatch):
+    import dataclasses
+
+    from queues_app.dynamo import tables
+
+    older = dataclasses.replace(tables.CALLCENTER, indexes=())
+    monkeypatch.setitem(tables.TABLES, "callcenter", older)
+    schema.create_tables(moto_empty)
+    monkeypatch.setitem(tables.TABLES, "callcenter", tables.CALLCENTER)
+    lines = []
+    schema.create_tables(moto_empty, log=lines.append)
+    described = moto_empty.call("describe_table", TableName=moto_empty.table("callcenter"))["Table"]
+    assert sorted(g["IndexName"] for g in described["GlobalSecondaryIndexes"]) == ["by_status", "waiting_by_arrival"]
+    assert "added index by_status to test-callcenter" in lines
+
+
+def test_waiting_callers_from_before_the_index_are_filled_in(moto_db):
+    from queues_app.dynamo import keys
+    from queues_app.dynamo.records import marshal
+    from queues_app.dynamo.routing import Router
+
+    old = {"pk": keys.WAITING_PK, "sk": "9#2026-11-20T10:00:00.000000Z#c-old", "call_id": "c-old",
+           "arrived_at": "2026-11-20T10:00:00.000000Z", "priority": 0}
+    moto_db.call("put_item", TableName=moto_db.table("callcenter"), Item=marshal(old))
+    router = Router(moto_db)
+    assert router.longest_waiting_since() is None  # not in the index yet
+    assert router.fill_waiting_index() == 1
+    assert router.longest_waiting_since() == "2026-11-20T10:00:00.000000Z"
+    assert router.fill_waiting_index() == 0
