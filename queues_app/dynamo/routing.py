@@ -21,8 +21,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,7 +32,7 @@ from datetime import datetime, timedelta
 from . import batch, errors, keys, metrics
 from .agents import Agents
 from .client import Dynamo, default
-from .contention import ContentionGauge
+from .contention import Claims, ContentionGauge
 from .paging import Page, decode_cursor, encode_cursor
 from .records import (
     Agent,
@@ -55,6 +57,10 @@ MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 ASSIGNMENT_OVERHEAD = 3
 ENDED_CALL_RETENTION = timedelta(days=30)
 WHY_LIMIT = 8
+# How long a matcher waits for another thread's try of the only candidates it has left.
+CLAIM_WAIT = 0.5
+# How old another matcher's read of the same queue may be for a caller's first try to use it.
+SHARED_READ_AGE = 0.2
 # Why each candidate was chosen or passed over; calls store the short code.
 WHY_OUTCOMES = {
     "chosen": "chosen: the earliest-queued agent who fits and was still free",
@@ -471,28 +477,92 @@ class Router:
         While this process has been losing races lately (many callers at once), even
         the first try is drawn among the first few: those agents are all being handed
         out at the same moment, so any of them is as fair as the head.
+
+        Matchers in this process also claim a candidate before trying it (in memory, no
+        request; see `Claims`): the others pass over a candidate that is being tried or
+        was just taken, instead of spending a transaction to lose the race for it. When
+        every candidate read is being tried by another thread, the matcher waits for
+        one of those tries to end rather than race it. While other matchers of this
+        process are running, a FIFO caller's first try may use the candidates another
+        matcher read for the same preferences less than `SHARED_READ_AGE` seconds ago,
+        if one of them is still free, instead of a Query of its own (agents queued since
+        come later in FIFO order anyway; one taken by another process meanwhile fails
+        its condition like any lost race). "Nobody fits" always comes from a fresh Query,
+        and a caller alone always reads the queue itself.
         """
+        claims = _claims_for(self.db)
+        claims.enter()
+        try:
+            return self._match_claiming(call, claims, new_call=new_call)
+        finally:
+            claims.leave()
+
+    def _match_claiming(self, call: Call, claims: Claims, *, new_call: bool) -> Call | None:
+        """`_match` while this matcher counts among the process's running ones."""
         considered: list[dict] = []
         tried: set[str] = set()
+        table = self.table
+        shared_key = (table, call.order, tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items())))
         # Recent races lost by this process say the head is contended before we lose one.
         spread_out = _contention.contended
         for _round in range(self.max_rounds):
-            candidates = [c for c in self.queue_candidates(call.preferences, call.order) if c.agent_id not in tried]
-            if not candidates:
+            found = None
+            if _round == 0 and call.order == QueueOrder.FIFO and claims.active > 1:
+                shared = claims.recent_read(shared_key, SHARED_READ_AGE)
+                if shared and any(not claims.is_held((table, c.token)) and not claims.is_gone((table, c.token))
+                                  for c in shared):
+                    found = shared
+            if found is None:
+                found = self.queue_candidates(call.preferences, call.order)
+                claims.publish_read(shared_key, found)
+            read = [c for c in found if c.agent_id not in tried]
+            if not read:
                 return None
+            candidates = [c for c in read if not claims.is_gone((table, c.token))]
             remaining = list(candidates)
             while remaining:
-                pick = self._rng.randrange(min(self.spread, len(remaining))) if spread_out else 0
-                candidate = remaining.pop(pick)
+                order = list(range(len(remaining)))
+                if spread_out:
+                    window = order[:self.spread]
+                    self._rng.shuffle(window)
+                    order[:len(window)] = window
+                index = claims.claim_first([(table, remaining[i].token) for i in order])
+                claimed = index is not None
+                if claimed:
+                    candidate = remaining.pop(order[index])
+                else:
+                    # Every candidate left is being tried by another thread of this process
+                    # (or was just taken): wait for one of those tries to end.
+                    remaining = self._drop_taken(remaining, claims, considered)
+                    if not remaining:
+                        break
+                    if claims.wait_while_held([(table, c.token) for c in remaining], CLAIM_WAIT):
+                        remaining = self._drop_taken(remaining, claims, considered)
+                        continue
+                    candidate = remaining.pop(0)  # still held after the wait: race for it
                 tried.add(candidate.agent_id)
-                outcome = self._try_assign(call, candidate, new_call=new_call, considered=considered,
-                                           others=candidates)
+                try:
+                    outcome = self._try_assign(call, candidate, new_call=new_call, considered=considered,
+                                               others=candidates)
+                finally:
+                    if claimed:
+                        claims.release((table, candidate.token))
                 won = outcome is not None and outcome.agent_id == candidate.agent_id
                 _contention.observe(lost=not won)
                 if outcome is not None:
                     return outcome
                 spread_out = True
         return None
+
+    def _drop_taken(self, candidates: list[Candidate], claims: Claims, considered: list[dict]) -> list[Candidate]:
+        """The candidates not known to be taken; the taken ones go into the why record."""
+        left = []
+        for candidate in candidates:
+            if claims.is_gone((self.table, candidate.token)):
+                considered.append(_why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "taken"))
+            else:
+                left.append(candidate)
+        return left
 
     def queue_candidates(self, preferences: dict, order: str = QueueOrder.FIFO) -> list[Candidate]:
         """Heads of every queue that fits, merged in queue order (one Query per queue)."""
@@ -538,6 +608,7 @@ class Router:
             actions += self._call_assignment_actions(call, assigned, new_call=new_call)
             try:
                 self.db.call("transact_write_items", TransactItems=actions)
+                _claims_for(self.db).mark_gone((self.table, candidate.token))
                 return assigned
             except errors.TransactionCancelled as exc:
                 if exc.lost_race:
@@ -554,6 +625,8 @@ class Router:
                         call.__dict__.update(current.__dict__)  # escalated meanwhile: go on with its new state
                         return None
                     return current if current and current.status == CallStatus.ASSIGNED else None
+                # The agent is no longer queued with this token: nobody can take it any more.
+                _claims_for(self.db).mark_gone((self.table, candidate.token))
                 considered.append(_why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "taken"))
                 return None
         considered.append(_why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "busy"))
@@ -687,6 +760,34 @@ class Router:
         response = self.db.call("query", **params)
         return [unmarshal(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey")
 
+    def fill_waiting_index(self) -> int:
+        """Waiting callers written before the `waiting_by_arrival` index existed lack its
+        keys: add them (one Query per page of the waiting list, one update each)."""
+        filled, start = 0, None
+        while True:
+            params = {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
+                      "FilterExpression": "attribute_not_exists(wait_q)",
+                      "ExpressionAttributeValues": {":pk": {"S": keys.WAITING_PK}}}
+            if start:
+                params["ExclusiveStartKey"] = start
+            response = self.db.call("query", **params)
+            for raw in response.get("Items", []):
+                item = unmarshal(raw)
+                try:
+                    self.db.call(
+                        "update_item", TableName=self.table, Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
+                        UpdateExpression="SET wait_q = :q, wait_since = :since",
+                        ConditionExpression="attribute_exists(pk)",
+                        ExpressionAttributeValues=marshal({":q": keys.WAITING_PK,
+                                                           ":since": f"{item['arrived_at']}#{item['call_id']}"}),
+                    )
+                    filled += 1
+                except errors.Conflict:
+                    continue  # assigned meanwhile
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return filled
+
     def longest_waiting_since(self) -> str | None:
         """When the caller who has waited longest arrived (one Limit-1 Query on the
         `waiting_by_arrival` index), or None when nobody waits."""
@@ -812,6 +913,18 @@ class Router:
 
 
 _contention = ContentionGauge()
+# Per client (in production one per process): which queue tokens its matchers are trying
+# or saw taken. Keys are (table, queue token); a token names one enqueue of one agent.
+_claims: weakref.WeakKeyDictionary[Dynamo, Claims] = weakref.WeakKeyDictionary()
+_claims_lock = threading.Lock()
+
+
+def _claims_for(db: Dynamo) -> Claims:
+    claims = _claims.get(db)
+    if claims is None:
+        with _claims_lock:
+            claims = _claims.setdefault(db, Claims())
+    return claims
 
 
 def _why_entry(agent_id: str, name: str, queued_at: str, outcome: str) -> dict:

@@ -1,6 +1,7 @@
+import threading
 import time
 
-from queues_app.dynamo.contention import ContentionGauge
+from queues_app.dynamo.contention import Claims, ContentionGauge
 
 
 def test_it_keeps_the_head_first_when_uncontended():
@@ -28,3 +29,34 @@ def test_wins_bring_the_level_down():
     for _ in range(30):
         gauge.observe(lost=False)
     assert not gauge.contended
+
+
+def test_claims_pass_over_entries_held_or_gone():
+    claims = Claims()
+    assert claims.claim_first(["a", "b", "c"]) == 0
+    assert claims.claim_first(["a", "b", "c"]) == 1  # "a" is held by the first claimant
+    claims.mark_gone("b")
+    claims.release("b")
+    claims.release("a")  # tried and not taken: free again
+    assert claims.claim_first(["b", "a", "c"]) == 1
+    assert claims.is_gone("b") and not claims.claim("b")
+    assert claims.claim_first(["a", "b"]) is None
+
+
+def test_gone_entries_are_forgotten_after_a_while():
+    claims = Claims(memory=0.05)
+    claims.mark_gone("a")
+    assert claims.is_gone("a")
+    time.sleep(0.1)
+    assert not claims.is_gone("a")
+    assert claims.claim("a")
+
+
+def test_waiting_for_held_entries_ends_when_one_is_released():
+    claims = Claims()
+    assert claims.claim("a") and claims.claim("b")
+    threading.Timer(0.05, claims.release, args=("b",)).start()
+    began = time.monotonic()
+    assert claims.wait_while_held(["a", "b"], timeout=5)
+    assert time.monotonic() - began < 2
+    assert not claims.wait_while_held(["a"], timeout=0.05)  # still held: times out

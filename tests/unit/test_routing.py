@@ -333,3 +333,90 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
     assert call.agent_id == "a2"
     assert call.why[1] == {"agent_id": "a1", "name": "A1", "queued_at": "2026-01-01T00:00:01.000000Z",
                            "outcome": "taken"}
+
+
+def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(router):
+    from queues_app.dynamo.routing import _claims_for
+
+    first = agent(router, "First", ["English"], "F")
+    second = agent(router, "Second", ["English"], "F")
+    queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
+    claims = _claims_for(router.db)
+    held = (router.table, queued[0].queue_token)
+    assert claims.claim(held)  # another thread is trying First
+    call, _ = router.create_call({"language": "English", "gender": "F"})
+    assert call.agent_id == second.agent_id
+    claims.release(held)  # that try failed: First is still queued, and next in line
+    call, _ = router.create_call({"language": "English", "gender": "F"})
+    assert call.agent_id == first.agent_id
+
+
+def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
+    import threading
+    import time
+
+    from queues_app.dynamo.routing import _claims_for
+
+    only = agent(router, "Only", ["English"], "F")
+    queued, _ = router.make_available(only.agent_id)
+    claims = _claims_for(router.db)
+    held = (router.table, queued.queue_token)
+    assert claims.claim(held)
+    threading.Timer(0.2, claims.release, args=(held,)).start()  # the other try fails
+    began = time.monotonic()
+    call, _ = router.create_call({"language": "English", "gender": "F"})
+    assert call.agent_id == only.agent_id
+    assert time.monotonic() - began >= 0.15  # waited instead of racing the other thread
+
+
+def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(router):
+    from queues_app.dynamo.routing import _claims_for
+
+    first = agent(router, "First", ["English"], "F")
+    second = agent(router, "Second", ["English"], "F")
+    queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
+    claims = _claims_for(router.db)
+    held = (router.table, queued[0].queue_token)
+    claims.claim(held)
+    router.create_call({"language": "English", "gender": "F"})  # Second, First being held
+    claims.mark_gone(held)  # the other thread took First (as far as this process knows)
+    claims.release(held)
+    third = agent(router, "Third", ["English"], "F")
+    router.make_available(third.agent_id)
+    call, _ = router.create_call({"language": "English", "gender": "F"})
+    assert call.agent_id == third.agent_id  # no transaction spent on First
+
+
+def test_matchers_running_at_the_same_moment_share_a_fresh_read(router):
+    from queues_app.dynamo import meter
+    from queues_app.dynamo.routing import _claims_for
+
+    first = agent(router, "First", ["English"], "F")
+    second = agent(router, "Second", ["English"], "F")
+    for a in (first, second):
+        router.make_available(a.agent_id)
+    claims = _claims_for(router.db)
+    claims.enter()  # another matcher of this process is running
+    try:
+        one, _ = router.create_call({"language": "English", "gender": "F"})
+        with meter.measure() as measured:
+            two, _ = router.create_call({"language": "English", "gender": "F"})
+        assert measured.calls_of("Query") == 0  # the first caller's read, a moment old
+        with meter.measure() as measured:
+            three, _ = router.create_call({"language": "English", "gender": "F"})
+        assert measured.calls_of("Query") >= 1  # "nobody left" always comes from a fresh read
+    finally:
+        claims.leave()
+    assert (one.agent_id, two.agent_id) == (first.agent_id, second.agent_id)
+    assert three.status == CallStatus.WAITING
+
+
+def test_a_caller_alone_always_reads_the_queue(router):
+    from queues_app.dynamo import meter
+
+    for name in ("First", "Second"):
+        router.make_available(agent(router, name, ["English"], "F").agent_id)
+    for _ in range(2):
+        with meter.measure() as measured:
+            router.create_call({"language": "English", "gender": "F"})
+        assert measured.calls_of("Query") == 1

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from queues_app.dynamo import errors, schema
 from queues_app.dynamo.client import default
+from queues_app.dynamo.routing import Router
 
 
 class Command(BaseCommand):
@@ -18,6 +19,9 @@ class Command(BaseCommand):
             if action == "create":
                 created = schema.create_tables(db, log=self.stdout.write)
                 self.stdout.write(self.style.SUCCESS(f"{len(created)} table(s) created at {db.endpoint}."))
+                filled = Router(db).fill_waiting_index()
+                if filled:
+                    self.stdout.write(f"{filled} waiting caller(s) added to the waiting_by_arrival index.")
             elif action == "describe":
                 self._describe(db, exact)
             else:
