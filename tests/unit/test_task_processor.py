@@ -3,6 +3,8 @@
 import io
 import signal
 
+import threading
+
 import pytest
 from botocore.exceptions import ClientError
 from django.core.management import call_command
@@ -215,7 +217,7 @@ def test_at_capacity_tasks_go_back_to_pending(tasks, clock):
         clock.advance(1)
     frozen = FakeTime(0.0)  # the bucket never refills
     downstream = RateLimitedDownstream(rate=1, burst=2, clock=frozen)
-    stats = processor(tasks, downstream).run(0.3)
+    stats = processor(tasks, downstream).run(1.0)
     assert stats.processed == 2 and stats.released_at_capacity >= 1
     assert [tasks.get(f"t{i}").status for i in (4, 3)] == [TaskStatus.SUCCESS] * 2
     pending = [f"t{i}" for i in (2, 1, 0)]
@@ -237,7 +239,7 @@ def test_without_the_lease_it_does_nothing(tasks):
     other = Lease(tasks.db, holder="other", duration=30)
     assert other.acquire()
     downstream = Recording()
-    stats = processor(tasks, downstream, acquire_retry=0.05).run(0.3)
+    stats = processor(tasks, downstream, acquire_retry=0.05).run(1.0)
     assert downstream.calls == [] and stats.processed == 0
     assert stats.lease_refused >= 2 and stats.leases_acquired == 0 and not stats.lease_intervals
     assert tasks.get("t").status == TaskStatus.PENDING
@@ -256,7 +258,7 @@ def test_a_lost_lease_stops_processing_at_once(tasks, clock):
 
     downstream = Recording(then=stall_and_lose)
     worker = processor(tasks, downstream, lease=lease(tasks.db, "p1", now), acquire_retry=0.05)
-    stats = worker.run(0.3)
+    stats = worker.run(1.0)
     assert downstream.calls == ["t2"]  # the call in hand is recorded; nothing after it
     assert stats.processed == 1 and stats.lease_lost == 1
     assert tasks.get("t1").status == TaskStatus.PENDING and tasks.get("t0").status == TaskStatus.PENDING
@@ -279,7 +281,7 @@ def test_a_task_in_hand_goes_back_when_the_lease_is_lost_before_the_call(tasks, 
         return task
 
     worker.tasks.take_next = take_then_stall
-    stats = worker.run(0.2)
+    stats = worker.run(1.0)
     assert downstream.calls == [] and stats.given_back == 1 and stats.lease_lost == 1
     assert tasks.get("t").status == TaskStatus.PENDING
 
@@ -324,7 +326,19 @@ def test_without_a_stream_it_polls(moto_db, tasks):
     assert not refused.open() and "UnknownOperationException" in refused.reason
     tasks.create(task_id="t")
     worker = processor(tasks, Recording(), waker=refused)
-    stats = worker.run(0.2)
+    # Stop after the second idle wait (whatever the machine's speed): the first one
+    # counts as an idle timeout, the second sets the stop.
+    stop, waits, wait = threading.Event(), [], refused.wait
+
+    def wait_then_stop(timeout, stop_event=None):
+        waits.append(timeout)
+        woke = wait(timeout, stop_event)
+        if len(waits) >= 2:
+            stop.set()
+        return woke
+
+    refused.wait = wait_then_stop
+    stats = worker.run(60, stop)
     assert not worker.streams and stats.processed == 1 and stats.idle_timeouts >= 1
 
 
