@@ -184,3 +184,7 @@ SWITCHBOARD_ALARMS = {
         "tasks": env.float("ALARM_OLDEST_TASK_SECONDS", default=120.0),
     },
 }
+
+# Overview panels are read at most once per this many seconds per process, however
+# many tabs poll them (0: every poll reads DynamoDB).
+SWITCHBOARD_PANEL_CACHE_SECONDS = env.float("SWITCHBOARD_PANEL_CACHE_SECONDS", default=1.5)

@@ -45,6 +45,13 @@ def quiet_contention():
     shipments._contention.reset()
 
 
+@pytest.fixture(autouse=True)
+def fresh_panels(settings):
+    """Tests read panels right after changing data behind the pages' back: no panel cache
+    (the cache has its own test)."""
+    settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 0
+
+
 @pytest.fixture
 def aws_credentials(monkeypatch):
     for name, value in {

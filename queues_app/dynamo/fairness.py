@@ -154,17 +154,48 @@ class ShipmentAdmission:
         return Admitted(shipment, sidelined)
 
 
+class SweepSchedule:
+    """When the next sweep for stale live work is due, shared by every consumer of one
+    process, so that they do not all read and move the same entries at once. After a
+    sweep that moved nothing the next one waits longer (`idle_seconds`): an idle sweep
+    still costs one Query per priority level."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._next: dict[str, float] = {}
+
+    def claim(self, key: str) -> bool:
+        """True for the one caller that should sweep now."""
+        with self._lock:
+            if time.monotonic() < self._next.get(key, 0.0):
+                return False
+            self._next[key] = float("inf")  # swept now: nobody else until it is done
+            return True
+
+    def done(self, key: str, after_seconds: float) -> None:
+        with self._lock:
+            self._next[key] = time.monotonic() + after_seconds
+
+
+_sweeps = SweepSchedule()
+
+
 class FairConsumer:
     """Peeks the live queue first and the spillover queue only when the live one has
-    nothing visible; every `sweep_seconds` it first sidelines live work that is too old."""
+    nothing visible. Before that, when a sweep is due, it sidelines live work that waited
+    longer than the policy's bound, all of it at once (up to `sweep_limit`), so fresh
+    work is not left waiting behind old work that is still to be moved."""
 
     def __init__(self, shipments: ShipmentQueue, policy: FairnessPolicy | None = None, *,
-                 sweep_seconds: float = 2.0):
+                 sweep_seconds: float = 2.0, sweep_limit: int = 2000, schedule: SweepSchedule | None = None):
         self.shipments = shipments
         self.policy = policy or FairnessPolicy.from_settings()
         self.sweep_seconds = sweep_seconds
-        self._last_sweep = 0.0
-        self._lock = threading.Lock()
+        self.sweep_limit = sweep_limit
+        self.schedule = schedule or _sweeps
+        # After a sweep that found nothing stale, the next is this far off: work is then
+        # sidelined at most this late (a quarter of the bound, and never over 30 s).
+        self.idle_seconds = max(sweep_seconds, min(self.policy.spillover_after_seconds / 4, 30.0))
 
     def peek(self, *, visibility_timeout: float = 30.0) -> Lease | None:
         self._maybe_sweep()
@@ -174,8 +205,11 @@ class FairConsumer:
         return lease
 
     def _maybe_sweep(self) -> None:
-        with self._lock:
-            if time.monotonic() - self._last_sweep < self.sweep_seconds:
-                return
-            self._last_sweep = time.monotonic()
-        self.shipments.sideline_stale(self.policy.spillover_after_seconds)
+        key = self.shipments.db.table("shipments")
+        if not self.schedule.claim(key):
+            return
+        moved: list[str] = []
+        try:
+            moved = self.shipments.sideline_stale(self.policy.spillover_after_seconds, limit=self.sweep_limit)
+        finally:
+            self.schedule.done(key, self.sweep_seconds if moved else self.idle_seconds)

@@ -11,6 +11,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
+from ..dynamo.client import default
 from ..dynamo.errors import DynamoError
 from ..dynamo.skills import SkillError
 from ..operations import Operations
@@ -37,6 +38,10 @@ def flash(request, text: str, *, level: int = messages.SUCCESS, status: int = 20
           changed: bool = False) -> HttpResponse:
     """An action's answer: for htmx, a message fragment (and the event that refreshes
     other panels); without JavaScript, the message on the next page and a redirect."""
+    if changed:
+        from .overview import forget_panels
+
+        forget_panels(default().prefix)
     if request.htmx:
         tag = messages.DEFAULT_TAGS.get(level, "info")
         response = render(request, "queues_app/_flash.html", {"text": text, "tag": tag}, status=status)

@@ -11,6 +11,7 @@ from queues_app.dynamo.fairness import (
     FairConsumer,
     FairnessPolicy,
     ShipmentAdmission,
+    SweepSchedule,
     TenantLimiter,
 )
 from queues_app.dynamo.shipments import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue, ShipmentState
@@ -80,7 +81,7 @@ def test_stale_live_work_is_sidelined_and_fresh_work_is_served_first(moto_db, cl
     old = [queue.submit({"n": n}, priority=n % 3).shipment_id for n in range(4)]
     clock.advance(400)
     fresh = queue.submit({"n": "fresh"}).shipment_id
-    consumer = FairConsumer(queue, policy(spillover_after_seconds=300), sweep_seconds=0)
+    consumer = FairConsumer(queue, policy(spillover_after_seconds=300), sweep_seconds=0, schedule=SweepSchedule())
     first = consumer.peek()
     assert first.shipment.shipment_id == fresh  # the old ones went to the spillover queue
     assert sorted(s.shipment_id for s in queue.list_queue(SPILLOVER_QUEUE).items) == sorted(old)
@@ -109,3 +110,17 @@ def test_sideline_reads_only_stale_entries(moto_db, clock):
     clock.advance(timedelta(seconds=10).total_seconds())
     assert queue.sideline_stale(300) == []
     assert queue.count_queued() == 3
+
+
+def test_consumers_of_one_process_take_turns_to_sweep(moto_db, clock):
+    queue = ShipmentQueue(moto_db, clock=clock)
+    schedule = SweepSchedule()
+    rules = policy(spillover_after_seconds=8)
+    first = FairConsumer(queue, rules, sweep_seconds=0.5, schedule=schedule)
+    second = FairConsumer(queue, rules, sweep_seconds=0.5, schedule=schedule)
+    assert first.idle_seconds == 2.0  # a quarter of the bound
+    with metrics.meter.measure() as seen:
+        first.peek()  # sweeps: nothing stale, so the next sweep is two seconds off
+        second.peek()  # does not sweep again
+    # one sweep (a Query per priority level), then two peeks of two queues (due, then ready)
+    assert seen.calls_of("Query") == 10 + 4 + 4

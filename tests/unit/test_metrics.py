@@ -159,3 +159,22 @@ def test_no_alarm_when_all_is_well(supervisor_client, moto_db):
     ShipmentQueue(moto_db).submit({})
     html = supervisor_client.get(reverse("home")).content.decode()
     assert 'class="alarms"' not in html
+
+
+def test_open_tabs_share_one_read_of_a_panel_until_a_change(supervisor_client, moto_db, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 60
+    agent = Router(moto_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
+    url = reverse("home") + "?panel=calls"
+    supervisor_client.get(url, HTTP_HX_REQUEST="true")
+    with metrics.meter.measure() as seen:
+        again = supervisor_client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert seen.calls == 0  # a second tab, or the next poll: no request
+    assert 'data-figure="agents-queued">0<' in again
+    # A change made through the pages forgets the cached figures.
+    supervisor_client.post(reverse("agent-available", args=[agent.agent_id]), HTTP_HX_REQUEST="true")
+    after = supervisor_client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-figure="agents-queued">1<' in after
+    cache.clear()
