@@ -48,6 +48,7 @@ bench: setup
 	$(PY) bench/matching.py
 	$(PY) bench/peek.py
 	$(PY) bench/lifo.py
+	$(PY) bench/backlog.py
 
 # Copy the pinned htmx from the npm package into static/ (the copy is committed).
 vendor: node-deps
