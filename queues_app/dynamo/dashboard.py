@@ -207,8 +207,13 @@ class Dashboard:
 
 @dataclass
 class Alarm:
+    """Something a supervisor should look at; the page words it."""
+
     queue: str
-    text: str
+    kind: str  # dlq | age | backpressure | shed
+    count: int = 0
+    age_seconds: float = 0.0
+    limit: float = 0.0
 
 
 def alarms_for(queue: str, *, depth: int | None = None, oldest_age: float | None = None, dlq: int | None = None,
@@ -217,11 +222,11 @@ def alarms_for(queue: str, *, depth: int | None = None, oldest_age: float | None
     backlog past its backpressure bound."""
     found = []
     if dlq:
-        found.append(Alarm(queue, f"{dlq:,} in the dead-letter queue"))
+        found.append(Alarm(queue, "dlq", count=dlq))
     limit = (thresholds or {}).get(queue)
     if limit is not None and oldest_age is not None and oldest_age > limit:
-        found.append(Alarm(queue, f"oldest item waited {int(oldest_age)} s (alarm above {int(limit)} s)"))
+        found.append(Alarm(queue, "age", age_seconds=oldest_age, limit=limit))
     bound = (bounds or {}).get(queue)
     if bound is not None and depth is not None and depth > bound:
-        found.append(Alarm(queue, f"backpressure: {depth:,} waiting, past the bound of {bound:,}; new work is refused"))
+        found.append(Alarm(queue, "backpressure", count=depth, limit=bound))
     return found

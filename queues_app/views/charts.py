@@ -47,8 +47,8 @@ def pair(rows: list[MinuteRow], first: str, second: str, label: str, *, moment: 
          minutes: int = 60) -> Chart:
     """Two series on one scale (enqueued and completed a minute)."""
     peak = max((v for _, v in _values(rows, first, moment, minutes) + _values(rows, second, moment, minutes)),
-               default=0.0) or 1.0
-    chart = line(rows, first, label, moment=moment, minutes=minutes, scale=peak)
-    chart.second = line(rows, second, second, moment=moment, minutes=minutes, scale=peak)
+               default=0.0)
+    chart = line(rows, first, label, moment=moment, minutes=minutes, scale=peak or 1.0)
+    chart.second = line(rows, second, second, moment=moment, minutes=minutes, scale=peak or 1.0)
     chart.peak = peak
     return chart

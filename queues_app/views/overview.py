@@ -54,7 +54,7 @@ def tasks_panel(dashboard: Dashboard) -> dict:
     thresholds, _ = _limits()
     alarms = alarms_for(TASKS, oldest_age=panel.oldest_pending_age_seconds, thresholds=thresholds)
     if panel.shed_last_hour:
-        alarms.append(Alarm(TASKS, f"{panel.shed_last_hour} tasks shed in the last hour"))
+        alarms.append(Alarm(TASKS, "shed", count=panel.shed_last_hour))
     return {"tasks": panel, "tasks_alarms": alarms}
 
 
