@@ -36,3 +36,55 @@ def test_run_local_prepares_and_keeps_data_across_restarts(tmp_path):
     assert "exists  runlocal-callcenter" in second.stdout
     assert "agents exist already, nothing loaded" in second.stdout
     assert "Demo supervisor login: supervisor (exists" in second.stdout
+
+
+def test_sigterm_stops_the_dashboard_the_sampler_and_dynamodb_local(tmp_path):
+    """Started the way a script or a process manager starts it (SIGINT ignored, as a
+    non-interactive shell does for background jobs), SIGTERM still stops everything."""
+    import signal
+    import time
+    import urllib.request
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "DYNAMODB_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+        "DYNAMODB_TABLE_PREFIX": "runlocal-",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    log = open(tmp_path / "run_local.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "run_local", "--agents", "3", "--addrport", f"127.0.0.1:{port}",
+         "--data-dir", str(tmp_path / "dynamodb")],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        for _ in range(240):  # until the dashboard answers (its login page)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=1) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise AssertionError((tmp_path / "run_local.log").read_text())
+        os.killpg(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+    output = (tmp_path / "run_local.log").read_text()
+    assert "DynamoDB Local stopped" in output
+    # Nothing it started is left: no dashboard, no sampler, no DynamoDB Local on its data.
+    # (`ps eww` also shows each process's environment, which names this test's folder.)
+    table = subprocess.run(["ps", "eww", "-A", "-o", "pid=,args="], capture_output=True, text=True).stdout
+    left = [line for line in table.splitlines() if str(tmp_path) in line and "pytest" not in line]
+    assert left == [], output + "\n".join(left)
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=1)
+        raise AssertionError("the dashboard still answers")
+    except OSError:
+        pass

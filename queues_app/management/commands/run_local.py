@@ -71,7 +71,8 @@ class Command(BaseCommand):
         finally:
             for process in (server, collector):
                 if process and process.poll() is None:
-                    os.killpg(process.pid, signal.SIGINT)
+                    # SIGTERM, not SIGINT: a shell may start background jobs ignoring SIGINT.
+                    os.killpg(process.pid, signal.SIGTERM)
                     try:
                         process.wait(10)
                     except subprocess.TimeoutExpired:
