@@ -144,7 +144,11 @@ class MetricsStore:
         """Write this process's counts: one UpdateItem per queue and minute, one for the
         totals of each queue, one per finished minute of request capacity. A failure is
         logged and the counts are kept for the next flush: metrics never break a queue
-        operation."""
+        operation. Not counted by `meter.measure()` (see `meter.housekeeping`)."""
+        with meter.housekeeping():
+            return self._flush()
+
+    def _flush(self) -> int:
         counts, firsts = recorder.take()
         writes = 0
         try:
