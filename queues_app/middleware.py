@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import logging
 
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
 from django.http import JsonResponse
-from django.shortcuts import render
+from django_htmx.http import HttpResponseClientRedirect
+from django.shortcuts import render, resolve_url
 
 from .dynamo import errors
 from .user_errors import describe
@@ -33,3 +38,15 @@ class DynamoErrorMiddleware:
         if problem.retry_after:
             response["Retry-After"] = str(problem.retry_after)
         return response
+
+
+class LoginRequiredMiddleware(_LoginRequired):
+    """Django's, except that an htmx request from a session that has ended asks the
+    browser to go to the login page (`HX-Redirect`), instead of the login page being
+    swapped into a panel."""
+
+    def handle_no_permission(self, request, view_func):
+        if getattr(request, "htmx", False):
+            back = request.htmx.current_url_abs_path or "/"
+            return HttpResponseClientRedirect(f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back})}")
+        return super().handle_no_permission(request, view_func)

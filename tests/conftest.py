@@ -36,6 +36,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.integration)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory):
+    """A test database in a file, not in memory: the browser tests' live server answers
+    each request in its own thread, and threads cannot share an in-memory SQLite
+    connection (htmx panels poll several at once)."""
+    from django.conf import settings
+
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = str(
+        tmp_path_factory.mktemp("db") / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def quiet_contention():
     """Every test starts as a process that has lost no races lately."""
