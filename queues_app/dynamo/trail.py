@@ -7,7 +7,6 @@ one item's history. Entries expire after a retention period (TTL).
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from datetime import datetime, timedelta
 
 from . import errors
 from .client import Dynamo, default
+from .paging import INVALID, decode_state, encode_state
 from .records import from_iso, marshal, now, to_iso, unmarshal
 
 DAY_PREFIX = "AUDIT#"
@@ -93,18 +93,11 @@ def _entry_from_item(item: dict) -> TrailEntry:
     )
 
 
-def _encode(state: dict) -> str:
-    return base64.urlsafe_b64encode(json.dumps(state, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
 def _decode(cursor: str) -> dict:
-    try:
-        state = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-        if not isinstance(state, dict) or "day" not in state:
-            raise ValueError
-        return state
-    except (ValueError, TypeError) as exc:
-        raise errors.InvalidRequest("That page link is not valid; start from the first page.") from exc
+    state = decode_state(cursor)
+    if "day" not in state:
+        raise errors.InvalidRequest(INVALID)
+    return state
 
 
 class AuditTrail:
@@ -187,7 +180,7 @@ class AuditTrail:
             if len(entries) >= limit:
                 break
         more = state["day"] >= oldest_day
-        return TrailPage(entries, _encode(state) if more else None)
+        return TrailPage(entries, encode_state(state) if more else None)
 
     def for_target(self, target: str, *, cursor: str | None = None, limit: int = 50) -> TrailPage:
         """One item's history, newest first (one Query on the `by_target` index)."""
@@ -205,5 +198,5 @@ class AuditTrail:
         last = response.get("LastEvaluatedKey")
         return TrailPage(
             [_entry_from_item(unmarshal(i)) for i in response.get("Items", [])],
-            _encode({"day": "", "key": last}) if last else None,
+            encode_state({"day": "", "key": last}) if last else None,
         )
