@@ -27,6 +27,7 @@ from .operations import BulkReport, Operations
 from .roles import can_act
 from .templatetags.switchboard import as_json, since, until
 from .user_errors import describe
+from .views.shipments import VIEWS as SHIPMENT_LISTS
 
 PAGE_SIZE = 50
 
@@ -228,12 +229,6 @@ class QueueAdmin(DynamoAdmin):
         return item.name
 
 
-SHIPMENT_VIEWS = {
-    "queue": ("Queued", ShipmentQueue.list_queue),
-    "in_flight": ("In flight", ShipmentQueue.list_in_flight),
-    "delayed": ("Delayed", ShipmentQueue.list_delayed),
-    "dlq": ("Dead-letter queue", ShipmentQueue.list_dlq),
-}
 
 
 @admin.register(ShipmentEntry)
@@ -254,11 +249,11 @@ class ShipmentAdmin(DynamoAdmin):
         "restore": BulkAction("Restore from the DLQ", lambda ops, ids: ops.restore_many(ids)),
     }
     filter_name = "view"
-    filter_choices = [(k, v[0]) for k, v in SHIPMENT_VIEWS.items()]
+    filter_choices = [(k, v[0]) for k, v in SHIPMENT_LISTS.items()]
 
     def load(self, request) -> Page:
         view = request.GET.get("view", "queue")
-        _label, lister = SHIPMENT_VIEWS.get(view, SHIPMENT_VIEWS["queue"])
+        _label, lister = SHIPMENT_LISTS.get(view, SHIPMENT_LISTS["queue"])
         return lister(ShipmentQueue(), request.GET.get("queue") or DEFAULT_QUEUE,
                       cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
 

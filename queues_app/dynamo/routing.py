@@ -742,19 +742,14 @@ class Router:
             if found or not start:
                 return found
 
-    def waiting_calls(self, *, limit: int = 50, cursor: dict | None = None,
-                      prefix: str | None = None) -> tuple[list[dict], dict | None]:
-        """The waiting list in order (priority, then arrival), a page at a time; with
-        `prefix` ("<9-priority>#"), one priority level only."""
+    def waiting_calls(self, *, limit: int = 50, cursor: dict | None = None) -> tuple[list[dict], dict | None]:
+        """The waiting list in order (priority, then arrival), a page at a time."""
         params = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": keys.WAITING_PK}},
             "Limit": limit,
         }
-        if prefix:
-            params["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
-            params["ExpressionAttributeValues"][":prefix"] = {"S": prefix}
         if cursor:
             params["ExclusiveStartKey"] = cursor
         response = self.db.call("query", **params)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 from django import template
+from django.urls import reverse
+from django.utils.html import format_html
 
 from ..dynamo.records import from_iso, now
 
@@ -86,9 +88,6 @@ def as_json(value) -> str:
 def poll(panel: str, every: str = "2s", on_change: bool = True):
     """The htmx attributes of an overview panel that refreshes itself: every `every`
     while the tab is visible, at once when the tab comes back, and after any change."""
-    from django.urls import reverse
-    from django.utils.html import format_html
-
     visible = "[document.visibilityState === 'visible']"
     triggers = [f"every {every} {visible}", f"visibilitychange{visible} from:document"]
     if on_change:
