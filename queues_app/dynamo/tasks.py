@@ -263,11 +263,14 @@ class TaskQueue:
         return task_from_item(unmarshal(response["Item"]))
 
     def pending_ids(self, *, limit: int = 10, newest_first: bool = True, max_pages: int = 10) -> list[str]:
+        return [entry["task_id"] for entry in self._pending_entries(limit, newest_first, max_pages)]
+
+    def _pending_entries(self, limit: int, newest_first: bool, max_pages: int) -> list[dict]:
         """The newest (or oldest) pending tasks that have not expired, keys only: the
         article's query, plus a filter on expiry. DynamoDB applies Limit before the
         filter, so a page of expired tasks not yet swept (the oldest, when reading oldest
         first) reads on to the next page, up to `max_pages`."""
-        ids: list[str] = []
+        entries: list[dict] = []
         moment = self.clock()
         # Tasks created before the cutoff have expired: the key condition skips them
         # without reading them; the filter still guards each task's own expiry.
@@ -282,21 +285,20 @@ class TaskQueue:
         }
         for _page in range(max_pages):
             response = self.db.call("query", **params)
-            ids += [unmarshal(i)["task_id"] for i in response.get("Items", [])]
+            entries += [unmarshal(i) for i in response.get("Items", [])]
             start = response.get("LastEvaluatedKey")
-            if ids or not start:
+            if entries or not start:
                 break
             params["ExclusiveStartKey"] = start
-        return ids[:limit]
+        return entries[:limit]
 
     def oldest_pending_created(self) -> str | None:
         """When the oldest pending task that has not expired was created: a Limit-1 Query
         past the expiry cutoff, read on (at most three pages) when the task it finds
         expires within this very second (`expires_at` is whole seconds)."""
-        ids = self.pending_ids(limit=1, newest_first=False, max_pages=3)
-        if not ids:
-            return None
-        return self.get(ids[0]).created
+        entries = self._pending_entries(1, False, 3)
+        # The index's sort key is <created>#<task_id>: no need to read the task itself.
+        return entries[0]["created_sk"].split("#", 1)[0] if entries else None
 
     def take_next(self, *, newest_first: bool = True, limit: int = 10) -> Task | None:
         """Take the newest pending task (LIFO), or the oldest (FIFO); None when none is left."""
