@@ -129,8 +129,8 @@ class Operations:
         return admitted
 
     def _shipment_change(self, action: str, shipment_id: str, summary: Callable[[Shipment], str],
-                         change: Callable[[], Shipment]) -> Shipment:
-        before = self.shipments.get(shipment_id)
+                         change: Callable[[], Shipment], before: Shipment | None = None) -> Shipment:
+        before = before or self.shipments.get(shipment_id)
         after = change()
         self._record(action, "shipment", shipment_id, summary(after), before, after)
         return after
@@ -149,10 +149,11 @@ class Operations:
             "shipment.dlq", shipment_id, lambda s: f"sent to the DLQ: {reason}",
             lambda: self.shipments.send_to_dlq(shipment_id, reason, expected_version=expected_version))
 
-    def restore(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
+    def restore(self, shipment_id: str, *, expected_version: int | None = None,
+                before: Shipment | None = None) -> Shipment:
         return self._shipment_change(
             "shipment.restore", shipment_id, lambda s: "restored from the DLQ",
-            lambda: self.shipments.restore(shipment_id, expected_version=expected_version))
+            lambda: self.shipments.restore(shipment_id, expected_version=expected_version), before)
 
     def remove(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
         return self._shipment_change(
@@ -164,7 +165,7 @@ class Operations:
             current = self.shipments.get(shipment_id)
             if current.status != ShipmentStatus.IN_DLQ:
                 raise errors.Conflict(f"not in the DLQ ({current.state.replace('_', ' ')})")
-            return self.restore(shipment_id, expected_version=current.version)
+            return self.restore(shipment_id, expected_version=current.version, before=current)
 
         return self._each(shipment_ids, restore_one)
 
