@@ -119,7 +119,7 @@ def note_first_attempt(db: Dynamo, queue: str, age_seconds: float) -> None:
 
 @dataclass
 class MinuteRow:
-    minute: str
+    minute: str  # the item's sort key: a minute (a queue's name for the totals)
     values: dict[str, float] = field(default_factory=dict)
 
     def get(self, name: str) -> float | None:
@@ -228,49 +228,37 @@ class MetricsStore:
 
     # --- reading ------------------------------------------------------------------------
 
+    def _rows(self, pk: str, *, since: str | None = None, newest_first: bool = False,
+              limit: int | None = None) -> list[MinuteRow]:
+        """One partition's items as rows of figures (one Query)."""
+        params: dict = {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
+                        "ExpressionAttributeValues": {":pk": {"S": pk}}, "ScanIndexForward": not newest_first}
+        if since:
+            params["KeyConditionExpression"] += " AND sk >= :since"
+            params["ExpressionAttributeValues"][":since"] = {"S": since}
+        if limit:
+            params["Limit"] = limit
+        response = self.db.call("query", **params)
+        return [MinuteRow(item["sk"], {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
+                for item in (unmarshal(raw) for raw in response.get("Items", []))]
+
     def history(self, queue: str, minutes: int = 60) -> list[MinuteRow]:
         """The last `minutes` minutes of one queue, oldest first (one Query)."""
-        since = minute_of(self.clock() - timedelta(minutes=minutes - 1))
-        response = self.db.call(
-            "query", TableName=self.table, KeyConditionExpression="pk = :pk AND sk >= :since",
-            ExpressionAttributeValues=marshal({":pk": f"SAMPLE#{queue}", ":since": since}),
-        )
-        rows = []
-        for raw in response.get("Items", []):
-            item = unmarshal(raw)
-            rows.append(MinuteRow(item["sk"], {k: float(v) for k, v in item.items()
-                                               if k not in ("pk", "sk", "expires_at")}))
-        return rows
+        return self._rows(f"SAMPLE#{queue}", since=minute_of(self.clock() - timedelta(minutes=minutes - 1)))
 
     def latest(self, queue: str) -> MinuteRow | None:
         """The most recent minute of one queue (one Limit-1 Query)."""
-        response = self.db.call(
-            "query", TableName=self.table, KeyConditionExpression="pk = :pk", ScanIndexForward=False, Limit=1,
-            ExpressionAttributeValues=marshal({":pk": f"SAMPLE#{queue}"}),
-        )
-        for raw in response.get("Items", []):
-            item = unmarshal(raw)
-            return MinuteRow(item["sk"], {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
-        return None
+        rows = self._rows(f"SAMPLE#{queue}", newest_first=True, limit=1)
+        return rows[0] if rows else None
 
     def capacity(self, minutes: int = 15) -> list[MinuteRow]:
-        """Request figures per operation for the last `minutes` finished minutes (one Query)."""
-        since = minute_of(self.clock() - timedelta(minutes=minutes))
-        response = self.db.call(
-            "query", TableName=self.table, KeyConditionExpression="pk = :pk AND sk >= :since",
-            ExpressionAttributeValues=marshal({":pk": "CAPACITY", ":since": since}),
-        )
-        return [MinuteRow(item["sk"], {k: float(v) for k, v in item.items() if "__" in k})
-                for item in (unmarshal(raw) for raw in response.get("Items", []))]
+        """Request figures per operation (`<operation>__<figure>`) for the last `minutes`
+        finished minutes (one Query)."""
+        return self._rows("CAPACITY", since=minute_of(self.clock() - timedelta(minutes=minutes)))
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Running totals per queue (one Query)."""
-        response = self.db.call(
-            "query", TableName=self.table, KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues=marshal({":pk": "TOTAL"}),
-        )
-        return {item["sk"]: {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")}
-                for item in (unmarshal(raw) for raw in response.get("Items", []))}
+        return {row.minute: row.values for row in self._rows("TOTAL")}
 
 
 class MetricsCollector:
