@@ -17,6 +17,7 @@ from ..dynamo.skills import SkillError
 from ..operations import Operations
 from ..roles import supervisor_required
 from ..user_errors import describe
+from .overview import forget_panels
 
 CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
 
@@ -39,8 +40,6 @@ def flash(request, text: str, *, level: int = messages.SUCCESS, status: int = 20
     """An action's answer: for htmx, a message fragment (and the event that refreshes
     other panels); without JavaScript, the message on the next page and a redirect."""
     if changed:
-        from .overview import forget_panels
-
         forget_panels(default().prefix)
     if request.htmx:
         tag = messages.DEFAULT_TAGS.get(level, "info")
