@@ -32,9 +32,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from queues_app.dynamo import errors
-from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import marshal, unmarshal
+from queues_app.ddb import errors
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.codec import marshal, unmarshal
 
 QUEUE_INDEX = "queued-last_updated_timestamp-index"
 DLQ_INDEX = "DLQ-last_updated_timestamp-index"

@@ -88,8 +88,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import dynamodb_endpoint, progress, setup_django
-from queues_app.dynamo import meter, schema
-from queues_app.dynamo.client import Dynamo
+from queues_app.ddb import meter, schema
+from queues_app.ddb.client import Dynamo
 
 MODES = ("fifo", "sidelining")
 IDLE_SLEEP = 0.01  # a consumer's wait after an empty take
@@ -238,15 +238,8 @@ def _round(value: float | None, digits: int = 3) -> float | None:
 
 def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
     """One mode on fresh tables (dropped afterwards)."""
-    from queues_app.dynamo.fairness import FairConsumer, FairnessPolicy
-    from queues_app.dynamo.shipments import (
-        DEFAULT_QUEUE,
-        SPILLOVER_QUEUE,
-        ReceiptInvalid,
-        ShipmentQueue,
-        ShipmentStatus,
-        forget_contention,
-    )
+    from queues_app.shipments.fairness import FairConsumer, FairnessPolicy
+    from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ReceiptInvalid, ShipmentQueue, ShipmentStatus, forget_contention
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
@@ -455,7 +448,7 @@ class Results:
 def warm_up(endpoint: str, shipments: int = 200) -> None:
     """DynamoDB Local's JVM is several times slower on its first few thousand requests:
     submit, sideline, take and complete a few hundred shipments (not measured)."""
-    from queues_app.dynamo.shipments import SPILLOVER_QUEUE, ShipmentQueue
+    from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
 
     db = Dynamo(prefix=f"bench-backlog-warm-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint, region="us-east-1",
                 read_timeout=60.0)

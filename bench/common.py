@@ -26,7 +26,7 @@ def dynamodb_endpoint(endpoint: str | None) -> Iterator[str]:
     if endpoint:
         yield endpoint
         return
-    from queues_app.dynamo.local import DynamoDBLocal
+    from queues_app.ddb.local import DynamoDBLocal
 
     server = DynamoDBLocal().start()
     try:

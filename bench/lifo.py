@@ -72,10 +72,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import dynamodb_endpoint, progress, setup_django
-from queues_app.dynamo import meter, schema
-from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import unmarshal
-from queues_app.dynamo.tasks import ExpiryPolicy, TaskQueue, TaskStatus
+from queues_app.ddb import meter, schema
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.codec import unmarshal
+from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
 
 ORDERS = ("lifo", "fifo")
 SWEEP_EVERY = 1.0  # seconds between sweeps

@@ -47,20 +47,15 @@ import boto3
 
 from bench.article_matching import ArticleMatcher
 from bench.common import dynamodb_endpoint, setup_django
-from queues_app.dynamo import keys, meter, schema
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import (
-    AgentStatus,
-    Call,
-    CallStatus,
-    QueueOrder,
-    now,
-    to_iso,
-    unmarshal,
-)
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.skills import SkillCatalog
+from queues_app.agents import keys
+from queues_app.ddb import meter, schema
+from queues_app.agents.roster import Agents
+from queues_app.ddb.client import Dynamo
+from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
+from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.codec import unmarshal
+from queues_app.agents.router import Router
+from queues_app.agents.skills import SkillCatalog
 
 SKILLS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
 ALGORITHMS = ("ours", "article")

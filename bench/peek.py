@@ -55,17 +55,10 @@ if str(ROOT) not in sys.path:
 
 from bench import article_peek
 from bench.common import dynamodb_endpoint, progress, setup_django
-from queues_app.dynamo import batch, meter, schema
-from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import now, to_iso
-from queues_app.dynamo.shipments import (
-    Shipment,
-    ShipmentQueue,
-    ShipmentStatus,
-    forget_contention,
-    ready_sort_key,
-    timed_sort_key,
-)
+from queues_app.ddb import batch, meter, schema
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now, to_iso
+from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus, forget_contention, ready_sort_key, timed_sort_key
 
 METHODS = ("ours", "article")
 LEASE_SECONDS = 3600.0  # leases of the shipments in flight, and of the measured peeks

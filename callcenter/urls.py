@@ -11,7 +11,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/", include("queues_app.api_urls")),
+    path("api/", include("queues_app.api.urls")),
     path("metrics", metrics.prometheus, name="metrics"),
     path("", include("queues_app.urls")),
 ]

@@ -15,19 +15,19 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from .dynamo.agents import Agents
-from .dynamo.errors import DynamoError
-from .dynamo.paging import Page
-from .dynamo.records import AgentStatus
-from .dynamo.routing import Router
-from .dynamo.shipments import DEFAULT_QUEUE, ShipmentQueue
-from .dynamo.tasks import TaskQueue, TaskStatus
-from .models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
-from .operations import BulkReport, Operations
-from .roles import can_act
-from .templatetags.switchboard import as_json, since, until
-from .user_errors import describe
-from .views.shipments import VIEWS as SHIPMENT_LISTS
+from queues_app.agents.roster import Agents
+from queues_app.ddb.errors import DynamoError
+from queues_app.ddb.paging import Page
+from queues_app.agents.records import AgentStatus
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
+from queues_app.tasks.queue import TaskQueue, TaskStatus
+from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
+from queues_app.actions import BulkReport, Operations
+from queues_app.roles import can_act
+from queues_app.templatetags.switchboard import as_json, since, until
+from queues_app.http_errors import describe
+from queues_app.views.shipments import VIEWS as SHIPMENT_LISTS
 
 PAGE_SIZE = 50
 

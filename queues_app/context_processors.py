@@ -1,4 +1,4 @@
-from .roles import can_act
+from queues_app.roles import can_act
 
 
 def roles(request):

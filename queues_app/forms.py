@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django import forms
 
-from .dynamo import keys
-from .dynamo.records import AgentStatus, QueueOrder
-from .dynamo.skills import SkillCatalog
+from queues_app.agents import keys
+from queues_app.agents.records import AgentStatus, QueueOrder
+from queues_app.agents.skills import SkillCatalog
 
 ANY_CHOICE = "any"
 

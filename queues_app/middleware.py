@@ -12,10 +12,10 @@ from django.http import JsonResponse
 from django_htmx.http import HttpResponseClientRedirect
 from django.shortcuts import render, resolve_url
 
-from .dynamo import errors
-from .user_errors import describe
+from queues_app.ddb import errors
+from queues_app.http_errors import describe
 
-log = logging.getLogger("queues_app")
+log = logging.getLogger(__name__)
 
 
 class DynamoErrorMiddleware:

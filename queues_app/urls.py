@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agents, audit, calls, overview, shipments, system, tasks
+from queues_app.views import agents, audit, calls, overview, shipments, system, tasks
 
 urlpatterns = [
     path("", overview.overview, name="home"),

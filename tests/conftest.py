@@ -19,9 +19,9 @@ import pytest
 # live_server flushes SQLite from Playwright's event loop thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-from queues_app.dynamo import schema  # noqa: E402
-from queues_app.dynamo.client import default, reset_default  # noqa: E402
-from queues_app.dynamo.local import DynamoDBLocal  # noqa: E402
+from queues_app.ddb import schema  # noqa: E402
+from queues_app.ddb.client import default, reset_default  # noqa: E402
+from queues_app.ddb.local import DynamoDBLocal  # noqa: E402
 
 TESTS_DIR = Path(__file__).parent
 
@@ -50,7 +50,8 @@ def django_db_modify_db_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def quiet_contention():
     """Every test starts as a process that has lost no races lately."""
-    from queues_app.dynamo import routing, shipments
+    from queues_app.agents import router as routing
+    from queues_app.shipments import queue as shipments
 
     routing._contention.reset()
     shipments._contention.reset()
@@ -125,7 +126,7 @@ class ManualClock:
     so that timestamps written one after the other still sort in order."""
 
     def __init__(self):
-        from queues_app.dynamo.records import now
+        from queues_app.ddb.clock import now
 
         self.moment = now()
 

@@ -8,7 +8,7 @@ from django import template
 from django.urls import reverse
 from django.utils.html import format_html
 
-from ..dynamo.records import from_iso, now
+from queues_app.ddb.clock import from_iso, now
 
 register = template.Library()
 

@@ -9,13 +9,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ..dynamo.agents import Agents
-from ..dynamo.errors import InvalidRequest
-from ..dynamo.skills import SkillCatalog
-from ..dynamo.trail import AuditTrail, target
-from ..forms import AgentFilterForm, AgentForm
-from ..roles import require_supervisor
-from .common import confirm, operations, save_form, selected_ids, supervisor_action
+from queues_app.agents.roster import Agents
+from queues_app.ddb.errors import InvalidRequest
+from queues_app.agents.skills import SkillCatalog
+from queues_app.audit_trail import AuditTrail, target
+from queues_app.forms import AgentFilterForm, AgentForm
+from queues_app.roles import require_supervisor
+from queues_app.views.common import confirm, operations, save_form, selected_ids, supervisor_action
 
 PAGE_SIZE = 25
 BULK_ACTIONS = {

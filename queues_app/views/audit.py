@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ..dynamo.trail import AuditTrail
+from queues_app.audit_trail import AuditTrail
 
 
 @require_GET

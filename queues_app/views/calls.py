@@ -9,12 +9,13 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ..dynamo.records import CallStatus, from_iso, now
-from ..dynamo.routing import WHY_OUTCOMES, Router
-from ..dynamo.skills import ANY
-from ..forms import CallForm
-from ..roles import require_supervisor
-from .common import operations, save_form
+from queues_app.agents.records import CallStatus
+from queues_app.ddb.clock import from_iso, now
+from queues_app.agents.router import WHY_OUTCOMES, Router
+from queues_app.agents.skills import ANY
+from queues_app.forms import CallForm
+from queues_app.roles import require_supervisor
+from queues_app.views.common import operations, save_form
 
 WAITING_PAGE = 50
 CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")

@@ -11,13 +11,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from ..dynamo.client import default
-from ..dynamo.errors import DynamoError
-from ..dynamo.skills import SkillError
-from ..operations import Operations
-from ..roles import supervisor_required
-from ..user_errors import describe
-from .overview import forget_panels
+from queues_app.ddb.client import default
+from queues_app.ddb.errors import DynamoError
+from queues_app.agents.skills import SkillError
+from queues_app.actions import Operations
+from queues_app.roles import supervisor_required
+from queues_app.http_errors import describe
+from queues_app.views.overview import forget_panels
 
 CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
 

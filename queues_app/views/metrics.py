@@ -17,10 +17,11 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from ..api_auth import ApiProblem, authenticate, problem_response
-from ..dynamo import meter
-from ..dynamo.metrics import COUNTERS, GAUGES, QUEUES, MetricsCollector, MetricsStore
-from ..dynamo.records import now
+from queues_app.api.auth import ApiProblem, authenticate, problem_response
+from queues_app.ddb import meter
+from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore
+from queues_app.monitoring.sampler import MetricsCollector
+from queues_app.ddb.clock import now
 
 STALE_AFTER_SECONDS = 120
 

@@ -14,14 +14,14 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ..dynamo import meter
-from ..dynamo.dashboard import Alarm, Dashboard, alarms_for
-from ..dynamo.errors import DynamoError
-from ..dynamo.metrics import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
-from ..dynamo.records import now
-from ..dynamo.routing import Router
-from ..user_errors import describe
-from . import charts
+from queues_app.ddb import meter
+from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for
+from queues_app.ddb.errors import DynamoError
+from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
+from queues_app.ddb.clock import now
+from queues_app.agents.router import Router
+from queues_app.http_errors import describe
+from queues_app.views import charts
 
 HISTORY_MINUTES = 60
 CAPACITY_MINUTES = 15

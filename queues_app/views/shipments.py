@@ -10,11 +10,11 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from ..dynamo.errors import InvalidRequest
-from ..dynamo.shipments import DEFAULT_QUEUE, ShipmentQueue
-from ..dynamo.trail import AuditTrail, target
-from ..forms import DlqFilterForm, PriorityForm, ReasonForm
-from .common import confirm, operations, selected_ids, supervisor_action
+from queues_app.ddb.errors import InvalidRequest
+from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
+from queues_app.audit_trail import AuditTrail, target
+from queues_app.forms import DlqFilterForm, PriorityForm, ReasonForm
+from queues_app.views.common import confirm, operations, selected_ids, supervisor_action
 
 PAGE_SIZE = 25
 FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py restore_shipments`

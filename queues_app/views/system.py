@@ -9,9 +9,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from ..dynamo import schema
-from ..dynamo.client import default
-from ..roles import supervisor_required
+from queues_app.ddb import schema
+from queues_app.ddb.client import default
+from queues_app.roles import supervisor_required
 
 
 @require_GET

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ..dynamo.tasks import TaskQueue, TaskStatus
+from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 VIEWS = {
     TaskStatus.PENDING: "Pending (newest first)",

@@ -10,10 +10,10 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import AgentStatus
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState
+from queues_app.agents.roster import Agents
+from queues_app.agents.records import AgentStatus
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.browser.test_login import log_in
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"

@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from queues_app.dynamo.agents import Agents
+from queues_app.agents.roster import Agents
 from tests.conftest import PASSWORD
 
 

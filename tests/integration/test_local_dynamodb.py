@@ -3,9 +3,10 @@ and consumed capacity, which moto does not report faithfully."""
 
 import pytest
 
-from queues_app.dynamo import errors, keys, meter
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import marshal
+from queues_app.ddb import errors, meter
+from queues_app.agents import keys
+from queues_app.agents.roster import Agents
+from queues_app.ddb.codec import marshal
 
 
 def test_tables_exist_and_agents_round_trip(local_db):

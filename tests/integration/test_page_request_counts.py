@@ -15,21 +15,15 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.dynamo import batch, meter, schema
-from queues_app.dynamo.agents import Agents, agent_to_item
-from queues_app.dynamo.client import default, reset_default
-from queues_app.dynamo.records import AgentStatus, Call, CallStatus, now, to_iso
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.shipments import (
-    Shipment,
-    ShipmentQueue,
-    ShipmentStatus,
-    _to_item,
-    ready_sort_key,
-    timed_sort_key,
-)
-from queues_app.dynamo.tasks import TaskQueue
-from queues_app.dynamo.trail import AuditTrail
+from queues_app.ddb import batch, meter, schema
+from queues_app.agents.roster import Agents, agent_to_item
+from queues_app.ddb.client import default, reset_default
+from queues_app.agents.records import AgentStatus, Call, CallStatus
+from queues_app.ddb.clock import now, to_iso
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus, _to_item, ready_sort_key, timed_sort_key
+from queues_app.tasks.queue import TaskQueue
+from queues_app.audit_trail import AuditTrail
 
 SMALL, LARGE = 10, 10_000
 LANGUAGES, GENDERS = ("English", "French", "Spanish"), ("F", "M", "X")

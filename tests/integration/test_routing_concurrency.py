@@ -26,19 +26,15 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.dynamo import audit, errors, keys
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import (
-    AgentStatus,
-    Call,
-    CallStatus,
-    marshal,
-    now,
-    to_iso,
-    unmarshal,
-)
-from queues_app.dynamo.routing import Router, call_from_item, call_to_item
-from queues_app.dynamo.skills import fits
+from queues_app.monitoring import invariants
+from queues_app.ddb import errors
+from queues_app.agents import keys
+from queues_app.agents.roster import Agents
+from queues_app.agents.records import AgentStatus, Call, CallStatus
+from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.clock import now, to_iso
+from queues_app.agents.router import Router, call_from_item, call_to_item
+from queues_app.agents.skills import fits
 
 SEED = 20240613
 N_AGENTS = 60
@@ -238,7 +234,7 @@ def assert_consistent(router: Router, journal: Journal, capsys, context: str) ->
     problems = (check_calls(calls) + check_one_call_per_agent(calls) + check_journal_matches(journal, calls)
                 + check_agent_side_returns(journal))
     assert problems == [], context
-    assert [str(v) for v in audit.find_violations(router.db, router.catalog)] == [], context
+    assert [str(v) for v in invariants.find_violations(router.db, router.catalog)] == [], context
     capsys.readouterr()
     call_command("audit_queues")
     assert capsys.readouterr().out.startswith("OK: no violations")
@@ -420,7 +416,7 @@ def test_the_articles_enqueue_queues_an_agent_twice_and_gives_them_to_two_caller
     assert article_match(local_db, router.catalog, ("Spanish", "F"), "c2") == ana.agent_id
     assert {router.get_call("c1").agent_id, router.get_call("c2").agent_id} == {ana.agent_id}
 
-    found = [str(v) for v in audit.find_violations(local_db, router.catalog, passes=1)]
+    found = [str(v) for v in invariants.find_violations(local_db, router.catalog, passes=1)]
     assert f"[holder] agent {ana.agent_id}: holds 2 assigned calls: c1, c2" in found
     with pytest.raises(CommandError):
         call_command("audit_queues", "--once")
@@ -447,14 +443,14 @@ def test_router_refuses_the_second_enqueue_under_the_same_interleaving(local_db,
     messages = local_db.call("query", TableName=first_router.table, KeyConditionExpression="pk = :pk",
                              ConsistentRead=True, ExpressionAttributeValues={":pk": {"S": "Q#English#F"}})["Items"]
     assert [unmarshal(m)["sk"] for m in messages] == [queued.queue_token]  # one set of messages only
-    assert audit.find_violations(local_db, first_router.catalog, passes=1) == []
+    assert invariants.find_violations(local_db, first_router.catalog, passes=1) == []
 
     # Two callers: Ana takes one, the other waits.
     one, _ = first_router.create_call({"language": "English", "gender": "F"})
     two, _ = second_router.create_call({"language": "Spanish", "gender": "F"})
     assert one.status == CallStatus.ASSIGNED and one.agent_id == ana.agent_id
     assert two.status == CallStatus.WAITING
-    assert audit.find_violations(local_db, first_router.catalog, passes=1) == []
+    assert invariants.find_violations(local_db, first_router.catalog, passes=1) == []
 
 
 # --- what make_available reports ------------------------------------------------------------
@@ -494,4 +490,4 @@ def test_make_available_never_reports_a_call_another_agent_took(local_db, monkey
     assert call is None or call.agent_id == ana.agent_id, (
         f"make_available(Ana) returned call {call.call_id}, which went to {call.agent_name}"
     )
-    assert audit.find_violations(local_db, ana_router.catalog, passes=1) == []
+    assert invariants.find_violations(local_db, ana_router.catalog, passes=1) == []

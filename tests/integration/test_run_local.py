@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from queues_app.dynamo.local import free_port
+from queues_app.ddb.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

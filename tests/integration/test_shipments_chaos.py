@@ -23,14 +23,9 @@ from dataclasses import dataclass, field
 
 from django.core.management import call_command
 
-from queues_app.dynamo import audit, errors
-from queues_app.dynamo.shipments import (
-    ReceiptInvalid,
-    RetryPolicy,
-    ShipmentQueue,
-    ShipmentState,
-    ShipmentStatus,
-)
+from queues_app.monitoring import invariants
+from queues_app.ddb import errors
+from queues_app.shipments.queue import ReceiptInvalid, RetryPolicy, ShipmentQueue, ShipmentState, ShipmentStatus
 
 SEED = 20240614
 PRODUCERS = 3
@@ -270,7 +265,7 @@ def test_chaos_every_shipment_is_completed_once_or_dead_lettered(local_db, capsy
 
     counts = queue.counts()
     assert (counts.queued, counts.in_flight, counts.delayed, counts.dlq) == (0, 0, 0, by_state[ShipmentState.IN_DLQ])
-    report = audit.audit(local_db)
+    report = invariants.check(local_db)
     assert report.violations == [], [str(v) for v in report.violations]
     assert report.counts["shipments"] == len(created)
     call_command("audit_queues")

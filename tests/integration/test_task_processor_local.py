@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from queues_app.dynamo.leases import Lease
-from queues_app.dynamo.tasks import ExpiryPolicy, TaskQueue, TaskStatus
-from queues_app.task_processor import RateLimitedDownstream, TaskProcessor
+from queues_app.tasks.lease import Lease
+from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
+from queues_app.tasks.processor import RateLimitedDownstream, TaskProcessor
 
 
 @pytest.fixture

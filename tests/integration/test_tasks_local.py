@@ -2,7 +2,7 @@
 
 import pytest
 
-from queues_app.dynamo.tasks import ExpiryPolicy, IllegalTransition, TaskQueue, TaskStatus
+from queues_app.tasks.queue import ExpiryPolicy, IllegalTransition, TaskQueue, TaskStatus
 
 
 def test_the_lifecycle_and_the_sweeper_on_dynamodb_local(local_db, clock):

@@ -4,12 +4,12 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import AgentStatus
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState
-from queues_app.dynamo.tasks import TaskQueue
-from queues_app.dynamo.trail import AuditTrail
+from queues_app.agents.roster import Agents
+from queues_app.agents.records import AgentStatus
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState
+from queues_app.tasks.queue import TaskQueue
+from queues_app.audit_trail import AuditTrail
 
 SKILLS = {"language": ["English"], "gender": ["F"]}
 CHANGELISTS = ("agententry", "queueentry", "shipmententry", "taskentry")

@@ -9,10 +9,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.local import free_port
-from queues_app.dynamo.records import AgentStatus, CallStatus
-from queues_app.dynamo.routing import Router
+from queues_app.agents.roster import Agents
+from queues_app.ddb.local import free_port
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.router import Router
 from queues_app.models import ApiToken, hash_token
 
 

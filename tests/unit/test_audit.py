@@ -7,10 +7,13 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.dynamo import audit, keys
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import AgentStatus, CallStatus, marshal, now
-from queues_app.dynamo.routing import EscalationPolicy, Router
+from queues_app.monitoring import invariants
+from queues_app.agents import keys
+from queues_app.agents.roster import Agents
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.ddb.codec import marshal
+from queues_app.ddb.clock import now
+from queues_app.agents.router import EscalationPolicy, Router
 
 
 class Clock:
@@ -71,11 +74,11 @@ def delete(router, key):
 
 
 def checks(router):
-    return {v.check for v in audit.audit(router.db, router.catalog, passes=1).violations}
+    return {v.check for v in invariants.check(router.db, router.catalog, passes=1).violations}
 
 
 def violations(router):
-    return [str(v) for v in audit.audit(router.db, router.catalog, passes=1).violations]
+    return [str(v) for v in invariants.check(router.db, router.catalog, passes=1).violations]
 
 
 def assert_command_fails():
@@ -86,7 +89,7 @@ def assert_command_fails():
 
 
 def test_a_clean_table_after_operations_has_no_violations(router, busy, capsys):
-    report = audit.audit(router.db, router.catalog)
+    report = invariants.check(router.db, router.catalog)
     assert report.violations == []
     assert report.passes == 1
     assert report.counts["agents"] == 5
@@ -146,7 +149,7 @@ def test_a_missing_message_of_a_queued_agent_is_reported(router, busy, capsys):
     router.release(ana_free.agent_id, then="queue")  # Ana: queued in English#F and Spanish#F
     ana = Agents(router.db, router.catalog).get(ana_free.agent_id)
     assert ana.status == AgentStatus.QUEUED
-    assert audit.find_violations(router.db, router.catalog, passes=1) == []
+    assert invariants.find_violations(router.db, router.catalog, passes=1) == []
     delete(router, keys.queue_message(("Spanish", "F"), ana.queue_token))
     update(router, keys.queue_meta(("Spanish", "F")), "ADD #d :minus", {":minus": -1}, {"#d": "depth"})
     expected = (f"[messages] agent {ana.agent_id} in Q#Spanish#F: queued with token {ana.queue_token} "
@@ -247,12 +250,12 @@ def test_violations_are_reported_only_when_they_persist_across_passes(router, bu
         pauses.append(seconds)
         update(router, meta, "ADD #d :minus", {":minus": -1}, {"#d": "depth"})
 
-    report = audit.audit(router.db, router.catalog, pause=0.01, sleep=heal_after_first_pass)
+    report = invariants.check(router.db, router.catalog, pause=0.01, sleep=heal_after_first_pass)
     assert report.violations == []
     assert report.passes == 2
     assert pauses == [0.01]
 
     update(router, meta, "ADD #d :one", {":one": 1}, {"#d": "depth"})
-    report = audit.audit(router.db, router.catalog, pause=0.01, sleep=lambda s: None)
+    report = invariants.check(router.db, router.catalog, pause=0.01, sleep=lambda s: None)
     assert [v.key for v in report.violations] == [("depth", "Q#French#M")]
     assert report.passes == 3

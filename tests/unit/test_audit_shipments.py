@@ -7,15 +7,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.dynamo import audit
-from queues_app.dynamo.records import marshal, now, to_iso
-from queues_app.dynamo.shipments import (
-    RetryPolicy,
-    ShipmentQueue,
-    ShipmentState,
-    ready_sort_key,
-    timed_sort_key,
-)
+from queues_app.monitoring import invariants
+from queues_app.ddb.codec import marshal
+from queues_app.ddb.clock import now, to_iso
+from queues_app.shipments.queue import RetryPolicy, ShipmentQueue, ShipmentState, ready_sort_key, timed_sort_key
 
 
 @pytest.fixture
@@ -89,14 +84,14 @@ def put(queue, item):
 
 
 def raw(queue, sid):
-    from queues_app.dynamo.records import unmarshal
+    from queues_app.ddb.codec import unmarshal
 
     return unmarshal(queue.db.call("get_item", TableName=queue.db.table("shipments"), Key=marshal({"id": sid}),
                                    ConsistentRead=True)["Item"])
 
 
 def violations(queue):
-    return [str(v) for v in audit.audit(queue.db, passes=1).violations]
+    return [str(v) for v in invariants.check(queue.db, passes=1).violations]
 
 
 def assert_command_fails(capsys, *expected):
@@ -110,7 +105,7 @@ def assert_command_fails(capsys, *expected):
 
 
 def test_a_clean_table_after_every_kind_of_operation(queue, busy, capsys):
-    report = audit.audit(queue.db)
+    report = invariants.check(queue.db)
     assert report.violations == []
     assert report.passes == 1
     c = report.counts
@@ -140,7 +135,7 @@ def test_leases_that_keep_expiring_end_in_the_dlq_and_stay_clean(queue, busy, cl
 
 
 def test_an_empty_shipments_table_is_clean(moto_db, capsys):
-    assert audit.audit(moto_db, passes=1).counts["shipments"] == 0
+    assert invariants.check(moto_db, passes=1).counts["shipments"] == 0
     call_command("audit_queues", "--once")
     assert "WAITING items, 0 shipments." in capsys.readouterr().out
 
@@ -223,7 +218,7 @@ def test_unknown_status_and_lease_attributes_out_of_place(queue, busy):
     assert "[shipments.index] shipment building: under construction but in the ready index (ready_q)" in found
     assert any(v.startswith("[shipments.sort_key] shipment later: invisible_sk is") and "no visible_at" in v
                for v in found)
-    report = audit.audit(queue.db, passes=1)
+    report = invariants.check(queue.db, passes=1)
     assert report.counts["shipments_unknown"] == 1
     assert "1 with an unknown status" in report.summary()
 
@@ -243,10 +238,10 @@ def test_shipment_violations_are_confirmed_across_passes(queue, busy):
     def heal(seconds):
         update(queue, "done", "REMOVE receipt")
 
-    report = audit.audit(queue.db, pause=0.01, sleep=heal)
+    report = invariants.check(queue.db, pause=0.01, sleep=heal)
     assert report.violations == [] and report.passes == 2
     update(queue, "done", "SET receipt = :r", {":r": "abc123"})
-    report = audit.audit(queue.db, pause=0.01, sleep=lambda s: None)
+    report = invariants.check(queue.db, pause=0.01, sleep=lambda s: None)
     assert [v.key for v in report.violations] == [("shipments.lease", "shipment done")]
     assert report.passes == 3
 
@@ -257,7 +252,7 @@ def test_every_corruption_at_once_is_listed_and_the_command_exits_non_zero(queue
     update(queue, "dead", "REMOVE dlq_sk")
     update(queue, "done", "SET receipt = :r", {":r": "abc123"})
     update(queue, "waiting-high", "SET priority = :p", {":p": 2})
-    subjects = {v.subject for v in audit.find_violations(queue.db, passes=1)}
+    subjects = {v.subject for v in invariants.find_violations(queue.db, passes=1)}
     assert subjects == {"shipment dead", "shipment done", "shipment waiting-high"}
     with pytest.raises(SystemExit) as caught:
         ManagementUtility(["manage.py", "audit_queues", "--once"]).execute()

@@ -5,12 +5,12 @@ import logging
 
 import pytest
 
-from queues_app.dynamo.fairness import BackpressureGate
-from queues_app.dynamo.metrics import recorder
-from queues_app.dynamo.records import CallStatus
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState
-from queues_app.dynamo.trail import AuditTrail
+from queues_app.admission import BackpressureGate
+from queues_app.monitoring.counters import recorder
+from queues_app.agents.records import CallStatus
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState
+from queues_app.audit_trail import AuditTrail
 from tests.unit.test_api import Api, assert_problem  # noqa: F401  (fixtures below reuse its helpers)
 from tests.unit.test_api import api, fast_password_hashing, supervisor_token  # noqa: F401
 

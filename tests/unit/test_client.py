@@ -1,7 +1,7 @@
 """The client: built lazily from settings, injectable, retries in adaptive mode."""
 
-from queues_app.dynamo import meter
-from queues_app.dynamo.client import Dynamo, default, reset_default
+from queues_app.ddb import meter
+from queues_app.ddb.client import Dynamo, default, reset_default
 
 
 def test_default_client_follows_settings(settings):

@@ -1,7 +1,8 @@
 import threading
 import time
 
-from queues_app.dynamo.contention import Claims, ContentionGauge
+from queues_app.agents.claims import Claims
+from queues_app.ddb.contention import ContentionGauge
 
 
 def test_it_keeps_the_head_first_when_uncontended():

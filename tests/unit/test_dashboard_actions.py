@@ -7,12 +7,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.local import free_port
-from queues_app.dynamo.records import AgentStatus, CallStatus
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.shipments import ShipmentQueue, ShipmentStatus
-from queues_app.dynamo.trail import AuditTrail
+from queues_app.agents.roster import Agents
+from queues_app.ddb.local import free_port
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import ShipmentQueue, ShipmentStatus
+from queues_app.audit_trail import AuditTrail
 from queues_app.models import ApiToken
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -517,7 +517,7 @@ def test_api_actions_are_recorded_with_source_api(supervisor, moto_db):
 
 @pytest.fixture
 def outage(settings, aws_credentials):
-    from queues_app.dynamo.client import reset_default
+    from queues_app.ddb.client import reset_default
 
     settings.DYNAMODB_ENDPOINT_URL = f"http://127.0.0.1:{free_port()}"
     settings.DYNAMODB_MAX_ATTEMPTS = 1

@@ -6,12 +6,12 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import CallStatus
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.shipments import ShipmentQueue
-from queues_app.dynamo.tasks import TaskQueue
-from queues_app.operations import Operations
+from queues_app.agents.roster import Agents
+from queues_app.agents.records import CallStatus
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.tasks.queue import TaskQueue
+from queues_app.actions import Operations
 
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

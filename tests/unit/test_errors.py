@@ -5,8 +5,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 from botocore.stub import Stubber
 
-from queues_app.dynamo import errors
-from queues_app.dynamo.client import Dynamo
+from queues_app.ddb import errors
+from queues_app.ddb.client import Dynamo
 
 
 def client_error(code, message="boom", **extra):

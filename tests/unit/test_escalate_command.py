@@ -3,9 +3,9 @@ import time
 
 from django.core.management import call_command
 
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import CallStatus
-from queues_app.dynamo.routing import Router
+from queues_app.agents.roster import Agents
+from queues_app.agents.records import CallStatus
+from queues_app.agents.router import Router
 
 
 def test_it_relaxes_long_waiting_callers_and_assigns_them(moto_db, settings):

@@ -4,17 +4,12 @@ from datetime import timedelta
 
 import pytest
 
-from queues_app.dynamo import metrics
-from queues_app.dynamo.errors import Backpressure
-from queues_app.dynamo.fairness import (
-    BackpressureGate,
-    FairConsumer,
-    FairnessPolicy,
-    ShipmentAdmission,
-    SweepSchedule,
-    TenantLimiter,
-)
-from queues_app.dynamo.shipments import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue, ShipmentState
+from queues_app.ddb import meter
+from queues_app.monitoring import counters
+from queues_app.ddb.errors import Backpressure
+from queues_app.admission import BackpressureGate, ShipmentAdmission
+from queues_app.shipments.fairness import FairConsumer, FairnessPolicy, SweepSchedule, TenantLimiter
+from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue, ShipmentState
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +25,7 @@ def policy(**overrides) -> FairnessPolicy:
 
 def test_submit_queues_a_shipment_in_one_request_visible_at_once(moto_db):
     queue = ShipmentQueue(moto_db)
-    with metrics.meter.measure() as seen:
+    with meter.measure() as seen:
         shipment = queue.submit({"to": "Oslo"}, priority=3, tenant="acme", trace_id="t-1")
     assert seen.calls_of("PutItem") == 1
     assert shipment.state == ShipmentState.QUEUED
@@ -97,8 +92,8 @@ def test_sidelining_counts_in_the_metrics(moto_db, clock):
     queue.submit({})
     clock.advance(600)
     assert len(queue.sideline_stale(300)) == 1
-    metrics.MetricsStore(moto_db).flush()
-    totals = metrics.MetricsStore(moto_db).totals()
+    counters.MetricsStore(moto_db).flush()
+    totals = counters.MetricsStore(moto_db).totals()
     assert totals[DEFAULT_QUEUE]["sidelined"] >= 1
     assert totals[DEFAULT_QUEUE]["enqueued"] >= 1
 
@@ -119,7 +114,7 @@ def test_consumers_of_one_process_take_turns_to_sweep(moto_db, clock):
     first = FairConsumer(queue, rules, sweep_seconds=0.5, schedule=schedule)
     second = FairConsumer(queue, rules, sweep_seconds=0.5, schedule=schedule)
     assert first.idle_seconds == 2.0  # a quarter of the bound
-    with metrics.meter.measure() as seen:
+    with meter.measure() as seen:
         first.peek()  # sweeps: nothing stale, so the next sweep is two seconds off
         second.peek()  # does not sweep again
     # one sweep (a Query per priority level), then two peeks of two queues (due, then ready)

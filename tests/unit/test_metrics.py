@@ -6,11 +6,13 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues_app.dynamo import metrics
-from queues_app.dynamo.metrics import LIVE, MetricsCollector, MetricsStore, recorder
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.shipments import ShipmentQueue
-from queues_app.dynamo.tasks import TaskQueue
+from queues_app.ddb import meter
+from queues_app.monitoring import counters
+from queues_app.monitoring.counters import LIVE, MetricsStore, recorder
+from queues_app.monitoring.sampler import MetricsCollector
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.tasks.queue import TaskQueue
 from queues_app.models import ApiToken
 
 
@@ -62,16 +64,16 @@ def test_the_collector_samples_every_queue(moto_db):
     TaskQueue(moto_db).create({"job": 1})
     Router(moto_db).create_call({})
     figures = MetricsCollector(moto_db).sample()
-    assert figures[metrics.LIVE]["depth"] == 1
-    assert figures[metrics.TASKS]["depth"] == 1
-    assert figures[metrics.CALLS]["depth"] == 1
-    assert figures[metrics.SPILLOVER]["depth"] == 0
-    row = MetricsStore(moto_db).latest(metrics.CALLS)
+    assert figures[counters.LIVE]["depth"] == 1
+    assert figures[counters.TASKS]["depth"] == 1
+    assert figures[counters.CALLS]["depth"] == 1
+    assert figures[counters.SPILLOVER]["depth"] == 0
+    row = MetricsStore(moto_db).latest(counters.CALLS)
     assert row.get("depth") == 1 and row.get("oldest_age") is not None
 
 
 def test_capacity_per_operation_is_written_for_finished_minutes(moto_db, monkeypatch):
-    bucket = metrics.meter.RequestMeter()
+    bucket = meter.RequestMeter()
     bucket.record("TransactWriteItems", retries=0, capacity=[{"CapacityUnits": 4.0}], error_code=None,
                   cancellation_codes=["TransactionConflict"])
     bucket.record("Query", retries=0, capacity=[], error_code="ThrottlingException", cancellation_codes=[])
@@ -112,7 +114,7 @@ def test_metrics_endpoint_speaks_prometheus(supervisor_client, moto_db):
 
 def test_metrics_endpoint_reads_the_latest_sample_when_fresh(supervisor_client, moto_db):
     MetricsCollector(moto_db).sample()
-    with metrics.meter.measure() as seen:
+    with meter.measure() as seen:
         supervisor_client.get("/metrics")
     assert seen.calls <= 6  # four latest samples and the totals
 
@@ -169,7 +171,7 @@ def test_open_tabs_share_one_read_of_a_panel_until_a_change(supervisor_client, m
     agent = Router(moto_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
     url = reverse("home") + "?panel=calls"
     supervisor_client.get(url, HTTP_HX_REQUEST="true")
-    with metrics.meter.measure() as seen:
+    with meter.measure() as seen:
         again = supervisor_client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert seen.calls == 0  # a second tab, or the next poll: no request
     assert 'data-figure="agents-queued">0<' in again
@@ -182,7 +184,7 @@ def test_open_tabs_share_one_read_of_a_panel_until_a_change(supervisor_client, m
 
 def test_writing_the_metrics_is_not_counted_as_the_cost_of_an_operation(moto_db):
     recorder.count(LIVE, "enqueued", 1)
-    with metrics.meter.measure() as seen:
+    with meter.measure() as seen:
         assert MetricsStore(moto_db).flush() >= 1
     assert seen.calls == 0
-    assert metrics.meter.process_meter.calls_of("UpdateItem") >= 1  # still in the process totals
+    assert meter.process_meter.calls_of("UpdateItem") >= 1  # still in the process totals

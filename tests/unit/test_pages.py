@@ -4,8 +4,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.local import free_port
+from queues_app.agents.roster import Agents
+from queues_app.ddb.local import free_port
 
 
 def test_pages_need_login(client, moto_db):

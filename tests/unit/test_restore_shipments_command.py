@@ -3,7 +3,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 
 
 @pytest.fixture

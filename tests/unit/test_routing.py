@@ -5,12 +5,14 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from queues_app.dynamo import errors, keys
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import AgentStatus, CallStatus, marshal
-from queues_app.dynamo.routing import AgentTooBroad, EscalationPolicy, Router
-from queues_app.dynamo.skills import SkillCatalog, SkillError
+from queues_app.ddb import errors
+from queues_app.agents import keys
+from queues_app.agents.roster import Agents
+from queues_app.ddb.client import Dynamo
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.ddb.codec import marshal
+from queues_app.agents.router import AgentTooBroad, EscalationPolicy, Router
+from queues_app.agents.skills import SkillCatalog, SkillError
 
 
 @pytest.fixture
@@ -157,7 +159,7 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
         return real_enqueue(a)
 
     def other_router_call():
-        from queues_app.dynamo.records import Call
+        from queues_app.agents.records import Call
 
         return Call(call_id="racer", status=CallStatus.WAITING, preferences={"language": "English", "gender": None},
                     arrived_at="2026-01-01T00:00:00.000000Z")
@@ -336,7 +338,7 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
 
 
 def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(router):
-    from queues_app.dynamo.routing import _claims_for
+    from queues_app.agents.router import _claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
@@ -355,7 +357,7 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
     import threading
     import time
 
-    from queues_app.dynamo.routing import _claims_for
+    from queues_app.agents.router import _claims_for
 
     only = agent(router, "Only", ["English"], "F")
     queued, _ = router.make_available(only.agent_id)
@@ -370,7 +372,7 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
 
 
 def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(router):
-    from queues_app.dynamo.routing import _claims_for
+    from queues_app.agents.router import _claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
@@ -388,8 +390,8 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
 
 
 def test_matchers_running_at_the_same_moment_share_a_fresh_read(router):
-    from queues_app.dynamo import meter
-    from queues_app.dynamo.routing import _claims_for
+    from queues_app.ddb import meter
+    from queues_app.agents.router import _claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
@@ -412,7 +414,7 @@ def test_matchers_running_at_the_same_moment_share_a_fresh_read(router):
 
 
 def test_a_caller_alone_always_reads_the_queue(router):
-    from queues_app.dynamo import meter
+    from queues_app.ddb import meter
 
     for name in ("First", "Second"):
         router.make_available(agent(router, name, ["English"], "F").agent_id)

@@ -5,10 +5,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.dynamo import audit
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.records import from_iso, now
-from queues_app.dynamo.shipments import ShipmentQueue, ShipmentState, shipment_from_item
+from queues_app.monitoring import invariants
+from queues_app.shipments import invariants as shipments_invariants
+from queues_app.agents.roster import Agents
+from queues_app.ddb.clock import from_iso, now
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState, shipment_from_item
 from queues_app.management.commands.seed_demo import (
     CARRIERS,
     DLQ_REASONS,
@@ -65,7 +66,7 @@ def test_no_progress_bar_when_not_on_a_terminal(moto_db):
 # --- shipments ------------------------------------------------------------------------
 
 def all_shipments(db):
-    return [shipment_from_item(item) for item in audit.scan_shipments(db)]
+    return [shipment_from_item(item) for item in shipments_invariants.read_shipments(db)]
 
 
 def test_seed_writes_demo_shipments_in_a_mix_of_states(moto_db):
@@ -94,7 +95,7 @@ def test_seed_writes_demo_shipments_in_a_mix_of_states(moto_db):
             assert shipment.failure_reasons[0]["reason"] == shipment.dlq_reason
     counts = ShipmentQueue(moto_db).counts()
     assert (counts.queued, counts.in_flight, counts.delayed, counts.dlq) == (17, 3, 1, 2)
-    report = audit.audit(moto_db, passes=1)
+    report = invariants.check(moto_db, passes=1)
     assert report.violations == []
     assert report.counts["shipments"] == 30
 
@@ -135,7 +136,7 @@ def test_a_queue_with_work_in_it_is_left_alone(moto_db):
     mine = queue.get("real-work")
     assert mine.state == ShipmentState.QUEUED and mine.receive_count == 0 and mine.version == 2
     assert len(all_shipments(moto_db)) == 31
-    assert audit.audit(moto_db, passes=1).violations == []
+    assert invariants.check(moto_db, passes=1).violations == []
 
 
 def test_shipment_progress_bar_and_plan_for_large_counts(moto_db):
@@ -155,7 +156,7 @@ def test_negative_counts_are_refused(moto_db):
 
 
 def test_seed_writes_tasks_in_every_status(moto_db):
-    from queues_app.dynamo.tasks import TaskQueue, TaskStatus
+    from queues_app.tasks.queue import TaskQueue, TaskStatus
 
     out = io.StringIO()
     call_command("seed_demo", agents=0, shipments=0, tasks=50, seed=3, stdout=out)

@@ -3,13 +3,8 @@ import threading
 
 from django.core.management import call_command
 
-from queues_app.dynamo.shipments import (
-    RetryPolicy,
-    ShipmentQueue,
-    ShipmentState,
-    ShipmentStatus,
-)
-from queues_app.workers import HandlerFailed, ShipmentWorker, demo_handler
+from queues_app.shipments.queue import RetryPolicy, ShipmentQueue, ShipmentState, ShipmentStatus
+from queues_app.shipments.worker import HandlerFailed, ShipmentWorker, demo_handler
 
 
 def make_queue(moto_db, n=3, **data):

@@ -3,15 +3,8 @@
 
 import pytest
 
-from queues_app.dynamo import errors, meter
-from queues_app.dynamo.shipments import (
-    InvalidTransition,
-    ReceiptInvalid,
-    RetryPolicy,
-    ShipmentQueue,
-    ShipmentState,
-    ShipmentStatus,
-)
+from queues_app.ddb import errors, meter
+from queues_app.shipments.queue import InvalidTransition, ReceiptInvalid, RetryPolicy, ShipmentQueue, ShipmentState, ShipmentStatus
 
 
 @pytest.fixture

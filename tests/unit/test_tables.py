@@ -5,8 +5,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from queues_app.dynamo import schema
-from queues_app.dynamo.tables import TABLES
+from queues_app.ddb import schema
+from queues_app.ddb.tables import TABLES
 
 
 def test_create_is_idempotent(moto_empty):
@@ -56,7 +56,7 @@ def test_create_command_reports_what_it_did(moto_empty):
 def test_create_adds_indexes_that_an_older_table_lacks(moto_empty, monkeypatch):
     import dataclasses
 
-    from queues_app.dynamo import tables
+    from queues_app.ddb import tables
 
     older = dataclasses.replace(tables.CALLCENTER, indexes=())
     monkeypatch.setitem(tables.TABLES, "callcenter", older)
@@ -70,9 +70,9 @@ def test_create_adds_indexes_that_an_older_table_lacks(moto_empty, monkeypatch):
 
 
 def test_waiting_callers_from_before_the_index_are_filled_in(moto_db):
-    from queues_app.dynamo import keys
-    from queues_app.dynamo.records import marshal
-    from queues_app.dynamo.routing import Router
+    from queues_app.agents import keys
+    from queues_app.ddb.codec import marshal
+    from queues_app.agents.router import Router
 
     old = {"pk": keys.WAITING_PK, "sk": "9#2026-11-20T10:00:00.000000Z#c-old", "call_id": "c-old",
            "arrived_at": "2026-11-20T10:00:00.000000Z", "priority": 0}

@@ -9,16 +9,10 @@ import pytest
 from botocore.exceptions import ClientError
 from django.core.management import call_command
 
-from queues_app.dynamo.leases import LEASE_PREFIX, Lease
-from queues_app.dynamo.streams import StreamWaker, wakes
-from queues_app.dynamo.tasks import ExpiryPolicy, TaskQueue, TaskStatus
-from queues_app.task_processor import (
-    AtCapacity,
-    DownstreamFailed,
-    RateLimitedDownstream,
-    TaskProcessor,
-    TokenBucket,
-)
+from queues_app.tasks.lease import LEASE_PREFIX, Lease
+from queues_app.tasks.streams import StreamWaker, wakes
+from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
+from queues_app.tasks.processor import AtCapacity, DownstreamFailed, RateLimitedDownstream, TaskProcessor, TokenBucket
 
 
 class FakeTime:

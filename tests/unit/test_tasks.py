@@ -2,14 +2,8 @@
 
 import pytest
 
-from queues_app.dynamo import errors
-from queues_app.dynamo.tasks import (
-    ExpiryPolicy,
-    IllegalTransition,
-    TaskExpired,
-    TaskQueue,
-    TaskStatus,
-)
+from queues_app.ddb import errors
+from queues_app.tasks.queue import ExpiryPolicy, IllegalTransition, TaskExpired, TaskQueue, TaskStatus
 
 
 @pytest.fixture

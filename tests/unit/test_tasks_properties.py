@@ -32,19 +32,12 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from queues_app.dynamo import errors
-from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import unmarshal
-from queues_app.dynamo.schema import create_table_params
-from queues_app.dynamo.tables import TABLES
-from queues_app.dynamo.tasks import (
-    TRANSITIONS,
-    ExpiryPolicy,
-    IllegalTransition,
-    TaskExpired,
-    TaskQueue,
-    TaskStatus,
-)
+from queues_app.ddb import errors
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.codec import unmarshal
+from queues_app.ddb.schema import create_table_params
+from queues_app.ddb.tables import TABLES
+from queues_app.tasks.queue import TRANSITIONS, ExpiryPolicy, IllegalTransition, TaskExpired, TaskQueue, TaskStatus
 from tests.conftest import ManualClock
 
 WORKERS = ("w0", "w1", "w2", "w3")

@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from queues_app.dynamo import audit, errors
-from queues_app.dynamo.client import default
+from queues_app.monitoring import invariants
+from queues_app.ddb import errors
+from queues_app.ddb.client import default
 
 
 class Command(BaseCommand):
@@ -17,13 +18,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true",
                             help="one pass only: do not re-run to confirm violations")
-        parser.add_argument("--pause", type=float, default=audit.DEFAULT_PAUSE,
+        parser.add_argument("--pause", type=float, default=invariants.DEFAULT_PAUSE,
                             help="seconds to wait between passes (default %(default)s)")
 
-    def handle(self, once=False, pause=audit.DEFAULT_PAUSE, **options):
+    def handle(self, once=False, pause=invariants.DEFAULT_PAUSE, **options):
         db = default()
         try:
-            report = audit.audit(db, passes=1 if once else audit.DEFAULT_PASSES, pause=pause)
+            report = invariants.check(db, passes=1 if once else invariants.DEFAULT_PASSES, pause=pause)
         except errors.DynamoError as exc:
             raise CommandError(f"{exc.message} (endpoint: {db.endpoint})") from exc
         if report.violations:

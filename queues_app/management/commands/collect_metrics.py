@@ -5,8 +5,8 @@ import threading
 
 from django.core.management.base import BaseCommand
 
-from queues_app.dynamo import errors
-from queues_app.dynamo.metrics import MetricsCollector
+from queues_app.ddb import errors
+from queues_app.monitoring.sampler import MetricsCollector
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from queues_app.dynamo import errors
-from queues_app.dynamo.shipments import DEFAULT_QUEUE, ShipmentQueue
+from queues_app.ddb import errors
+from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 
 
 class Command(BaseCommand):

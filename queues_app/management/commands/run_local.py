@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from queues_app.dynamo.local import DynamoDBLocal, LocalDynamoError, answers
+from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
 
 
 class Command(BaseCommand):

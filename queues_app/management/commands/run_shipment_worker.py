@@ -2,9 +2,9 @@ import signal
 
 from django.core.management.base import BaseCommand
 
-from queues_app.dynamo.fairness import FairConsumer
-from queues_app.dynamo.shipments import DEFAULT_QUEUE, ShipmentQueue
-from queues_app.workers import ShipmentWorker, demo_handler
+from queues_app.shipments.fairness import FairConsumer
+from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
+from queues_app.shipments.worker import ShipmentWorker, demo_handler
 
 
 class Command(BaseCommand):

@@ -2,12 +2,8 @@ import signal
 
 from django.core.management.base import BaseCommand
 
-from queues_app.dynamo.tasks import TaskQueue
-from queues_app.task_processor import (
-    RateLimitedDownstream,
-    TaskProcessor,
-    default_holder,
-)
+from queues_app.tasks.queue import TaskQueue
+from queues_app.tasks.processor import RateLimitedDownstream, TaskProcessor, default_holder
 
 
 class Command(BaseCommand):

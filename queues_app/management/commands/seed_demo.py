@@ -6,20 +6,15 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from faker import Faker
 
-from queues_app.dynamo import batch, errors
-from queues_app.dynamo.agents import Agents
-from queues_app.dynamo.client import Dynamo
-from queues_app.dynamo.records import Call, CallStatus, now, to_iso
-from queues_app.dynamo.routing import Router
-from queues_app.dynamo.skills import ANY
-from queues_app.dynamo.shipments import (
-    DEFAULT_QUEUE,
-    Shipment,
-    ShipmentQueue,
-    ShipmentStatus,
-    ready_sort_key,
-)
-from queues_app.dynamo.tasks import TaskQueue, TaskStatus
+from queues_app.ddb import batch, errors
+from queues_app.agents.roster import Agents
+from queues_app.ddb.client import Dynamo
+from queues_app.agents.records import Call, CallStatus
+from queues_app.ddb.clock import now, to_iso
+from queues_app.agents.router import Router
+from queues_app.agents.skills import ANY
+from queues_app.shipments.queue import DEFAULT_QUEUE, Shipment, ShipmentQueue, ShipmentStatus, ready_sort_key
+from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 CARRIERS = ("DHL", "UPS", "FedEx", "La Poste", "GLS")
 PRODUCTS = ("books", "headphones", "coffee beans", "running shoes", "desk lamp", "board game", "tea set",

@@ -1,0 +1,86 @@
+"""What may enter the queues: backpressure on callers and shipments, and each tenant's
+fair share of the live shipment queue (article 004)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from queues_app.agents.router import Router
+from queues_app.ddb.client import Dynamo, default
+from queues_app.ddb.errors import Backpressure
+from queues_app.monitoring import counters
+from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
+from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Shipment, ShipmentQueue
+
+
+class BackpressureGate:
+    """Refuses an enqueue while its queue's backlog is past the bound. The depth comes
+    from a capped COUNT query (the bound + 1), remembered for a second per process so
+    that a burst of enqueues costs one query, not one each."""
+
+    _cache: dict[tuple[str, str], tuple[float, int]] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None):
+        self.db = db or default()
+        self.policy = policy or FairnessPolicy.from_settings()
+
+    def check(self, queue: str) -> None:
+        bound = self.policy.backlog_bounds.get(queue)
+        if bound is None:
+            return
+        depth = self.depth(queue, bound)
+        if depth > bound:
+            raise Backpressure(queue, depth, bound, self.policy.retry_after_seconds)
+
+    def depth(self, queue: str, bound: int) -> int:
+        key = (self.db.prefix, queue)
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached and time.monotonic() - cached[0] < self.policy.depth_cache_seconds:
+            return cached[1]
+        if queue == counters.CALLS:
+            depth, _more = Router(self.db).count_waiting(cap=bound + 1)
+        else:
+            depth = ShipmentQueue(self.db).count_queued(queue, cap=bound + 1)
+        with self._lock:
+            self._cache[key] = (time.monotonic(), depth)
+        return depth
+
+    @classmethod
+    def forget(cls) -> None:
+        with cls._lock:
+            cls._cache.clear()
+
+
+@dataclass
+class Admitted:
+    shipment: Shipment
+    sidelined: bool  # True: over its tenant's rate, sent to the spillover queue
+
+
+class ShipmentAdmission:
+    """Where a new shipment goes: refused under backpressure, live within its tenant's
+    rate, spillover above it."""
+
+    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None):
+        self.db = db or default()
+        self.policy = policy or FairnessPolicy.from_settings()
+        self.shipments = ShipmentQueue(self.db)
+        self.gate = BackpressureGate(self.db, self.policy)
+        self.limiter = TenantLimiter(self.db, self.policy)
+
+    def submit(self, data: dict, *, tenant: str | None = None, priority: int = 0, delay_seconds: float = 0,
+               shipment_id: str | None = None, trace_id: str | None = None) -> Admitted:
+        self.gate.check(counters.LIVE)
+        sidelined = bool(tenant) and not self.limiter.admit(tenant)
+        queue = SPILLOVER_QUEUE if sidelined else DEFAULT_QUEUE
+        shipment = self.shipments.submit(data, tenant=tenant, priority=priority, queue=queue,
+                                         delay_seconds=delay_seconds, shipment_id=shipment_id, trace_id=trace_id)
+        if sidelined:
+            counters.note(self.db, DEFAULT_QUEUE, "sidelined")
+        return Admitted(shipment, sidelined)
+
+

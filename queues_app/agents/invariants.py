@@ -1,0 +1,196 @@
+"""The call center's invariants, checked on a snapshot of the whole `callcenter` table
+(the checks are listed in docs/architecture.md)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from queues_app.agents import keys
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.skills import SkillCatalog
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.scan import Violation, scan_all
+
+
+@dataclass
+class CallCenterSnapshot:
+    agents: dict[str, dict] = field(default_factory=dict)  # agent_id -> item
+    metas: dict[str, dict] = field(default_factory=dict)  # queue name -> item
+    messages: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))  # queue name -> items
+    waiting: list[dict] = field(default_factory=list)
+    calls: dict[str, dict] = field(default_factory=dict)  # call_id -> item
+    other: int = 0
+
+
+def read_callcenter(db: Dynamo) -> CallCenterSnapshot:
+    """Every item of the callcenter table, grouped by kind."""
+    snap = CallCenterSnapshot()
+    for item in scan_all(db, "callcenter"):
+        _sort_item(snap, item)
+    return snap
+
+
+def _sort_item(snap: CallCenterSnapshot, item: dict) -> None:
+    pk, sk = item.get("pk", ""), item.get("sk", "")
+    if pk == keys.AGENTS_PK and sk.startswith(keys.AGENT_PREFIX):
+        snap.agents[keys.agent_id_from_sk(sk)] = item
+    elif pk == keys.QUEUES_PK:
+        snap.metas[sk] = item
+    elif pk.startswith(keys.QUEUE_PREFIX):
+        snap.messages[pk].append(item)
+    elif pk == keys.WAITING_PK:
+        snap.waiting.append(item)
+    elif pk.startswith(keys.CALL_PREFIX) and sk == keys.CALL_SK:
+        snap.calls[pk.removeprefix(keys.CALL_PREFIX)] = item
+    else:
+        snap.other += 1
+
+
+def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
+    """Every invariant violation in one snapshot of the table."""
+    found: list[Violation] = []
+
+    def add(check_name: str, subject: str, detail: str) -> None:
+        found.append(Violation(check_name, subject, detail))
+
+    # depth ------------------------------------------------------------------------
+    for name in sorted(set(snap.metas) | set(snap.messages)):
+        stored = int(snap.metas.get(name, {}).get("depth", 0))
+        actual = len(snap.messages.get(name, []))
+        if stored != actual:
+            where = "metadata" if name in snap.metas else "no metadata item, so"
+            add("depth", name, f"{where} depth {stored} but {actual} message item(s) in the partition "
+                f"(off by {stored - actual:+d})")
+
+    # messages and orphans -------------------------------------------------------------
+    present = {(name, item["sk"]): item for name, items in snap.messages.items() for item in items}
+    expected: set[tuple[str, str]] = set()
+    messages_of: dict[str, list[tuple[str, str]]] = defaultdict(list)  # agent_id -> message keys
+    for (name, sk), item in present.items():
+        owner = item.get("agent_id") or sk.rsplit("#", 1)[-1]
+        messages_of[owner].append((name, sk))
+    for agent_id, agent in sorted(snap.agents.items()):
+        if agent.get("status") != AgentStatus.QUEUED:
+            continue
+        token = agent.get("queue_token")
+        if not token:
+            add("messages", f"agent {agent_id}", "queued without a queue_token")
+            continue
+        try:
+            combos = catalog.combinations(agent.get("skills") or {})
+        except KeyError as exc:
+            add("messages", f"agent {agent_id}", f"skills miss the dimension {exc}")
+            continue
+        for combo in combos:
+            message_key = (keys.queue_name(combo), token)
+            expected.add(message_key)
+            item = present.get(message_key)
+            if item is None:
+                add("messages", f"agent {agent_id} in {message_key[0]}",
+                    f"queued with token {token} but has no message item there")
+            elif item.get("agent_id") != agent_id:
+                add("messages", f"message {message_key[0]} / {token}",
+                    f"belongs to agent {agent_id} but names agent {item.get('agent_id')}")
+    for (name, sk), item in sorted(present.items()):
+        if (name, sk) in expected:
+            continue
+        owner_id = item.get("agent_id")
+        owner = snap.agents.get(owner_id or "")
+        if owner is None:
+            why = f"agent {owner_id} does not exist"
+        elif owner.get("status") != AgentStatus.QUEUED:
+            why = f"agent {owner_id} is {owner.get('status')}, not queued"
+        elif owner.get("queue_token") != sk:
+            why = f"agent {owner_id} is queued with another token ({owner.get('queue_token')})"
+        else:
+            why = f"agent {owner_id}'s skills do not fit this queue"
+        add("orphan", f"message {name} / {sk}", f"no queued agent owns it: {why}")
+
+    # attending agents -------------------------------------------------------------------
+    for agent_id, agent in sorted(snap.agents.items()):
+        if agent.get("status") != AgentStatus.ATTENDING:
+            continue
+        held = messages_of.get(agent_id, [])
+        if held:
+            add("attending", f"agent {agent_id}",
+                f"attending but still has {len(held)} message item(s) "
+                f"({', '.join(f'{n} / {s}' for n, s in sorted(held))})")
+        call_id = agent.get("call_id")
+        if not call_id:
+            add("attending", f"agent {agent_id}", "attending without a call_id")
+            continue
+        call = snap.calls.get(call_id)
+        if call is None:
+            add("attending", f"agent {agent_id}", f"attending call {call_id}, which does not exist")
+        elif call.get("status") != CallStatus.ASSIGNED or call.get("agent_id") != agent_id:
+            add("attending", f"agent {agent_id}",
+                f"attending call {call_id}, which is {call.get('status')} with agent {call.get('agent_id')}")
+
+    # calls and waiting callers ------------------------------------------------------------
+    waiting_for: dict[str, list[dict]] = defaultdict(list)  # call_id -> WAITING items
+    for item in snap.waiting:
+        waiting_for[item.get("call_id", "")].append(item)
+        call = snap.calls.get(item.get("call_id", ""))
+        if call is None:
+            add("calls", f"WAITING {item['sk']}", f"points at call {item.get('call_id')}, which does not exist")
+        elif call.get("status") != CallStatus.WAITING:
+            add("calls", f"WAITING {item['sk']}", f"points at call {item.get('call_id')}, which is "
+                f"{call.get('status')}")
+        elif call.get("wait_sk") != item["sk"]:
+            add("calls", f"WAITING {item['sk']}",
+                f"points at call {item.get('call_id')}, which waits under {call.get('wait_sk')}")
+    for call_id, call in sorted(snap.calls.items()):
+        status, items = call.get("status"), waiting_for.get(call_id, [])
+        if status == CallStatus.WAITING:
+            if call.get("agent_id"):
+                add("calls", f"call {call_id}", f"waiting but has agent {call['agent_id']}")
+            wait_sk = call.get("wait_sk")
+            if not any(i["sk"] == wait_sk for i in items) or len(items) != 1:
+                add("calls", f"call {call_id}",
+                    f"waiting under {wait_sk} but has {len(items)} WAITING item(s)"
+                    + (f" ({', '.join(sorted(i['sk'] for i in items))})" if items else ""))
+        elif status in (CallStatus.ASSIGNED, CallStatus.ENDED):
+            if items:
+                add("calls", f"call {call_id}", f"{status} but still has {len(items)} WAITING item(s)")
+            if not call.get("agent_id"):
+                add("calls", f"call {call_id}", f"{status} without an agent_id")
+        else:
+            add("calls", f"call {call_id}", f"unknown status {status!r}")
+
+    # one call per agent ---------------------------------------------------------------------
+    held_by: dict[str, list[str]] = defaultdict(list)
+    for call_id, call in sorted(snap.calls.items()):
+        if call.get("status") == CallStatus.ASSIGNED and call.get("agent_id"):
+            held_by[call["agent_id"]].append(call_id)
+    for agent_id, call_ids in sorted(held_by.items()):
+        if len(call_ids) > 1:
+            add("holder", f"agent {agent_id}", f"holds {len(call_ids)} assigned calls: {', '.join(call_ids)}")
+        agent = snap.agents.get(agent_id)
+        for call_id in call_ids:
+            if agent is None:
+                add("holder", f"call {call_id}", f"assigned to agent {agent_id}, who does not exist")
+            elif agent.get("status") != AgentStatus.ATTENDING or agent.get("call_id") != call_id:
+                add("holder", f"call {call_id}",
+                    f"assigned to agent {agent_id}, who is {agent.get('status')} "
+                    f"with call_id {agent.get('call_id')}")
+
+    return found
+
+
+def counts(snap: CallCenterSnapshot) -> dict[str, int]:
+    agent_status = Counter(a.get("status") for a in snap.agents.values())
+    call_status = Counter(c.get("status") for c in snap.calls.values())
+    return {
+        "agents": len(snap.agents),
+        "agents_queued": agent_status[AgentStatus.QUEUED],
+        "agents_attending": agent_status[AgentStatus.ATTENDING],
+        "queues": len(snap.metas),
+        "messages": sum(len(items) for items in snap.messages.values()),
+        "calls": len(snap.calls),
+        "calls_waiting": call_status[CallStatus.WAITING],
+        "calls_assigned": call_status[CallStatus.ASSIGNED],
+        "calls_ended": call_status[CallStatus.ENDED],
+        "waiting_items": len(snap.waiting),
+        "other_items": snap.other,
+    }

@@ -1,0 +1,78 @@
+"""Records as the JSON API shows them: plain dicts of JSON types, nothing from DynamoDB.
+
+A preference of "any" (ANY, stored as None) is shown as the string "any", the same
+word a request may send.
+"""
+
+from __future__ import annotations
+
+from queues_app.agents.records import Agent, Call, QueueInfo
+from queues_app.agents.router import WHY_OUTCOMES
+from queues_app.agents.skills import ANY
+
+ANY_WORD = "any"
+
+
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def call_to_json(call: Call) -> dict:
+    return {
+        "call_id": call.call_id,
+        "status": call.status,
+        "preferences": {name: ANY_WORD if value is ANY else value for name, value in call.preferences.items()},
+        "priority": call.priority,
+        "order": call.order,
+        "arrived_at": call.arrived_at or None,
+        "agent_id": call.agent_id,
+        "agent_name": call.agent_name,
+        "assigned_at": call.assigned_at,
+        "ended_at": call.ended_at,
+        "relaxed": [dict(entry) for entry in call.relaxed],
+        "why": [{**entry, "explanation": WHY_OUTCOMES.get(entry.get("outcome"), entry.get("outcome"))}
+                for entry in call.why],
+        "waited_seconds": _seconds(call.waited_seconds),
+    }
+
+
+def agent_to_json(agent: Agent) -> dict:
+    return {
+        "agent_id": agent.agent_id,
+        "name": agent.name,
+        "skills": {name: list(values) for name, values in agent.skills.items()},
+        "status": agent.status,
+        "status_label": agent.status_label,
+        "version": agent.version,
+        "queued_at": agent.queued_at,
+        "call_id": agent.call_id,
+        "updated_at": agent.updated_at or None,
+    }
+
+
+def queue_to_json(info: QueueInfo, dimensions: tuple[str, ...]) -> dict:
+    return {
+        "name": info.name,
+        "combination": dict(zip(dimensions, info.combination, strict=True)),
+        "depth": info.depth,
+        "version": info.version,
+        "oldest_queued_at": info.oldest_queued_at,
+        "oldest_age_seconds": _seconds(info.oldest_age_seconds),
+    }
+
+
+def shipment_to_json(shipment) -> dict:
+    return {
+        "shipment_id": shipment.shipment_id,
+        "state": shipment.state,
+        "status": shipment.status,
+        "queue": shipment.queue,
+        "tenant": shipment.tenant,
+        "priority": shipment.priority,
+        "data": shipment.data,
+        "enqueued_at": shipment.enqueued_at,
+        "visible_at": shipment.visible_at,
+        "attempts": shipment.attempts,
+        "dlq_reason": shipment.dlq_reason,
+        "trace_id": shipment.trace_id,
+    }

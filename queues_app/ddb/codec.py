@@ -1,0 +1,49 @@
+"""DynamoDB's wire format: plain Python values to attribute-value maps and back.
+
+Nothing above `ddb` sees `{"S": ...}` maps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def marshal(item: dict[str, Any]) -> dict[str, dict]:
+    """Python values to DynamoDB's attribute-value maps (None values are dropped)."""
+    return {k: _serializer.serialize(_plain(v)) for k, v in item.items() if v is not None}
+
+
+def unmarshal(item: dict[str, dict] | None) -> dict[str, Any]:
+    """DynamoDB's attribute-value maps to Python values (numbers become int or float)."""
+    if not item:
+        return {}
+    return {k: _native(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _native(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [_native(v) for v in value]
+    if isinstance(value, set):
+        return {_native(v) for v in value}
+    if isinstance(value, dict):
+        return {k: _native(v) for k, v in value.items()}
+    return value

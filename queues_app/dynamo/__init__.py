@@ -1,1 +1,0 @@
-"""The DynamoDB service package: knows DynamoDB, knows nothing of HTTP."""

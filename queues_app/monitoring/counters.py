@@ -1,0 +1,262 @@
+"""Queue metrics: what happens to each queue a minute at a time, kept for charts and
+exported to Prometheus.
+
+Counters (enqueued, completed, shed, expired leases, the age of shipments at their first
+attempt) are added up in each process and written every few seconds with one `ADD`
+per queue and minute, so counting costs no request per operation. Gauges (depth, in
+flight, DLQ, age of the oldest item) are sampled by `collect_metrics` into the same
+minute items. Request capacity per operation comes from the request meter.
+
+Items in the `metrics` table (all expire after `RETENTION`):
+
+    SAMPLE#<queue>       <minute>            gauges and counters of one minute
+    TOTAL                <queue>             running totals since the table was made
+    CAPACITY             <minute>            calls, capacity, throttles, conflicts per operation
+    RATE#<tenant>        <second>            a tenant's enqueues in one second (fairness)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from queues_app.ddb import errors, meter
+from queues_app.ddb.client import Dynamo, default
+from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.clock import now
+
+log = logging.getLogger(__name__)
+
+CALLS, LIVE, SPILLOVER, TASKS = "calls", "live", "spillover", "tasks"
+QUEUES = (CALLS, LIVE, SPILLOVER, TASKS)
+COUNTERS = ("enqueued", "completed", "shed", "sidelined", "expired_leases")
+GAUGES = ("depth", "in_flight", "dlq", "oldest_age")
+RETENTION = timedelta(days=2)
+FLUSH_SECONDS = 10.0
+THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+CONFLICT_CODES = {"TransactionConflict", "TransactionConflictException"}
+
+
+def minute_of(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M")
+
+
+class Recorder:
+    """This process's counts since the last flush, by queue and minute (thread-safe)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str, str], float] = defaultdict(float)
+        self._first_attempt: dict[tuple[str, str], list[float]] = {}  # count, sum, max
+        self._last_flush = time.monotonic()
+        self._flushed_capacity_minute = int(time.time() // 60) - 1
+
+    def count(self, queue: str, name: str, n: float = 1, moment: datetime | None = None) -> None:
+        with self._lock:
+            self._counts[(queue, minute_of(moment or now()), name)] += n
+
+    def first_attempt(self, queue: str, age_seconds: float, moment: datetime | None = None) -> None:
+        """A shipment taken for the first time, `age_seconds` after it was first enqueued
+        (the article's AgeOfFirstAttempt: retries are left out)."""
+        with self._lock:
+            entry = self._first_attempt.setdefault((queue, minute_of(moment or now())), [0, 0.0, 0.0])
+            entry[0] += 1
+            entry[1] += age_seconds
+            entry[2] = max(entry[2], age_seconds)
+
+    def take(self) -> tuple[dict, dict]:
+        with self._lock:
+            counts, firsts = dict(self._counts), dict(self._first_attempt)
+            self._counts.clear()
+            self._first_attempt.clear()
+            self._last_flush = time.monotonic()
+            return counts, firsts
+
+    def give_back(self, counts: dict, firsts: dict) -> None:
+        """A flush failed: keep what it held for the next one."""
+        with self._lock:
+            for key, value in counts.items():
+                self._counts[key] += value
+            for key, (n, total, peak) in firsts.items():
+                entry = self._first_attempt.setdefault(key, [0, 0.0, 0.0])
+                entry[0] += n
+                entry[1] += total
+                entry[2] = max(entry[2], peak)
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last_flush >= FLUSH_SECONDS
+
+    def capacity_minutes_to_flush(self) -> list[tuple[int, meter.RequestMeter]]:
+        """Finished minutes of the request meter not written yet."""
+        current = int(time.time() // 60)
+        with self._lock:
+            ready = [(m, b) for m, b in meter.recent_meter.recent()
+                     if self._flushed_capacity_minute < m < current]
+            if ready:
+                self._flushed_capacity_minute = ready[-1][0]
+        return ready
+
+
+recorder = Recorder()
+
+
+def note(db: Dynamo, queue: str, name: str, n: float = 1) -> None:
+    """Count an event, and write the counts out if the last flush was a while ago."""
+    recorder.count(queue, name, n)
+    if recorder.due():
+        MetricsStore(db).flush()
+
+
+def note_first_attempt(db: Dynamo, queue: str, age_seconds: float) -> None:
+    recorder.first_attempt(queue, age_seconds)
+    if recorder.due():
+        MetricsStore(db).flush()
+
+
+@dataclass
+class MinuteRow:
+    minute: str  # the item's sort key: a minute (a queue's name for the totals)
+    values: dict[str, float] = field(default_factory=dict)
+
+    def get(self, name: str) -> float | None:
+        return self.values.get(name)
+
+
+class MetricsStore:
+    def __init__(self, db: Dynamo | None = None, clock: Callable[[], datetime] = now):
+        self.db = db or default()
+        self.clock = clock
+
+    @property
+    def table(self) -> str:
+        return self.db.table("metrics")
+
+    def _expires(self) -> int:
+        return int((self.clock() + RETENTION).timestamp())
+
+    # --- writing ------------------------------------------------------------------------
+
+    def flush(self) -> int:
+        """Write this process's counts: one UpdateItem per queue and minute, one for the
+        totals of each queue, one per finished minute of request capacity. A failure is
+        logged and the counts are kept for the next flush: metrics never break a queue
+        operation. Not counted by `meter.measure()` (see `meter.housekeeping`)."""
+        with meter.housekeeping():
+            return self._flush()
+
+    def _flush(self) -> int:
+        counts, firsts = recorder.take()
+        writes = 0
+        try:
+            by_item: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+            totals: dict[str, dict[str, float]] = defaultdict(dict)
+            for (queue, minute, name), value in counts.items():
+                by_item[(queue, minute)][name] = value
+                totals[queue][name] = totals[queue].get(name, 0) + value
+            for (queue, minute), (n, total, peak) in firsts.items():
+                row = by_item[(queue, minute)]
+                row["first_attempts"], row["first_attempt_age_sum"] = n, total
+                row["first_attempt_age_max"] = peak
+            for (queue, minute), values in by_item.items():
+                self._add(f"SAMPLE#{queue}", minute, values, peak="first_attempt_age_max")
+                writes += 1
+            for queue, values in totals.items():
+                self._add("TOTAL", queue, values, expires=False)
+                writes += 1
+        except errors.DynamoError as exc:
+            recorder.give_back(counts, firsts)
+            log.warning("metrics not written (%s); kept for the next flush", exc.message)
+            return 0
+        for minute, bucket in recorder.capacity_minutes_to_flush():
+            values: dict[str, float] = {}
+            for operation, stats in bucket.operations.items():
+                values[f"{operation}__calls"] = stats.calls
+                values[f"{operation}__capacity"] = round(stats.capacity, 3)
+                values[f"{operation}__throttles"] = sum(n for code, n in stats.errors.items() if code in THROTTLE_CODES)
+                values[f"{operation}__conflicts"] = (
+                    sum(n for code, n in stats.errors.items() if code in CONFLICT_CODES)
+                    + sum(n for code, n in stats.cancellation_reasons.items() if code in CONFLICT_CODES))
+            if values:
+                stamp = datetime.fromtimestamp(minute * 60, tz=self.clock().tzinfo)
+                try:
+                    self._add("CAPACITY", minute_of(stamp), values)
+                    writes += 1
+                except errors.DynamoError as exc:
+                    log.warning("capacity figures not written (%s)", exc.message)
+        return writes
+
+    def _add(self, pk: str, sk: str, values: dict[str, float], *, peak: str | None = None,
+             expires: bool = True) -> None:
+        """ADD every value to the item; `peak` is a maximum, so it is SET only where larger."""
+        added = {k: v for k, v in values.items() if k != peak}
+        names = {f"#a{i}": name for i, name in enumerate(added)}
+        attr_values: dict = {f":v{i}": value for i, value in enumerate(added.values())}
+        expression = "ADD " + ", ".join(f"#a{i} :v{i}" for i in range(len(added)))
+        if expires:
+            expression = "SET expires_at = :expires " + expression
+            attr_values[":expires"] = self._expires()
+        self.db.call(
+            "update_item", TableName=self.table, Key=marshal({"pk": pk, "sk": sk}),
+            UpdateExpression=expression, ExpressionAttributeNames=names,
+            ExpressionAttributeValues=marshal(attr_values),
+        )
+        if peak and peak in values:
+            try:
+                self.db.call(
+                    "update_item", TableName=self.table, Key=marshal({"pk": pk, "sk": sk}),
+                    UpdateExpression="SET #p = :v", ConditionExpression="attribute_not_exists(#p) OR #p < :v",
+                    ExpressionAttributeNames={"#p": peak}, ExpressionAttributeValues=marshal({":v": values[peak]}),
+                )
+            except errors.Conflict:
+                pass  # another process saw an older shipment this minute
+
+    def record_gauges(self, queue: str, gauges: dict[str, float | None]) -> None:
+        """The current minute's gauges for one queue (the latest sample of the minute wins)."""
+        present = {k: v for k, v in gauges.items() if v is not None}
+        names = {f"#g{i}": k for i, k in enumerate(present)}
+        sets = ["expires_at = :expires"] + [f"#g{i} = :g{i}" for i in range(len(present))]
+        values = {":expires": self._expires(), **{f":g{i}": round(float(v), 3) for i, v in enumerate(present.values())}}
+        params = {"TableName": self.table, "Key": marshal({"pk": f"SAMPLE#{queue}", "sk": minute_of(self.clock())}),
+                  "UpdateExpression": "SET " + ", ".join(sets), "ExpressionAttributeValues": marshal(values)}
+        if names:
+            params["ExpressionAttributeNames"] = names
+        self.db.call("update_item", **params)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def _rows(self, pk: str, *, since: str | None = None, newest_first: bool = False,
+              limit: int | None = None) -> list[MinuteRow]:
+        """One partition's items as rows of figures (one Query)."""
+        params: dict = {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
+                        "ExpressionAttributeValues": {":pk": {"S": pk}}, "ScanIndexForward": not newest_first}
+        if since:
+            params["KeyConditionExpression"] += " AND sk >= :since"
+            params["ExpressionAttributeValues"][":since"] = {"S": since}
+        if limit:
+            params["Limit"] = limit
+        response = self.db.call("query", **params)
+        return [MinuteRow(item["sk"], {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
+                for item in (unmarshal(raw) for raw in response.get("Items", []))]
+
+    def history(self, queue: str, minutes: int = 60) -> list[MinuteRow]:
+        """The last `minutes` minutes of one queue, oldest first (one Query)."""
+        return self._rows(f"SAMPLE#{queue}", since=minute_of(self.clock() - timedelta(minutes=minutes - 1)))
+
+    def latest(self, queue: str) -> MinuteRow | None:
+        """The most recent minute of one queue (one Limit-1 Query)."""
+        rows = self._rows(f"SAMPLE#{queue}", newest_first=True, limit=1)
+        return rows[0] if rows else None
+
+    def capacity(self, minutes: int = 15) -> list[MinuteRow]:
+        """Request figures per operation (`<operation>__<figure>`) for the last `minutes`
+        finished minutes (one Query)."""
+        return self._rows("CAPACITY", since=minute_of(self.clock() - timedelta(minutes=minutes)))
+
+    def totals(self) -> dict[str, dict[str, float]]:
+        """Running totals per queue (one Query)."""
+        return {row.minute: row.values for row in self._rows("TOTAL")}

@@ -1,0 +1,233 @@
+"""What the overview shows, read with a bounded number of requests.
+
+Every figure here comes from capped COUNT queries, Limit-1 queries or one capped page,
+so a panel costs the same with ten items as with ten thousand. When a cap is reached
+the figure says so (`capped`), and the page shows "1,000+" rather than a wrong number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from queues_app.agents.roster import Agents
+from queues_app.agents.records import AgentStatus
+from queues_app.ddb.clock import from_iso, now
+from queues_app.agents.router import Router
+from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
+from queues_app.agents.skills import ANY, fits
+from queues_app.tasks.queue import TaskQueue, TaskStatus
+
+WAITING_READ_CAP = 1000  # waiting callers read for the grid (the longest-waiting first)
+LOGGED_IN_READ_CAP = 2000  # logged-in agents read per status for the grid
+COUNT_CAP = 10_000
+
+
+def _age(stamp: str | None, moment: datetime) -> float | None:
+    at = from_iso(stamp)
+    return max(0.0, (moment - at).total_seconds()) if at else None
+
+
+@dataclass
+class Figure:
+    value: int
+    capped: bool = False
+
+
+@dataclass
+class CallsPanel:
+    callers_waiting: Figure
+    oldest_wait_seconds: float | None
+    agents: dict[str, Figure]  # by AgentStatus
+
+    @property
+    def available(self) -> int:
+        return self.agents[AgentStatus.QUEUED].value + self.agents[AgentStatus.AVAILABLE].value
+
+    @property
+    def in_flight(self) -> Figure:
+        return self.agents[AgentStatus.ATTENDING]
+
+
+@dataclass
+class ShipmentsPanel:
+    queue: str
+    queued: Figure
+    in_flight: Figure
+    delayed: Figure
+    dlq: Figure
+    oldest_age_seconds: float | None
+    spillover: Figure | None = None  # sidelined work, taken when the live queue is caught up
+
+
+@dataclass
+class TasksPanel:
+    pending: Figure
+    taken: Figure
+    succeeded: Figure
+    failed: Figure
+    oldest_pending_age_seconds: float | None
+    shed_last_hour: int
+
+
+@dataclass
+class DemandCell:
+    """One preference set: callers who wait with exactly these preferences, and the
+    agents who could take them."""
+
+    preferences: dict[str, str | None]
+    waiting: int = 0
+    oldest_wait_seconds: float | None = None
+    agents_queued: int = 0  # queued now, ready to take a call
+    agents_logged_in: int = 0  # not offline: queued, available, attending or wrap-up
+
+    @property
+    def label(self) -> str:
+        return " · ".join(value if value is not ANY else f"any {name}" for name, value in self.preferences.items())
+
+    @property
+    def uncovered(self) -> bool:
+        """Callers wait that no logged-in agent could take."""
+        return self.waiting > 0 and self.agents_logged_in == 0
+
+    @property
+    def short(self) -> bool:
+        """Callers wait and nobody who fits is queued right now."""
+        return self.waiting > 0 and self.agents_queued == 0
+
+
+@dataclass
+class SupplyDemand:
+    dimensions: tuple[str, ...]
+    cells: dict[tuple, DemandCell] = field(default_factory=dict)  # full combinations
+    flexible: list[DemandCell] = field(default_factory=list)  # preference sets with "any"
+    waiting_capped: bool = False
+    agents_capped: bool = False
+
+    def cell(self, *values: str) -> DemandCell:
+        return self.cells[tuple(values)]
+
+    @property
+    def rows(self) -> list[tuple[str, list[DemandCell]]]:
+        """For a two-dimension catalog: one row per value of the first, a cell per value of the second."""
+        rows: dict[str, list[DemandCell]] = {}
+        for combo, cell in self.cells.items():
+            rows.setdefault(combo[0], []).append(cell)
+        return list(rows.items())
+
+    @property
+    def warnings(self) -> list[DemandCell]:
+        return [c for c in [*self.cells.values(), *self.flexible] if c.uncovered]
+
+
+class Dashboard:
+    def __init__(self, router: Router | None = None, shipments: ShipmentQueue | None = None,
+                 tasks: TaskQueue | None = None, clock: Callable[[], datetime] = now):
+        self.router = router or Router()
+        self.agents: Agents = self.router.agents
+        self.shipments = shipments or ShipmentQueue(self.router.db)
+        self.tasks = tasks or TaskQueue(self.router.db)
+        self.clock = clock
+
+    def calls_panel(self) -> CallsPanel:
+        agents = {status: Figure(*pair) for status, pair in self.agents.count_by_status(cap=COUNT_CAP).items()}
+        waiting, more = self.router.count_waiting(cap=COUNT_CAP)
+        oldest = self.router.longest_waiting_since()
+        return CallsPanel(Figure(waiting, more), _age(oldest, self.clock()), agents)
+
+    def shipments_panel(self, queue: str = DEFAULT_QUEUE) -> ShipmentsPanel:
+        counts = self.shipments.counts(queue, cap=COUNT_CAP)
+        capped = counts.capped
+        return ShipmentsPanel(
+            queue=queue,
+            queued=Figure(counts.queued, capped and counts.queued >= COUNT_CAP),
+            in_flight=Figure(counts.in_flight, capped and counts.in_flight >= COUNT_CAP),
+            delayed=Figure(counts.delayed, capped and counts.delayed >= COUNT_CAP),
+            dlq=Figure(counts.dlq, capped and counts.dlq >= COUNT_CAP),
+            oldest_age_seconds=_age(self.shipments.oldest_queued_at(queue), self.clock()),
+            spillover=Figure(*self._count_spillover()) if queue == DEFAULT_QUEUE else None,
+        )
+
+    def _count_spillover(self) -> tuple[int, bool]:
+        depth = self.shipments.count_queued(SPILLOVER_QUEUE, cap=COUNT_CAP)
+        return depth, depth >= COUNT_CAP
+
+    def tasks_panel(self) -> TasksPanel:
+        def figure(status: str) -> Figure:
+            return Figure(*self.tasks.count(status, cap=COUNT_CAP))
+
+        oldest = self.tasks.oldest_pending_created()
+        return TasksPanel(
+            pending=figure(TaskStatus.PENDING),
+            taken=figure(TaskStatus.TAKEN),
+            succeeded=figure(TaskStatus.SUCCESS),
+            failed=figure(TaskStatus.FAILURE),
+            oldest_pending_age_seconds=_age(oldest, self.clock()),
+            shed_last_hour=sum(row["shed"] for row in self.tasks.shed_history(minutes=60)),
+        )
+
+    def supply_and_demand(self) -> SupplyDemand:
+        """Callers waiting per preference set against the agents who fit them.
+
+        Reads the longest-waiting `WAITING_READ_CAP` callers (one page) and the logged-in
+        agents (one capped page per status), plus the queue metadata for queued depth.
+        """
+        catalog = self.router.catalog
+        moment = self.clock()
+        grid = SupplyDemand(dimensions=catalog.names)
+        for combo in catalog.all_combinations():
+            grid.cells[combo] = DemandCell(dict(zip(catalog.names, combo, strict=True)))
+        flexible: dict[tuple, DemandCell] = {}
+
+        waiting, more = self.router.waiting_calls(limit=WAITING_READ_CAP)
+        grid.waiting_capped = more is not None
+        for item in waiting:
+            prefs = {name: item.get(f"p_{name}", ANY) for name in catalog.names}
+            combo = tuple(prefs.values())
+            if ANY in combo:
+                cell = flexible.setdefault(tuple("" if v is ANY else v for v in combo), DemandCell(prefs))
+            else:
+                cell = grid.cells.setdefault(combo, DemandCell(prefs))
+            cell.waiting += 1
+            age = _age(item.get("arrived_at"), moment)
+            if age is not None and (cell.oldest_wait_seconds is None or age > cell.oldest_wait_seconds):
+                cell.oldest_wait_seconds = age
+
+        logged_in, grid.agents_capped = self.agents.logged_in(cap=LOGGED_IN_READ_CAP)
+        cells = [*grid.cells.values(), *flexible.values()]
+        for agent in logged_in:
+            for cell in cells:
+                if fits(agent.skills, cell.preferences):
+                    cell.agents_logged_in += 1
+                    if agent.status == AgentStatus.QUEUED:
+                        cell.agents_queued += 1
+        grid.flexible = sorted(flexible.values(), key=lambda c: -(c.oldest_wait_seconds or 0))
+        return grid
+
+
+@dataclass
+class Alarm:
+    """Something a supervisor should look at; the page words it."""
+
+    queue: str
+    kind: str  # dlq | age | backpressure | shed
+    count: int = 0
+    age_seconds: float = 0.0
+    limit: float = 0.0
+
+
+def alarms_for(queue: str, *, depth: int | None = None, oldest_age: float | None = None, dlq: int | None = None,
+               thresholds: dict | None = None, bounds: dict | None = None) -> list[Alarm]:
+    """The alarms one panel shows: DLQ not empty, oldest item older than its threshold,
+    backlog past its backpressure bound."""
+    found = []
+    if dlq:
+        found.append(Alarm(queue, "dlq", count=dlq))
+    limit = (thresholds or {}).get(queue)
+    if limit is not None and oldest_age is not None and oldest_age > limit:
+        found.append(Alarm(queue, "age", age_seconds=oldest_age, limit=limit))
+    bound = (bounds or {}).get(queue)
+    if bound is not None and depth is not None and depth > bound:
+        found.append(Alarm(queue, "backpressure", count=depth, limit=bound))
+    return found

@@ -1,0 +1,45 @@
+"""The sampler behind `collect_metrics`: every queue's gauges into the current minute."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from queues_app.agents.router import Router
+from queues_app.ddb.client import Dynamo, default
+from queues_app.ddb.clock import now
+from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore
+from queues_app.monitoring.overview import Dashboard
+from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE
+
+
+class MetricsCollector:
+    """Samples every queue's gauges into the current minute and writes the counts this
+    process holds: what `collect_metrics` does every few seconds."""
+
+    def __init__(self, db: Dynamo | None = None, clock: Callable[[], datetime] = now):
+        self.db = db or default()
+        self.store = MetricsStore(self.db, clock)
+        self.dashboard = Dashboard(Router(self.db), clock=clock)
+
+    def gauges(self) -> dict[str, dict[str, float | None]]:
+        calls = self.dashboard.calls_panel()
+        tasks = self.dashboard.tasks_panel()
+        figures = {
+            CALLS: {"depth": calls.callers_waiting.value, "in_flight": calls.in_flight.value,
+                    "oldest_age": calls.oldest_wait_seconds},
+            TASKS: {"depth": tasks.pending.value, "in_flight": tasks.taken.value, "dlq": tasks.failed.value,
+                    "oldest_age": tasks.oldest_pending_age_seconds},
+        }
+        for name, queue in ((LIVE, DEFAULT_QUEUE), (SPILLOVER, SPILLOVER_QUEUE)):
+            panel = self.dashboard.shipments_panel(queue)
+            figures[name] = {"depth": panel.queued.value + panel.delayed.value, "in_flight": panel.in_flight.value,
+                             "dlq": panel.dlq.value, "oldest_age": panel.oldest_age_seconds}
+        return figures
+
+    def sample(self) -> dict[str, dict[str, float | None]]:
+        figures = self.gauges()
+        for queue, values in figures.items():
+            self.store.record_gauges(queue, values)
+        self.store.flush()
+        return figures

@@ -1,0 +1,440 @@
+"""The task processor: one active processor across all hosts works the LIFO task queue
+against a downstream of limited throughput.
+
+- **One at a time.** A processor works only while it holds the lease
+  (`dynamo.leases.Lease`, an item in the tasks table). Without it, it waits and tries
+  again, doing nothing else; a dead processor's lease runs out and passes to another.
+  The lease is renewed every third of its length; a processor that cannot renew stops
+  at once (the task in hand goes back to PENDING).
+- **Time-boxed.** `run(time_box_seconds)` works for at most that long and then releases
+  the lease; `run_forever` (the management command) strings time boxes together until
+  stopped, so the lease changes hands at every box boundary when another host waits.
+- **Newest first.** `TaskQueue.take_next()` takes the newest pending task; the
+  downstream succeeds (SUCCESS), fails (FAILURE) or is at capacity (`AtCapacity`): the
+  task goes back to PENDING, keeping its place and its expiry, and the processor waits
+  for capacity. Under insurmountable load the old tasks expire and are shed.
+- **Woken, not spinning.** With nothing pending it waits on the table's DynamoDB stream
+  (`dynamo.streams.StreamWaker`) where the endpoint offers one, and otherwise sleeps
+  the poll interval.
+- **Housekeeping.** Every `sweep_every` seconds it runs `TaskQueue.sweep_expired()` (so
+  shed tasks are counted) and gives back TAKEN tasks nobody works on any more (a dead
+  processor's task in hand), which would otherwise never be processed nor counted.
+
+Downstream calls must be short next to the lease (well under a third of it): the loop
+is single-threaded and renews between tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from queues_app.ddb import errors
+from queues_app.tasks.lease import Lease
+from queues_app.ddb.clock import from_iso
+from queues_app.tasks.streams import StreamWaker
+from queues_app.tasks.queue import IllegalTransition, Task, TaskQueue, TaskStatus
+
+log = logging.getLogger(__name__)
+
+LEASE_NAME = "task-processor"
+_TRANSIENT = (errors.Unavailable, errors.Throttled)
+
+
+def default_holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# --- rate limiting --------------------------------------------------------------------
+
+
+class TokenBucket:
+    """`rate` tokens a second, at most `burst` saved up (the bucket starts full).
+    Thread-safe; `clock` is monotonic seconds (injectable for tests)."""
+
+    def __init__(self, rate: float, burst: float | None = None, *, clock: Callable[[], float] = time.monotonic):
+        if rate <= 0:
+            raise ValueError("the rate must be positive")
+        self.rate = float(rate)
+        self.burst = float(burst if burst is not None else max(1.0, rate))
+        if self.burst < 1:
+            raise ValueError("the burst must allow at least one call")
+        self.clock = clock
+        self._tokens = self.burst
+        self._updated = clock()
+        self._lock = threading.Lock()
+
+    def _refill(self) -> None:
+        moment = self.clock()
+        self._tokens = min(self.burst, self._tokens + (moment - self._updated) * self.rate)
+        self._updated = moment
+
+    @property
+    def tokens(self) -> float:
+        with self._lock:
+            self._refill()
+            return self._tokens
+
+    def try_acquire(self, n: float = 1.0) -> bool:
+        with self._lock:
+            self._refill()
+            if self._tokens >= n:
+                self._tokens -= n
+                return True
+            return False
+
+    def wait_time(self, n: float = 1.0) -> float:
+        """Seconds until `n` tokens are there (0 when they are now)."""
+        with self._lock:
+            self._refill()
+            return max(0.0, (n - self._tokens) / self.rate)
+
+
+# --- the downstream -------------------------------------------------------------------
+
+
+class AtCapacity(Exception):
+    """The downstream cannot take this call now; try again after `retry_after` seconds."""
+
+    def __init__(self, message: str = "the downstream is at capacity", *, retry_after: float = 0.0):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class DownstreamFailed(Exception):
+    """The downstream processed the task and rejected it: the task fails."""
+
+
+class Downstream(Protocol):
+    def process(self, task: Task) -> str | None:
+        """Process one task; return a short result. Raise `AtCapacity` when it cannot take
+        the call now, `DownstreamFailed` when the task failed."""
+
+
+class RateLimitedDownstream:
+    """A demo downstream (the article's throughput-constrained legacy system): at most
+    `rate` calls a second (bursts of `burst`), and a share of the tasks fails."""
+
+    def __init__(self, rate: float = 5.0, burst: float | None = None, *, fail_share: float = 0.0,
+                 work_seconds: float = 0.0, seed: int | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+        if not 0.0 <= fail_share <= 1.0:
+            raise ValueError("fail_share is a share between 0 and 1")
+        self.bucket = TokenBucket(rate, burst, clock=clock)
+        self.fail_share = fail_share
+        self.work_seconds = work_seconds
+        self.sleep = sleep
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.accepted = 0
+        self.refused = 0
+
+    def process(self, task: Task) -> str | None:
+        if not self.bucket.try_acquire():
+            with self._lock:
+                self.refused += 1
+            raise AtCapacity(retry_after=self.bucket.wait_time())
+        with self._lock:
+            self.accepted += 1
+            unlucky = self._rng.random() < self.fail_share
+        if self.work_seconds:
+            self.sleep(self.work_seconds)
+        if task.payload.get("always_fail") or unlucky:
+            raise DownstreamFailed(f"the downstream rejected task {task.task_id}")
+        return "ok"
+
+
+# --- the processor --------------------------------------------------------------------
+
+
+@dataclass
+class ProcessorStats:
+    processed: int = 0  # downstream succeeded -> SUCCESS
+    failed: int = 0  # downstream failed -> FAILURE
+    released_at_capacity: int = 0  # downstream at capacity -> back to PENDING
+    shed: int = 0  # expired pending tasks counted and deleted by the sweeper
+    lease_lost: int = 0  # renewals refused: another host had taken over
+    leases_acquired: int = 0
+    lease_refused: int = 0  # acquire attempts while another host held the lease
+    recovered: int = 0  # TAKEN tasks nobody worked on any more, given back
+    given_back: int = 0  # tasks in hand given back because the lease was lost or on a stop
+    stream_wakeups: int = 0  # idle waits ended by a stream record
+    idle_timeouts: int = 0  # idle waits that ran out (the poll)
+    sweeps: int = 0
+    errors: int = 0  # DynamoDB errors survived (unavailable, throttled, lost updates)
+    # The last task ids marked SUCCESS or FAILURE, in order, and the last stretches this
+    # processor held the lease: (holder, start, end) in epoch seconds. Bounded: the
+    # command runs for days.
+    finished_ids: deque[str] = field(default_factory=lambda: deque(maxlen=10_000))
+    lease_intervals: deque[tuple[str, float, float]] = field(default_factory=lambda: deque(maxlen=1_000))
+
+
+class TaskProcessor:
+    def __init__(self, tasks: TaskQueue | None, downstream: Downstream, *, holder: str | None = None,
+                 lease_name: str = LEASE_NAME, lease_seconds: float = 15.0, poll_seconds: float = 5.0,
+                 sweep_every: float = 5.0, acquire_retry: float = 1.0, capacity_wait: float = 1.0,
+                 recover_after: float | None = None, use_streams: bool = True,
+                 waker: StreamWaker | None = None, lease: Lease | None = None,
+                 now: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
+        self.tasks = tasks or TaskQueue()
+        self.downstream = downstream
+        self.holder = holder or default_holder()
+        self.lease = lease or Lease(self.tasks.db, name=lease_name, holder=self.holder,
+                                    duration=lease_seconds, now=now)
+        self.lease_seconds = self.lease.duration
+        self.renew_every = self.lease_seconds / 3
+        self.poll_seconds = poll_seconds
+        self.sweep_every = sweep_every
+        self.acquire_retry = acquire_retry
+        self.capacity_wait = capacity_wait
+        # TAKEN longer than this while we hold the lease: its processor is gone (0: never).
+        self.recover_after = self.lease_seconds if recover_after is None else recover_after
+        self.waker = waker if waker is not None else (StreamWaker(self.tasks.db) if use_streams else None)
+        self.now = now
+        self.monotonic = monotonic
+        self.stop_requested = threading.Event()
+        self.stats = ProcessorStats()
+        self._holding = False
+        self._held_since = 0.0
+        self._next_renew = 0.0
+        self._next_sweep = 0.0
+        self._waker_opened = False
+        self._rng = random.Random()
+
+    def stop(self) -> None:
+        self.stop_requested.set()
+
+    @property
+    def streams(self) -> bool:
+        return bool(self.waker and self.waker.available)
+
+    # --- the loop -----------------------------------------------------------------
+
+    def run(self, time_box_seconds: float, stop_event: threading.Event | None = None, *,
+            until_empty: bool = False) -> ProcessorStats:
+        """Work for at most `time_box_seconds` (less on a stop, or when `until_empty` and
+        nothing is pending), then release the lease."""
+        stop = stop_event or self.stop_requested
+        deadline = self.monotonic() + time_box_seconds
+        if self.waker is not None and not self._waker_opened:
+            # Before the first look at the queue: a task created after it wakes us.
+            self.waker.open()
+            self._waker_opened = True
+        try:
+            while not stop.is_set() and self.monotonic() < deadline:
+                if not self._hold_lease(stop, deadline):
+                    continue
+                self._housekeeping()
+                try:
+                    task = self.tasks.take_next(newest_first=True)
+                except _TRANSIENT as exc:
+                    self._trouble("take", exc, stop, deadline)
+                    continue
+                if task is None:
+                    if until_empty:
+                        break
+                    self._idle(stop, deadline)
+                    continue
+                self._handle(task, stop, deadline)
+        finally:
+            self._let_go()
+        return self.stats
+
+    def run_forever(self, time_box_seconds: float, stop_event: threading.Event | None = None, *,
+                    max_seconds: float | None = None, rest: float = 0.0) -> ProcessorStats:
+        """Time box after time box until stopped (or `max_seconds` have passed); `rest`
+        seconds between boxes give a waiting host its chance at the lease."""
+        stop = stop_event or self.stop_requested
+        end = None if max_seconds is None else self.monotonic() + max_seconds
+        while not stop.is_set():
+            box = time_box_seconds if end is None else min(time_box_seconds, end - self.monotonic())
+            if box <= 0:
+                break
+            self.run(box, stop)
+            if rest and not stop.is_set():
+                stop.wait(rest)
+        return self.stats
+
+    # --- the lease ----------------------------------------------------------------
+
+    def _hold_lease(self, stop: threading.Event, deadline: float) -> bool:
+        """True when we hold the lease (acquired or renewed as due); otherwise waits a
+        while and returns False."""
+        if self._holding:
+            return self._keep_lease()
+        try:
+            acquired = self.lease.acquire()
+        except _TRANSIENT as exc:
+            log.warning("lease %s: acquire failed (%s)", self.lease.name, exc.message)
+            self.stats.errors += 1
+            acquired = False
+        if acquired:
+            self._holding = True
+            self._held_since = self.now()
+            self._next_renew = self.monotonic() + self.renew_every
+            self._next_sweep = 0.0  # housekeeping first: recover what a dead holder left
+            self.stats.leases_acquired += 1
+            log.info("lease %s acquired by %s (generation %s)", self.lease.name, self.holder, self.lease.generation)
+            return True
+        self.stats.lease_refused += 1
+        pause = self.lease.wait_hint(self.acquire_retry) * self._rng.uniform(1.0, 1.2)
+        stop.wait(max(0.0, min(pause, deadline - self.monotonic())))
+        return False
+
+    def _keep_lease(self) -> bool:
+        """Renew when a third of the lease has passed. False (and we stop holding) when
+        it was lost, or could not be renewed before it ran out."""
+        if self.monotonic() < self._next_renew and self.lease.held:
+            return True
+        try:
+            renewed = self.lease.renew()
+        except _TRANSIENT as exc:
+            self.stats.errors += 1
+            left = self.lease.remaining()
+            log.warning("lease %s: renew failed (%s); %.1fs left", self.lease.name, exc.message, left)
+            if left > 0:
+                # Still ours for a while: try again soon, and stop when it runs out.
+                self._next_renew = self.monotonic() + min(1.0, max(0.05, left / 4))
+                return True
+            renewed = False
+        if renewed:
+            self._next_renew = self.monotonic() + self.renew_every
+            return True
+        self._end_holding()
+        self.stats.lease_lost += 1
+        return False
+
+    def _end_holding(self) -> None:
+        if self._holding:
+            self._holding = False
+            self.stats.lease_intervals.append((self.holder, self._held_since, self.now()))
+
+    def _let_go(self) -> None:
+        self._end_holding()
+        if self.lease.generation is None:
+            return
+        try:
+            self.lease.release()
+            log.info("lease %s released by %s", self.lease.name, self.holder)
+        except errors.DynamoError as exc:
+            log.warning("lease %s: release failed (%s); it will run out", self.lease.name, exc.message)
+
+    # --- tasks --------------------------------------------------------------------
+
+    def _handle(self, task: Task, stop: threading.Event, deadline: float) -> None:
+        if not self._keep_lease():
+            self._give_back(task)  # lost the lease between taking and calling: not ours to do
+            return
+        try:
+            result = self.downstream.process(task)
+        except AtCapacity as exc:
+            if self._give_back(task, counter="released_at_capacity"):
+                log.debug("downstream at capacity: task %s back to PENDING", task.task_id)
+            wait = min(max(exc.retry_after, 0.01), self.capacity_wait)
+            stop.wait(max(0.0, min(wait, deadline - self.monotonic())))
+            return
+        except DownstreamFailed as exc:
+            self._finish(task, TaskStatus.FAILURE, str(exc))
+            return
+        except Exception as exc:  # a downstream bug is a failed task, not a dead processor
+            log.exception("downstream crashed on task %s", task.task_id)
+            self._finish(task, TaskStatus.FAILURE, f"downstream error: {exc!r}")
+            return
+        except BaseException:
+            self._give_back(task)  # interrupted (Ctrl-C): someone else may do it
+            raise
+        self._finish(task, TaskStatus.SUCCESS, result)
+
+    def _finish(self, task: Task, status: str, result: str | None) -> None:
+        try:
+            if status == TaskStatus.SUCCESS:
+                self.tasks.succeed(task.task_id, result)
+                self.stats.processed += 1
+            else:
+                self.tasks.fail(task.task_id, result)
+                self.stats.failed += 1
+            self.stats.finished_ids.append(task.task_id)
+        except (IllegalTransition, errors.NotFound) as exc:
+            # Given back by a holder that thought us dead, or deleted by TTL meanwhile.
+            self.stats.errors += 1
+            log.warning("task %s could not be marked %s: %s", task.task_id, status, exc.message)
+        except _TRANSIENT as exc:
+            # It stays TAKEN; it is recovered (back to PENDING) once it is old enough.
+            self.stats.errors += 1
+            log.warning("task %s could not be marked %s: %s", task.task_id, status, exc.message)
+
+    def _give_back(self, task: Task, counter: str = "given_back") -> bool:
+        try:
+            self.tasks.release(task.task_id)
+        except errors.DynamoError as exc:
+            self.stats.errors += 1
+            log.warning("task %s could not go back to PENDING: %s", task.task_id, exc.message)
+            return False
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        return True
+
+    # --- waiting and housekeeping ---------------------------------------------------
+
+    def _idle(self, stop: threading.Event, deadline: float) -> None:
+        """Nothing pending: wait for the stream (or the poll interval), but no longer than
+        the next renewal, the next sweep or the end of the time box."""
+        moment = self.monotonic()
+        timeout = min(self.poll_seconds, deadline - moment, self._next_renew - moment, self._next_sweep - moment)
+        timeout = max(0.0, timeout)
+        if self.waker is not None:  # without a stream it sleeps; a broken one it re-opens
+            if self.waker.wait(timeout, stop):
+                self.stats.stream_wakeups += 1
+                return
+        else:
+            stop.wait(timeout)
+        if not stop.is_set():
+            self.stats.idle_timeouts += 1
+
+    def _housekeeping(self) -> None:
+        moment = self.monotonic()
+        if moment < self._next_sweep:
+            return
+        self._next_sweep = moment + self.sweep_every
+        try:
+            report = self.tasks.sweep_expired()
+            self.stats.sweeps += 1
+            if report.shed:
+                self.stats.shed += report.shed
+                log.info("shed %d expired task(s), oldest %.0fs", report.shed, report.oldest_age or 0)
+            if self.recover_after:
+                self._recover_orphans()
+        except errors.DynamoError as exc:
+            self.stats.errors += 1
+            log.warning("housekeeping failed: %s", exc.message)
+
+    def _recover_orphans(self, limit: int = 500) -> None:
+        """TAKEN tasks older than `recover_after` while we hold the lease belong to no live
+        processor (a previous holder stopped when its lease ran out): back to PENDING."""
+        moment = self.tasks.clock()
+        cursor, seen = None, 0
+        while seen < limit:
+            page = self.tasks.list(TaskStatus.TAKEN, cursor=cursor, limit=100, newest_first=False)
+            for task in page.items:
+                seen += 1
+                taken_at = from_iso(task.taken_at)
+                if taken_at is None or (moment - taken_at).total_seconds() < self.recover_after:
+                    continue
+                if self._give_back(task, counter="recovered"):
+                    log.warning("task %s was TAKEN since %s by a processor that is gone; back to PENDING",
+                                task.task_id, task.taken_at)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+
+    def _trouble(self, what: str, exc: errors.DynamoError, stop: threading.Event, deadline: float) -> None:
+        self.stats.errors += 1
+        log.warning("%s failed (%s); retrying shortly", what, exc.message)
+        stop.wait(max(0.0, min(1.0, deadline - self.monotonic())))
