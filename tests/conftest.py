@@ -50,11 +50,10 @@ def django_db_modify_db_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def quiet_contention():
     """Every test starts as a process that has lost no races lately."""
-    from queues_app.agents import router as routing
-    from queues_app.shipments import queue as shipments
+    from queues_app import agents, shipments
 
-    routing._contention.reset()
-    shipments._contention.reset()
+    agents.reset_contention()
+    shipments.reset_contention()
 
 
 @pytest.fixture(autouse=True)

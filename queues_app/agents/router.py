@@ -901,6 +901,12 @@ class Router:
 
 
 _contention = ContentionGauge()
+
+
+def reset_contention() -> None:
+    _contention.reset()
+    with _claims_lock:
+        _claims.clear()
 # Per client (in production one per process): which queue tokens its matchers are trying
 # or saw taken. Keys are (table, queue token); a token names one enqueue of one agent.
 _claims: weakref.WeakKeyDictionary[Dynamo, Claims] = weakref.WeakKeyDictionary()

@@ -1,0 +1,1 @@
+"""The JSON API for the phone system and other machines (bearer tokens)."""
