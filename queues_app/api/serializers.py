@@ -7,7 +7,7 @@ word a request may send.
 from __future__ import annotations
 
 from queues_app.agents.records import Agent, Call, QueueInfo
-from queues_app.agents.router import WHY_OUTCOMES
+from queues_app.agents.matching import WHY_OUTCOMES
 from queues_app.agents.skills import ANY
 
 ANY_WORD = "any"

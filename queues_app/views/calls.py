@@ -11,7 +11,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.records import CallStatus
 from queues_app.ddb.clock import from_iso, now
-from queues_app.agents.router import WHY_OUTCOMES, Router
+from queues_app.agents.matching import WHY_OUTCOMES
+from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
 from queues_app.forms import CallForm
 from queues_app.roles import require_supervisor
@@ -51,8 +52,8 @@ def calls(request):
             else:
                 messages.warning(request, f"No agent fits right now: call {call.call_id} is waiting.")
             return redirect("call-detail", call_id=call.call_id)
-    waiting, more = router.waiting_calls(limit=WAITING_PAGE)
-    in_progress = router.calls_with_status(CallStatus.ASSIGNED, cursor=request.GET.get("cursor"), limit=25)
+    waiting, more = router.line.waiting_calls(limit=WAITING_PAGE)
+    in_progress = router.calls.with_status(CallStatus.ASSIGNED, cursor=request.GET.get("cursor"), limit=25)
     return render(request, "queues_app/calls.html", {
         "form": form, "waiting": _waiting_rows(router, waiting), "waiting_more": more is not None,
         "in_progress": in_progress, "dimensions": router.catalog.names, "any": ANY,

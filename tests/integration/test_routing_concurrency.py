@@ -33,7 +33,8 @@ from queues_app.agents.roster import Agents
 from queues_app.agents.records import AgentStatus, Call, CallStatus
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.clock import now, to_iso
-from queues_app.agents.router import Router, call_from_item, call_to_item
+from queues_app.agents.calls import call_from_item, call_to_item
+from queues_app.agents.router import Router
 from queues_app.agents.skills import fits
 
 SEED = 20240613
@@ -245,7 +246,7 @@ def waiting_preferences(router: Router) -> list[dict]:
     """The preferences of every waiting caller, from the WAITING items (one Query a page)."""
     found, cursor = [], None
     while True:
-        page, cursor = router.waiting_calls(limit=500, cursor=cursor)
+        page, cursor = router.line.waiting_calls(limit=500, cursor=cursor)
         found += [{name: item.get(f"p_{name}") for name in router.catalog.names} for item in page]
         if not cursor:
             return found
@@ -430,10 +431,10 @@ def test_router_refuses_the_second_enqueue_under_the_same_interleaving(local_db,
     stale_second = second_router.agents.get(ana.agent_id)
     assert stale_first.status == stale_second.status == AgentStatus.AVAILABLE
 
-    queued = first_router._enqueue(stale_first)
+    queued = first_router.enqueue(stale_first)
     assert queued.status == AgentStatus.QUEUED
     with pytest.raises(errors.Conflict, match="changed meanwhile"):
-        second_router._enqueue(stale_second)
+        second_router.enqueue(stale_second)
 
     # The same through make_available, with the second router's read of Ana stale.
     monkeypatch.setattr(second_router.agents, "get", lambda agent_id: copy.deepcopy(stale_second))
@@ -459,7 +460,7 @@ def test_router_refuses_the_second_enqueue_under_the_same_interleaving(local_db,
 def test_make_available_never_reports_a_call_another_agent_took(local_db, monkeypatch):
     """Found by the concurrent test: Ana queues, looks once more at the waiting callers and
     reads Cy's call as waiting; Bo takes Cy's call before Ana's assignment transaction; that
-    transaction fails on the call, `_try_assign` returns the call as it is now (assigned to
+    transaction fails on the call, the matcher's try returns the call as it is now (assigned to
     Bo), and `make_available(Ana)` returned it as the call Ana took."""
     ana_router, bo_router = Router(local_db), Router(local_db)
     directory = Agents(local_db)
@@ -468,7 +469,7 @@ def test_make_available_never_reports_a_call_another_agent_took(local_db, monkey
     cy, _ = bo_router.create_call({"language": "English", "gender": "any"})
     assert cy.status == CallStatus.WAITING
 
-    real_waiting_calls_for, real_find_call = ana_router.waiting_calls_for, ana_router.find_call
+    real_waiting_calls_for, real_find_call = ana_router.line.waiting_calls_for, ana_router.calls.find
     looks = []
 
     def waiting_calls_for(skills):  # Ana's first look comes before Cy starts waiting
@@ -482,8 +483,8 @@ def test_make_available_never_reports_a_call_another_agent_took(local_db, monkey
             assert taken.call_id == cy.call_id and taken.agent_id == bo.agent_id
         return call
 
-    monkeypatch.setattr(ana_router, "waiting_calls_for", waiting_calls_for)
-    monkeypatch.setattr(ana_router, "find_call", find_call)
+    monkeypatch.setattr(ana_router.line, "waiting_calls_for", waiting_calls_for)
+    monkeypatch.setattr(ana_router.calls, "find", find_call)
     agent, call = ana_router.make_available(ana.agent_id)
 
     assert agent.status == AgentStatus.QUEUED  # Ana took nobody and waits in her queue

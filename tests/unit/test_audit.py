@@ -13,7 +13,8 @@ from queues_app.agents.roster import Agents
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.ddb.codec import marshal
 from queues_app.ddb.clock import now
-from queues_app.agents.router import EscalationPolicy, Router
+from queues_app.agents.escalation import EscalationPolicy
+from queues_app.agents.router import Router
 
 
 class Clock:

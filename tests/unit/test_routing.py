@@ -11,7 +11,8 @@ from queues_app.agents.roster import Agents
 from queues_app.ddb.client import Dynamo
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.ddb.codec import marshal
-from queues_app.agents.router import AgentTooBroad, EscalationPolicy, Router
+from queues_app.agents.escalation import EscalationPolicy
+from queues_app.agents.router import AgentTooBroad, Router
 from queues_app.agents.skills import SkillCatalog, SkillError
 
 
@@ -119,7 +120,7 @@ def test_unmatched_callers_wait_in_priority_then_arrival_order(router):
     b, _ = router.create_call({"language": "Spanish", "gender": "any"})
     vip, _ = router.create_call({"language": "Spanish", "gender": "F"}, priority=5)
     assert {a.status, b.status, vip.status} == {CallStatus.WAITING}
-    waiting, _ = router.waiting_calls()
+    waiting, _ = router.line.waiting_calls()
     assert [w["call_id"] for w in waiting] == [vip.call_id, a.call_id, b.call_id]
 
     ana = agent(router, "Ana", ["Spanish"], "F")
@@ -133,7 +134,7 @@ def test_unmatched_callers_wait_in_priority_then_arrival_order(router):
     assert got.call_id == b.call_id
     _, got = router.make_available(bea.agent_id)
     assert got.call_id == a.call_id
-    assert router.waiting_calls()[0] == []
+    assert router.line.waiting_calls()[0] == []
     assert queue_items(router, ("Spanish", "F")) == []
 
 
@@ -142,7 +143,7 @@ def test_an_agent_who_fits_no_waiting_caller_is_queued(router):
     ana = agent(router, "Ana", ["Spanish"], "F")
     queued, call = router.make_available(ana.agent_id)
     assert call is None and queued.status == AgentStatus.QUEUED
-    assert len(router.waiting_calls()[0]) == 1
+    assert len(router.line.waiting_calls()[0]) == 1
 
 
 def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypatch):
@@ -150,11 +151,11 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
     waiting, then the agent is queued. The agent's second look must find the caller."""
     ana = agent(router, "Ana", ["English"], "F")
     other_router = Router(router.db, router.catalog, clock=router.clock)
-    real_enqueue = router._enqueue
+    real_enqueue = router.enqueue
     arrived = {}
 
     def enqueue_while_a_caller_arrives(a):
-        call = other_router._start_waiting(other_router_call())
+        call = other_router.line.start_waiting(other_router_call())
         arrived["call"] = call
         return real_enqueue(a)
 
@@ -164,7 +165,7 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
         return Call(call_id="racer", status=CallStatus.WAITING, preferences={"language": "English", "gender": None},
                     arrived_at="2026-01-01T00:00:00.000000Z")
 
-    monkeypatch.setattr(router, "_enqueue", enqueue_while_a_caller_arrives)
+    monkeypatch.setattr(router, "enqueue", enqueue_while_a_caller_arrives)
     agent_now, call = router.make_available(ana.agent_id)
     assert call is not None and call.call_id == "racer"
     assert agent_now.status == AgentStatus.ATTENDING
@@ -178,7 +179,7 @@ def test_idempotency_key_returns_the_same_call(router):
     again, created_again = router.create_call({"language": "English", "gender": "F"}, idempotency_key="req-1")
     assert created and not created_again
     assert again.call_id == first.call_id
-    assert len(router.waiting_calls()[0]) == 1
+    assert len(router.line.waiting_calls()[0]) == 1
 
 
 @pytest.mark.parametrize("prefs, field", [
@@ -338,12 +339,12 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
 
 
 def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(router):
-    from queues_app.agents.router import _claims_for
+    from queues_app.agents.matching import claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
     queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
-    claims = _claims_for(router.db)
+    claims = claims_for(router.db)
     held = (router.table, queued[0].queue_token)
     assert claims.claim(held)  # another thread is trying First
     call, _ = router.create_call({"language": "English", "gender": "F"})
@@ -357,11 +358,11 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
     import threading
     import time
 
-    from queues_app.agents.router import _claims_for
+    from queues_app.agents.matching import claims_for
 
     only = agent(router, "Only", ["English"], "F")
     queued, _ = router.make_available(only.agent_id)
-    claims = _claims_for(router.db)
+    claims = claims_for(router.db)
     held = (router.table, queued.queue_token)
     assert claims.claim(held)
     threading.Timer(0.2, claims.release, args=(held,)).start()  # the other try fails
@@ -372,12 +373,12 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
 
 
 def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(router):
-    from queues_app.agents.router import _claims_for
+    from queues_app.agents.matching import claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
     queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
-    claims = _claims_for(router.db)
+    claims = claims_for(router.db)
     held = (router.table, queued[0].queue_token)
     claims.claim(held)
     router.create_call({"language": "English", "gender": "F"})  # Second, First being held
@@ -391,13 +392,13 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
 
 def test_matchers_running_at_the_same_moment_share_a_fresh_read(router):
     from queues_app.ddb import meter
-    from queues_app.agents.router import _claims_for
+    from queues_app.agents.matching import claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
     for a in (first, second):
         router.make_available(a.agent_id)
-    claims = _claims_for(router.db)
+    claims = claims_for(router.db)
     claims.enter()  # another matcher of this process is running
     try:
         one, _ = router.create_call({"language": "English", "gender": "F"})

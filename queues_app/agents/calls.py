@@ -1,0 +1,129 @@
+"""Calls: their items, idempotency keys, and reading them back."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from queues_app.agents import keys
+from queues_app.agents.records import Call, CallStatus, QueueOrder
+from queues_app.agents.skills import ANY
+from queues_app.agents.writes import CallCenterTable
+from queues_app.ddb import batch, errors
+from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
+
+ENDED_CALL_RETENTION = timedelta(days=30)
+
+
+class CallExists(Exception):
+    """The call item exists already (an idempotent retry won the race)."""
+
+
+def call_id_for_idempotency_key(key: str) -> str:
+    """The same idempotency key always names the same call, so a retried request finds it."""
+    return "k" + hashlib.sha256(key.encode()).hexdigest()[:23]
+
+
+def call_to_item(call: Call) -> dict:
+    return {
+        **keys.call(call.call_id),
+        "type": "call",
+        "call_id": call.call_id,
+        "status": call.status,
+        "preferences": {k: v for k, v in call.preferences.items() if v is not ANY},
+        "dimensions": list(call.preferences),
+        "priority": call.priority,
+        "order": call.order,
+        "arrived_at": call.arrived_at,
+        "version": call.version,
+        "agent_id": call.agent_id,
+        "agent_name": call.agent_name,
+        "assigned_at": call.assigned_at,
+        "ended_at": call.ended_at,
+        "wait_sk": call.wait_sk,
+        "relaxed": call.relaxed,
+        "why": call.why,
+    }
+
+
+def call_from_item(item: dict) -> Call:
+    given = item.get("preferences") or {}
+    preferences = {name: given.get(name, ANY) for name in item.get("dimensions") or list(given)}
+    return Call(
+        call_id=item["call_id"],
+        status=item["status"],
+        preferences=preferences,
+        priority=int(item.get("priority", 0)),
+        order=item.get("order", QueueOrder.FIFO),
+        arrived_at=item.get("arrived_at", ""),
+        version=int(item.get("version", 1)),
+        agent_id=item.get("agent_id"),
+        agent_name=item.get("agent_name"),
+        assigned_at=item.get("assigned_at"),
+        ended_at=item.get("ended_at"),
+        wait_sk=item.get("wait_sk"),
+        relaxed=list(item.get("relaxed") or []),
+        why=list(item.get("why") or []),
+    )
+
+
+class Calls:
+    """Reads of call items, and the actions that record an assignment."""
+
+    def __init__(self, table: CallCenterTable):
+        self.table = table
+        self.db = table.db
+
+    def get(self, call_id: str) -> Call:
+        call = self.find(call_id)
+        if not call:
+            raise errors.NotFound(f"No call with id {call_id!r}.")
+        return call
+
+    def find(self, call_id: str) -> Call | None:
+        response = self.db.call("get_item", TableName=self.table.name, Key=marshal(keys.call(call_id)),
+                                ConsistentRead=True)
+        return call_from_item(unmarshal(response["Item"])) if "Item" in response else None
+
+    def with_status(self, status: str, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
+        """Calls in one status (from the `by_status` index), then read in one batch."""
+        params = {
+            "TableName": self.table.name, "IndexName": "by_status", "Limit": limit,
+            "KeyConditionExpression": "#status = :status AND sk = :call",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {":status": {"S": status}, ":call": {"S": keys.CALL_SK}},
+        }
+        start = decode_cursor(cursor)
+        if start:
+            params["ExclusiveStartKey"] = start
+        response = self.db.call("query", **params)
+        wanted = [{"pk": unmarshal(i)["pk"], "sk": keys.CALL_SK} for i in response.get("Items", [])]
+        calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
+        calls.sort(key=lambda c: c.assigned_at or c.arrived_at or "", reverse=True)
+        return Page(calls, encode_cursor(response.get("LastEvaluatedKey")))
+
+    def assignment_actions(self, call: Call, assigned: Call, *, new_call: bool) -> list[dict]:
+        if new_call:
+            return [{"Put": {
+                "TableName": self.table.name,
+                "Item": marshal(call_to_item(assigned)),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }}]
+        assigned.version = call.version + 1
+        return [
+            self.table.update(
+                keys.call(call.call_id),
+                "SET #status = :assigned, agent_id = :agent, agent_name = :name, assigned_at = :now, "
+                "why = :why, version = :next REMOVE wait_sk",
+                {":assigned": CallStatus.ASSIGNED, ":agent": assigned.agent_id, ":name": assigned.agent_name,
+                 ":now": assigned.assigned_at, ":why": assigned.why, ":next": assigned.version,
+                 ":waiting": CallStatus.WAITING, ":version": call.version},
+                condition="#status = :waiting AND version = :version",
+            ),
+            {"Delete": {
+                "TableName": self.table.name,
+                "Key": marshal({"pk": keys.WAITING_PK, "sk": call.wait_sk}),
+                "ConditionExpression": "attribute_exists(pk)",
+            }},
+        ]

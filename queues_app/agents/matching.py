@@ -1,0 +1,321 @@
+"""Matching callers to queued agents, and agents coming back to waiting callers: one
+conditional transaction per assignment, never an agent given twice (see
+docs/architecture.md, "Matching")."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+
+from queues_app.agents import keys
+from queues_app.agents.calls import CallExists, Calls
+from queues_app.agents.claims import Claims
+from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueOrder
+from queues_app.agents.roster import Agents
+from queues_app.agents.skills import ANY, matching_combinations
+from queues_app.agents.waiting import WaitingLine
+from queues_app.agents.writes import CallCenterTable, agent_changed
+from queues_app.ddb import errors
+from queues_app.ddb.clock import to_iso
+from queues_app.ddb.codec import unmarshal
+from queues_app.ddb.contention import ContentionGauge
+
+WHY_LIMIT = 8
+# How long a matcher waits for another thread's try of the only candidates it has left.
+CLAIM_WAIT = 0.5
+# How old another matcher's read of the same queue may be for a caller's first try to use it.
+SHARED_READ_AGE = 0.2
+# Why each candidate was chosen or passed over; calls store the short code.
+WHY_OUTCOMES = {
+    "chosen": "chosen: the earliest-queued agent who fits and was still free",
+    "returned": "chosen: became available while this caller was the longest-waiting caller they fit",
+    "taken": "passed over: taken by another caller a moment earlier",
+    "busy": "passed over: kept busy by concurrent transactions",
+    "later": "passed over: queued later than the chosen agent",
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A queued agent seen at the head of a queue."""
+
+    token: str
+    agent_id: str
+    name: str
+    skills: dict
+    queue: str
+
+    @property
+    def queued_at(self) -> str:
+        return self.token.rsplit("#", 1)[0]
+
+
+def why_entry(agent_id: str, name: str, queued_at: str, outcome: str) -> dict:
+    return {"agent_id": agent_id, "name": name, "queued_at": queued_at, "outcome": outcome}
+
+
+_contention = ContentionGauge()
+# Per client (in production one per process): which queue tokens its matchers are trying
+# or saw taken. Keys are (table, queue token); a token names one enqueue of one agent.
+_claims: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_claims_lock = threading.Lock()
+
+
+def claims_for(db) -> Claims:
+    """The in-process claims shared by every matcher using this client."""
+    claims = _claims.get(db)
+    if claims is None:
+        with _claims_lock:
+            claims = _claims.setdefault(db, Claims())
+    return claims
+
+
+def reset_contention() -> None:
+    """Forget recent lost races and every claim: a process starting afresh."""
+    _contention.reset()
+    with _claims_lock:
+        _claims.clear()
+
+
+class Matcher:
+    """Assigns callers to queued agents (`match`) and a returning agent to the
+    longest-waiting caller they fit (`offer_waiting_callers`)."""
+
+    def __init__(self, table: CallCenterTable, agents: Agents, calls: Calls, line: WaitingLine, *,
+                 candidate_limit: int = 16, spread: int = 16, max_rounds: int = 6):
+        self.table = table
+        self.db = table.db
+        self.catalog = table.catalog
+        self.agents, self.calls, self.line = agents, calls, line
+        self.candidate_limit = candidate_limit
+        self.spread = spread
+        self.max_rounds = max_rounds
+        self._rng = random.Random()
+
+    @property
+    def clock(self):
+        return self.table.clock
+
+    def match(self, call: Call, *, new_call: bool) -> Call | None:
+        """Try queued agents in order; the loser of a race moves on to a candidate it
+        already read instead of starting over.
+
+        The first try is always the head of the queue, so a caller alone always gets
+        the earliest-queued agent. Losing a race means other matchers are working the
+        same head; they all move down together, so after a loss the next try is drawn
+        at random among the next few candidates (all queued earlier than the rest),
+        which spreads the matchers out instead of making them collide at every step.
+        While this process has been losing races lately (many callers at once), even
+        the first try is drawn among the first few: those agents are all being handed
+        out at the same moment, so any of them is as fair as the head.
+
+        Matchers in this process also claim a candidate before trying it (in memory, no
+        request; see `Claims`): the others pass over a candidate that is being tried or
+        was just taken, instead of spending a transaction to lose the race for it. When
+        every candidate read is being tried by another thread, the matcher waits for
+        one of those tries to end rather than race it. While other matchers of this
+        process are running, a FIFO caller's first try may use the candidates another
+        matcher read for the same preferences less than `SHARED_READ_AGE` seconds ago,
+        if one of them is still free, instead of a Query of its own (agents queued since
+        come later in FIFO order anyway; one taken by another process meanwhile fails
+        its condition like any lost race). "Nobody fits" always comes from a fresh Query,
+        and a caller alone always reads the queue itself.
+        """
+        claims = claims_for(self.db)
+        claims.enter()
+        try:
+            return self._match_claiming(call, claims, new_call=new_call)
+        finally:
+            claims.leave()
+
+    def _match_claiming(self, call: Call, claims: Claims, *, new_call: bool) -> Call | None:
+        """`_match` while this matcher counts among the process's running ones."""
+        considered: list[dict] = []
+        tried: set[str] = set()
+        table = self.table.name
+        shared_key = (table, call.order, tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items())))
+        # Recent races lost by this process say the head is contended before we lose one.
+        spread_out = _contention.contended
+        for _round in range(self.max_rounds):
+            found = None
+            if _round == 0 and call.order == QueueOrder.FIFO and claims.active > 1:
+                shared = claims.recent_read(shared_key, SHARED_READ_AGE)
+                if shared and any(not claims.is_held((table, c.token)) and not claims.is_gone((table, c.token))
+                                  for c in shared):
+                    found = shared
+            if found is None:
+                found = self.queue_candidates(call.preferences, call.order)
+                claims.publish_read(shared_key, found)
+            read = [c for c in found if c.agent_id not in tried]
+            if not read:
+                return None
+            candidates = [c for c in read if not claims.is_gone((table, c.token))]
+            remaining = list(candidates)
+            while remaining:
+                order = list(range(len(remaining)))
+                if spread_out:
+                    window = order[:self.spread]
+                    self._rng.shuffle(window)
+                    order[:len(window)] = window
+                index = claims.claim_first([(table, remaining[i].token) for i in order])
+                claimed = index is not None
+                if claimed:
+                    candidate = remaining.pop(order[index])
+                else:
+                    # Every candidate left is being tried by another thread of this process
+                    # (or was just taken): wait for one of those tries to end.
+                    remaining = self._drop_taken(remaining, claims, considered)
+                    if not remaining:
+                        break
+                    if claims.wait_while_held([(table, c.token) for c in remaining], CLAIM_WAIT):
+                        remaining = self._drop_taken(remaining, claims, considered)
+                        continue
+                    candidate = remaining.pop(0)  # still held after the wait: race for it
+                tried.add(candidate.agent_id)
+                try:
+                    outcome = self._try_assign(call, candidate, new_call=new_call, considered=considered,
+                                               others=candidates)
+                finally:
+                    if claimed:
+                        claims.release((table, candidate.token))
+                won = outcome is not None and outcome.agent_id == candidate.agent_id
+                _contention.observe(lost=not won)
+                if outcome is not None:
+                    return outcome
+                spread_out = True
+        return None
+
+    def _drop_taken(self, candidates: list[Candidate], claims: Claims, considered: list[dict]) -> list[Candidate]:
+        """The candidates not known to be taken; the taken ones go into the why record."""
+        left = []
+        for candidate in candidates:
+            if claims.is_gone((self.table.name, candidate.token)):
+                considered.append(why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "taken"))
+            else:
+                left.append(candidate)
+        return left
+
+    def queue_candidates(self, preferences: dict, order: str = QueueOrder.FIFO) -> list[Candidate]:
+        """Heads of every queue that fits, merged in queue order (one Query per queue)."""
+        seen: dict[str, Candidate] = {}
+        for combo in matching_combinations(self.catalog, preferences):
+            response = self.db.call(
+                "query",
+                TableName=self.table.name,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
+                ConsistentRead=True,
+                ScanIndexForward=order == QueueOrder.FIFO,
+                Limit=self.candidate_limit,
+            )
+            for raw in response.get("Items", []):
+                item = unmarshal(raw)
+                seen.setdefault(item["agent_id"], Candidate(
+                    token=item["sk"], agent_id=item["agent_id"], name=item.get("name", ""),
+                    skills=item.get("skills") or {}, queue=item["pk"],
+                ))
+        return sorted(seen.values(), key=lambda c: c.token, reverse=order == QueueOrder.LIFO)
+
+    def _try_assign(self, call: Call, candidate: Candidate, *, new_call: bool, considered: list[dict],
+                    others: list[Candidate]) -> Call | None:
+        """One assignment transaction. Returns the assigned call, or None to try the next
+        candidate. A lost TransactionConflict is retried on the same candidate."""
+        for attempt in range(4):
+            stamp = to_iso(self.clock())
+            assigned = Call(**call.__dict__)
+            assigned.status = CallStatus.ASSIGNED
+            assigned.agent_id, assigned.agent_name, assigned.assigned_at = candidate.agent_id, candidate.name, stamp
+            assigned.why = self._why(candidate, considered, others)
+            assigned.wait_sk = None
+            actions = [self.table.update(
+                keys.agent(candidate.agent_id),
+                "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
+                "REMOVE queue_token",
+                {":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":one": 1, ":now": stamp,
+                 ":queued": AgentStatus.QUEUED, ":token": candidate.token},
+                condition="#status = :queued AND queue_token = :token",
+            )]
+            actions += self.table.dequeue_actions(candidate.skills, candidate.token)
+            actions += self.calls.assignment_actions(call, assigned, new_call=new_call)
+            try:
+                self.table.transact(actions)
+                claims_for(self.db).mark_gone((self.table.name, candidate.token))
+                return assigned
+            except errors.TransactionCancelled as exc:
+                if exc.lost_race:
+                    time.sleep(random.uniform(0, 0.01 * 2**attempt))
+                    continue
+                failed = set(exc.failed_indexes())
+                call_index = 1 + 2 * len(self.catalog.combinations(candidate.skills))
+                if failed & {call_index, call_index + 1}:
+                    # The call itself changed: assigned elsewhere, created by a retry, or escalated.
+                    if new_call:
+                        raise CallExists() from exc
+                    current = self.calls.find(call.call_id)
+                    if current and current.status == CallStatus.WAITING and current.version != call.version:
+                        call.__dict__.update(current.__dict__)  # escalated meanwhile: go on with its new state
+                        return None
+                    return current if current and current.status == CallStatus.ASSIGNED else None
+                # The agent is no longer queued with this token: nobody can take it any more.
+                claims_for(self.db).mark_gone((self.table.name, candidate.token))
+                considered.append(why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "taken"))
+                return None
+        considered.append(why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "busy"))
+        return None
+
+    @staticmethod
+    def _why(chosen: Candidate, considered: list[dict], others: list[Candidate]) -> list[dict]:
+        why = [why_entry(chosen.agent_id, chosen.name, chosen.queued_at, "chosen"), *considered]
+        passed = {entry["agent_id"] for entry in why}
+        for other in others:
+            if other.agent_id not in passed:
+                why.append(why_entry(other.agent_id, other.name, other.queued_at, "later"))
+                passed.add(other.agent_id)
+        return why[:WHY_LIMIT]
+
+    def offer_waiting_callers(self, agent: Agent, *, from_queue: bool) -> Call | None:
+        """Give the agent the first waiting caller (priority, then arrival) they fit."""
+        for waiting in self.line.waiting_calls_for(agent.skills):
+            call = self.calls.find(waiting["call_id"])
+            if not call or call.status != CallStatus.WAITING:
+                continue
+            if from_queue:
+                candidate = Candidate(token=agent.queue_token, agent_id=agent.agent_id, name=agent.name,
+                                      skills=agent.skills, queue="(agent came back)")
+                assigned = self._try_assign(call, candidate, new_call=False, considered=[], others=[])
+                # `_try_assign` also returns the call when another agent took it meanwhile.
+                if assigned and assigned.agent_id == agent.agent_id:
+                    return assigned
+                current = self.agents.get(agent.agent_id)
+                if current.status != AgentStatus.QUEUED or current.queue_token != agent.queue_token:
+                    return None  # someone else took the agent first
+                continue
+            assigned = self._give_free_agent(agent, call)
+            if assigned:
+                return assigned
+        return None
+
+    def _give_free_agent(self, agent: Agent, call: Call) -> Call | None:
+        """Assign a caller to an agent who is not queued (offline, available, wrap-up)."""
+        stamp = to_iso(self.clock())
+        assigned = Call(**call.__dict__)
+        assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
+        assigned.assigned_at, assigned.wait_sk = stamp, None
+        assigned.why = [why_entry(agent.agent_id, agent.name, stamp, "returned")]
+        actions = [self.table.agent_update(
+            agent,
+            "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
+            "REMOVE queue_token",
+            {":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":now": stamp},
+        )]
+        actions += self.calls.assignment_actions(call, assigned, new_call=False)
+        try:
+            self.table.transact(actions)
+        except errors.TransactionCancelled as exc:
+            if exc.reasons and exc.reasons[0].failed and exc.reasons[0].code == "ConditionalCheckFailed":
+                raise agent_changed(agent, exc) from exc
+            return None  # the caller went to someone else (or a lost race): try the next caller
+        return assigned

@@ -1,0 +1,79 @@
+"""The transaction actions every change of the callcenter table is built from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from queues_app.agents import keys
+from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.skills import SkillCatalog
+from queues_app.ddb import errors
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.codec import marshal
+
+
+class CallCenterTable:
+    """The callcenter table as the call center's services share it: the client, the
+    skill catalog, the clock, and builders of conditional transaction actions."""
+
+    def __init__(self, db: Dynamo, catalog: SkillCatalog, clock: Callable[[], datetime]):
+        self.db, self.catalog, self.clock = db, catalog, clock
+
+    @property
+    def name(self) -> str:
+        return self.db.table("callcenter")
+
+    def transact(self, actions: list[dict]) -> None:
+        self.db.call("transact_write_items", TransactItems=actions)
+
+    def update(self, key: dict, update: str, values: dict | None = None, *, condition: str | None = None,
+                names: dict | None = None, old_on_fail: bool = False) -> dict:
+        """One Update action of a transaction on the call-center table. `#status` stands
+        for the status attribute wherever an expression uses it."""
+        action: dict = {"TableName": self.name, "Key": marshal(key), "UpdateExpression": update}
+        if condition:
+            action["ConditionExpression"] = condition
+        text = update + " " + (condition or "")
+        used = {k: v for k, v in {"#status": "status", **(names or {})}.items() if k in text}
+        if used:
+            action["ExpressionAttributeNames"] = used
+        if values:
+            action["ExpressionAttributeValues"] = marshal(values)
+        if old_on_fail:
+            action["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        return {"Update": action}
+
+    def agent_update(self, agent: Agent, update: str, values: dict) -> dict:
+        """Update conditioned on the agent being exactly as read (version and status)."""
+        return self.update(
+            keys.agent(agent.agent_id), update,
+            {**values, ":one": 1, ":expected": agent.version, ":was": agent.status},
+            condition="version = :expected AND #status = :was", old_on_fail=True,
+        )
+
+    def meta_update(self, combo: tuple[str, ...], delta: int) -> dict:
+        # No condition: the agent's own condition already makes the change safe, and a
+        # version condition here would make matchers of unrelated agents collide.
+        return self.update(
+            keys.queue_meta(combo), "ADD #depth :delta, version :one SET combination = :combo",
+            {":delta": delta, ":one": 1, ":combo": list(combo)}, names={"#depth": "depth"},
+        )
+
+    def dequeue_actions(self, skills: dict, token: str) -> list[dict]:
+        actions = []
+        for combo in self.catalog.combinations(skills):
+            actions.append({"Delete": {"TableName": self.name, "Key": marshal(keys.queue_message(combo, token))}})
+            actions.append(self.meta_update(combo, -1))
+        return actions
+
+
+def agent_changed(agent: Agent, exc: errors.TransactionCancelled) -> errors.DynamoError:
+    if exc.lost_race:
+        return errors.Conflict(f"{agent.name} was being changed at the same moment; try again.")
+    current = exc.reasons[0].item if exc.reasons and exc.reasons[0].failed else None
+    if current:
+        status = AgentStatus.LABELS.get(current.get("status"), current.get("status"))
+        return errors.Conflict(f"{agent.name} changed meanwhile (now {status.lower()}); reload and try again.",
+                               current=current)
+    return errors.Conflict(f"Could not change {agent.name}: {exc.message}")
