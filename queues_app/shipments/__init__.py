@@ -5,6 +5,6 @@ retry, the dead-letter queue, supervisor actions, and fair consumption (article 
 def reset_contention() -> None:
     """Start afresh, as a process whose consumers have lost no races lately (tests, and
     benchmarks measuring a lone consumer)."""
-    from queues_app.shipments.queue import forget_contention
+    from queues_app.shipments.queue import reset_contention as reset
 
-    forget_contention()
+    reset()

@@ -27,7 +27,7 @@ from queues_app.ddb.errors import Backpressure
 from queues_app.ddb.codec import marshal
 from queues_app.ddb.clock import now
 from queues_app.agents.router import Router
-from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Lease, Shipment, ShipmentQueue
+from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Receipt, Shipment, ShipmentQueue
 
 
 @dataclass
@@ -130,11 +130,11 @@ class FairConsumer:
         # sidelined at most this late (a quarter of the bound, and never over 30 s).
         self.idle_seconds = max(sweep_seconds, min(self.policy.spillover_after_seconds / 4, 30.0))
 
-    def peek(self, *, visibility_timeout: float = 30.0) -> Lease | None:
+    def receive(self, *, visibility_timeout: float = 30.0) -> Receipt | None:
         self._maybe_sweep()
-        lease = self.shipments.peek(DEFAULT_QUEUE, visibility_timeout=visibility_timeout)
+        lease = self.shipments.receive(DEFAULT_QUEUE, visibility_timeout=visibility_timeout)
         if lease is None:
-            lease = self.shipments.peek(SPILLOVER_QUEUE, visibility_timeout=visibility_timeout)
+            lease = self.shipments.receive(SPILLOVER_QUEUE, visibility_timeout=visibility_timeout)
         return lease
 
     def _maybe_sweep(self) -> None:

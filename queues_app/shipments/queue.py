@@ -41,11 +41,11 @@ from queues_app.ddb.codec import marshal, unmarshal
 DEFAULT_QUEUE = "live"
 SPILLOVER_QUEUE = "spillover"  # sidelined work, taken only when the live queue is caught up
 MAX_FAILURE_REASONS = 10
-CLAIM_ROUNDS = 3  # reads of `ready` in one peek when other consumers take every entry read
+CLAIM_ROUNDS = 3  # reads of `ready` in one receive when other consumers take every entry read
 _contention = ContentionGauge()
 
 
-def forget_contention() -> None:
+def reset_contention() -> None:
     """Start afresh, as a process with no recent races (benchmarks measuring a lone consumer)."""
     _contention.reset()
 
@@ -153,8 +153,8 @@ class Shipment:
 
 
 @dataclass
-class Lease:
-    """What a consumer holds after a peek: the shipment and the receipt that proves it."""
+class Receipt:
+    """What a consumer holds after a receive: the shipment and the receipt that proves it."""
 
     shipment: Shipment
     receipt: str
@@ -299,7 +299,7 @@ class ShipmentQueue:
         return ids, encode_cursor(response.get("LastEvaluatedKey"))
 
     def list_queue(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None, limit: int = 25) -> Page[Shipment]:
-        """Queued shipments in the order peek takes them: priority, then time."""
+        """Queued shipments in the order receive takes them: priority, then time."""
         ids, next_cursor = self._index_page("ready", queue, cursor=cursor, limit=limit)
         return Page(self.get_many(ids), next_cursor)
 
@@ -382,7 +382,7 @@ class ShipmentQueue:
             priority=priority, queue=queue, created_at=stamp, updated_at=stamp, tenant=tenant,
         )
         try:
-            self.db.call("put_item", TableName=self.table, Item=marshal(_to_item(shipment)),
+            self.db.call("put_item", TableName=self.table, Item=marshal(shipment_to_item(shipment)),
                          ConditionExpression="attribute_not_exists(id)")
         except errors.Conflict as exc:
             raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
@@ -408,7 +408,7 @@ class ShipmentQueue:
         else:
             shipment.ready_sk = ready_sort_key(priority, stamp, shipment.shipment_id)
         try:
-            self.db.call("put_item", TableName=self.table, Item=marshal(_to_item(shipment)),
+            self.db.call("put_item", TableName=self.table, Item=marshal(shipment_to_item(shipment)),
                          ConditionExpression="attribute_not_exists(id)")
         except errors.Conflict as exc:
             raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
@@ -450,7 +450,7 @@ class ShipmentQueue:
         return moved
 
     def create_many(self, shipments: Iterable[Shipment], on_batch=None) -> int:
-        return batch.put_items(self.db, self.table, (_to_item(s) for s in shipments), on_batch=on_batch)
+        return batch.put_items(self.db, self.table, (shipment_to_item(s) for s in shipments), on_batch=on_batch)
 
     def mark_ready(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
         """Under construction -> ready to ship (not yet queued)."""
@@ -489,7 +489,7 @@ class ShipmentQueue:
         counters.note(self.db, queued.queue, "enqueued")
         return queued
 
-    def peek(self, queue: str = DEFAULT_QUEUE, *, visibility_timeout: float = 30.0) -> Lease | None:
+    def receive(self, queue: str = DEFAULT_QUEUE, *, visibility_timeout: float = 30.0) -> Receipt | None:
         """Receive one shipment for `visibility_timeout` seconds, or None when nothing is
         visible. At most three requests when uncontended."""
         moment = self.clock()
@@ -526,7 +526,7 @@ class ShipmentQueue:
         return None
 
     def _claim(self, shipment_id: str, seen_attr: str, seen: str, moment: datetime, timeout: float,
-               *, expired_lease: bool = False, final: bool = False) -> Lease | None:
+               *, expired_lease: bool = False, final: bool = False) -> Receipt | None:
         stamp = to_iso(moment)
         deadline = moment + timedelta(seconds=timeout)
         receipt = uuid.uuid4().hex
@@ -563,7 +563,7 @@ class ShipmentQueue:
             # Age at the first attempt only: retries would hide how long new work waits.
             counters.note_first_attempt(self.db, shipment.queue,
                                        (moment - from_iso(shipment.first_enqueued_at)).total_seconds())
-        return Lease(shipment, receipt if not final else "", deadline)
+        return Receipt(shipment, receipt if not final else "", deadline)
 
     def _dead_letter_expired(self, entry: dict, stamp: str) -> None:
         reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.retry.max_receives})"
@@ -575,7 +575,7 @@ class ShipmentQueue:
 
     def dequeue(self, queue: str = DEFAULT_QUEUE) -> Shipment | None:
         """Take the head of the queue and remove it at once (at-most-once: if the caller
-        then fails, the shipment is not retried). Prefer peek + complete."""
+        then fails, the shipment is not retried). Prefer receive + complete."""
         moment = self.clock()
         ready = self.db.call(
             "query", TableName=self.table, IndexName="ready", Limit=self.candidate_limit,
@@ -588,7 +588,7 @@ class ShipmentQueue:
                 return lease.shipment
         return None
 
-    def heartbeat(self, shipment_id: str, receipt: str, *, extend_seconds: float = 30.0) -> Lease:
+    def heartbeat(self, shipment_id: str, receipt: str, *, extend_seconds: float = 30.0) -> Receipt:
         """Push the lease's deadline out while the work goes on."""
         moment = self.clock()
         deadline = moment + timedelta(seconds=extend_seconds)
@@ -598,9 +598,9 @@ class ShipmentQueue:
             {":deadline": to_iso(deadline), ":isk": timed_sort_key(to_iso(deadline), shipment_id),
              ":now": to_iso(moment)},
         )
-        return Lease(shipment, receipt, deadline)
+        return Receipt(shipment, receipt, deadline)
 
-    def release_lease(self, shipment_id: str, receipt: str) -> Shipment:
+    def release(self, shipment_id: str, receipt: str) -> Shipment:
         """Give a held shipment back untouched (a worker shutting down): it returns to its
         place in the queue at once, and the receive does not count as a failure."""
         for attempt in range(5):
@@ -661,7 +661,7 @@ class ShipmentQueue:
         )
 
     def _check_receipt(self, shipment: Shipment, receipt: str, action: str) -> None:
-        problem = _receipt_problem(_to_item(shipment), receipt)
+        problem = _receipt_problem(shipment_to_item(shipment), receipt)
         if problem:
             raise ReceiptInvalid(f"Cannot {action} shipment {shipment.shipment_id}: {problem}")
 
@@ -880,7 +880,7 @@ _INDEX_KEYS = {
 }
 
 
-def _to_item(shipment: Shipment) -> dict:
+def shipment_to_item(shipment: Shipment) -> dict:
     item = {
         "id": shipment.shipment_id, "type": "shipment", "data": shipment.data, "status": shipment.status,
         "version": shipment.version, "priority": shipment.priority, "queue": shipment.queue,

@@ -1,4 +1,4 @@
-"""The shipment consumer: peek, run a handler while heartbeating, complete or fail.
+"""The shipment consumer: receive, run a handler while heartbeating, complete or fail.
 
 On a stop request (SIGTERM) it finishes the shipment in hand when the handler returns
 within `grace_seconds`, and otherwise gives it back to the queue untouched.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from queues_app.ddb import errors
 from queues_app.shipments.fairness import FairConsumer
-from queues_app.shipments.queue import DEFAULT_QUEUE, Lease, Shipment, ShipmentQueue
+from queues_app.shipments.queue import DEFAULT_QUEUE, Receipt, Shipment, ShipmentQueue
 from queues_app.tracing import traced
 
 log = logging.getLogger(__name__)
@@ -77,11 +77,11 @@ class ShipmentWorker:
                 break
             try:
                 if self.fair:
-                    lease = self.fair.peek(visibility_timeout=self.visibility_timeout)
+                    lease = self.fair.receive(visibility_timeout=self.visibility_timeout)
                 else:
-                    lease = self.queue.peek(self.queue_name, visibility_timeout=self.visibility_timeout)
+                    lease = self.queue.receive(self.queue_name, visibility_timeout=self.visibility_timeout)
             except (errors.Unavailable, errors.Throttled) as exc:
-                log.warning("peek failed (%s); retrying in %.1fs", exc.message, idle)
+                log.warning("receive failed (%s); retrying in %.1fs", exc.message, idle)
                 self.stop_requested.wait(idle)
                 continue
             if lease is None:
@@ -95,7 +95,7 @@ class ShipmentWorker:
                 self.process(lease)
         return self.stats
 
-    def process(self, lease: Lease) -> None:
+    def process(self, lease: Receipt) -> None:
         shipment = lease.shipment
         done = threading.Event()
         handler_stop = threading.Event()
@@ -134,7 +134,7 @@ class ShipmentWorker:
                 return
         self._finish(lease, outcome.get("failure"))
 
-    def _finish(self, lease: Lease, failure: str | None) -> None:
+    def _finish(self, lease: Receipt, failure: str | None) -> None:
         sid = lease.shipment.shipment_id
         try:
             if failure:
@@ -148,9 +148,9 @@ class ShipmentWorker:
             self.stats.lost_leases += 1
             log.warning("could not finish shipment %s: %s", sid, exc.message)
 
-    def _give_back(self, lease: Lease) -> None:
+    def _give_back(self, lease: Receipt) -> None:
         try:
-            self.queue.release_lease(lease.shipment.shipment_id, lease.receipt)
+            self.queue.release(lease.shipment.shipment_id, lease.receipt)
             self.stats.released += 1
         except errors.Conflict:
             self.stats.lost_leases += 1

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from queues_app.ddb import errors
-from queues_app.tasks.lease import Lease
+from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.ddb.clock import from_iso
 from queues_app.tasks.streams import StreamWaker
 from queues_app.tasks.queue import IllegalTransition, Task, TaskQueue, TaskStatus
@@ -182,12 +182,12 @@ class TaskProcessor:
                  lease_name: str = LEASE_NAME, lease_seconds: float = 15.0, poll_seconds: float = 5.0,
                  sweep_every: float = 5.0, acquire_retry: float = 1.0, capacity_wait: float = 1.0,
                  recover_after: float | None = None, use_streams: bool = True,
-                 waker: StreamWaker | None = None, lease: Lease | None = None,
+                 waker: StreamWaker | None = None, lease: ProcessorLease | None = None,
                  now: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
         self.tasks = tasks or TaskQueue()
         self.downstream = downstream
         self.holder = holder or default_holder()
-        self.lease = lease or Lease(self.tasks.db, name=lease_name, holder=self.holder,
+        self.lease = lease or ProcessorLease(self.tasks.db, name=lease_name, holder=self.holder,
                                     duration=lease_seconds, now=now)
         self.lease_seconds = self.lease.duration
         self.renew_every = self.lease_seconds / 3

@@ -156,7 +156,7 @@ class TaskQueue:
             trace_id=trace_id,
         )
         try:
-            self.db.call("put_item", TableName=self.table, Item=marshal(_to_item(task)),
+            self.db.call("put_item", TableName=self.table, Item=marshal(task_to_item(task)),
                          ConditionExpression="attribute_not_exists(task_id)")
         except errors.Conflict as exc:
             raise errors.Conflict(f"A task with id {task.task_id!r} exists already.") from exc
@@ -164,7 +164,7 @@ class TaskQueue:
         return task
 
     def create_many(self, tasks: list[Task], on_batch=None) -> int:
-        return batch.put_items(self.db, self.table, (_to_item(t) for t in tasks), on_batch=on_batch)
+        return batch.put_items(self.db, self.table, (task_to_item(t) for t in tasks), on_batch=on_batch)
 
     def build(self, payload: dict | None = None, *, created: datetime | None = None) -> Task:
         """A pending task, not yet written (for bulk loads)."""
@@ -435,7 +435,7 @@ class TaskQueue:
         )
 
 
-def _to_item(task: Task) -> dict:
+def task_to_item(task: Task) -> dict:
     return {
         "task_id": task.task_id, "type": "task", "task_status": task.status,
         "created_sk": created_sort_key(task.created, task.task_id),

@@ -21,7 +21,7 @@ from queues_app.ddb.client import default, reset_default
 from queues_app.agents.records import AgentStatus, Call, CallStatus
 from queues_app.ddb.clock import now, to_iso
 from queues_app.agents.router import Router
-from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus, _to_item, ready_sort_key, timed_sort_key
+from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus, ready_sort_key, shipment_to_item, timed_sort_key
 from queues_app.tasks.queue import TaskQueue
 from queues_app.audit_trail import AuditTrail
 
@@ -79,7 +79,7 @@ def load(size: int) -> dict:
             deadline = to_iso(moment + timedelta(minutes=30))
             shipment.status, shipment.visible_at, shipment.receipt = ShipmentStatus.PROCESSING, deadline, "r"
             shipment.invisible_sk = timed_sort_key(deadline, sid)
-        rows.append(_to_item(shipment))
+        rows.append(shipment_to_item(shipment))
     batch.put_items(db, shipments.table, rows)
 
     tasks = TaskQueue()

@@ -95,7 +95,7 @@ def consumer(db, index: int, start: threading.Barrier, stop: threading.Event, jo
     start.wait()
     while not stop.is_set():
         try:
-            lease = queue.peek(visibility_timeout=VISIBILITY)
+            lease = queue.receive(visibility_timeout=VISIBILITY)
         except (errors.Unavailable, errors.Throttled) as exc:
             journal.count(f"peek_error:{type(exc).__name__}")
             continue
@@ -125,7 +125,7 @@ def consumer(db, index: int, start: threading.Barrier, stop: threading.Event, jo
             elif action == "abandon":
                 pass  # killed: the lease runs out
             elif action == "release":
-                queue.release_lease(sid, receipt)
+                queue.release(sid, receipt)
             elif action == "heartbeat_then_abandon":
                 queue.heartbeat(sid, receipt, extend_seconds=VISIBILITY)
                 time.sleep(rng.uniform(0, VISIBILITY / 2))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from queues_app.tasks.lease import Lease
+from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
 from queues_app.tasks.processor import RateLimitedDownstream, TaskProcessor
 
@@ -102,7 +102,7 @@ def test_two_processors_are_never_active_at_once(tasks):
     assert sum(p.stats.lease_lost for p in processors) == 0
     statuses = {tasks.get(t).status for t in finished}
     assert statuses <= {TaskStatus.SUCCESS, TaskStatus.FAILURE}
-    assert Lease(tasks.db, holder="nobody").current() is None  # released on the way out
+    assert ProcessorLease(tasks.db, holder="nobody").current() is None  # released on the way out
 
 
 def test_the_stream_wakes_an_idle_processor(tasks):
@@ -113,7 +113,7 @@ def test_the_stream_wakes_an_idle_processor(tasks):
     assert wait_for(lambda: processor.stats.leases_acquired == 1 and processor.stats.sweeps == 1, 5)
     # Idle, waiting on the stream with a poll interval of 30 s. Writes that are not
     # pending work do not wake it: another lease's item, a task finished elsewhere.
-    unrelated = Lease(tasks.db, name="some-other-role", holder="x", duration=5)
+    unrelated = ProcessorLease(tasks.db, name="some-other-role", holder="x", duration=5)
     assert unrelated.acquire() and unrelated.renew()
     time.sleep(1.0)
     assert processor.stats.stream_wakeups == 0
@@ -159,7 +159,7 @@ def test_a_dead_processors_lease_passes_on(tasks):
     assert survivor.stats.lease_refused >= 1  # it had to wait for the dead lease to run out
     assert survivor.stats.recovered == 1  # the dead processor's task in hand, back to PENDING
     assert all(tasks.get(f"t{i}").status == TaskStatus.SUCCESS for i in range(5))
-    holder = Lease(tasks.db, holder="x").current()
+    holder = ProcessorLease(tasks.db, holder="x").current()
     assert holder.holder == "survivor" and holder.acquired_at >= dead_until
 
     # The hung call returns at last: the zombie's late result is refused and it stops.

@@ -36,7 +36,7 @@ def busy(queue, clock):
         queued(queue, sid, priority=9)
     leases = {}
     for _ in range(8):
-        lease = queue.peek(visibility_timeout=30)
+        lease = queue.receive(visibility_timeout=30)
         leases[lease.shipment.shipment_id] = lease
     assert set(leases) == {"done", "in-flight", "failing", "dead", "restored", "removed", "removed-in-flight",
                            "expired"}
@@ -125,7 +125,7 @@ def test_leases_that_keep_expiring_end_in_the_dlq_and_stay_clean(queue, busy, cl
     # until its leases have run out twice (max 2), and the peek after that dead-letters it.
     for _ in range(20):
         clock.advance(3601)  # past every delay, backoff and lease
-        while queue.peek(visibility_timeout=5) is not None:
+        while queue.receive(visibility_timeout=5) is not None:
             pass
         assert violations(queue) == []
     counts = queue.counts()

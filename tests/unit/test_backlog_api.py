@@ -74,7 +74,7 @@ def test_log_lines_written_during_a_request_carry_its_trace_id(rf, caplog):
 def test_a_delayed_shipment_is_not_visible_before_its_time(api, moto_db, fairness):
     body = api.post("/api/shipments", {"data": {}, "delay_seconds": 60}).json()
     assert body["state"] == "delayed" and body["visible_at"]
-    assert ShipmentQueue().peek() is None
+    assert ShipmentQueue().receive() is None
 
 
 def test_a_tenant_over_its_rate_goes_to_the_spillover_queue(api, moto_db, fairness):

@@ -43,7 +43,7 @@ def world(moto_db):
     shipments = ShipmentQueue()
     flying = shipments.create({"destination": "Lyon"}, priority=5, ready=True)
     shipments.enqueue(flying.shipment_id)
-    lease = shipments.peek()
+    lease = shipments.receive()
     assert lease is not None
     queued = shipments.create({"destination": "Paris"}, priority=3, ready=True)
     shipments.enqueue(queued.shipment_id)

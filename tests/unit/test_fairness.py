@@ -29,7 +29,7 @@ def test_submit_queues_a_shipment_in_one_request_visible_at_once(moto_db):
         shipment = queue.submit({"to": "Oslo"}, priority=3, tenant="acme", trace_id="t-1")
     assert seen.calls_of("PutItem") == 1
     assert shipment.state == ShipmentState.QUEUED
-    lease = queue.peek()
+    lease = queue.receive()
     assert lease.shipment.shipment_id == shipment.shipment_id
     assert lease.shipment.trace_id == "t-1" and lease.shipment.tenant == "acme"
 
@@ -38,9 +38,9 @@ def test_submit_with_a_delay_is_invisible_until_then(moto_db, clock):
     queue = ShipmentQueue(moto_db, clock=clock)
     shipment = queue.submit({}, delay_seconds=30)
     assert shipment.state == ShipmentState.DELAYED
-    assert queue.peek() is None
+    assert queue.receive() is None
     clock.advance(31)
-    assert queue.peek().shipment.shipment_id == shipment.shipment_id
+    assert queue.receive().shipment.shipment_id == shipment.shipment_id
 
 
 def test_backpressure_refuses_past_the_bound_with_a_retry_after(moto_db):
@@ -77,14 +77,14 @@ def test_stale_live_work_is_sidelined_and_fresh_work_is_served_first(moto_db, cl
     clock.advance(400)
     fresh = queue.submit({"n": "fresh"}).shipment_id
     consumer = FairConsumer(queue, policy(spillover_after_seconds=300), sweep_seconds=0, schedule=SweepSchedule())
-    first = consumer.peek()
+    first = consumer.receive()
     assert first.shipment.shipment_id == fresh  # the old ones went to the spillover queue
     assert sorted(s.shipment_id for s in queue.list_queue(SPILLOVER_QUEUE).items) == sorted(old)
     # Live is caught up: the spillover queue is worked, in its own priority order.
-    taken = [consumer.peek().shipment for _ in range(4)]
+    taken = [consumer.receive().shipment for _ in range(4)]
     assert sorted(s.shipment_id for s in taken) == sorted(old)
     assert [s.priority for s in taken] == sorted((s.priority for s in taken), reverse=True)
-    assert consumer.peek() is None
+    assert consumer.receive() is None
 
 
 def test_sidelining_counts_in_the_metrics(moto_db, clock):
@@ -115,7 +115,7 @@ def test_consumers_of_one_process_take_turns_to_sweep(moto_db, clock):
     second = FairConsumer(queue, rules, sweep_seconds=0.5, schedule=schedule)
     assert first.idle_seconds == 2.0  # a quarter of the bound
     with meter.measure() as seen:
-        first.peek()  # sweeps: nothing stale, so the next sweep is two seconds off
-        second.peek()  # does not sweep again
+        first.receive()  # sweeps: nothing stale, so the next sweep is two seconds off
+        second.receive()  # does not sweep again
     # one sweep (a Query per priority level), then two peeks of two queues (due, then ready)
     assert seen.calls_of("Query") == 10 + 4 + 4

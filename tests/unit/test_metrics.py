@@ -27,7 +27,7 @@ def test_counts_are_written_per_minute_and_as_totals(moto_db, clock):
     queue = ShipmentQueue(moto_db, clock=clock)
     for n in range(3):
         queue.submit({"n": n})
-    lease = queue.peek()
+    lease = queue.receive()
     queue.complete(lease.shipment.shipment_id, lease.receipt)
     MetricsStore(moto_db).flush()
     minute = MetricsStore(moto_db).history(LIVE, 5)[-1]
@@ -40,9 +40,9 @@ def test_age_at_first_attempt_leaves_retries_out(moto_db, clock):
     queue = ShipmentQueue(moto_db, clock=clock)
     queue.submit({}, shipment_id="s1")
     clock.advance(40)
-    lease = queue.peek(visibility_timeout=5)
+    lease = queue.receive(visibility_timeout=5)
     clock.advance(10)  # the lease expires: the next receive is a retry
-    again = queue.peek(visibility_timeout=5)
+    again = queue.receive(visibility_timeout=5)
     assert again.shipment.shipment_id == "s1" and again.shipment.receive_count == 2
     MetricsStore(moto_db).flush()
     row = MetricsStore(moto_db).history(LIVE, 5)[-1]
@@ -98,7 +98,7 @@ def test_metrics_endpoint_speaks_prometheus(supervisor_client, moto_db):
     queue = ShipmentQueue(moto_db)
     for _ in range(3):
         queue.submit({})
-    lease = queue.peek()
+    lease = queue.receive()
     queue.complete(lease.shipment.shipment_id, lease.receipt)
     MetricsStore(moto_db).flush()
     response = supervisor_client.get("/metrics")

@@ -37,19 +37,19 @@ def test_peek_takes_priority_then_time_and_hides_the_shipment(queue):
     ready(queue, "low-1")
     ready(queue, "high", priority=5)
     ready(queue, "low-2")
-    lease = queue.peek(visibility_timeout=30)
+    lease = queue.receive(visibility_timeout=30)
     assert lease.shipment.shipment_id == "high"
     assert lease.shipment.status == ShipmentStatus.PROCESSING
     assert lease.shipment.receive_count == 1
     assert lease.shipment.first_attempt_at
-    assert queue.peek().shipment.shipment_id == "low-1"
-    assert queue.peek().shipment.shipment_id == "low-2"
-    assert queue.peek() is None
+    assert queue.receive().shipment.shipment_id == "low-1"
+    assert queue.receive().shipment.shipment_id == "low-2"
+    assert queue.receive() is None
 
 
 def test_complete_with_the_receipt(queue):
     ready(queue, "s1")
-    lease = queue.peek()
+    lease = queue.receive()
     done = queue.complete("s1", lease.receipt)
     assert done.status == ShipmentStatus.COMPLETED and done.state == ShipmentState.COMPLETED
     assert queue.get("s1").data == {"to": "Lyon"}  # stays in the table
@@ -59,9 +59,9 @@ def test_complete_with_the_receipt(queue):
 
 def test_an_expired_lease_goes_to_the_next_consumer_and_the_old_receipt_is_dead(queue, clock):
     ready(queue, "s1")
-    first = queue.peek(visibility_timeout=30)
+    first = queue.receive(visibility_timeout=30)
     clock.advance(31)
-    second = queue.peek(visibility_timeout=30)
+    second = queue.receive(visibility_timeout=30)
     assert second.shipment.shipment_id == "s1"
     assert second.shipment.receive_count == 2
     assert second.shipment.lease_expirations == 1
@@ -74,23 +74,23 @@ def test_an_expired_lease_goes_to_the_next_consumer_and_the_old_receipt_is_dead(
 
 def test_heartbeat_keeps_the_lease(queue, clock):
     ready(queue, "s1")
-    lease = queue.peek(visibility_timeout=30)
+    lease = queue.receive(visibility_timeout=30)
     clock.advance(20)
     queue.heartbeat("s1", lease.receipt, extend_seconds=30)
     clock.advance(20)
-    assert queue.peek() is None  # still held
+    assert queue.receive() is None  # still held
     assert queue.complete("s1", lease.receipt).status == ShipmentStatus.COMPLETED
 
 
 def test_fail_retries_after_backoff_then_dead_letters(queue, clock):
     ready(queue, "s1")
     for attempt in (1, 2):
-        lease = queue.peek()
+        lease = queue.receive()
         failed = queue.fail("s1", lease.receipt, f"carrier down #{attempt}")
         assert failed.state == ShipmentState.DELAYED
-        assert queue.peek() is None  # not visible during the backoff
+        assert queue.receive() is None  # not visible during the backoff
         clock.advance(61)
-    lease = queue.peek()
+    lease = queue.receive()
     assert lease.shipment.receive_count == 3
     dead = queue.fail("s1", lease.receipt, "carrier down #3")
     assert dead.status == ShipmentStatus.IN_DLQ
@@ -102,9 +102,9 @@ def test_fail_retries_after_backoff_then_dead_letters(queue, clock):
 def test_a_shipment_whose_leases_keep_expiring_goes_to_the_dlq(queue, clock):
     ready(queue, "poison")
     for _ in range(3):
-        assert queue.peek(visibility_timeout=5).shipment.shipment_id == "poison"
+        assert queue.receive(visibility_timeout=5).shipment.shipment_id == "poison"
         clock.advance(6)
-    assert queue.peek() is None
+    assert queue.receive() is None
     dead = queue.get("poison")
     assert dead.status == ShipmentStatus.IN_DLQ
     assert "lease expired after 3 receives" in dead.dlq_reason
@@ -113,7 +113,7 @@ def test_a_shipment_whose_leases_keep_expiring_goes_to_the_dlq(queue, clock):
 def test_restore_from_the_dlq_keeps_history(queue, clock):
     ready(queue, "s1")
     first_enqueued = queue.get("s1").first_enqueued_at
-    lease = queue.peek()
+    lease = queue.receive()
     queue.send_to_dlq("s1", "bad address")
     with pytest.raises(ReceiptInvalid, match="sent to the DLQ"):
         queue.complete("s1", lease.receipt)
@@ -144,7 +144,7 @@ def test_set_priority_reorders(queue):
     ready(queue, "b")
     queue.set_priority("b", 9)
     assert [s.shipment_id for s in queue.list_queue().items] == ["b", "a"]
-    assert queue.peek().shipment.shipment_id == "b"
+    assert queue.receive().shipment.shipment_id == "b"
 
 
 def test_a_stale_version_is_a_conflict_that_says_what_changed(queue):
@@ -163,12 +163,12 @@ def test_unknown_ids_are_not_found(queue):
 
 def test_remove_takes_it_off_the_queue_and_kills_the_receipt(queue):
     ready(queue, "s1")
-    lease = queue.peek()
+    lease = queue.receive()
     removed = queue.remove("s1")
     assert removed.state == ShipmentState.READY
     with pytest.raises(ReceiptInvalid):
         queue.complete("s1", lease.receipt)
-    assert queue.peek() is None
+    assert queue.receive() is None
     assert queue.enqueue("s1").state == ShipmentState.QUEUED
 
 
@@ -182,15 +182,15 @@ def test_dequeue_takes_and_removes_at_once(queue):
 def test_delayed_enqueue_becomes_visible_later(queue, clock):
     queue.create({}, shipment_id="later", ready=True)
     assert queue.enqueue("later", delay_seconds=30).state == ShipmentState.DELAYED
-    assert queue.peek() is None
+    assert queue.receive() is None
     clock.advance(31)
-    assert queue.peek().shipment.shipment_id == "later"
+    assert queue.receive().shipment.shipment_id == "later"
 
 
 def test_counts_and_lists(queue, clock):
     for i in range(3):
         ready(queue, f"q{i}")
-    lease = queue.peek()
+    lease = queue.receive()
     ready(queue, "x")
     queue.send_to_dlq("x", "bad")
     counts = queue.counts()
@@ -215,20 +215,20 @@ def test_peek_makes_at_most_three_requests(queue):
     for i in range(20):
         ready(queue, f"s{i}")
     for _ in range(10):
-        queue.peek()
+        queue.receive()
     with meter.measure() as measured:
-        assert queue.peek() is not None
+        assert queue.receive() is not None
     assert measured.calls <= 3
 
 
 def test_a_restored_shipment_gets_a_fresh_retry_budget_but_keeps_its_history(queue, clock):
     ready(queue, "s1")
     for _ in range(3):
-        queue.fail("s1", queue.peek().receipt, "down")
+        queue.fail("s1", queue.receive().receipt, "down")
         clock.advance(61)
     assert queue.get("s1").status == ShipmentStatus.IN_DLQ
     queue.restore("s1")
-    lease = queue.peek()
+    lease = queue.receive()
     again = queue.fail("s1", lease.receipt, "down again")
     assert again.state == ShipmentState.DELAYED  # one failure after a restore is not the end
     assert again.receive_count == 4 and again.attempts == 1
@@ -237,9 +237,9 @@ def test_a_restored_shipment_gets_a_fresh_retry_budget_but_keeps_its_history(que
 
 def test_a_stale_receipt_on_a_taken_back_shipment_is_receipt_invalid(queue):
     ready(queue, "s1")
-    lease = queue.peek()
+    lease = queue.receive()
     queue.remove("s1")
     with pytest.raises(ReceiptInvalid, match="ready"):
         queue.fail("s1", lease.receipt, "late")
     with pytest.raises(ReceiptInvalid):
-        queue.release_lease("s1", lease.receipt)
+        queue.release("s1", lease.receipt)

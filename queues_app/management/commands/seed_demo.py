@@ -267,13 +267,13 @@ class Command(BaseCommand):
         for a little while; a shipment that is not ours is given back, and ends it."""
         leases, misses = [], 0
         while len(leases) < len(ours) and misses < 25:
-            lease = queue.peek(DEFAULT_QUEUE, visibility_timeout=DEMO_LEASE_SECONDS)
+            lease = queue.receive(DEFAULT_QUEUE, visibility_timeout=DEMO_LEASE_SECONDS)
             if lease is None:
                 misses += 1
                 time.sleep(0.2)
                 continue
             if lease.shipment.shipment_id not in ours:
-                queue.release_lease(lease.shipment.shipment_id, lease.receipt)
+                queue.release(lease.shipment.shipment_id, lease.receipt)
                 notes.append("another shipment arrived in the queue meanwhile; fewer in flight than planned")
                 break
             leases.append(lease)

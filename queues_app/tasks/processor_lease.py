@@ -39,7 +39,7 @@ CLEANUP_AFTER_SECONDS = 3600  # TTL: delete a lease item this long after it ran 
 
 
 @dataclass(frozen=True)
-class LeaseInfo:
+class ProcessorLeaseInfo:
     """The lease item as stored."""
 
     holder: str
@@ -48,10 +48,10 @@ class LeaseInfo:
     acquired_at: float | None = None
 
 
-def info_from_item(item: dict | None) -> LeaseInfo | None:
+def info_from_item(item: dict | None) -> ProcessorLeaseInfo | None:
     if not item or "holder" not in item:
         return None
-    return LeaseInfo(
+    return ProcessorLeaseInfo(
         holder=item["holder"],
         lease_until=float(item.get("lease_until", 0)),
         generation=int(item.get("generation", 0)),
@@ -59,7 +59,7 @@ def info_from_item(item: dict | None) -> LeaseInfo | None:
     )
 
 
-class Lease:
+class ProcessorLease:
     """One holder's handle on a named lease.
 
     `now` returns epoch seconds (wall time, comparable across hosts); tests inject their own.
@@ -78,7 +78,7 @@ class Lease:
         self.now = now
         self.generation: int | None = None  # set while we believe we hold it
         self.until: float = 0.0  # lease_until as we wrote it
-        self.last_seen: LeaseInfo | None = None  # the item, as of our last failed acquire
+        self.last_seen: ProcessorLeaseInfo | None = None  # the item, as of our last failed acquire
 
     @property
     def table(self) -> str:
@@ -185,7 +185,7 @@ class Lease:
             return False
         return True
 
-    def current(self) -> LeaseInfo | None:
+    def current(self) -> ProcessorLeaseInfo | None:
         """The lease as stored now (consistent read); None when nobody holds it (never
         taken, or released; an expired lease still names its last holder)."""
         response = self.db.call("get_item", TableName=self.table, Key=self.key, ConsistentRead=True)
