@@ -15,13 +15,18 @@ from datetime import datetime, timedelta
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
-from queues_app.ddb.paging import INVALID, decode_state, encode_state
 from queues_app.ddb.clock import from_iso, now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.paging import INVALID, decode_cursor, decode_state, encode_cursor, encode_state, is_key
 
 DAY_PREFIX = "AUDIT#"
 SNAPSHOT_LIMIT = 16_000  # characters of JSON kept for each of before and after
 DEFAULT_RETENTION_DAYS = 90
+# Cursor purposes (each signs with its own salt): the trail across days carries the day
+# it reached and DynamoDB's key within it; one item's history is a plain key cursor.
+RECENT_CURSOR = "audit-recent"
+TARGET_CURSOR = "audit-target"
+_DAY_FORMAT = "%Y-%m-%d"
 
 
 @dataclass
@@ -94,11 +99,24 @@ def _entry_from_item(item: dict) -> TrailEntry:
     )
 
 
-def _decode(cursor: str) -> dict:
-    state = decode_state(cursor)
-    if "day" not in state:
+def _decode_recent(cursor: str) -> tuple[str, dict | None]:
+    """The day and the key within it that a `recent` cursor carries on from."""
+    state = decode_state(cursor, purpose=RECENT_CURSOR)
+    day, key = state.get("day"), state.get("key")
+    if not isinstance(day, str) or len(day) != 10:
         raise errors.InvalidRequest(INVALID)
-    return state
+    try:
+        datetime.strptime(day, _DAY_FORMAT)
+    except ValueError as exc:
+        raise errors.InvalidRequest(INVALID) from exc
+    if key is not None and not is_key(key):
+        raise errors.InvalidRequest(INVALID)
+    return day, key
+
+
+def _key_of(item: dict) -> dict:
+    """An entry's primary key in wire form, as DynamoDB's LastEvaluatedKey gives it."""
+    return marshal({"pk": item["pk"], "sk": item["sk"]})
 
 
 class AuditTrail:
@@ -153,39 +171,45 @@ class AuditTrail:
     def recent(self, *, cursor: str | None = None, limit: int = 50, max_reads: int = 8) -> TrailPage:
         """Newest first, across days. At most `max_reads` queries per page: days with
         no entries cost one empty query each, and the cursor carries on from there."""
-        if cursor:
-            state = _decode(cursor)
-        else:
-            state = {"day": to_iso(self.clock())[:10], "key": None}
-        oldest_day = (self.clock() - timedelta(days=self.retention_days)).strftime("%Y-%m-%d")
+        day, key = _decode_recent(cursor) if cursor else (to_iso(self.clock())[:10], None)
+        oldest_day = (self.clock() - timedelta(days=self.retention_days)).strftime(_DAY_FORMAT)
         entries: list[TrailEntry] = []
-        for _ in range(max_reads):
-            if state["day"] < oldest_day:
+        reads = 0
+        while reads < max_reads and len(entries) < limit:
+            if day < oldest_day:
                 return TrailPage(entries, None)
-            params = {
+            params: dict = {
                 "TableName": self.table,
                 "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": DAY_PREFIX + state["day"]}},
+                "ExpressionAttributeValues": {":pk": {"S": DAY_PREFIX + day}},
                 "ScanIndexForward": False,
                 "Limit": limit - len(entries),
             }
-            if state.get("key"):
-                params["ExclusiveStartKey"] = state["key"]
-            response = self.db.call("query", **params)
-            entries += [_entry_from_item(unmarshal(i)) for i in response.get("Items", [])]
-            if response.get("LastEvaluatedKey"):
-                state = {"day": state["day"], "key": response["LastEvaluatedKey"]}
-            else:
-                previous = datetime.strptime(state["day"], "%Y-%m-%d") - timedelta(days=1)
-                state = {"day": previous.strftime("%Y-%m-%d"), "key": None}
-            if len(entries) >= limit:
-                break
-        more = state["day"] >= oldest_day
-        return TrailPage(entries, encode_state(state) if more else None)
+            if key:
+                params["ExclusiveStartKey"] = key
+            key = None
+            for response in self.db.pages("query", **params):
+                reads += 1
+                items = [unmarshal(i) for i in response.get("Items", [])]
+                room = limit - len(entries)
+                if len(items) > room:
+                    # A later page of the day asks for the first page's Limit: keep what
+                    # fits and carry on after the last entry kept.
+                    items = items[:room]
+                    key = _key_of(items[-1])
+                else:
+                    key = response.get("LastEvaluatedKey")
+                entries += [_entry_from_item(item) for item in items]
+                if not key or len(entries) >= limit or reads >= max_reads:
+                    break
+            if not key:
+                day = (datetime.strptime(day, _DAY_FORMAT) - timedelta(days=1)).strftime(_DAY_FORMAT)
+        more = day >= oldest_day
+        return TrailPage(entries, encode_state({"day": day, "key": key}, purpose=RECENT_CURSOR) if more else None)
 
     def for_target(self, target: str, *, cursor: str | None = None, limit: int = 50) -> TrailPage:
         """One item's history, newest first (one Query on the `by_target` index)."""
-        params = {
+        params: dict = {
             "TableName": self.table,
             "IndexName": "by_target",
             "KeyConditionExpression": "target = :t",
@@ -193,11 +217,11 @@ class AuditTrail:
             "ScanIndexForward": False,
             "Limit": limit,
         }
-        if cursor:
-            params["ExclusiveStartKey"] = _decode(cursor)["key"]
+        start = decode_cursor(cursor, purpose=TARGET_CURSOR)
+        if start:
+            params["ExclusiveStartKey"] = start
         response = self.db.call("query", **params)
-        last = response.get("LastEvaluatedKey")
         return TrailPage(
             [_entry_from_item(unmarshal(i)) for i in response.get("Items", [])],
-            encode_state({"day": "", "key": last}) if last else None,
+            encode_cursor(response.get("LastEvaluatedKey"), purpose=TARGET_CURSOR),
         )
