@@ -96,6 +96,16 @@ class TimedMeter:
             return list(self._buckets)
 
 
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+_writes = 0  # successful writes by this process, housekeeping left out
+
+
+def writes_seen() -> int:
+    """How many writes this process has made so far: cached figures read before the
+    last write may be out of date, whichever page, API call or worker made it."""
+    return _writes
+
+
 process_meter = RequestMeter()
 recent_meter = TimedMeter()
 _open_meters: set[RequestMeter] = set()
@@ -148,7 +158,10 @@ def _after_call(http_response, parsed, model, **kwargs):
     recent_meter.bucket().record(model.name, **fields)
     if getattr(_housekeeping, "active", False):
         return
+    global _writes
     with _open_lock:
+        if model.name in WRITES and not error_code:
+            _writes += 1
         meters = list(_open_meters)
     for meter in meters:
         meter.record(model.name, **fields)

@@ -8,11 +8,14 @@ the figure says so (`capped`), and the page shows "1,000+" rather than a wrong n
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from django.core.cache import cache
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from queues_app.agents.roster import Agents
 from queues_app.agents.records import AgentStatus
+from queues_app.ddb import meter
 from queues_app.ddb.clock import from_iso, now
 from queues_app.agents.router import Router
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
@@ -132,8 +135,8 @@ class Dashboard:
 
     def calls_panel(self) -> CallsPanel:
         agents = {status: Figure(*pair) for status, pair in self.agents.count_by_status(cap=COUNT_CAP).items()}
-        waiting, more = self.router.count_waiting(cap=COUNT_CAP)
-        oldest = self.router.longest_waiting_since()
+        waiting, more = self.router.line.count_waiting(cap=COUNT_CAP)
+        oldest = self.router.line.longest_waiting_since()
         return CallsPanel(Figure(waiting, more), _age(oldest, self.clock()), agents)
 
     def shipments_panel(self, queue: str = DEFAULT_QUEUE) -> ShipmentsPanel:
@@ -180,7 +183,7 @@ class Dashboard:
             grid.cells[combo] = DemandCell(dict(zip(catalog.names, combo, strict=True)))
         flexible: dict[tuple, DemandCell] = {}
 
-        waiting, more = self.router.waiting_calls(limit=WAITING_READ_CAP)
+        waiting, more = self.router.line.waiting_calls(limit=WAITING_READ_CAP)
         grid.waiting_capped = more is not None
         for item in waiting:
             prefs = {name: item.get(f"p_{name}", ANY) for name in catalog.names}
@@ -231,3 +234,17 @@ def alarms_for(queue: str, *, depth: int | None = None, oldest_age: float | None
     if bound is not None and depth is not None and depth > bound:
         found.append(Alarm(queue, "backpressure", count=depth, limit=bound))
     return found
+
+
+def cached_panel(prefix: str, name: str, read: Callable[[], dict], seconds: float) -> dict:
+    """A panel's figures, read at most once per `seconds` in this process however many
+    tabs poll it, and read again after any write this process makes (pages, admin, API
+    or a worker thread alike)."""
+    if not seconds:
+        return read()
+    key = f"panel:{prefix}:{name}:{meter.writes_seen()}"
+    cached = cache.get(key)
+    if cached is None:
+        cached = read()
+        cache.set(key, cached, seconds)
+    return cached

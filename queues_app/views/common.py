@@ -17,7 +17,6 @@ from queues_app.agents.skills import SkillError
 from queues_app.actions import Operations
 from queues_app.roles import supervisor_required
 from queues_app.http_errors import describe
-from queues_app.views.overview import forget_panels
 
 CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
 
@@ -39,8 +38,6 @@ def flash(request, text: str, *, level: int = messages.SUCCESS, status: int = 20
           changed: bool = False) -> HttpResponse:
     """An action's answer: for htmx, a message fragment (and the event that refreshes
     other panels); without JavaScript, the message on the next page and a redirect."""
-    if changed:
-        forget_panels(default().prefix)
     if request.htmx:
         tag = messages.DEFAULT_TAGS.get(level, "info")
         response = render(request, "queues_app/_flash.html", {"text": text, "tag": tag}, status=status)

@@ -9,13 +9,12 @@ and costs only that panel's reads.
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from queues_app.ddb import meter
-from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for
+from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
 from queues_app.ddb.errors import DynamoError
 from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
 from queues_app.ddb.clock import now
@@ -116,34 +115,14 @@ PANELS = {
 }
 
 
-def _cache_key(dashboard: Dashboard, name: str) -> str:
-    return f"panel:{dashboard.router.db.prefix}:{name}"
-
-
 def _read(dashboard: Dashboard, name: str) -> dict:
     """A panel's figures, or the problem that kept us from reading them: a panel that
-    cannot read shows a banner in its place and keeps polling.
-
-    Figures are kept for SWITCHBOARD_PANEL_CACHE_SECONDS in this process, so that every
-    open tab polling a panel costs what one does; a change made here forgets them."""
-    seconds = settings.SWITCHBOARD_PANEL_CACHE_SECONDS
-    key = _cache_key(dashboard, name)
-    if seconds:
-        cached = cache.get(key)
-        if cached is not None:
-            return cached
+    cannot read shows a banner in its place and keeps polling."""
     try:
-        context = PANELS[name](dashboard)
+        return cached_panel(dashboard.router.db.prefix, name, lambda: PANELS[name](dashboard),
+                            settings.SWITCHBOARD_PANEL_CACHE_SECONDS)
     except DynamoError as exc:
         return {f"{name}_problem": describe(exc), f"{name}_error": exc}
-    if seconds:
-        cache.set(key, context, seconds)
-    return context
-
-
-def forget_panels(prefix: str) -> None:
-    """After a change: the next refresh of every panel reads DynamoDB again."""
-    cache.delete_many([f"panel:{prefix}:{name}" for name in PANELS])
 
 
 @require_GET

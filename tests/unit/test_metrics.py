@@ -182,6 +182,33 @@ def test_open_tabs_share_one_read_of_a_panel_until_a_change(supervisor_client, m
     cache.clear()
 
 
+@pytest.mark.parametrize("source", ["api", "admin", "worker"])
+def test_a_change_from_any_source_forgets_the_cached_panels(client, staff, moto_db, settings, source):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 60
+    router = Router(moto_db)
+    agent = router.agents.create("Ada", {"language": ["French"], "gender": ["F"]})
+    client.force_login(staff)
+    url = reverse("home") + "?panel=calls"
+    assert 'data-figure="agents-queued">0<' in client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    if source == "api":
+        token = ApiToken.issue(staff, name="phone")[1]
+        response = client.post(reverse("api-agent-available", args=[agent.agent_id]), data="",
+                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 200
+    elif source == "admin":
+        response = client.post(reverse("admin:queues_app_agententry_changelist"),
+                               {"action": "enqueue", "ids": [agent.agent_id], "confirmed": "1"})
+        assert response.status_code == 302
+    else:  # a worker thread of this process, straight through the service
+        router.make_available(agent.agent_id)
+    after = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-figure="agents-queued">1<' in after
+    cache.clear()
+
+
 def test_writing_the_metrics_is_not_counted_as_the_cost_of_an_operation(moto_db):
     recorder.count(LIVE, "enqueued", 1)
     with meter.measure() as seen:
