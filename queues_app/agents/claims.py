@@ -9,24 +9,11 @@ from collections.abc import Hashable, Sequence
 
 
 class Claims:
-    """Which entries this process's threads are trying to take right now, and which
-    they saw taken lately.
-
-    Threads of one process that read the same head of a queue would otherwise race each
-    other for the same entry, and all but one would spend a request to learn that it is
-    gone. A thread first claims the entry here (no request: a dict behind a lock), so the
-    others pass it over, and when the attempt ends it says whether the entry is gone
-    for good (taken by it or by someone else). Other processes are not seen: their
-    races are still settled by the conditional writes, as before.
+    """Which entries this process's threads are trying to take right now, which they
+    saw taken lately, how many matchers run, and their recent reads of each queue.
 
     Keys must name one state of an entry that never comes back once gone (a queue
-    token: one enqueue of one agent). Gone keys are remembered for `memory` seconds, at
-    most `capacity` of them.
-
-    It also counts the matchers running (`enter`/`leave`) and keeps the last read of
-    each queue (`publish_read`/`recent_read`), which matchers running at the same
-    moment may share instead of each sending the same Query.
-    """
+    token). Gone keys are kept `memory` seconds, at most `capacity` of them."""
 
     def __init__(self, memory: float = 60.0, capacity: int = 4096):
         self.memory = memory

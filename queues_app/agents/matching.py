@@ -101,29 +101,8 @@ class Matcher:
 
     def match(self, call: Call, *, new_call: bool) -> Call | None:
         """Try queued agents in order; the loser of a race moves on to a candidate it
-        already read instead of starting over.
-
-        The first try is always the head of the queue, so a caller alone always gets
-        the earliest-queued agent. Losing a race means other matchers are working the
-        same head; they all move down together, so after a loss the next try is drawn
-        at random among the next few candidates (all queued earlier than the rest),
-        which spreads the matchers out instead of making them collide at every step.
-        While this process has been losing races lately (many callers at once), even
-        the first try is drawn among the first few: those agents are all being handed
-        out at the same moment, so any of them is as fair as the head.
-
-        Matchers in this process also claim a candidate before trying it (in memory, no
-        request; see `Claims`): the others pass over a candidate that is being tried or
-        was just taken, instead of spending a transaction to lose the race for it. When
-        every candidate read is being tried by another thread, the matcher waits for
-        one of those tries to end rather than race it. While other matchers of this
-        process are running, a FIFO caller's first try may use the candidates another
-        matcher read for the same preferences less than `SHARED_READ_AGE` seconds ago,
-        if one of them is still free, instead of a Query of its own (agents queued since
-        come later in FIFO order anyway; one taken by another process meanwhile fails
-        its condition like any lost race). "Nobody fits" always comes from a fresh Query,
-        and a caller alone always reads the queue itself.
-        """
+        already read instead of starting over. Matchers of this process claim candidates
+        in memory first (docs/architecture.md, "Matching")."""
         claims = claims_for(self.db)
         claims.enter()
         try:

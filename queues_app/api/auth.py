@@ -1,14 +1,8 @@
-"""Token authentication and the common frame of every JSON API view.
+"""Bearer-token authentication and the common frame of every JSON API view.
 
-Machines send `Authorization: Bearer <token>`; the token acts as its user, so a
-supervisor's token may change queues and a viewer's token may only read. Browsers'
-session cookies are not accepted on the API (the pages use sessions), which is why
-API views are exempt from CSRF: a request without a valid bearer token is refused
-before anything happens, and a browser never adds that header on its own.
-
-Every answer, success or failure, is JSON; failures have the shape
-`{"error": ..., "message": ..., ["hint": ...], ["fields": {...}]}` from `user_errors`.
-"""
+A token acts as its user (a supervisor's may change queues, a viewer's only read).
+Session cookies are not accepted here, hence no CSRF: a browser never adds the header
+itself. Every answer is JSON; failures are `{"error", "message", "hint", "fields"}`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Queue metrics: what happens to each queue a minute at a time, kept for charts and
-exported to Prometheus.
-
-Counters (enqueued, completed, shed, expired leases, the age of shipments at their first
-attempt) are added up in each process and written every few seconds with one `ADD`
-per queue and minute, so counting costs no request per operation. Gauges (depth, in
-flight, DLQ, age of the oldest item) are sampled by `collect_metrics` into the same
-minute items. Request capacity per operation comes from the request meter.
-
-Items in the `metrics` table (all expire after `RETENTION`):
-
-    SAMPLE#<queue>       <minute>            gauges and counters of one minute
-    TOTAL                <queue>             running totals since the table was made
-    CAPACITY             <minute>            calls, capacity, throttles, conflicts per operation
-    RATE#<tenant>        <second>            a tenant's enqueues in one second (fairness)
-"""
+"""Per-minute queue metrics: counters every process adds up and writes every few
+seconds (one ADD per queue and minute), gauges sampled into the same items, totals,
+capacity per operation. Layout and design: docs/architecture.md, "Monitoring"."""
 
 from __future__ import annotations
 
