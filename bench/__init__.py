@@ -1,1 +1,3 @@
-"""Benchmarks (run as scripts from the repository root, e.g. `python bench/matching.py`)."""
+"""Benchmarks, each a module run from the repository root: `.venv/bin/python -m bench.matching`,
+`bench.receive`, `bench.lifo`, `bench.backlog` (`--help` lists the options, `--smoke` runs
+the smallest sizes). They share one harness, `bench.harness`; figures in docs/benchmarks.md."""
