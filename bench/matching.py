@@ -1,7 +1,8 @@
-"""Matching benchmark: our Router against the article's algorithm, on DynamoDB Local.
+"""Matching benchmark: our matcher against the article's algorithm, on DynamoDB Local.
 
-    .venv/bin/python bench/matching.py [--json] [--agents 200] [--threads 1,4,16]
-                                       [--seed N] [--endpoint URL] [--repeat 3] [--warmup 1]
+    .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16]
+                                       [--algorithms ours,article] [--seed 7] [--repeat 3]
+                                       [--warmup 1] [--endpoint URL] [--smoke]
 
 For each algorithm and each K: fresh tables, the same seeded agents (gender F/M/X, one
 to three languages), all queued before timing starts; then K threads drain the queues.
@@ -16,17 +17,16 @@ Reported per algorithm and K, over the drain only:
 - double assignments: agents handed to more than one call.
 Each (algorithm, K) runs `--repeat` times (interleaved with the other algorithm) after
 `--warmup` rounds that warm DynamoDB Local's JVM up; the medians are reported, and the
-double assignments of all repeats added up. After each run the table is checked (every agent attending the call it was given,
-every queue partition empty, every metadata depth 0); mismatches are reported and make
-the script exit with status 1.
+double assignments of all repeats added up. After each run the table is checked
+(every agent attending the call it was given, every queue partition empty, every
+metadata depth 0); mismatches are reported and make the command exit with status 1.
 
-Without --endpoint the script starts an in-memory DynamoDB Local and stops it at the end.
+The K matchers are threads of one process. The command line, DynamoDB Local, fresh
+tables, warm-up, metering and output are `bench.harness`'s.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import statistics
 import sys
@@ -37,25 +37,16 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import boto3
-
+from bench import harness
 from bench.article_matching import ArticleMatcher
-from bench.common import dynamodb_endpoint, setup_django
 from queues_app.agents import keys
-from queues_app.ddb import meter, schema
-from queues_app.agents.roster import Agents
-from queues_app.ddb.client import Dynamo
 from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
-from queues_app.ddb.clock import now, to_iso
-from queues_app.ddb.codec import unmarshal
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import SkillCatalog
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now, to_iso
 
 SKILLS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
 ALGORITHMS = ("ours", "article")
@@ -66,6 +57,7 @@ METRICS = (
     "capacity_per_assignment",
     "double_assignments",
 )
+SMOKE = {"agents": 8, "threads": (1, 2), "repeat": 1, "warmup": 0}
 
 
 def catalog() -> SkillCatalog:
@@ -87,9 +79,9 @@ def make_agents(count: int, seed: int) -> list[tuple[str, str, dict[str, list[st
 
 
 class OursMatcher:
-    """The product's matcher: `Router._match` on a new call with both preferences set
-    (one strongly consistent Query, one TransactWriteItems per success, the call item
-    written in the same transaction)."""
+    """The product's matcher: `Router(...).matcher.match` on a new call with both
+    preferences set (one strongly consistent Query, one TransactWriteItems per success,
+    the call item written in the same transaction)."""
 
     def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
         self.router = Router(db, skill_catalog, default_order=QueueOrder.FIFO)
@@ -98,7 +90,7 @@ class OursMatcher:
         preferences = dict(zip(self.router.catalog.names, combo, strict=True))
         call = Call(call_id=call_id, status=CallStatus.WAITING, preferences=preferences,
                     order=QueueOrder.FIFO, arrived_at=to_iso(now()))
-        assigned = self.router._match(call, new_call=True)
+        assigned = self.router.matcher.match(call, new_call=True)
         return assigned.agent_id if assigned else None
 
 
@@ -144,35 +136,19 @@ class RunResult:
         }
 
 
-class _Unmetered:
-    """A plain boto3 client the request meter does not see, for the harness's own reads
-    (confirming that a queue is empty, checking the table after a run)."""
+def queue_items(db: Dynamo, pk: str, **extra) -> list[dict]:
+    """Every item of one partition of the callcenter table, strongly consistent."""
+    return list(db.items("query", TableName=db.table("callcenter"), KeyConditionExpression="pk = :pk",
+                         ExpressionAttributeValues={":pk": {"S": pk}}, ConsistentRead=True, **extra))
 
-    def __init__(self, endpoint: str):
-        self.client = boto3.client(
-            "dynamodb", endpoint_url=endpoint, region_name="us-east-1",
-            aws_access_key_id="local", aws_secret_access_key="local",
-        )
 
-    def query_all(self, table: str, pk: str, **extra) -> list[dict]:
-        items, start = [], None
-        while True:
-            params = {"TableName": table, "KeyConditionExpression": "pk = :pk",
-                      "ExpressionAttributeValues": {":pk": {"S": pk}}, "ConsistentRead": True, **extra}
-            if start:
-                params["ExclusiveStartKey"] = start
-            page = self.client.query(**params)
-            items += [unmarshal(i) for i in page.get("Items", [])]
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                return items
-
-    def queue_is_empty(self, table: str, combo: tuple[str, ...]) -> bool:
-        page = self.client.query(
-            TableName=table, KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}}, ConsistentRead=True, Limit=1,
-        )
-        return not page.get("Items")
+def queue_is_empty(db: Dynamo, combo: tuple[str, ...]) -> bool:
+    """The harness's own read (not metered): does the queue of `combo` hold nobody?"""
+    with harness.unmetered():
+        page = db.call("query", TableName=db.table("callcenter"), KeyConditionExpression="pk = :pk",
+                       ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}}, ConsistentRead=True,
+                       Limit=1)
+    return not page.get("Items")
 
 
 def queue_all(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list, workers: int = 8) -> None:
@@ -194,14 +170,9 @@ def queue_all(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list, worker
 
 
 def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed: int) -> RunResult:
-    """Fresh tables, queue every agent, drain with `threads` matchers, check, drop the tables."""
+    """Fresh tables, queue every agent, drain with `threads` matchers, check."""
     skill_catalog = catalog()
-    db = Dynamo(prefix=f"bench-{algorithm}-{threads}-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint,
-                region="us-east-1", read_timeout=30.0)
-    schema.create_tables(db)
-    plain = _Unmetered(endpoint)
-    table = db.table("callcenter")
-    try:
+    with harness.fresh_tables(endpoint, "matching", algorithm, threads) as db:
         # Setup (not timed, not metered): the article's metadata items, the agents, all queued.
         ArticleMatcher(db, skill_catalog).initialize_metadata()
         agents = Agents(db, skill_catalog)
@@ -233,7 +204,7 @@ def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed
                     if agent_id is not None:
                         with lock:
                             assigned[agent_id].append(call_id)
-                    elif plain.queue_is_empty(table, combo):
+                    elif queue_is_empty(db, combo):
                         with lock:
                             drained.add(combo)
                     else:
@@ -247,7 +218,7 @@ def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed
         workers = [threading.Thread(target=matcher_thread, args=(i,), name=f"matcher-{i}") for i in range(threads)]
         for worker in workers:
             worker.start()
-        with meter.measure() as measured:
+        with harness.metered() as measured:
             start_line.wait()
             began = time.perf_counter()
             for worker in workers:
@@ -256,33 +227,29 @@ def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed
         if errors:
             raise errors[0]
 
-        snapshot = measured.snapshot()
-        transactions = snapshot.get("TransactWriteItems", {})
         result = RunResult(
             algorithm=algorithm,
             threads=threads,
             agents=len(agent_specs),
             assignments=sum(len(calls) for calls in assigned.values()),
             seconds=seconds,
-            requests=measured.calls,
+            requests=measured.requests,
             capacity=measured.capacity,
-            transactions=transactions.get("calls", 0),
-            cancelled=transactions.get("errors", {}).get("TransactionCanceledException", 0),
+            transactions=measured.calls("TransactWriteItems"),
+            cancelled=measured.errors("TransactWriteItems", "TransactionCanceledException"),
             double_assignments=sum(1 for calls in assigned.values() if len(calls) > 1),
             gave_up=gave_up[0],
-            operations=snapshot,
+            operations=measured.operations,
         )
-        result.problems = check_table(plain, table, skill_catalog, agent_specs, assigned)
+        result.problems = check_table(db, skill_catalog, agent_specs, assigned)
         return result
-    finally:
-        schema.delete_tables(db)
 
 
-def check_table(plain: _Unmetered, table: str, skill_catalog: SkillCatalog, agent_specs: list,
+def check_table(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list,
                 assigned: dict[str, list[str]]) -> list[str]:
     """What the table says after a drain, compared with what the matchers reported."""
     problems = []
-    stored = {a["agent_id"]: a for a in plain.query_all(table, keys.AGENTS_PK)}
+    stored = {a["agent_id"]: a for a in queue_items(db, keys.AGENTS_PK)}
     not_attending = [a for a, item in stored.items() if item.get("status") != AgentStatus.ATTENDING]
     if not_attending:
         problems.append(f"{len(not_attending)} agents not attending, e.g. {sorted(not_attending)[:5]}")
@@ -293,10 +260,10 @@ def check_table(plain: _Unmetered, table: str, skill_catalog: SkillCatalog, agen
     if wrong_call:
         problems.append(f"{len(wrong_call)} agents hold another call than the one reported, e.g. {wrong_call[:5]}")
     for combo in skill_catalog.all_combinations():
-        left = plain.query_all(table, keys.queue_name(combo))
+        left = queue_items(db, keys.queue_name(combo))
         if left:
             problems.append(f"{keys.queue_name(combo)} still holds {len(left)} message items")
-    for meta in plain.query_all(table, keys.QUEUES_PK):
+    for meta in queue_items(db, keys.QUEUES_PK):
         if int(meta.get("depth", 0)) != 0:
             problems.append(f"metadata {meta['sk']} has depth {meta['depth']}")
     return problems
@@ -315,7 +282,7 @@ class Summary:
 
     def metrics(self) -> dict:
         each = [r.metrics() for r in self.runs]
-        summary = {name: round(statistics.median(m[name] for m in each), 3) for name in METRICS[:-1]}
+        summary = harness.medians(each, METRICS[:-1])
         summary["double_assignments"] = sum(m["double_assignments"] for m in each)
         return summary
 
@@ -328,7 +295,20 @@ class Summary:
         return [p for r in self.runs for p in r.problems]
 
 
-Results = dict[str, dict[int, Summary]]
+class Results(dict[str, dict[int, Summary]]):
+    """{algorithm: {K: Summary}}."""
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{s.algorithm} K={s.threads}: {p}" for by_k in self.values() for s in by_k.values()
+                for p in s.problems]
+
+
+def progress(result: RunResult, label: str) -> None:
+    m = result.metrics()
+    harness.progress(f"{label:>9} {result.algorithm:>7} K={result.threads:<2} {result.assignments} assignments "
+                     f"in {result.seconds:.2f}s ({m['assignments_per_s']:.1f}/s, "
+                     f"{m['attempts_per_assignment']:.2f} attempts each)")
 
 
 def run_benchmark(endpoint: str, *, agents: int = 200, threads: tuple[int, ...] = (1, 4, 16), seed: int = 7,
@@ -342,11 +322,14 @@ def run_benchmark(endpoint: str, *, agents: int = 200, threads: tuple[int, ...] 
     of the machine does not fall on one of them only.
     """
     agent_specs = make_agents(agents, seed)
-    for round_ in range(warmup):
+
+    def warm_up_round(round_: int) -> None:
         for name in algorithms:
             result = run_one(endpoint, name, 4, agent_specs, seed + 1 + round_)
             if progress:
                 progress(result, "warm-up")
+
+    harness.warm_up(warmup, warm_up_round)
     runs: dict[tuple[str, int], list[RunResult]] = defaultdict(list)
     for round_ in range(repeat):
         for k in threads:
@@ -355,7 +338,7 @@ def run_benchmark(endpoint: str, *, agents: int = 200, threads: tuple[int, ...] 
                 runs[name, k].append(result)
                 if progress:
                     progress(result, f"run {round_ + 1}/{repeat}")
-    return {name: {k: Summary(name, k, runs[name, k]) for k in threads} for name in algorithms}
+    return Results({name: {k: Summary(name, k, runs[name, k]) for k in threads} for name in algorithms})
 
 
 def as_json(results: Results) -> dict:
@@ -376,13 +359,13 @@ def ratios(results: Results) -> tuple[int, float, float] | None:
     return k, speed, capacity
 
 
-TITLES = {"ours": "ours (Router._match: Query + TransactWriteItems conditioned on the agent)",
+TITLES = {"ours": "ours (Matcher.match: Query + TransactWriteItems conditioned on the agent)",
           "article": "article (TransactGetItems snapshot + Query + TransactWriteItems conditioned on versions)"}
 
 
-def report(results: Results, *, endpoint: str, agents: int, seed: int, repeat: int) -> str:
+def report(results: Results, where: str, *, agents: int, seed: int, repeat: int) -> str:
     title = (f"Matching benchmark: {agents} agents, seed {seed}, {repeat} run(s) per line "
-             f"(medians; double assignments summed), DynamoDB at {endpoint}")
+             f"(medians; double assignments summed), DynamoDB at {where}")
     lines = [title, ""]
     header = (f"{'K':>3} {'assign/s':>9} {'(min-max)':>13} {'attempts/a':>10} {'requests/a':>10} "
               f"{'capacity/a':>10} {'double':>6} {'cancelled/a':>11}")
@@ -402,10 +385,8 @@ def report(results: Results, *, endpoint: str, agents: int, seed: int, repeat: i
     for name, by_k in results.items():
         for k, summary in by_k.items():
             middle = sorted(summary.runs, key=lambda r: r.metrics()["assignments_per_s"])[len(summary.runs) // 2]
-            per = max(middle.assignments, 1)
-            ops = ", ".join(f"{op} {s['calls'] / per:.2f} ({s['capacity'] / per:.2f} CU)"
-                            for op, s in sorted(middle.operations.items()))
-            lines.append(f"  {name:>7} K={k:<2}: {ops}")
+            lines.append(f"  {name:>7} K={k:<2}: " + harness.by_operation(middle.operations, middle.assignments,
+                                                                           capacity=" CU"))
             gave_up = sum(r.gave_up for r in summary.runs)
             if gave_up:
                 lines.append(f"    {gave_up} times the matcher found nobody although the queue was not empty")
@@ -416,54 +397,28 @@ def report(results: Results, *, endpoint: str, agents: int, seed: int, repeat: i
         k, speed, capacity = found
         lines += ["", (f"At K={k}: assignments per second, ours / article = {speed:.2f}x; "
                        f"capacity units per assignment, ours / article = {capacity:.2f}")]
-    problems = [p for by_k in results.values() for s in by_k.values() for p in s.problems]
-    lines.append("Table checks after every run: " + ("all passed" if not problems else f"{len(problems)} FAILED"))
+    lines += harness.checks(results.problems, "Table checks after every run")[:1]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", action="store_true", help="print only one JSON object (progress goes to stderr)")
-    parser.add_argument("--agents", type=int, default=200)
-    parser.add_argument("--threads", default="1,4,16", help="comma-separated K values (default 1,4,16)")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per algorithm and K; medians are reported")
-    parser.add_argument("--warmup", type=int, default=1, help="warm-up rounds before measuring (default 1)")
-    parser.add_argument("--endpoint", help="a running DynamoDB (Local); default: start an in-memory one")
-    parser.add_argument("--algorithms", default=",".join(ALGORITHMS), help="default: ours,article")
-    args = parser.parse_args(argv)
-    try:
-        threads = tuple(int(k) for k in args.threads.split(",") if k.strip())
-    except ValueError:
-        parser.error("--threads takes comma-separated integers, e.g. 1,4,16")
-    algorithms = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
-    if not threads or min(threads) < 1 or args.agents < 1 or args.repeat < 1 or args.warmup < 0:
-        parser.error("--threads, --agents and --repeat need positive numbers, --warmup zero or more")
-    if not algorithms or set(algorithms) - set(ALGORITHMS):
-        parser.error("--algorithms takes ours, article or both")
-
-    setup_django()
-
-    def progress(result: RunResult, label: str) -> None:
-        m = result.metrics()
-        print(f"  {label:>9} {result.algorithm:>7} K={result.threads:<2} {result.assignments} assignments in "
-              f"{result.seconds:.2f}s ({m['assignments_per_s']:.1f}/s, {m['attempts_per_assignment']:.2f} "
-              "attempts each)", file=sys.stderr, flush=True)
-
-    with dynamodb_endpoint(args.endpoint) as endpoint:
-            results = run_benchmark(endpoint, agents=args.agents, threads=threads, seed=args.seed,
-                                    algorithms=algorithms, repeat=args.repeat, warmup=args.warmup, progress=progress)
-
-    problems = [f"{s.algorithm} K={s.threads}: {p}" for by_k in results.values() for s in by_k.values()
-                for p in s.problems]
-    if args.json:
-        print(json.dumps(as_json(results)))
-        for problem in problems:
-            print(f"TABLE CHECK FAILED: {problem}", file=sys.stderr)
-    else:
-        print(report(results, endpoint=endpoint if args.endpoint else "in-memory DynamoDB Local",
-                     agents=args.agents, seed=args.seed, repeat=args.repeat))
-    return 1 if problems else 0
+    parser = harness.parser(__doc__, "matching", seed=7, repeat=3, warmup=1)
+    parser.add_argument("--agents", type=int, default=200, help="agents queued before each run (default 200)")
+    parser.add_argument("--threads", type=harness.int_list, default="1,4,16",
+                        help="K, the matcher threads: comma-separated values (default 1,4,16)")
+    parser.add_argument("--algorithms", type=harness.names(*ALGORITHMS), default=",".join(ALGORITHMS),
+                        help="default: ours,article")
+    args = harness.parse(parser, argv, smoke=SMOKE)
+    if not args.threads or min(args.threads) < 1 or args.agents < 1:
+        parser.error("--threads and --agents need positive numbers")
+    return harness.run_command(
+        args,
+        lambda endpoint: run_benchmark(endpoint, agents=args.agents, threads=args.threads, seed=args.seed,
+                                       algorithms=args.algorithms, repeat=args.repeat, warmup=args.warmup,
+                                       progress=progress),
+        report=lambda results, where: report(results, where, agents=args.agents, seed=args.seed, repeat=args.repeat),
+        as_json=as_json,
+    )
 
 
 if __name__ == "__main__":

@@ -1,17 +1,11 @@
-"""bench/matching.py at toy sizes: both algorithms drain every queue, nobody twice.
+"""`python -m bench.matching` at toy sizes: both algorithms drain every queue, nobody twice.
 
 No timing assertions: the figures themselves belong to docs/benchmarks.md.
 """
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import matching
+from bench import harness, matching
 
 AGENTS = 20
 
@@ -40,11 +34,10 @@ def test_both_algorithms_assign_every_agent_once(dynamodb_local):
     assert "TransactGetItems" not in results["ours"][1].runs[0].operations
 
 
-def test_json_output_has_the_documented_shape(dynamodb_local, capsys):
-    code = matching.main(["--json", "--endpoint", dynamodb_local.endpoint, "--agents", "8",
-                          "--threads", "1,2", "--repeat", "1", "--warmup", "0"])
-    assert code == 0
-    printed = json.loads(capsys.readouterr().out)  # stdout holds the JSON object only
+def test_json_output_has_the_documented_shape(dynamodb_local):
+    finished = harness.command("matching", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke")
+    assert finished.returncode == 0, finished.stderr
+    printed = json.loads(finished.stdout)  # stdout holds the JSON object only
     assert set(printed) == {"ours", "article"}
     for by_k in printed.values():
         assert set(by_k) == {"1", "2"}
