@@ -1,4 +1,4 @@
-"""The article's queue layout and peek, as the baseline for bench/peek.py.
+"""The article's queue layout and peek, as the baseline for bench/receive.py.
 
 "Implementing priority queueing with Amazon DynamoDB" (AWS Database Blog) and its sample
 code (aws-samples/amazon-dynamodb-implementing-priority-queuing, `QueueSdkClient.peek`):
@@ -11,11 +11,11 @@ code (aws-samples/amazon-dynamodb-implementing-priority-queuing, `QueueSdkClient
   `system_info.queue_selected = true`, `system_info.peek_utc_timestamp` (milliseconds)
   and the status, but deliberately not the top-level `last_updated_timestamp`, "in order
   to avoid re-indexing the order";
-- peek = Query that index (`queued = 1`, Limit 250, ScanIndexForward true), walk the
-  page for the first eligible item (not selected, or selected but its visibility timeout
-  has passed), follow LastEvaluatedKey 250 at a time until one is found or the index
-  ends, then one UpdateItem conditioned on the version read from the index
-  (`#sys.#v = :v`).
+- peek (here `ArticleQueue.receive`, after our operation) = Query that index
+  (`queued = 1`, Limit 250, ScanIndexForward true), walk the page for the first
+  eligible item (not selected, or selected but its visibility timeout has passed),
+  follow LastEvaluatedKey 250 at a time until one is found or the index ends, then one
+  UpdateItem conditioned on the version read from the index (`#sys.#v = :v`).
 
 Deliberately charitable: the sample code also loads the shipment with a consistent
 GetItem before the update and again after it (two more requests and two more item
@@ -117,14 +117,14 @@ def queued_item(shipment_id: str, data: dict, *, created: str, enqueued: str, ve
 
 
 @dataclass
-class ArticlePeekResult:
+class ArticleReceiveResult:
     shipment_id: str
     version: int  # after the peek
     pages: int  # Query pages read to find it
 
 
 class ArticleQueue:
-    """The article's peek on a table laid out as above."""
+    """The article's peek on a table laid out as above, as `receive`."""
 
     def __init__(self, db: Dynamo, table: str, *, visibility_timeout: float = VISIBILITY_TIMEOUT_SECONDS,
                  page_size: int = PAGE_SIZE, clock_ms=lambda: int(time.time() * 1000)):
@@ -142,7 +142,7 @@ class ArticleQueue:
             return now_ms - int(system_info["peek_utc_timestamp"]) > self.visibility_timeout * 1000
         return True
 
-    def peek(self) -> ArticlePeekResult | None:
+    def receive(self) -> ArticleReceiveResult | None:
         start_key = None
         selected_id, selected_version = None, None
         pages = 0
@@ -192,7 +192,7 @@ class ArticleQueue:
         except errors.Conflict:
             return None  # FAILED_DYNAMO_ERROR: another consumer changed it first
         attributes = unmarshal(response["Attributes"])
-        return ArticlePeekResult(selected_id, int(attributes["system_info"]["version"]), pages)
+        return ArticleReceiveResult(selected_id, int(attributes["system_info"]["version"]), pages)
 
 
 def iso_from_ms(ms: int) -> str:

@@ -1,44 +1,45 @@
-"""Peek benchmark: our ShipmentQueue.peek against the article's, on DynamoDB Local.
+"""Receive benchmark: our ShipmentQueue.receive against the article's peek, on DynamoDB Local.
 
-    .venv/bin/python bench/peek.py [--json] [--inflight 0,1000,10000] [--peeks 50]
-                                   [--waiting 200] [--consumers 1,4,16] [--shipments 400]
-                                   [--modes backlog,stream] [--producers 1] [--idle-ms 10]
-                                   [--methods ours,article] [--endpoint URL] [--no-warmup]
+    .venv/bin/python -m bench.receive [--json] [--inflight 0,1000,10000] [--receives 50]
+                                      [--waiting 200] [--consumers 1,4,16] [--shipments 400]
+                                      [--modes backlog,stream] [--producers 1] [--idle-ms 10]
+                                      [--methods ours,article] [--warmup 1] [--endpoint URL]
+                                      [--smoke]
 
-Part 1, cost of one peek with N shipments in flight. For each N, fresh tables hold, for
-both methods alike, N shipments in flight (leased for an hour, enqueued before the
+Part 1, cost of one receive with N shipments in flight. For each N, fresh tables hold,
+for both methods alike, N shipments in flight (leased for an hour, enqueued before the
 others: the oldest work is the work in flight) and W waiting ones behind them. Then M
-peeks, one after the other, each leasing the next waiting shipment; only those are
-metered and timed. Reported per method and N: DynamoDB requests per peek, consumed
-capacity units per peek (as DynamoDB Local reports them, indexes included), mean
-latency, and for the article the Query pages read per peek. Every peek must return the
-next waiting shipment in queue order (checked).
+receives, one after the other, each leasing the next waiting shipment; only those are
+metered and timed. Reported per method and N: DynamoDB requests per receive, consumed
+capacity units per receive (as DynamoDB Local reports them, indexes included), mean
+latency, and for the article the Query pages read per receive. Every receive must
+return the next waiting shipment in queue order (checked).
 
-- ours: `ShipmentQueue.peek` on our `shipments` table: the head of the `invisible`
+- ours: `ShipmentQueue.receive` on our `shipments` table: the head of the `invisible`
   index up to now (nothing is due: every lease runs for an hour), then the head of the
   `ready` index, then one conditional UpdateItem.
-- article: `bench/article_peek.py`: page through the one `queued` index 250 at a time
-  past every shipment in flight to the first eligible one, then one conditional UpdateItem.
+- article: `bench/article_receive.py` (the article's `peek`): page through the one
+  `queued` index 250 at a time past every shipment in flight to the first eligible one,
+  then one conditional UpdateItem.
 
 Part 2, enqueue-to-complete throughput of ours with C consumer threads: S shipments are
 created ready to ship (not timed); then either all are enqueued before the consumers
 start ("backlog"), or a producer thread enqueues them one by one while the consumers
-run ("stream"); C consumers loop peek -> complete (an empty peek waits 10 ms).
+run ("stream"); C consumers loop receive -> complete (an empty receive waits 10 ms).
 Reported: completed shipments per second (S / time to the last completion),
 enqueue-to-complete latency (from the enqueue call to the return of complete), requests
-per shipment (the producer's included in stream mode), empty peeks and lost claims.
+per shipment (the producer's included in stream mode), empty receives and lost claims.
 Every shipment must be completed exactly once, and the table must agree (checked).
 
 `--json` prints one JSON object, {"ours": {"<N>": {...}}, "article": {"<N>": {...}}},
-each inner object with requests_per_peek, capacity_per_peek and a few more figures;
-the throughput lines then go to stderr. Failed checks make the script exit with status 1.
-Without --endpoint the script starts an in-memory DynamoDB Local and stops it at the end.
+each inner object with requests_per_peek, capacity_per_peek and a few more figures (the
+keys keep the names they had when the operation was called peek); the throughput lines
+then go to stderr. Failed checks make the command exit with status 1. The command line,
+DynamoDB Local, fresh tables, warm-up, metering and output are `bench.harness`'s.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import threading
@@ -47,22 +48,23 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import article_peek
-from bench.common import dynamodb_endpoint, progress, setup_django
-from queues_app.ddb import batch, meter, schema
-from queues_app.ddb.client import Dynamo
+from bench import article_receive, harness
+from queues_app.ddb import batch
 from queues_app.ddb.clock import now, to_iso
-from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus, forget_contention, ready_sort_key, timed_sort_key
+from queues_app.shipments.queue import (
+    Shipment,
+    ShipmentQueue,
+    ShipmentStatus,
+    ready_sort_key,
+    timed_sort_key,
+)
 
 METHODS = ("ours", "article")
-LEASE_SECONDS = 3600.0  # leases of the shipments in flight, and of the measured peeks
+THROUGHPUT_MODES = ("backlog", "stream")
+LEASE_SECONDS = 3600.0  # leases of the shipments in flight, and of the measured receives
 LOADERS = 4  # threads writing the initial items (BatchWriteItem)
+SMOKE = {"inflight": (0, 260), "receives": 3, "waiting": 5, "consumers": (1, 2), "shipments": 20, "warmup": 0}
 
 
 def shipment_data(index: int) -> dict:
@@ -77,7 +79,7 @@ def shipment_data(index: int) -> dict:
     }
 
 
-def _load(write, items: list, loaders: int = LOADERS) -> None:
+def load(write, items: list, loaders: int = LOADERS) -> None:
     """Write `items` with `write(chunk)` from a few threads (BatchWriteItem, 25 at a time)."""
     if not items:
         return
@@ -87,23 +89,23 @@ def _load(write, items: list, loaders: int = LOADERS) -> None:
         list(pool.map(write, chunks))
 
 
-# --- part 1: cost of one peek ------------------------------------------------------------
+# --- part 1: cost of one receive -----------------------------------------------------------
 
 
 @dataclass
-class PeekStats:
+class ReceiveStats:
     method: str
     inflight: int
-    peeks: int
+    receives: int
     requests: int
     capacity: float
-    latencies: list[float]  # seconds, one per peek
-    pages: int = 0  # article: Query pages read over all peeks
+    latencies: list[float]  # seconds, one per receive
+    pages: int = 0  # article: Query pages read over all receives
     operations: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     def metrics(self) -> dict:
-        per = max(self.peeks, 1)
+        per = max(self.receives, 1)
         figures = {
             "requests_per_peek": round(self.requests / per, 3),
             "capacity_per_peek": round(self.capacity / per, 3),
@@ -119,15 +121,15 @@ class PeekStats:
 class Scenario:
     inflight: int
     waiting: int
-    peeks: int
-    results: dict[str, PeekStats]
+    receives: int
+    results: dict[str, ReceiveStats]
 
 
-def _our_items(inflight: int, waiting: int, base, peeked_at, lease_end) -> list[Shipment]:
-    """N in flight (enqueued first, from `base` on, a millisecond apart; peeked at
-    `peeked_at`, leased until `lease_end`), then W waiting."""
+def our_items(inflight: int, waiting: int, base, received_at, lease_end) -> list[Shipment]:
+    """N in flight (enqueued first, from `base` on, a millisecond apart; received at
+    `received_at`, leased until `lease_end`), then W waiting."""
     shipments = []
-    deadline, peeked = to_iso(lease_end), to_iso(peeked_at)
+    deadline, received = to_iso(lease_end), to_iso(received_at)
     for i in range(inflight + waiting):
         enqueued = to_iso(base + timedelta(milliseconds=i))
         common = {"data": shipment_data(i), "priority": 0, "created_at": enqueued, "enqueued_at": enqueued,
@@ -135,9 +137,10 @@ def _our_items(inflight: int, waiting: int, base, peeked_at, lease_end) -> list[
         if i < inflight:
             shipment_id = f"f{i:06d}"
             shipments.append(Shipment(
-                shipment_id=shipment_id, status=ShipmentStatus.PROCESSING, version=4, updated_at=peeked,
-                visible_at=deadline, receipt=uuid.uuid4().hex, receive_count=1, attempts=1, first_attempt_at=peeked,
-                last_attempt_at=peeked, invisible_sk=timed_sort_key(deadline, shipment_id), **common,
+                shipment_id=shipment_id, status=ShipmentStatus.PROCESSING, version=4, updated_at=received,
+                visible_at=deadline, receipt=uuid.uuid4().hex, receive_count=1, attempts=1,
+                first_attempt_at=received, last_attempt_at=received,
+                invisible_sk=timed_sort_key(deadline, shipment_id), **common,
             ))
         else:
             shipment_id = f"w{i - inflight:06d}"
@@ -148,83 +151,80 @@ def _our_items(inflight: int, waiting: int, base, peeked_at, lease_end) -> list[
     return shipments
 
 
-def _article_items(inflight: int, waiting: int, base, peeked_at) -> list[dict]:
-    """The same shipments, the article's way (in flight: selected, peeked at `peeked_at`)."""
+def article_items(inflight: int, waiting: int, base, received_at) -> list[dict]:
+    """The same shipments, the article's way (in flight: selected, peeked at `received_at`)."""
     items = []
-    peek_ms = int(peeked_at.timestamp() * 1000)
+    peek_ms = int(received_at.timestamp() * 1000)
     for i in range(inflight + waiting):
         enqueued = to_iso(base + timedelta(milliseconds=i))
         if i < inflight:
-            items.append(article_peek.queued_item(
+            items.append(article_receive.queued_item(
                 f"f{i:06d}", shipment_data(i), created=enqueued, enqueued=enqueued, version=3,
-                peeked=article_peek.iso_from_ms(peek_ms), peek_ms=peek_ms,
+                peeked=article_receive.iso_from_ms(peek_ms), peek_ms=peek_ms,
             ))
         else:
-            items.append(article_peek.queued_item(
+            items.append(article_receive.queued_item(
                 f"w{i - inflight:06d}", shipment_data(i), created=enqueued, enqueued=enqueued, version=2,
             ))
     return items
 
 
-def _measure(method: str, inflight: int, peeks: int, peek_once) -> PeekStats:
-    """`peeks` calls of `peek_once() -> (shipment_id | None, pages)`, metered and timed."""
-    latencies, peeked, pages = [], [], 0
+def measure(method: str, inflight: int, receives: int, receive_once) -> ReceiveStats:
+    """`receives` calls of `receive_once() -> (shipment_id | None, pages)`, metered and timed."""
+    latencies, received, pages = [], [], 0
     # A lone consumer: races lost by an earlier throughput run must not colour its order.
-    forget_contention()
-    with meter.measure() as measured:
-        for _ in range(peeks):
+    harness.reset_contention()
+    with harness.metered() as measured:
+        for _ in range(receives):
             began = time.perf_counter()
-            shipment_id, read = peek_once()
+            shipment_id, read = receive_once()
             latencies.append(time.perf_counter() - began)
-            peeked.append(shipment_id)
+            received.append(shipment_id)
             pages += read
-    stats = PeekStats(method, inflight, peeks, measured.calls, measured.capacity, latencies, pages,
-                      measured.snapshot())
-    expected = [f"w{i:06d}" for i in range(peeks)]
-    if peeked != expected:
-        wrong = [(i, got) for i, (got, want) in enumerate(zip(peeked, expected, strict=True)) if got != want]
-        stats.problems.append(f"{method} with {inflight} in flight: {len(wrong)} peeks did not return the next "
+    stats = ReceiveStats(method, inflight, receives, measured.requests, measured.capacity, latencies, pages,
+                         measured.operations)
+    expected = [f"w{i:06d}" for i in range(receives)]
+    if received != expected:
+        wrong = [(i, got) for i, (got, want) in enumerate(zip(received, expected, strict=True)) if got != want]
+        stats.problems.append(f"{method} with {inflight} in flight: {len(wrong)} receives did not return the next "
                               f"waiting shipment, e.g. {wrong[:3]}")
     return stats
 
 
-def run_scenario(endpoint: str, inflight: int, *, peeks: int = 50, waiting: int = 200,
+def run_scenario(endpoint: str, inflight: int, *, receives: int = 50, waiting: int = 200,
                  methods: tuple[str, ...] = METHODS) -> Scenario:
     """Fresh tables with `inflight` in flight and `waiting` waiting, for each method;
-    `peeks` measured peeks of each; the tables are dropped afterwards."""
-    if peeks > waiting:
-        raise ValueError("--peeks cannot exceed --waiting: every measured peek takes a waiting shipment")
-    db = Dynamo(prefix=f"bench-peek-{inflight}-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint,
-                region="us-east-1", read_timeout=60.0)
-    article_table = f"{db.prefix}article-shipments"
-    schema.create_tables(db)
-    article_peek.create_table(db, article_table)
-    try:
-        moment = now()
-        base = moment - timedelta(hours=1)  # enqueued about an hour ago, a millisecond apart
-        peeked_at = moment - timedelta(minutes=1)  # those in flight: peeked a minute ago, for an hour
-        queue = ShipmentQueue(db)
-        _load(lambda chunk: queue.create_many(chunk),
-              _our_items(inflight, waiting, base, peeked_at, peeked_at + timedelta(seconds=LEASE_SECONDS)))
-        _load(lambda chunk: batch.put_items(db, article_table, chunk),
-              _article_items(inflight, waiting, base, peeked_at))
+    `receives` measured receives of each."""
+    if receives > waiting:
+        raise ValueError("--receives cannot exceed --waiting: every measured receive takes a waiting shipment")
+    with harness.fresh_tables(endpoint, "receive", inflight, read_timeout=60.0) as db:
+        article_table = f"{db.prefix}article-shipments"
+        article_receive.create_table(db, article_table)
+        try:
+            moment = now()
+            base = moment - timedelta(hours=1)  # enqueued about an hour ago, a millisecond apart
+            received_at = moment - timedelta(minutes=1)  # those in flight: received a minute ago, for an hour
+            queue = ShipmentQueue(db)
+            load(lambda chunk: queue.create_many(chunk),
+                 our_items(inflight, waiting, base, received_at, received_at + timedelta(seconds=LEASE_SECONDS)))
+            load(lambda chunk: batch.put_items(db, article_table, chunk),
+                 article_items(inflight, waiting, base, received_at))
 
-        def ours_once():
-            lease = queue.peek(visibility_timeout=LEASE_SECONDS)
-            return (lease.shipment.shipment_id if lease else None), 0
+            def ours_once():
+                receipt = queue.receive(visibility_timeout=LEASE_SECONDS)
+                return (receipt.shipment.shipment_id if receipt else None), 0
 
-        article = article_peek.ArticleQueue(db, article_table, visibility_timeout=LEASE_SECONDS)
+            article = article_receive.ArticleQueue(db, article_table, visibility_timeout=LEASE_SECONDS)
 
-        def article_once():
-            result = article.peek()
-            return (result.shipment_id if result else None), article.last_pages
+            def article_once():
+                result = article.receive()
+                return (result.shipment_id if result else None), article.last_pages
 
-        peekers = {"ours": ours_once, "article": article_once}
-        return Scenario(inflight, waiting, peeks,
-                        {name: _measure(name, inflight, peeks, peekers[name]) for name in methods})
-    finally:
-        schema.delete_tables(db)
-        article_peek.delete_table(db, article_table)
+            receivers = {"ours": ours_once, "article": article_once}
+            return Scenario(inflight, waiting, receives,
+                            {name: measure(name, inflight, receives, receivers[name]) for name in methods})
+        finally:
+            article_receive.delete_table(db, article_table)
 
 
 # --- part 2: enqueue-to-complete throughput (ours) ---------------------------------------
@@ -239,7 +239,7 @@ class ThroughputResult:
     seconds: float
     latencies: list[float]
     requests: int
-    empty_peeks: int
+    empty_receives: int
     lost_claims: int
     producer_seconds: float  # stream: when the producer had enqueued the last one
     completed_ids: list[str] = field(default_factory=list)  # in completion order, repeats included
@@ -247,25 +247,22 @@ class ThroughputResult:
 
     def metrics(self) -> dict:
         per = max(self.completed, 1)
-        ordered = sorted(self.latencies)
 
         def pct(p: float) -> float:
-            return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000, 1) if ordered else 0.0
+            value = harness.percentile(self.latencies, p)
+            return round(value * 1000, 1) if value is not None else 0.0
 
         return {
             "completed_per_s": round(self.completed / self.seconds, 1) if self.seconds else 0.0,
-            "latency_ms_mean": round(statistics.fmean(ordered) * 1000, 1) if ordered else 0.0,
+            "latency_ms_mean": round(statistics.fmean(self.latencies) * 1000, 1) if self.latencies else 0.0,
             "latency_ms_p50": pct(0.5),
             "latency_ms_p95": pct(0.95),
             "requests_per_shipment": round(self.requests / per, 2),
-            "empty_peeks": self.empty_peeks,
+            "empty_peeks": self.empty_receives,
             "lost_claims": self.lost_claims,
             "producer_s": round(self.producer_seconds, 2),
             "seconds": round(self.seconds, 2),
         }
-
-
-THROUGHPUT_MODES = ("backlog", "stream")
 
 
 def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode: str = "stream",
@@ -274,23 +271,20 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
     """Fresh tables and `shipments` ready shipments (not timed), then:
 
     - "stream": `producers` threads enqueue them (ShipmentQueue.enqueue) while
-      `consumers` threads loop peek -> complete; timing starts with the first enqueue;
+      `consumers` threads loop receive -> complete; timing starts with the first enqueue;
     - "backlog": they are all enqueued first (not timed, not metered), then the
-      consumers drain the queue; timing starts with the first peek.
+      consumers drain the queue; timing starts with the first receive.
 
-    An empty peek waits `idle_sleep` seconds. Enqueue-to-complete latency runs from the
-    enqueue call to the return of complete. Checks that every shipment was completed
-    exactly once, and that the table agrees."""
+    An empty receive waits `idle_sleep` seconds. Enqueue-to-complete latency runs from
+    the enqueue call to the return of complete. Checks that every shipment was
+    completed exactly once, and that the table agrees."""
     if mode not in THROUGHPUT_MODES:
         raise ValueError(f"mode must be one of {THROUGHPUT_MODES}")
-    db = Dynamo(prefix=f"bench-tput-{mode}-{consumers}-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint,
-                region="us-east-1", read_timeout=60.0)
-    schema.create_tables(db)
-    try:
+    with harness.fresh_tables(endpoint, "tput", mode, consumers, read_timeout=60.0) as db:
         queue = ShipmentQueue(db)
         stamp = to_iso(now())
         ids = [f"s{i:06d}" for i in range(shipments)]
-        _load(lambda chunk: queue.create_many(chunk), [
+        load(lambda chunk: queue.create_many(chunk), [
             Shipment(shipment_id=shipment_id, data=shipment_data(i), status=ShipmentStatus.READY_TO_SHIP,
                      created_at=stamp, updated_at=stamp)
             for i, shipment_id in enumerate(ids)
@@ -330,14 +324,14 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
             start_line.wait()
             try:
                 while not finished.is_set():
-                    lease = queue.peek(visibility_timeout=visibility_timeout)
-                    if lease is None:
+                    receipt = queue.receive(visibility_timeout=visibility_timeout)
+                    if receipt is None:
                         with lock:
                             empty[0] += 1
                         finished.wait(idle_sleep)
                         continue
-                    shipment_id = lease.shipment.shipment_id
-                    queue.complete(shipment_id, lease.receipt)
+                    shipment_id = receipt.shipment.shipment_id
+                    queue.complete(shipment_id, receipt.receipt)
                     moment = time.perf_counter()
                     with lock:
                         completed.append(shipment_id)
@@ -352,7 +346,7 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
         threads += [threading.Thread(target=consumer, name=f"consumer-{i}") for i in range(consumers)]
         for thread in threads:
             thread.start()
-        with meter.measure() as measured:
+        with harness.metered() as measured:
             start_line.wait()
             began = time.perf_counter()
             if not finished.wait(timeout):
@@ -361,13 +355,11 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
             for thread in threads:
                 thread.join()
         last = max(done_at.values(), default=began)
-        snapshot = measured.snapshot()
-        update_errors = snapshot.get("UpdateItem", {}).get("errors", {})
         result = ThroughputResult(
             mode=mode, consumers=consumers, shipments=shipments, completed=len(completed), seconds=last - began,
             latencies=[done_at[i] - enqueued_at[i] for i in done_at if i in enqueued_at],
-            requests=measured.calls, empty_peeks=empty[0],
-            lost_claims=update_errors.get("ConditionalCheckFailedException", 0),
+            requests=measured.requests, empty_receives=empty[0],
+            lost_claims=measured.errors("UpdateItem", "ConditionalCheckFailedException"),
             producer_seconds=(max(producer_done) - began) if producer_done else 0.0,
             completed_ids=list(completed), problems=list(failures),
         )
@@ -386,8 +378,6 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
         if counts.queued or counts.in_flight or counts.delayed or counts.dlq:
             result.problems.append(f"table: queue not empty afterwards: {counts}")
         return result
-    finally:
-        schema.delete_tables(db)
 
 
 # --- the whole benchmark -----------------------------------------------------------------
@@ -406,29 +396,29 @@ class Results:
         return found
 
 
-def run_benchmark(endpoint: str, *, inflight: tuple[int, ...] = (0, 1000, 10000), peeks: int = 50,
+def run_benchmark(endpoint: str, *, inflight: tuple[int, ...] = (0, 1000, 10000), receives: int = 50,
                   waiting: int = 200, consumers: tuple[int, ...] = (1, 4, 16), shipments: int = 400,
                   modes: tuple[str, ...] = THROUGHPUT_MODES, producers: int = 1, idle_sleep: float = 0.01,
-                  methods: tuple[str, ...] = METHODS, warmup: bool = True, progress=None) -> Results:
+                  methods: tuple[str, ...] = METHODS, warmup: int = 1, progress=None) -> Results:
     """Part 1 for every N in `inflight`, then part 2 for every mode and C in `consumers`.
 
-    DynamoDB Local's JVM is several times slower on its first few thousand requests, so
-    with `warmup` a small scenario (300 in flight) and a small throughput run go first
-    and are thrown away; they change no count, only the latencies."""
-    if warmup:
-        run_scenario(endpoint, 300, peeks=20, waiting=20, methods=methods)
+    A warm-up round (thrown away) is a small scenario (300 in flight) and a small
+    throughput run; it changes no count, only the latencies."""
+
+    def warm_up_round(_round: int) -> None:
+        run_scenario(endpoint, 300, receives=20, waiting=20, methods=methods)
         if consumers and modes:
             run_throughput(endpoint, 4, shipments=min(shipments, 100), mode=modes[0], producers=producers,
                            idle_sleep=idle_sleep)
-        if progress:
-            progress("warm-up done")
+
+    harness.warm_up(warmup, warm_up_round)
     scenarios = {}
     for n in inflight:
-        scenarios[n] = run_scenario(endpoint, n, peeks=peeks, waiting=waiting, methods=methods)
+        scenarios[n] = run_scenario(endpoint, n, receives=receives, waiting=waiting, methods=methods)
         if progress:
             progress(f"{n} in flight: " + "; ".join(
                 f"{name} {r.metrics()['requests_per_peek']:.2f} requests, {r.metrics()['capacity_per_peek']:.2f} "
-                f"CU, {r.metrics()['latency_ms_mean']:.1f} ms per peek" for name, r in scenarios[n].results.items()))
+                f"CU, {r.metrics()['latency_ms_mean']:.1f} ms per receive" for name, r in scenarios[n].results.items()))
     throughput = {}
     for mode in modes:
         for c in consumers:
@@ -450,52 +440,51 @@ def throughput_line(r: ThroughputResult) -> str:
     return (f"{r.mode}, {r.consumers} consumer(s): {r.completed}/{r.shipments} completed in {m['seconds']:.2f}s, "
             f"{m['completed_per_s']:.1f}/s, enqueue-to-complete {m['latency_ms_mean']:.0f} ms mean "
             f"({m['latency_ms_p50']:.0f} p50, {m['latency_ms_p95']:.0f} p95), {m['requests_per_shipment']:.2f} "
-            f"requests per shipment, {m['empty_peeks']} empty peeks, {m['lost_claims']} lost claims"
+            f"requests per shipment, {m['empty_peeks']} empty receives, {m['lost_claims']} lost claims"
             + (f"; CHECK FAILED: {'; '.join(r.problems)}" if r.problems else ""))
 
 
 TITLES = {
-    "ours": "ours: ShipmentQueue.peek (Query `invisible` up to now, Query `ready`, conditional UpdateItem)",
+    "ours": "ours: ShipmentQueue.receive (Query `invisible` up to now, Query `ready`, conditional UpdateItem)",
     "article": "article: Query the `queued` index 250 at a time past those in flight, conditional UpdateItem",
 }
 
 
-def report(results: Results, *, endpoint: str, producers: int, idle_sleep: float) -> str:
+def report(results: Results, where: str, *, producers: int, idle_sleep: float) -> str:
     any_scenario = next(iter(results.scenarios.values()), None)
     lines = []
     if any_scenario:
-        title = (f"Peek cost: {any_scenario.peeks} measured peeks per line, {any_scenario.waiting} waiting "
-                 f"behind those in flight; DynamoDB at {endpoint}")
+        title = (f"Receive cost: {any_scenario.receives} measured receives per line, {any_scenario.waiting} waiting "
+                 f"behind those in flight; DynamoDB at {where}")
         lines += [title, ""]
         for name in METHODS:
             rows = [(n, s.results[name]) for n, s in results.scenarios.items() if name in s.results]
             if not rows:
                 continue
-            header = (f"{'in flight':>9} {'requests/peek':>13} {'capacity/peek':>13} {'pages/peek':>10} "
-                      f"{'ms/peek':>8}  by operation (requests, CU per peek)")
+            header = (f"{'in flight':>9} {'requests/rcv':>13} {'capacity/rcv':>13} {'pages/rcv':>10} "
+                      f"{'ms/rcv':>8}  by operation (requests, CU per receive)")
             lines += [TITLES[name], header]
             for n, stats in rows:
                 m = stats.metrics()
-                ops = ", ".join(f"{op} {s['calls'] / stats.peeks:.2f} ({s['capacity'] / stats.peeks:.2f})"
-                                for op, s in sorted(stats.operations.items()))
                 pages = f"{m['pages_per_peek']:.2f}" if "pages_per_peek" in m else "-"
                 lines.append(f"{n:>9} {m['requests_per_peek']:>13.2f} {m['capacity_per_peek']:>13.2f} "
-                             f"{pages:>10} {m['latency_ms_mean']:>8.1f}  {ops}")
+                             f"{pages:>10} {m['latency_ms_mean']:>8.1f}  "
+                             + harness.by_operation(stats.operations, stats.receives, capacity=""))
             lines.append("")
         ours = [s.results["ours"].metrics()["requests_per_peek"] for s in results.scenarios.values()
                 if "ours" in s.results]
         if ours:
             constant = len(set(ours)) == 1
-            lines.append(f"ours: at most {max(ours):.2f} requests per peek, "
+            lines.append(f"ours: at most {max(ours):.2f} requests per receive, "
                          + ("the same at every N" if constant else f"varying with N ({sorted(set(ours))})"))
         lines.append("")
     if results.throughput:
         shipments = next(iter(results.throughput.values())).shipments
         title = (f"Enqueue-to-complete throughput of ours, {shipments} shipments per run (backlog: all enqueued "
                  f"before the consumers start; stream: {producers} producer thread(s) enqueue while they run); "
-                 f"an empty peek waits {idle_sleep * 1000:.0f} ms")
+                 f"an empty receive waits {idle_sleep * 1000:.0f} ms")
         header = (f"{'mode':>7} {'consumers':>9} {'completed/s':>11} {'mean ms':>8} {'p50 ms':>7} {'p95 ms':>7} "
-                  f"{'requests/shipment':>17} {'empty peeks':>11} {'lost claims':>11} {'enqueued by s':>13} check")
+                  f"{'requests/shipment':>17} {'empty rcvs':>11} {'lost claims':>11} {'enqueued by s':>13} check")
         lines += [title, header]
         for (mode, c), r in results.throughput.items():
             m = r.metrics()
@@ -506,70 +495,44 @@ def report(results: Results, *, endpoint: str, producers: int, idle_sleep: float
                          f"{enqueued_by:>13} "
                          + ("each completed once" if not r.problems else "FAILED"))
         lines.append("")
-    problems = results.problems
-    lines.append("Checks: " + ("all passed" if not problems else f"{len(problems)} FAILED"))
-    lines += [f"  {p}" for p in problems]
+    lines += harness.checks(results.problems)
     return "\n".join(lines)
 
 
-def _int_list(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(",") if part.strip())
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", action="store_true", help="print only one JSON object (the rest goes to stderr)")
-    parser.add_argument("--inflight", default="0,1000,10000", help="shipments in flight, comma-separated")
-    parser.add_argument("--peeks", type=int, default=50, help="measured peeks per method and N (default 50)")
+    parser = harness.parser(__doc__, "receive", warmup=1)
+    parser.add_argument("--inflight", type=harness.int_list, default="0,1000,10000",
+                        help="shipments in flight, comma-separated (default 0,1000,10000)")
+    parser.add_argument("--receives", "--peeks", dest="receives", type=int, default=50,
+                        help="measured receives per method and N (default 50)")
     parser.add_argument("--waiting", type=int, default=200, help="waiting shipments behind those in flight")
-    parser.add_argument("--consumers", default="1,4,16", help="consumer threads for the throughput runs; '' skips")
+    parser.add_argument("--consumers", type=harness.int_list, default="1,4,16",
+                        help="consumer threads for the throughput runs; '' skips them")
     parser.add_argument("--shipments", type=int, default=400, help="shipments per throughput run (default 400)")
-    parser.add_argument("--modes", default=",".join(THROUGHPUT_MODES),
+    parser.add_argument("--modes", type=harness.names(*THROUGHPUT_MODES), default=",".join(THROUGHPUT_MODES),
                         help="throughput modes: backlog (enqueue all, then drain), stream (enqueue while consuming)")
     parser.add_argument("--producers", type=int, default=1, help="producer threads in stream mode (default 1)")
-    parser.add_argument("--idle-ms", type=float, default=10.0, help="a consumer's wait after an empty peek")
-    parser.add_argument("--methods", default=",".join(METHODS), help="default: ours,article")
-    parser.add_argument("--endpoint", help="a running DynamoDB (Local); default: start an in-memory one")
-    parser.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up round")
-    args = parser.parse_args(argv)
-    try:
-        inflight, consumers = _int_list(args.inflight), _int_list(args.consumers)
-    except ValueError:
-        parser.error("--inflight and --consumers take comma-separated integers, e.g. 0,1000,10000")
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    if set(modes) - set(THROUGHPUT_MODES):
-        parser.error("--modes takes backlog, stream or both")
-    if any(n < 0 for n in inflight) or any(c < 1 for c in consumers) or args.peeks < 1 \
+    parser.add_argument("--idle-ms", type=float, default=10.0, help="a consumer's wait after an empty receive")
+    parser.add_argument("--methods", type=harness.names(*METHODS), default=",".join(METHODS),
+                        help="default: ours,article")
+    args = harness.parse(parser, argv, smoke=SMOKE)
+    if any(n < 0 for n in args.inflight) or any(c < 1 for c in args.consumers) or args.receives < 1 \
             or args.shipments < 1 or args.producers < 1:
-        parser.error("--inflight takes zero or more, --consumers, --peeks, --shipments and --producers positive "
-                     "numbers")
-    if args.peeks > args.waiting:
-        parser.error("--peeks cannot exceed --waiting")
-    if not methods or set(methods) - set(METHODS):
-        parser.error("--methods takes ours, article or both")
-
-    setup_django()
-
-    began = time.perf_counter()
-    with dynamodb_endpoint(args.endpoint) as endpoint:
-            results = run_benchmark(endpoint, inflight=inflight, peeks=args.peeks, waiting=args.waiting,
-                                    consumers=consumers, shipments=args.shipments, modes=modes,
-                                    producers=args.producers, idle_sleep=args.idle_ms / 1000, methods=methods,
-                                    warmup=not args.no_warmup, progress=progress)
-    elapsed = time.perf_counter() - began
-
-    if args.json:
-        print(json.dumps(as_json(results)))
-        for r in results.throughput.values():
-            print(f"throughput: {throughput_line(r)}", file=sys.stderr)
-        for problem in results.problems:
-            print(f"CHECK FAILED: {problem}", file=sys.stderr)
-    else:
-        print(report(results, endpoint=endpoint if args.endpoint else "in-memory DynamoDB Local",
-                     producers=args.producers, idle_sleep=args.idle_ms / 1000))
-        print(f"Whole run: {elapsed:.0f} s")
-    return 1 if results.problems else 0
+        parser.error("--inflight takes zero or more, --consumers, --receives, --shipments and --producers "
+                     "positive numbers")
+    if args.receives > args.waiting:
+        parser.error("--receives cannot exceed --waiting")
+    idle_sleep = args.idle_ms / 1000
+    return harness.run_command(
+        args,
+        lambda endpoint: run_benchmark(endpoint, inflight=args.inflight, receives=args.receives,
+                                       waiting=args.waiting, consumers=args.consumers, shipments=args.shipments,
+                                       modes=args.modes, producers=args.producers, idle_sleep=idle_sleep,
+                                       methods=args.methods, warmup=args.warmup, progress=harness.progress),
+        report=lambda results, where: report(results, where, producers=args.producers, idle_sleep=idle_sleep),
+        as_json=as_json,
+        json_notes=lambda results: [f"throughput: {throughput_line(r)}" for r in results.throughput.values()],
+    )
 
 
 if __name__ == "__main__":

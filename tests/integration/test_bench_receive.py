@@ -1,28 +1,23 @@
-"""bench/peek.py at toy sizes: ours stays at three requests per peek, the article's
-grows once those in flight fill its first page, and every shipment is completed once.
+"""`python -m bench.receive` at toy sizes: ours stays at three requests per receive, the
+article's grows once those in flight fill its first page, and every shipment is
+completed once.
 
 No timing assertions: the figures themselves belong to docs/benchmarks.md.
 """
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import peek
+from bench import harness, receive
 
 SHIPMENTS = 40
 
 
-def test_peek_cost_and_throughput_at_toy_sizes(dynamodb_local):
-    results = peek.run_benchmark(
-        dynamodb_local.endpoint, inflight=(0, 300), peeks=10, waiting=20, consumers=(1, 4),
-        shipments=SHIPMENTS, warmup=False,
+def test_receive_cost_and_throughput_at_toy_sizes(dynamodb_local):
+    results = receive.run_benchmark(
+        dynamodb_local.endpoint, inflight=(0, 300), receives=10, waiting=20, consumers=(1, 4),
+        shipments=SHIPMENTS, warmup=0,
     )
-    # every measured peek returned the next waiting shipment, every throughput run
+    # every measured receive returned the next waiting shipment, every throughput run
     # completed every shipment exactly once, and the tables agree
     assert results.problems == []
 
@@ -41,7 +36,7 @@ def test_peek_cost_and_throughput_at_toy_sizes(dynamodb_local):
     assert article[300]["requests_per_peek"] > article[0]["requests_per_peek"]
     assert article[300]["capacity_per_peek"] > article[0]["capacity_per_peek"]
 
-    assert set(results.throughput) == {(mode, c) for mode in peek.THROUGHPUT_MODES for c in (1, 4)}
+    assert set(results.throughput) == {(mode, c) for mode in receive.THROUGHPUT_MODES for c in (1, 4)}
     for key, run in results.throughput.items():
         assert run.problems == [], key
         assert run.completed == SHIPMENTS, key
@@ -52,11 +47,11 @@ def test_peek_cost_and_throughput_at_toy_sizes(dynamodb_local):
             assert run.lost_claims == 0
 
 
-def test_json_output_has_the_documented_shape(dynamodb_local, capsys):
-    code = peek.main(["--json", "--endpoint", dynamodb_local.endpoint, "--inflight", "0,260", "--peeks", "3",
-                      "--waiting", "5", "--consumers", "", "--no-warmup"])
-    assert code == 0
-    printed = json.loads(capsys.readouterr().out)  # stdout holds the JSON object only
+def test_json_output_has_the_documented_shape(dynamodb_local):
+    finished = harness.command("receive", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke",
+                               "--consumers", "")
+    assert finished.returncode == 0, finished.stderr
+    printed = json.loads(finished.stdout)  # stdout holds the JSON object only
     assert set(printed) == {"ours", "article"}
     for by_n in printed.values():
         assert set(by_n) == {"0", "260"}
