@@ -1,10 +1,10 @@
 """LIFO benchmark: the task queue under a burst it cannot keep up with, newest first
 against oldest first, on DynamoDB Local.
 
-    .venv/bin/python bench/lifo.py [--json] [--overload-rate 40] [--overload-seconds 10]
+    .venv/bin/python -m bench.lifo [--json] [--overload-rate 40] [--overload-seconds 10]
                                    [--calm-rate 5] [--calm-seconds 15] [--downstream-rate 15]
                                    [--expiry 6] [--take-limit 10] [--orders lifo,fifo]
-                                   [--seed 7] [--endpoint URL] [--no-warmup]
+                                   [--seed 7] [--warmup 1] [--endpoint URL] [--smoke]
 
 For each order (lifo, then fifo) on fresh tables of its own, the same seeded arrival
 schedule runs in real time:
@@ -49,14 +49,12 @@ processed, shed, still pending or deleted by TTL, and the table agrees with the
 consumer about which ones were processed.
 
 `--json` prints one JSON object: {"parameters": {...}, "lifo": {...}, "fifo": {...},
-"seconds": ...}. Without --endpoint the script starts an in-memory DynamoDB Local and
-stops it at the end.
+"seconds": ...}. The command line, DynamoDB Local, fresh tables, warm-up, metering and
+output are `bench.harness`'s.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import random
 import statistics
@@ -65,16 +63,10 @@ import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.common import dynamodb_endpoint, progress, setup_django
-from queues_app.ddb import meter, schema
+from bench import harness
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.codec import unmarshal
+from queues_app.ddb.scan import scan_all
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
 
 ORDERS = ("lifo", "fifo")
@@ -85,6 +77,8 @@ SWEEP_EVERY = 1.0  # seconds between sweeps
 SWEEP_PHASE = 0.5
 IDLE_SLEEP = 0.01  # a consumer's wait after an empty take
 FINISHED_SECONDS = 60.0  # finished tasks are kept this long (longer than a run)
+SMOKE = {"overload_rate": 20.0, "overload_seconds": 1.0, "calm_rate": 4.0, "calm_seconds": 1.0, "expiry": 2.0,
+         "downstream_rate": 10.0, "warmup": 0}
 
 
 @dataclass(frozen=True)
@@ -220,15 +214,12 @@ def _newest_tenth(records: list[Record]) -> list[Record]:
 
 
 def _waits(records: list[Record]) -> dict:
-    waits = sorted(r.taken - r.created for r in records if r.taken is not None and r.done is not None)
+    waits = [r.taken - r.created for r in records if r.taken is not None and r.done is not None]
     if not waits:
         return {"n": 0, "mean_s": None, "p50_s": None, "p95_s": None, "max_s": None}
-
-    def pct(p: float) -> float:
-        return round(waits[min(len(waits) - 1, int(p * len(waits)))], 3)
-
-    return {"n": len(waits), "mean_s": round(statistics.fmean(waits), 3), "p50_s": pct(0.5), "p95_s": pct(0.95),
-            "max_s": round(waits[-1], 3)}
+    return {"n": len(waits), "mean_s": round(statistics.fmean(waits), 3),
+            "p50_s": round(harness.percentile(waits, 0.5), 3), "p95_s": round(harness.percentile(waits, 0.95), 3),
+            "max_s": round(max(waits), 3)}
 
 
 def _group(records: list[Record]) -> dict:
@@ -242,14 +233,11 @@ def _group(records: list[Record]) -> dict:
 
 
 def run_order(endpoint: str, order: str, p: Parameters, *, timeout: float | None = None) -> Run:
-    """One order on fresh tables (dropped afterwards)."""
+    """One order on fresh tables."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}")
     newest_first = order == "lifo"
-    db = Dynamo(prefix=f"bench-lifo-{order}-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint, region="us-east-1",
-                read_timeout=30.0)
-    schema.create_tables(db)
-    try:
+    with harness.fresh_tables(endpoint, "lifo", order) as db:
         queue = TaskQueue(db, expiry=ExpiryPolicy(pending_seconds=p.expiry, finished_seconds=FINISHED_SECONDS))
         schedule = arrival_schedule(p)
         lock = threading.Lock()
@@ -360,7 +348,7 @@ def run_order(endpoint: str, order: str, p: Parameters, *, timeout: float | None
                 failures.append(f"sweeper: {exc!r}")
                 stop.set()
 
-        with meter.measure() as measured:
+        with harness.metered() as measured:
             started = time.monotonic()
             threads = [threading.Thread(target=producer, args=(started,), name="producer"),
                        threading.Thread(target=consumer, name="consumer"),
@@ -377,28 +365,17 @@ def run_order(endpoint: str, order: str, p: Parameters, *, timeout: float | None
             sweep_once()  # what expired since the last sweep
         run = Run(order=order, parameters=p, records=records, overload_end=started + p.overload_seconds,
                   started=started, ended=ended, shed=shed["count"], shed_ages=shed["ages"], still_pending=0,
-                  deleted_by_ttl=0, requests=measured.calls, capacity=measured.capacity, operations=measured.snapshot(),
+                  deleted_by_ttl=0, requests=measured.requests, capacity=measured.capacity,
+                  operations=measured.operations,
                   empty_takes_with_work=counters["empty_with_work"], empty_takes=counters["empty"],
                   producer_lag_max=counters["lag"], problems=list(failures))
         _check(run, db, processed_ids)
         return run
-    finally:
-        schema.delete_tables(db)
 
 
 def _check(run: Run, db: Dynamo, processed_ids: list[str]) -> None:
     """Every created task processed once, shed, still pending or gone by TTL; the table agrees."""
-    items, start = [], None
-    while True:
-        params = {"TableName": db.table("tasks"), "ConsistentRead": True}
-        if start:
-            params["ExclusiveStartKey"] = start
-        page = db.call("scan", **params)
-        items += [unmarshal(i) for i in page.get("Items", [])]
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            break
-    stored = {i["task_id"]: i for i in items if "task_status" in i}
+    stored = {i["task_id"]: i for i in scan_all(db, "tasks") if "task_status" in i}
     by_status: dict[str, set[str]] = {s: set() for s in TaskStatus.ALL}
     for task_id, item in stored.items():
         by_status[item["task_status"]].add(task_id)
@@ -438,10 +415,7 @@ class Results:
 def warm_up(endpoint: str, tasks: int = 150) -> None:
     """DynamoDB Local's JVM is several times slower on its first few thousand requests:
     create, take and finish a few hundred tasks (not measured), both orders."""
-    db = Dynamo(prefix=f"bench-lifo-warm-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint, region="us-east-1",
-                read_timeout=30.0)
-    schema.create_tables(db)
-    try:
+    with harness.fresh_tables(endpoint, "lifo", "warm") as db:
         queue = TaskQueue(db, expiry=ExpiryPolicy(pending_seconds=60, finished_seconds=60))
         for i in range(tasks):
             queue.create({"n": i})
@@ -451,17 +425,12 @@ def warm_up(endpoint: str, tasks: int = 150) -> None:
                 queue.succeed(task.task_id)
         queue.count(TaskStatus.PENDING)
         queue.sweep_expired()
-    finally:
-        schema.delete_tables(db)
 
 
-def run_benchmark(endpoint: str, p: Parameters, *, orders: tuple[str, ...] = ORDERS, warmup: bool = True,
+def run_benchmark(endpoint: str, p: Parameters, *, orders: tuple[str, ...] = ORDERS, warmup: int = 1,
                   progress=None) -> Results:
     began = time.perf_counter()
-    if warmup:
-        warm_up(endpoint)
-        if progress:
-            progress("warm-up done")
+    harness.warm_up(warmup, lambda _round: warm_up(endpoint))
     runs = {}
     for order in orders:
         runs[order] = run_order(endpoint, order, p)
@@ -489,10 +458,10 @@ def summary_line(run: Run) -> str:
                                                               if run.problems else ""))
 
 
-def report(results: Results, *, endpoint: str) -> str:
+def report(results: Results, where: str) -> str:
     p = results.parameters
     lines = [
-        (f"LIFO vs FIFO under overload on {endpoint}: arrivals {p.overload_rate:g}/s for {p.overload_seconds:g} "
+        (f"LIFO vs FIFO under overload on {where}: arrivals {p.overload_rate:g}/s for {p.overload_seconds:g} "
          f"s, then {p.calm_rate:g}/s for {p.calm_seconds:g} s (Poisson, seed {p.seed}); one consumer, downstream "
          f"{p.downstream_rate:g}/s; pending expiry {p.expiry:g} s, swept every {SWEEP_EVERY:g} s "
          f"(at +{SWEEP_PHASE:g} s); take_next reads {p.take_limit} index entries"),
@@ -529,26 +498,22 @@ def report(results: Results, *, endpoint: str) -> str:
     lines.append("")
     for order, run in results.runs.items():
         m = run.metrics()
-        per = max(m["processed"], 1)
-        lines.append(f"{order}: requests per processed task by operation: " + ", ".join(
-            f"{op} {calls / per:.2f}" for op, calls in m["requests_by_operation"].items())
-            + f"; {m['failed_takes']} takes refused (expired since the Query)")
+        lines.append(f"{order}: requests per processed task by operation: "
+                     + harness.by_operation(m["requests_by_operation"], m["processed"])
+                     + f"; {m['failed_takes']} takes refused (expired since the Query)")
     lines += [
         "",
         ("backlog@end: live pending tasks when the overload ends; gone after: seconds from then until none is "
          "pending; left: still pending at the end; ttl: deleted by DynamoDB Local's TTL before the sweeper saw "
          "them; empty takes (work): take_next found nothing (while the bench knew of a live pending task)"),
     ]
-    problems = results.problems
-    lines.append("Checks: " + ("all passed" if not problems else f"{len(problems)} FAILED"))
-    lines += [f"  {problem}" for problem in problems]
+    lines += harness.checks(results.problems)
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     defaults = Parameters()
-    parser.add_argument("--json", action="store_true", help="print only one JSON object (progress goes to stderr)")
+    parser = harness.parser(__doc__, "lifo", seed=defaults.seed, warmup=1)
     parser.add_argument("--overload-rate", type=float, default=defaults.overload_rate, help="tasks per second")
     parser.add_argument("--overload-seconds", type=float, default=defaults.overload_seconds)
     parser.add_argument("--calm-rate", type=float, default=defaults.calm_rate, help="tasks per second")
@@ -558,14 +523,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expiry", type=float, default=defaults.expiry, help="seconds until a pending task is shed")
     parser.add_argument("--take-limit", type=int, default=defaults.take_limit,
                         help="index entries take_next reads (its `limit`; default 10, the library's)")
-    parser.add_argument("--orders", default=",".join(ORDERS), help="default: lifo,fifo")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--endpoint", help="a running DynamoDB (Local); default: start an in-memory one")
-    parser.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up")
-    args = parser.parse_args(argv)
-    orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
-    if not orders or set(orders) - set(ORDERS):
-        parser.error("--orders takes lifo, fifo or both")
+    parser.add_argument("--orders", type=harness.names(*ORDERS), default=",".join(ORDERS), help="default: lifo,fifo")
+    args = harness.parse(parser, argv, smoke=SMOKE)
     if args.downstream_rate <= 0 or args.expiry <= 0 or args.take_limit < 1 or min(
             args.overload_rate, args.overload_seconds, args.calm_rate, args.calm_seconds) < 0:
         parser.error("rates and durations cannot be negative; --downstream-rate, --expiry and --take-limit must be "
@@ -573,22 +532,10 @@ def main(argv: list[str] | None = None) -> int:
     p = Parameters(overload_rate=args.overload_rate, overload_seconds=args.overload_seconds,
                    calm_rate=args.calm_rate, calm_seconds=args.calm_seconds, downstream_rate=args.downstream_rate,
                    expiry=args.expiry, take_limit=args.take_limit, seed=args.seed)
-
-    setup_django()
-
-    began = time.perf_counter()
-    with dynamodb_endpoint(args.endpoint) as endpoint:
-            results = run_benchmark(endpoint, p, orders=orders, warmup=not args.no_warmup, progress=progress)
-    elapsed = time.perf_counter() - began
-
-    if args.json:
-        print(json.dumps(as_json(results)))
-        for problem in results.problems:
-            print(f"CHECK FAILED: {problem}", file=sys.stderr)
-    else:
-        print(report(results, endpoint=endpoint if args.endpoint else "in-memory DynamoDB Local"))
-        print(f"Whole run: {elapsed:.0f} s")
-    return 1 if results.problems else 0
+    return harness.run_command(
+        args, lambda endpoint: run_benchmark(endpoint, p, orders=args.orders, warmup=args.warmup,
+                                             progress=harness.progress),
+        report=report, as_json=as_json)
 
 
 if __name__ == "__main__":

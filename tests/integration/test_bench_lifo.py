@@ -1,4 +1,4 @@
-"""bench/lifo.py at toy sizes: every created task is accounted for (processed once, shed,
+"""`python -m bench.lifo` at toy sizes: every created task is accounted for (processed once, shed,
 still pending, or deleted by DynamoDB Local's TTL), the table agrees, and --json prints
 one object of the documented shape.
 
@@ -7,14 +7,8 @@ docs/benchmarks.md, and a loaded machine can reorder them at these sizes.
 """
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import lifo
+from bench import harness, lifo
 
 TINY = lifo.Parameters(overload_rate=30, overload_seconds=1.5, calm_rate=5, calm_seconds=1.5,
                        downstream_rate=15, expiry=2, seed=3)
@@ -29,7 +23,7 @@ ORDER_KEYS = {
 
 
 def test_every_task_is_processed_once_shed_or_left(dynamodb_local):
-    results = lifo.run_benchmark(dynamodb_local.endpoint, TINY, warmup=False)
+    results = lifo.run_benchmark(dynamodb_local.endpoint, TINY, warmup=0)
     assert results.problems == []  # none processed twice; the table agrees with the consumer
     schedule = lifo.arrival_schedule(TINY)
     assert set(results.runs) == {"lifo", "fifo"}
@@ -54,12 +48,10 @@ def test_every_task_is_processed_once_shed_or_left(dynamodb_local):
         assert m["processed"] > 0 and m["requests_per_processed"] > 0
 
 
-def test_json_output_has_the_documented_shape(dynamodb_local, capsys):
-    code = lifo.main(["--json", "--endpoint", dynamodb_local.endpoint, "--no-warmup", "--overload-rate", "20",
-                      "--overload-seconds", "1", "--calm-rate", "4", "--calm-seconds", "1", "--expiry", "2",
-                      "--downstream-rate", "10"])
-    assert code == 0
-    printed = json.loads(capsys.readouterr().out)  # stdout holds the JSON object only
+def test_json_output_has_the_documented_shape(dynamodb_local):
+    finished = harness.command("lifo", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke")
+    assert finished.returncode == 0, finished.stderr
+    printed = json.loads(finished.stdout)  # stdout holds the JSON object only
     assert set(printed) == {"parameters", "lifo", "fifo", "seconds"}
     assert printed["parameters"]["overload_rate"] == 20 and printed["parameters"]["take_limit"] == 10
     for order in ("lifo", "fifo"):
