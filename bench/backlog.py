@@ -1,10 +1,10 @@
 """Backlog benchmark: the shipments queue after an outage, served oldest first (fifo)
 against sidelining stale work to the spillover queue (sidelining), on DynamoDB Local.
 
-    .venv/bin/python bench/backlog.py [--json] [--rate 20] [--consumers 4] [--work-seconds 0.05]
+    .venv/bin/python -m bench.backlog [--json] [--rate 20] [--consumers 4] [--work-seconds 0.05]
                                       [--steady 15] [--outage 20] [--recovery-max 90] [--tail 5]
                                       [--spillover-after 3] [--sweep-seconds 0.5] [--modes fifo,sidelining]
-                                      [--seed 7] [--endpoint URL] [--no-warmup]
+                                      [--seed 7] [--warmup 1] [--endpoint URL] [--smoke]
 
 The article ("Avoiding insurmountable queue backlogs") calls a queue bimodal: without a
 backlog it is fast, and after an outage it stays slow until the backlog is worked off,
@@ -18,9 +18,9 @@ For each mode (fifo, then sidelining), on fresh tables of their own, in real tim
   each one's data holds its index and its submit time;
 - `--consumers` threads each loop: take one shipment, "work" `--work-seconds` (a
   sleep), then `complete`; an empty take waits 10 ms. fifo takes with
-  `ShipmentQueue.peek("live")`; sidelining with its own
+  `ShipmentQueue.receive("live")`; sidelining with its own
   `FairConsumer(queue, FairnessPolicy(spillover_after_seconds=--spillover-after),
-  sweep_seconds=--sweep-seconds).peek()`: when a sweep is due (the consumers of the
+  sweep_seconds=--sweep-seconds).receive()`: when a sweep is due (the consumers of the
   process take turns: every sweep_seconds after a sweep that moved something, a
   quarter of the bound after one that did not), it first moves every live shipment
   that has waited longer than the bound to the spillover queue (`sideline_stale`), then
@@ -60,42 +60,43 @@ consumer's take returns it (bench monotonic clock). Reported per mode:
   `empty_takes`: takes that found nothing, each followed by a 10 ms wait (their
   Queries are most of an idle consumer's requests); `depth_timeline`: [seconds since
   R, live, spillover], sampled with two COUNT queries once a second by a monitor
-  thread.
+  thread (not metered).
 
 Checks (exit status 1 when one fails): every submitted shipment completed exactly once
 (no completion refused), and the table agrees (all COMPLETED, nothing queued, in
 flight, delayed or in the DLQ in either queue).
 
 `--json` prints one JSON object: {"params": {...}, "fifo": {...}, "sidelining": {...},
-"seconds": ...}. Without --endpoint the script starts an in-memory DynamoDB Local and
-stops it at the end.
+"seconds": ...}. The command line, DynamoDB Local, fresh tables, warm-up, metering and
+output are `bench.harness`'s.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sys
 import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.common import dynamodb_endpoint, progress, setup_django
-from queues_app.ddb import meter, schema
-from queues_app.ddb.client import Dynamo
+from bench import harness
+from queues_app.shipments.fairness import FairConsumer, FairnessPolicy
+from queues_app.shipments.queue import (
+    DEFAULT_QUEUE,
+    SPILLOVER_QUEUE,
+    ReceiptInvalid,
+    ShipmentQueue,
+    ShipmentStatus,
+)
 
 MODES = ("fifo", "sidelining")
 IDLE_SLEEP = 0.01  # a consumer's wait after an empty take
 MONITOR_EVERY = 1.0  # seconds between depth samples
 VISIBILITY_TIMEOUT = 60.0  # far longer than any work here: no lease runs out
 FINAL_DRAIN_LIMIT = 180.0  # seconds the consumers get for what is left after production
+SMOKE = {"rate": 10.0, "consumers": 2, "work_seconds": 0.02, "steady": 2.0, "outage": 3.0, "recovery_max": 20.0,
+         "tail": 1.0, "spillover_after": 1.0, "sweep_seconds": 0.2, "warmup": 0}
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,6 @@ class Run:
     backlog_at_recovery: dict[str, int]
     timeline: list[list[float]]
     requests: int
-    monitor_queries: int
     operations: dict
     producer_lag_max: float
     completions: int
@@ -164,7 +164,7 @@ class Run:
     def metrics(self) -> dict:
         records = sorted(self.records.values(), key=lambda r: r.submitted)
         steady = [r.wait for r in records if r.taken is not None and r.taken < self.outage_at]
-        steady_p95 = _pct(steady, 0.95)
+        steady_p95 = harness.percentile(steady, 0.95)
         threshold = max(2 * steady_p95, 1.0) if steady_p95 is not None else 1.0
         fresh = [r for r in records if r.submitted >= self.recovery_at]
         fresh_waits = [r.wait for r in fresh if r.wait is not None]
@@ -180,9 +180,6 @@ class Run:
         completed = sum(1 for r in records if r.done is not None)
         per = max(completed, 1)
         operations = {op: figures["calls"] for op, figures in sorted(self.operations.items())}
-        if "Query" in operations:
-            operations["Query"] -= self.monitor_queries
-        requests = self.requests - self.monitor_queries
         return {
             "submitted": len(records),
             "completed": completed,
@@ -190,18 +187,18 @@ class Run:
             "submitted_steady": sum(1 for r in records if r.submitted < self.outage_at),
             "submitted_outage": sum(1 for r in records if self.outage_at <= r.submitted < self.recovery_at),
             "submitted_recovery": len(fresh),
-            "steady_wait_p50_s": _round(_pct(steady, 0.5)),
+            "steady_wait_p50_s": _round(harness.percentile(steady, 0.5)),
             "steady_wait_p95_s": _round(steady_p95),
             "normal_threshold_s": _round(threshold),
             "backlog_at_recovery": sum(self.backlog_at_recovery.values()),
             "backlog_at_recovery_by_queue": dict(self.backlog_at_recovery),
             "time_to_normal_s": _round(time_to_normal),
-            "fresh_wait_during_recovery_p50_s": _round(_pct(fresh_waits, 0.5)),
-            "fresh_wait_during_recovery_p95_s": _round(_pct(fresh_waits, 0.95)),
+            "fresh_wait_during_recovery_p50_s": _round(harness.percentile(fresh_waits, 0.5)),
+            "fresh_wait_during_recovery_p95_s": _round(harness.percentile(fresh_waits, 0.95)),
             "fresh_wait_during_recovery_max_s": _round(max(fresh_waits, default=None)),
             "fresh_over_threshold": sum(1 for w in fresh_waits if w >= threshold),
             "backlog_cleared_s": _round(cleared - self.recovery_at if cleared is not None else None),
-            "backlog_wait_p50_s": _round(_pct(backlog, 0.5)),
+            "backlog_wait_p50_s": _round(harness.percentile(backlog, 0.5)),
             "backlog_wait_max_s": _round(max(backlog, default=None)),
             "oldest_wait_s": _round(max(waits, default=None)),
             "taken_from_spillover": sum(1 for r in records if r.source == "spillover"),
@@ -210,7 +207,7 @@ class Run:
                 sum(1 for r in records if r.done is not None and self.recovery_at <= r.done <= cleared)
                 / (cleared - self.recovery_at), 1) if cleared is not None and cleared > self.recovery_at else None,
             "production_after_recovery_s": _round(self.production_end - self.recovery_at),
-            "requests_per_completed": round(requests / per, 2),
+            "requests_per_completed": round(self.requests / per, 2),
             "requests_by_operation": operations,
             "empty_takes": self.empty_takes,
             "update_conflicts": self.operations.get("UpdateItem", {}).get("errors", {}).get(
@@ -222,13 +219,6 @@ class Run:
         }
 
 
-def _pct(values: list[float], p: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
-
-
 def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -237,17 +227,10 @@ def _round(value: float | None, digits: int = 3) -> float | None:
 
 
 def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
-    """One mode on fresh tables (dropped afterwards)."""
-    from queues_app.shipments.fairness import FairConsumer, FairnessPolicy
-    from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ReceiptInvalid, ShipmentQueue, ShipmentStatus, forget_contention
-
+    """One mode on fresh tables."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
-    db = Dynamo(prefix=f"bench-backlog-{mode}-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint, region="us-east-1",
-                read_timeout=60.0)
-    schema.create_tables(db)
-    forget_contention()
-    try:
+    with harness.fresh_tables(endpoint, "backlog", mode, read_timeout=60.0) as db:
         queue = ShipmentQueue(db)
         lock = threading.Lock()
         records: dict[str, Record] = {}
@@ -257,7 +240,7 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
         stop_consuming = threading.Event()
         working = threading.Event()  # set: consumers take work; clear: outage
         working.set()
-        counters = {"lag": 0.0, "monitor_queries": 0, "empty": 0}
+        counters = {"lag": 0.0, "empty": 0}
         timeline: list[list[float]] = []
         marks: dict[str, float] = {}
         rng = random.Random(p.seed)
@@ -295,16 +278,16 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
                         working.wait(0.05)
                         continue
                     if fair is not None:
-                        lease = fair.peek(visibility_timeout=VISIBILITY_TIMEOUT)
+                        receipt = fair.receive(visibility_timeout=VISIBILITY_TIMEOUT)
                     else:
-                        lease = queue.peek(DEFAULT_QUEUE, visibility_timeout=VISIBILITY_TIMEOUT)
+                        receipt = queue.receive(DEFAULT_QUEUE, visibility_timeout=VISIBILITY_TIMEOUT)
                     moment = time.monotonic()
-                    if lease is None:
+                    if receipt is None:
                         with lock:
                             counters["empty"] += 1
                         stop_consuming.wait(IDLE_SLEEP)
                         continue
-                    shipment_id = lease.shipment.shipment_id
+                    shipment_id = receipt.shipment.shipment_id
                     with lock:
                         record = records.get(shipment_id)
                         if record is None:
@@ -313,10 +296,10 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
                         if record.taken is not None:
                             failures.append(f"{shipment_id} taken twice")
                         record.taken = moment
-                        record.source = lease.shipment.queue
+                        record.source = receipt.shipment.queue
                     time.sleep(p.work_seconds)
                     try:
-                        queue.complete(shipment_id, lease.receipt)
+                        queue.complete(shipment_id, receipt.receipt)
                     except ReceiptInvalid as exc:
                         failures.append(f"completion refused: {exc}")
                         continue
@@ -331,9 +314,9 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
         def monitor() -> None:
             try:
                 while not stop_consuming.wait(MONITOR_EVERY):
-                    live = queue.count_queued(DEFAULT_QUEUE)
-                    spill = queue.count_queued(SPILLOVER_QUEUE)
-                    counters["monitor_queries"] += 2
+                    with harness.unmetered():
+                        live = queue.count_queued(DEFAULT_QUEUE)
+                        spill = queue.count_queued(SPILLOVER_QUEUE)
                     base = marks.get("recovery", marks["outage"] + p.outage)
                     timeline.append([round(time.monotonic() - base, 1), live, spill])
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
@@ -343,7 +326,7 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
             with lock:
                 return sum(1 for r in records.values() if r.taken is None)
 
-        with meter.measure() as measured:
+        with harness.metered() as measured:
             started = time.monotonic()
             marks["outage"] = started + p.steady
             threads = [threading.Thread(target=producer, args=(started,), name="producer")]
@@ -396,17 +379,15 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
 
         run = Run(mode=mode, parameters=p, records=records, started=started, outage_at=outage_at,
                   recovery_at=recovery_at, production_end=production_end, ended=ended,
-                  backlog_at_recovery=queued, timeline=timeline, requests=measured.calls,
-                  monitor_queries=counters["monitor_queries"], operations=measured.snapshot(),
+                  backlog_at_recovery=queued, timeline=timeline, requests=measured.requests,
+                  operations=measured.operations,
                   producer_lag_max=counters["lag"], completions=len(completed_ids), empty_takes=counters["empty"],
                   problems=list(failures))
-        _check(run, queue, completed_ids, ShipmentStatus, (DEFAULT_QUEUE, SPILLOVER_QUEUE))
+        _check(run, queue, completed_ids)
         return run
-    finally:
-        schema.delete_tables(db)
 
 
-def _check(run: Run, queue, completed_ids: list[str], status, queues: tuple[str, ...]) -> None:
+def _check(run: Run, queue: ShipmentQueue, completed_ids: list[str]) -> None:
     """Every submitted shipment completed exactly once; the table agrees."""
     twice = len(completed_ids) - len(set(completed_ids))
     if twice:
@@ -421,11 +402,11 @@ def _check(run: Run, queue, completed_ids: list[str], status, queues: tuple[str,
     stored = []
     for i in range(0, len(ids), 100):
         stored += queue.get_many(ids[i:i + 100])
-    not_done = [s.shipment_id for s in stored if s.status != status.COMPLETED]
+    not_done = [s.shipment_id for s in stored if s.status != ShipmentStatus.COMPLETED]
     if not_done or len(stored) != len(ids):
         run.problems.append(f"table: {len(not_done)} shipments not completed, {len(ids) - len(stored)} missing, "
                             f"e.g. {not_done[:5]}")
-    for name in queues:
+    for name in (DEFAULT_QUEUE, SPILLOVER_QUEUE):
         counts = queue.counts(name)
         if counts.queued or counts.in_flight or counts.delayed or counts.dlq:
             run.problems.append(f"table: queue {name} not empty afterwards: {counts}")
@@ -448,32 +429,22 @@ class Results:
 def warm_up(endpoint: str, shipments: int = 200) -> None:
     """DynamoDB Local's JVM is several times slower on its first few thousand requests:
     submit, sideline, take and complete a few hundred shipments (not measured)."""
-    from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
-
-    db = Dynamo(prefix=f"bench-backlog-warm-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint, region="us-east-1",
-                read_timeout=60.0)
-    schema.create_tables(db)
-    try:
+    with harness.fresh_tables(endpoint, "backlog", "warm", read_timeout=60.0) as db:
         queue = ShipmentQueue(db)
         for i in range(shipments):
             queue.submit({"n": i})
         queue.sideline_stale(0.0, limit=shipments // 2)
-        for i in range(shipments):
-            lease = queue.peek() or queue.peek(SPILLOVER_QUEUE)
-            if lease:
-                queue.complete(lease.shipment.shipment_id, lease.receipt)
+        for _ in range(shipments):
+            receipt = queue.receive() or queue.receive(SPILLOVER_QUEUE)
+            if receipt:
+                queue.complete(receipt.shipment.shipment_id, receipt.receipt)
         queue.count_queued()
-    finally:
-        schema.delete_tables(db)
 
 
-def run_benchmark(endpoint: str, p: Parameters, *, modes: tuple[str, ...] = MODES, warmup: bool = True,
+def run_benchmark(endpoint: str, p: Parameters, *, modes: tuple[str, ...] = MODES, warmup: int = 1,
                   progress=None) -> Results:
     began = time.perf_counter()
-    if warmup:
-        warm_up(endpoint)
-        if progress:
-            progress("warm-up done")
+    harness.warm_up(warmup, lambda _round: warm_up(endpoint))
     runs = {}
     for mode in modes:
         runs[mode] = run_mode(endpoint, mode, p, progress=progress)
@@ -501,12 +472,12 @@ def summary_line(run: Run) -> str:
             + (f"; CHECK FAILED: {'; '.join(run.problems)}" if run.problems else ""))
 
 
-def report(results: Results, *, endpoint: str) -> str:
+def report(results: Results, where: str) -> str:
     p = results.parameters
     ms = {mode: run.metrics() for mode, run in results.runs.items()}
     modes = list(ms)
     lines = [
-        (f"Operating under backlog on {endpoint}: Poisson arrivals {p.rate:g}/s (seed {p.seed}); {p.consumers} "
+        (f"Operating under backlog on {where}: Poisson arrivals {p.rate:g}/s (seed {p.seed}); {p.consumers} "
          f"consumers, {p.work_seconds * 1000:g} ms of work each; steady {p.steady:g} s, outage {p.outage:g} s, "
          f"then recovery until {p.tail:g} s after the backlog is cleared (at most {p.recovery_max:g} s); "
          f"sidelining: work older than {p.spillover_after:g} s to the spillover queue, swept every "
@@ -552,19 +523,15 @@ def report(results: Results, *, endpoint: str) -> str:
         lines.append(f"  {mode:<10} " + ", ".join(picked))
     lines += ["", "Requests per completed shipment by operation (the monitor's COUNT queries left out):"]
     for mode in modes:
-        per = max(ms[mode]["completed"], 1)
-        lines.append(f"  {mode:<10} " + ", ".join(
-            f"{op} {calls / per:.2f}" for op, calls in ms[mode]["requests_by_operation"].items()))
-    problems = results.problems
-    lines += ["", "Checks: " + ("all passed" if not problems else f"{len(problems)} FAILED")]
-    lines += [f"  {problem}" for problem in problems]
+        lines.append(f"  {mode:<10} " + harness.by_operation(ms[mode]["requests_by_operation"],
+                                                             ms[mode]["completed"]))
+    lines += ["", *harness.checks(results.problems)]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     d = Parameters()
-    parser.add_argument("--json", action="store_true", help="print only one JSON object (progress goes to stderr)")
+    parser = harness.parser(__doc__, "backlog", seed=d.seed, warmup=1)
     parser.add_argument("--rate", type=float, default=d.rate, help="shipments submitted per second (Poisson)")
     parser.add_argument("--consumers", type=int, default=d.consumers, help="consumer threads")
     parser.add_argument("--work-seconds", type=float, default=d.work_seconds, help="simulated work per shipment")
@@ -578,14 +545,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="sidelining: live work older than this goes to the spillover queue")
     parser.add_argument("--sweep-seconds", type=float, default=d.sweep_seconds,
                         help="sidelining: stale work is swept at most this often (by one consumer at a time)")
-    parser.add_argument("--modes", default=",".join(MODES), help="default: fifo,sidelining")
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--endpoint", help="a running DynamoDB (Local); default: start an in-memory one")
-    parser.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up")
-    args = parser.parse_args(argv)
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    if not modes or set(modes) - set(MODES):
-        parser.error("--modes takes fifo, sidelining or both")
+    parser.add_argument("--modes", type=harness.names(*MODES), default=",".join(MODES),
+                        help="default: fifo,sidelining")
+    args = harness.parse(parser, argv, smoke=SMOKE)
     if args.rate <= 0 or args.consumers < 1 or args.spillover_after <= 0 or args.sweep_seconds <= 0 or min(
             args.work_seconds, args.steady, args.outage, args.recovery_max, args.tail) < 0:
         parser.error("--rate, --consumers, --spillover-after and --sweep-seconds must be positive; durations "
@@ -593,22 +555,10 @@ def main(argv: list[str] | None = None) -> int:
     p = Parameters(rate=args.rate, consumers=args.consumers, work_seconds=args.work_seconds, steady=args.steady,
                    outage=args.outage, recovery_max=args.recovery_max, tail=args.tail,
                    spillover_after=args.spillover_after, sweep_seconds=args.sweep_seconds, seed=args.seed)
-
-    setup_django()
-
-    began = time.perf_counter()
-    with dynamodb_endpoint(args.endpoint) as endpoint:
-        results = run_benchmark(endpoint, p, modes=modes, warmup=not args.no_warmup, progress=progress)
-    elapsed = time.perf_counter() - began
-
-    if args.json:
-        print(json.dumps(as_json(results)))
-        for problem in results.problems:
-            print(f"CHECK FAILED: {problem}", file=sys.stderr)
-    else:
-        print(report(results, endpoint=endpoint if args.endpoint else "in-memory DynamoDB Local"))
-        print(f"Whole run: {elapsed:.0f} s")
-    return 1 if results.problems else 0
+    return harness.run_command(
+        args, lambda endpoint: run_benchmark(endpoint, p, modes=args.modes, warmup=args.warmup,
+                                             progress=harness.progress),
+        report=report, as_json=as_json)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""bench/backlog.py at toy sizes: --json prints one object of the documented shape for
+"""`python -m bench.backlog` at toy sizes: --json prints one object of the documented shape for
 both modes, every submitted shipment is completed exactly once (the table agrees), and
 an outage leaves a backlog for the consumers to come back to.
 
@@ -7,14 +7,8 @@ docs/benchmarks.md, and a loaded machine can reorder them at these sizes.
 """
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench import backlog
+from bench import backlog, harness
 
 MODE_KEYS = {
     "submitted", "completed", "completed_exactly_once", "submitted_steady", "submitted_outage",
@@ -27,16 +21,13 @@ MODE_KEYS = {
     "producer_lag_max_s", "duration_s", "depth_timeline", "problems",
 }
 
-TINY = ["--rate", "10", "--consumers", "2", "--work-seconds", "0.02", "--steady", "2", "--outage", "3",
-        "--recovery-max", "20", "--tail", "1", "--spillover-after", "1", "--sweep-seconds", "0.2", "--seed", "3",
-        "--no-warmup"]
+TINY = ["--smoke", "--seed", "3"]  # rate 10, 2 consumers, steady 2 s, outage 3 s, spillover after 1 s
 
 
-def test_both_modes_complete_every_shipment_once(dynamodb_local, capsys):
-    code = backlog.main(["--json", "--endpoint", dynamodb_local.endpoint, *TINY])
-    captured = capsys.readouterr()
-    printed = json.loads(captured.out)  # stdout holds the JSON object only
-    assert code == 0, captured.err
+def test_both_modes_complete_every_shipment_once(dynamodb_local):
+    finished = harness.command("backlog", "--json", "--endpoint", dynamodb_local.endpoint, *TINY)
+    printed = json.loads(finished.stdout)  # stdout holds the JSON object only
+    assert finished.returncode == 0, finished.stderr
     assert set(printed) == {"params", "fifo", "sidelining", "seconds"}
     assert printed["params"]["rate"] == 10 and printed["params"]["spillover_after"] == 1
     for mode in ("fifo", "sidelining"):
@@ -58,7 +49,7 @@ def test_both_modes_complete_every_shipment_once(dynamodb_local, capsys):
 def test_run_records_agree_with_the_figures(dynamodb_local):
     p = backlog.Parameters(rate=10, consumers=2, work_seconds=0.02, steady=1, outage=2, recovery_max=15, tail=0.5,
                            spillover_after=1, sweep_seconds=0.2, seed=5)
-    results = backlog.run_benchmark(dynamodb_local.endpoint, p, modes=("sidelining",), warmup=False)
+    results = backlog.run_benchmark(dynamodb_local.endpoint, p, modes=("sidelining",), warmup=0)
     assert results.problems == []
     run = results.runs["sidelining"]
     m = run.metrics()
