@@ -58,25 +58,21 @@ class Escalator:
         """
         policy, changed = self.policy, []
         moment = self.table.clock()
-        cursor = None
-        while True:
-            page, cursor = self.line.waiting_calls(limit=100, cursor=cursor)
-            for waiting in page:
-                arrived = from_iso(waiting["arrived_at"])
-                steps_due = int((moment - arrived).total_seconds() // policy.after_seconds) if arrived else 0
-                if steps_due <= 0:
-                    continue
-                call = self.calls.find(waiting["call_id"])
-                if not call or call.status != CallStatus.WAITING:
-                    continue
-                relaxable = [d for d in policy.order[:steps_due] if call.preferences.get(d) is not ANY]
-                if not relaxable:
-                    continue
-                relaxed = self._relax(call, relaxable, moment)
-                if relaxed:
-                    changed.append(self.matcher.match(relaxed, new_call=False) or relaxed)
-            if not cursor:
-                return changed
+        for waiting in self.line.everyone():
+            arrived = from_iso(waiting["arrived_at"])
+            steps_due = int((moment - arrived).total_seconds() // policy.after_seconds) if arrived else 0
+            if steps_due <= 0:
+                continue
+            call = self.calls.find(waiting["call_id"])
+            if not call or call.status != CallStatus.WAITING:
+                continue
+            relaxable = [d for d in policy.order[:steps_due] if call.preferences.get(d) is not ANY]
+            if not relaxable:
+                continue
+            relaxed = self._relax(call, relaxable, moment)
+            if relaxed:
+                changed.append(self.matcher.match(relaxed, new_call=False) or relaxed)
+        return changed
 
     def _relax(self, call: Call, dimensions: list[str], moment: datetime) -> Call | None:
         stamp = to_iso(moment)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from queues_app.agents import keys
 from queues_app.agents.calls import CallExists, call_to_item
 from queues_app.agents.records import Call, CallStatus
@@ -63,23 +65,20 @@ class WaitingLine:
                 placeholders.append(f":d{d}v{v}")
             inside = f" OR #d{d} IN ({', '.join(placeholders)})" if placeholders else ""
             filters.append(f"(attribute_not_exists(#d{d}){inside})")
-        found, start = [], None
-        while True:
-            params = {
-                "TableName": self.table.name,
-                "KeyConditionExpression": "pk = :pk",
-                "FilterExpression": " AND ".join(filters),
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-                "ConsistentRead": True,
-            }
-            if start:
-                params["ExclusiveStartKey"] = start
-            response = self.db.call("query", **params)
-            found += [unmarshal(i) for i in response.get("Items", [])]
-            start = response.get("LastEvaluatedKey")
-            if found or not start:
+        pages = self.db.pages("query", TableName=self.table.name, KeyConditionExpression="pk = :pk",
+                              FilterExpression=" AND ".join(filters), ExpressionAttributeNames=names,
+                              ExpressionAttributeValues=values, ConsistentRead=True)
+        for page in pages:  # on until a page holds someone the agent fits
+            found = [unmarshal(i) for i in page.get("Items", [])]
+            if found:
                 return found
+        return []
+
+    def everyone(self, page_size: int = 100) -> Iterator[dict]:
+        """The whole waiting list in order, read a page at a time as it is consumed."""
+        return self.db.items("query", TableName=self.table.name, KeyConditionExpression="pk = :pk",
+                             ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
+                             PaginationConfig={"PageSize": page_size})
 
     def waiting_calls(self, *, limit: int = 50, cursor: dict | None = None) -> tuple[list[dict], dict | None]:
         """The waiting list in order (priority, then arrival), a page at a time."""
@@ -120,27 +119,20 @@ class WaitingLine:
     def fill_waiting_index(self) -> int:
         """Waiting callers written before the `waiting_by_arrival` index existed lack its
         keys: add them (one Query per page of the waiting list, one update each)."""
-        filled, start = 0, None
-        while True:
-            params = {"TableName": self.table.name, "KeyConditionExpression": "pk = :pk",
-                      "FilterExpression": "attribute_not_exists(wait_q)",
-                      "ExpressionAttributeValues": {":pk": {"S": keys.WAITING_PK}}}
-            if start:
-                params["ExclusiveStartKey"] = start
-            response = self.db.call("query", **params)
-            for raw in response.get("Items", []):
-                item = unmarshal(raw)
-                try:
-                    self.db.call(
-                        "update_item", TableName=self.table.name, Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
-                        UpdateExpression="SET wait_q = :q, wait_since = :since",
-                        ConditionExpression="attribute_exists(pk)",
-                        ExpressionAttributeValues=marshal({":q": keys.WAITING_PK,
-                                                           ":since": f"{item['arrived_at']}#{item['call_id']}"}),
-                    )
-                    filled += 1
-                except errors.Conflict:
-                    continue  # assigned meanwhile
-            start = response.get("LastEvaluatedKey")
-            if not start:
-                return filled
+        filled = 0
+        missing = self.db.items("query", TableName=self.table.name, KeyConditionExpression="pk = :pk",
+                                FilterExpression="attribute_not_exists(wait_q)",
+                                ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}})
+        for item in missing:
+            try:
+                self.db.call(
+                    "update_item", TableName=self.table.name, Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
+                    UpdateExpression="SET wait_q = :q, wait_since = :since",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues=marshal({":q": keys.WAITING_PK,
+                                                       ":since": f"{item['arrived_at']}#{item['call_id']}"}),
+                )
+                filled += 1
+            except errors.Conflict:
+                continue  # assigned meanwhile
+        return filled
