@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from botocore.exceptions import BotoCoreError, ClientError, WaiterError
+
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.tables import TABLES, TableSpec
@@ -107,17 +109,33 @@ def create_tables(db: Dynamo, *, wait: bool = True, log=lambda message: None) ->
 
 def _wait_active(db: Dynamo, name: str, timeout: float = 60.0, index: str | None = None) -> None:
     """Wait until the table (and `index`, when given) is ACTIVE."""
+    try:
+        db.client.get_waiter("table_exists").wait(
+            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": max(1, int(timeout))})
+    except WaiterError as exc:
+        last = exc.last_response or {}
+        if "Error" in last:
+            raise errors.translate(ClientError(last, "DescribeTable"), table=name, endpoint=db.endpoint) from exc
+        status = last.get("Table", {}).get("TableStatus", "not ACTIVE")
+        raise errors.Unavailable(f"table {name} is still {status} after {timeout:.0f}s", endpoint=db.endpoint) from exc
+    except (ClientError, BotoCoreError) as exc:
+        raise errors.translate(exc, table=name, endpoint=db.endpoint) from exc
+    if index:
+        _wait_index_active(db, name, index, timeout)
+
+
+def _wait_index_active(db: Dynamo, name: str, index: str, timeout: float) -> None:
+    # No botocore waiter covers a new index of a live table (table_exists only reads TableStatus).
     deadline = time.monotonic() + timeout
     while True:
         table = db.call("describe_table", TableName=name)["Table"]
-        status = table["TableStatus"]
-        if index and status == "ACTIVE":
-            gsis = {g["IndexName"]: g.get("IndexStatus", "ACTIVE") for g in table.get("GlobalSecondaryIndexes", [])}
-            status = gsis.get(index, "CREATING")
+        gsis = {g["IndexName"]: g.get("IndexStatus", "ACTIVE") for g in table.get("GlobalSecondaryIndexes", [])}
+        status = gsis.get(index, "CREATING")
         if status == "ACTIVE":
             return
         if time.monotonic() > deadline:
-            raise errors.Unavailable(f"table {name} is still {status} after {timeout:.0f}s", endpoint=db.endpoint)
+            raise errors.Unavailable(f"index {index} of {name} is still {status} after {timeout:.0f}s",
+                                     endpoint=db.endpoint)
         time.sleep(0.5)
 
 
@@ -172,16 +190,7 @@ def describe_tables(db: Dynamo, *, exact: bool = False) -> list[TableState]:
 
 def count_items(db: Dynamo, name: str) -> int:
     """Exact item count with a paginated COUNT scan (an operator command, never a page)."""
-    total, start = 0, None
-    while True:
-        params = {"TableName": name, "Select": "COUNT"}
-        if start:
-            params["ExclusiveStartKey"] = start
-        page = db.call("scan", **params)
-        total += page["Count"]
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return total
+    return sum(page["Count"] for page in db.pages("scan", TableName=name, Select="COUNT"))
 
 
 def delete_tables(db: Dynamo, *, log=lambda message: None) -> list[str]:
@@ -198,14 +207,6 @@ def delete_tables(db: Dynamo, *, log=lambda message: None) -> list[str]:
 
 
 def missing_tables(db: Dynamo) -> list[str]:
-    """Names of the project's tables that do not exist (one ListTables call)."""
-    existing: set[str] = set()
-    start = None
-    while True:
-        params = {"ExclusiveStartTableName": start} if start else {}
-        page = db.call("list_tables", **params)
-        existing.update(page.get("TableNames", []))
-        start = page.get("LastEvaluatedTableName")
-        if not start:
-            break
+    """Names of the project's tables that do not exist (one ListTables call a page)."""
+    existing = {name for page in db.pages("list_tables") for name in page.get("TableNames", [])}
     return [db.table(n) for n in TABLES if db.table(n) not in existing]

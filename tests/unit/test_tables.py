@@ -5,7 +5,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from queues_app.ddb import schema
+from queues_app.ddb import errors, schema
 from queues_app.ddb.tables import TABLES
 
 
@@ -78,7 +78,95 @@ def test_waiting_callers_from_before_the_index_are_filled_in(moto_db):
            "arrived_at": "2026-11-20T10:00:00.000000Z", "priority": 0}
     moto_db.call("put_item", TableName=moto_db.table("callcenter"), Item=marshal(old))
     router = Router(moto_db)
-    assert router.longest_waiting_since() is None  # not in the index yet
-    assert router.fill_waiting_index() == 1
-    assert router.longest_waiting_since() == "2026-11-20T10:00:00.000000Z"
-    assert router.fill_waiting_index() == 0
+    assert router.line.longest_waiting_since() is None  # not in the index yet
+    assert router.line.fill_waiting_index() == 1
+    assert router.line.longest_waiting_since() == "2026-11-20T10:00:00.000000Z"
+    assert router.line.fill_waiting_index() == 0
+
+
+# --- waiting for tables, counting, listing -------------------------------------------
+
+
+def test_creating_waits_with_botocores_waiter_and_the_meter_sees_it(moto_empty):
+    from queues_app.ddb import meter
+
+    with meter.measure() as seen:
+        schema.create_tables(moto_empty)
+    assert seen.calls_of("CreateTable") == len(TABLES)
+    assert seen.calls_of("DescribeTable") >= len(TABLES)
+
+
+def _stubbed(responses, monkeypatch):
+    """A Dynamo whose client answers DescribeTable with `responses`, in order."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from queues_app.ddb import client as client_module
+
+    raw = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(raw)
+    for response in responses:
+        if isinstance(response, str):
+            stubber.add_client_error("describe_table", service_error_code=response)
+        else:
+            stubber.add_response("describe_table", {"Table": response})
+    stubber.activate()
+    monkeypatch.setattr("botocore.waiter.time.sleep", lambda seconds: None)
+    monkeypatch.setattr(schema.time, "sleep", lambda seconds: None)
+    return client_module.Dynamo(raw, prefix="test-"), stubber
+
+
+def test_a_table_that_stays_creating_is_unavailable_after_the_timeout(monkeypatch):
+    db, stubber = _stubbed([{"TableName": "tbl", "TableStatus": "CREATING"}] * 3, monkeypatch)
+    with pytest.raises(errors.Unavailable, match="table tbl is still CREATING after 3s"):
+        schema._wait_active(db, "tbl", timeout=3)
+    stubber.assert_no_pending_responses()
+
+
+def test_a_refused_describe_while_waiting_is_a_domain_error(monkeypatch):
+    db, _ = _stubbed(["AccessDeniedException"], monkeypatch)
+    with pytest.raises(errors.Unavailable, match="refused the credentials"):
+        schema._wait_active(db, "tbl", timeout=3)
+
+
+def test_a_new_index_is_waited_for_after_its_table(monkeypatch):
+    def table(status, index_status):
+        return {"TableName": "tbl", "TableStatus": status,
+                "GlobalSecondaryIndexes": [{"IndexName": "idx", "IndexStatus": index_status}]}
+
+    db, stubber = _stubbed([table("UPDATING", "CREATING"), table("ACTIVE", "CREATING"),
+                            table("ACTIVE", "CREATING"), table("ACTIVE", "ACTIVE")], monkeypatch)
+    schema._wait_active(db, "tbl", timeout=30, index="idx")
+    stubber.assert_no_pending_responses()
+
+
+def test_count_items_reads_every_page(moto_db, monkeypatch):
+    from queues_app.ddb import batch
+
+    table = moto_db.table("tasks")
+    batch.put_items(moto_db, table, [{"task_id": f"t-{i}"} for i in range(30)])
+    pages = []
+    real_pages = moto_db.pages
+
+    def small_pages(operation, **params):
+        for page in real_pages(operation, Limit=7, **params):
+            pages.append(page["Count"])
+            yield page
+
+    monkeypatch.setattr(moto_db, "pages", small_pages)
+    assert schema.count_items(moto_db, table) == 30
+    assert len(pages) >= 5
+
+
+def test_missing_tables_reads_every_page_of_table_names(moto_db):
+    from queues_app.ddb import meter
+
+    for n in range(3):
+        moto_db.call("create_table", TableName=f"other-{n}", BillingMode="PAY_PER_REQUEST",
+                     KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}])
+    with meter.measure() as seen:
+        assert schema.missing_tables(moto_db) == []
+    assert seen.calls_of("ListTables") == 1
+    moto_db.call("delete_table", TableName=moto_db.table("audit"))
+    assert schema.missing_tables(moto_db) == [moto_db.table("audit")]
