@@ -95,6 +95,26 @@ def test_every_page_renders_with_data_for_supervisors_and_viewers(request, who, 
         response = client.get(url)
         assert response.status_code == 200, url
         assert b"Traceback" not in response.content, url
+        assert_no_template_text(response.content.decode(), url)
+
+
+TEMPLATE_TEXT = re.compile(r"\{[#%{]|[#%}]\}")
+
+
+def assert_no_template_text(html: str, url: str) -> None:
+    """Template syntax that reaches the page (a `{# #}` comment over two lines, a typo)."""
+    leaked = TEMPLATE_TEXT.search(html)
+    assert leaked is None, f"{url} shows template text: {html[max(0, leaked.start() - 60):leaked.end() + 60]!r}"
+
+
+def test_login_system_and_admin_pages_show_no_template_text(client, staff, moto_db):
+    assert_no_template_text(client.get(reverse("login")).content.decode(), "login")
+    client.force_login(staff)
+    for url in (reverse("system"), reverse("admin:index"), reverse("admin:queues_app_agententry_changelist"),
+                reverse("admin:queues_app_shipmententry_changelist")):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert_no_template_text(response.content.decode(), url)
 
 
 def test_lists_show_the_items_of_their_view(supervisor_client, world):
