@@ -78,7 +78,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from bench import harness
 from queues_app.shipments.fairness import FairConsumer, FairnessPolicy
@@ -415,15 +415,7 @@ def _check(run: Run, queue: ShipmentQueue, completed_ids: list[str]) -> None:
 # --- the whole benchmark -------------------------------------------------------------------
 
 
-@dataclass
-class Results:
-    parameters: Parameters
-    runs: dict[str, Run]
-    seconds: float = 0.0
-
-    @property
-    def problems(self) -> list[str]:
-        return [f"{mode}: {p}" for mode, run in self.runs.items() for p in run.problems]
+Results = harness.Variants[Parameters, Run]  # runs by mode
 
 
 def warm_up(endpoint: str, shipments: int = 200) -> None:
@@ -443,20 +435,13 @@ def warm_up(endpoint: str, shipments: int = 200) -> None:
 
 def run_benchmark(endpoint: str, p: Parameters, *, modes: tuple[str, ...] = MODES, warmup: int = 1,
                   progress=None) -> Results:
-    began = time.perf_counter()
-    harness.warm_up(warmup, lambda _round: warm_up(endpoint))
-    runs = {}
-    for mode in modes:
-        runs[mode] = run_mode(endpoint, mode, p, progress=progress)
-        if progress:
-            progress(summary_line(runs[mode]))
-    return Results(p, runs, time.perf_counter() - began)
+    return harness.run_variants(modes, lambda mode: run_mode(endpoint, mode, p, progress=progress), p,
+                                warmup=warmup, warm_up_round=lambda _round: warm_up(endpoint), progress=progress,
+                                summary=summary_line)
 
 
 def as_json(results: Results) -> dict:
-    return {"params": asdict(results.parameters),
-            **{mode: run.metrics() for mode, run in results.runs.items()},
-            "seconds": round(results.seconds, 1)}
+    return results.as_json("params")
 
 
 def _s(value: float | None, digits: int = 2) -> str:
@@ -552,9 +537,7 @@ def main(argv: list[str] | None = None) -> int:
             args.work_seconds, args.steady, args.outage, args.recovery_max, args.tail) < 0:
         parser.error("--rate, --consumers, --spillover-after and --sweep-seconds must be positive; durations "
                      "cannot be negative")
-    p = Parameters(rate=args.rate, consumers=args.consumers, work_seconds=args.work_seconds, steady=args.steady,
-                   outage=args.outage, recovery_max=args.recovery_max, tail=args.tail,
-                   spillover_after=args.spillover_after, sweep_seconds=args.sweep_seconds, seed=args.seed)
+    p = harness.from_args(Parameters, args)
     return harness.run_command(
         args, lambda endpoint: run_benchmark(endpoint, p, modes=args.modes, warmup=args.warmup,
                                              progress=harness.progress),

@@ -33,7 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,11 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None, *, smoke: dic
     if args.warmup < 0 or getattr(args, "repeat", 1) < 1:
         parser.error("--warmup takes zero or more, --repeat a positive number")
     return args
+
+
+def from_args[P](cls: type[P], args: argparse.Namespace) -> P:
+    """A parameters dataclass from the options of the same names."""
+    return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -237,6 +242,43 @@ def unmetered() -> Iterator[None]:
 
     with meter.housekeeping():
         yield
+
+
+# --- variants of one workload, in turn ------------------------------------------------------
+
+
+@dataclass
+class Variants[P, T]:
+    """One workload run under several variants in turn (the LIFO benchmark's orders, the
+    backlog benchmark's modes): the parameters (a dataclass), each variant's run (with
+    `metrics()` and `problems`), and the wall time of the lot, warm-up included."""
+
+    parameters: P
+    runs: dict[str, T]
+    seconds: float = 0.0
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{name}: {problem}" for name, run in self.runs.items() for problem in run.problems]
+
+    def as_json(self, parameters_key: str = "parameters") -> dict:
+        """{parameters_key: {...}, "<variant>": run.metrics(), ..., "seconds": ...}"""
+        return {parameters_key: asdict(self.parameters), **{name: run.metrics() for name, run in self.runs.items()},
+                "seconds": round(self.seconds, 1)}
+
+
+def run_variants[P, T](names: Iterable[str], run_one: Callable[[str], T], parameters: P, *, warmup: int,
+                       warm_up_round: Callable[[int], object], progress: Callable[[str], None] | None = None,
+                       summary: Callable[[T], str] = str) -> Variants[P, T]:
+    """`warmup` warm-up rounds, then `run_one(name)` for each variant, a summary line after each."""
+    began = time.perf_counter()
+    warm_up(warmup, warm_up_round)
+    runs = {}
+    for name in names:
+        runs[name] = run_one(name)
+        if progress:
+            progress(summary(runs[name]))
+    return Variants(parameters, runs, time.perf_counter() - began)
 
 
 # --- figures and report lines ----------------------------------------------------------------

@@ -62,7 +62,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from bench import harness
 from queues_app.ddb.client import Dynamo
@@ -401,15 +401,7 @@ def _check(run: Run, db: Dynamo, processed_ids: list[str]) -> None:
 # --- the whole benchmark -------------------------------------------------------------------
 
 
-@dataclass
-class Results:
-    parameters: Parameters
-    runs: dict[str, Run]
-    seconds: float = 0.0
-
-    @property
-    def problems(self) -> list[str]:
-        return [f"{order}: {p}" for order, run in self.runs.items() for p in run.problems]
+Results = harness.Variants[Parameters, Run]  # runs by order
 
 
 def warm_up(endpoint: str, tasks: int = 150) -> None:
@@ -429,20 +421,13 @@ def warm_up(endpoint: str, tasks: int = 150) -> None:
 
 def run_benchmark(endpoint: str, p: Parameters, *, orders: tuple[str, ...] = ORDERS, warmup: int = 1,
                   progress=None) -> Results:
-    began = time.perf_counter()
-    harness.warm_up(warmup, lambda _round: warm_up(endpoint))
-    runs = {}
-    for order in orders:
-        runs[order] = run_order(endpoint, order, p)
-        if progress:
-            progress(summary_line(runs[order]))
-    return Results(p, runs, time.perf_counter() - began)
+    return harness.run_variants(orders, lambda order: run_order(endpoint, order, p), p, warmup=warmup,
+                                warm_up_round=lambda _round: warm_up(endpoint), progress=progress,
+                                summary=summary_line)
 
 
 def as_json(results: Results) -> dict:
-    return {"parameters": asdict(results.parameters),
-            **{order: run.metrics() for order, run in results.runs.items()},
-            "seconds": round(results.seconds, 1)}
+    return results.as_json("parameters")
 
 
 def _ms(value: float | None) -> str:
@@ -529,9 +514,7 @@ def main(argv: list[str] | None = None) -> int:
             args.overload_rate, args.overload_seconds, args.calm_rate, args.calm_seconds) < 0:
         parser.error("rates and durations cannot be negative; --downstream-rate, --expiry and --take-limit must be "
                      "positive")
-    p = Parameters(overload_rate=args.overload_rate, overload_seconds=args.overload_seconds,
-                   calm_rate=args.calm_rate, calm_seconds=args.calm_seconds, downstream_rate=args.downstream_rate,
-                   expiry=args.expiry, take_limit=args.take_limit, seed=args.seed)
+    p = harness.from_args(Parameters, args)
     return harness.run_command(
         args, lambda endpoint: run_benchmark(endpoint, p, orders=args.orders, warmup=args.warmup,
                                              progress=harness.progress),
