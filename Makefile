@@ -45,10 +45,10 @@ test-browser: setup browser
 
 # Benchmarks against an in-memory DynamoDB Local they start themselves; figures in docs/benchmarks.md.
 bench: setup
-	$(PY) bench/matching.py
-	$(PY) bench/peek.py
-	$(PY) bench/lifo.py
-	$(PY) bench/backlog.py
+	$(PY) -m bench.matching
+	$(PY) -m bench.receive
+	$(PY) -m bench.lifo
+	$(PY) -m bench.backlog
 
 # Copy the pinned htmx from the npm package into static/ (the copy is committed).
 vendor: node-deps
