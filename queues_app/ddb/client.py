@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import boto3
 from botocore.config import Config
@@ -18,6 +18,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from queues_app.ddb import errors, meter
 from queues_app.ddb.codec import unmarshal
 from queues_app.ddb.tables import TABLES
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+Paged = Literal["query", "scan", "list_tables"]  # the paginated operations `pages` is used for
 
 
 class Dynamo:
@@ -51,7 +56,7 @@ class Dynamo:
             max_pool_connections=64,
             tcp_keepalive=True,
         )
-        self._client = client
+        self._client: DynamoDBClient | None = client
         self._lock = threading.Lock()
         if client is not None:
             meter.install(client)
@@ -70,14 +75,14 @@ class Dynamo:
         )
 
     @property
-    def client(self):
+    def client(self) -> DynamoDBClient:
         if self._client is None:
             with self._lock:
                 if self._client is None:
                     self._client = self._build_client()
         return self._client
 
-    def _build_client(self):
+    def _build_client(self) -> DynamoDBClient:
         session = boto3.session.Session()
         kwargs: dict[str, Any] = {"config": self._config, "region_name": self.region}
         if self.endpoint_url:
@@ -111,11 +116,12 @@ class Dynamo:
             ) from exc
 
 
-    def pages(self, operation: str, **params) -> Iterator[dict]:
+    def pages(self, operation: Paged, **params) -> Iterator[dict[str, Any]]:
         """Every page of a Query or Scan through botocore's paginator: each page is one
         request, counted by the meter like any other, and failures become domain errors."""
         paginator = self.client.get_paginator(operation)
-        pages = iter(paginator.paginate(**params))
+        # The stubs type each page as a TypedDict per operation; callers read them as dicts.
+        pages = cast(Iterator[dict[str, Any]], iter(paginator.paginate(**params)))
         while True:
             try:
                 page = next(pages)
@@ -125,7 +131,7 @@ class Dynamo:
                 raise errors.translate(exc, table=_table_of(params), endpoint=self.endpoint) from exc
             yield page
 
-    def items(self, operation: str, **params) -> Iterator[dict]:
+    def items(self, operation: Paged, **params) -> Iterator[dict[str, Any]]:
         """The items of every page (see `pages`), unmarshalled."""
         for page in self.pages(operation, **params):
             for raw in page.get("Items", []):

@@ -5,7 +5,6 @@ Nothing above `ddb` sees `{"S": ...}` maps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -15,12 +14,12 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 
-def marshal(item: dict[str, Any]) -> dict[str, dict]:
+def marshal(item: dict[str, Any]) -> dict[str, Any]:
     """Python values to DynamoDB's attribute-value maps (None values are dropped)."""
     return {k: _serializer.serialize(_plain(v)) for k, v in item.items() if v is not None}
 
 
-def unmarshal(item: dict[str, dict] | None) -> dict[str, Any]:
+def unmarshal(item: dict[str, Any] | None) -> dict[str, Any]:
     """DynamoDB's attribute-value maps to Python values (numbers become int or float)."""
     if not item:
         return {}

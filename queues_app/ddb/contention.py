@@ -8,10 +8,8 @@ the head. With few workers at once the level stays near zero and the head goes f
 from __future__ import annotations
 
 import random
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -50,13 +48,13 @@ class ContentionGauge:
     def order(self, entries: Sequence[T], rng: random.Random | None = None) -> list[T]:
         """The order to try entries in: the head first unless contended, the rest shuffled
         (after a lost race, those who lost it should not all try the same next one)."""
-        rng = rng or random
+        shuffle = rng.shuffle if rng else random.shuffle
         entries = list(entries)
         if not entries:
             return entries
         if self.contended:
-            rng.shuffle(entries)
+            shuffle(entries)
             return entries
         head, rest = entries[0], entries[1:]
-        rng.shuffle(rest)
+        shuffle(rest)
         return [head, *rest]

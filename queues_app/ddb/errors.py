@@ -7,7 +7,7 @@ to user messages in one place and never see a botocore exception.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -132,7 +132,7 @@ _AUTH_CODES = {
 }
 
 
-def _reasons(response: dict) -> list[CancellationReason]:
+def _reasons(response: dict[str, Any]) -> list[CancellationReason]:
     reasons = []
     for index, raw in enumerate(response.get("CancellationReasons") or []):
         item = raw.get("Item")
@@ -152,17 +152,18 @@ def translate(exc: Exception, *, table: str | None = None, endpoint: str | None 
     if isinstance(exc, DynamoError):
         return exc
     if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
+        response = cast(dict[str, Any], exc.response)  # the stubs' TypedDict lacks Item and CancellationReasons
+        error = response.get("Error", {})
         code = error.get("Code", "")
         message = error.get("Message", "") or code
         if code == "ConditionalCheckFailedException":
-            item = exc.response.get("Item")
+            item = response.get("Item")
             return Conflict(
                 "The item changed or is not in the expected state.",
                 current=unmarshal(item) if item else None,
             )
         if code == "TransactionCanceledException":
-            reasons = _reasons(exc.response)
+            reasons = _reasons(response)
             codes = {r.code for r in reasons if r.failed}
             if codes & _THROTTLE_CODES:
                 return Throttled("DynamoDB throttled part of a transaction; try again shortly.")

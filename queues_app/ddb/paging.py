@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any, Generic, TypeGuard, TypeVar
+from typing import Any, TypeGuard
 
 from django.core import signing
 
 from queues_app.ddb import errors
 
-T = TypeVar("T")
-
 
 @dataclass
-class Page(Generic[T]):
+class Page[T]:
     items: list[T]
     next_cursor: str | None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, WaiterError
 
@@ -113,7 +114,7 @@ def _wait_active(db: Dynamo, name: str, timeout: float = 60.0, index: str | None
         db.client.get_waiter("table_exists").wait(
             TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": max(1, int(timeout))})
     except WaiterError as exc:
-        last = exc.last_response or {}
+        last: Any = exc.last_response or {}  # DescribeTable's response, or its error
         if "Error" in last:
             raise errors.translate(ClientError(last, "DescribeTable"), table=name, endpoint=db.endpoint) from exc
         status = last.get("Table", {}).get("TableStatus", "not ACTIVE")

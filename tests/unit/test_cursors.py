@@ -240,7 +240,7 @@ def test_the_audit_page_follows_its_own_cursor(supervisor_client, moto_db):
 
 def test_one_items_history_cursor_is_refused_for_the_whole_trail(supervisor_client, moto_db):
     trail = AuditTrail(moto_db)
-    for n in range(3):
+    for _ in range(3):
         trail.record(actor="sam", source="page", action="note", target="agent:a-1")
     cursor = trail.for_target("agent:a-1", limit=1).next_cursor
     assert cursor

@@ -71,8 +71,8 @@ def test_create_adds_indexes_that_an_older_table_lacks(moto_empty, monkeypatch):
 
 def test_waiting_callers_from_before_the_index_are_filled_in(moto_db):
     from queues_app.agents import keys
-    from queues_app.ddb.codec import marshal
     from queues_app.agents.router import Router
+    from queues_app.ddb.codec import marshal
 
     old = {"pk": keys.WAITING_PK, "sk": "9#2026-11-20T10:00:00.000000Z#c-old", "call_id": "c-old",
            "arrived_at": "2026-11-20T10:00:00.000000Z", "priority": 0}
