@@ -538,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rate, --consumers, --spillover-after and --sweep-seconds must be positive; durations "
                      "cannot be negative")
     p = harness.from_args(Parameters, args)
-    return harness.run_command(
+    return harness.execute(
         args, lambda endpoint: run_benchmark(endpoint, p, modes=args.modes, warmup=args.warmup,
                                              progress=harness.progress),
         report=report, as_json=as_json)

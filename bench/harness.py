@@ -4,15 +4,18 @@
 - the command line: `parser()` holds the options every benchmark takes (`--json`,
   `--endpoint`, `--warmup N` / `--no-warmup`, `--smoke`, and `--seed` and `--repeat`
   where the benchmark has them); `parse()` applies the benchmark's smallest sizes
-  when `--smoke` is given (options given explicitly still win);
-- `run_command()`: Django settings, a DynamoDB (`--endpoint`, or an in-memory DynamoDB
+  when `--smoke` is given (options given explicitly still win); `from_args()` builds
+  a parameters dataclass from the options; `run_module()` runs a benchmark's command
+  in a child process (tests);
+- `execute()`: Django settings, a DynamoDB (`--endpoint`, or an in-memory DynamoDB
   Local started before the run and stopped after it), the run, then the report: the
   text tables and the wall time, or with `--json` one JSON object on stdout and the
   rest on stderr; exit status 1 when a check failed;
 - `fresh_tables()`: the project's tables under a prefix of their own, dropped
   afterwards, in a process whose matchers and consumers have lost no races lately;
 - `warm_up()`: rounds thrown away before measuring (DynamoDB Local's JVM is several
-  times slower on its first few thousand requests);
+  times slower on its first few thousand requests); `run_variants()`: a warm-up, then
+  one workload under each of its variants in turn;
 - `metered()`: the DynamoDB requests and capacity units, by operation, of whatever
   runs in a block (any thread), from the request meter `queues_app.ddb.meter`;
   `unmetered()` for the benchmark's own reads inside such a block;
@@ -36,6 +39,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from queues_app import agents, shipments
+from queues_app.ddb import meter, schema
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.local import DynamoDBLocal
 
 IN_MEMORY = "in-memory DynamoDB Local"
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +111,7 @@ def names(*allowed: str) -> Callable[[str], tuple[str, ...]]:
     return convert
 
 
-def command(name: str, *args: str, timeout: float = 600.0) -> subprocess.CompletedProcess:
+def run_module(name: str, *args: str, timeout: float = 600.0) -> subprocess.CompletedProcess:
     """Run `python -m bench.<name> args...` from the repository root in a child process,
     as a person would (tests of the command line); stdout and stderr captured as text."""
     return subprocess.run([sys.executable, "-m", f"bench.{name}", *args], cwd=ROOT, capture_output=True, text=True,
@@ -130,8 +138,6 @@ def dynamodb_endpoint(endpoint: str | None) -> Iterator[str]:
     if endpoint:
         yield endpoint
         return
-    from queues_app.ddb.local import DynamoDBLocal
-
     server = DynamoDBLocal().start()
     try:
         yield server.endpoint
@@ -139,9 +145,9 @@ def dynamodb_endpoint(endpoint: str | None) -> Iterator[str]:
         server.stop()
 
 
-def run_command[R](args: argparse.Namespace, run: Callable[[str], R], *, report: Callable[[R, str], str],
-                as_json: Callable[[R], dict], problems: Callable[[R], list[str]] = lambda r: r.problems,
-                json_notes: Callable[[R], Iterable[str]] = lambda r: ()) -> int:
+def execute[R](args: argparse.Namespace, run: Callable[[str], R], *, report: Callable[[R, str], str],
+               as_json: Callable[[R], dict], problems: Callable[[R], list[str]] = lambda r: r.problems,
+               json_notes: Callable[[R], Iterable[str]] = lambda r: ()) -> int:
     """Run `run(endpoint)` and print its results: `report(results, where)` and the wall
     time, or with --json `as_json(results)` on stdout and `json_notes` and the failed
     checks on stderr. Returns the exit status: 1 when a check failed."""
@@ -168,20 +174,15 @@ def run_command[R](args: argparse.Namespace, run: Callable[[str], R], *, report:
 
 def reset_contention() -> None:
     """A process whose matchers and consumers have lost no races lately and hold no claims."""
-    from queues_app import agents, shipments
-
     agents.reset_contention()
     shipments.reset_contention()
 
 
 @contextmanager
-def fresh_tables(endpoint: str, *labels: object, read_timeout: float = 30.0) -> Iterator[Any]:
+def fresh_tables(endpoint: str, *labels: object, read_timeout: float = 30.0) -> Iterator[Dynamo]:
     """A `Dynamo` on the project's tables, created under a prefix of their own
     (`bench-<labels>-<random>-`) and dropped when the block ends; the process's
     contention gauges and claims start afresh."""
-    from queues_app.ddb import schema
-    from queues_app.ddb.client import Dynamo
-
     name = "-".join(str(label) for label in labels)
     db = Dynamo(prefix=f"bench-{name}-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint, region="us-east-1",
                 read_timeout=read_timeout)
@@ -221,8 +222,6 @@ class Measurement:
 def metered() -> Iterator[Measurement]:
     """Meter the DynamoDB requests every thread makes while the block runs; the
     figures are filled in when it ends."""
-    from queues_app.ddb import meter
-
     measurement = Measurement()
     began = time.perf_counter()
     with meter.measure() as live:
@@ -238,8 +237,6 @@ def metered() -> Iterator[Measurement]:
 def unmetered() -> Iterator[None]:
     """Requests of this thread in the block are the benchmark's own (checking that a
     queue is empty, sampling a depth): `metered()` blocks do not count them."""
-    from queues_app.ddb import meter
-
     with meter.housekeeping():
         yield
 

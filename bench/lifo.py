@@ -515,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("rates and durations cannot be negative; --downstream-rate, --expiry and --take-limit must be "
                      "positive")
     p = harness.from_args(Parameters, args)
-    return harness.run_command(
+    return harness.execute(
         args, lambda endpoint: run_benchmark(endpoint, p, orders=args.orders, warmup=args.warmup,
                                              progress=harness.progress),
         report=report, as_json=as_json)

@@ -256,7 +256,8 @@ def check_table(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list,
     never = [agent_id for agent_id, _n, _s in agent_specs if agent_id not in assigned]
     if never:
         problems.append(f"{len(never)} agents never assigned, e.g. {never[:5]}")
-    wrong_call = [a for a, calls in assigned.items() if len(calls) == 1 and stored.get(a, {}).get("call_id") != calls[0]]
+    wrong_call = [a for a, calls in assigned.items()
+                  if len(calls) == 1 and stored.get(a, {}).get("call_id") != calls[0]]
     if wrong_call:
         problems.append(f"{len(wrong_call)} agents hold another call than the one reported, e.g. {wrong_call[:5]}")
     for combo in skill_catalog.all_combinations():
@@ -411,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     args = harness.parse(parser, argv, smoke=SMOKE)
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
         parser.error("--threads and --agents need positive numbers")
-    return harness.run_command(
+    return harness.execute(
         args,
         lambda endpoint: run_benchmark(endpoint, agents=args.agents, threads=args.threads, seed=args.seed,
                                        algorithms=args.algorithms, repeat=args.repeat, warmup=args.warmup,

@@ -523,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.receives > args.waiting:
         parser.error("--receives cannot exceed --waiting")
     idle_sleep = args.idle_ms / 1000
-    return harness.run_command(
+    return harness.execute(
         args,
         lambda endpoint: run_benchmark(endpoint, inflight=args.inflight, receives=args.receives,
                                        waiting=args.waiting, consumers=args.consumers, shipments=args.shipments,

@@ -25,7 +25,7 @@ TINY = ["--smoke", "--seed", "3"]  # rate 10, 2 consumers, steady 2 s, outage 3 
 
 
 def test_both_modes_complete_every_shipment_once(dynamodb_local):
-    finished = harness.command("backlog", "--json", "--endpoint", dynamodb_local.endpoint, *TINY)
+    finished = harness.run_module("backlog", "--json", "--endpoint", dynamodb_local.endpoint, *TINY)
     printed = json.loads(finished.stdout)  # stdout holds the JSON object only
     assert finished.returncode == 0, finished.stderr
     assert set(printed) == {"params", "fifo", "sidelining", "seconds"}

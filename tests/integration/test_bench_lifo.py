@@ -49,7 +49,7 @@ def test_every_task_is_processed_once_shed_or_left(dynamodb_local):
 
 
 def test_json_output_has_the_documented_shape(dynamodb_local):
-    finished = harness.command("lifo", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke")
+    finished = harness.run_module("lifo", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke")
     assert finished.returncode == 0, finished.stderr
     printed = json.loads(finished.stdout)  # stdout holds the JSON object only
     assert set(printed) == {"parameters", "lifo", "fifo", "seconds"}

@@ -35,7 +35,7 @@ def test_both_algorithms_assign_every_agent_once(dynamodb_local):
 
 
 def test_json_output_has_the_documented_shape(dynamodb_local):
-    finished = harness.command("matching", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke")
+    finished = harness.run_module("matching", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke")
     assert finished.returncode == 0, finished.stderr
     printed = json.loads(finished.stdout)  # stdout holds the JSON object only
     assert set(printed) == {"ours", "article"}

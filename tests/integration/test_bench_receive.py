@@ -48,7 +48,7 @@ def test_receive_cost_and_throughput_at_toy_sizes(dynamodb_local):
 
 
 def test_json_output_has_the_documented_shape(dynamodb_local):
-    finished = harness.command("receive", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke",
+    finished = harness.run_module("receive", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke",
                                "--consumers", "")
     assert finished.returncode == 0, finished.stderr
     printed = json.loads(finished.stdout)  # stdout holds the JSON object only
