@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from queues_app.views import metrics
+from queues_app.api import metrics
 
 admin.site.site_header = "Switchboard administration"
 admin.site.site_title = "Switchboard admin"

@@ -54,6 +54,11 @@ class Operations:
         self.shipments = ShipmentQueue(self.db)
         self.trail = AuditTrail(self.db)
 
+    @classmethod
+    def for_request(cls, request, source: str = "page") -> Operations:
+        """Changes made by the request's user, recorded with its trace id."""
+        return cls(request.user.get_username(), source, trace_id=getattr(request, "trace_id", None))
+
     def _record(self, action: str, kind: str, item_id: str, summary: str, before, after) -> None:
         self.trail.record(
             actor=self.actor, source=self.source, action=action, target=target(kind, item_id),

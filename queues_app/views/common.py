@@ -22,7 +22,7 @@ CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
 
 
 def operations(request, source: str = "page") -> Operations:
-    return Operations(request.user.get_username(), source, trace_id=getattr(request, "trace_id", None))
+    return Operations.for_request(request, source)
 
 
 def back_url(request, default: str) -> str:
