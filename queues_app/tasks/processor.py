@@ -1,31 +1,12 @@
 """The task processor: one active processor across all hosts works the LIFO task queue
-against a downstream of limited throughput.
-
-- **One at a time.** A processor works only while it holds the lease
-  (`dynamo.leases.Lease`, an item in the tasks table). Without it, it waits and tries
-  again, doing nothing else; a dead processor's lease runs out and passes to another.
-  The lease is renewed every third of its length; a processor that cannot renew stops
-  at once (the task in hand goes back to PENDING).
-- **Time-boxed.** `run(time_box_seconds)` works for at most that long and then releases
-  the lease; `run_forever` (the management command) strings time boxes together until
-  stopped, so the lease changes hands at every box boundary when another host waits.
-- **Newest first.** `TaskQueue.take_next()` takes the newest pending task; the
-  downstream succeeds (SUCCESS), fails (FAILURE) or is at capacity (`AtCapacity`): the
-  task goes back to PENDING, keeping its place and its expiry, and the processor waits
-  for capacity. Under insurmountable load the old tasks expire and are shed.
-- **Woken, not spinning.** With nothing pending it waits on the table's DynamoDB stream
-  (`dynamo.streams.StreamWaker`) where the endpoint offers one, and otherwise sleeps
-  the poll interval.
-- **Housekeeping.** Every `sweep_every` seconds it runs `TaskQueue.sweep_expired()` (so
-  shed tasks are counted) and gives back TAKEN tasks nobody works on any more (a dead
-  processor's task in hand), which would otherwise never be processed nor counted.
-
-Downstream calls must be short next to the lease (well under a third of it): the loop
-is single-threaded and renews between tasks.
+against a downstream of limited throughput, while it holds the processor lease; woken by
+the table's stream, time-boxed, and sweeping expired work as it goes. How and why is
+explained in docs/design-notes/shipments-and-tasks.md.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -35,13 +16,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from queues_app.ddb import errors
-from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.ddb.clock import from_iso
+from queues_app.tasks.downstream import AtCapacity, Downstream, DownstreamFailed
+from queues_app.tasks.processor_lease import ProcessorLease
+from queues_app.tasks.queue import TaskQueue
+from queues_app.tasks.records import IllegalTransition, Task, TaskStatus
 from queues_app.tasks.streams import StreamWaker
-from queues_app.tasks.queue import IllegalTransition, Task, TaskQueue, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -51,105 +33,6 @@ _TRANSIENT = (errors.Unavailable, errors.Throttled)
 
 def default_holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-# --- rate limiting --------------------------------------------------------------------
-
-
-class TokenBucket:
-    """`rate` tokens a second, at most `burst` saved up (the bucket starts full).
-    Thread-safe; `clock` is monotonic seconds (injectable for tests)."""
-
-    def __init__(self, rate: float, burst: float | None = None, *, clock: Callable[[], float] = time.monotonic):
-        if rate <= 0:
-            raise ValueError("the rate must be positive")
-        self.rate = float(rate)
-        self.burst = float(burst if burst is not None else max(1.0, rate))
-        if self.burst < 1:
-            raise ValueError("the burst must allow at least one call")
-        self.clock = clock
-        self._tokens = self.burst
-        self._updated = clock()
-        self._lock = threading.Lock()
-
-    def _refill(self) -> None:
-        moment = self.clock()
-        self._tokens = min(self.burst, self._tokens + (moment - self._updated) * self.rate)
-        self._updated = moment
-
-    @property
-    def tokens(self) -> float:
-        with self._lock:
-            self._refill()
-            return self._tokens
-
-    def try_acquire(self, n: float = 1.0) -> bool:
-        with self._lock:
-            self._refill()
-            if self._tokens >= n:
-                self._tokens -= n
-                return True
-            return False
-
-    def wait_time(self, n: float = 1.0) -> float:
-        """Seconds until `n` tokens are there (0 when they are now)."""
-        with self._lock:
-            self._refill()
-            return max(0.0, (n - self._tokens) / self.rate)
-
-
-# --- the downstream -------------------------------------------------------------------
-
-
-class AtCapacity(Exception):
-    """The downstream cannot take this call now; try again after `retry_after` seconds."""
-
-    def __init__(self, message: str = "the downstream is at capacity", *, retry_after: float = 0.0):
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class DownstreamFailed(Exception):
-    """The downstream processed the task and rejected it: the task fails."""
-
-
-class Downstream(Protocol):
-    def process(self, task: Task) -> str | None:
-        """Process one task; return a short result. Raise `AtCapacity` when it cannot take
-        the call now, `DownstreamFailed` when the task failed."""
-
-
-class RateLimitedDownstream:
-    """A demo downstream (the article's throughput-constrained legacy system): at most
-    `rate` calls a second (bursts of `burst`), and a share of the tasks fails."""
-
-    def __init__(self, rate: float = 5.0, burst: float | None = None, *, fail_share: float = 0.0,
-                 work_seconds: float = 0.0, seed: int | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
-        if not 0.0 <= fail_share <= 1.0:
-            raise ValueError("fail_share is a share between 0 and 1")
-        self.bucket = TokenBucket(rate, burst, clock=clock)
-        self.fail_share = fail_share
-        self.work_seconds = work_seconds
-        self.sleep = sleep
-        self._rng = random.Random(seed)
-        self._lock = threading.Lock()
-        self.accepted = 0
-        self.refused = 0
-
-    def process(self, task: Task) -> str | None:
-        if not self.bucket.try_acquire():
-            with self._lock:
-                self.refused += 1
-            raise AtCapacity(retry_after=self.bucket.wait_time())
-        with self._lock:
-            self.accepted += 1
-            unlucky = self._rng.random() < self.fail_share
-        if self.work_seconds:
-            self.sleep(self.work_seconds)
-        if task.payload.get("always_fail") or unlucky:
-            raise DownstreamFailed(f"the downstream rejected task {task.task_id}")
-        return "ok"
 
 
 # --- the processor --------------------------------------------------------------------
@@ -419,20 +302,14 @@ class TaskProcessor:
         """TAKEN tasks older than `recover_after` while we hold the lease belong to no live
         processor (a previous holder stopped when its lease ran out): back to PENDING."""
         moment = self.tasks.clock()
-        cursor, seen = None, 0
-        while seen < limit:
-            page = self.tasks.list(TaskStatus.TAKEN, cursor=cursor, limit=100, newest_first=False)
-            for task in page.items:
-                seen += 1
-                taken_at = from_iso(task.taken_at)
-                if taken_at is None or (moment - taken_at).total_seconds() < self.recover_after:
-                    continue
-                if self._give_back(task, counter="recovered"):
-                    log.warning("task %s was TAKEN since %s by a processor that is gone; back to PENDING",
-                                task.task_id, task.taken_at)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        taken = self.tasks.each(TaskStatus.TAKEN, newest_first=False, page_size=100)
+        for task in itertools.islice(taken, limit):
+            taken_at = from_iso(task.taken_at)
+            if taken_at is None or (moment - taken_at).total_seconds() < self.recover_after:
+                continue
+            if self._give_back(task, counter="recovered"):
+                log.warning("task %s was TAKEN since %s by a processor that is gone; back to PENDING",
+                            task.task_id, task.taken_at)
 
     def _trouble(self, what: str, exc: errors.DynamoError, stop: threading.Event, deadline: float) -> None:
         self.stats.errors += 1

@@ -1,24 +1,6 @@
-"""A lease: at most one holder of a named role (the task processor) across all hosts.
-
-The lease is one item in the tasks table, `task_id = "LEASE#<name>"`, with the holder,
-`lease_until` (epoch seconds, a float) and `expires_at` (the table's TTL attribute, an
-hour after the lease ends, so abandoned leases get cleaned up eventually). It has no
-`task_status`, so it never shows up in the `by_status` index the queue reads.
-
-- acquire: a conditional write that succeeds when there is no lease, when it has
-  expired, or when we hold it already
-  (`attribute_not_exists(task_id) OR lease_until < :now OR holder = :me`). Each
-  acquisition adds one to `generation`, a fencing token;
-- renew: moves `lease_until` on, only while the item still names us and our generation;
-- release: removes the holder and ends the lease (`lease_until = 0`), on the same
-  condition. The item stays, so `generation` only ever grows (until TTL removes an item
-  unused for an hour, when no holder of an old generation can be left).
-
-Timing: `lease_until` is computed from the clock reading taken *before* the request is
-sent, and the holder considers the lease its own only until `lease_until - margin`
-(`held`), so its own view always ends before any other host can take over (given clocks
-that agree to within `margin`). A holder that cannot renew (lost the lease, or DynamoDB
-unreachable) must stop acting when `held` turns false.
+"""The processor lease: at most one holder of a named role (the task processor) across
+all hosts, as one item in the tasks table with a fencing generation. How acquire, renew
+and release stay safe is explained in docs/design-notes/shipments-and-tasks.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Wake-ups from the tasks table's DynamoDB stream.
-
-`StreamWaker` follows every open shard of the table's latest stream from LATEST and
-`wait(timeout)` returns True as soon as records arrive that may mean work: an INSERT or
-MODIFY whose new image is a PENDING task (a task created, or released back to the
-queue). Lease renewals, shed statistics and deletions (TTL, the sweeper) do not wake.
-
-It degrades gracefully: when the table has no stream, or the endpoint does not offer
-DynamoDB Streams (moto, some emulators), `available` is False and `wait` just sleeps
-for the timeout, so the caller polls. A stream that fails later (shard iterators
-expired, a shard closed and the new one not found, the endpoint gone) is re-opened at
-LATEST on the next `wait`, and that wait returns True because records may have been
-missed.
-
-`open()` before reading the queue: records written after `open()` are seen by `wait`,
-so nothing created between "the queue is empty" and "wait" is missed.
+"""Wake-ups from the tasks table's DynamoDB stream: `StreamWaker.wait` returns as soon as
+a PENDING task is written, and just sleeps where the endpoint has no streams. Details
+in docs/design-notes/shipments-and-tasks.md.
 """
 
 from __future__ import annotations

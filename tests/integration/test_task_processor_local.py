@@ -7,9 +7,10 @@ import time
 
 import pytest
 
+from queues_app.tasks.downstream import RateLimitedDownstream
+from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
-from queues_app.tasks.processor import RateLimitedDownstream, TaskProcessor
 
 
 @pytest.fixture

@@ -2,17 +2,17 @@
 
 import io
 import signal
-
 import threading
 
 import pytest
 from botocore.exceptions import ClientError
 from django.core.management import call_command
 
+from queues_app.tasks.downstream import AtCapacity, DownstreamFailed, RateLimitedDownstream, TokenBucket
+from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.processor_lease import LEASE_PREFIX, ProcessorLease
-from queues_app.tasks.streams import StreamWaker, wakes
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
-from queues_app.tasks.processor import AtCapacity, DownstreamFailed, RateLimitedDownstream, TaskProcessor, TokenBucket
+from queues_app.tasks.streams import StreamWaker, wakes
 
 
 class FakeTime:

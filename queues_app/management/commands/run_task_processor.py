@@ -2,8 +2,9 @@ import signal
 
 from django.core.management.base import BaseCommand
 
+from queues_app.tasks.downstream import RateLimitedDownstream
+from queues_app.tasks.processor import TaskProcessor, default_holder
 from queues_app.tasks.queue import TaskQueue
-from queues_app.tasks.processor import RateLimitedDownstream, TaskProcessor, default_holder
 
 
 class Command(BaseCommand):
@@ -16,10 +17,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--rate", type=float, default=5.0, help="downstream calls per second")
-        parser.add_argument("--burst", type=float, default=None, help="downstream burst (default: the rate, at least 1)")
+        parser.add_argument("--burst", type=float, default=None,
+                            help="downstream burst (default: the rate, at least 1)")
         parser.add_argument("--fail-share", type=float, default=0.1, help="share of tasks the demo downstream fails")
-        parser.add_argument("--time-box", type=float, default=60.0, help="seconds per time box (the lease is released after each)")
-        parser.add_argument("--poll", type=float, default=5.0, help="seconds between looks at an idle queue without a stream")
+        parser.add_argument("--time-box", type=float, default=60.0,
+                            help="seconds per time box (the lease is released after each)")
+        parser.add_argument("--poll", type=float, default=5.0,
+                            help="seconds between looks at an idle queue without a stream")
         parser.add_argument("--sweep-every", type=float, default=5.0, help="seconds between sweeps of expired tasks")
         parser.add_argument("--lease", type=float, default=15.0, help="lease length in seconds (renewed every third)")
         parser.add_argument("--holder", default=None, help="this processor's name in the lease (default: hostname:pid)")
@@ -35,7 +39,8 @@ class Command(BaseCommand):
             holder=holder or default_holder(), lease_seconds=lease, poll_seconds=poll,
             sweep_every=sweep_every, use_streams=not no_streams,
         )
-        previous = {signum: signal.signal(signum, lambda *_: processor.stop()) for signum in (signal.SIGTERM, signal.SIGINT)}
+        previous = {signum: signal.signal(signum, lambda *_: processor.stop())
+                    for signum in (signal.SIGTERM, signal.SIGINT)}
         self.stdout.write(
             f"Task processor {processor.holder} (downstream {rate:g}/s, lease {lease:g}s, time box {time_box:g}s); "
             "stop with SIGTERM."
