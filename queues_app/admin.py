@@ -27,7 +27,7 @@ from queues_app.actions import BulkReport, Operations
 from queues_app.roles import can_act
 from queues_app.templatetags.switchboard import as_json, since, until
 from queues_app.http_errors import describe
-from queues_app.views.shipments import VIEWS as SHIPMENT_LISTS
+from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 
 PAGE_SIZE = 50
 

@@ -5,6 +5,6 @@ retry, the dead-letter queue, supervisor actions, and fair consumption (article 
 def reset_contention() -> None:
     """Start afresh, as a process whose consumers have lost no races lately (tests, and
     benchmarks measuring a lone consumer)."""
-    from queues_app.shipments.queue import reset_contention as reset
+    from queues_app.shipments.consuming import reset_contention as reset
 
     reset()

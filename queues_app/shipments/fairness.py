@@ -1,14 +1,6 @@
-"""Operating under backlog: backpressure, per-tenant rate limits and sidelining.
-
-- **Backpressure**: enqueues are refused (the API answers 429 with Retry-After) while a
-  queue's backlog is past its bound, instead of letting it grow without limit.
-- **Fairness**: each tenant (shipper) may enqueue so many shipments a second into the
-  live queue; what it sends above that rate is sidelined to the spillover queue, so one
-  noisy tenant cannot push everyone else's fresh work back.
-- **Sidelining old work**: shipments that waited longer than a bound are moved from the
-  live queue to the spillover queue (`ShipmentQueue.sideline_stale`); consumers take the
-  spillover queue only when the live queue is caught up (`FairConsumer`). After an
-  outage, fresh work is then served at once while the backlog drains behind it.
+"""Operating under backlog: backpressure bounds, per-tenant rate limits, and sidelining
+old work to the spillover queue, which `FairConsumer` takes only when the live queue is
+caught up. Details in docs/design-notes/shipments-and-tasks.md.
 """
 
 from __future__ import annotations
@@ -21,13 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from queues_app.ddb import errors
-from queues_app.monitoring import counters
 from queues_app.ddb.client import Dynamo, default
-from queues_app.ddb.errors import Backpressure
-from queues_app.ddb.codec import marshal
 from queues_app.ddb.clock import now
-from queues_app.agents.router import Router
-from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Receipt, Shipment, ShipmentQueue
+from queues_app.ddb.codec import marshal
+from queues_app.monitoring import counters
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, Receipt
 
 
 @dataclass
@@ -114,7 +105,7 @@ _sweeps = SweepSchedule()
 
 
 class FairConsumer:
-    """Peeks the live queue first and the spillover queue only when the live one has
+    """Receives from the live queue first and the spillover queue only when the live one has
     nothing visible. Before that, when a sweep is due, it sidelines live work that waited
     longer than the policy's bound, all of it at once (up to `sweep_limit`), so fresh
     work is not left waiting behind old work that is still to be moved."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.scan import Violation, scan_all
-from queues_app.shipments.queue import (
+from queues_app.shipments.records import (
     DEFAULT_QUEUE,
+    INDEX_KEYS,
     ShipmentState,
     ShipmentStatus,
     ready_sort_key,
@@ -37,12 +38,6 @@ def read_shipments(db: Dynamo) -> list[dict]:
     """Every item of the shipments table."""
     return list(scan_all(db, "shipments"))
 
-
-_PAIRS = {  # index -> (partition key attribute, sort key attribute)
-    "ready": ("ready_q", "ready_sk"),
-    "invisible": ("invisible_q", "invisible_sk"),
-    "dlq": ("dlq_q", "dlq_sk"),
-}
 
 # Which indexes each status allows. A READY_TO_SHIP shipment is in at most one of its
 # two (ready: queued; invisible: delayed); the other statuses are in exactly the listed
@@ -93,7 +88,7 @@ def check_shipment(item: dict) -> list[Violation]:
 
     # each index pair: complete, in the shipment's queue, with the sort key the code writes
     present = set()
-    for index, (q_attr, sk_attr) in _PAIRS.items():
+    for index, (q_attr, sk_attr) in INDEX_KEYS.items():
         if not (has(q_attr) or has(sk_attr)):
             continue
         present.add(index)
@@ -115,9 +110,9 @@ def check_shipment(item: dict) -> list[Violation]:
         label = ShipmentStatus.LABELS[status][0].lower() + ShipmentStatus.LABELS[status][1:]  # "in DLQ"
         extra = sorted(present - _INDEXES_ALLOWED[status])
         for index in extra:
-            add("index", f"{label} but in the {index} index ({', '.join(a for a in _PAIRS[index] if has(a))})")
+            add("index", f"{label} but in the {index} index ({', '.join(a for a in INDEX_KEYS[index] if has(a))})")
         for index in sorted(_INDEXES_REQUIRED[status] - present):
-            add("index", f"{label} but not in the {index} index (no {' or '.join(_PAIRS[index])})")
+            add("index", f"{label} but not in the {index} index (no {' or '.join(INDEX_KEYS[index])})")
         if status == ShipmentStatus.READY_TO_SHIP and {"ready", "invisible"} <= present:
             add("index", "ready to ship but both queued and delayed: in the ready and the invisible index")
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from queues_app.ddb import errors
 from queues_app.shipments.fairness import FairConsumer
-from queues_app.shipments.queue import DEFAULT_QUEUE, Receipt, Shipment, ShipmentQueue
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.shipments.records import DEFAULT_QUEUE, Receipt, Shipment
 from queues_app.tracing import traced
 
 log = logging.getLogger(__name__)

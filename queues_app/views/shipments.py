@@ -1,7 +1,7 @@
 """Shipments: the queue in priority order, in flight with deadlines, delayed, and the
 DLQ with failure reasons; touch, reprioritize, send to the DLQ, restore, remove.
 
-Looking never changes anything: lists read the indexes and BatchGetItem, never peek.
+Looking never changes anything: lists read the indexes and BatchGetItem, never receive.
 """
 
 from __future__ import annotations
@@ -10,20 +10,15 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from queues_app.ddb.errors import InvalidRequest
-from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.audit_trail import AuditTrail, target
+from queues_app.ddb.errors import InvalidRequest
 from queues_app.forms import DlqFilterForm, PriorityForm, ReasonForm
+from queues_app.shipments.listing import LISTS
+from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.views.common import confirm, operations, selected_ids, supervisor_action
 
 PAGE_SIZE = 25
 FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py restore_shipments`
-VIEWS = {
-    "queue": ("Queued", ShipmentQueue.list_queue),
-    "in_flight": ("In flight", ShipmentQueue.list_in_flight),
-    "delayed": ("Delayed", ShipmentQueue.list_delayed),
-    "dlq": ("Dead-letter queue", ShipmentQueue.list_dlq),
-}
 
 
 def _queue_name(request) -> str:
@@ -35,13 +30,13 @@ def shipment_list(request):
     service = ShipmentQueue()
     queue = _queue_name(request)
     view = request.GET.get("view", "queue")
-    if view not in VIEWS:
+    if view not in LISTS:
         view = "queue"
-    title, lister = VIEWS[view]
+    title, lister = LISTS[view]
     page = lister(service, queue, cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
     counts = service.counts(queue)
     return render(request, "queues_app/shipments.html", {
-        "queue": queue, "view": view, "views": {k: v[0] for k, v in VIEWS.items()}, "title": title,
+        "queue": queue, "view": view, "views": {k: v[0] for k, v in LISTS.items()}, "title": title,
         "page": page, "counts": counts, "filter_form": DlqFilterForm(), "here": request.get_full_path(),
         "priorities": range(10),
     })
@@ -109,7 +104,8 @@ def shipment_dlq(request, shipment_id: str):
 def shipment_remove(request, shipment_id: str):
     if request.POST.get("confirmed") != "1":
         return confirm(request, title="Remove shipment", count=1,
-                       question=f"Remove shipment {shipment_id} from its queue? It stays readable but will not be shipped.",
+                       question=f"Remove shipment {shipment_id} from its queue? "
+                                "It stays readable but will not be shipped.",
                        action_url=reverse("shipment-remove", args=[shipment_id]),
                        back=request.POST.get("next") or reverse("shipments"),
                        fields=[("version", request.POST.get("version", ""))])

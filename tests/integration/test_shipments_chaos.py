@@ -1,7 +1,7 @@
 """The shipments queue under chaos, on DynamoDB Local (never moto: it is not thread-safe).
 
 Producers create and enqueue shipments (random priorities, some delayed, some that
-always fail) while several consumers peek with short leases and, at random, complete,
+always fail) while several consumers receive with short leases and, at random, complete,
 fail, abandon the shipment silently (as if killed), abandon it after a heartbeat,
 oversleep their lease and then try to complete it anyway, or give it back untouched. A supervisor touches,
 reprioritises, takes off and puts back, dead-letters and restores shipments meanwhile,
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from django.core.management import call_command
 
-from queues_app.monitoring import invariants
 from queues_app.ddb import errors
+from queues_app.monitoring import invariants
 from queues_app.shipments.queue import ReceiptInvalid, RetryPolicy, ShipmentQueue, ShipmentState, ShipmentStatus
 
 SEED = 20240614
@@ -34,7 +34,7 @@ CONSUMERS = 5
 ALWAYS_FAIL_SHARE = 0.1
 DELAYED_SHARE = 0.1
 VISIBILITY = 0.4  # seconds: abandoned shipments come back quickly
-QUIET_FOR = 1.0  # drained: nothing queued, in flight or delayed, and no peek found anything, this long
+QUIET_FOR = 1.0  # drained: nothing queued, in flight or delayed, and no receive found anything, this long
 TIME_LIMIT = 45.0  # seconds for production and drain together; the test fails beyond it
 
 # What a consumer does with a shipment it received (weights); always-failing ones are never completed.
@@ -97,20 +97,20 @@ def consumer(db, index: int, start: threading.Barrier, stop: threading.Event, jo
         try:
             lease = queue.receive(visibility_timeout=VISIBILITY)
         except (errors.Unavailable, errors.Throttled) as exc:
-            journal.count(f"peek_error:{type(exc).__name__}")
+            journal.count(f"receive_error:{type(exc).__name__}")
             continue
         except Exception as exc:  # noqa: BLE001
-            journal.unexpected.append(f"{name} peek: {exc!r}")
+            journal.unexpected.append(f"{name} receive: {exc!r}")
             continue
         if lease is None:
-            journal.count("empty_peek")
+            journal.count("empty_receive")
             stop.wait(rng.uniform(0.01, 0.05))
             continue
         journal.last_received = time.monotonic()
         shipment = lease.shipment
         sid, receipt = shipment.shipment_id, lease.receipt
         if shipment.status != ShipmentStatus.PROCESSING or shipment.receipt != receipt:
-            journal.unexpected.append(f"{name}: peek returned {sid} as {shipment.status} / {shipment.receipt}")
+            journal.unexpected.append(f"{name}: receive returned {sid} as {shipment.status} / {shipment.receipt}")
         weights = ALWAYS_FAIL_ACTIONS if shipment.data.get("always_fail") else ACTIONS
         action = rng.choices(list(weights), weights=list(weights.values()))[0]
         journal.count(f"action:{action}")

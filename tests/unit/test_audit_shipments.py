@@ -7,9 +7,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.monitoring import invariants
-from queues_app.ddb.codec import marshal
 from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.codec import marshal
+from queues_app.monitoring import invariants
 from queues_app.shipments.queue import RetryPolicy, ShipmentQueue, ShipmentState, ready_sort_key, timed_sort_key
 
 
@@ -122,7 +122,7 @@ def test_a_clean_table_after_every_kind_of_operation(queue, busy, capsys):
 
 def test_leases_that_keep_expiring_end_in_the_dlq_and_stay_clean(queue, busy, clock):
     # Nobody completes anything any more: every queued or delayed shipment is received
-    # until its leases have run out twice (max 2), and the peek after that dead-letters it.
+    # until its leases have run out twice (max 2), and the receive after that dead-letters it.
     for _ in range(20):
         clock.advance(3601)  # past every delay, backoff and lease
         while queue.receive(visibility_timeout=5) is not None:

@@ -4,10 +4,10 @@ from datetime import timedelta
 
 import pytest
 
-from queues_app.ddb import meter
-from queues_app.monitoring import counters
-from queues_app.ddb.errors import Backpressure
 from queues_app.admission import BackpressureGate, ShipmentAdmission
+from queues_app.ddb import meter
+from queues_app.ddb.errors import Backpressure
+from queues_app.monitoring import counters
 from queues_app.shipments.fairness import FairConsumer, FairnessPolicy, SweepSchedule, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue, ShipmentState
 
@@ -117,5 +117,5 @@ def test_consumers_of_one_process_take_turns_to_sweep(moto_db, clock):
     with meter.measure() as seen:
         first.receive()  # sweeps: nothing stale, so the next sweep is two seconds off
         second.receive()  # does not sweep again
-    # one sweep (a Query per priority level), then two peeks of two queues (due, then ready)
+    # one sweep (a Query per priority level), then two receives of two queues (due, then ready)
     assert seen.calls_of("Query") == 10 + 4 + 4

@@ -4,7 +4,14 @@
 import pytest
 
 from queues_app.ddb import errors, meter
-from queues_app.shipments.queue import InvalidTransition, ReceiptInvalid, RetryPolicy, ShipmentQueue, ShipmentState, ShipmentStatus
+from queues_app.shipments.queue import (
+    InvalidTransition,
+    ReceiptInvalid,
+    RetryPolicy,
+    ShipmentQueue,
+    ShipmentState,
+    ShipmentStatus,
+)
 
 
 @pytest.fixture
@@ -33,7 +40,7 @@ def test_enqueueing_twice_is_refused(queue):
         queue.enqueue("s1")
 
 
-def test_peek_takes_priority_then_time_and_hides_the_shipment(queue):
+def test_receive_takes_priority_then_time_and_hides_the_shipment(queue):
     ready(queue, "low-1")
     ready(queue, "high", priority=5)
     ready(queue, "low-2")
@@ -211,7 +218,7 @@ def test_selective_restore_by_filter(queue, clock):
     assert [s.shipment_id for s in queue.list_dlq().items] == ["b"]
 
 
-def test_peek_makes_at_most_three_requests(queue):
+def test_receive_makes_at_most_three_requests(queue):
     for i in range(20):
         ready(queue, f"s{i}")
     for _ in range(10):

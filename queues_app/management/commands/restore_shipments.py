@@ -27,7 +27,8 @@ class Command(BaseCommand):
         if ids and filtered:
             raise CommandError("Name shipments or give a filter, not both.")
         if not ids and not filtered:
-            raise CommandError("Name the shipments to restore, or give a filter (--reason, --older-than, --newer-than).")
+            raise CommandError(
+                "Name the shipments to restore, or give a filter (--reason, --older-than, --newer-than).")
         shipments = ShipmentQueue()
         try:
             if not ids:

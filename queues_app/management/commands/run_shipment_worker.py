@@ -33,7 +33,8 @@ class Command(BaseCommand):
             queue_name=queue, visibility_timeout=visibility, grace_seconds=grace,
             fair=FairConsumer(shipments) if fair else None,
         )
-        previous = {signum: signal.signal(signum, lambda *_: worker.stop()) for signum in (signal.SIGTERM, signal.SIGINT)}
+        previous = {signum: signal.signal(signum, lambda *_: worker.stop())
+                    for signum in (signal.SIGTERM, signal.SIGINT)}
         where = "live, then spillover" if fair else repr(queue)
         self.stdout.write(f"Shipment worker on queue {where} (lease {visibility:.0f}s); stop with SIGTERM.")
         try:

@@ -1,0 +1,230 @@
+"""What consumers do: receive a shipment with a visibility timeout (dead-lettering work
+whose lease ran out for the last time), heartbeat, complete, fail with a backoff, give
+it back, or dequeue at most once.
+
+How a receive stays at three requests is explained in
+docs/design-notes/shipments-and-tasks.md.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from queues_app.ddb import errors
+from queues_app.ddb.clock import from_iso, to_iso
+from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.contention import ContentionGauge
+from queues_app.monitoring import counters
+from queues_app.shipments.records import (
+    DEFAULT_QUEUE,
+    Receipt,
+    ReceiptInvalid,
+    Shipment,
+    ShipmentStatus,
+    ready_sort_key,
+    shipment_from_item,
+    shipment_to_item,
+    timed_sort_key,
+)
+from queues_app.shipments.store import ShipmentStore, receipt_problem
+
+MAX_FAILURE_REASONS = 10
+CLAIM_ROUNDS = 3  # reads of `ready` in one receive when other consumers take every entry read
+_contention = ContentionGauge()
+
+
+def reset_contention() -> None:
+    """Start afresh, as a process with no recent races (benchmarks measuring a lone consumer)."""
+    _contention.reset()
+
+
+class Consuming(ShipmentStore):
+    def receive(self, queue: str = DEFAULT_QUEUE, *, visibility_timeout: float = 30.0) -> Receipt | None:
+        """Receive one shipment for `visibility_timeout` seconds, or None when nothing is
+        visible. At most three requests when uncontended."""
+        moment = self.clock()
+        stamp = to_iso(moment)
+        due = self.db.call(
+            "query", TableName=self.table, IndexName="invisible", Limit=self.candidate_limit,
+            KeyConditionExpression="invisible_q = :q AND invisible_sk < :now",
+            ExpressionAttributeValues={":q": {"S": queue}, ":now": {"S": stamp}},
+        ).get("Items", [])
+        for raw in due:
+            entry = unmarshal(raw)
+            if entry.get("status") == ShipmentStatus.PROCESSING and \
+                    int(entry.get("attempts", 0)) >= self.retry.max_receives:
+                self._dead_letter_expired(entry, stamp)
+                continue
+            receipt = self._claim(entry["id"], "invisible_sk", entry["invisible_sk"], moment, visibility_timeout,
+                                  expired_lease=entry.get("status") == ShipmentStatus.PROCESSING)
+            if receipt:
+                return receipt
+        for _round in range(CLAIM_ROUNDS):
+            ready = [unmarshal(raw) for raw in self.db.call(
+                "query", TableName=self.table, IndexName="ready", Limit=self.candidate_limit,
+                KeyConditionExpression="ready_q = :q", ExpressionAttributeValues={":q": {"S": queue}},
+            ).get("Items", [])]
+            if not ready:
+                return None
+            for entry in _contention.order(ready):
+                receipt = self._claim(entry["id"], "ready_sk", entry["ready_sk"], moment, visibility_timeout)
+                _contention.observe(lost=receipt is None)
+                if receipt:
+                    return receipt
+            # Every entry read was taken by other consumers meanwhile: the queue is not
+            # empty, so read its head again rather than report nothing visible.
+        return None
+
+    def _claim(self, shipment_id: str, seen_attr: str, seen: str, moment: datetime, timeout: float,
+               *, expired_lease: bool = False, final: bool = False) -> Receipt | None:
+        stamp = to_iso(moment)
+        deadline = moment + timedelta(seconds=timeout)
+        receipt = uuid.uuid4().hex
+        status = ShipmentStatus.COMPLETED if final else ShipmentStatus.PROCESSING
+        sets = ["#st = :status", "receipt = :receipt", "last_attempt_at = :now",
+                "first_attempt_at = if_not_exists(first_attempt_at, :now)", "updated_at = :now"]
+        removes = ["ready_q", "ready_sk"]
+        values = {":status": status, ":receipt": receipt, ":now": stamp, ":one": 1, ":seen": seen,
+                  ":expired": 1 if expired_lease else 0}
+        if final:
+            sets += ["completed_at = :now"]
+            removes += ["invisible_q", "invisible_sk", "visible_at", "receipt"]
+            sets.remove("receipt = :receipt")
+            del values[":receipt"]
+        else:
+            sets += ["visible_at = :deadline", "invisible_q = #queue", "invisible_sk = :isk"]
+            values.update({":deadline": to_iso(deadline), ":isk": timed_sort_key(to_iso(deadline), shipment_id)})
+        try:
+            response = self.db.call(
+                "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
+                UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)} "
+                "ADD version :one, receive_count :one, attempts :one, lease_expirations :expired",
+                ConditionExpression=f"{seen_attr} = :seen",
+                ExpressionAttributeNames={"#st": "status", **({} if final else {"#queue": "queue"})},
+                ExpressionAttributeValues=marshal(values),
+                ReturnValues="ALL_NEW",
+            )
+        except errors.Conflict:
+            return None  # another consumer took it, or it moved: try the next one
+        shipment = shipment_from_item(unmarshal(response["Attributes"]))
+        if expired_lease:
+            counters.note(self.db, shipment.queue, "expired_leases")
+        first_enqueued = from_iso(shipment.first_enqueued_at)
+        if shipment.receive_count == 1 and first_enqueued:
+            # Age at the first attempt only: retries would hide how long new work waits.
+            counters.note_first_attempt(self.db, shipment.queue, (moment - first_enqueued).total_seconds())
+        return Receipt(shipment, receipt if not final else "", deadline)
+
+    def _dead_letter_expired(self, entry: dict, stamp: str) -> None:
+        reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.retry.max_receives})"
+        try:
+            self._to_dlq_update(entry["id"], reason, stamp, condition="invisible_sk = :seen",
+                                values={":seen": entry["invisible_sk"]})
+        except errors.Conflict:
+            pass  # someone else moved it first
+
+    def dequeue(self, queue: str = DEFAULT_QUEUE) -> Shipment | None:
+        """Take the head of the queue and remove it at once (at-most-once: if the caller
+        then fails, the shipment is not retried). Prefer receive + complete."""
+        moment = self.clock()
+        ready = self.db.call(
+            "query", TableName=self.table, IndexName="ready", Limit=self.candidate_limit,
+            KeyConditionExpression="ready_q = :q", ExpressionAttributeValues={":q": {"S": queue}},
+        ).get("Items", [])
+        for raw in ready:
+            entry = unmarshal(raw)
+            taken = self._claim(entry["id"], "ready_sk", entry["ready_sk"], moment, 0, final=True)
+            if taken:
+                return taken.shipment
+        return None
+
+    def heartbeat(self, shipment_id: str, receipt: str, *, extend_seconds: float = 30.0) -> Receipt:
+        """Push the lease's deadline out while the work goes on."""
+        moment = self.clock()
+        deadline = moment + timedelta(seconds=extend_seconds)
+        shipment = self._with_receipt(
+            shipment_id, receipt, "heartbeat",
+            "SET visible_at = :deadline, invisible_sk = :isk, updated_at = :now",
+            {":deadline": to_iso(deadline), ":isk": timed_sort_key(to_iso(deadline), shipment_id),
+             ":now": to_iso(moment)},
+        )
+        return Receipt(shipment, receipt, deadline)
+
+    def release(self, shipment_id: str, receipt: str) -> Shipment:
+        """Give a held shipment back untouched (a worker shutting down): it returns to its
+        place in the queue at once, and the receive does not count as a failure."""
+        for attempt in range(5):
+            current = self.get(shipment_id)
+            self._check_receipt(current, receipt, "release")
+            position = current.enqueued_at or to_iso(self.clock())
+            try:
+                # Conditioned on the version too: the sort key is built from the priority read.
+                return self._with_receipt(
+                    shipment_id, receipt, "release",
+                    "SET #st = :ready, ready_q = #queue, ready_sk = :rsk, updated_at = :now "
+                    "REMOVE receipt, visible_at, invisible_q, invisible_sk",
+                    {":ready": ShipmentStatus.READY_TO_SHIP, ":now": to_iso(self.clock()), ":v": current.version,
+                     ":rsk": ready_sort_key(current.priority, position, shipment_id)},
+                    names={"#queue": "queue"}, extra_condition="version = :v",
+                )
+            except ReceiptInvalid as exc:
+                # Still ours but changed since we read it (a supervisor set its priority): read again.
+                if attempt == 4 or not exc.current or receipt_problem(exc.current, receipt):
+                    raise
+        raise AssertionError("unreachable")
+
+    def complete(self, shipment_id: str, receipt: str) -> Shipment:
+        """Done: the shipment leaves the queue and stays in the table."""
+        done = self._with_receipt(
+            shipment_id, receipt, "complete",
+            "SET #st = :completed, completed_at = :now, updated_at = :now "
+            "REMOVE receipt, visible_at, invisible_q, invisible_sk",
+            {":completed": ShipmentStatus.COMPLETED, ":now": to_iso(self.clock())},
+        )
+        counters.note(self.db, done.queue, "completed")
+        return done
+
+    def fail(self, shipment_id: str, receipt: str, reason: str) -> Shipment:
+        """Processing failed: retry after an exponential backoff, or after the maximum
+        number of receives, to the DLQ with the reason."""
+        current = self.get(shipment_id)
+        self._check_receipt(current, receipt, "fail")
+        moment = self.clock()
+        stamp = to_iso(moment)
+        entry = [{"at": stamp, "reason": (reason or "unspecified")[:500], "receive": current.receive_count}]
+        if current.attempts >= self.retry.max_receives:
+            dlq_reason = f"failed {current.attempts} times (maximum {self.retry.max_receives}): {reason}"
+            return self._to_dlq_update(
+                shipment_id, dlq_reason, stamp,
+                condition="#st = :processing AND receipt = :receipt",
+                values={":processing": ShipmentStatus.PROCESSING, ":receipt": receipt}, failure=entry,
+                receipt_check=(receipt, "fail"),
+            )
+        visible = to_iso(moment + timedelta(seconds=self.retry.delay_after(current.attempts)))
+        reasons = (current.failure_reasons + entry)[-MAX_FAILURE_REASONS:]
+        return self._with_receipt(
+            shipment_id, receipt, "fail",
+            "SET #st = :ready, visible_at = :visible, invisible_sk = :isk, failure_reasons = :reasons, "
+            "updated_at = :now REMOVE receipt",
+            {":ready": ShipmentStatus.READY_TO_SHIP, ":visible": visible,
+             ":isk": timed_sort_key(visible, shipment_id), ":reasons": reasons, ":now": stamp},
+        )
+
+    def _check_receipt(self, shipment: Shipment, receipt: str, action: str) -> None:
+        problem = receipt_problem(shipment_to_item(shipment), receipt)
+        if problem:
+            raise ReceiptInvalid(f"Cannot {action} shipment {shipment.shipment_id}: {problem}")
+
+    def _with_receipt(self, shipment_id: str, receipt: str, action: str, update: str, values: dict,
+                      names: dict | None = None, extra_condition: str | None = None) -> Shipment:
+        try:
+            return self._update(
+                shipment_id, update + " ADD version :one",
+                "#st = :processing AND receipt = :receipt" + (f" AND {extra_condition}" if extra_condition else ""),
+                {**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING, ":receipt": receipt}, names,
+            )
+        except errors.Conflict as exc:
+            problem = receipt_problem(exc.current, receipt) or "it changed meanwhile"
+            raise ReceiptInvalid(f"Cannot {action} shipment {shipment_id}: {problem}",
+                                 current=exc.current) from exc

@@ -1,0 +1,180 @@
+"""The base every part of `ShipmentQueue` builds on: the table, the clock and the retry
+policy, the reads every part needs, and the conditional updates that every change goes
+through (each bumps the version and turns a failed condition into a clear conflict)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from queues_app.ddb import batch, errors
+from queues_app.ddb.client import Dynamo, default
+from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.shipments.records import (
+    InvalidTransition,
+    ReceiptInvalid,
+    RetryPolicy,
+    Shipment,
+    ShipmentStatus,
+    shipment_from_item,
+    timed_sort_key,
+)
+
+
+class ShipmentStore:
+    """The shipments table, with `clock` injectable for tests."""
+
+    def __init__(
+        self,
+        db: Dynamo | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], datetime] = now,
+        candidate_limit: int = 5,
+    ):
+        self.db = db or default()
+        self._retry = retry
+        self.clock = clock
+        self.candidate_limit = candidate_limit
+
+    @property
+    def table(self) -> str:
+        return self.db.table("shipments")
+
+    @property
+    def retry(self) -> RetryPolicy:
+        if self._retry is None:
+            self._retry = RetryPolicy.from_settings()
+        return self._retry
+
+    # --- reads --------------------------------------------------------------------------
+
+    def get(self, shipment_id: str) -> Shipment:
+        response = self.db.call("get_item", TableName=self.table, Key=marshal({"id": shipment_id}),
+                                ConsistentRead=True)
+        if "Item" not in response:
+            raise errors.NotFound(f"No shipment with id {shipment_id!r}.")
+        return shipment_from_item(unmarshal(response["Item"]))
+
+    def get_many(self, shipment_ids: list[str]) -> list[Shipment]:
+        """BatchGetItem, in the order asked; unknown ids are skipped."""
+        unique = list(dict.fromkeys(shipment_ids))
+        items = batch.get_items(self.db, self.table, [{"id": i} for i in unique], consistent=True)
+        found = {item["id"]: shipment_from_item(item) for item in items}
+        return [found[i] for i in shipment_ids if i in found]
+
+    # --- conditional updates ------------------------------------------------------------
+
+    def _update(self, shipment_id: str, update: str, condition: str, values: dict,
+                names: dict | None = None) -> Shipment:
+        """One conditional UpdateItem returning the new shipment. A failed condition raises
+        Conflict carrying the item as it was, or NotFound when there is no such item."""
+        params = {}
+        used = _used_names({"#st": "status", **(names or {})}, update, condition)
+        if used:  # DynamoDB refuses an empty map as well as unused names
+            params["ExpressionAttributeNames"] = used
+        try:
+            response = self.db.call(
+                "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
+                UpdateExpression=update, ConditionExpression=condition,
+                ExpressionAttributeValues=marshal(values),
+                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **params,
+            )
+        except errors.Conflict as exc:
+            if not exc.current:
+                raise errors.NotFound(f"No shipment with id {shipment_id!r}.") from exc
+            raise
+        return shipment_from_item(unmarshal(response["Attributes"]))
+
+    def _change(self, shipment_id: str, action: str, update: str, values: dict, *, allowed: str,
+                allowed_values: dict | None = None, expected_version: int | None = None,
+                names: dict | None = None) -> Shipment:
+        """An update allowed from some states (`allowed`), and only at `expected_version`
+        when given; refused with a conflict that says why."""
+        condition = f"({allowed})"
+        all_values = {**values, **(allowed_values or {}), ":one": 1, ":now": values.get(":now") or to_iso(self.clock())}
+        if expected_version is not None:
+            condition += " AND version = :v"
+            all_values[":v"] = expected_version
+        update = update if "updated_at" in update else update.replace("SET ", "SET updated_at = :now, ", 1)
+        try:
+            return self._update(shipment_id, _add_version(update), "attribute_exists(id) AND " + condition,
+                                all_values, names)
+        except errors.Conflict as exc:
+            raise self._stale(shipment_id, action, exc.current, expected_version) from exc
+
+    def _to_dlq_update(self, shipment_id: str, reason: str, stamp: str, *, condition: str, values: dict,
+                       failure: list[dict] | None = None, receipt_check: tuple[str, str] | None = None,
+                       conflict_version: int | None = None) -> Shipment:
+        """Into the DLQ, out of every other index: by a supervisor, after the last failure,
+        or when a lease ran out for the last time."""
+        sets = ("#st = :dlq, dlq_at = :now, dlq_reason = :reason, dlq_q = #queue, dlq_sk = :dsk, "
+                "updated_at = :now")
+        all_values = {**values, ":dlq": ShipmentStatus.IN_DLQ, ":now": stamp, ":reason": reason[:500],
+                      ":dsk": timed_sort_key(stamp, shipment_id), ":one": 1}
+        if failure:
+            sets += ", failure_reasons = list_append(if_not_exists(failure_reasons, :empty), :failure)"
+            all_values.update({":empty": [], ":failure": failure})
+        try:
+            return self._update(
+                shipment_id,
+                f"SET {sets} REMOVE ready_q, ready_sk, invisible_q, invisible_sk, visible_at, receipt ADD version :one",
+                condition, all_values, {"#queue": "queue"},
+            )
+        except errors.Conflict as exc:
+            if receipt_check:
+                problem = receipt_problem(exc.current, receipt_check[0]) or "it changed meanwhile"
+                raise ReceiptInvalid(f"Cannot {receipt_check[1]} shipment {shipment_id}: {problem}",
+                                     current=exc.current) from exc
+            raise self._stale(shipment_id, "send to the DLQ", exc.current, conflict_version) from exc
+
+    @staticmethod
+    def _stale(shipment_id: str, action: str, current: dict | None,
+               expected_version: int | None) -> errors.Conflict:
+        """The conflict to raise when a change was refused: changed since seen (another
+        version), or not allowed from the state it is in."""
+        current = current or {}
+        state = _state_of(current)
+        version = current.get("version")
+        if expected_version is not None and version != expected_version:
+            return errors.Conflict(
+                f"Cannot {action} shipment {shipment_id}: it changed since you saw it "
+                f"(version {expected_version} -> {version}, now {state}). Reload and try again.",
+                current=current,
+            )
+        return InvalidTransition(f"Cannot {action} shipment {shipment_id}: it is {state}.", current=current)
+
+
+def receipt_problem(item: dict | None, receipt: str) -> str | None:
+    """Why `receipt` does not hold the shipment `item` (None when it does)."""
+    item = item or {}
+    status = item.get("status")
+    if status == ShipmentStatus.PROCESSING and item.get("receipt") == receipt:
+        return None
+    if status == ShipmentStatus.PROCESSING:
+        return "your lease ran out and another consumer holds it now"
+    if status == ShipmentStatus.COMPLETED:
+        return "it is completed already"
+    if status == ShipmentStatus.IN_DLQ:
+        return "it was sent to the DLQ"
+    return f"it is {_state_of(item)} now (your lease ran out or it was taken back)"
+
+
+def _add_version(update: str) -> str:
+    """Every change bumps the version (an update expression may have one ADD clause)."""
+    if " ADD " in update:
+        return update.replace(" ADD ", " ADD version :one, ", 1)
+    return update + " ADD version :one"
+
+
+def _used_names(names: dict, *expressions: str) -> dict:
+    """DynamoDB refuses placeholders an expression does not use."""
+    text = " ".join(expressions)
+    return {k: v for k, v in names.items() if k in text}
+
+
+def _state_of(item: dict) -> str:
+    if not item:
+        return "gone"
+    return shipment_from_item(item).state.replace("_", " ")
