@@ -85,13 +85,13 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
         for combo in combos:
             message_key = (keys.queue_name(combo), token)
             expected.add(message_key)
-            item = present.get(message_key)
-            if item is None:
+            message = present.get(message_key)
+            if message is None:
                 add("messages", f"agent {agent_id} in {message_key[0]}",
                     f"queued with token {token} but has no message item there")
-            elif item.get("agent_id") != agent_id:
+            elif message.get("agent_id") != agent_id:
                 add("messages", f"message {message_key[0]} / {token}",
-                    f"belongs to agent {agent_id} but names agent {item.get('agent_id')}")
+                    f"belongs to agent {agent_id} but names agent {message.get('agent_id')}")
     for (name, sk), item in sorted(present.items()):
         if (name, sk) in expected:
             continue
@@ -166,14 +166,14 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
     for agent_id, call_ids in sorted(held_by.items()):
         if len(call_ids) > 1:
             add("holder", f"agent {agent_id}", f"holds {len(call_ids)} assigned calls: {', '.join(call_ids)}")
-        agent = snap.agents.get(agent_id)
+        holder = snap.agents.get(agent_id)
         for call_id in call_ids:
-            if agent is None:
+            if holder is None:
                 add("holder", f"call {call_id}", f"assigned to agent {agent_id}, who does not exist")
-            elif agent.get("status") != AgentStatus.ATTENDING or agent.get("call_id") != call_id:
+            elif holder.get("status") != AgentStatus.ATTENDING or holder.get("call_id") != call_id:
                 add("holder", f"call {call_id}",
-                    f"assigned to agent {agent_id}, who is {agent.get('status')} "
-                    f"with call_id {agent.get('call_id')}")
+                    f"assigned to agent {agent_id}, who is {holder.get('status')} "
+                    f"with call_id {holder.get('call_id')}")
 
     return found
 

@@ -141,7 +141,7 @@ class Matcher:
                     order[:len(window)] = window
                 index = claims.claim_first([(table, remaining[i].token) for i in order])
                 claimed = index is not None
-                if claimed:
+                if index is not None:
                     candidate = remaining.pop(order[index])
                 else:
                     # Every candidate left is being tried by another thread of this process
@@ -262,7 +262,7 @@ class Matcher:
             if not call or call.status != CallStatus.WAITING:
                 continue
             if from_queue:
-                candidate = Candidate(token=agent.queue_token, agent_id=agent.agent_id, name=agent.name,
+                candidate = Candidate(token=agent.queue_token or "", agent_id=agent.agent_id, name=agent.name,
                                       skills=agent.skills, queue="(agent came back)")
                 assigned = self._try_assign(call, candidate, new_call=False, considered=[], others=[])
                 # `_try_assign` also returns the call when another agent took it meanwhile.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Iterable
 
@@ -214,7 +215,7 @@ class Agents:
             counts[status] = (response["Count"], bool(response.get("LastEvaluatedKey")))
         return counts
 
-    def logged_in(self, cap: int = 2_000) -> tuple[list[Agent], bool]:
+    def logged_in(self, cap: int = 2_000) -> tuple[builtins.list[Agent], bool]:
         """Agents who are not offline (at most `cap` per status, read from the index).
         Returns (agents, more): `more` means some status had more than `cap`."""
         agents, more = [], False

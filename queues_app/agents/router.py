@@ -186,7 +186,7 @@ class Router:
             "SET #status = :offline, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
             {":offline": AgentStatus.OFFLINE, ":now": stamp},
         )]
-        if agent.status == AgentStatus.QUEUED:
+        if agent.status == AgentStatus.QUEUED and agent.queue_token:
             actions += self.writes.dequeue_actions(agent.skills, agent.queue_token)
         try:
             self.db.call("transact_write_items", TransactItems=actions)

@@ -114,8 +114,10 @@ def fits(skills: dict[str, list[str]], preferences: dict[str, str | None]) -> bo
 
 def matching_combinations(catalog: SkillCatalog, preferences: dict[str, str | None]) -> list[tuple[str, ...]]:
     """The queue combinations whose agents satisfy the preferences."""
-    choices = [(preferences.get(name),) if preferences.get(name) is not ANY else values
-               for name, values in catalog.dimensions]
+    choices: list[tuple[str, ...]] = []
+    for name, values in catalog.dimensions:
+        wanted = preferences.get(name)
+        choices.append(values if wanted is ANY else (str(wanted),))
     return list(itertools.product(*choices))
 
 

@@ -73,7 +73,7 @@ def agent_changed(agent: Agent, exc: errors.TransactionCancelled) -> errors.Dyna
         return errors.Conflict(f"{agent.name} was being changed at the same moment; try again.")
     current = exc.reasons[0].item if exc.reasons and exc.reasons[0].failed else None
     if current:
-        status = AgentStatus.LABELS.get(current.get("status"), current.get("status"))
+        status = str(AgentStatus.LABELS.get(current.get("status", ""), current.get("status")))
         return errors.Conflict(f"{agent.name} changed meanwhile (now {status.lower()}); reload and try again.",
                                current=current)
     return errors.Conflict(f"Could not change {agent.name}: {exc.message}")
