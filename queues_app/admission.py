@@ -42,7 +42,7 @@ class BackpressureGate:
         if cached and time.monotonic() - cached[0] < self.policy.depth_cache_seconds:
             return cached[1]
         if queue == counters.CALLS:
-            depth, _more = Router(self.db).count_waiting(cap=bound + 1)
+            depth, _more = Router(self.db).line.count_waiting(cap=bound + 1)
         else:
             depth = ShipmentQueue(self.db).count_queued(queue, cap=bound + 1)
         with self._lock:

@@ -19,7 +19,7 @@ from queues_app.agents.router import Router
 from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
 from queues_app.agents.skills import SkillError, validate_preferences
 from queues_app.api.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
-from queues_app.views.common import operations
+from queues_app.actions import Operations
 
 IDEMPOTENCY_KEY_MAX = 255
 RELEASE_THEN = ("queue", "wrap_up", "offline")
@@ -32,7 +32,7 @@ def get_router() -> Router:
 
 def api_operations(request):
     """Changes made through the API are recorded in the audit trail as the token's user."""
-    return operations(request, source="api")
+    return Operations.for_request(request, source="api")
 
 
 def read_json(request, *, required: bool) -> dict:
@@ -234,7 +234,7 @@ def queues(request):
     number of callers waiting."""
     router = get_router()
     infos = router.queues()
-    waiting, more = router.count_waiting()
+    waiting, more = router.line.count_waiting()
     dimensions = router.catalog.names
     return JsonResponse({
         "queues": [queue_to_json(info, dimensions) for info in infos],

@@ -58,7 +58,7 @@ def load(size: int) -> dict:
         call = Call(call_id=f"w{n:05d}{uuid.uuid4().hex[:6]}", status=CallStatus.WAITING,
                     preferences={"language": LANGUAGES[n % 3], "gender": GENDERS[(n // 3) % 3] if n % 5 else None},
                     priority=n % 3, arrived_at=to_iso(moment - timedelta(seconds=n)))
-        items += router.waiting_records(call)
+        items += router.line.waiting_records(call)
     batch.put_items(db, router.table, items)
 
     shipments = ShipmentQueue()

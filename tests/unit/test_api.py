@@ -152,7 +152,7 @@ def test_a_viewers_token_may_not_write(moto_db, viewer_api):
         (f"/api/agents/{ana.agent_id}/offline", None),
     ]:
         assert_problem(viewer_api.post(path, body), 403, "Forbidden")
-    assert Router().waiting_calls()[0] == []
+    assert Router().line.waiting_calls()[0] == []
     assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
 
 
@@ -173,7 +173,7 @@ def test_it_creates_a_waiting_call_when_no_agent_fits(moto_db, api):
     assert call["priority"] == 3
     assert call["agent_id"] is None
     assert response["Location"] == f"/api/calls/{call['call_id']}"
-    waiting, _ = Router().waiting_calls()
+    waiting, _ = Router().line.waiting_calls()
     assert [w["call_id"] for w in waiting] == [call["call_id"]]
 
 
@@ -210,7 +210,7 @@ def test_the_same_idempotency_key_twice_makes_one_call(moto_db, api):
     assert second.status_code == 200
     assert second.json()["call_id"] == first.json()["call_id"]
     assert second["Idempotent-Replayed"] == "true"
-    waiting, _ = Router().waiting_calls()
+    waiting, _ = Router().line.waiting_calls()
     assert [w["call_id"] for w in waiting] == [first.json()["call_id"]]
 
 
@@ -229,7 +229,7 @@ def test_different_idempotency_keys_make_different_calls(moto_db, api):
     a = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="a").json()
     b = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="b").json()
     assert a["call_id"] != b["call_id"]
-    assert len(Router().waiting_calls()[0]) == 2
+    assert len(Router().line.waiting_calls()[0]) == 2
 
 
 def test_idempotency_keys_of_different_clients_do_not_collide(moto_db, api, staff):
@@ -243,7 +243,7 @@ def test_idempotency_keys_of_different_clients_do_not_collide(moto_db, api, staf
 def test_without_an_idempotency_key_each_request_makes_a_call(moto_db, api):
     api.post("/api/calls", {"preferences": {}})
     api.post("/api/calls", {"preferences": {}})
-    assert len(Router().waiting_calls()[0]) == 2
+    assert len(Router().line.waiting_calls()[0]) == 2
 
 
 # --- validation ---------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_it_rejects_an_unknown_language_naming_the_field(moto_db, api):
     response = api.post("/api/calls", {"preferences": {"language": "Klingon"}})
     body = assert_problem(response, 400, "Invalid request")
     assert body["fields"]["language"].startswith("unknown language 'Klingon'; allowed: English, French, Spanish")
-    assert Router().waiting_calls()[0] == []
+    assert Router().line.waiting_calls()[0] == []
 
 
 def test_it_rejects_an_unknown_skill_dimension(moto_db, api):
@@ -264,7 +264,7 @@ def test_it_rejects_an_unknown_skill_dimension(moto_db, api):
 def test_it_rejects_malformed_json(moto_db, api):
     body = assert_problem(api.post("/api/calls", raw='{"preferences": {'), 400, "Invalid request")
     assert "body" in body["fields"]
-    assert Router().waiting_calls()[0] == []
+    assert Router().line.waiting_calls()[0] == []
 
 
 def test_it_rejects_a_body_that_is_not_an_object(moto_db, api):

@@ -105,7 +105,7 @@ def test_callers_get_429_while_too_many_wait(api, moto_db, fairness):
     refused = api.post("/api/calls", {"preferences": {}})
     assert_problem(refused, 429)
     assert refused["Retry-After"]
-    assert Router().count_waiting()[0] == 2
+    assert Router().line.count_waiting()[0] == 2
 
 
 def test_the_calls_page_says_so_under_backpressure(supervisor_client, moto_db, fairness):
@@ -115,7 +115,7 @@ def test_the_calls_page_says_so_under_backpressure(supervisor_client, moto_db, f
                                                   "order": "fifo"})
     assert response.status_code == 400
     assert "past its bound" in response.content.decode()
-    assert Router().count_waiting()[0] == 1
+    assert Router().line.count_waiting()[0] == 1
 
 
 @pytest.mark.parametrize("body, field", [

@@ -444,7 +444,7 @@ def test_viewer_gets_403_on_every_action(viewer_client, moto_db):
     assert len(Agents().list().items) == 1
     assert ShipmentQueue().get(sid) == shipment
     assert ShipmentQueue().get(dead.shipment_id) == dead
-    assert Router().waiting_calls()[0] == []
+    assert Router().line.waiting_calls()[0] == []
     assert trail() == []
 
 

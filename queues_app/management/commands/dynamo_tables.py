@@ -19,7 +19,7 @@ class Command(BaseCommand):
             if action == "create":
                 created = schema.create_tables(db, log=self.stdout.write)
                 self.stdout.write(self.style.SUCCESS(f"{len(created)} table(s) created at {db.endpoint}."))
-                filled = Router(db).fill_waiting_index()
+                filled = Router(db).line.fill_waiting_index()
                 if filled:
                     self.stdout.write(f"{filled} waiting caller(s) added to the waiting_by_arrival index.")
             elif action == "describe":

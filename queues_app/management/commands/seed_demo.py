@@ -157,7 +157,7 @@ class Command(BaseCommand):
             call = Call(call_id=uuid.uuid4().hex[:16], status=CallStatus.WAITING, preferences=preferences,
                         priority=rng.choice((0, 0, 0, 1, 2)),
                         arrived_at=to_iso(moment - timedelta(seconds=rng.uniform(20, 400))))
-            items += router.waiting_records(call)
+            items += router.line.waiting_records(call)
         batch.put_items(router.db, router.table, items)
         self.stdout.write(self.style.SUCCESS(f"Demo data: {count} callers waiting."))
 
