@@ -82,13 +82,8 @@ from dataclasses import dataclass, field
 
 from bench import harness
 from queues_app.shipments.fairness import FairConsumer, FairnessPolicy
-from queues_app.shipments.queue import (
-    DEFAULT_QUEUE,
-    SPILLOVER_QUEUE,
-    ReceiptInvalid,
-    ShipmentQueue,
-    ShipmentStatus,
-)
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, ReceiptInvalid, ShipmentStatus
 
 MODES = ("fifo", "sidelining")
 IDLE_SLEEP = 0.01  # a consumer's wait after an empty take

@@ -67,7 +67,8 @@ from dataclasses import dataclass, field
 from bench import harness
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.scan import scan_all
-from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
+from queues_app.tasks.queue import TaskQueue
+from queues_app.tasks.records import ExpiryPolicy, TaskStatus
 
 ORDERS = ("lifo", "fifo")
 SWEEP_EVERY = 1.0  # seconds between sweeps

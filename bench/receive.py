@@ -52,13 +52,8 @@ from datetime import timedelta
 from bench import article_receive, harness
 from queues_app.ddb import batch
 from queues_app.ddb.clock import now, to_iso
-from queues_app.shipments.queue import (
-    Shipment,
-    ShipmentQueue,
-    ShipmentStatus,
-    ready_sort_key,
-    timed_sort_key,
-)
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.shipments.records import Shipment, ShipmentStatus, ready_sort_key, timed_sort_key
 
 METHODS = ("ours", "article")
 THROUGHPUT_MODES = ("backlog", "stream")
