@@ -35,10 +35,6 @@ def queue_name(combination: tuple[str, ...]) -> str:
     return QUEUE_PREFIX + "#".join(combination)
 
 
-def combination_of(queue: str) -> tuple[str, ...]:
-    return tuple(queue.removeprefix(QUEUE_PREFIX).split("#"))
-
-
 def queue_meta(combination: tuple[str, ...]) -> dict[str, str]:
     return {"pk": QUEUES_PK, "sk": queue_name(combination)}
 

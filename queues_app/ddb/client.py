@@ -46,6 +46,7 @@ class Dynamo:
         self.prefix = prefix
         self.endpoint_url = endpoint_url
         self.region = region
+        self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
         self._config = Config(
             region_name=region,
             # Adaptive mode adds client-side rate limiting on throttles on top of

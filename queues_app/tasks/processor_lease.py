@@ -116,6 +116,7 @@ class ProcessorLease:
             self._forget()
             return False
         info = info_from_item(unmarshal(response["Attributes"]))
+        assert info is not None  # an update with ALL_NEW returns the item
         self.generation = info.generation
         self.until = until
         self.last_seen = info

@@ -28,12 +28,11 @@ def build_streams_client(db: Dynamo):
     client (DynamoDB Local serves both APIs on one endpoint; AWS picks the streams
     endpoint of the region itself)."""
     session = boto3.session.Session()
-    base = db._config  # the package's own client settings (timeouts)
     config = Config(
         region_name=db.region,
         retries={"mode": "standard", "max_attempts": 2},
-        connect_timeout=base.connect_timeout,
-        read_timeout=base.read_timeout,
+        connect_timeout=db.connect_timeout,
+        read_timeout=db.read_timeout,
     )
     kwargs: dict[str, Any] = {"config": config, "region_name": db.region}
     if db.endpoint_url:
@@ -128,9 +127,12 @@ class StreamWaker:
 
     def _refresh_shards(self) -> None:
         """Follow shards that appeared since we looked (from their start: they are new)."""
-        for shard in self._shards(self.stream_arn):
+        arn = self.stream_arn
+        if arn is None:
+            return
+        for shard in self._shards(arn):
             if shard["ShardId"] not in self._iterators:
-                self._iterators[shard["ShardId"]] = self._iterator(self.stream_arn, shard["ShardId"], "TRIM_HORIZON")
+                self._iterators[shard["ShardId"]] = self._iterator(arn, shard["ShardId"], "TRIM_HORIZON")
         self._refreshed = time.monotonic()
 
     # --- waiting ------------------------------------------------------------------
