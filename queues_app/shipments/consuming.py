@@ -3,7 +3,7 @@ whose lease ran out for the last time), heartbeat, complete, fail with a backoff
 it back, or dequeue at most once.
 
 How a receive stays at three requests is explained in
-docs/design-notes/shipments-and-tasks.md.
+docs/architecture.md.
 """
 
 from __future__ import annotations

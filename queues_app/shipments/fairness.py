@@ -1,6 +1,6 @@
 """Operating under backlog: backpressure bounds, per-tenant rate limits, and sidelining
 old work to the spillover queue, which `FairConsumer` takes only when the live queue is
-caught up. Details in docs/design-notes/shipments-and-tasks.md.
+caught up. Details in docs/architecture.md.
 """
 
 from __future__ import annotations

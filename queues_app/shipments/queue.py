@@ -4,7 +4,7 @@ timeouts, retries with backoff, a dead-letter queue and selective restore.
 `ShipmentQueue` is every operation on shipments: consuming (consuming.py), supervising
 (supervising.py), listing (listing.py), and here the lifecycle that leads into the
 queue (create, mark ready, enqueue or submit at once, sideline stale work). The index
-layout and the states are explained in docs/design-notes/shipments-and-tasks.md.
+layout and the states are explained in docs/architecture.md.
 """
 
 from __future__ import annotations

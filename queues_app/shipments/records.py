@@ -1,7 +1,7 @@
 """What a shipment is: its statuses and states, the record and the receipt a consumer
 holds, the retry policy, the item layout in the shipments table and its sort keys.
 
-The index layout is explained in docs/design-notes/shipments-and-tasks.md.
+The index layout is explained in docs/architecture.md.
 """
 
 from __future__ import annotations

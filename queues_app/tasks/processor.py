@@ -1,7 +1,7 @@
 """The task processor: one active processor across all hosts works the LIFO task queue
 against a downstream of limited throughput, while it holds the processor lease; woken by
 the table's stream, time-boxed, and sweeping expired work as it goes. How and why is
-explained in docs/design-notes/shipments-and-tasks.md.
+explained in docs/architecture.md.
 """
 
 from __future__ import annotations

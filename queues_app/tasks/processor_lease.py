@@ -1,6 +1,6 @@
 """The processor lease: at most one holder of a named role (the task processor) across
 all hosts, as one item in the tasks table with a fencing generation. How acquire, renew
-and release stay safe is explained in docs/design-notes/shipments-and-tasks.md.
+and release stay safe is explained in docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The LIFO task queue: newest work first, valid transitions only, and load shedding
 that is counted instead of silent. The design (the `by_status` index, expiry and TTL)
-is explained in docs/design-notes/shipments-and-tasks.md.
+is explained in docs/architecture.md.
 """
 
 from __future__ import annotations

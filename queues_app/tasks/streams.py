@@ -1,6 +1,6 @@
 """Wake-ups from the tasks table's DynamoDB stream: `StreamWaker.wait` returns as soon as
 a PENDING task is written, and just sleeps where the endpoint has no streams. Details
-in docs/design-notes/shipments-and-tasks.md.
+in docs/architecture.md.
 """
 
 from __future__ import annotations
