@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from queues_app import agents, shipments
+from queues_app.agents import matching
+from queues_app.shipments import consuming
 from queues_app.ddb import meter, schema
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import DynamoDBLocal
@@ -174,8 +175,8 @@ def execute[R](args: argparse.Namespace, run: Callable[[str], R], *, report: Cal
 
 def reset_contention() -> None:
     """A process whose matchers and consumers have lost no races lately and hold no claims."""
-    agents.reset_contention()
-    shipments.reset_contention()
+    matching.reset_contention()
+    consuming.reset_contention()
 
 
 @contextmanager

@@ -50,10 +50,11 @@ def django_db_modify_db_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def quiet_contention():
     """Every test starts as a process that has lost no races lately."""
-    from queues_app import agents, shipments
+    from queues_app.agents import matching
+    from queues_app.shipments import consuming
 
-    agents.reset_contention()
-    shipments.reset_contention()
+    matching.reset_contention()
+    consuming.reset_contention()
 
 
 @pytest.fixture(autouse=True)
