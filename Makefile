@@ -9,9 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 run: setup
 	$(PY) manage.py run_local
 
-# `lint` joins the prerequisites once the tree is formatted and its findings are fixed:
-# test: setup browser lint
-test: setup browser
+test: setup browser lint
 	$(PY) -m pytest
 
 # Static checks (configured in pyproject.toml): ruff's lint rules and formatting, mypy on

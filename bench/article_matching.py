@@ -113,16 +113,25 @@ class ArticleMatcher:
                 update["ConditionExpression"] = "version = :snapshot"
                 update["ExpressionAttributeValues"] = marshal({":one": 1, ":snapshot": version})
             actions.append({"Update": update})
-        actions.append({"Update": {
-            "TableName": self.table,
-            "Key": marshal(keys.agent(message["agent_id"])),
-            "UpdateExpression": "SET #status = :attending, call_id = :call, updated_at = :now, "
-            "version = version + :one REMOVE queue_token",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": marshal({
-                ":attending": AgentStatus.ATTENDING, ":call": call_id, ":now": to_iso(now()), ":one": 1,
-            }),
-        }})
+        actions.append(
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": marshal(keys.agent(message["agent_id"])),
+                    "UpdateExpression": "SET #status = :attending, call_id = :call, updated_at = :now, "
+                    "version = version + :one REMOVE queue_token",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": marshal(
+                        {
+                            ":attending": AgentStatus.ATTENDING,
+                            ":call": call_id,
+                            ":now": to_iso(now()),
+                            ":one": 1,
+                        }
+                    ),
+                }
+            }
+        )
         return actions
 
     def assign(self, combo: tuple[str, ...], call_id: str) -> ArticleAssignment | None:

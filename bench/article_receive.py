@@ -63,14 +63,18 @@ def create_table(db: Dynamo, name: str, *, timeout: float = 60.0) -> None:
         GlobalSecondaryIndexes=[
             {
                 "IndexName": QUEUE_INDEX,
-                "KeySchema": [{"AttributeName": "queued", "KeyType": "HASH"},
-                              {"AttributeName": "last_updated_timestamp", "KeyType": "RANGE"}],
+                "KeySchema": [
+                    {"AttributeName": "queued", "KeyType": "HASH"},
+                    {"AttributeName": "last_updated_timestamp", "KeyType": "RANGE"},
+                ],
                 "Projection": {"ProjectionType": "ALL"},
             },
             {
                 "IndexName": DLQ_INDEX,
-                "KeySchema": [{"AttributeName": "DLQ", "KeyType": "HASH"},
-                              {"AttributeName": "last_updated_timestamp", "KeyType": "RANGE"}],
+                "KeySchema": [
+                    {"AttributeName": "DLQ", "KeyType": "HASH"},
+                    {"AttributeName": "last_updated_timestamp", "KeyType": "RANGE"},
+                ],
                 "Projection": {"ProjectionType": "ALL"},
             },
         ],
@@ -89,8 +93,16 @@ def delete_table(db: Dynamo, name: str) -> None:
         pass
 
 
-def queued_item(shipment_id: str, data: dict, *, created: str, enqueued: str, version: int,
-                peeked: str | None = None, peek_ms: int | None = None) -> dict:
+def queued_item(
+    shipment_id: str,
+    data: dict,
+    *,
+    created: str,
+    enqueued: str,
+    version: int,
+    peeked: str | None = None,
+    peek_ms: int | None = None,
+) -> dict:
     """A shipment as the sample stores it after put + enqueue (version 2), and after a
     peek as well when `peeked` is given (version 3, selected, PROCESSING_SHIPMENT).
     The top-level `last_updated_timestamp` is the enqueue time in both cases."""
@@ -126,8 +138,15 @@ class ArticleReceiveResult:
 class ArticleQueue:
     """The article's peek on a table laid out as above, as `receive`."""
 
-    def __init__(self, db: Dynamo, table: str, *, visibility_timeout: float = VISIBILITY_TIMEOUT_SECONDS,
-                 page_size: int = PAGE_SIZE, clock_ms=lambda: int(time.time() * 1000)):
+    def __init__(
+        self,
+        db: Dynamo,
+        table: str,
+        *,
+        visibility_timeout: float = VISIBILITY_TIMEOUT_SECONDS,
+        page_size: int = PAGE_SIZE,
+        clock_ms=lambda: int(time.time() * 1000),
+    ):
         self.db = db
         self.table = table
         self.visibility_timeout = visibility_timeout
@@ -184,8 +203,16 @@ class ArticleQueue:
                 "#sys.last_updated_timestamp = :lut, #sys.queue_peek_timestamp = :lut, "
                 "#sys.peek_utc_timestamp = :ts, #sys.#st = :st",
                 ExpressionAttributeNames={"#v": "version", "#st": "status", "#sys": "system_info"},
-                ExpressionAttributeValues=marshal({":one": 1, ":v": selected_version, ":true": True,
-                                                   ":ts": now_ms, ":st": PROCESSING_SHIPMENT, ":lut": stamp}),
+                ExpressionAttributeValues=marshal(
+                    {
+                        ":one": 1,
+                        ":v": selected_version,
+                        ":true": True,
+                        ":ts": now_ms,
+                        ":st": PROCESSING_SHIPMENT,
+                        ":lut": stamp,
+                    }
+                ),
                 ConditionExpression="#sys.#v = :v",
                 ReturnValues="ALL_NEW",
             )

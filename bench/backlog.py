@@ -90,8 +90,18 @@ IDLE_SLEEP = 0.01  # a consumer's wait after an empty take
 MONITOR_EVERY = 1.0  # seconds between depth samples
 VISIBILITY_TIMEOUT = 60.0  # far longer than any work here: no lease runs out
 FINAL_DRAIN_LIMIT = 180.0  # seconds the consumers get for what is left after production
-SMOKE = {"rate": 10.0, "consumers": 2, "work_seconds": 0.02, "steady": 2.0, "outage": 3.0, "recovery_max": 20.0,
-         "tail": 1.0, "spillover_after": 1.0, "sweep_seconds": 0.2, "warmup": 0}
+SMOKE = {
+    "rate": 10.0,
+    "consumers": 2,
+    "work_seconds": 0.02,
+    "steady": 2.0,
+    "outage": 3.0,
+    "recovery_max": 20.0,
+    "tail": 1.0,
+    "spillover_after": 1.0,
+    "sweep_seconds": 0.2,
+    "warmup": 0,
+}
 
 
 @dataclass(frozen=True)
@@ -200,13 +210,18 @@ class Run:
             "fresh_taken_from_spillover": sum(1 for r in fresh if r.source == "spillover"),
             "completed_per_s_until_cleared": _round(
                 sum(1 for r in records if r.done is not None and self.recovery_at <= r.done <= cleared)
-                / (cleared - self.recovery_at), 1) if cleared is not None and cleared > self.recovery_at else None,
+                / (cleared - self.recovery_at),
+                1,
+            )
+            if cleared is not None and cleared > self.recovery_at
+            else None,
             "production_after_recovery_s": _round(self.production_end - self.recovery_at),
             "requests_per_completed": round(self.requests / per, 2),
             "requests_by_operation": operations,
             "empty_takes": self.empty_takes,
-            "update_conflicts": self.operations.get("UpdateItem", {}).get("errors", {}).get(
-                "ConditionalCheckFailedException", 0),
+            "update_conflicts": self.operations.get("UpdateItem", {})
+            .get("errors", {})
+            .get("ConditionalCheckFailedException", 0),
             "producer_lag_max_s": round(self.producer_lag_max, 3),
             "duration_s": round(self.ended - self.started, 1),
             "depth_timeline": self.timeline,
@@ -265,8 +280,13 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
                 stop_producing.set()
 
         def consumer() -> None:
-            fair = FairConsumer(queue, FairnessPolicy(spillover_after_seconds=p.spillover_after),
-                                sweep_seconds=p.sweep_seconds) if mode == "sidelining" else None
+            fair = (
+                FairConsumer(
+                    queue, FairnessPolicy(spillover_after_seconds=p.spillover_after), sweep_seconds=p.sweep_seconds
+                )
+                if mode == "sidelining"
+                else None
+            )
             try:
                 while not stop_consuming.is_set():
                     if not working.is_set():
@@ -338,8 +358,10 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
                 progress(f"{mode}: outage ({len(records)} submitted so far)")
             stop_producing.wait(max(0.0, outage_at + p.outage - time.monotonic()))
             # recovery
-            queued = {DEFAULT_QUEUE: queue.count_queued(DEFAULT_QUEUE),
-                      SPILLOVER_QUEUE: queue.count_queued(SPILLOVER_QUEUE)}
+            queued = {
+                DEFAULT_QUEUE: queue.count_queued(DEFAULT_QUEUE),
+                SPILLOVER_QUEUE: queue.count_queued(SPILLOVER_QUEUE),
+            }
             recovery_at = time.monotonic()
             marks["recovery"] = recovery_at
             working.set()
@@ -372,12 +394,24 @@ def run_mode(endpoint: str, mode: str, p: Parameters, *, progress=None) -> Run:
                 thread.join()
             ended = time.monotonic()
 
-        run = Run(mode=mode, parameters=p, records=records, started=started, outage_at=outage_at,
-                  recovery_at=recovery_at, production_end=production_end, ended=ended,
-                  backlog_at_recovery=queued, timeline=timeline, requests=measured.requests,
-                  operations=measured.operations,
-                  producer_lag_max=counters["lag"], completions=len(completed_ids), empty_takes=counters["empty"],
-                  problems=list(failures))
+        run = Run(
+            mode=mode,
+            parameters=p,
+            records=records,
+            started=started,
+            outage_at=outage_at,
+            recovery_at=recovery_at,
+            production_end=production_end,
+            ended=ended,
+            backlog_at_recovery=queued,
+            timeline=timeline,
+            requests=measured.requests,
+            operations=measured.operations,
+            producer_lag_max=counters["lag"],
+            completions=len(completed_ids),
+            empty_takes=counters["empty"],
+            problems=list(failures),
+        )
         _check(run, queue, completed_ids)
         return run
 
@@ -396,11 +430,12 @@ def _check(run: Run, queue: ShipmentQueue, completed_ids: list[str]) -> None:
     ids = sorted(run.records)
     stored = []
     for i in range(0, len(ids), 100):
-        stored += queue.get_many(ids[i:i + 100])
+        stored += queue.get_many(ids[i : i + 100])
     not_done = [s.shipment_id for s in stored if s.status != ShipmentStatus.COMPLETED]
     if not_done or len(stored) != len(ids):
-        run.problems.append(f"table: {len(not_done)} shipments not completed, {len(ids) - len(stored)} missing, "
-                            f"e.g. {not_done[:5]}")
+        run.problems.append(
+            f"table: {len(not_done)} shipments not completed, {len(ids) - len(stored)} missing, e.g. {not_done[:5]}"
+        )
     for name in (DEFAULT_QUEUE, SPILLOVER_QUEUE):
         counts = queue.counts(name)
         if counts.queued or counts.in_flight or counts.delayed or counts.dlq:
@@ -428,11 +463,18 @@ def warm_up(endpoint: str, shipments: int = 200) -> None:
         queue.count_queued()
 
 
-def run_benchmark(endpoint: str, p: Parameters, *, modes: tuple[str, ...] = MODES, warmup: int = 1,
-                  progress=None) -> Results:
-    return harness.run_variants(modes, lambda mode: run_mode(endpoint, mode, p, progress=progress), p,
-                                warmup=warmup, warm_up_round=lambda _round: warm_up(endpoint), progress=progress,
-                                summary=summary_line)
+def run_benchmark(
+    endpoint: str, p: Parameters, *, modes: tuple[str, ...] = MODES, warmup: int = 1, progress=None
+) -> Results:
+    return harness.run_variants(
+        modes,
+        lambda mode: run_mode(endpoint, mode, p, progress=progress),
+        p,
+        warmup=warmup,
+        warm_up_round=lambda _round: warm_up(endpoint),
+        progress=progress,
+        summary=summary_line,
+    )
 
 
 def as_json(results: Results) -> dict:
@@ -445,11 +487,13 @@ def _s(value: float | None, digits: int = 2) -> str:
 
 def summary_line(run: Run) -> str:
     m = run.metrics()
-    return (f"{run.mode}: {m['submitted']} submitted, {m['completed']} completed; backlog {m['backlog_at_recovery']} "
-            f"at recovery; normal after {_s(m['time_to_normal_s'])} s; fresh wait p50 "
-            f"{_s(m['fresh_wait_during_recovery_p50_s'])} s, p95 {_s(m['fresh_wait_during_recovery_p95_s'])} s; "
-            f"backlog cleared after {_s(m['backlog_cleared_s'])} s; oldest wait {_s(m['oldest_wait_s'])} s"
-            + (f"; CHECK FAILED: {'; '.join(run.problems)}" if run.problems else ""))
+    return (
+        f"{run.mode}: {m['submitted']} submitted, {m['completed']} completed; backlog {m['backlog_at_recovery']} "
+        f"at recovery; normal after {_s(m['time_to_normal_s'])} s; fresh wait p50 "
+        f"{_s(m['fresh_wait_during_recovery_p50_s'])} s, p95 {_s(m['fresh_wait_during_recovery_p95_s'])} s; "
+        f"backlog cleared after {_s(m['backlog_cleared_s'])} s; oldest wait {_s(m['oldest_wait_s'])} s"
+        + (f"; CHECK FAILED: {'; '.join(run.problems)}" if run.problems else "")
+    )
 
 
 def report(results: Results, where: str) -> str:
@@ -457,30 +501,40 @@ def report(results: Results, where: str) -> str:
     ms = {mode: run.metrics() for mode, run in results.runs.items()}
     modes = list(ms)
     lines = [
-        (f"Operating under backlog on {where}: Poisson arrivals {p.rate:g}/s (seed {p.seed}); {p.consumers} "
-         f"consumers, {p.work_seconds * 1000:g} ms of work each; steady {p.steady:g} s, outage {p.outage:g} s, "
-         f"then recovery until {p.tail:g} s after the backlog is cleared (at most {p.recovery_max:g} s); "
-         f"sidelining: work older than {p.spillover_after:g} s to the spillover queue, swept every "
-         f"{p.sweep_seconds:g} s by one consumer at a time"),
+        (
+            f"Operating under backlog on {where}: Poisson arrivals {p.rate:g}/s (seed {p.seed}); {p.consumers} "
+            f"consumers, {p.work_seconds * 1000:g} ms of work each; steady {p.steady:g} s, outage {p.outage:g} s, "
+            f"then recovery until {p.tail:g} s after the backlog is cleared (at most {p.recovery_max:g} s); "
+            f"sidelining: work older than {p.spillover_after:g} s to the spillover queue, swept every "
+            f"{p.sweep_seconds:g} s by one consumer at a time"
+        ),
         "",
     ]
     rows = [
-        ("submitted (steady / outage / recovery)",
-         lambda m: f"{m['submitted']} ({m['submitted_steady']}/{m['submitted_outage']}/{m['submitted_recovery']})"),
+        (
+            "submitted (steady / outage / recovery)",
+            lambda m: f"{m['submitted']} ({m['submitted_steady']}/{m['submitted_outage']}/{m['submitted_recovery']})",
+        ),
         ("completed exactly once", lambda m: f"{m['completed']} " + ("yes" if m["completed_exactly_once"] else "NO")),
         ("steady wait p50 / p95 (s)", lambda m: f"{_s(m['steady_wait_p50_s'], 3)} / {_s(m['steady_wait_p95_s'], 3)}"),
         ("normal threshold (s)", lambda m: _s(m["normal_threshold_s"])),
         ("backlog at recovery", lambda m: str(m["backlog_at_recovery"])),
         ("time to normal (s)", lambda m: _s(m["time_to_normal_s"])),
-        ("fresh wait in recovery p50 / p95 / max (s)",
-         lambda m: f"{_s(m['fresh_wait_during_recovery_p50_s'])} / {_s(m['fresh_wait_during_recovery_p95_s'])} / "
-                   f"{_s(m['fresh_wait_during_recovery_max_s'])}"),
+        (
+            "fresh wait in recovery p50 / p95 / max (s)",
+            lambda m: (
+                f"{_s(m['fresh_wait_during_recovery_p50_s'])} / {_s(m['fresh_wait_during_recovery_p95_s'])} / "
+                f"{_s(m['fresh_wait_during_recovery_max_s'])}"
+            ),
+        ),
         ("fresh over threshold", lambda m: f"{m['fresh_over_threshold']}/{m['submitted_recovery']}"),
         ("backlog cleared after (s)", lambda m: _s(m["backlog_cleared_s"])),
         ("backlog wait p50 / max (s)", lambda m: f"{_s(m['backlog_wait_p50_s'])} / {_s(m['backlog_wait_max_s'])}"),
         ("oldest wait (s)", lambda m: _s(m["oldest_wait_s"])),
-        ("taken from spillover (of them fresh)",
-         lambda m: f"{m['taken_from_spillover']} ({m['fresh_taken_from_spillover']})"),
+        (
+            "taken from spillover (of them fresh)",
+            lambda m: f"{m['taken_from_spillover']} ({m['fresh_taken_from_spillover']})",
+        ),
         ("completed / s until cleared", lambda m: _s(m["completed_per_s_until_cleared"], 1)),
         ("requests / completed", lambda m: _s(m["requests_per_completed"])),
         ("UpdateItems refused (lost races)", lambda m: str(m["update_conflicts"])),
@@ -503,8 +557,7 @@ def report(results: Results, where: str) -> str:
         lines.append(f"  {mode:<10} " + ", ".join(picked))
     lines += ["", "Requests per completed shipment by operation (the monitor's COUNT queries left out):"]
     for mode in modes:
-        lines.append(f"  {mode:<10} " + harness.by_operation(ms[mode]["requests_by_operation"],
-                                                             ms[mode]["completed"]))
+        lines.append(f"  {mode:<10} " + harness.by_operation(ms[mode]["requests_by_operation"], ms[mode]["completed"]))
     lines += ["", *harness.checks(results.problems)]
     return "\n".join(lines)
 
@@ -517,26 +570,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-seconds", type=float, default=d.work_seconds, help="simulated work per shipment")
     parser.add_argument("--steady", type=float, default=d.steady, help="seconds of steady load first")
     parser.add_argument("--outage", type=float, default=d.outage, help="seconds the consumers take nothing")
-    parser.add_argument("--recovery-max", type=float, default=d.recovery_max,
-                        help="longest the producer goes on after the consumers come back")
-    parser.add_argument("--tail", type=float, default=d.tail,
-                        help="seconds the producer goes on after the backlog is cleared")
-    parser.add_argument("--spillover-after", type=float, default=d.spillover_after,
-                        help="sidelining: live work older than this goes to the spillover queue")
-    parser.add_argument("--sweep-seconds", type=float, default=d.sweep_seconds,
-                        help="sidelining: stale work is swept at most this often (by one consumer at a time)")
-    parser.add_argument("--modes", type=harness.names(*MODES), default=",".join(MODES),
-                        help="default: fifo,sidelining")
+    parser.add_argument(
+        "--recovery-max",
+        type=float,
+        default=d.recovery_max,
+        help="longest the producer goes on after the consumers come back",
+    )
+    parser.add_argument(
+        "--tail", type=float, default=d.tail, help="seconds the producer goes on after the backlog is cleared"
+    )
+    parser.add_argument(
+        "--spillover-after",
+        type=float,
+        default=d.spillover_after,
+        help="sidelining: live work older than this goes to the spillover queue",
+    )
+    parser.add_argument(
+        "--sweep-seconds",
+        type=float,
+        default=d.sweep_seconds,
+        help="sidelining: stale work is swept at most this often (by one consumer at a time)",
+    )
+    parser.add_argument("--modes", type=harness.names(*MODES), default=",".join(MODES), help="default: fifo,sidelining")
     args = harness.parse(parser, argv, smoke=SMOKE)
-    if args.rate <= 0 or args.consumers < 1 or args.spillover_after <= 0 or args.sweep_seconds <= 0 or min(
-            args.work_seconds, args.steady, args.outage, args.recovery_max, args.tail) < 0:
-        parser.error("--rate, --consumers, --spillover-after and --sweep-seconds must be positive; durations "
-                     "cannot be negative")
+    if (
+        args.rate <= 0
+        or args.consumers < 1
+        or args.spillover_after <= 0
+        or args.sweep_seconds <= 0
+        or min(args.work_seconds, args.steady, args.outage, args.recovery_max, args.tail) < 0
+    ):
+        parser.error(
+            "--rate, --consumers, --spillover-after and --sweep-seconds must be positive; durations cannot be negative"
+        )
     p = harness.from_args(Parameters, args)
     return harness.execute(
-        args, lambda endpoint: run_benchmark(endpoint, p, modes=args.modes, warmup=args.warmup,
-                                             progress=harness.progress),
-        report=report, as_json=as_json)
+        args,
+        lambda endpoint: run_benchmark(endpoint, p, modes=args.modes, warmup=args.warmup, progress=harness.progress),
+        report=report,
+        as_json=as_json,
+    )
 
 
 if __name__ == "__main__":

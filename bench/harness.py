@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from queues_app.agents import matching
-from queues_app.shipments import consuming
 from queues_app.ddb import meter, schema
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import DynamoDBLocal
+from queues_app.shipments import consuming
 
 IN_MEMORY = "in-memory DynamoDB Local"
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,27 +53,44 @@ ROOT = Path(__file__).resolve().parents[1]
 # --- the command line ----------------------------------------------------------------------
 
 
-def parser(doc: str, name: str, *, seed: int | None = None, repeat: int | None = None,
-           warmup: int = 1) -> argparse.ArgumentParser:
+def parser(
+    doc: str, name: str, *, seed: int | None = None, repeat: int | None = None, warmup: int = 1
+) -> argparse.ArgumentParser:
     """The benchmark's parser, the common options first; the benchmark adds its own."""
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("common to every benchmark")
-    group.add_argument("--json", action="store_true",
-                       help="print only one JSON object on stdout (progress and the rest go to stderr)")
-    group.add_argument("--endpoint", metavar="URL",
-                       help="a running DynamoDB (Local); default: start an in-memory DynamoDB Local for the run")
-    group.add_argument("--warmup", type=int, default=warmup, metavar="N",
-                       help=f"discarded warm-up rounds before measuring (default {warmup})")
+    group.add_argument(
+        "--json", action="store_true", help="print only one JSON object on stdout (progress and the rest go to stderr)"
+    )
+    group.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="a running DynamoDB (Local); default: start an in-memory DynamoDB Local for the run",
+    )
+    group.add_argument(
+        "--warmup",
+        type=int,
+        default=warmup,
+        metavar="N",
+        help=f"discarded warm-up rounds before measuring (default {warmup})",
+    )
     group.add_argument("--no-warmup", dest="warmup", action="store_const", const=0, help="the same as --warmup 0")
-    group.add_argument("--smoke", action="store_true",
-                       help="the smallest sizes: shows that the benchmark runs and its checks pass, measures nothing")
+    group.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest sizes: shows that the benchmark runs and its checks pass, measures nothing",
+    )
     if seed is not None:
         group.add_argument("--seed", type=int, default=seed, help=f"seed of the workload (default {seed})")
     if repeat is not None:
-        group.add_argument("--repeat", type=int, default=repeat, metavar="N",
-                           help=f"runs of every configuration; medians are reported (default {repeat})")
-    return argparse.ArgumentParser(prog=f"python -m bench.{name}", description=doc.split("\n\n")[0],
-                                   parents=[common])
+        group.add_argument(
+            "--repeat",
+            type=int,
+            default=repeat,
+            metavar="N",
+            help=f"runs of every configuration; medians are reported (default {repeat})",
+        )
+    return argparse.ArgumentParser(prog=f"python -m bench.{name}", description=doc.split("\n\n")[0], parents=[common])
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None, *, smoke: dict[str, Any]) -> argparse.Namespace:
@@ -115,8 +132,14 @@ def names(*allowed: str) -> Callable[[str], tuple[str, ...]]:
 def run_module(name: str, *args: str, timeout: float = 600.0) -> subprocess.CompletedProcess:
     """Run `python -m bench.<name> args...` from the repository root in a child process,
     as a person would (tests of the command line); stdout and stderr captured as text."""
-    return subprocess.run([sys.executable, "-m", f"bench.{name}", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", f"bench.{name}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def progress(message: str) -> None:
@@ -146,9 +169,15 @@ def dynamodb_endpoint(endpoint: str | None) -> Iterator[str]:
         server.stop()
 
 
-def execute[R](args: argparse.Namespace, run: Callable[[str], R], *, report: Callable[[R, str], str],
-               as_json: Callable[[R], dict], problems: Callable[[R], list[str]] = lambda r: r.problems,
-               json_notes: Callable[[R], Iterable[str]] = lambda r: ()) -> int:
+def execute[R](
+    args: argparse.Namespace,
+    run: Callable[[str], R],
+    *,
+    report: Callable[[R, str], str],
+    as_json: Callable[[R], dict],
+    problems: Callable[[R], list[str]] = lambda r: r.problems,
+    json_notes: Callable[[R], Iterable[str]] = lambda r: (),
+) -> int:
     """Run `run(endpoint)` and print its results: `report(results, where)` and the wall
     time, or with --json `as_json(results)` on stdout and `json_notes` and the failed
     checks on stderr. Returns the exit status: 1 when a check failed."""
@@ -185,8 +214,12 @@ def fresh_tables(endpoint: str, *labels: object, read_timeout: float = 30.0) -> 
     (`bench-<labels>-<random>-`) and dropped when the block ends; the process's
     contention gauges and claims start afresh."""
     name = "-".join(str(label) for label in labels)
-    db = Dynamo(prefix=f"bench-{name}-{uuid.uuid4().hex[:8]}-", endpoint_url=endpoint, region="us-east-1",
-                read_timeout=read_timeout)
+    db = Dynamo(
+        prefix=f"bench-{name}-{uuid.uuid4().hex[:8]}-",
+        endpoint_url=endpoint,
+        region="us-east-1",
+        read_timeout=read_timeout,
+    )
     schema.create_tables(db)
     reset_contention()
     try:
@@ -261,13 +294,23 @@ class Variants[P, T]:
 
     def as_json(self, parameters_key: str = "parameters") -> dict:
         """{parameters_key: {...}, "<variant>": run.metrics(), ..., "seconds": ...}"""
-        return {parameters_key: asdict(self.parameters), **{name: run.metrics() for name, run in self.runs.items()},
-                "seconds": round(self.seconds, 1)}
+        return {
+            parameters_key: asdict(self.parameters),
+            **{name: run.metrics() for name, run in self.runs.items()},
+            "seconds": round(self.seconds, 1),
+        }
 
 
-def run_variants[P, T](names: Iterable[str], run_one: Callable[[str], T], parameters: P, *, warmup: int,
-                       warm_up_round: Callable[[int], object], progress: Callable[[str], None] | None = None,
-                       summary: Callable[[T], str] = str) -> Variants[P, T]:
+def run_variants[P, T](
+    names: Iterable[str],
+    run_one: Callable[[str], T],
+    parameters: P,
+    *,
+    warmup: int,
+    warm_up_round: Callable[[int], object],
+    progress: Callable[[str], None] | None = None,
+    summary: Callable[[T], str] = str,
+) -> Variants[P, T]:
     """`warmup` warm-up rounds, then `run_one(name)` for each variant, a summary line after each."""
     began = time.perf_counter()
     warm_up(warmup, warm_up_round)
@@ -296,7 +339,7 @@ def percentile(values: Iterable[float], p: float) -> float | None:
 
 
 def by_operation(operations: dict, per: int, *, capacity: str | None = None) -> str:
-    """"Query 1.04, TransactWriteItems 1.00": requests per unit of work, by operation;
+    """ "Query 1.04, TransactWriteItems 1.00": requests per unit of work, by operation;
     with `capacity` (e.g. " CU"), each followed by its capacity units: "(1.00 CU)"."""
     per = max(per, 1)
     parts = []
@@ -312,4 +355,5 @@ def by_operation(operations: dict, per: int, *, capacity: str | None = None) -> 
 def checks(problems: list[str], title: str = "Checks") -> list[str]:
     """The report's last lines: whether every check passed, then each failure."""
     return [f"{title}: " + ("all passed" if not problems else f"{len(problems)} FAILED")] + [
-        f"  {problem}" for problem in problems]
+        f"  {problem}" for problem in problems
+    ]

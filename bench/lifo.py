@@ -78,8 +78,15 @@ SWEEP_EVERY = 1.0  # seconds between sweeps
 SWEEP_PHASE = 0.5
 IDLE_SLEEP = 0.01  # a consumer's wait after an empty take
 FINISHED_SECONDS = 60.0  # finished tasks are kept this long (longer than a run)
-SMOKE = {"overload_rate": 20.0, "overload_seconds": 1.0, "calm_rate": 4.0, "calm_seconds": 1.0, "expiry": 2.0,
-         "downstream_rate": 10.0, "warmup": 0}
+SMOKE = {
+    "overload_rate": 20.0,
+    "overload_seconds": 1.0,
+    "calm_rate": 4.0,
+    "calm_seconds": 1.0,
+    "expiry": 2.0,
+    "downstream_rate": 10.0,
+    "warmup": 0,
+}
 
 
 @dataclass(frozen=True)
@@ -98,8 +105,10 @@ def arrival_schedule(p: Parameters) -> list[tuple[float, str]]:
     """Seeded Poisson arrivals: (offset in seconds from the start, phase)."""
     rng = random.Random(p.seed)
     arrivals = []
-    for phase, start, rate, length in (("overload", 0.0, p.overload_rate, p.overload_seconds),
-                                       ("calm", p.overload_seconds, p.calm_rate, p.calm_seconds)):
+    for phase, start, rate, length in (
+        ("overload", 0.0, p.overload_rate, p.overload_seconds),
+        ("calm", p.overload_seconds, p.calm_rate, p.calm_seconds),
+    ):
         if rate <= 0 or length <= 0:
             continue
         t = start + rng.expovariate(rate)
@@ -197,8 +206,9 @@ class Run:
             "capacity_per_processed": round(self.capacity / len(processed), 2) if processed else None,
             "requests": self.requests,
             "requests_by_operation": {op: figures["calls"] for op, figures in sorted(self.operations.items())},
-            "failed_takes": self.operations.get("UpdateItem", {}).get("errors", {}).get(
-                "ConditionalCheckFailedException", 0),
+            "failed_takes": self.operations.get("UpdateItem", {})
+            .get("errors", {})
+            .get("ConditionalCheckFailedException", 0),
             "empty_takes": self.empty_takes,
             "empty_takes_with_work_pending": self.empty_takes_with_work,
             "producer_lag_max_s": round(self.producer_lag_max, 3),
@@ -211,23 +221,31 @@ def _newest_tenth(records: list[Record]) -> list[Record]:
     """The 10% created last (at least one), `records` in creation order."""
     if not records:
         return []
-    return records[-max(1, math.ceil(len(records) / 10)):]
+    return records[-max(1, math.ceil(len(records) / 10)) :]
 
 
 def _waits(records: list[Record]) -> dict:
     waits = [r.taken - r.created for r in records if r.taken is not None and r.done is not None]
     if not waits:
         return {"n": 0, "mean_s": None, "p50_s": None, "p95_s": None, "max_s": None}
-    return {"n": len(waits), "mean_s": round(statistics.fmean(waits), 3),
-            "p50_s": round(harness.percentile(waits, 0.5), 3), "p95_s": round(harness.percentile(waits, 0.95), 3),
-            "max_s": round(max(waits), 3)}
+    return {
+        "n": len(waits),
+        "mean_s": round(statistics.fmean(waits), 3),
+        "p50_s": round(harness.percentile(waits, 0.5), 3),
+        "p95_s": round(harness.percentile(waits, 0.95), 3),
+        "max_s": round(max(waits), 3),
+    }
 
 
 def _group(records: list[Record]) -> dict:
     """Size, processed, not processed (shed or left), and the waits of the processed."""
     processed = [r for r in records if r.done is not None]
-    return {"size": len(records), "processed": len(processed), "not_processed": len(records) - len(processed),
-            **_waits(processed)}
+    return {
+        "size": len(records),
+        "processed": len(processed),
+        "not_processed": len(records) - len(processed),
+        **_waits(processed),
+    }
 
 
 # --- one run -------------------------------------------------------------------------------
@@ -256,8 +274,11 @@ def run_order(endpoint: str, order: str, p: Parameters, *, timeout: float | None
             """Tasks in the table by `written_by`, not taken, whose expiry is after `moment`."""
             written_by = moment if written_by is None else written_by
             with lock:
-                return sum(1 for r in records.values() if r.written is not None and r.written <= written_by
-                           and r.taken is None and r.expiry > moment)
+                return sum(
+                    1
+                    for r in records.values()
+                    if r.written is not None and r.written <= written_by and r.taken is None and r.expiry > moment
+                )
 
         def producer(start: float) -> None:
             try:
@@ -274,8 +295,7 @@ def run_order(endpoint: str, order: str, p: Parameters, *, timeout: float | None
                     task_id = uuid.uuid4().hex[:16]
                     created = time.monotonic()
                     with lock:
-                        records[task_id] = Record(index, phase, created,
-                                                  int(time.time() + p.expiry) - wall_minus_mono)
+                        records[task_id] = Record(index, phase, created, int(time.time() + p.expiry) - wall_minus_mono)
                     task = queue.create({"n": index, "phase": phase}, task_id=task_id)
                     with lock:
                         records[task_id].expiry = task.expires_at - wall_minus_mono
@@ -351,9 +371,11 @@ def run_order(endpoint: str, order: str, p: Parameters, *, timeout: float | None
 
         with harness.metered() as measured:
             started = time.monotonic()
-            threads = [threading.Thread(target=producer, args=(started,), name="producer"),
-                       threading.Thread(target=consumer, name="consumer"),
-                       threading.Thread(target=sweeper, name="sweeper")]
+            threads = [
+                threading.Thread(target=producer, args=(started,), name="producer"),
+                threading.Thread(target=consumer, name="consumer"),
+                threading.Thread(target=sweeper, name="sweeper"),
+            ]
             for thread in threads:
                 thread.start()
             threads[1].join(limit)
@@ -364,12 +386,25 @@ def run_order(endpoint: str, order: str, p: Parameters, *, timeout: float | None
                 thread.join()
             ended = time.monotonic()
             sweep_once()  # what expired since the last sweep
-        run = Run(order=order, parameters=p, records=records, overload_end=started + p.overload_seconds,
-                  started=started, ended=ended, shed=shed["count"], shed_ages=shed["ages"], still_pending=0,
-                  deleted_by_ttl=0, requests=measured.requests, capacity=measured.capacity,
-                  operations=measured.operations,
-                  empty_takes_with_work=counters["empty_with_work"], empty_takes=counters["empty"],
-                  producer_lag_max=counters["lag"], problems=list(failures))
+        run = Run(
+            order=order,
+            parameters=p,
+            records=records,
+            overload_end=started + p.overload_seconds,
+            started=started,
+            ended=ended,
+            shed=shed["count"],
+            shed_ages=shed["ages"],
+            still_pending=0,
+            deleted_by_ttl=0,
+            requests=measured.requests,
+            capacity=measured.capacity,
+            operations=measured.operations,
+            empty_takes_with_work=counters["empty_with_work"],
+            empty_takes=counters["empty"],
+            producer_lag_max=counters["lag"],
+            problems=list(failures),
+        )
         _check(run, db, processed_ids)
         return run
 
@@ -384,11 +419,13 @@ def _check(run: Run, db: Dynamo, processed_ids: list[str]) -> None:
     if twice:
         run.problems.append(f"{twice} tasks processed twice")
     if by_status[TaskStatus.SUCCESS] != set(processed_ids):
-        run.problems.append(f"the table has {len(by_status[TaskStatus.SUCCESS])} tasks done, the consumer "
-                            f"{len(set(processed_ids))}")
+        run.problems.append(
+            f"the table has {len(by_status[TaskStatus.SUCCESS])} tasks done, the consumer {len(set(processed_ids))}"
+        )
     if by_status[TaskStatus.TAKEN] or by_status[TaskStatus.FAILURE]:
-        run.problems.append(f"{len(by_status[TaskStatus.TAKEN])} tasks left TAKEN, "
-                            f"{len(by_status[TaskStatus.FAILURE])} FAILURE")
+        run.problems.append(
+            f"{len(by_status[TaskStatus.TAKEN])} tasks left TAKEN, {len(by_status[TaskStatus.FAILURE])} FAILURE"
+        )
     unknown = set(stored) - set(run.records)
     if unknown:
         run.problems.append(f"{len(unknown)} tasks in the table the producer did not create")
@@ -420,11 +457,18 @@ def warm_up(endpoint: str, tasks: int = 150) -> None:
         queue.sweep_expired()
 
 
-def run_benchmark(endpoint: str, p: Parameters, *, orders: tuple[str, ...] = ORDERS, warmup: int = 1,
-                  progress=None) -> Results:
-    return harness.run_variants(orders, lambda order: run_order(endpoint, order, p), p, warmup=warmup,
-                                warm_up_round=lambda _round: warm_up(endpoint), progress=progress,
-                                summary=summary_line)
+def run_benchmark(
+    endpoint: str, p: Parameters, *, orders: tuple[str, ...] = ORDERS, warmup: int = 1, progress=None
+) -> Results:
+    return harness.run_variants(
+        orders,
+        lambda order: run_order(endpoint, order, p),
+        p,
+        warmup=warmup,
+        warm_up_round=lambda _round: warm_up(endpoint),
+        progress=progress,
+        summary=summary_line,
+    )
 
 
 def as_json(results: Results) -> dict:
@@ -437,39 +481,51 @@ def _ms(value: float | None) -> str:
 
 def summary_line(run: Run) -> str:
     m = run.metrics()
-    return (f"{run.order}: {m['created']} created, {m['processed']} processed, {m['shed']} shed; wait "
-            f"{_ms(m['wait_all']['mean_s'])} ms mean, newest tenth {_ms(m['wait_newest_tenth']['mean_s'])} ms "
-            f"({m['wait_newest_tenth']['processed']}/{m['wait_newest_tenth']['size']} processed); backlog gone "
-            f"{m['backlog_gone_s']} s after the overload" + (f"; CHECK FAILED: {'; '.join(run.problems)}"
-                                                              if run.problems else ""))
+    return (
+        f"{run.order}: {m['created']} created, {m['processed']} processed, {m['shed']} shed; wait "
+        f"{_ms(m['wait_all']['mean_s'])} ms mean, newest tenth {_ms(m['wait_newest_tenth']['mean_s'])} ms "
+        f"({m['wait_newest_tenth']['processed']}/{m['wait_newest_tenth']['size']} processed); backlog gone "
+        f"{m['backlog_gone_s']} s after the overload"
+        + (f"; CHECK FAILED: {'; '.join(run.problems)}" if run.problems else "")
+    )
 
 
 def report(results: Results, where: str) -> str:
     p = results.parameters
     lines = [
-        (f"LIFO vs FIFO under overload on {where}: arrivals {p.overload_rate:g}/s for {p.overload_seconds:g} "
-         f"s, then {p.calm_rate:g}/s for {p.calm_seconds:g} s (Poisson, seed {p.seed}); one consumer, downstream "
-         f"{p.downstream_rate:g}/s; pending expiry {p.expiry:g} s, swept every {SWEEP_EVERY:g} s "
-         f"(at +{SWEEP_PHASE:g} s); take_next reads {p.take_limit} index entries"),
+        (
+            f"LIFO vs FIFO under overload on {where}: arrivals {p.overload_rate:g}/s for {p.overload_seconds:g} "
+            f"s, then {p.calm_rate:g}/s for {p.calm_seconds:g} s (Poisson, seed {p.seed}); one consumer, downstream "
+            f"{p.downstream_rate:g}/s; pending expiry {p.expiry:g} s, swept every {SWEEP_EVERY:g} s "
+            f"(at +{SWEEP_PHASE:g} s); take_next reads {p.take_limit} index entries"
+        ),
         "",
-        ("Waits (taken - created), ms: mean / p50 / p95 / max of the processed tasks in each group; "
-         "'done' = processed / size of the group"),
+        (
+            "Waits (taken - created), ms: mean / p50 / p95 / max of the processed tasks in each group; "
+            "'done' = processed / size of the group"
+        ),
         f"{'order':<5} {'group':<22} {'done':>9} {'mean':>6} {'p50':>6} {'p95':>6} {'max':>6}",
     ]
     for order, run in results.runs.items():
         m = run.metrics()
-        groups = [("all tasks", {"size": m["created"], "processed": m["processed"], **m["wait_all"]}),
-                  ("newest tenth", m["wait_newest_tenth"])]
+        groups = [
+            ("all tasks", {"size": m["created"], "processed": m["processed"], **m["wait_all"]}),
+            ("newest tenth", m["wait_newest_tenth"]),
+        ]
         for phase in ("overload", "calm"):
             groups += [(f"{phase}", m["phases"][phase]), (f"{phase}, newest tenth", m["phases"][phase]["newest_tenth"])]
         for name, g in groups:
-            lines.append(f"{order:<5} {name:<22} {g['processed']:>4}/{g['size']:<4} {_ms(g['mean_s']):>6} "
-                         f"{_ms(g['p50_s']):>6} {_ms(g['p95_s']):>6} {_ms(g['max_s']):>6}")
+            lines.append(
+                f"{order:<5} {name:<22} {g['processed']:>4}/{g['size']:<4} {_ms(g['mean_s']):>6} "
+                f"{_ms(g['p50_s']):>6} {_ms(g['p95_s']):>6} {_ms(g['max_s']):>6}"
+            )
         lines.append("")
     lines += [
-        (f"{'order':<5} {'created':>7} {'processed':>9} {'shed':>5} {'left':>5} {'ttl':>4} {'backlog@end':>11} "
-         f"{'peak':>5} {'gone after s':>12} {'shed age s':>10} {'req/processed':>13} {'CU/processed':>12} "
-         f"{'empty takes (work)':>18} {'run s':>6}  check"),
+        (
+            f"{'order':<5} {'created':>7} {'processed':>9} {'shed':>5} {'left':>5} {'ttl':>4} {'backlog@end':>11} "
+            f"{'peak':>5} {'gone after s':>12} {'shed age s':>10} {'req/processed':>13} {'CU/processed':>12} "
+            f"{'empty takes (work)':>18} {'run s':>6}  check"
+        ),
     ]
     for order, run in results.runs.items():
         m = run.metrics()
@@ -480,18 +536,23 @@ def report(results: Results, where: str) -> str:
             f"{m['deleted_by_ttl']:>4} {m['backlog_at_overload_end']:>11} {m['backlog_peak']:>5} {gone:>12} "
             f"{age:>10} {m['requests_per_processed'] or 0:>13.2f} {m['capacity_per_processed'] or 0:>12.2f} "
             f"{m['empty_takes']:>10} ({m['empty_takes_with_work_pending']:>5}) {m['duration_s']:>6.1f}  "
-            + ("ok" if not run.problems else "FAILED"))
+            + ("ok" if not run.problems else "FAILED")
+        )
     lines.append("")
     for order, run in results.runs.items():
         m = run.metrics()
-        lines.append(f"{order}: requests per processed task by operation: "
-                     + harness.by_operation(m["requests_by_operation"], m["processed"])
-                     + f"; {m['failed_takes']} takes refused (expired since the Query)")
+        lines.append(
+            f"{order}: requests per processed task by operation: "
+            + harness.by_operation(m["requests_by_operation"], m["processed"])
+            + f"; {m['failed_takes']} takes refused (expired since the Query)"
+        )
     lines += [
         "",
-        ("backlog@end: live pending tasks when the overload ends; gone after: seconds from then until none is "
-         "pending; left: still pending at the end; ttl: deleted by DynamoDB Local's TTL before the sweeper saw "
-         "them; empty takes (work): take_next found nothing (while the bench knew of a live pending task)"),
+        (
+            "backlog@end: live pending tasks when the overload ends; gone after: seconds from then until none is "
+            "pending; left: still pending at the end; ttl: deleted by DynamoDB Local's TTL before the sweeper saw "
+            "them; empty takes (work): take_next found nothing (while the bench knew of a live pending task)"
+        ),
     ]
     lines += harness.checks(results.problems)
     return "\n".join(lines)
@@ -504,22 +565,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overload-seconds", type=float, default=defaults.overload_seconds)
     parser.add_argument("--calm-rate", type=float, default=defaults.calm_rate, help="tasks per second")
     parser.add_argument("--calm-seconds", type=float, default=defaults.calm_seconds)
-    parser.add_argument("--downstream-rate", type=float, default=defaults.downstream_rate,
-                        help="calls per second the downstream accepts")
+    parser.add_argument(
+        "--downstream-rate",
+        type=float,
+        default=defaults.downstream_rate,
+        help="calls per second the downstream accepts",
+    )
     parser.add_argument("--expiry", type=float, default=defaults.expiry, help="seconds until a pending task is shed")
-    parser.add_argument("--take-limit", type=int, default=defaults.take_limit,
-                        help="index entries take_next reads (its `limit`; default 10, the library's)")
+    parser.add_argument(
+        "--take-limit",
+        type=int,
+        default=defaults.take_limit,
+        help="index entries take_next reads (its `limit`; default 10, the library's)",
+    )
     parser.add_argument("--orders", type=harness.names(*ORDERS), default=",".join(ORDERS), help="default: lifo,fifo")
     args = harness.parse(parser, argv, smoke=SMOKE)
-    if args.downstream_rate <= 0 or args.expiry <= 0 or args.take_limit < 1 or min(
-            args.overload_rate, args.overload_seconds, args.calm_rate, args.calm_seconds) < 0:
-        parser.error("rates and durations cannot be negative; --downstream-rate, --expiry and --take-limit must be "
-                     "positive")
+    if (
+        args.downstream_rate <= 0
+        or args.expiry <= 0
+        or args.take_limit < 1
+        or min(args.overload_rate, args.overload_seconds, args.calm_rate, args.calm_seconds) < 0
+    ):
+        parser.error(
+            "rates and durations cannot be negative; --downstream-rate, --expiry and --take-limit must be positive"
+        )
     p = harness.from_args(Parameters, args)
     return harness.execute(
-        args, lambda endpoint: run_benchmark(endpoint, p, orders=args.orders, warmup=args.warmup,
-                                             progress=harness.progress),
-        report=report, as_json=as_json)
+        args,
+        lambda endpoint: run_benchmark(endpoint, p, orders=args.orders, warmup=args.warmup, progress=harness.progress),
+        report=report,
+        as_json=as_json,
+    )
 
 
 if __name__ == "__main__":

@@ -88,8 +88,13 @@ class OursMatcher:
 
     def assign(self, combo: tuple[str, ...], call_id: str) -> str | None:
         preferences = dict(zip(self.router.catalog.names, combo, strict=True))
-        call = Call(call_id=call_id, status=CallStatus.WAITING, preferences=preferences,
-                    order=QueueOrder.FIFO, arrived_at=to_iso(now()))
+        call = Call(
+            call_id=call_id,
+            status=CallStatus.WAITING,
+            preferences=preferences,
+            order=QueueOrder.FIFO,
+            arrived_at=to_iso(now()),
+        )
         assigned = self.router.matcher.match(call, new_call=True)
         return assigned.agent_id if assigned else None
 
@@ -138,16 +143,29 @@ class RunResult:
 
 def queue_items(db: Dynamo, pk: str, **extra) -> list[dict]:
     """Every item of one partition of the callcenter table, strongly consistent."""
-    return list(db.items("query", TableName=db.table("callcenter"), KeyConditionExpression="pk = :pk",
-                         ExpressionAttributeValues={":pk": {"S": pk}}, ConsistentRead=True, **extra))
+    return list(
+        db.items(
+            "query",
+            TableName=db.table("callcenter"),
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+            **extra,
+        )
+    )
 
 
 def queue_is_empty(db: Dynamo, combo: tuple[str, ...]) -> bool:
     """The harness's own read (not metered): does the queue of `combo` hold nobody?"""
     with harness.unmetered():
-        page = db.call("query", TableName=db.table("callcenter"), KeyConditionExpression="pk = :pk",
-                       ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}}, ConsistentRead=True,
-                       Limit=1)
+        page = db.call(
+            "query",
+            TableName=db.table("callcenter"),
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
+            ConsistentRead=True,
+            Limit=1,
+        )
     return not page.get("Items")
 
 
@@ -159,8 +177,9 @@ def queue_all(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list, worker
 
     def queue(index: int) -> None:
         agent_id = agent_specs[index][0]
-        router = Router(db, skill_catalog, default_order=QueueOrder.FIFO,
-                        clock=lambda: base + timedelta(milliseconds=index))
+        router = Router(
+            db, skill_catalog, default_order=QueueOrder.FIFO, clock=lambda: base + timedelta(milliseconds=index)
+        )
         _agent, call = router.make_available(agent_id)
         if call is not None:
             raise RuntimeError(f"{agent_id} took call {call.call_id}, but no caller waits in a fresh table")
@@ -245,8 +264,9 @@ def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed
         return result
 
 
-def check_table(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list,
-                assigned: dict[str, list[str]]) -> list[str]:
+def check_table(
+    db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list, assigned: dict[str, list[str]]
+) -> list[str]:
     """What the table says after a drain, compared with what the matchers reported."""
     problems = []
     stored = {a["agent_id"]: a for a in queue_items(db, keys.AGENTS_PK)}
@@ -256,8 +276,9 @@ def check_table(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list,
     never = [agent_id for agent_id, _n, _s in agent_specs if agent_id not in assigned]
     if never:
         problems.append(f"{len(never)} agents never assigned, e.g. {never[:5]}")
-    wrong_call = [a for a, calls in assigned.items()
-                  if len(calls) == 1 and stored.get(a, {}).get("call_id") != calls[0]]
+    wrong_call = [
+        a for a, calls in assigned.items() if len(calls) == 1 and stored.get(a, {}).get("call_id") != calls[0]
+    ]
     if wrong_call:
         problems.append(f"{len(wrong_call)} agents hold another call than the one reported, e.g. {wrong_call[:5]}")
     for combo in skill_catalog.all_combinations():
@@ -301,20 +322,31 @@ class Results(dict[str, dict[int, Summary]]):
 
     @property
     def problems(self) -> list[str]:
-        return [f"{s.algorithm} K={s.threads}: {p}" for by_k in self.values() for s in by_k.values()
-                for p in s.problems]
+        return [
+            f"{s.algorithm} K={s.threads}: {p}" for by_k in self.values() for s in by_k.values() for p in s.problems
+        ]
 
 
 def progress(result: RunResult, label: str) -> None:
     m = result.metrics()
-    harness.progress(f"{label:>9} {result.algorithm:>7} K={result.threads:<2} {result.assignments} assignments "
-                     f"in {result.seconds:.2f}s ({m['assignments_per_s']:.1f}/s, "
-                     f"{m['attempts_per_assignment']:.2f} attempts each)")
+    harness.progress(
+        f"{label:>9} {result.algorithm:>7} K={result.threads:<2} {result.assignments} assignments "
+        f"in {result.seconds:.2f}s ({m['assignments_per_s']:.1f}/s, "
+        f"{m['attempts_per_assignment']:.2f} attempts each)"
+    )
 
 
-def run_benchmark(endpoint: str, *, agents: int = 200, threads: tuple[int, ...] = (1, 4, 16), seed: int = 7,
-                  algorithms: tuple[str, ...] = ALGORITHMS, repeat: int = 3, warmup: int = 1,
-                  progress=None) -> Results:
+def run_benchmark(
+    endpoint: str,
+    *,
+    agents: int = 200,
+    threads: tuple[int, ...] = (1, 4, 16),
+    seed: int = 7,
+    algorithms: tuple[str, ...] = ALGORITHMS,
+    repeat: int = 3,
+    warmup: int = 1,
+    progress=None,
+) -> Results:
     """Every (algorithm, K) run `repeat` times, each on fresh tables, with the same agents.
 
     DynamoDB Local runs in a JVM whose first requests are several times slower than
@@ -355,21 +387,30 @@ def ratios(results: Results) -> tuple[int, float, float] | None:
     k = max(common)
     ours, article = results["ours"][k].metrics(), results["article"][k].metrics()
     speed = ours["assignments_per_s"] / article["assignments_per_s"] if article["assignments_per_s"] else float("inf")
-    capacity = (ours["capacity_per_assignment"] / article["capacity_per_assignment"]
-                if article["capacity_per_assignment"] else float("inf"))
+    capacity = (
+        ours["capacity_per_assignment"] / article["capacity_per_assignment"]
+        if article["capacity_per_assignment"]
+        else float("inf")
+    )
     return k, speed, capacity
 
 
-TITLES = {"ours": "ours (Matcher.match: Query + TransactWriteItems conditioned on the agent)",
-          "article": "article (TransactGetItems snapshot + Query + TransactWriteItems conditioned on versions)"}
+TITLES = {
+    "ours": "ours (Matcher.match: Query + TransactWriteItems conditioned on the agent)",
+    "article": "article (TransactGetItems snapshot + Query + TransactWriteItems conditioned on versions)",
+}
 
 
 def report(results: Results, where: str, *, agents: int, seed: int, repeat: int) -> str:
-    title = (f"Matching benchmark: {agents} agents, seed {seed}, {repeat} run(s) per line "
-             f"(medians; double assignments summed), DynamoDB at {where}")
+    title = (
+        f"Matching benchmark: {agents} agents, seed {seed}, {repeat} run(s) per line "
+        f"(medians; double assignments summed), DynamoDB at {where}"
+    )
     lines = [title, ""]
-    header = (f"{'K':>3} {'assign/s':>9} {'(min-max)':>13} {'attempts/a':>10} {'requests/a':>10} "
-              f"{'capacity/a':>10} {'double':>6} {'cancelled/a':>11}")
+    header = (
+        f"{'K':>3} {'assign/s':>9} {'(min-max)':>13} {'attempts/a':>10} {'requests/a':>10} "
+        f"{'capacity/a':>10} {'double':>6} {'cancelled/a':>11}"
+    )
     for name, by_k in results.items():
         lines += [TITLES[name], header]
         for k, summary in by_k.items():
@@ -386,8 +427,9 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int)
     for name, by_k in results.items():
         for k, summary in by_k.items():
             middle = sorted(summary.runs, key=lambda r: r.metrics()["assignments_per_s"])[len(summary.runs) // 2]
-            lines.append(f"  {name:>7} K={k:<2}: " + harness.by_operation(middle.operations, middle.assignments,
-                                                                           capacity=" CU"))
+            lines.append(
+                f"  {name:>7} K={k:<2}: " + harness.by_operation(middle.operations, middle.assignments, capacity=" CU")
+            )
             gave_up = sum(r.gave_up for r in summary.runs)
             if gave_up:
                 lines.append(f"    {gave_up} times the matcher found nobody although the queue was not empty")
@@ -396,8 +438,13 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int)
     found = ratios(results)
     if found:
         k, speed, capacity = found
-        lines += ["", (f"At K={k}: assignments per second, ours / article = {speed:.2f}x; "
-                       f"capacity units per assignment, ours / article = {capacity:.2f}")]
+        lines += [
+            "",
+            (
+                f"At K={k}: assignments per second, ours / article = {speed:.2f}x; "
+                f"capacity units per assignment, ours / article = {capacity:.2f}"
+            ),
+        ]
     lines += harness.checks(results.problems, "Table checks after every run")[:1]
     return "\n".join(lines)
 
@@ -405,18 +452,30 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int)
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__, "matching", seed=7, repeat=3, warmup=1)
     parser.add_argument("--agents", type=int, default=200, help="agents queued before each run (default 200)")
-    parser.add_argument("--threads", type=harness.int_list, default="1,4,16",
-                        help="K, the matcher threads: comma-separated values (default 1,4,16)")
-    parser.add_argument("--algorithms", type=harness.names(*ALGORITHMS), default=",".join(ALGORITHMS),
-                        help="default: ours,article")
+    parser.add_argument(
+        "--threads",
+        type=harness.int_list,
+        default="1,4,16",
+        help="K, the matcher threads: comma-separated values (default 1,4,16)",
+    )
+    parser.add_argument(
+        "--algorithms", type=harness.names(*ALGORITHMS), default=",".join(ALGORITHMS), help="default: ours,article"
+    )
     args = harness.parse(parser, argv, smoke=SMOKE)
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
         parser.error("--threads and --agents need positive numbers")
     return harness.execute(
         args,
-        lambda endpoint: run_benchmark(endpoint, agents=args.agents, threads=args.threads, seed=args.seed,
-                                       algorithms=args.algorithms, repeat=args.repeat, warmup=args.warmup,
-                                       progress=progress),
+        lambda endpoint: run_benchmark(
+            endpoint,
+            agents=args.agents,
+            threads=args.threads,
+            seed=args.seed,
+            algorithms=args.algorithms,
+            repeat=args.repeat,
+            warmup=args.warmup,
+            progress=progress,
+        ),
         report=lambda results, where: report(results, where, agents=args.agents, seed=args.seed, repeat=args.repeat),
         as_json=as_json,
     )

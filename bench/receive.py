@@ -69,8 +69,7 @@ def shipment_data(index: int) -> dict:
         "customer": f"C-{index % 997:05d}",
         "carrier": ("UPS", "DHL", "FedEx")[index % 3],
         "items": [{"sku": f"SKU-{(index * 7 + k) % 5000:05d}", "qty": 1 + (index + k) % 4} for k in range(3)],
-        "address": {"street": f"{index % 400} Harbour Road", "city": "Halifax", "postcode": "B3H 1A1",
-                    "country": "CA"},
+        "address": {"street": f"{index % 400} Harbour Road", "city": "Halifax", "postcode": "B3H 1A1", "country": "CA"},
     }
 
 
@@ -79,7 +78,7 @@ def load(write, items: list, loaders: int = LOADERS) -> None:
     if not items:
         return
     size = max(25, -(-len(items) // loaders))
-    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
     with ThreadPoolExecutor(max_workers=loaders) as pool:
         list(pool.map(write, chunks))
 
@@ -127,22 +126,43 @@ def our_items(inflight: int, waiting: int, base, received_at, lease_end) -> list
     deadline, received = to_iso(lease_end), to_iso(received_at)
     for i in range(inflight + waiting):
         enqueued = to_iso(base + timedelta(milliseconds=i))
-        common = {"data": shipment_data(i), "priority": 0, "created_at": enqueued, "enqueued_at": enqueued,
-                  "first_enqueued_at": enqueued}
+        common = {
+            "data": shipment_data(i),
+            "priority": 0,
+            "created_at": enqueued,
+            "enqueued_at": enqueued,
+            "first_enqueued_at": enqueued,
+        }
         if i < inflight:
             shipment_id = f"f{i:06d}"
-            shipments.append(Shipment(
-                shipment_id=shipment_id, status=ShipmentStatus.PROCESSING, version=4, updated_at=received,
-                visible_at=deadline, receipt=uuid.uuid4().hex, receive_count=1, attempts=1,
-                first_attempt_at=received, last_attempt_at=received,
-                invisible_sk=timed_sort_key(deadline, shipment_id), **common,
-            ))
+            shipments.append(
+                Shipment(
+                    shipment_id=shipment_id,
+                    status=ShipmentStatus.PROCESSING,
+                    version=4,
+                    updated_at=received,
+                    visible_at=deadline,
+                    receipt=uuid.uuid4().hex,
+                    receive_count=1,
+                    attempts=1,
+                    first_attempt_at=received,
+                    last_attempt_at=received,
+                    invisible_sk=timed_sort_key(deadline, shipment_id),
+                    **common,
+                )
+            )
         else:
             shipment_id = f"w{i - inflight:06d}"
-            shipments.append(Shipment(
-                shipment_id=shipment_id, status=ShipmentStatus.READY_TO_SHIP, version=3, updated_at=enqueued,
-                ready_sk=ready_sort_key(0, enqueued, shipment_id), **common,
-            ))
+            shipments.append(
+                Shipment(
+                    shipment_id=shipment_id,
+                    status=ShipmentStatus.READY_TO_SHIP,
+                    version=3,
+                    updated_at=enqueued,
+                    ready_sk=ready_sort_key(0, enqueued, shipment_id),
+                    **common,
+                )
+            )
     return shipments
 
 
@@ -153,14 +173,27 @@ def article_items(inflight: int, waiting: int, base, received_at) -> list[dict]:
     for i in range(inflight + waiting):
         enqueued = to_iso(base + timedelta(milliseconds=i))
         if i < inflight:
-            items.append(article_receive.queued_item(
-                f"f{i:06d}", shipment_data(i), created=enqueued, enqueued=enqueued, version=3,
-                peeked=article_receive.iso_from_ms(peek_ms), peek_ms=peek_ms,
-            ))
+            items.append(
+                article_receive.queued_item(
+                    f"f{i:06d}",
+                    shipment_data(i),
+                    created=enqueued,
+                    enqueued=enqueued,
+                    version=3,
+                    peeked=article_receive.iso_from_ms(peek_ms),
+                    peek_ms=peek_ms,
+                )
+            )
         else:
-            items.append(article_receive.queued_item(
-                f"w{i - inflight:06d}", shipment_data(i), created=enqueued, enqueued=enqueued, version=2,
-            ))
+            items.append(
+                article_receive.queued_item(
+                    f"w{i - inflight:06d}",
+                    shipment_data(i),
+                    created=enqueued,
+                    enqueued=enqueued,
+                    version=2,
+                )
+            )
     return items
 
 
@@ -176,18 +209,22 @@ def measure(method: str, inflight: int, receives: int, receive_once) -> ReceiveS
             latencies.append(time.perf_counter() - began)
             received.append(shipment_id)
             pages += read
-    stats = ReceiveStats(method, inflight, receives, measured.requests, measured.capacity, latencies, pages,
-                         measured.operations)
+    stats = ReceiveStats(
+        method, inflight, receives, measured.requests, measured.capacity, latencies, pages, measured.operations
+    )
     expected = [f"w{i:06d}" for i in range(receives)]
     if received != expected:
         wrong = [(i, got) for i, (got, want) in enumerate(zip(received, expected, strict=True)) if got != want]
-        stats.problems.append(f"{method} with {inflight} in flight: {len(wrong)} receives did not return the next "
-                              f"waiting shipment, e.g. {wrong[:3]}")
+        stats.problems.append(
+            f"{method} with {inflight} in flight: {len(wrong)} receives did not return the next "
+            f"waiting shipment, e.g. {wrong[:3]}"
+        )
     return stats
 
 
-def run_scenario(endpoint: str, inflight: int, *, receives: int = 50, waiting: int = 200,
-                 methods: tuple[str, ...] = METHODS) -> Scenario:
+def run_scenario(
+    endpoint: str, inflight: int, *, receives: int = 50, waiting: int = 200, methods: tuple[str, ...] = METHODS
+) -> Scenario:
     """Fresh tables with `inflight` in flight and `waiting` waiting, for each method;
     `receives` measured receives of each."""
     if receives > waiting:
@@ -200,10 +237,14 @@ def run_scenario(endpoint: str, inflight: int, *, receives: int = 50, waiting: i
             base = moment - timedelta(hours=1)  # enqueued about an hour ago, a millisecond apart
             received_at = moment - timedelta(minutes=1)  # those in flight: received a minute ago, for an hour
             queue = ShipmentQueue(db)
-            load(lambda chunk: queue.create_many(chunk),
-                 our_items(inflight, waiting, base, received_at, received_at + timedelta(seconds=LEASE_SECONDS)))
-            load(lambda chunk: batch.put_items(db, article_table, chunk),
-                 article_items(inflight, waiting, base, received_at))
+            load(
+                lambda chunk: queue.create_many(chunk),
+                our_items(inflight, waiting, base, received_at, received_at + timedelta(seconds=LEASE_SECONDS)),
+            )
+            load(
+                lambda chunk: batch.put_items(db, article_table, chunk),
+                article_items(inflight, waiting, base, received_at),
+            )
 
             def ours_once():
                 receipt = queue.receive(visibility_timeout=LEASE_SECONDS)
@@ -216,8 +257,12 @@ def run_scenario(endpoint: str, inflight: int, *, receives: int = 50, waiting: i
                 return (result.shipment_id if result else None), article.last_pages
 
             receivers = {"ours": ours_once, "article": article_once}
-            return Scenario(inflight, waiting, receives,
-                            {name: measure(name, inflight, receives, receivers[name]) for name in methods})
+            return Scenario(
+                inflight,
+                waiting,
+                receives,
+                {name: measure(name, inflight, receives, receivers[name]) for name in methods},
+            )
         finally:
             article_receive.delete_table(db, article_table)
 
@@ -260,9 +305,17 @@ class ThroughputResult:
         }
 
 
-def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode: str = "stream",
-                   producers: int = 1, idle_sleep: float = 0.01, visibility_timeout: float = 60.0,
-                   timeout: float = 300.0) -> ThroughputResult:
+def run_throughput(
+    endpoint: str,
+    consumers: int,
+    *,
+    shipments: int = 400,
+    mode: str = "stream",
+    producers: int = 1,
+    idle_sleep: float = 0.01,
+    visibility_timeout: float = 60.0,
+    timeout: float = 300.0,
+) -> ThroughputResult:
     """Fresh tables and `shipments` ready shipments (not timed), then:
 
     - "stream": `producers` threads enqueue them (ShipmentQueue.enqueue) while
@@ -279,11 +332,19 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
         queue = ShipmentQueue(db)
         stamp = to_iso(now())
         ids = [f"s{i:06d}" for i in range(shipments)]
-        load(lambda chunk: queue.create_many(chunk), [
-            Shipment(shipment_id=shipment_id, data=shipment_data(i), status=ShipmentStatus.READY_TO_SHIP,
-                     created_at=stamp, updated_at=stamp)
-            for i, shipment_id in enumerate(ids)
-        ])
+        load(
+            lambda chunk: queue.create_many(chunk),
+            [
+                Shipment(
+                    shipment_id=shipment_id,
+                    data=shipment_data(i),
+                    status=ShipmentStatus.READY_TO_SHIP,
+                    created_at=stamp,
+                    updated_at=stamp,
+                )
+                for i, shipment_id in enumerate(ids)
+            ],
+        )
 
         lock = threading.Lock()
         enqueued_at: dict[str, float] = {}
@@ -351,12 +412,18 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
                 thread.join()
         last = max(done_at.values(), default=began)
         result = ThroughputResult(
-            mode=mode, consumers=consumers, shipments=shipments, completed=len(completed), seconds=last - began,
+            mode=mode,
+            consumers=consumers,
+            shipments=shipments,
+            completed=len(completed),
+            seconds=last - began,
             latencies=[done_at[i] - enqueued_at[i] for i in done_at if i in enqueued_at],
-            requests=measured.requests, empty_receives=empty[0],
+            requests=measured.requests,
+            empty_receives=empty[0],
             lost_claims=measured.errors("UpdateItem", "ConditionalCheckFailedException"),
             producer_seconds=(max(producer_done) - began) if producer_done else 0.0,
-            completed_ids=list(completed), problems=list(failures),
+            completed_ids=list(completed),
+            problems=list(failures),
         )
         twice = len(completed) - len(set(completed))
         if twice:
@@ -367,8 +434,9 @@ def run_throughput(endpoint: str, consumers: int, *, shipments: int = 400, mode:
         stored = queue.get_many(ids)  # after the metered block
         not_done = [s.shipment_id for s in stored if s.status != ShipmentStatus.COMPLETED]
         if not_done or len(stored) != len(ids):
-            result.problems.append(f"table: {len(not_done)} shipments not completed, {len(ids) - len(stored)} "
-                                   f"missing, e.g. {not_done[:5]}")
+            result.problems.append(
+                f"table: {len(not_done)} shipments not completed, {len(ids) - len(stored)} missing, e.g. {not_done[:5]}"
+            )
         counts = queue.counts()
         if counts.queued or counts.in_flight or counts.delayed or counts.dlq:
             result.problems.append(f"table: queue not empty afterwards: {counts}")
@@ -386,15 +454,29 @@ class Results:
     @property
     def problems(self) -> list[str]:
         found = [p for s in self.scenarios.values() for r in s.results.values() for p in r.problems]
-        found += [f"throughput ({mode}) with {c} consumers: {p}" for (mode, c), r in self.throughput.items()
-                  for p in r.problems]
+        found += [
+            f"throughput ({mode}) with {c} consumers: {p}"
+            for (mode, c), r in self.throughput.items()
+            for p in r.problems
+        ]
         return found
 
 
-def run_benchmark(endpoint: str, *, inflight: tuple[int, ...] = (0, 1000, 10000), receives: int = 50,
-                  waiting: int = 200, consumers: tuple[int, ...] = (1, 4, 16), shipments: int = 400,
-                  modes: tuple[str, ...] = THROUGHPUT_MODES, producers: int = 1, idle_sleep: float = 0.01,
-                  methods: tuple[str, ...] = METHODS, warmup: int = 1, progress=None) -> Results:
+def run_benchmark(
+    endpoint: str,
+    *,
+    inflight: tuple[int, ...] = (0, 1000, 10000),
+    receives: int = 50,
+    waiting: int = 200,
+    consumers: tuple[int, ...] = (1, 4, 16),
+    shipments: int = 400,
+    modes: tuple[str, ...] = THROUGHPUT_MODES,
+    producers: int = 1,
+    idle_sleep: float = 0.01,
+    methods: tuple[str, ...] = METHODS,
+    warmup: int = 1,
+    progress=None,
+) -> Results:
     """Part 1 for every N in `inflight`, then part 2 for every mode and C in `consumers`.
 
     A warm-up round (thrown away) is a small scenario (300 in flight) and a small
@@ -403,22 +485,29 @@ def run_benchmark(endpoint: str, *, inflight: tuple[int, ...] = (0, 1000, 10000)
     def warm_up_round(_round: int) -> None:
         run_scenario(endpoint, 300, receives=20, waiting=20, methods=methods)
         if consumers and modes:
-            run_throughput(endpoint, 4, shipments=min(shipments, 100), mode=modes[0], producers=producers,
-                           idle_sleep=idle_sleep)
+            run_throughput(
+                endpoint, 4, shipments=min(shipments, 100), mode=modes[0], producers=producers, idle_sleep=idle_sleep
+            )
 
     harness.warm_up(warmup, warm_up_round)
     scenarios = {}
     for n in inflight:
         scenarios[n] = run_scenario(endpoint, n, receives=receives, waiting=waiting, methods=methods)
         if progress:
-            progress(f"{n} in flight: " + "; ".join(
-                f"{name} {r.metrics()['requests_per_peek']:.2f} requests, {r.metrics()['capacity_per_peek']:.2f} "
-                f"CU, {r.metrics()['latency_ms_mean']:.1f} ms per receive" for name, r in scenarios[n].results.items()))
+            progress(
+                f"{n} in flight: "
+                + "; ".join(
+                    f"{name} {r.metrics()['requests_per_peek']:.2f} requests, {r.metrics()['capacity_per_peek']:.2f} "
+                    f"CU, {r.metrics()['latency_ms_mean']:.1f} ms per receive"
+                    for name, r in scenarios[n].results.items()
+                )
+            )
     throughput = {}
     for mode in modes:
         for c in consumers:
-            throughput[mode, c] = run_throughput(endpoint, c, shipments=shipments, mode=mode, producers=producers,
-                                                 idle_sleep=idle_sleep)
+            throughput[mode, c] = run_throughput(
+                endpoint, c, shipments=shipments, mode=mode, producers=producers, idle_sleep=idle_sleep
+            )
             if progress:
                 progress(throughput_line(throughput[mode, c]))
     return Results(scenarios, throughput)
@@ -426,17 +515,20 @@ def run_benchmark(endpoint: str, *, inflight: tuple[int, ...] = (0, 1000, 10000)
 
 def as_json(results: Results) -> dict:
     methods = [m for m in METHODS if any(m in s.results for s in results.scenarios.values())]
-    return {m: {str(n): s.results[m].metrics() for n, s in results.scenarios.items() if m in s.results}
-            for m in methods}
+    return {
+        m: {str(n): s.results[m].metrics() for n, s in results.scenarios.items() if m in s.results} for m in methods
+    }
 
 
 def throughput_line(r: ThroughputResult) -> str:
     m = r.metrics()
-    return (f"{r.mode}, {r.consumers} consumer(s): {r.completed}/{r.shipments} completed in {m['seconds']:.2f}s, "
-            f"{m['completed_per_s']:.1f}/s, enqueue-to-complete {m['latency_ms_mean']:.0f} ms mean "
-            f"({m['latency_ms_p50']:.0f} p50, {m['latency_ms_p95']:.0f} p95), {m['requests_per_shipment']:.2f} "
-            f"requests per shipment, {m['empty_peeks']} empty receives, {m['lost_claims']} lost claims"
-            + (f"; CHECK FAILED: {'; '.join(r.problems)}" if r.problems else ""))
+    return (
+        f"{r.mode}, {r.consumers} consumer(s): {r.completed}/{r.shipments} completed in {m['seconds']:.2f}s, "
+        f"{m['completed_per_s']:.1f}/s, enqueue-to-complete {m['latency_ms_mean']:.0f} ms mean "
+        f"({m['latency_ms_p50']:.0f} p50, {m['latency_ms_p95']:.0f} p95), {m['requests_per_shipment']:.2f} "
+        f"requests per shipment, {m['empty_peeks']} empty receives, {m['lost_claims']} lost claims"
+        + (f"; CHECK FAILED: {'; '.join(r.problems)}" if r.problems else "")
+    )
 
 
 TITLES = {
@@ -449,46 +541,60 @@ def report(results: Results, where: str, *, producers: int, idle_sleep: float) -
     any_scenario = next(iter(results.scenarios.values()), None)
     lines = []
     if any_scenario:
-        title = (f"Receive cost: {any_scenario.receives} measured receives per line, {any_scenario.waiting} waiting "
-                 f"behind those in flight; DynamoDB at {where}")
+        title = (
+            f"Receive cost: {any_scenario.receives} measured receives per line, {any_scenario.waiting} waiting "
+            f"behind those in flight; DynamoDB at {where}"
+        )
         lines += [title, ""]
         for name in METHODS:
             rows = [(n, s.results[name]) for n, s in results.scenarios.items() if name in s.results]
             if not rows:
                 continue
-            header = (f"{'in flight':>9} {'requests/rcv':>13} {'capacity/rcv':>13} {'pages/rcv':>10} "
-                      f"{'ms/rcv':>8}  by operation (requests, CU per receive)")
+            header = (
+                f"{'in flight':>9} {'requests/rcv':>13} {'capacity/rcv':>13} {'pages/rcv':>10} "
+                f"{'ms/rcv':>8}  by operation (requests, CU per receive)"
+            )
             lines += [TITLES[name], header]
             for n, stats in rows:
                 m = stats.metrics()
                 pages = f"{m['pages_per_peek']:.2f}" if "pages_per_peek" in m else "-"
-                lines.append(f"{n:>9} {m['requests_per_peek']:>13.2f} {m['capacity_per_peek']:>13.2f} "
-                             f"{pages:>10} {m['latency_ms_mean']:>8.1f}  "
-                             + harness.by_operation(stats.operations, stats.receives, capacity=""))
+                lines.append(
+                    f"{n:>9} {m['requests_per_peek']:>13.2f} {m['capacity_per_peek']:>13.2f} "
+                    f"{pages:>10} {m['latency_ms_mean']:>8.1f}  "
+                    + harness.by_operation(stats.operations, stats.receives, capacity="")
+                )
             lines.append("")
-        ours = [s.results["ours"].metrics()["requests_per_peek"] for s in results.scenarios.values()
-                if "ours" in s.results]
+        ours = [
+            s.results["ours"].metrics()["requests_per_peek"] for s in results.scenarios.values() if "ours" in s.results
+        ]
         if ours:
             constant = len(set(ours)) == 1
-            lines.append(f"ours: at most {max(ours):.2f} requests per receive, "
-                         + ("the same at every N" if constant else f"varying with N ({sorted(set(ours))})"))
+            lines.append(
+                f"ours: at most {max(ours):.2f} requests per receive, "
+                + ("the same at every N" if constant else f"varying with N ({sorted(set(ours))})")
+            )
         lines.append("")
     if results.throughput:
         shipments = next(iter(results.throughput.values())).shipments
-        title = (f"Enqueue-to-complete throughput of ours, {shipments} shipments per run (backlog: all enqueued "
-                 f"before the consumers start; stream: {producers} producer thread(s) enqueue while they run); "
-                 f"an empty receive waits {idle_sleep * 1000:.0f} ms")
-        header = (f"{'mode':>7} {'consumers':>9} {'completed/s':>11} {'mean ms':>8} {'p50 ms':>7} {'p95 ms':>7} "
-                  f"{'requests/shipment':>17} {'empty rcvs':>11} {'lost claims':>11} {'enqueued by s':>13} check")
+        title = (
+            f"Enqueue-to-complete throughput of ours, {shipments} shipments per run (backlog: all enqueued "
+            f"before the consumers start; stream: {producers} producer thread(s) enqueue while they run); "
+            f"an empty receive waits {idle_sleep * 1000:.0f} ms"
+        )
+        header = (
+            f"{'mode':>7} {'consumers':>9} {'completed/s':>11} {'mean ms':>8} {'p50 ms':>7} {'p95 ms':>7} "
+            f"{'requests/shipment':>17} {'empty rcvs':>11} {'lost claims':>11} {'enqueued by s':>13} check"
+        )
         lines += [title, header]
         for (mode, c), r in results.throughput.items():
             m = r.metrics()
             enqueued_by = f"{m['producer_s']:.2f}" if mode == "stream" else "-"
-            lines.append(f"{mode:>7} {c:>9} {m['completed_per_s']:>11.1f} {m['latency_ms_mean']:>8.0f} "
-                         f"{m['latency_ms_p50']:>7.0f} {m['latency_ms_p95']:>7.0f} "
-                         f"{m['requests_per_shipment']:>17.2f} {m['empty_peeks']:>11} {m['lost_claims']:>11} "
-                         f"{enqueued_by:>13} "
-                         + ("each completed once" if not r.problems else "FAILED"))
+            lines.append(
+                f"{mode:>7} {c:>9} {m['completed_per_s']:>11.1f} {m['latency_ms_mean']:>8.0f} "
+                f"{m['latency_ms_p50']:>7.0f} {m['latency_ms_p95']:>7.0f} "
+                f"{m['requests_per_shipment']:>17.2f} {m['empty_peeks']:>11} {m['lost_claims']:>11} "
+                f"{enqueued_by:>13} " + ("each completed once" if not r.problems else "FAILED")
+            )
         lines.append("")
     lines += harness.checks(results.problems)
     return "\n".join(lines)
@@ -496,34 +602,69 @@ def report(results: Results, where: str, *, producers: int, idle_sleep: float) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__, "receive", warmup=1)
-    parser.add_argument("--inflight", type=harness.int_list, default="0,1000,10000",
-                        help="shipments in flight, comma-separated (default 0,1000,10000)")
-    parser.add_argument("--receives", "--peeks", dest="receives", type=int, default=50,
-                        help="measured receives per method and N (default 50)")
+    parser.add_argument(
+        "--inflight",
+        type=harness.int_list,
+        default="0,1000,10000",
+        help="shipments in flight, comma-separated (default 0,1000,10000)",
+    )
+    parser.add_argument(
+        "--receives",
+        "--peeks",
+        dest="receives",
+        type=int,
+        default=50,
+        help="measured receives per method and N (default 50)",
+    )
     parser.add_argument("--waiting", type=int, default=200, help="waiting shipments behind those in flight")
-    parser.add_argument("--consumers", type=harness.int_list, default="1,4,16",
-                        help="consumer threads for the throughput runs; '' skips them")
+    parser.add_argument(
+        "--consumers",
+        type=harness.int_list,
+        default="1,4,16",
+        help="consumer threads for the throughput runs; '' skips them",
+    )
     parser.add_argument("--shipments", type=int, default=400, help="shipments per throughput run (default 400)")
-    parser.add_argument("--modes", type=harness.names(*THROUGHPUT_MODES), default=",".join(THROUGHPUT_MODES),
-                        help="throughput modes: backlog (enqueue all, then drain), stream (enqueue while consuming)")
+    parser.add_argument(
+        "--modes",
+        type=harness.names(*THROUGHPUT_MODES),
+        default=",".join(THROUGHPUT_MODES),
+        help="throughput modes: backlog (enqueue all, then drain), stream (enqueue while consuming)",
+    )
     parser.add_argument("--producers", type=int, default=1, help="producer threads in stream mode (default 1)")
     parser.add_argument("--idle-ms", type=float, default=10.0, help="a consumer's wait after an empty receive")
-    parser.add_argument("--methods", type=harness.names(*METHODS), default=",".join(METHODS),
-                        help="default: ours,article")
+    parser.add_argument(
+        "--methods", type=harness.names(*METHODS), default=",".join(METHODS), help="default: ours,article"
+    )
     args = harness.parse(parser, argv, smoke=SMOKE)
-    if any(n < 0 for n in args.inflight) or any(c < 1 for c in args.consumers) or args.receives < 1 \
-            or args.shipments < 1 or args.producers < 1:
-        parser.error("--inflight takes zero or more, --consumers, --receives, --shipments and --producers "
-                     "positive numbers")
+    if (
+        any(n < 0 for n in args.inflight)
+        or any(c < 1 for c in args.consumers)
+        or args.receives < 1
+        or args.shipments < 1
+        or args.producers < 1
+    ):
+        parser.error(
+            "--inflight takes zero or more, --consumers, --receives, --shipments and --producers positive numbers"
+        )
     if args.receives > args.waiting:
         parser.error("--receives cannot exceed --waiting")
     idle_sleep = args.idle_ms / 1000
     return harness.execute(
         args,
-        lambda endpoint: run_benchmark(endpoint, inflight=args.inflight, receives=args.receives,
-                                       waiting=args.waiting, consumers=args.consumers, shipments=args.shipments,
-                                       modes=args.modes, producers=args.producers, idle_sleep=idle_sleep,
-                                       methods=args.methods, warmup=args.warmup, progress=harness.progress),
+        lambda endpoint: run_benchmark(
+            endpoint,
+            inflight=args.inflight,
+            receives=args.receives,
+            waiting=args.waiting,
+            consumers=args.consumers,
+            shipments=args.shipments,
+            modes=args.modes,
+            producers=args.producers,
+            idle_sleep=idle_sleep,
+            methods=args.methods,
+            warmup=args.warmup,
+            progress=harness.progress,
+        ),
         report=lambda results, where: report(results, where, producers=args.producers, idle_sleep=idle_sleep),
         as_json=as_json,
         json_notes=lambda results: [f"throughput: {throughput_line(r)}" for r in results.throughput.values()],

@@ -1,4 +1,5 @@
 """ASGI entry point for Switchboard."""
+
 import os
 
 from django.core.asgi import get_asgi_application

@@ -11,15 +11,15 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from queues_app.ddb import errors
-from queues_app.monitoring import counters
-from queues_app.agents.roster import Agents
-from queues_app.ddb.client import Dynamo, default
 from queues_app.admission import Admitted, BackpressureGate, ShipmentAdmission
 from queues_app.agents.records import Agent, Call
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
-from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus
 from queues_app.audit_trail import AuditTrail, target
+from queues_app.ddb import errors
+from queues_app.ddb.client import Dynamo, default
+from queues_app.monitoring import counters
+from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus
 
 
 def snapshot(record) -> dict | None:
@@ -61,8 +61,14 @@ class Operations:
 
     def _record(self, action: str, kind: str, item_id: str, summary: str, before, after) -> None:
         self.trail.record(
-            actor=self.actor, source=self.source, action=action, target=target(kind, item_id),
-            summary=summary, before=snapshot(before), after=snapshot(after), trace_id=self.trace_id,
+            actor=self.actor,
+            source=self.source,
+            action=action,
+            target=target(kind, item_id),
+            summary=summary,
+            before=snapshot(before),
+            after=snapshot(after),
+            trace_id=self.trace_id,
         )
 
     # --- agents ---------------------------------------------------------------------
@@ -111,11 +117,13 @@ class Operations:
 
     # --- calls ----------------------------------------------------------------------
 
-    def create_call(self, preferences: dict, *, priority: int = 0, order: str | None = None,
-                    idempotency_key: str | None = None) -> tuple[Call, bool]:
+    def create_call(
+        self, preferences: dict, *, priority: int = 0, order: str | None = None, idempotency_key: str | None = None
+    ) -> tuple[Call, bool]:
         BackpressureGate(self.db).check(counters.CALLS)
-        call, created = self.router.create_call(preferences, priority=priority, order=order,
-                                                idempotency_key=idempotency_key)
+        call, created = self.router.create_call(
+            preferences, priority=priority, order=order, idempotency_key=idempotency_key
+        )
         if created:
             outcome = f"assigned to {call.agent_name}" if call.agent_id else "waiting"
             self._record("call.create", "call", call.call_id, f"new call, {outcome}", None, call)
@@ -123,48 +131,90 @@ class Operations:
 
     # --- shipments ------------------------------------------------------------------
 
-    def submit_shipment(self, data: dict, *, tenant: str | None = None, priority: int = 0,
-                        delay_seconds: float = 0, shipment_id: str | None = None) -> Admitted:
+    def submit_shipment(
+        self,
+        data: dict,
+        *,
+        tenant: str | None = None,
+        priority: int = 0,
+        delay_seconds: float = 0,
+        shipment_id: str | None = None,
+    ) -> Admitted:
         admitted = ShipmentAdmission(self.db).submit(
-            data, tenant=tenant, priority=priority, delay_seconds=delay_seconds, shipment_id=shipment_id,
-            trace_id=self.trace_id)
+            data,
+            tenant=tenant,
+            priority=priority,
+            delay_seconds=delay_seconds,
+            shipment_id=shipment_id,
+            trace_id=self.trace_id,
+        )
         where = "the spillover queue (tenant over its rate)" if admitted.sidelined else "the live queue"
         delay = f", visible in {delay_seconds:g} s" if delay_seconds else ""
-        self._record("shipment.enqueue", "shipment", admitted.shipment.shipment_id,
-                     f"enqueued in {where}{delay}", None, admitted.shipment)
+        self._record(
+            "shipment.enqueue",
+            "shipment",
+            admitted.shipment.shipment_id,
+            f"enqueued in {where}{delay}",
+            None,
+            admitted.shipment,
+        )
         return admitted
 
-    def _shipment_change(self, action: str, shipment_id: str, summary: Callable[[Shipment], str],
-                         change: Callable[[], Shipment], before: Shipment | None = None) -> Shipment:
+    def _shipment_change(
+        self,
+        action: str,
+        shipment_id: str,
+        summary: Callable[[Shipment], str],
+        change: Callable[[], Shipment],
+        before: Shipment | None = None,
+    ) -> Shipment:
         before = before or self.shipments.get(shipment_id)
         after = change()
         self._record(action, "shipment", shipment_id, summary(after), before, after)
         return after
 
     def touch(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
-        return self._shipment_change("shipment.touch", shipment_id, lambda s: "sent to the back of its priority",
-                                     lambda: self.shipments.touch(shipment_id, expected_version=expected_version))
+        return self._shipment_change(
+            "shipment.touch",
+            shipment_id,
+            lambda s: "sent to the back of its priority",
+            lambda: self.shipments.touch(shipment_id, expected_version=expected_version),
+        )
 
     def set_priority(self, shipment_id: str, priority: int, *, expected_version: int | None = None) -> Shipment:
         return self._shipment_change(
-            "shipment.priority", shipment_id, lambda s: f"priority set to {s.priority}",
-            lambda: self.shipments.set_priority(shipment_id, priority, expected_version=expected_version))
+            "shipment.priority",
+            shipment_id,
+            lambda s: f"priority set to {s.priority}",
+            lambda: self.shipments.set_priority(shipment_id, priority, expected_version=expected_version),
+        )
 
     def send_to_dlq(self, shipment_id: str, reason: str, *, expected_version: int | None = None) -> Shipment:
         return self._shipment_change(
-            "shipment.dlq", shipment_id, lambda s: f"sent to the DLQ: {reason}",
-            lambda: self.shipments.send_to_dlq(shipment_id, reason, expected_version=expected_version))
+            "shipment.dlq",
+            shipment_id,
+            lambda s: f"sent to the DLQ: {reason}",
+            lambda: self.shipments.send_to_dlq(shipment_id, reason, expected_version=expected_version),
+        )
 
-    def restore(self, shipment_id: str, *, expected_version: int | None = None,
-                before: Shipment | None = None) -> Shipment:
+    def restore(
+        self, shipment_id: str, *, expected_version: int | None = None, before: Shipment | None = None
+    ) -> Shipment:
         return self._shipment_change(
-            "shipment.restore", shipment_id, lambda s: "restored from the DLQ",
-            lambda: self.shipments.restore(shipment_id, expected_version=expected_version), before)
+            "shipment.restore",
+            shipment_id,
+            lambda s: "restored from the DLQ",
+            lambda: self.shipments.restore(shipment_id, expected_version=expected_version),
+            before,
+        )
 
     def remove(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
         return self._shipment_change(
-            "shipment.remove", shipment_id, lambda s: "removed from the queue",
-            lambda: self.shipments.remove(shipment_id, expected_version=expected_version))
+            "shipment.remove",
+            shipment_id,
+            lambda s: "removed from the queue",
+            lambda: self.shipments.remove(shipment_id, expected_version=expected_version),
+        )
 
     def restore_many(self, shipment_ids: Iterable[str]) -> BulkReport:
         def restore_one(shipment_id: str) -> Shipment:

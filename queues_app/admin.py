@@ -15,19 +15,19 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from queues_app.actions import BulkReport, Operations
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.agents.router import Router
 from queues_app.ddb.errors import DynamoError
 from queues_app.ddb.paging import Page
-from queues_app.agents.records import AgentStatus
-from queues_app.agents.router import Router
+from queues_app.http_errors import describe
+from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
+from queues_app.roles import can_act
+from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
-from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
-from queues_app.actions import BulkReport, Operations
-from queues_app.roles import can_act
 from queues_app.templatetags.switchboard import as_json, since, until
-from queues_app.http_errors import describe
-from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 
 PAGE_SIZE = 50
 
@@ -117,8 +117,11 @@ class DynamoAdmin(admin.ModelAdmin):
         except DynamoError as exc:
             page, problem = Page([], None), describe(exc)
         rows = [
-            {"id": self.item_id(item), "link": self.item_link(item),
-             "cells": [column.value(item) for column in self.columns]}
+            {
+                "id": self.item_id(item),
+                "link": self.item_link(item),
+                "cells": [column.value(item) for column in self.columns],
+            }
             for item in page.items
         ]
         query = request.GET.copy()
@@ -158,13 +161,20 @@ class DynamoAdmin(admin.ModelAdmin):
             return redirect(back)
         action = self.bulk_actions[name]
         if request.POST.get("confirmed") != "1":
-            return TemplateResponse(request, "admin/queues_app/dynamo_confirm.html", {
-                **self.admin_site.each_context(request),
-                "opts": self.model._meta,
-                "title": "Are you sure?",
-                "action": name, "action_label": action.label, "ids": ids, "count": len(ids),
-                "destructive": action.destructive,
-            })
+            return TemplateResponse(
+                request,
+                "admin/queues_app/dynamo_confirm.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "opts": self.model._meta,
+                    "title": "Are you sure?",
+                    "action": name,
+                    "action_label": action.label,
+                    "ids": ids,
+                    "count": len(ids),
+                    "destructive": action.destructive,
+                },
+            )
         ops = Operations(request.user.get_username(), "admin", trace_id=getattr(request, "trace_id", None))
         try:
             report = action.run(ops, ids)
@@ -191,10 +201,12 @@ class AgentAdmin(DynamoAdmin):
         Column("Since", lambda a: since(a.updated_at)),
     ]
     bulk_actions = {
-        "enqueue": BulkAction("Enqueue the selected agents (make available)",
-                              lambda ops, ids: ops.on_agents("available", ids)),
-        "offline": BulkAction("Log the selected agents off", lambda ops, ids: ops.on_agents("offline", ids),
-                              destructive=True),
+        "enqueue": BulkAction(
+            "Enqueue the selected agents (make available)", lambda ops, ids: ops.on_agents("available", ids)
+        ),
+        "offline": BulkAction(
+            "Log the selected agents off", lambda ops, ids: ops.on_agents("offline", ids), destructive=True
+        ),
     }
     filter_name = "status"
     filter_choices = list(AgentStatus.LABELS.items())
@@ -202,9 +214,12 @@ class AgentAdmin(DynamoAdmin):
 
     def load(self, request) -> Page:
         status = request.GET.get("status") or None
-        return Agents().list(cursor=request.GET.get("cursor"), limit=PAGE_SIZE,
-                             status=status if status in AgentStatus.ALL else None,
-                             search=request.GET.get("q") or None)
+        return Agents().list(
+            cursor=request.GET.get("cursor"),
+            limit=PAGE_SIZE,
+            status=status if status in AgentStatus.ALL else None,
+            search=request.GET.get("q") or None,
+        )
 
     def item_id(self, item) -> str:
         return item.agent_id
@@ -229,8 +244,6 @@ class QueueAdmin(DynamoAdmin):
         return item.name
 
 
-
-
 @admin.register(ShipmentEntry)
 class ShipmentAdmin(DynamoAdmin):
     columns = [
@@ -243,9 +256,11 @@ class ShipmentAdmin(DynamoAdmin):
     ]
     bulk_actions = {
         "touch": BulkAction("Touch: send to the back of their priority", lambda ops, ids: ops.touch_many(ids)),
-        "dlq": BulkAction("Send to the DLQ",
-                          lambda ops, ids: ops.send_many_to_dlq(ids, "Sent to the DLQ from the admin"),
-                          destructive=True),
+        "dlq": BulkAction(
+            "Send to the DLQ",
+            lambda ops, ids: ops.send_many_to_dlq(ids, "Sent to the DLQ from the admin"),
+            destructive=True,
+        ),
         "restore": BulkAction("Restore from the DLQ", lambda ops, ids: ops.restore_many(ids)),
     }
     filter_name = "view"
@@ -254,8 +269,12 @@ class ShipmentAdmin(DynamoAdmin):
     def load(self, request) -> Page:
         view = request.GET.get("view", "queue")
         _label, lister = SHIPMENT_LISTS.get(view, SHIPMENT_LISTS["queue"])
-        return lister(ShipmentQueue(), request.GET.get("queue") or DEFAULT_QUEUE,
-                      cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
+        return lister(
+            ShipmentQueue(),
+            request.GET.get("queue") or DEFAULT_QUEUE,
+            cursor=request.GET.get("cursor"),
+            limit=PAGE_SIZE,
+        )
 
     def item_id(self, item) -> str:
         return item.shipment_id

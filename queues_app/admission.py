@@ -72,15 +72,28 @@ class ShipmentAdmission:
         self.gate = BackpressureGate(self.db, self.policy)
         self.limiter = TenantLimiter(self.db, self.policy)
 
-    def submit(self, data: dict, *, tenant: str | None = None, priority: int = 0, delay_seconds: float = 0,
-               shipment_id: str | None = None, trace_id: str | None = None) -> Admitted:
+    def submit(
+        self,
+        data: dict,
+        *,
+        tenant: str | None = None,
+        priority: int = 0,
+        delay_seconds: float = 0,
+        shipment_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> Admitted:
         self.gate.check(counters.LIVE)
         sidelined = bool(tenant) and not self.limiter.admit(tenant)
         queue = SPILLOVER_QUEUE if sidelined else DEFAULT_QUEUE
-        shipment = self.shipments.submit(data, tenant=tenant, priority=priority, queue=queue,
-                                         delay_seconds=delay_seconds, shipment_id=shipment_id, trace_id=trace_id)
+        shipment = self.shipments.submit(
+            data,
+            tenant=tenant,
+            priority=priority,
+            queue=queue,
+            delay_seconds=delay_seconds,
+            shipment_id=shipment_id,
+            trace_id=trace_id,
+        )
         if sidelined:
             counters.note(self.db, DEFAULT_QUEUE, "sidelined")
         return Admitted(shipment, sidelined)
-
-

@@ -59,9 +59,11 @@ class TrailEntry:
     def changes(self) -> list[tuple[str, object, object]]:
         """(field, before, after) for every top-level field that differs."""
         before, after = self.before or {}, self.after or {}
-        return [(name, before.get(name), after.get(name))
-                for name in sorted(set(before) | set(after))
-                if before.get(name) != after.get(name)]
+        return [
+            (name, before.get(name), after.get(name))
+            for name in sorted(set(before) | set(after))
+            if before.get(name) != after.get(name)
+        ]
 
 
 @dataclass
@@ -120,8 +122,9 @@ def _key_of(item: dict) -> dict:
 
 
 class AuditTrail:
-    def __init__(self, db: Dynamo | None = None, *, retention_days: int | None = None,
-                 clock: Callable[[], datetime] = now):
+    def __init__(
+        self, db: Dynamo | None = None, *, retention_days: int | None = None, clock: Callable[[], datetime] = now
+    ):
         self.db = db or default()
         if retention_days is None:
             from django.conf import settings
@@ -134,16 +137,44 @@ class AuditTrail:
     def table(self) -> str:
         return self.db.table("audit")
 
-    def record(self, *, actor: str, source: str, action: str, target: str, summary: str = "",
-               before: dict | None = None, after: dict | None = None, trace_id: str | None = None) -> TrailEntry:
-        item = self.entry_item(actor=actor, source=source, action=action, target=target, summary=summary,
-                               before=before, after=after, trace_id=trace_id)
+    def record(
+        self,
+        *,
+        actor: str,
+        source: str,
+        action: str,
+        target: str,
+        summary: str = "",
+        before: dict | None = None,
+        after: dict | None = None,
+        trace_id: str | None = None,
+    ) -> TrailEntry:
+        item = self.entry_item(
+            actor=actor,
+            source=source,
+            action=action,
+            target=target,
+            summary=summary,
+            before=before,
+            after=after,
+            trace_id=trace_id,
+        )
         self.db.call("put_item", TableName=self.table, Item=marshal(item))
         return _entry_from_item(item)
 
-    def entry_item(self, *, actor: str, source: str, action: str, target: str, summary: str = "",
-                   before: dict | None = None, after: dict | None = None, trace_id: str | None = None,
-                   moment: datetime | None = None) -> dict:
+    def entry_item(
+        self,
+        *,
+        actor: str,
+        source: str,
+        action: str,
+        target: str,
+        summary: str = "",
+        before: dict | None = None,
+        after: dict | None = None,
+        trace_id: str | None = None,
+        moment: datetime | None = None,
+    ) -> dict:
         """The item of one entry (for `record`, and for bulk loads)."""
         moment = moment or self.clock()
         stamp = to_iso(moment)

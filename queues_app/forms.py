@@ -37,8 +37,10 @@ class AgentForm(SkillFields, forms.Form):
         self.catalog = catalog
         for dimension, values in catalog.dimensions:
             self.fields[skill_field_name(dimension)] = forms.MultipleChoiceField(
-                label=dimension.capitalize(), choices=[(v, v) for v in values],
-                widget=forms.CheckboxSelectMultiple, required=True,
+                label=dimension.capitalize(),
+                choices=[(v, v) for v in values],
+                widget=forms.CheckboxSelectMultiple,
+                required=True,
             )
 
     @classmethod
@@ -62,7 +64,8 @@ class CallForm(SkillFields, forms.Form):
         self.catalog = catalog
         for dimension, values in catalog.dimensions:
             self.fields[skill_field_name(dimension)] = forms.ChoiceField(
-                label=dimension.capitalize(), choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
+                label=dimension.capitalize(),
+                choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
                 initial=ANY_CHOICE,
             )
 

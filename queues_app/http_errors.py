@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from queues_app.ddb import errors
 from queues_app.agents.skills import SkillError
+from queues_app.ddb import errors
 
 
 @dataclass
@@ -60,9 +60,13 @@ def describe(exc: errors.DynamoError | SkillError) -> UserError:
             retry_after=5,
         )
     if isinstance(exc, errors.Backpressure):
-        return UserError(429, "Queue backlog over its bound", exc.message,
-                         hint="The queue is refusing new work until it drains; the Retry-After header says when "
-                              "to try again.", retry_after=exc.retry_after)
+        return UserError(
+            429,
+            "Queue backlog over its bound",
+            exc.message,
+            hint="The queue is refusing new work until it drains; the Retry-After header says when to try again.",
+            retry_after=exc.retry_after,
+        )
     if isinstance(exc, errors.Throttled):
         return UserError(503, "DynamoDB is busy", exc.message, retry_after=2)
     if isinstance(exc, errors.NotFound):
@@ -82,9 +86,13 @@ def _endpoint() -> str:
 
 
 def unauthenticated(message: str) -> UserError:
-    return UserError(401, "Authentication required", message,
-                     hint="Send the header `Authorization: Bearer <token>`; "
-                     "create a token with `python manage.py create_api_token <username>`.")
+    return UserError(
+        401,
+        "Authentication required",
+        message,
+        hint="Send the header `Authorization: Bearer <token>`; "
+        "create a token with `python manage.py create_api_token <username>`.",
+    )
 
 
 def forbidden(message: str) -> UserError:

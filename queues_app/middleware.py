@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
 from django.http import JsonResponse
-from django_htmx.http import HttpResponseClientRedirect
 from django.shortcuts import render, resolve_url
+from django_htmx.http import HttpResponseClientRedirect
 
 from queues_app.ddb import errors
 from queues_app.http_errors import describe

@@ -32,8 +32,9 @@ class ApiToken(models.Model):
     name = models.CharField(max_length=100, help_text="Who uses it, e.g. “phone system”.")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    prefix = models.CharField(max_length=PREFIX_LENGTH, editable=False,
-                              help_text="The token's first characters, to recognise it.")
+    prefix = models.CharField(
+        max_length=PREFIX_LENGTH, editable=False, help_text="The token's first characters, to recognise it."
+    )
     created = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked = models.BooleanField(default=False)

@@ -43,8 +43,7 @@ def django_db_modify_db_settings(tmp_path_factory):
     connection (htmx panels poll several at once)."""
     from django.conf import settings
 
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = str(
-        tmp_path_factory.mktemp("db") / "test.sqlite3")
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
 
 
 @pytest.fixture(autouse=True)

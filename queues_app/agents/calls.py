@@ -82,14 +82,17 @@ class Calls:
         return call
 
     def find(self, call_id: str) -> Call | None:
-        response = self.db.call("get_item", TableName=self.table.name, Key=marshal(keys.call(call_id)),
-                                ConsistentRead=True)
+        response = self.db.call(
+            "get_item", TableName=self.table.name, Key=marshal(keys.call(call_id)), ConsistentRead=True
+        )
         return call_from_item(unmarshal(response["Item"])) if "Item" in response else None
 
     def with_status(self, status: str, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
         """Calls in one status (from the `by_status` index), then read in one batch."""
         params = {
-            "TableName": self.table.name, "IndexName": "by_status", "Limit": limit,
+            "TableName": self.table.name,
+            "IndexName": "by_status",
+            "Limit": limit,
             "KeyConditionExpression": "#status = :status AND sk = :call",
             "ExpressionAttributeNames": {"#status": "status"},
             "ExpressionAttributeValues": {":status": {"S": status}, ":call": {"S": keys.CALL_SK}},
@@ -105,25 +108,38 @@ class Calls:
 
     def assignment_actions(self, call: Call, assigned: Call, *, new_call: bool) -> list[dict]:
         if new_call:
-            return [{"Put": {
-                "TableName": self.table.name,
-                "Item": marshal(call_to_item(assigned)),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }}]
+            return [
+                {
+                    "Put": {
+                        "TableName": self.table.name,
+                        "Item": marshal(call_to_item(assigned)),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            ]
         assigned.version = call.version + 1
         return [
             self.table.update(
                 keys.call(call.call_id),
                 "SET #status = :assigned, agent_id = :agent, agent_name = :name, assigned_at = :now, "
                 "why = :why, version = :next REMOVE wait_sk",
-                {":assigned": CallStatus.ASSIGNED, ":agent": assigned.agent_id, ":name": assigned.agent_name,
-                 ":now": assigned.assigned_at, ":why": assigned.why, ":next": assigned.version,
-                 ":waiting": CallStatus.WAITING, ":version": call.version},
+                {
+                    ":assigned": CallStatus.ASSIGNED,
+                    ":agent": assigned.agent_id,
+                    ":name": assigned.agent_name,
+                    ":now": assigned.assigned_at,
+                    ":why": assigned.why,
+                    ":next": assigned.version,
+                    ":waiting": CallStatus.WAITING,
+                    ":version": call.version,
+                },
                 condition="#status = :waiting AND version = :version",
             ),
-            {"Delete": {
-                "TableName": self.table.name,
-                "Key": marshal({"pk": keys.WAITING_PK, "sk": call.wait_sk}),
-                "ConditionExpression": "attribute_exists(pk)",
-            }},
+            {
+                "Delete": {
+                    "TableName": self.table.name,
+                    "Key": marshal({"pk": keys.WAITING_PK, "sk": call.wait_sk}),
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            },
         ]

@@ -39,8 +39,14 @@ class EscalationPolicy:
 
 
 class Escalator:
-    def __init__(self, table: CallCenterTable, calls: Calls, line: WaitingLine, matcher: Matcher,
-                 policy: EscalationPolicy | None = None):
+    def __init__(
+        self,
+        table: CallCenterTable,
+        calls: Calls,
+        line: WaitingLine,
+        matcher: Matcher,
+        policy: EscalationPolicy | None = None,
+    ):
         self.table, self.calls, self.line, self.matcher = table, calls, line, matcher
         self._policy = policy
 
@@ -79,21 +85,28 @@ class Escalator:
         entries = [{"dimension": d, "from": call.preferences[d], "at": stamp} for d in dimensions]
         preferences = {**call.preferences, **{d: ANY for d in dimensions}}
         try:
-            self.table.transact([
-                self.table.update(
-                    keys.call(call.call_id),
-                    "SET preferences = :prefs, relaxed = list_append(relaxed, :entries), version = version + :one",
-                    {":prefs": {k: v for k, v in preferences.items() if v is not ANY},
-                     ":entries": entries, ":one": 1, ":waiting": CallStatus.WAITING, ":version": call.version},
-                    condition="#status = :waiting AND version = :version",
-                ),
-                self.table.update(
-                    {"pk": keys.WAITING_PK, "sk": call.wait_sk},
-                    "REMOVE " + ", ".join(f"#d{i}" for i in range(len(dimensions))),
-                    condition="attribute_exists(pk)",
-                    names={f"#d{i}": f"p_{d}" for i, d in enumerate(dimensions)},
-                ),
-            ])
+            self.table.transact(
+                [
+                    self.table.update(
+                        keys.call(call.call_id),
+                        "SET preferences = :prefs, relaxed = list_append(relaxed, :entries), version = version + :one",
+                        {
+                            ":prefs": {k: v for k, v in preferences.items() if v is not ANY},
+                            ":entries": entries,
+                            ":one": 1,
+                            ":waiting": CallStatus.WAITING,
+                            ":version": call.version,
+                        },
+                        condition="#status = :waiting AND version = :version",
+                    ),
+                    self.table.update(
+                        {"pk": keys.WAITING_PK, "sk": call.wait_sk},
+                        "REMOVE " + ", ".join(f"#d{i}" for i in range(len(dimensions))),
+                        condition="attribute_exists(pk)",
+                        names={f"#d{i}": f"p_{d}" for i, d in enumerate(dimensions)},
+                    ),
+                ]
+            )
         except errors.TransactionCancelled:
             return None  # assigned or changed meanwhile
         log.info("call %s: relaxed %s after waiting", call.call_id, ", ".join(dimensions))

@@ -60,8 +60,11 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
         actual = len(snap.messages.get(name, []))
         if stored != actual:
             where = "metadata" if name in snap.metas else "no metadata item, so"
-            add("depth", name, f"{where} depth {stored} but {actual} message item(s) in the partition "
-                f"(off by {stored - actual:+d})")
+            add(
+                "depth",
+                name,
+                f"{where} depth {stored} but {actual} message item(s) in the partition (off by {stored - actual:+d})",
+            )
 
     # messages and orphans -------------------------------------------------------------
     present = {(name, item["sk"]): item for name, items in snap.messages.items() for item in items}
@@ -87,11 +90,17 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
             expected.add(message_key)
             message = present.get(message_key)
             if message is None:
-                add("messages", f"agent {agent_id} in {message_key[0]}",
-                    f"queued with token {token} but has no message item there")
+                add(
+                    "messages",
+                    f"agent {agent_id} in {message_key[0]}",
+                    f"queued with token {token} but has no message item there",
+                )
             elif message.get("agent_id") != agent_id:
-                add("messages", f"message {message_key[0]} / {token}",
-                    f"belongs to agent {agent_id} but names agent {message.get('agent_id')}")
+                add(
+                    "messages",
+                    f"message {message_key[0]} / {token}",
+                    f"belongs to agent {agent_id} but names agent {message.get('agent_id')}",
+                )
     for (name, sk), item in sorted(present.items()):
         if (name, sk) in expected:
             continue
@@ -113,9 +122,12 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
             continue
         held = messages_of.get(agent_id, [])
         if held:
-            add("attending", f"agent {agent_id}",
+            add(
+                "attending",
+                f"agent {agent_id}",
                 f"attending but still has {len(held)} message item(s) "
-                f"({', '.join(f'{n} / {s}' for n, s in sorted(held))})")
+                f"({', '.join(f'{n} / {s}' for n, s in sorted(held))})",
+            )
         call_id = agent.get("call_id")
         if not call_id:
             add("attending", f"agent {agent_id}", "attending without a call_id")
@@ -124,8 +136,11 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
         if call is None:
             add("attending", f"agent {agent_id}", f"attending call {call_id}, which does not exist")
         elif call.get("status") != CallStatus.ASSIGNED or call.get("agent_id") != agent_id:
-            add("attending", f"agent {agent_id}",
-                f"attending call {call_id}, which is {call.get('status')} with agent {call.get('agent_id')}")
+            add(
+                "attending",
+                f"agent {agent_id}",
+                f"attending call {call_id}, which is {call.get('status')} with agent {call.get('agent_id')}",
+            )
 
     # calls and waiting callers ------------------------------------------------------------
     waiting_for: dict[str, list[dict]] = defaultdict(list)  # call_id -> WAITING items
@@ -135,11 +150,15 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
         if call is None:
             add("calls", f"WAITING {item['sk']}", f"points at call {item.get('call_id')}, which does not exist")
         elif call.get("status") != CallStatus.WAITING:
-            add("calls", f"WAITING {item['sk']}", f"points at call {item.get('call_id')}, which is "
-                f"{call.get('status')}")
+            add(
+                "calls", f"WAITING {item['sk']}", f"points at call {item.get('call_id')}, which is {call.get('status')}"
+            )
         elif call.get("wait_sk") != item["sk"]:
-            add("calls", f"WAITING {item['sk']}",
-                f"points at call {item.get('call_id')}, which waits under {call.get('wait_sk')}")
+            add(
+                "calls",
+                f"WAITING {item['sk']}",
+                f"points at call {item.get('call_id')}, which waits under {call.get('wait_sk')}",
+            )
     for call_id, call in sorted(snap.calls.items()):
         status, items = call.get("status"), waiting_for.get(call_id, [])
         if status == CallStatus.WAITING:
@@ -147,9 +166,12 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
                 add("calls", f"call {call_id}", f"waiting but has agent {call['agent_id']}")
             wait_sk = call.get("wait_sk")
             if not any(i["sk"] == wait_sk for i in items) or len(items) != 1:
-                add("calls", f"call {call_id}",
+                add(
+                    "calls",
+                    f"call {call_id}",
                     f"waiting under {wait_sk} but has {len(items)} WAITING item(s)"
-                    + (f" ({', '.join(sorted(i['sk'] for i in items))})" if items else ""))
+                    + (f" ({', '.join(sorted(i['sk'] for i in items))})" if items else ""),
+                )
         elif status in (CallStatus.ASSIGNED, CallStatus.ENDED):
             if items:
                 add("calls", f"call {call_id}", f"{status} but still has {len(items)} WAITING item(s)")
@@ -171,9 +193,11 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
             if holder is None:
                 add("holder", f"call {call_id}", f"assigned to agent {agent_id}, who does not exist")
             elif holder.get("status") != AgentStatus.ATTENDING or holder.get("call_id") != call_id:
-                add("holder", f"call {call_id}",
-                    f"assigned to agent {agent_id}, who is {holder.get('status')} "
-                    f"with call_id {holder.get('call_id')}")
+                add(
+                    "holder",
+                    f"call {call_id}",
+                    f"assigned to agent {agent_id}, who is {holder.get('status')} with call_id {holder.get('call_id')}",
+                )
 
     return found
 

@@ -84,8 +84,17 @@ class Matcher:
     """Assigns callers to queued agents (`match`) and a returning agent to the
     longest-waiting caller they fit (`offer_waiting_callers`)."""
 
-    def __init__(self, table: CallCenterTable, agents: Agents, calls: Calls, line: WaitingLine, *,
-                 candidate_limit: int = 16, spread: int = 16, max_rounds: int = 6):
+    def __init__(
+        self,
+        table: CallCenterTable,
+        agents: Agents,
+        calls: Calls,
+        line: WaitingLine,
+        *,
+        candidate_limit: int = 16,
+        spread: int = 16,
+        max_rounds: int = 6,
+    ):
         self.table = table
         self.db = table.db
         self.catalog = table.catalog
@@ -115,15 +124,20 @@ class Matcher:
         considered: list[dict] = []
         tried: set[str] = set()
         table = self.table.name
-        shared_key = (table, call.order, tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items())))
+        shared_key = (
+            table,
+            call.order,
+            tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items())),
+        )
         # Recent races lost by this process say the head is contended before we lose one.
         spread_out = _contention.contended
         for _round in range(self.max_rounds):
             found = None
             if _round == 0 and call.order == QueueOrder.FIFO and claims.active > 1:
                 shared = claims.recent_read(shared_key, SHARED_READ_AGE)
-                if shared and any(not claims.is_held((table, c.token)) and not claims.is_gone((table, c.token))
-                                  for c in shared):
+                if shared and any(
+                    not claims.is_held((table, c.token)) and not claims.is_gone((table, c.token)) for c in shared
+                ):
                     found = shared
             if found is None:
                 found = self.queue_candidates(call.preferences, call.order)
@@ -136,9 +150,9 @@ class Matcher:
             while remaining:
                 order = list(range(len(remaining)))
                 if spread_out:
-                    window = order[:self.spread]
+                    window = order[: self.spread]
                     self._rng.shuffle(window)
-                    order[:len(window)] = window
+                    order[: len(window)] = window
                 index = claims.claim_first([(table, remaining[i].token) for i in order])
                 claimed = index is not None
                 if index is not None:
@@ -155,8 +169,9 @@ class Matcher:
                     candidate = remaining.pop(0)  # still held after the wait: race for it
                 tried.add(candidate.agent_id)
                 try:
-                    outcome = self._try_assign(call, candidate, new_call=new_call, considered=considered,
-                                               others=candidates)
+                    outcome = self._try_assign(
+                        call, candidate, new_call=new_call, considered=considered, others=candidates
+                    )
                 finally:
                     if claimed:
                         claims.release((table, candidate.token))
@@ -192,14 +207,21 @@ class Matcher:
             )
             for raw in response.get("Items", []):
                 item = unmarshal(raw)
-                seen.setdefault(item["agent_id"], Candidate(
-                    token=item["sk"], agent_id=item["agent_id"], name=item.get("name", ""),
-                    skills=item.get("skills") or {}, queue=item["pk"],
-                ))
+                seen.setdefault(
+                    item["agent_id"],
+                    Candidate(
+                        token=item["sk"],
+                        agent_id=item["agent_id"],
+                        name=item.get("name", ""),
+                        skills=item.get("skills") or {},
+                        queue=item["pk"],
+                    ),
+                )
         return sorted(seen.values(), key=lambda c: c.token, reverse=order == QueueOrder.LIFO)
 
-    def _try_assign(self, call: Call, candidate: Candidate, *, new_call: bool, considered: list[dict],
-                    others: list[Candidate]) -> Call | None:
+    def _try_assign(
+        self, call: Call, candidate: Candidate, *, new_call: bool, considered: list[dict], others: list[Candidate]
+    ) -> Call | None:
         """One assignment transaction. Returns the assigned call, or None to try the next
         candidate. A lost TransactionConflict is retried on the same candidate."""
         for attempt in range(4):
@@ -209,14 +231,22 @@ class Matcher:
             assigned.agent_id, assigned.agent_name, assigned.assigned_at = candidate.agent_id, candidate.name, stamp
             assigned.why = self._why(candidate, considered, others)
             assigned.wait_sk = None
-            actions = [self.table.update(
-                keys.agent(candidate.agent_id),
-                "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
-                "REMOVE queue_token",
-                {":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":one": 1, ":now": stamp,
-                 ":queued": AgentStatus.QUEUED, ":token": candidate.token},
-                condition="#status = :queued AND queue_token = :token",
-            )]
+            actions = [
+                self.table.update(
+                    keys.agent(candidate.agent_id),
+                    "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
+                    "REMOVE queue_token",
+                    {
+                        ":attending": AgentStatus.ATTENDING,
+                        ":call": call.call_id,
+                        ":one": 1,
+                        ":now": stamp,
+                        ":queued": AgentStatus.QUEUED,
+                        ":token": candidate.token,
+                    },
+                    condition="#status = :queued AND queue_token = :token",
+                )
+            ]
             actions += self.table.dequeue_actions(candidate.skills, candidate.token)
             actions += self.calls.assignment_actions(call, assigned, new_call=new_call)
             try:
@@ -262,8 +292,13 @@ class Matcher:
             if not call or call.status != CallStatus.WAITING:
                 continue
             if from_queue:
-                candidate = Candidate(token=agent.queue_token or "", agent_id=agent.agent_id, name=agent.name,
-                                      skills=agent.skills, queue="(agent came back)")
+                candidate = Candidate(
+                    token=agent.queue_token or "",
+                    agent_id=agent.agent_id,
+                    name=agent.name,
+                    skills=agent.skills,
+                    queue="(agent came back)",
+                )
                 assigned = self._try_assign(call, candidate, new_call=False, considered=[], others=[])
                 # `_try_assign` also returns the call when another agent took it meanwhile.
                 if assigned and assigned.agent_id == agent.agent_id:
@@ -284,12 +319,14 @@ class Matcher:
         assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
         assigned.assigned_at, assigned.wait_sk = stamp, None
         assigned.why = [why_entry(agent.agent_id, agent.name, stamp, "returned")]
-        actions = [self.table.agent_update(
-            agent,
-            "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
-            "REMOVE queue_token",
-            {":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":now": stamp},
-        )]
+        actions = [
+            self.table.agent_update(
+                agent,
+                "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
+                "REMOVE queue_token",
+                {":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":now": stamp},
+            )
+        ]
         actions += self.calls.assignment_actions(call, assigned, new_call=False)
         try:
             self.table.transact(actions)

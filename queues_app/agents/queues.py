@@ -23,12 +23,16 @@ def list_queues(table: CallCenterTable) -> list[QueueInfo]:
     for combo in table.catalog.all_combinations():
         name = keys.queue_name(combo)
         meta = stored.get(name, {})
-        info = QueueInfo(combination=combo, name=name, depth=int(meta.get("depth", 0)),
-                         version=int(meta.get("version", 0)))
+        info = QueueInfo(
+            combination=combo, name=name, depth=int(meta.get("depth", 0)), version=int(meta.get("version", 0))
+        )
         if info.depth > 0:
             head = table.db.call(
-                "query", TableName=table.name, KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": name}}, Limit=1,
+                "query",
+                TableName=table.name,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": name}},
+                Limit=1,
             )
             if head.get("Items"):
                 info.oldest_queued_at = unmarshal(head["Items"][0])["sk"].rsplit("#", 1)[0]

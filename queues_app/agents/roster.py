@@ -6,14 +6,14 @@ import builtins
 import uuid
 from collections.abc import Iterable
 
-from queues_app.ddb import batch, errors
 from queues_app.agents import keys
-from queues_app.ddb.client import Dynamo, default
-from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 from queues_app.agents.records import Agent, AgentStatus
-from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.ddb.clock import now, to_iso
 from queues_app.agents.skills import SkillCatalog
+from queues_app.ddb import batch, errors
+from queues_app.ddb.client import Dynamo, default
+from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 
 AGENT_TYPE = "agent"
 
@@ -109,11 +109,18 @@ class Agents:
                 ConditionExpression="attribute_exists(pk) AND version = :expected "
                 "AND NOT #status IN (:queued, :attending)",
                 ExpressionAttributeNames={"#name": "name", "#status": "status"},
-                ExpressionAttributeValues=marshal({
-                    ":name": name, ":lower": name.lower(), ":skills": clean, ":one": 1, ":now": to_iso(now()),
-                    ":expected": expected_version, ":queued": AgentStatus.QUEUED,
-                    ":attending": AgentStatus.ATTENDING,
-                }),
+                ExpressionAttributeValues=marshal(
+                    {
+                        ":name": name,
+                        ":lower": name.lower(),
+                        ":skills": clean,
+                        ":one": 1,
+                        ":now": to_iso(now()),
+                        ":expected": expected_version,
+                        ":queued": AgentStatus.QUEUED,
+                        ":attending": AgentStatus.ATTENDING,
+                    }
+                ),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -148,9 +155,16 @@ class Agents:
             raise errors.NotFound(f"No agent with id {agent_id!r}.")
         return agent_from_item(unmarshal(response["Item"]))
 
-    def list(self, *, cursor: str | None = None, limit: int = 50, status: str | None = None,
-             search: str | None = None, skill: tuple[str, str] | None = None,
-             max_reads: int = 4) -> Page[Agent]:
+    def list(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        status: str | None = None,
+        search: str | None = None,
+        skill: tuple[str, str] | None = None,
+        max_reads: int = 4,
+    ) -> Page[Agent]:
         """A page of agents in id order. A status filter reads the `by_status` index, so
         it only touches agents in that status; name search and a skill filter apply
         within what is read. Reads go on (at most `max_reads` queries) until the page is

@@ -64,8 +64,15 @@ class Router:
         self.agents = Agents(self.db, self.catalog)
         self.calls = Calls(self.writes)
         self.line = WaitingLine(self.writes)
-        self.matcher = Matcher(self.writes, self.agents, self.calls, self.line, candidate_limit=candidate_limit,
-                               spread=spread, max_rounds=max_rounds)
+        self.matcher = Matcher(
+            self.writes,
+            self.agents,
+            self.calls,
+            self.line,
+            candidate_limit=candidate_limit,
+            spread=spread,
+            max_rounds=max_rounds,
+        )
         self.escalator = Escalator(self.writes, self.calls, self.line, self.matcher, escalation)
 
     @property
@@ -129,11 +136,15 @@ class Router:
         ]
         message = {"type": "message", "agent_id": agent.agent_id, "name": agent.name, "skills": agent.skills}
         for combo in combos:
-            actions.append({"Put": {
-                "TableName": self.table,
-                "Item": marshal({**keys.queue_message(combo, token), **message}),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }})
+            actions.append(
+                {
+                    "Put": {
+                        "TableName": self.table,
+                        "Item": marshal({**keys.queue_message(combo, token), **message}),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
             actions.append(self.writes.meta_update(combo, +1))
         try:
             self.db.call("transact_write_items", TransactItems=actions)
@@ -153,18 +164,29 @@ class Router:
             raise errors.Conflict(f"{agent.name} is not attending a call.")
         stamp = to_iso(self.clock())
         next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
-        actions = [self.writes.agent_update(
-            agent, "SET #status = :next, version = version + :one, updated_at = :now REMOVE call_id",
-            {":next": next_status, ":now": stamp},
-        )]
+        actions = [
+            self.writes.agent_update(
+                agent,
+                "SET #status = :next, version = version + :one, updated_at = :now REMOVE call_id",
+                {":next": next_status, ":now": stamp},
+            )
+        ]
         if agent.call_id:
-            actions.append(self.writes.update(
-                keys.call(agent.call_id),
-                "SET #status = :ended, ended_at = :now, expires_at = :expires, version = version + :one",
-                {":ended": CallStatus.ENDED, ":now": stamp, ":one": 1, ":assigned": CallStatus.ASSIGNED,
-                 ":agent": agent.agent_id, ":expires": int((self.clock() + ENDED_CALL_RETENTION).timestamp())},
-                condition="#status = :assigned AND agent_id = :agent",
-            ))
+            actions.append(
+                self.writes.update(
+                    keys.call(agent.call_id),
+                    "SET #status = :ended, ended_at = :now, expires_at = :expires, version = version + :one",
+                    {
+                        ":ended": CallStatus.ENDED,
+                        ":now": stamp,
+                        ":one": 1,
+                        ":assigned": CallStatus.ASSIGNED,
+                        ":agent": agent.agent_id,
+                        ":expires": int((self.clock() + ENDED_CALL_RETENTION).timestamp()),
+                    },
+                    condition="#status = :assigned AND agent_id = :agent",
+                )
+            )
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
@@ -181,11 +203,13 @@ class Router:
         if agent.status == AgentStatus.ATTENDING:
             raise errors.Conflict(f"{agent.name} is attending call {agent.call_id}; release the call first.")
         stamp = to_iso(self.clock())
-        actions = [self.writes.agent_update(
-            agent,
-            "SET #status = :offline, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
-            {":offline": AgentStatus.OFFLINE, ":now": stamp},
-        )]
+        actions = [
+            self.writes.agent_update(
+                agent,
+                "SET #status = :offline, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
+                {":offline": AgentStatus.OFFLINE, ":now": stamp},
+            )
+        ]
         if agent.status == AgentStatus.QUEUED and agent.queue_token:
             actions += self.writes.dequeue_actions(agent.skills, agent.queue_token)
         try:

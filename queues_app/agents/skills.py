@@ -63,9 +63,7 @@ class SkillCatalog:
                 raise SkillError(name, f"choose at least one {name}")
             unknown = [v for v in given if v not in allowed]
             if unknown:
-                raise SkillError(
-                    name, f"unknown {name} {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
-                )
+                raise SkillError(name, f"unknown {name} {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}")
             clean[name] = [v for v in allowed if v in given]
         extra = set(skills) - set(self.names)
         if extra:

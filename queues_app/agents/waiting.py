@@ -26,14 +26,19 @@ class WaitingLine:
         wait_key = keys.waiting_caller(call.priority, call.arrived_at, call.call_id)
         call.wait_sk = wait_key["sk"]
         try:
-            self.db.call("transact_write_items", TransactItems=[
-                {"Put": {
-                    "TableName": self.table.name,
-                    "Item": marshal(call_to_item(call)),
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }},
-                {"Put": {"TableName": self.table.name, "Item": marshal(self._wait_item(call, wait_key))}},
-            ])
+            self.db.call(
+                "transact_write_items",
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self.table.name,
+                            "Item": marshal(call_to_item(call)),
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {"Put": {"TableName": self.table.name, "Item": marshal(self._wait_item(call, wait_key))}},
+                ],
+            )
         except errors.TransactionCancelled as exc:
             if exc.failed_indexes("ConditionalCheckFailed") == [0]:
                 raise CallExists() from exc
@@ -50,9 +55,16 @@ class WaitingLine:
     def _wait_item(call: Call, wait_key: dict) -> dict:
         # Preferences as top-level attributes so that a FilterExpression can match them.
         prefs = {f"p_{name}": value for name, value in call.preferences.items() if value is not ANY}
-        return {**wait_key, "type": "waiting", "call_id": call.call_id, "priority": call.priority,
-                "arrived_at": call.arrived_at, "wait_q": keys.WAITING_PK,
-                "wait_since": f"{call.arrived_at}#{call.call_id}", **prefs}
+        return {
+            **wait_key,
+            "type": "waiting",
+            "call_id": call.call_id,
+            "priority": call.priority,
+            "arrived_at": call.arrived_at,
+            "wait_q": keys.WAITING_PK,
+            "wait_since": f"{call.arrived_at}#{call.call_id}",
+            **prefs,
+        }
 
     def waiting_calls_for(self, skills: dict[str, list[str]]) -> list[dict]:
         """Waiting callers the agent fits, in order, read with a filter on their preferences."""
@@ -65,9 +77,15 @@ class WaitingLine:
                 placeholders.append(f":d{d}v{v}")
             inside = f" OR #d{d} IN ({', '.join(placeholders)})" if placeholders else ""
             filters.append(f"(attribute_not_exists(#d{d}){inside})")
-        pages = self.db.pages("query", TableName=self.table.name, KeyConditionExpression="pk = :pk",
-                              FilterExpression=" AND ".join(filters), ExpressionAttributeNames=names,
-                              ExpressionAttributeValues=values, ConsistentRead=True)
+        pages = self.db.pages(
+            "query",
+            TableName=self.table.name,
+            KeyConditionExpression="pk = :pk",
+            FilterExpression=" AND ".join(filters),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ConsistentRead=True,
+        )
         for page in pages:  # on until a page holds someone the agent fits
             found = [unmarshal(i) for i in page.get("Items", [])]
             if found:
@@ -76,9 +94,13 @@ class WaitingLine:
 
     def everyone(self, page_size: int = 100) -> Iterator[dict]:
         """The whole waiting list in order, read a page at a time as it is consumed."""
-        return self.db.items("query", TableName=self.table.name, KeyConditionExpression="pk = :pk",
-                             ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
-                             PaginationConfig={"PageSize": page_size})
+        return self.db.items(
+            "query",
+            TableName=self.table.name,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
+            PaginationConfig={"PageSize": page_size},
+        )
 
     def waiting_calls(self, *, limit: int = 50, cursor: dict | None = None) -> tuple[list[dict], dict | None]:
         """The waiting list in order (priority, then arrival), a page at a time."""
@@ -110,8 +132,12 @@ class WaitingLine:
         """When the caller who has waited longest arrived (one Limit-1 Query on the
         `waiting_by_arrival` index), or None when nobody waits."""
         response = self.db.call(
-            "query", TableName=self.table.name, IndexName="waiting_by_arrival", Limit=1,
-            KeyConditionExpression="wait_q = :q", ExpressionAttributeValues={":q": {"S": keys.WAITING_PK}},
+            "query",
+            TableName=self.table.name,
+            IndexName="waiting_by_arrival",
+            Limit=1,
+            KeyConditionExpression="wait_q = :q",
+            ExpressionAttributeValues={":q": {"S": keys.WAITING_PK}},
         )
         items = response.get("Items", [])
         return unmarshal(items[0])["wait_since"].rsplit("#", 1)[0] if items else None
@@ -120,17 +146,24 @@ class WaitingLine:
         """Waiting callers written before the `waiting_by_arrival` index existed lack its
         keys: add them (one Query per page of the waiting list, one update each)."""
         filled = 0
-        missing = self.db.items("query", TableName=self.table.name, KeyConditionExpression="pk = :pk",
-                                FilterExpression="attribute_not_exists(wait_q)",
-                                ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}})
+        missing = self.db.items(
+            "query",
+            TableName=self.table.name,
+            KeyConditionExpression="pk = :pk",
+            FilterExpression="attribute_not_exists(wait_q)",
+            ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
+        )
         for item in missing:
             try:
                 self.db.call(
-                    "update_item", TableName=self.table.name, Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
+                    "update_item",
+                    TableName=self.table.name,
+                    Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
                     UpdateExpression="SET wait_q = :q, wait_since = :since",
                     ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeValues=marshal({":q": keys.WAITING_PK,
-                                                       ":since": f"{item['arrived_at']}#{item['call_id']}"}),
+                    ExpressionAttributeValues=marshal(
+                        {":q": keys.WAITING_PK, ":since": f"{item['arrived_at']}#{item['call_id']}"}
+                    ),
                 )
                 filled += 1
             except errors.Conflict:

@@ -27,8 +27,16 @@ class CallCenterTable:
     def transact(self, actions: list[dict]) -> None:
         self.db.call("transact_write_items", TransactItems=actions)
 
-    def update(self, key: dict, update: str, values: dict | None = None, *, condition: str | None = None,
-                names: dict | None = None, old_on_fail: bool = False) -> dict:
+    def update(
+        self,
+        key: dict,
+        update: str,
+        values: dict | None = None,
+        *,
+        condition: str | None = None,
+        names: dict | None = None,
+        old_on_fail: bool = False,
+    ) -> dict:
         """One Update action of a transaction on the call-center table. `#status` stands
         for the status attribute wherever an expression uses it."""
         action: dict = {"TableName": self.name, "Key": marshal(key), "UpdateExpression": update}
@@ -47,17 +55,21 @@ class CallCenterTable:
     def agent_update(self, agent: Agent, update: str, values: dict) -> dict:
         """Update conditioned on the agent being exactly as read (version and status)."""
         return self.update(
-            keys.agent(agent.agent_id), update,
+            keys.agent(agent.agent_id),
+            update,
             {**values, ":one": 1, ":expected": agent.version, ":was": agent.status},
-            condition="version = :expected AND #status = :was", old_on_fail=True,
+            condition="version = :expected AND #status = :was",
+            old_on_fail=True,
         )
 
     def meta_update(self, combo: tuple[str, ...], delta: int) -> dict:
         # No condition: the agent's own condition already makes the change safe, and a
         # version condition here would make matchers of unrelated agents collide.
         return self.update(
-            keys.queue_meta(combo), "ADD #depth :delta, version :one SET combination = :combo",
-            {":delta": delta, ":one": 1, ":combo": list(combo)}, names={"#depth": "depth"},
+            keys.queue_meta(combo),
+            "ADD #depth :delta, version :one SET combination = :combo",
+            {":delta": delta, ":one": 1, ":combo": list(combo)},
+            names={"#depth": "depth"},
         )
 
     def dequeue_actions(self, skills: dict, token: str) -> list[dict]:
@@ -74,6 +86,7 @@ def agent_changed(agent: Agent, exc: errors.TransactionCancelled) -> errors.Dyna
     current = exc.reasons[0].item if exc.reasons and exc.reasons[0].failed else None
     if current:
         status = str(AgentStatus.LABELS.get(current.get("status", ""), current.get("status")))
-        return errors.Conflict(f"{agent.name} changed meanwhile (now {status.lower()}); reload and try again.",
-                               current=current)
+        return errors.Conflict(
+            f"{agent.name} changed meanwhile (now {status.lower()}); reload and try again.", current=current
+        )
     return errors.Conflict(f"Could not change {agent.name}: {exc.message}")

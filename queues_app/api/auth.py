@@ -14,8 +14,8 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from queues_app import http_errors as user_errors
-from queues_app.ddb.errors import DynamoError
 from queues_app.agents.skills import SkillError
+from queues_app.ddb.errors import DynamoError
 from queues_app.models import ApiToken
 from queues_app.roles import can_act
 
@@ -86,10 +86,12 @@ def api_endpoint(*methods: str):
                 if request.method not in allowed:
                     return problem_response(user_errors.method_not_allowed(request.method, allowed), allow=allowed)
                 if request.method not in SAFE_METHODS and not can_act(token.user):
-                    raise ApiProblem(user_errors.forbidden(
-                        f"The token's user {token.user.get_username()!r} may only read; "
-                        "changing queues needs a supervisor's token."
-                    ))
+                    raise ApiProblem(
+                        user_errors.forbidden(
+                            f"The token's user {token.user.get_username()!r} may only read; "
+                            "changing queues needs a supervisor's token."
+                        )
+                    )
                 return view(request, *args, **kwargs)
             except ApiProblem as exc:
                 return problem_response(exc.problem)
@@ -100,9 +102,11 @@ def api_endpoint(*methods: str):
                 return problem_response(problem)
             except Exception:
                 log.exception("%s %s failed", request.method, request.path)
-                return problem_response(user_errors.UserError(
-                    500, "Internal error", "The server failed to handle this request; it has been logged."
-                ))
+                return problem_response(
+                    user_errors.UserError(
+                        500, "Internal error", "The server failed to handle this request; it has been logged."
+                    )
+                )
 
         return csrf_exempt(login_not_required(wrapper))
 

@@ -19,9 +19,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from queues_app.api.auth import ApiProblem, authenticate, problem_response
 from queues_app.ddb import meter
+from queues_app.ddb.clock import now
 from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore
 from queues_app.monitoring.sampler import MetricsCollector
-from queues_app.ddb.clock import now
 
 STALE_AFTER_SECONDS = 120
 
@@ -42,8 +42,9 @@ class QueueCollector:
         rows = {queue: self.store.latest(queue) for queue in QUEUES}
         fresh = [r for r in rows.values() if r and "depth" in r.values]
         moment = now()
-        newest = max((datetime.strptime(r.minute, "%Y-%m-%dT%H:%M").replace(tzinfo=moment.tzinfo)
-                      for r in fresh), default=None)
+        newest = max(
+            (datetime.strptime(r.minute, "%Y-%m-%dT%H:%M").replace(tzinfo=moment.tzinfo) for r in fresh), default=None
+        )
         if newest is None or (moment - newest).total_seconds() > STALE_AFTER_SECONDS:
             # Nobody is sampling (no collect_metrics running): sample now, into the same
             # minute items the counters went to, and read them back.
@@ -60,28 +61,36 @@ class QueueCollector:
                 if gauge in values:
                     family.add_metric([queue], values[gauge])
             yield family
-        first = GaugeMetricFamily("switchboard_age_of_first_attempt_seconds",
-                                  "Age of shipments at their first attempt (retries left out), latest minute",
-                                  labels=["queue", "stat"])
+        first = GaugeMetricFamily(
+            "switchboard_age_of_first_attempt_seconds",
+            "Age of shipments at their first attempt (retries left out), latest minute",
+            labels=["queue", "stat"],
+        )
         for queue, values in latest.items():
             if values.get("first_attempts"):
                 first.add_metric([queue, "max"], values.get("first_attempt_age_max", 0))
                 first.add_metric([queue, "mean"], values["first_attempt_age_sum"] / values["first_attempts"])
         yield first
         totals = self.store.totals()
-        events = CounterMetricFamily("switchboard_queue_events", "Queue events since the metrics table was made",
-                                     labels=["queue", "event"])
+        events = CounterMetricFamily(
+            "switchboard_queue_events", "Queue events since the metrics table was made", labels=["queue", "event"]
+        )
         for queue, values in sorted(totals.items()):
             for name in COUNTERS:
                 if name in values:
                     events.add_metric([queue, name], values[name])
         yield events
-        requests = CounterMetricFamily("switchboard_dynamodb_requests", "DynamoDB requests made by this process",
-                                       labels=["operation"])
-        capacity = CounterMetricFamily("switchboard_dynamodb_capacity_units",
-                                       "Capacity units consumed by this process's requests", labels=["operation"])
-        failures = CounterMetricFamily("switchboard_dynamodb_errors", "DynamoDB errors seen by this process",
-                                       labels=["operation", "code"])
+        requests = CounterMetricFamily(
+            "switchboard_dynamodb_requests", "DynamoDB requests made by this process", labels=["operation"]
+        )
+        capacity = CounterMetricFamily(
+            "switchboard_dynamodb_capacity_units",
+            "Capacity units consumed by this process's requests",
+            labels=["operation"],
+        )
+        failures = CounterMetricFamily(
+            "switchboard_dynamodb_errors", "DynamoDB errors seen by this process", labels=["operation", "code"]
+        )
         for operation, stats in sorted(meter.process_meter.snapshot().items()):
             requests.add_metric([operation], stats["calls"])
             capacity.add_metric([operation], stats["capacity"])

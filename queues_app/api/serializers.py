@@ -6,8 +6,8 @@ word a request may send.
 
 from __future__ import annotations
 
-from queues_app.agents.records import Agent, Call, QueueInfo
 from queues_app.agents.matching import WHY_OUTCOMES
+from queues_app.agents.records import Agent, Call, QueueInfo
 from queues_app.agents.skills import ANY
 
 ANY_WORD = "any"
@@ -30,8 +30,9 @@ def call_to_json(call: Call) -> dict:
         "assigned_at": call.assigned_at,
         "ended_at": call.ended_at,
         "relaxed": [dict(entry) for entry in call.relaxed],
-        "why": [{**entry, "explanation": WHY_OUTCOMES.get(entry.get("outcome"), entry.get("outcome"))}
-                for entry in call.why],
+        "why": [
+            {**entry, "explanation": WHY_OUTCOMES.get(entry.get("outcome"), entry.get("outcome"))} for entry in call.why
+        ],
         "waited_seconds": _seconds(call.waited_seconds),
     }
 

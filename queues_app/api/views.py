@@ -11,15 +11,15 @@ import re
 
 from django.http import JsonResponse
 
-from queues_app.api.auth import api_endpoint, invalid
+from queues_app.actions import Operations
 from queues_app.agents import keys
-from queues_app.ddb.errors import Conflict, NotFound
 from queues_app.agents.records import QueueOrder
 from queues_app.agents.router import Router
-from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
 from queues_app.agents.skills import SkillError, validate_preferences
+from queues_app.api.auth import api_endpoint, invalid
 from queues_app.api.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
-from queues_app.actions import Operations
+from queues_app.ddb.errors import Conflict, NotFound
+from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
 
 IDEMPOTENCY_KEY_MAX = 255
 RELEASE_THEN = ("queue", "wrap_up", "offline")
@@ -72,7 +72,7 @@ def create_call(request):
     if "preferences" not in body:
         problems["preferences"] = "required (use {} for any agent)"
     elif not isinstance(preferences, dict):
-        problems["preferences"] = "must be an object such as {\"language\": \"Spanish\", \"gender\": \"any\"}"
+        problems["preferences"] = 'must be an object such as {"language": "Spanish", "gender": "any"}'
     else:
         try:
             validate_preferences(router.catalog, preferences)
@@ -94,8 +94,9 @@ def create_call(request):
     # Keys are scoped to the token's user, so two clients choosing the same key never
     # receive each other's call.
     scoped_key = f"api:{request.user.pk}:{key}" if key else None
-    call, created = api_operations(request).create_call(preferences, priority=priority, order=order,
-                                                       idempotency_key=scoped_key)
+    call, created = api_operations(request).create_call(
+        preferences, priority=priority, order=order, idempotency_key=scoped_key
+    )
     response = JsonResponse(call_to_json(call), status=201 if created else 200)
     response["Location"] = f"/api/calls/{call.call_id}"
     if key:
@@ -148,7 +149,8 @@ def create_shipment(request):
             return _shipment_response(existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
     try:
         admitted = api_operations(request).submit_shipment(
-            data, tenant=tenant, priority=priority, delay_seconds=delay, shipment_id=shipment_id)
+            data, tenant=tenant, priority=priority, delay_seconds=delay, shipment_id=shipment_id
+        )
     except Conflict:
         if not shipment_id:
             raise
@@ -236,9 +238,10 @@ def queues(request):
     infos = router.queues()
     waiting, more = router.line.count_waiting()
     dimensions = router.catalog.names
-    return JsonResponse({
-        "queues": [queue_to_json(info, dimensions) for info in infos],
-        "callers_waiting": waiting,
-        "callers_waiting_capped": more,  # True: at least this many (the count stops at 1000)
-    })
-
+    return JsonResponse(
+        {
+            "queues": [queue_to_json(info, dimensions) for info in infos],
+            "callers_waiting": waiting,
+            "callers_waiting_capped": more,  # True: at least this many (the count stops at 1000)
+        }
+    )

@@ -52,21 +52,22 @@ def put_items(db: Dynamo, table: str, items: Iterable[dict], *, on_batch: Callab
     return written
 
 
-def get_items(db: Dynamo, table: str, keys: list[dict], *, consistent: bool = False,
-              max_rounds: int = 8) -> list[dict]:
+def get_items(db: Dynamo, table: str, keys: list[dict], *, consistent: bool = False, max_rounds: int = 8) -> list[dict]:
     """BatchGetItem, 100 keys at a time, asking again for what DynamoDB leaves
     unprocessed; returns the plain-Python items found, in no particular order."""
     found: list[dict] = []
     for start in range(0, len(keys), GET_BATCH_SIZE):
-        request = {table: {"Keys": [marshal(k) for k in keys[start:start + GET_BATCH_SIZE]],
-                           "ConsistentRead": consistent}}
+        request = {
+            table: {"Keys": [marshal(k) for k in keys[start : start + GET_BATCH_SIZE]], "ConsistentRead": consistent}
+        }
         for response in _get_until_processed(db, request, max_rounds=max_rounds):
             found += [unmarshal(raw) for raw in response.get("Responses", {}).get(table, [])]
     return found
 
 
-def _get_until_processed(db: Dynamo, request: dict[str, Any], *, max_rounds: int,
-                         max_pause: float = 1.0) -> Iterator[dict[str, Any]]:
+def _get_until_processed(
+    db: Dynamo, request: dict[str, Any], *, max_rounds: int, max_pause: float = 1.0
+) -> Iterator[dict[str, Any]]:
     """BatchGetItem, then again for the keys each response leaves unprocessed, pausing a
     little longer each round; yields every response. Throttled when keys are still
     unprocessed after `max_rounds` requests."""

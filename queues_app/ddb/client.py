@@ -112,10 +112,7 @@ class Dynamo:
         try:
             return getattr(self.client, operation)(**params)
         except (ClientError, BotoCoreError) as exc:
-            raise errors.translate(
-                exc, table=_table_of(params), endpoint=self.endpoint
-            ) from exc
-
+            raise errors.translate(exc, table=_table_of(params), endpoint=self.endpoint) from exc
 
     def pages(self, operation: Paged, **params) -> Iterator[dict[str, Any]]:
         """Every page of a Query or Scan through botocore's paginator: each page is one

@@ -82,9 +82,7 @@ class TransactionCancelled(Conflict):
     def lost_race(self) -> bool:
         """True when the only failures are concurrent writers (real DynamoDB's
         TransactionConflict), not a condition on the data."""
-        return bool(self.reasons) and all(
-            r.code == "TransactionConflict" for r in self.reasons if r.failed
-        )
+        return bool(self.reasons) and all(r.code == "TransactionConflict" for r in self.reasons if r.failed)
 
 
 class AlreadyExists(DynamoError):

@@ -27,9 +27,7 @@ def find_jar_dir() -> Path:
     """The folder holding DynamoDBLocal.jar inside the npm package."""
     candidates = sorted(PACKAGE_LIB.glob("dynamodb_local_*/DynamoDBLocal.jar"))
     if not candidates:
-        raise LocalDynamoError(
-            f"DynamoDB Local is not installed under {PACKAGE_LIB}; run `npm ci` (or `make setup`)."
-        )
+        raise LocalDynamoError(f"DynamoDB Local is not installed under {PACKAGE_LIB}; run `npm ci` (or `make setup`).")
     return candidates[-1].parent
 
 

@@ -33,8 +33,15 @@ class RequestMeter:
         self._lock = threading.Lock()
         self.operations: dict[str, OperationStats] = defaultdict(OperationStats)
 
-    def record(self, operation: str, *, retries: int, capacity: list[dict], error_code: str | None,
-               cancellation_codes: list[str]) -> None:
+    def record(
+        self,
+        operation: str,
+        *,
+        retries: int,
+        capacity: list[dict],
+        error_code: str | None,
+        cancellation_codes: list[str],
+    ) -> None:
         with self._lock:
             stats = self.operations[operation]
             stats.calls += 1
@@ -152,8 +159,7 @@ def _after_call(http_response, parsed, model, **kwargs):
         r.get("Code") for r in parsed.get("CancellationReasons") or [] if r.get("Code") not in (None, "None")
     ]
     retries = (parsed.get("ResponseMetadata") or {}).get("RetryAttempts", 0)
-    fields = dict(retries=retries, capacity=capacity, error_code=error_code,
-                  cancellation_codes=cancellation_codes)
+    fields = dict(retries=retries, capacity=capacity, error_code=error_code, cancellation_codes=cancellation_codes)
     process_meter.record(model.name, **fields)
     recent_meter.bucket().record(model.name, **fields)
     if getattr(_housekeeping, "active", False):

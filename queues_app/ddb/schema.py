@@ -76,8 +76,7 @@ def _add_missing_indexes(db: Dynamo, spec: TableSpec, name: str, log) -> list[st
             "update_table",
             TableName=name,
             AttributeDefinitions=[
-                {"AttributeName": a, "AttributeType": "N" if a in spec.number_attributes else "S"}
-                for a in attributes
+                {"AttributeName": a, "AttributeType": "N" if a in spec.number_attributes else "S"} for a in attributes
             ],
             GlobalSecondaryIndexUpdates=[{"Create": _index_definition(index)}],
         )
@@ -112,7 +111,8 @@ def _wait_active(db: Dynamo, name: str, timeout: float = 60.0, index: str | None
     """Wait until the table (and `index`, when given) is ACTIVE."""
     try:
         db.client.get_waiter("table_exists").wait(
-            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": max(1, int(timeout))})
+            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": max(1, int(timeout))}
+        )
     except WaiterError as exc:
         last: Any = exc.last_response or {}  # DescribeTable's response, or its error
         if "Error" in last:
@@ -135,8 +135,9 @@ def _wait_index_active(db: Dynamo, name: str, index: str, timeout: float) -> Non
         if status == "ACTIVE":
             return
         if time.monotonic() > deadline:
-            raise errors.Unavailable(f"index {index} of {name} is still {status} after {timeout:.0f}s",
-                                     endpoint=db.endpoint)
+            raise errors.Unavailable(
+                f"index {index} of {name} is still {status} after {timeout:.0f}s", endpoint=db.endpoint
+            )
         time.sleep(0.5)
 
 

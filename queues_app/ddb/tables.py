@@ -49,8 +49,13 @@ CALLCENTER = TableSpec(
     indexes=(
         # Agents (and calls) by status, for status filters and capped status counts
         # that cost the same with ten agents as with ten thousand.
-        Index("by_status", "status", "sk", projection="INCLUDE",
-              include=("agent_id", "name", "name_lower", "skills", "queued_at", "call_id", "version", "updated_at")),
+        Index(
+            "by_status",
+            "status",
+            "sk",
+            projection="INCLUDE",
+            include=("agent_id", "name", "name_lower", "skills", "queued_at", "call_id", "version", "updated_at"),
+        ),
         # Waiting callers by arrival alone (the WAITING partition sorts by priority
         # first): the longest wait is one Limit-1 query. Sparse: only waiting items.
         Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY"),
@@ -71,8 +76,7 @@ SHIPMENTS = TableSpec(
         # Waiting shipments in peek order: <9-priority>#<enqueued_at>#<id>.
         Index("ready", "ready_q", "ready_sk", projection="KEYS_ONLY"),
         # In flight (until the lease deadline) and delayed (until visible): <visible_at>#<id>.
-        Index("invisible", "invisible_q", "invisible_sk", projection="INCLUDE",
-              include=("status", "attempts")),
+        Index("invisible", "invisible_q", "invisible_sk", projection="INCLUDE", include=("status", "attempts")),
         # The dead-letter queue, oldest first: <dlq_at>#<id>.
         Index("dlq", "dlq_q", "dlq_sk", projection="KEYS_ONLY"),
     ),
@@ -101,9 +105,7 @@ AUDIT = TableSpec(
         "when, before and after; newest first per day, and per target through an index."
     ),
     # pk AUDIT#<day>, sk <at>#<entry id>.
-    indexes=(
-        Index("by_target", "target", "sk", projection="ALL"),
-    ),
+    indexes=(Index("by_target", "target", "sk", projection="ALL"),),
     ttl_attribute="expires_at",
 )
 
@@ -117,6 +119,4 @@ METRICS = TableSpec(
     ttl_attribute="expires_at",
 )
 
-TABLES: dict[str, TableSpec] = {
-    spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS, TASKS, AUDIT, METRICS)
-}
+TABLES: dict[str, TableSpec] = {spec.logical_name: spec for spec in (CALLCENTER, SHIPMENTS, TASKS, AUDIT, METRICS)}

@@ -6,30 +6,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('queues_app', '0001_roles'),
+        ("queues_app", "0001_roles"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='Who uses it, e.g. “phone system”.', max_length=100)),
-                ('key_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('prefix', models.CharField(editable=False, help_text="The token's first characters, to recognise it.", max_length=8)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('revoked', models.BooleanField(default=False)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(help_text="Who uses it, e.g. “phone system”.", max_length=100)),
+                ("key_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "prefix",
+                    models.CharField(
+                        editable=False, help_text="The token's first characters, to recognise it.", max_length=8
+                    ),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("revoked", models.BooleanField(default=False)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'API token',
-                'ordering': ['-created'],
+                "verbose_name": "API token",
+                "ordering": ["-created"],
             },
         ),
     ]

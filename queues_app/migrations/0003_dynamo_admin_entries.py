@@ -4,63 +4,62 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('queues_app', '0002_apitoken'),
+        ("queues_app", "0002_apitoken"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AgentEntry',
+            name="AgentEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
             options={
-                'verbose_name': 'agent',
-                'verbose_name_plural': 'agents',
-                'permissions': [('view_queues', 'Can see queues, agents, shipments and tasks in the admin')],
-                'abstract': False,
-                'managed': False,
-                'default_permissions': (),
+                "verbose_name": "agent",
+                "verbose_name_plural": "agents",
+                "permissions": [("view_queues", "Can see queues, agents, shipments and tasks in the admin")],
+                "abstract": False,
+                "managed": False,
+                "default_permissions": (),
             },
         ),
         migrations.CreateModel(
-            name='QueueEntry',
+            name="QueueEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
             options={
-                'verbose_name': 'agent queue',
-                'verbose_name_plural': 'agent queues',
-                'abstract': False,
-                'managed': False,
-                'default_permissions': (),
+                "verbose_name": "agent queue",
+                "verbose_name_plural": "agent queues",
+                "abstract": False,
+                "managed": False,
+                "default_permissions": (),
             },
         ),
         migrations.CreateModel(
-            name='ShipmentEntry',
+            name="ShipmentEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
             options={
-                'verbose_name': 'shipment',
-                'verbose_name_plural': 'shipments',
-                'abstract': False,
-                'managed': False,
-                'default_permissions': (),
+                "verbose_name": "shipment",
+                "verbose_name_plural": "shipments",
+                "abstract": False,
+                "managed": False,
+                "default_permissions": (),
             },
         ),
         migrations.CreateModel(
-            name='TaskEntry',
+            name="TaskEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
             options={
-                'verbose_name': 'task',
-                'verbose_name_plural': 'tasks',
-                'abstract': False,
-                'managed': False,
-                'default_permissions': (),
+                "verbose_name": "task",
+                "verbose_name_plural": "tasks",
+                "abstract": False,
+                "managed": False,
+                "default_permissions": (),
             },
         ),
     ]

@@ -10,7 +10,8 @@ def grant(apps, schema_editor):
     # Permissions are normally made after migrations run; make this one now.
     content_type, _ = ContentType.objects.get_or_create(app_label="queues_app", model="agententry")
     permission, _ = Permission.objects.get_or_create(
-        codename="view_queues", content_type=content_type,
+        codename="view_queues",
+        content_type=content_type,
         defaults={"name": "Can see queues, agents, shipments and tasks in the admin"},
     )
     group, _ = Group.objects.get_or_create(name="supervisors")

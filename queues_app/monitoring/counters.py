@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 
 from queues_app.ddb import errors, meter
 from queues_app.ddb.client import Dynamo, default
-from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.clock import now
+from queues_app.ddb.codec import marshal, unmarshal
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +82,7 @@ class Recorder:
         """Finished minutes of the request meter not written yet."""
         current = int(time.time() // 60)
         with self._lock:
-            ready = [(m, b) for m, b in meter.recent_meter.recent()
-                     if self._flushed_capacity_minute < m < current]
+            ready = [(m, b) for m, b in meter.recent_meter.recent() if self._flushed_capacity_minute < m < current]
             if ready:
                 self._flushed_capacity_minute = ready[-1][0]
         return ready
@@ -165,9 +164,9 @@ class MetricsStore:
                 values[f"{operation}__calls"] = stats.calls
                 values[f"{operation}__capacity"] = round(stats.capacity, 3)
                 values[f"{operation}__throttles"] = sum(n for code, n in stats.errors.items() if code in THROTTLE_CODES)
-                values[f"{operation}__conflicts"] = (
-                    sum(n for code, n in stats.errors.items() if code in CONFLICT_CODES)
-                    + sum(n for code, n in stats.cancellation_reasons.items() if code in CONFLICT_CODES))
+                values[f"{operation}__conflicts"] = sum(
+                    n for code, n in stats.errors.items() if code in CONFLICT_CODES
+                ) + sum(n for code, n in stats.cancellation_reasons.items() if code in CONFLICT_CODES)
             if values:
                 stamp = datetime.fromtimestamp(minute * 60, tz=self.clock().tzinfo)
                 try:
@@ -177,8 +176,9 @@ class MetricsStore:
                     log.warning("capacity figures not written (%s)", exc.message)
         return writes
 
-    def _add(self, pk: str, sk: str, values: dict[str, float], *, peak: str | None = None,
-             expires: bool = True) -> None:
+    def _add(
+        self, pk: str, sk: str, values: dict[str, float], *, peak: str | None = None, expires: bool = True
+    ) -> None:
         """ADD every value to the item; `peak` is a maximum, so it is SET only where larger."""
         added = {k: v for k, v in values.items() if k != peak}
         names = {f"#a{i}": name for i, name in enumerate(added)}
@@ -188,16 +188,23 @@ class MetricsStore:
             expression = "SET expires_at = :expires " + expression
             attr_values[":expires"] = self._expires()
         self.db.call(
-            "update_item", TableName=self.table, Key=marshal({"pk": pk, "sk": sk}),
-            UpdateExpression=expression, ExpressionAttributeNames=names,
+            "update_item",
+            TableName=self.table,
+            Key=marshal({"pk": pk, "sk": sk}),
+            UpdateExpression=expression,
+            ExpressionAttributeNames=names,
             ExpressionAttributeValues=marshal(attr_values),
         )
         if peak and peak in values:
             try:
                 self.db.call(
-                    "update_item", TableName=self.table, Key=marshal({"pk": pk, "sk": sk}),
-                    UpdateExpression="SET #p = :v", ConditionExpression="attribute_not_exists(#p) OR #p < :v",
-                    ExpressionAttributeNames={"#p": peak}, ExpressionAttributeValues=marshal({":v": values[peak]}),
+                    "update_item",
+                    TableName=self.table,
+                    Key=marshal({"pk": pk, "sk": sk}),
+                    UpdateExpression="SET #p = :v",
+                    ConditionExpression="attribute_not_exists(#p) OR #p < :v",
+                    ExpressionAttributeNames={"#p": peak},
+                    ExpressionAttributeValues=marshal({":v": values[peak]}),
                 )
             except errors.Conflict:
                 pass  # another process saw an older shipment this minute
@@ -208,27 +215,38 @@ class MetricsStore:
         names = {f"#g{i}": k for i, k in enumerate(present)}
         sets = ["expires_at = :expires"] + [f"#g{i} = :g{i}" for i in range(len(present))]
         values = {":expires": self._expires(), **{f":g{i}": round(float(v), 3) for i, v in enumerate(present.values())}}
-        params = {"TableName": self.table, "Key": marshal({"pk": f"SAMPLE#{queue}", "sk": minute_of(self.clock())}),
-                  "UpdateExpression": "SET " + ", ".join(sets), "ExpressionAttributeValues": marshal(values)}
+        params = {
+            "TableName": self.table,
+            "Key": marshal({"pk": f"SAMPLE#{queue}", "sk": minute_of(self.clock())}),
+            "UpdateExpression": "SET " + ", ".join(sets),
+            "ExpressionAttributeValues": marshal(values),
+        }
         if names:
             params["ExpressionAttributeNames"] = names
         self.db.call("update_item", **params)
 
     # --- reading ------------------------------------------------------------------------
 
-    def _rows(self, pk: str, *, since: str | None = None, newest_first: bool = False,
-              limit: int | None = None) -> list[MinuteRow]:
+    def _rows(
+        self, pk: str, *, since: str | None = None, newest_first: bool = False, limit: int | None = None
+    ) -> list[MinuteRow]:
         """One partition's items as rows of figures (one Query)."""
-        params: dict = {"TableName": self.table, "KeyConditionExpression": "pk = :pk",
-                        "ExpressionAttributeValues": {":pk": {"S": pk}}, "ScanIndexForward": not newest_first}
+        params: dict = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ScanIndexForward": not newest_first,
+        }
         if since:
             params["KeyConditionExpression"] += " AND sk >= :since"
             params["ExpressionAttributeValues"][":since"] = {"S": since}
         if limit:
             params["Limit"] = limit
         response = self.db.call("query", **params)
-        return [MinuteRow(item["sk"], {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
-                for item in (unmarshal(raw) for raw in response.get("Items", []))]
+        return [
+            MinuteRow(item["sk"], {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
+            for item in (unmarshal(raw) for raw in response.get("Items", []))
+        ]
 
     def history(self, queue: str, minutes: int = 60) -> list[MinuteRow]:
         """The last `minutes` minutes of one queue, oldest first (one Query)."""

@@ -46,8 +46,10 @@ def check_once(db: Dynamo | None = None, catalog: SkillCatalog | None = None) ->
     catalog = catalog or SkillCatalog.from_settings()
     snap = callcenter.read_callcenter(db)
     items = shipments.read_shipments(db)
-    return InvariantReport(violations=callcenter.check(snap, catalog) + shipments.check_shipments(items),
-                           counts={**callcenter.counts(snap), **shipments.shipment_counts(items)})
+    return InvariantReport(
+        violations=callcenter.check(snap, catalog) + shipments.check_shipments(items),
+        counts={**callcenter.counts(snap), **shipments.shipment_counts(items)},
+    )
 
 
 def check(

@@ -8,18 +8,18 @@ the figure says so (`capped`), and the page shows "1,000+" rather than a wrong n
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from django.core.cache import cache
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from queues_app.agents.roster import Agents
+from django.core.cache import cache
+
 from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import Agents
+from queues_app.agents.router import Router
+from queues_app.agents.skills import ANY, fits
 from queues_app.ddb import meter
 from queues_app.ddb.clock import from_iso, now
-from queues_app.agents.router import Router
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
-from queues_app.agents.skills import ANY, fits
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 WAITING_READ_CAP = 1000  # waiting callers read for the grid (the longest-waiting first)
@@ -125,8 +125,13 @@ class SupplyDemand:
 
 
 class Dashboard:
-    def __init__(self, router: Router | None = None, shipments: ShipmentQueue | None = None,
-                 tasks: TaskQueue | None = None, clock: Callable[[], datetime] = now):
+    def __init__(
+        self,
+        router: Router | None = None,
+        shipments: ShipmentQueue | None = None,
+        tasks: TaskQueue | None = None,
+        clock: Callable[[], datetime] = now,
+    ):
         self.router = router or Router()
         self.agents: Agents = self.router.agents
         self.shipments = shipments or ShipmentQueue(self.router.db)
@@ -220,8 +225,15 @@ class Alarm:
     limit: float = 0.0
 
 
-def alarms_for(queue: str, *, depth: int | None = None, oldest_age: float | None = None, dlq: int | None = None,
-               thresholds: dict | None = None, bounds: dict | None = None) -> list[Alarm]:
+def alarms_for(
+    queue: str,
+    *,
+    depth: int | None = None,
+    oldest_age: float | None = None,
+    dlq: int | None = None,
+    thresholds: dict | None = None,
+    bounds: dict | None = None,
+) -> list[Alarm]:
     """The alarms one panel shows: DLQ not empty, oldest item older than its threshold,
     backlog past its backpressure bound."""
     found = []

@@ -26,15 +26,26 @@ class MetricsCollector:
         calls = self.dashboard.calls_panel()
         tasks = self.dashboard.tasks_panel()
         figures = {
-            CALLS: {"depth": calls.callers_waiting.value, "in_flight": calls.in_flight.value,
-                    "oldest_age": calls.oldest_wait_seconds},
-            TASKS: {"depth": tasks.pending.value, "in_flight": tasks.taken.value, "dlq": tasks.failed.value,
-                    "oldest_age": tasks.oldest_pending_age_seconds},
+            CALLS: {
+                "depth": calls.callers_waiting.value,
+                "in_flight": calls.in_flight.value,
+                "oldest_age": calls.oldest_wait_seconds,
+            },
+            TASKS: {
+                "depth": tasks.pending.value,
+                "in_flight": tasks.taken.value,
+                "dlq": tasks.failed.value,
+                "oldest_age": tasks.oldest_pending_age_seconds,
+            },
         }
         for name, queue in ((LIVE, DEFAULT_QUEUE), (SPILLOVER, SPILLOVER_QUEUE)):
             panel = self.dashboard.shipments_panel(queue)
-            figures[name] = {"depth": panel.queued.value + panel.delayed.value, "in_flight": panel.in_flight.value,
-                             "dlq": panel.dlq.value, "oldest_age": panel.oldest_age_seconds}
+            figures[name] = {
+                "depth": panel.queued.value + panel.delayed.value,
+                "in_flight": panel.in_flight.value,
+                "dlq": panel.dlq.value,
+                "oldest_age": panel.oldest_age_seconds,
+            }
         return figures
 
     def sample(self) -> dict[str, dict[str, float | None]]:

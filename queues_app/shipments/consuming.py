@@ -46,25 +46,43 @@ class Consuming(ShipmentStore):
         moment = self.clock()
         stamp = to_iso(moment)
         due = self.db.call(
-            "query", TableName=self.table, IndexName="invisible", Limit=self.candidate_limit,
+            "query",
+            TableName=self.table,
+            IndexName="invisible",
+            Limit=self.candidate_limit,
             KeyConditionExpression="invisible_q = :q AND invisible_sk < :now",
             ExpressionAttributeValues={":q": {"S": queue}, ":now": {"S": stamp}},
         ).get("Items", [])
         for raw in due:
             entry = unmarshal(raw)
-            if entry.get("status") == ShipmentStatus.PROCESSING and \
-                    int(entry.get("attempts", 0)) >= self.retry.max_receives:
+            if (
+                entry.get("status") == ShipmentStatus.PROCESSING
+                and int(entry.get("attempts", 0)) >= self.retry.max_receives
+            ):
                 self._dead_letter_expired(entry, stamp)
                 continue
-            receipt = self._claim(entry["id"], "invisible_sk", entry["invisible_sk"], moment, visibility_timeout,
-                                  expired_lease=entry.get("status") == ShipmentStatus.PROCESSING)
+            receipt = self._claim(
+                entry["id"],
+                "invisible_sk",
+                entry["invisible_sk"],
+                moment,
+                visibility_timeout,
+                expired_lease=entry.get("status") == ShipmentStatus.PROCESSING,
+            )
             if receipt:
                 return receipt
         for _round in range(CLAIM_ROUNDS):
-            ready = [unmarshal(raw) for raw in self.db.call(
-                "query", TableName=self.table, IndexName="ready", Limit=self.candidate_limit,
-                KeyConditionExpression="ready_q = :q", ExpressionAttributeValues={":q": {"S": queue}},
-            ).get("Items", [])]
+            ready = [
+                unmarshal(raw)
+                for raw in self.db.call(
+                    "query",
+                    TableName=self.table,
+                    IndexName="ready",
+                    Limit=self.candidate_limit,
+                    KeyConditionExpression="ready_q = :q",
+                    ExpressionAttributeValues={":q": {"S": queue}},
+                ).get("Items", [])
+            ]
             if not ready:
                 return None
             for entry in _contention.order(ready):
@@ -76,17 +94,37 @@ class Consuming(ShipmentStore):
             # empty, so read its head again rather than report nothing visible.
         return None
 
-    def _claim(self, shipment_id: str, seen_attr: str, seen: str, moment: datetime, timeout: float,
-               *, expired_lease: bool = False, final: bool = False) -> Receipt | None:
+    def _claim(
+        self,
+        shipment_id: str,
+        seen_attr: str,
+        seen: str,
+        moment: datetime,
+        timeout: float,
+        *,
+        expired_lease: bool = False,
+        final: bool = False,
+    ) -> Receipt | None:
         stamp = to_iso(moment)
         deadline = moment + timedelta(seconds=timeout)
         receipt = uuid.uuid4().hex
         status = ShipmentStatus.COMPLETED if final else ShipmentStatus.PROCESSING
-        sets = ["#st = :status", "receipt = :receipt", "last_attempt_at = :now",
-                "first_attempt_at = if_not_exists(first_attempt_at, :now)", "updated_at = :now"]
+        sets = [
+            "#st = :status",
+            "receipt = :receipt",
+            "last_attempt_at = :now",
+            "first_attempt_at = if_not_exists(first_attempt_at, :now)",
+            "updated_at = :now",
+        ]
         removes = ["ready_q", "ready_sk"]
-        values = {":status": status, ":receipt": receipt, ":now": stamp, ":one": 1, ":seen": seen,
-                  ":expired": 1 if expired_lease else 0}
+        values = {
+            ":status": status,
+            ":receipt": receipt,
+            ":now": stamp,
+            ":one": 1,
+            ":seen": seen,
+            ":expired": 1 if expired_lease else 0,
+        }
         if final:
             sets += ["completed_at = :now"]
             removes += ["invisible_q", "invisible_sk", "visible_at", "receipt"]
@@ -97,7 +135,9 @@ class Consuming(ShipmentStore):
             values.update({":deadline": to_iso(deadline), ":isk": timed_sort_key(to_iso(deadline), shipment_id)})
         try:
             response = self.db.call(
-                "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
+                "update_item",
+                TableName=self.table,
+                Key=marshal({"id": shipment_id}),
                 UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)} "
                 "ADD version :one, receive_count :one, attempts :one, lease_expirations :expired",
                 ConditionExpression=f"{seen_attr} = :seen",
@@ -119,8 +159,9 @@ class Consuming(ShipmentStore):
     def _dead_letter_expired(self, entry: dict, stamp: str) -> None:
         reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.retry.max_receives})"
         try:
-            self._to_dlq_update(entry["id"], reason, stamp, condition="invisible_sk = :seen",
-                                values={":seen": entry["invisible_sk"]})
+            self._to_dlq_update(
+                entry["id"], reason, stamp, condition="invisible_sk = :seen", values={":seen": entry["invisible_sk"]}
+            )
         except errors.Conflict:
             pass  # someone else moved it first
 
@@ -129,8 +170,12 @@ class Consuming(ShipmentStore):
         then fails, the shipment is not retried). Prefer receive + complete."""
         moment = self.clock()
         ready = self.db.call(
-            "query", TableName=self.table, IndexName="ready", Limit=self.candidate_limit,
-            KeyConditionExpression="ready_q = :q", ExpressionAttributeValues={":q": {"S": queue}},
+            "query",
+            TableName=self.table,
+            IndexName="ready",
+            Limit=self.candidate_limit,
+            KeyConditionExpression="ready_q = :q",
+            ExpressionAttributeValues={":q": {"S": queue}},
         ).get("Items", [])
         for raw in ready:
             entry = unmarshal(raw)
@@ -144,10 +189,15 @@ class Consuming(ShipmentStore):
         moment = self.clock()
         deadline = moment + timedelta(seconds=extend_seconds)
         shipment = self._with_receipt(
-            shipment_id, receipt, "heartbeat",
+            shipment_id,
+            receipt,
+            "heartbeat",
             "SET visible_at = :deadline, invisible_sk = :isk, updated_at = :now",
-            {":deadline": to_iso(deadline), ":isk": timed_sort_key(to_iso(deadline), shipment_id),
-             ":now": to_iso(moment)},
+            {
+                ":deadline": to_iso(deadline),
+                ":isk": timed_sort_key(to_iso(deadline), shipment_id),
+                ":now": to_iso(moment),
+            },
         )
         return Receipt(shipment, receipt, deadline)
 
@@ -161,12 +211,19 @@ class Consuming(ShipmentStore):
             try:
                 # Conditioned on the version too: the sort key is built from the priority read.
                 return self._with_receipt(
-                    shipment_id, receipt, "release",
+                    shipment_id,
+                    receipt,
+                    "release",
                     "SET #st = :ready, ready_q = #queue, ready_sk = :rsk, updated_at = :now "
                     "REMOVE receipt, visible_at, invisible_q, invisible_sk",
-                    {":ready": ShipmentStatus.READY_TO_SHIP, ":now": to_iso(self.clock()), ":v": current.version,
-                     ":rsk": ready_sort_key(current.priority, position, shipment_id)},
-                    names={"#queue": "queue"}, extra_condition="version = :v",
+                    {
+                        ":ready": ShipmentStatus.READY_TO_SHIP,
+                        ":now": to_iso(self.clock()),
+                        ":v": current.version,
+                        ":rsk": ready_sort_key(current.priority, position, shipment_id),
+                    },
+                    names={"#queue": "queue"},
+                    extra_condition="version = :v",
                 )
             except ReceiptInvalid as exc:
                 # Still ours but changed since we read it (a supervisor set its priority): read again.
@@ -177,7 +234,9 @@ class Consuming(ShipmentStore):
     def complete(self, shipment_id: str, receipt: str) -> Shipment:
         """Done: the shipment leaves the queue and stays in the table."""
         done = self._with_receipt(
-            shipment_id, receipt, "complete",
+            shipment_id,
+            receipt,
+            "complete",
             "SET #st = :completed, completed_at = :now, updated_at = :now "
             "REMOVE receipt, visible_at, invisible_q, invisible_sk",
             {":completed": ShipmentStatus.COMPLETED, ":now": to_iso(self.clock())},
@@ -196,19 +255,29 @@ class Consuming(ShipmentStore):
         if current.attempts >= self.retry.max_receives:
             dlq_reason = f"failed {current.attempts} times (maximum {self.retry.max_receives}): {reason}"
             return self._to_dlq_update(
-                shipment_id, dlq_reason, stamp,
+                shipment_id,
+                dlq_reason,
+                stamp,
                 condition="#st = :processing AND receipt = :receipt",
-                values={":processing": ShipmentStatus.PROCESSING, ":receipt": receipt}, failure=entry,
+                values={":processing": ShipmentStatus.PROCESSING, ":receipt": receipt},
+                failure=entry,
                 receipt_check=(receipt, "fail"),
             )
         visible = to_iso(moment + timedelta(seconds=self.retry.delay_after(current.attempts)))
         reasons = (current.failure_reasons + entry)[-MAX_FAILURE_REASONS:]
         return self._with_receipt(
-            shipment_id, receipt, "fail",
+            shipment_id,
+            receipt,
+            "fail",
             "SET #st = :ready, visible_at = :visible, invisible_sk = :isk, failure_reasons = :reasons, "
             "updated_at = :now REMOVE receipt",
-            {":ready": ShipmentStatus.READY_TO_SHIP, ":visible": visible,
-             ":isk": timed_sort_key(visible, shipment_id), ":reasons": reasons, ":now": stamp},
+            {
+                ":ready": ShipmentStatus.READY_TO_SHIP,
+                ":visible": visible,
+                ":isk": timed_sort_key(visible, shipment_id),
+                ":reasons": reasons,
+                ":now": stamp,
+            },
         )
 
     def _check_receipt(self, shipment: Shipment, receipt: str, action: str) -> None:
@@ -216,15 +285,24 @@ class Consuming(ShipmentStore):
         if problem:
             raise ReceiptInvalid(f"Cannot {action} shipment {shipment.shipment_id}: {problem}")
 
-    def _with_receipt(self, shipment_id: str, receipt: str, action: str, update: str, values: dict,
-                      names: dict | None = None, extra_condition: str | None = None) -> Shipment:
+    def _with_receipt(
+        self,
+        shipment_id: str,
+        receipt: str,
+        action: str,
+        update: str,
+        values: dict,
+        names: dict | None = None,
+        extra_condition: str | None = None,
+    ) -> Shipment:
         try:
             return self._update(
-                shipment_id, update + " ADD version :one",
+                shipment_id,
+                update + " ADD version :one",
                 "#st = :processing AND receipt = :receipt" + (f" AND {extra_condition}" if extra_condition else ""),
-                {**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING, ":receipt": receipt}, names,
+                {**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING, ":receipt": receipt},
+                names,
             )
         except errors.Conflict as exc:
             problem = receipt_problem(exc.current, receipt) or "it changed meanwhile"
-            raise ReceiptInvalid(f"Cannot {action} shipment {shipment_id}: {problem}",
-                                 current=exc.current) from exc
+            raise ReceiptInvalid(f"Cannot {action} shipment {shipment_id}: {problem}", current=exc.current) from exc

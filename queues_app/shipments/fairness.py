@@ -45,8 +45,9 @@ class TenantLimiter:
     """A fixed-window counter per tenant in the metrics table: one conditional ADD per
     enqueue, refused once the window's quota is used."""
 
-    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None,
-                 clock: Callable[[], datetime] = now):
+    def __init__(
+        self, db: Dynamo | None = None, policy: FairnessPolicy | None = None, clock: Callable[[], datetime] = now
+    ):
         self.db = db or default()
         self.policy = policy or FairnessPolicy.from_settings()
         self.clock = clock
@@ -67,7 +68,8 @@ class TenantLimiter:
         start = epoch - epoch % seconds
         try:
             self.db.call(
-                "update_item", TableName=self.db.table("metrics"),
+                "update_item",
+                TableName=self.db.table("metrics"),
                 Key=marshal({"pk": f"RATE#{tenant}", "sk": str(start)}),
                 UpdateExpression="ADD n :one SET expires_at = :expires",
                 ConditionExpression="attribute_not_exists(n) OR n < :quota",
@@ -110,8 +112,15 @@ class FairConsumer:
     longer than the policy's bound, all of it at once (up to `sweep_limit`), so fresh
     work is not left waiting behind old work that is still to be moved."""
 
-    def __init__(self, shipments: ShipmentQueue, policy: FairnessPolicy | None = None, *,
-                 sweep_seconds: float = 2.0, sweep_limit: int = 2000, schedule: SweepSchedule | None = None):
+    def __init__(
+        self,
+        shipments: ShipmentQueue,
+        policy: FairnessPolicy | None = None,
+        *,
+        sweep_seconds: float = 2.0,
+        sweep_limit: int = 2000,
+        schedule: SweepSchedule | None = None,
+    ):
         self.shipments = shipments
         self.policy = policy or FairnessPolicy.from_settings()
         self.sweep_seconds = sweep_seconds

@@ -16,18 +16,24 @@ from queues_app.shipments.records import (
 )
 
 SHIPMENT_STATES = (
-    ShipmentState.UNDER_CONSTRUCTION, ShipmentState.READY, ShipmentState.QUEUED, ShipmentState.DELAYED,
-    ShipmentState.PROCESSING, ShipmentState.COMPLETED, ShipmentState.IN_DLQ,
+    ShipmentState.UNDER_CONSTRUCTION,
+    ShipmentState.READY,
+    ShipmentState.QUEUED,
+    ShipmentState.DELAYED,
+    ShipmentState.PROCESSING,
+    ShipmentState.COMPLETED,
+    ShipmentState.IN_DLQ,
 )
 
 
 def shipments_summary(c: dict[str, int]) -> str:
-    """"N shipments (a under construction, b ready, ...)": every state, zeros included."""
+    """ "N shipments (a under construction, b ready, ...)": every state, zeros included."""
     total = c.get("shipments", 0)
     if not total:
         return "0 shipments"
-    parts = [f"{c.get(f'shipments_{state}', 0)} {state.replace('_', ' ').replace('dlq', 'DLQ')}"
-             for state in SHIPMENT_STATES]
+    parts = [
+        f"{c.get(f'shipments_{state}', 0)} {state.replace('_', ' ').replace('dlq', 'DLQ')}" for state in SHIPMENT_STATES
+    ]
     unknown = c.get("shipments_unknown", 0)
     if unknown:
         parts.append(f"{unknown} with an unknown status")

@@ -25,13 +25,13 @@ class Listing(ShipmentStore):
         ids, next_cursor = self._index_page("ready", queue, cursor=cursor, limit=limit)
         return Page(self.get_many(ids), next_cursor)
 
-    def list_in_flight(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None,
-                       limit: int = 25) -> Page[Shipment]:
+    def list_in_flight(
+        self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None, limit: int = 25
+    ) -> Page[Shipment]:
         """Shipments being processed, by deadline (delayed ones are left out)."""
         return self._list_invisible(queue, ShipmentStatus.PROCESSING, cursor=cursor, limit=limit)
 
-    def list_delayed(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None,
-                     limit: int = 25) -> Page[Shipment]:
+    def list_delayed(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None, limit: int = 25) -> Page[Shipment]:
         """Queued shipments waiting out a delay or a backoff, by the time they become visible."""
         return self._list_invisible(queue, ShipmentStatus.READY_TO_SHIP, cursor=cursor, limit=limit)
 
@@ -41,13 +41,22 @@ class Listing(ShipmentStore):
         return Page(self.get_many(ids), next_cursor)
 
     def _list_invisible(self, queue: str, status: str, *, cursor: str | None, limit: int) -> Page[Shipment]:
-        ids, next_cursor = self._index_page("invisible", queue, cursor=cursor, limit=limit, extra={
-            "filter": "#st = :status", "names": {"#st": "status"}, "values": {":status": {"S": status}},
-        })
+        ids, next_cursor = self._index_page(
+            "invisible",
+            queue,
+            cursor=cursor,
+            limit=limit,
+            extra={
+                "filter": "#st = :status",
+                "names": {"#st": "status"},
+                "values": {":status": {"S": status}},
+            },
+        )
         return Page(self.get_many(ids), next_cursor)
 
-    def _index_page(self, index: str, queue: str, *, cursor: str | None, limit: int,
-                    forward: bool = True, extra: dict | None = None) -> tuple[list[str], str | None]:
+    def _index_page(
+        self, index: str, queue: str, *, cursor: str | None, limit: int, forward: bool = True, extra: dict | None = None
+    ) -> tuple[list[str], str | None]:
         """One page of an index (a single Limit-bounded Query): the ids and the next cursor."""
         pk, _sk = INDEX_KEYS[index]
         params: dict[str, Any] = {
@@ -88,8 +97,12 @@ class Listing(ShipmentStore):
     def _count(self, index: str, queue: str, cap: int, status: str | None = None) -> tuple[int, bool]:
         pk, _ = INDEX_KEYS[index]
         params: dict[str, Any] = {
-            "TableName": self.table, "IndexName": index, "Select": "COUNT", "Limit": cap,
-            "KeyConditionExpression": "#pk = :q", "ExpressionAttributeNames": {"#pk": pk},
+            "TableName": self.table,
+            "IndexName": index,
+            "Select": "COUNT",
+            "Limit": cap,
+            "KeyConditionExpression": "#pk = :q",
+            "ExpressionAttributeNames": {"#pk": pk},
             "ExpressionAttributeValues": {":q": {"S": queue}},
         }
         if status:
@@ -105,7 +118,10 @@ class Listing(ShipmentStore):
         oldest = None
         for level in range(MAX_PRIORITY + 1):
             response = self.db.call(
-                "query", TableName=self.table, IndexName="ready", Limit=1,
+                "query",
+                TableName=self.table,
+                IndexName="ready",
+                Limit=1,
                 KeyConditionExpression="ready_q = :q AND begins_with(ready_sk, :p)",
                 ExpressionAttributeValues={":q": {"S": queue}, ":p": {"S": f"{level}#"}},
             )

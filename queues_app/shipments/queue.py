@@ -42,31 +42,66 @@ from queues_app.shipments.supervising import Supervising
 
 # The records are part of this module's interface: callers import them from here too.
 __all__ = [
-    "DEFAULT_QUEUE", "SPILLOVER_QUEUE", "Counts", "InvalidTransition", "Receipt", "ReceiptInvalid",
-    "RestoreReport", "RetryPolicy", "Shipment", "ShipmentQueue", "ShipmentState", "ShipmentStatus",
-    "ready_sort_key", "shipment_from_item", "shipment_to_item", "timed_sort_key",
+    "DEFAULT_QUEUE",
+    "SPILLOVER_QUEUE",
+    "Counts",
+    "InvalidTransition",
+    "Receipt",
+    "ReceiptInvalid",
+    "RestoreReport",
+    "RetryPolicy",
+    "Shipment",
+    "ShipmentQueue",
+    "ShipmentState",
+    "ShipmentStatus",
+    "ready_sort_key",
+    "shipment_from_item",
+    "shipment_to_item",
+    "timed_sort_key",
 ]
 
 
 class ShipmentQueue(Consuming, Supervising, Listing):
     """Every operation on shipments. `clock` is injectable for tests."""
 
-    def create(self, data: dict, *, shipment_id: str | None = None, priority: int = 0, ready: bool = False,
-               tenant: str | None = None, queue: str = DEFAULT_QUEUE) -> Shipment:
+    def create(
+        self,
+        data: dict,
+        *,
+        shipment_id: str | None = None,
+        priority: int = 0,
+        ready: bool = False,
+        tenant: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+    ) -> Shipment:
         check_priority(priority)
         if not isinstance(data, dict):
             raise errors.InvalidRequest("Shipment data must be a map of fields.")
         stamp = to_iso(self.clock())
         shipment = Shipment(
-            shipment_id=shipment_id or uuid.uuid4().hex[:16], data=data,
+            shipment_id=shipment_id or uuid.uuid4().hex[:16],
+            data=data,
             status=ShipmentStatus.READY_TO_SHIP if ready else ShipmentStatus.UNDER_CONSTRUCTION,
-            priority=priority, queue=queue, created_at=stamp, updated_at=stamp, tenant=tenant,
+            priority=priority,
+            queue=queue,
+            created_at=stamp,
+            updated_at=stamp,
+            tenant=tenant,
         )
         self._put_new(shipment)
         return shipment
 
-    def submit(self, data: dict, *, priority: int = 0, tenant: str | None = None, queue: str = DEFAULT_QUEUE,
-               delay_seconds: float = 0, shipment_id: str | None = None, trace_id: str | None = None) -> Shipment:
+    def submit(
+        self,
+        data: dict,
+        *,
+        priority: int = 0,
+        tenant: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        delay_seconds: float = 0,
+        shipment_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> Shipment:
         """Create a shipment ready to ship and queued (visible after `delay_seconds`), in
         one PutItem: what the API's enqueue does."""
         check_priority(priority)
@@ -75,9 +110,17 @@ class ShipmentQueue(Consuming, Supervising, Listing):
         moment = self.clock()
         stamp = to_iso(moment)
         shipment = Shipment(
-            shipment_id=shipment_id or uuid.uuid4().hex[:16], data=data, status=ShipmentStatus.READY_TO_SHIP,
-            priority=priority, queue=queue, created_at=stamp, updated_at=stamp, tenant=tenant,
-            trace_id=trace_id, enqueued_at=stamp, first_enqueued_at=stamp,
+            shipment_id=shipment_id or uuid.uuid4().hex[:16],
+            data=data,
+            status=ShipmentStatus.READY_TO_SHIP,
+            priority=priority,
+            queue=queue,
+            created_at=stamp,
+            updated_at=stamp,
+            tenant=tenant,
+            trace_id=trace_id,
+            enqueued_at=stamp,
+            first_enqueued_at=stamp,
         )
         if delay_seconds and delay_seconds > 0:
             shipment.visible_at = to_iso(moment + timedelta(seconds=delay_seconds))
@@ -90,8 +133,12 @@ class ShipmentQueue(Consuming, Supervising, Listing):
 
     def _put_new(self, shipment: Shipment) -> None:
         try:
-            self.db.call("put_item", TableName=self.table, Item=marshal(shipment_to_item(shipment)),
-                         ConditionExpression="attribute_not_exists(id)")
+            self.db.call(
+                "put_item",
+                TableName=self.table,
+                Item=marshal(shipment_to_item(shipment)),
+                ConditionExpression="attribute_not_exists(id)",
+            )
         except errors.Conflict as exc:
             raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
 
@@ -101,14 +148,16 @@ class ShipmentQueue(Consuming, Supervising, Listing):
     def mark_ready(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
         """Under construction -> ready to ship (not yet queued)."""
         return self._change(
-            shipment_id, "mark ready",
-            "SET #st = :ready", {":ready": ShipmentStatus.READY_TO_SHIP},
-            allowed="#st = :uc", allowed_values={":uc": ShipmentStatus.UNDER_CONSTRUCTION},
+            shipment_id,
+            "mark ready",
+            "SET #st = :ready",
+            {":ready": ShipmentStatus.READY_TO_SHIP},
+            allowed="#st = :uc",
+            allowed_values={":uc": ShipmentStatus.UNDER_CONSTRUCTION},
             expected_version=expected_version,
         )
 
-    def enqueue(self, shipment_id: str, *, expected_version: int | None = None,
-                delay_seconds: float = 0) -> Shipment:
+    def enqueue(self, shipment_id: str, *, expected_version: int | None = None, delay_seconds: float = 0) -> Shipment:
         """Put a ready shipment in its queue (visible after `delay_seconds`)."""
         current = self.get(shipment_id)
         if current.status == ShipmentStatus.UNDER_CONSTRUCTION:
@@ -118,15 +167,22 @@ class ShipmentQueue(Consuming, Supervising, Listing):
         values = {":now": stamp}
         if delay_seconds and delay_seconds > 0:
             visible = to_iso(moment + timedelta(seconds=delay_seconds))
-            update = ("SET enqueued_at = :now, first_enqueued_at = if_not_exists(first_enqueued_at, :now), "
-                      "visible_at = :visible, invisible_q = #queue, invisible_sk = :isk")
+            update = (
+                "SET enqueued_at = :now, first_enqueued_at = if_not_exists(first_enqueued_at, :now), "
+                "visible_at = :visible, invisible_q = #queue, invisible_sk = :isk"
+            )
             values.update({":visible": visible, ":isk": timed_sort_key(visible, shipment_id)})
         else:
-            update = ("SET enqueued_at = :now, first_enqueued_at = if_not_exists(first_enqueued_at, :now), "
-                      "ready_q = #queue, ready_sk = :rsk")
+            update = (
+                "SET enqueued_at = :now, first_enqueued_at = if_not_exists(first_enqueued_at, :now), "
+                "ready_q = #queue, ready_sk = :rsk"
+            )
             values[":rsk"] = ready_sort_key(current.priority, stamp, shipment_id)
         queued = self._change(
-            shipment_id, "enqueue", update, values,
+            shipment_id,
+            "enqueue",
+            update,
+            values,
             allowed="#st = :ready AND attribute_not_exists(ready_q) AND attribute_not_exists(invisible_q)",
             allowed_values={":ready": ShipmentStatus.READY_TO_SHIP},
             expected_version=expected_version if expected_version is not None else current.version,
@@ -135,8 +191,9 @@ class ShipmentQueue(Consuming, Supervising, Listing):
         counters.note(self.db, queued.queue, "enqueued")
         return queued
 
-    def sideline_stale(self, older_than_seconds: float, *, source: str = DEFAULT_QUEUE,
-                       target: str = SPILLOVER_QUEUE, limit: int = 100) -> list[str]:
+    def sideline_stale(
+        self, older_than_seconds: float, *, source: str = DEFAULT_QUEUE, target: str = SPILLOVER_QUEUE, limit: int = 100
+    ) -> list[str]:
         """Move queued shipments that have waited longer than `older_than_seconds` from
         `source` to `target`, so fresh work is served first after a backlog. One Query
         per priority level reads exactly the stale ones (the sort key starts with the
@@ -147,7 +204,10 @@ class ShipmentQueue(Consuming, Supervising, Listing):
             if len(moved) >= limit:
                 break
             response = self.db.call(
-                "query", TableName=self.table, IndexName="ready", Limit=limit - len(moved),
+                "query",
+                TableName=self.table,
+                IndexName="ready",
+                Limit=limit - len(moved),
                 KeyConditionExpression="ready_q = :q AND ready_sk BETWEEN :lo AND :hi",
                 ExpressionAttributeValues=marshal({":q": source, ":lo": f"{level}#", ":hi": f"{level}#{cutoff}"}),
             )
@@ -155,12 +215,21 @@ class ShipmentQueue(Consuming, Supervising, Listing):
                 entry = unmarshal(raw)
                 try:
                     self.db.call(
-                        "update_item", TableName=self.table, Key=marshal({"id": entry["id"]}),
+                        "update_item",
+                        TableName=self.table,
+                        Key=marshal({"id": entry["id"]}),
                         UpdateExpression="SET #queue = :target, ready_q = :target, updated_at = :now ADD version :one",
                         ConditionExpression="ready_q = :source AND ready_sk = :seen",
                         ExpressionAttributeNames={"#queue": "queue"},
-                        ExpressionAttributeValues=marshal({":target": target, ":source": source, ":one": 1,
-                                                           ":seen": entry["ready_sk"], ":now": to_iso(self.clock())}),
+                        ExpressionAttributeValues=marshal(
+                            {
+                                ":target": target,
+                                ":source": source,
+                                ":one": 1,
+                                ":seen": entry["ready_sk"],
+                                ":now": to_iso(self.clock()),
+                            }
+                        ),
                     )
                     moved.append(entry["id"])
                 except errors.Conflict:

@@ -54,8 +54,13 @@ class ShipmentState:
     IN_DLQ = "in_dlq"
 
     LABELS = {
-        UNDER_CONSTRUCTION: "Under construction", READY: "Ready", QUEUED: "Queued", DELAYED: "Delayed",
-        PROCESSING: "In flight", COMPLETED: "Completed", IN_DLQ: "In the DLQ",
+        UNDER_CONSTRUCTION: "Under construction",
+        READY: "Ready",
+        QUEUED: "Queued",
+        DELAYED: "Delayed",
+        PROCESSING: "In flight",
+        COMPLETED: "Completed",
+        IN_DLQ: "In the DLQ",
     }
 
 
@@ -221,17 +226,34 @@ def shipment_from_item(item: dict) -> Shipment:
 
 def shipment_to_item(shipment: Shipment) -> dict:
     item = {
-        "id": shipment.shipment_id, "type": "shipment", "data": shipment.data, "status": shipment.status,
-        "version": shipment.version, "priority": shipment.priority, "queue": shipment.queue,
-        "created_at": shipment.created_at, "updated_at": shipment.updated_at,
-        "enqueued_at": shipment.enqueued_at, "first_enqueued_at": shipment.first_enqueued_at,
-        "visible_at": shipment.visible_at, "receipt": shipment.receipt, "receive_count": shipment.receive_count,
+        "id": shipment.shipment_id,
+        "type": "shipment",
+        "data": shipment.data,
+        "status": shipment.status,
+        "version": shipment.version,
+        "priority": shipment.priority,
+        "queue": shipment.queue,
+        "created_at": shipment.created_at,
+        "updated_at": shipment.updated_at,
+        "enqueued_at": shipment.enqueued_at,
+        "first_enqueued_at": shipment.first_enqueued_at,
+        "visible_at": shipment.visible_at,
+        "receipt": shipment.receipt,
+        "receive_count": shipment.receive_count,
         "attempts": shipment.attempts,
-        "first_attempt_at": shipment.first_attempt_at, "last_attempt_at": shipment.last_attempt_at,
-        "failure_reasons": shipment.failure_reasons, "lease_expirations": shipment.lease_expirations,
-        "dlq_at": shipment.dlq_at, "dlq_reason": shipment.dlq_reason, "completed_at": shipment.completed_at,
-        "restored_count": shipment.restored_count, "tenant": shipment.tenant, "trace_id": shipment.trace_id,
-        "ready_sk": shipment.ready_sk, "invisible_sk": shipment.invisible_sk, "dlq_sk": shipment.dlq_sk,
+        "first_attempt_at": shipment.first_attempt_at,
+        "last_attempt_at": shipment.last_attempt_at,
+        "failure_reasons": shipment.failure_reasons,
+        "lease_expirations": shipment.lease_expirations,
+        "dlq_at": shipment.dlq_at,
+        "dlq_reason": shipment.dlq_reason,
+        "completed_at": shipment.completed_at,
+        "restored_count": shipment.restored_count,
+        "tenant": shipment.tenant,
+        "trace_id": shipment.trace_id,
+        "ready_sk": shipment.ready_sk,
+        "invisible_sk": shipment.invisible_sk,
+        "dlq_sk": shipment.dlq_sk,
     }
     for index_pk, attr in INDEX_KEYS.values():
         if item[attr]:

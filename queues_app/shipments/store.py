@@ -51,8 +51,7 @@ class ShipmentStore:
     # --- reads --------------------------------------------------------------------------
 
     def get(self, shipment_id: str) -> Shipment:
-        response = self.db.call("get_item", TableName=self.table, Key=marshal({"id": shipment_id}),
-                                ConsistentRead=True)
+        response = self.db.call("get_item", TableName=self.table, Key=marshal({"id": shipment_id}), ConsistentRead=True)
         if "Item" not in response:
             raise errors.NotFound(f"No shipment with id {shipment_id!r}.")
         return shipment_from_item(unmarshal(response["Item"]))
@@ -66,8 +65,9 @@ class ShipmentStore:
 
     # --- conditional updates ------------------------------------------------------------
 
-    def _update(self, shipment_id: str, update: str, condition: str, values: dict,
-                names: dict | None = None) -> Shipment:
+    def _update(
+        self, shipment_id: str, update: str, condition: str, values: dict, names: dict | None = None
+    ) -> Shipment:
         """One conditional UpdateItem returning the new shipment. A failed condition raises
         Conflict carrying the item as it was, or NotFound when there is no such item."""
         params = {}
@@ -76,10 +76,15 @@ class ShipmentStore:
             params["ExpressionAttributeNames"] = used
         try:
             response = self.db.call(
-                "update_item", TableName=self.table, Key=marshal({"id": shipment_id}),
-                UpdateExpression=update, ConditionExpression=condition,
+                "update_item",
+                TableName=self.table,
+                Key=marshal({"id": shipment_id}),
+                UpdateExpression=update,
+                ConditionExpression=condition,
                 ExpressionAttributeValues=marshal(values),
-                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **params,
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **params,
             )
         except errors.Conflict as exc:
             if not exc.current:
@@ -87,9 +92,18 @@ class ShipmentStore:
             raise
         return shipment_from_item(unmarshal(response["Attributes"]))
 
-    def _change(self, shipment_id: str, action: str, update: str, values: dict, *, allowed: str,
-                allowed_values: dict | None = None, expected_version: int | None = None,
-                names: dict | None = None) -> Shipment:
+    def _change(
+        self,
+        shipment_id: str,
+        action: str,
+        update: str,
+        values: dict,
+        *,
+        allowed: str,
+        allowed_values: dict | None = None,
+        expected_version: int | None = None,
+        names: dict | None = None,
+    ) -> Shipment:
         """An update allowed from some states (`allowed`), and only at `expected_version`
         when given; refused with a conflict that says why."""
         condition = f"({allowed})"
@@ -99,20 +113,35 @@ class ShipmentStore:
             all_values[":v"] = expected_version
         update = update if "updated_at" in update else update.replace("SET ", "SET updated_at = :now, ", 1)
         try:
-            return self._update(shipment_id, _add_version(update), "attribute_exists(id) AND " + condition,
-                                all_values, names)
+            return self._update(
+                shipment_id, _add_version(update), "attribute_exists(id) AND " + condition, all_values, names
+            )
         except errors.Conflict as exc:
             raise self._stale(shipment_id, action, exc.current, expected_version) from exc
 
-    def _to_dlq_update(self, shipment_id: str, reason: str, stamp: str, *, condition: str, values: dict,
-                       failure: list[dict] | None = None, receipt_check: tuple[str, str] | None = None,
-                       conflict_version: int | None = None) -> Shipment:
+    def _to_dlq_update(
+        self,
+        shipment_id: str,
+        reason: str,
+        stamp: str,
+        *,
+        condition: str,
+        values: dict,
+        failure: list[dict] | None = None,
+        receipt_check: tuple[str, str] | None = None,
+        conflict_version: int | None = None,
+    ) -> Shipment:
         """Into the DLQ, out of every other index: by a supervisor, after the last failure,
         or when a lease ran out for the last time."""
-        sets = ("#st = :dlq, dlq_at = :now, dlq_reason = :reason, dlq_q = #queue, dlq_sk = :dsk, "
-                "updated_at = :now")
-        all_values = {**values, ":dlq": ShipmentStatus.IN_DLQ, ":now": stamp, ":reason": reason[:500],
-                      ":dsk": timed_sort_key(stamp, shipment_id), ":one": 1}
+        sets = "#st = :dlq, dlq_at = :now, dlq_reason = :reason, dlq_q = #queue, dlq_sk = :dsk, updated_at = :now"
+        all_values = {
+            **values,
+            ":dlq": ShipmentStatus.IN_DLQ,
+            ":now": stamp,
+            ":reason": reason[:500],
+            ":dsk": timed_sort_key(stamp, shipment_id),
+            ":one": 1,
+        }
         if failure:
             sets += ", failure_reasons = list_append(if_not_exists(failure_reasons, :empty), :failure)"
             all_values.update({":empty": [], ":failure": failure})
@@ -120,18 +149,20 @@ class ShipmentStore:
             return self._update(
                 shipment_id,
                 f"SET {sets} REMOVE ready_q, ready_sk, invisible_q, invisible_sk, visible_at, receipt ADD version :one",
-                condition, all_values, {"#queue": "queue"},
+                condition,
+                all_values,
+                {"#queue": "queue"},
             )
         except errors.Conflict as exc:
             if receipt_check:
                 problem = receipt_problem(exc.current, receipt_check[0]) or "it changed meanwhile"
-                raise ReceiptInvalid(f"Cannot {receipt_check[1]} shipment {shipment_id}: {problem}",
-                                     current=exc.current) from exc
+                raise ReceiptInvalid(
+                    f"Cannot {receipt_check[1]} shipment {shipment_id}: {problem}", current=exc.current
+                ) from exc
             raise self._stale(shipment_id, "send to the DLQ", exc.current, conflict_version) from exc
 
     @staticmethod
-    def _stale(shipment_id: str, action: str, current: dict | None,
-               expected_version: int | None) -> errors.Conflict:
+    def _stale(shipment_id: str, action: str, current: dict | None, expected_version: int | None) -> errors.Conflict:
         """The conflict to raise when a change was refused: changed since seen (another
         version), or not allowed from the state it is in."""
         current = current or {}

@@ -30,7 +30,8 @@ class Supervising(ShipmentStore):
         """Take the shipment off the queue (waiting, delayed or in flight); it stays in the
         table as ready to ship, and a consumer holding it can no longer complete it."""
         return self._change(
-            shipment_id, "remove",
+            shipment_id,
+            "remove",
             "SET #st = :ready, removed_at = :now REMOVE ready_q, ready_sk, invisible_q, invisible_sk, "
             "visible_at, receipt",
             {":ready": ShipmentStatus.READY_TO_SHIP, ":now": to_iso(self.clock())},
@@ -44,12 +45,17 @@ class Supervising(ShipmentStore):
         current = self.get(shipment_id)
         stamp = to_iso(self.clock())
         return self._change(
-            shipment_id, "restore",
+            shipment_id,
+            "restore",
             "SET #st = :ready, enqueued_at = :now, ready_q = #queue, ready_sk = :rsk, restored_at = :now, "
             "attempts = :zero REMOVE dlq_q, dlq_sk, invisible_q, invisible_sk, visible_at, receipt "
             "ADD restored_count :one",
-            {":ready": ShipmentStatus.READY_TO_SHIP, ":now": stamp, ":zero": 0,
-             ":rsk": ready_sort_key(current.priority, stamp, shipment_id)},
+            {
+                ":ready": ShipmentStatus.READY_TO_SHIP,
+                ":now": stamp,
+                ":zero": 0,
+                ":rsk": ready_sort_key(current.priority, stamp, shipment_id),
+            },
             allowed="#st IN (:dlq, :processing)",
             allowed_values={":dlq": ShipmentStatus.IN_DLQ, ":processing": ShipmentStatus.PROCESSING},
             expected_version=expected_version if expected_version is not None else current.version,
@@ -61,7 +67,9 @@ class Supervising(ShipmentStore):
         current = self.get(shipment_id)
         stamp = to_iso(self.clock())
         return self._change(
-            shipment_id, "touch", "SET enqueued_at = :now, ready_sk = :rsk",
+            shipment_id,
+            "touch",
+            "SET enqueued_at = :now, ready_sk = :rsk",
             {":now": stamp, ":rsk": ready_sort_key(current.priority, stamp, shipment_id)},
             allowed="attribute_exists(ready_q)",
             expected_version=expected_version if expected_version is not None else current.version,
@@ -83,24 +91,44 @@ class Supervising(ShipmentStore):
             allowed = "ready_sk = :seen_rsk"
             values[":seen_rsk"] = current.ready_sk
         return self._change(
-            shipment_id, "set priority", update, values, allowed=allowed,
+            shipment_id,
+            "set priority",
+            update,
+            values,
+            allowed=allowed,
             expected_version=expected_version if expected_version is not None else current.version,
         )
 
     def send_to_dlq(self, shipment_id: str, reason: str, *, expected_version: int | None = None) -> Shipment:
         """Take a shipment that is queued, delayed, in flight or ready to the DLQ."""
         current = self.get(shipment_id)
-        if current.state not in (ShipmentState.QUEUED, ShipmentState.DELAYED, ShipmentState.PROCESSING,
-                                 ShipmentState.READY):
-            raise InvalidTransition(f"Shipment {shipment_id} is {current.state.replace('_', ' ')}; "
-                                    "only queued, delayed, in-flight or ready shipments go to the DLQ.")
+        if current.state not in (
+            ShipmentState.QUEUED,
+            ShipmentState.DELAYED,
+            ShipmentState.PROCESSING,
+            ShipmentState.READY,
+        ):
+            raise InvalidTransition(
+                f"Shipment {shipment_id} is {current.state.replace('_', ' ')}; "
+                "only queued, delayed, in-flight or ready shipments go to the DLQ."
+            )
         version = expected_version if expected_version is not None else current.version
-        return self._to_dlq_update(shipment_id, reason or "sent by a supervisor", to_iso(self.clock()),
-                                   condition="version = :v", values={":v": version},
-                                   conflict_version=version)
+        return self._to_dlq_update(
+            shipment_id,
+            reason or "sent by a supervisor",
+            to_iso(self.clock()),
+            condition="version = :v",
+            values={":v": version},
+            conflict_version=version,
+        )
 
-    def restore_many(self, shipment_ids: Iterable[str], *, rate_per_second: float | None = None,
-                     on_progress: Callable[[int, int], None] | None = None) -> RestoreReport:
+    def restore_many(
+        self,
+        shipment_ids: Iterable[str],
+        *,
+        rate_per_second: float | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> RestoreReport:
         """Restore each shipment from the DLQ, at most `rate_per_second` a second."""
         report = RestoreReport()
         ids = list(shipment_ids)
@@ -127,9 +155,15 @@ class Supervising(ShipmentStore):
                 on_progress(index, len(ids))
         return report
 
-    def dlq_matching(self, queue: str = DEFAULT_QUEUE, *, reason_contains: str | None = None,
-                     older_than_seconds: float | None = None, newer_than_seconds: float | None = None,
-                     limit: int = 1000) -> list[Shipment]:
+    def dlq_matching(
+        self,
+        queue: str = DEFAULT_QUEUE,
+        *,
+        reason_contains: str | None = None,
+        older_than_seconds: float | None = None,
+        newer_than_seconds: float | None = None,
+        limit: int = 1000,
+    ) -> list[Shipment]:
         """DLQ shipments whose reason contains a text and whose time in the DLQ is within
         bounds, oldest first, read a page at a time (up to `limit`)."""
         moment = self.clock()
@@ -137,8 +171,12 @@ class Supervising(ShipmentStore):
         if limit <= 0:
             return found
         pages = self.db.pages(
-            "query", TableName=self.table, IndexName="dlq", KeyConditionExpression="dlq_q = :q",
-            ExpressionAttributeValues={":q": {"S": queue}}, PaginationConfig={"PageSize": DLQ_PAGE_SIZE},
+            "query",
+            TableName=self.table,
+            IndexName="dlq",
+            KeyConditionExpression="dlq_q = :q",
+            ExpressionAttributeValues={":q": {"S": queue}},
+            PaginationConfig={"PageSize": DLQ_PAGE_SIZE},
         )
         for page in pages:
             for shipment in self.get_many([unmarshal(raw)["id"] for raw in page.get("Items", [])]):

@@ -53,9 +53,17 @@ def demo_handler(fail_share: float = 0.1, work_seconds: float = 0.2, seed: int |
 
 
 class ShipmentWorker:
-    def __init__(self, queue: ShipmentQueue, handler: Handler, *, queue_name: str = DEFAULT_QUEUE,
-                 visibility_timeout: float = 30.0, grace_seconds: float = 10.0, idle_sleep: float = 1.0,
-                 fair: FairConsumer | None = None):
+    def __init__(
+        self,
+        queue: ShipmentQueue,
+        handler: Handler,
+        *,
+        queue_name: str = DEFAULT_QUEUE,
+        visibility_timeout: float = 30.0,
+        grace_seconds: float = 10.0,
+        idle_sleep: float = 1.0,
+        fair: FairConsumer | None = None,
+    ):
         self.queue = queue
         # With `fair`, the live queue first, the spillover queue when live is caught up.
         self.fair = fair

@@ -81,9 +81,17 @@ class RateLimitedDownstream:
     """A demo downstream (the article's throughput-constrained legacy system): at most
     `rate` calls a second (bursts of `burst`), and a share of the tasks fails."""
 
-    def __init__(self, rate: float = 5.0, burst: float | None = None, *, fail_share: float = 0.0,
-                 work_seconds: float = 0.0, seed: int | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        rate: float = 5.0,
+        burst: float | None = None,
+        *,
+        fail_share: float = 0.0,
+        work_seconds: float = 0.0,
+        seed: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if not 0.0 <= fail_share <= 1.0:
             raise ValueError("fail_share is a share between 0 and 1")
         self.bucket = TokenBucket(rate, burst, clock=clock)

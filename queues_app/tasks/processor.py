@@ -61,17 +61,31 @@ class ProcessorStats:
 
 
 class TaskProcessor:
-    def __init__(self, tasks: TaskQueue | None, downstream: Downstream, *, holder: str | None = None,
-                 lease_name: str = LEASE_NAME, lease_seconds: float = 15.0, poll_seconds: float = 5.0,
-                 sweep_every: float = 5.0, acquire_retry: float = 1.0, capacity_wait: float = 1.0,
-                 recover_after: float | None = None, use_streams: bool = True,
-                 waker: StreamWaker | None = None, lease: ProcessorLease | None = None,
-                 now: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        tasks: TaskQueue | None,
+        downstream: Downstream,
+        *,
+        holder: str | None = None,
+        lease_name: str = LEASE_NAME,
+        lease_seconds: float = 15.0,
+        poll_seconds: float = 5.0,
+        sweep_every: float = 5.0,
+        acquire_retry: float = 1.0,
+        capacity_wait: float = 1.0,
+        recover_after: float | None = None,
+        use_streams: bool = True,
+        waker: StreamWaker | None = None,
+        lease: ProcessorLease | None = None,
+        now: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
         self.tasks = tasks or TaskQueue()
         self.downstream = downstream
         self.holder = holder or default_holder()
-        self.lease = lease or ProcessorLease(self.tasks.db, name=lease_name, holder=self.holder,
-                                    duration=lease_seconds, now=now)
+        self.lease = lease or ProcessorLease(
+            self.tasks.db, name=lease_name, holder=self.holder, duration=lease_seconds, now=now
+        )
         self.lease_seconds = self.lease.duration
         self.renew_every = self.lease_seconds / 3
         self.poll_seconds = poll_seconds
@@ -101,8 +115,9 @@ class TaskProcessor:
 
     # --- the loop -----------------------------------------------------------------
 
-    def run(self, time_box_seconds: float, stop_event: threading.Event | None = None, *,
-            until_empty: bool = False) -> ProcessorStats:
+    def run(
+        self, time_box_seconds: float, stop_event: threading.Event | None = None, *, until_empty: bool = False
+    ) -> ProcessorStats:
         """Work for at most `time_box_seconds` (less on a stop, or when `until_empty` and
         nothing is pending), then release the lease."""
         stop = stop_event or self.stop_requested
@@ -131,8 +146,14 @@ class TaskProcessor:
             self._let_go()
         return self.stats
 
-    def run_forever(self, time_box_seconds: float, stop_event: threading.Event | None = None, *,
-                    max_seconds: float | None = None, rest: float = 0.0) -> ProcessorStats:
+    def run_forever(
+        self,
+        time_box_seconds: float,
+        stop_event: threading.Event | None = None,
+        *,
+        max_seconds: float | None = None,
+        rest: float = 0.0,
+    ) -> ProcessorStats:
         """Time box after time box until stopped (or `max_seconds` have passed); `rest`
         seconds between boxes give a waiting host its chance at the lease."""
         stop = stop_event or self.stop_requested
@@ -308,8 +329,11 @@ class TaskProcessor:
             if taken_at is None or (moment - taken_at).total_seconds() < self.recover_after:
                 continue
             if self._give_back(task, counter="recovered"):
-                log.warning("task %s was TAKEN since %s by a processor that is gone; back to PENDING",
-                            task.task_id, task.taken_at)
+                log.warning(
+                    "task %s was TAKEN since %s by a processor that is gone; back to PENDING",
+                    task.task_id,
+                    task.taken_at,
+                )
 
     def _trouble(self, what: str, exc: errors.DynamoError, stop: threading.Event, deadline: float) -> None:
         self.stats.errors += 1

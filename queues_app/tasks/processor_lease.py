@@ -47,9 +47,16 @@ class ProcessorLease:
     `now` returns epoch seconds (wall time, comparable across hosts); tests inject their own.
     """
 
-    def __init__(self, db: Dynamo | None = None, *, name: str = "task-processor", holder: str,
-                 duration: float = 15.0, margin: float | None = None,
-                 now: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        db: Dynamo | None = None,
+        *,
+        name: str = "task-processor",
+        holder: str,
+        duration: float = 15.0,
+        margin: float | None = None,
+        now: Callable[[], float] = time.time,
+    ):
         if duration <= 0:
             raise ValueError("a lease needs a positive duration")
         self.db = db or default()
@@ -97,17 +104,25 @@ class ProcessorLease:
         until = moment + self.duration
         try:
             response = self.db.call(
-                "update_item", TableName=self.table, Key=self.key,
+                "update_item",
+                TableName=self.table,
+                Key=self.key,
                 UpdateExpression=(
                     "SET holder = :me, lease_until = :until, acquired_at = :now, expires_at = :cleanup, "
                     "#type = :type ADD generation :one"
                 ),
                 ConditionExpression="attribute_not_exists(task_id) OR lease_until < :now OR holder = :me",
                 ExpressionAttributeNames={"#type": "type"},
-                ExpressionAttributeValues=marshal({
-                    ":me": self.holder, ":until": until, ":now": moment, ":one": 1, ":type": "lease",
-                    ":cleanup": int(until) + CLEANUP_AFTER_SECONDS,
-                }),
+                ExpressionAttributeValues=marshal(
+                    {
+                        ":me": self.holder,
+                        ":until": until,
+                        ":now": moment,
+                        ":one": 1,
+                        ":type": "lease",
+                        ":cleanup": int(until) + CLEANUP_AFTER_SECONDS,
+                    }
+                ),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -131,19 +146,29 @@ class ProcessorLease:
         until = moment + self.duration
         try:
             self.db.call(
-                "update_item", TableName=self.table, Key=self.key,
+                "update_item",
+                TableName=self.table,
+                Key=self.key,
                 UpdateExpression="SET lease_until = :until, expires_at = :cleanup",
                 ConditionExpression="holder = :me AND generation = :gen",
-                ExpressionAttributeValues=marshal({
-                    ":me": self.holder, ":gen": self.generation, ":until": until,
-                    ":cleanup": int(until) + CLEANUP_AFTER_SECONDS,
-                }),
+                ExpressionAttributeValues=marshal(
+                    {
+                        ":me": self.holder,
+                        ":gen": self.generation,
+                        ":until": until,
+                        ":cleanup": int(until) + CLEANUP_AFTER_SECONDS,
+                    }
+                ),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except errors.Conflict as exc:
             self.last_seen = info_from_item(exc.current)
-            log.warning("lease %s lost by %s (now %s)", self.name, self.holder,
-                        self.last_seen.holder if self.last_seen else "free")
+            log.warning(
+                "lease %s lost by %s (now %s)",
+                self.name,
+                self.holder,
+                self.last_seen.holder if self.last_seen else "free",
+            )
             self._forget()
             return False
         self.until = until
@@ -158,11 +183,14 @@ class ProcessorLease:
         self._forget()
         try:
             self.db.call(
-                "update_item", TableName=self.table, Key=self.key,
+                "update_item",
+                TableName=self.table,
+                Key=self.key,
                 UpdateExpression="SET lease_until = :zero, released_at = :now REMOVE holder",
                 ConditionExpression="holder = :me AND generation = :gen",
-                ExpressionAttributeValues=marshal({":me": self.holder, ":gen": generation, ":zero": 0,
-                                                   ":now": self.now()}),
+                ExpressionAttributeValues=marshal(
+                    {":me": self.holder, ":gen": generation, ":zero": 0, ":now": self.now()}
+                ),
             )
         except errors.Conflict:
             return False

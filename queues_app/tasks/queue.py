@@ -31,8 +31,18 @@ from queues_app.tasks.shedding import Shedding
 
 # The records are part of this module's interface: callers import them from here too.
 __all__ = [
-    "SHED_STATS_PREFIX", "TRANSITIONS", "ExpiryPolicy", "IllegalTransition", "ShedReport", "Task", "TaskExpired",
-    "TaskQueue", "TaskStatus", "created_sort_key", "task_from_item", "task_to_item",
+    "SHED_STATS_PREFIX",
+    "TRANSITIONS",
+    "ExpiryPolicy",
+    "IllegalTransition",
+    "ShedReport",
+    "Task",
+    "TaskExpired",
+    "TaskQueue",
+    "TaskStatus",
+    "created_sort_key",
+    "task_from_item",
+    "task_to_item",
 ]
 
 
@@ -42,19 +52,25 @@ class TaskQueue(Shedding):
 
     # --- writing ------------------------------------------------------------------------
 
-    def create(self, payload: dict | None = None, *, task_id: str | None = None,
-               trace_id: str | None = None) -> Task:
+    def create(self, payload: dict | None = None, *, task_id: str | None = None, trace_id: str | None = None) -> Task:
         moment = self.clock()
         stamp = to_iso(moment)
         task = Task(
-            task_id=task_id or uuid.uuid4().hex[:16], status=TaskStatus.PENDING, payload=payload or {},
-            created=stamp, updated=stamp,
+            task_id=task_id or uuid.uuid4().hex[:16],
+            status=TaskStatus.PENDING,
+            payload=payload or {},
+            created=stamp,
+            updated=stamp,
             expires_at=int((moment + timedelta(seconds=self.expiry.pending_seconds)).timestamp()),
             trace_id=trace_id,
         )
         try:
-            self.db.call("put_item", TableName=self.table, Item=marshal(task_to_item(task)),
-                         ConditionExpression="attribute_not_exists(task_id)")
+            self.db.call(
+                "put_item",
+                TableName=self.table,
+                Item=marshal(task_to_item(task)),
+                ConditionExpression="attribute_not_exists(task_id)",
+            )
         except errors.Conflict as exc:
             raise errors.Conflict(f"A task with id {task.task_id!r} exists already.") from exc
         counters.note(self.db, counters.TASKS, "enqueued")
@@ -67,15 +83,22 @@ class TaskQueue(Shedding):
         """A pending task, not yet written (for bulk loads)."""
         moment = created or self.clock()
         stamp = to_iso(moment)
-        return Task(task_id=uuid.uuid4().hex[:16], status=TaskStatus.PENDING, payload=payload or {},
-                    created=stamp, updated=stamp,
-                    expires_at=int((moment + timedelta(seconds=self.expiry.pending_seconds)).timestamp()))
+        return Task(
+            task_id=uuid.uuid4().hex[:16],
+            status=TaskStatus.PENDING,
+            payload=payload or {},
+            created=stamp,
+            updated=stamp,
+            expires_at=int((moment + timedelta(seconds=self.expiry.pending_seconds)).timestamp()),
+        )
 
     def take(self, task_id: str) -> Task:
         """PENDING -> TAKEN, only if it has not expired."""
         moment = self.clock()
         return self._transition(
-            task_id, TaskStatus.PENDING, TaskStatus.TAKEN,
+            task_id,
+            TaskStatus.PENDING,
+            TaskStatus.TAKEN,
             "SET taken_at = :now ADD attempts :one",
             {":one": 1, ":epoch": int(moment.timestamp())},
             extra_condition="expires_at > :epoch",
@@ -95,10 +118,14 @@ class TaskQueue(Shedding):
     def _finish(self, task_id: str, status: str, result: str | None) -> Task:
         moment = self.clock()
         task = self._transition(
-            task_id, TaskStatus.TAKEN, status,
+            task_id,
+            TaskStatus.TAKEN,
+            status,
             "SET finished_at = :now, expires_at = :short, #result = :result",
-            {":short": int((moment + timedelta(seconds=self.expiry.finished_seconds)).timestamp()),
-             ":result": (result or "")[:500]},
+            {
+                ":short": int((moment + timedelta(seconds=self.expiry.finished_seconds)).timestamp()),
+                ":result": (result or "")[:500],
+            },
             names={"#result": "result"},
         )
         counters.note(self.db, counters.TASKS, "completed")
@@ -115,8 +142,17 @@ class TaskQueue(Shedding):
             return self.release(task_id)
         raise errors.InvalidRequest(f"Unknown task status {to_status!r}.")
 
-    def _transition(self, task_id: str, from_status: str, to_status: str, update: str, values: dict, *,
-                    extra_condition: str | None = None, names: dict | None = None) -> Task:
+    def _transition(
+        self,
+        task_id: str,
+        from_status: str,
+        to_status: str,
+        update: str,
+        values: dict,
+        *,
+        extra_condition: str | None = None,
+        names: dict | None = None,
+    ) -> Task:
         stamp = to_iso(self.clock())
         sets, _, rest = update.partition(" ADD ")
         set_clause = "SET task_status = :to, updated = :now"
@@ -132,7 +168,9 @@ class TaskQueue(Shedding):
             params["ExpressionAttributeNames"] = names
         try:
             response = self.db.call(
-                "update_item", TableName=self.table, Key=marshal({"task_id": task_id}),
+                "update_item",
+                TableName=self.table,
+                Key=marshal({"task_id": task_id}),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeValues=marshal({**values, ":to": to_status, ":from": from_status, ":now": stamp}),
@@ -168,12 +206,16 @@ class TaskQueue(Shedding):
         # without reading them; the filter still guards each task's own expiry.
         cutoff = to_iso(moment - timedelta(seconds=self.expiry.pending_seconds))
         pages = self.db.pages(
-            "query", TableName=self.table, IndexName="by_status",
+            "query",
+            TableName=self.table,
+            IndexName="by_status",
             KeyConditionExpression="task_status = :pending AND created_sk > :cutoff",
             FilterExpression="expires_at > :epoch",
-            ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING, ":cutoff": cutoff,
-                                               ":epoch": int(moment.timestamp())}),
-            ScanIndexForward=not newest_first, PaginationConfig={"PageSize": limit},
+            ExpressionAttributeValues=marshal(
+                {":pending": TaskStatus.PENDING, ":cutoff": cutoff, ":epoch": int(moment.timestamp())}
+            ),
+            ScanIndexForward=not newest_first,
+            PaginationConfig={"PageSize": limit},
         )
         for number, page in enumerate(pages, 1):
             entries += [unmarshal(i) for i in page.get("Items", [])]
@@ -202,8 +244,7 @@ class TaskQueue(Shedding):
                     continue  # taken by someone else, or expired meanwhile
         return None
 
-    def list(self, status: str, *, cursor: str | None = None, limit: int = 25,
-             newest_first: bool = True) -> Page[Task]:
+    def list(self, status: str, *, cursor: str | None = None, limit: int = 25, newest_first: bool = True) -> Page[Task]:
         """Tasks in one status, newest first, a page at a time (expired ones included for
         finished statuses; skipped for pending)."""
         params = self._in_status(status, Limit=limit, ScanIndexForward=not newest_first)
@@ -217,8 +258,10 @@ class TaskQueue(Shedding):
     def each(self, status: str, *, newest_first: bool = True, page_size: int = 100) -> Iterator[Task]:
         """Every task in one status (as `list` filters them), read a page at a time as the
         caller goes on: stopping early reads no further page."""
-        pages = self.db.pages("query", **self._in_status(status, ScanIndexForward=not newest_first,
-                                                          PaginationConfig={"PageSize": page_size}))
+        pages = self.db.pages(
+            "query",
+            **self._in_status(status, ScanIndexForward=not newest_first, PaginationConfig={"PageSize": page_size}),
+        )
         for page in pages:
             yield from self._get_many([unmarshal(i)["task_id"] for i in page.get("Items", [])])
 
@@ -226,7 +269,8 @@ class TaskQueue(Shedding):
         """The Query of the `by_status` index for one status; pending tasks that expired
         are filtered out."""
         query = {
-            "TableName": self.table, "IndexName": "by_status",
+            "TableName": self.table,
+            "IndexName": "by_status",
             "KeyConditionExpression": "task_status = :status",
             "ExpressionAttributeValues": marshal({":status": status}),
             **params,

@@ -109,9 +109,17 @@ def task_from_item(item: dict) -> Task:
 
 def task_to_item(task: Task) -> dict:
     return {
-        "task_id": task.task_id, "type": "task", "task_status": task.status,
+        "task_id": task.task_id,
+        "type": "task",
+        "task_status": task.status,
         "created_sk": created_sort_key(task.created, task.task_id),
-        "payload": task.payload, "created": task.created, "updated": task.updated, "attempts": task.attempts,
-        "expires_at": task.expires_at, "taken_at": task.taken_at, "finished_at": task.finished_at,
-        "result": task.result, "trace_id": task.trace_id,
+        "payload": task.payload,
+        "created": task.created,
+        "updated": task.updated,
+        "attempts": task.attempts,
+        "expires_at": task.expires_at,
+        "taken_at": task.taken_at,
+        "finished_at": task.finished_at,
+        "result": task.result,
+        "trace_id": task.trace_id,
     }

@@ -21,12 +21,19 @@ class Shedding(TaskStore):
         moment = self.clock()
         epoch = int(moment.timestamp())
         report = ShedReport()
-        pages = self.db.pages(
-            "query", TableName=self.table, IndexName="by_status",
-            KeyConditionExpression="task_status = :pending",
-            ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING}),
-            ScanIndexForward=True, PaginationConfig={"PageSize": 100},
-        ) if limit > 0 else iter(())
+        pages = (
+            self.db.pages(
+                "query",
+                TableName=self.table,
+                IndexName="by_status",
+                KeyConditionExpression="task_status = :pending",
+                ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING}),
+                ScanIndexForward=True,
+                PaginationConfig={"PageSize": 100},
+            )
+            if limit > 0
+            else iter(())
+        )
         for page in pages:
             alive_seen = False
             for item in (unmarshal(i) for i in page.get("Items", [])):
@@ -47,7 +54,9 @@ class Shedding(TaskStore):
     def _delete_shed(self, item: dict, epoch: int, moment: datetime) -> float | None:
         try:
             response = self.db.call(
-                "delete_item", TableName=self.table, Key=marshal({"task_id": item["task_id"]}),
+                "delete_item",
+                TableName=self.table,
+                Key=marshal({"task_id": item["task_id"]}),
                 ConditionExpression="task_status = :pending AND expires_at <= :epoch",
                 ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING, ":epoch": epoch}),
                 ReturnValues="ALL_OLD",
@@ -62,24 +71,30 @@ class Shedding(TaskStore):
         """Per-minute totals of shed tasks (count, summed and largest age) in a stats item."""
         minute = moment.strftime("%Y-%m-%dT%H:%M")
         self.db.call(
-            "update_item", TableName=self.table, Key=marshal({"task_id": SHED_STATS_PREFIX + minute}),
+            "update_item",
+            TableName=self.table,
+            Key=marshal({"task_id": SHED_STATS_PREFIX + minute}),
             UpdateExpression="ADD shed :n, age_sum :sum SET #minute = :minute, expires_at = :expires",
             ExpressionAttributeNames={"#minute": "minute"},
-            ExpressionAttributeValues=marshal({
-                ":n": report.shed, ":sum": round(sum(report.ages_seconds), 3), ":minute": minute,
-                ":expires": int((moment + timedelta(days=2)).timestamp()),
-            }),
+            ExpressionAttributeValues=marshal(
+                {
+                    ":n": report.shed,
+                    ":sum": round(sum(report.ages_seconds), 3),
+                    ":minute": minute,
+                    ":expires": int((moment + timedelta(days=2)).timestamp()),
+                }
+            ),
         )
 
     def shed_history(self, minutes: int = 60) -> list[dict]:
         """Shed counts for the last `minutes` minutes (one BatchGetItem per 100 minutes)."""
         moment = self.clock()
-        keys = [SHED_STATS_PREFIX + (moment - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M")
-                for m in range(minutes)]
+        keys = [SHED_STATS_PREFIX + (moment - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M") for m in range(minutes)]
         rows = batch.get_items(self.db, self.table, [{"task_id": k} for k in keys])
         return sorted(
-            ({"minute": r["minute"], "shed": int(r.get("shed", 0)), "age_sum": float(r.get("age_sum", 0))}
-             for r in rows),
+            (
+                {"minute": r["minute"], "shed": int(r.get("shed", 0)), "age_sum": float(r.get("age_sum", 0))}
+                for r in rows
+            ),
             key=lambda r: r["minute"],
         )
-

@@ -16,8 +16,9 @@ from queues_app.tasks.records import ExpiryPolicy, Task, task_from_item
 class TaskStore:
     """The tasks table, with `clock` injectable for tests."""
 
-    def __init__(self, db: Dynamo | None = None, *, expiry: ExpiryPolicy | None = None,
-                 clock: Callable[[], datetime] = now):
+    def __init__(
+        self, db: Dynamo | None = None, *, expiry: ExpiryPolicy | None = None, clock: Callable[[], datetime] = now
+    ):
         self.db = db or default()
         self._expiry = expiry
         self.clock = clock
@@ -33,13 +34,16 @@ class TaskStore:
         return self._expiry
 
     def get(self, task_id: str) -> Task:
-        response = self.db.call("get_item", TableName=self.table, Key=marshal({"task_id": task_id}),
-                                ConsistentRead=True)
+        response = self.db.call(
+            "get_item", TableName=self.table, Key=marshal({"task_id": task_id}), ConsistentRead=True
+        )
         if "Item" not in response:
             raise errors.NotFound(f"No task with id {task_id!r}.")
         return task_from_item(unmarshal(response["Item"]))
 
     def _get_many(self, ids: list[str]) -> list[Task]:
-        found = {item["task_id"]: task_from_item(item)
-                 for item in batch.get_items(self.db, self.table, [{"task_id": i} for i in ids])}
+        found = {
+            item["task_id"]: task_from_item(item)
+            for item in batch.get_items(self.db, self.table, [{"task_id": i} for i in ids])
+        }
         return [found[i] for i in ids if i in found]

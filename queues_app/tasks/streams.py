@@ -52,8 +52,9 @@ def wakes(record: dict) -> bool:
 
 
 class StreamWaker:
-    def __init__(self, db: Dynamo | None = None, *, logical_table: str = "tasks", step: float = 0.25,
-                 client: Any | None = None):
+    def __init__(
+        self, db: Dynamo | None = None, *, logical_table: str = "tasks", step: float = 0.25, client: Any | None = None
+    ):
         self.db = db or default()
         self.table = self.db.table(logical_table)
         self.step = step  # pause between GetRecords rounds (AWS allows 5 per shard per second)

@@ -92,5 +92,6 @@ def poll(panel: str, every: str = "2s", on_change: bool = True):
     triggers = [f"every {every} {visible}", f"visibilitychange{visible} from:document"]
     if on_change:
         triggers.append("queues-changed from:body")
-    return format_html('hx-get="{}?panel={}" hx-swap="outerHTML" hx-trigger="{}"',
-                       reverse("home"), panel, ", ".join(triggers))
+    return format_html(
+        'hx-get="{}?panel={}" hx-swap="outerHTML" hx-trigger="{}"', reverse("home"), panel, ", ".join(triggers)
+    )

@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.roster import Agents
-from queues_app.ddb.errors import InvalidRequest
 from queues_app.agents.skills import SkillCatalog
 from queues_app.audit_trail import AuditTrail, target
+from queues_app.ddb.errors import InvalidRequest
 from queues_app.forms import AgentFilterForm, AgentForm
 from queues_app.roles import require_supervisor
 from queues_app.views.common import confirm, operations, save_form, selected_ids, supervisor_action
@@ -34,17 +34,25 @@ def agent_list(request):
     if filters.is_valid() or not request.GET:
         data = filters.cleaned_data if request.GET else {}
         page = Agents(catalog=catalog).list(
-            cursor=request.GET.get("cursor"), limit=PAGE_SIZE, status=data.get("status") or None,
-            search=data.get("q") or None, skill=filters.skill_filter if request.GET else None,
+            cursor=request.GET.get("cursor"),
+            limit=PAGE_SIZE,
+            status=data.get("status") or None,
+            search=data.get("q") or None,
+            skill=filters.skill_filter if request.GET else None,
         )
     else:
         problem = "Check the filters: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in filters.errors.items())
     query = request.GET.copy()
     query.pop("cursor", None)
     context = {
-        "filters": filters, "page": page, "filter_problem": problem, "query": query.urlencode(),
-        "bulk_actions": BULK_ACTIONS, "release_then": RELEASE_THEN,
-        "dimensions": catalog.names, "here": request.get_full_path(),
+        "filters": filters,
+        "page": page,
+        "filter_problem": problem,
+        "query": query.urlencode(),
+        "bulk_actions": BULK_ACTIONS,
+        "release_then": RELEASE_THEN,
+        "dimensions": catalog.names,
+        "here": request.get_full_path(),
     }
     if request.htmx and request.GET.get("partial") == "table":
         return render(request, "queues_app/agents.html#agents-table", context)
@@ -58,12 +66,14 @@ def agent_create(request):
     if request.method == "POST":
         require_supervisor(request)
         agent = form.is_valid() and save_form(
-            form, lambda: operations(request).create_agent(form.cleaned_data["name"], form.skills))
+            form, lambda: operations(request).create_agent(form.cleaned_data["name"], form.skills)
+        )
         if agent:
             messages.success(request, f"Created agent {agent.name}.")
             return redirect("agent-detail", agent_id=agent.agent_id)
-    return render(request, "queues_app/agent_form.html", {"form": form, "creating": True},
-                  status=400 if form.errors else 200)
+    return render(
+        request, "queues_app/agent_form.html", {"form": form, "creating": True}, status=400 if form.errors else 200
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -75,17 +85,31 @@ def agent_detail(request, agent_id: str):
     agent = agents.get(agent_id)
     form = AgentForm(request.POST or None, catalog=catalog, initial=AgentForm.initial_for(agent))
     if request.method == "POST" and form.is_valid():
-        updated = save_form(form, lambda: operations(request).update_agent(
-            agent_id, name=form.cleaned_data["name"], skills=form.skills,
-            expected_version=form.cleaned_data.get("version") or agent.version))
+        updated = save_form(
+            form,
+            lambda: operations(request).update_agent(
+                agent_id,
+                name=form.cleaned_data["name"],
+                skills=form.skills,
+                expected_version=form.cleaned_data.get("version") or agent.version,
+            ),
+        )
         if updated:
             messages.success(request, f"Saved {updated.name}.")
             return redirect("agent-detail", agent_id=agent_id)
     history = AuditTrail().for_target(target("agent", agent_id), limit=20)
-    return render(request, "queues_app/agent_detail.html", {
-        "agent": agent, "form": form, "history": history.entries, "release_then": RELEASE_THEN,
-        "here": request.get_full_path(),
-    }, status=400 if form.errors else 200)
+    return render(
+        request,
+        "queues_app/agent_detail.html",
+        {
+            "agent": agent,
+            "form": form,
+            "history": history.entries,
+            "release_then": RELEASE_THEN,
+            "here": request.get_full_path(),
+        },
+        status=400 if form.errors else 200,
+    )
 
 
 def _call_note(call) -> str:
@@ -123,11 +147,14 @@ def agent_bulk(request) -> HttpResponse | str:
         raise InvalidRequest("Select at least one agent first.")
     if request.POST.get("confirmed") != "1":
         return confirm(
-            request, title="Confirm", count=len(ids),
+            request,
+            title="Confirm",
+            count=len(ids),
             question=f"{BULK_ACTIONS[action]}: {len(ids)} agent{'s' if len(ids) != 1 else ''}?",
-            action_url=reverse("agent-bulk"), back=request.POST.get("next") or reverse("agents"),
-            fields=[("action", action), *(("ids", i) for i in ids)], danger=action != "available",
+            action_url=reverse("agent-bulk"),
+            back=request.POST.get("next") or reverse("agents"),
+            fields=[("action", action), *(("ids", i) for i in ids)],
+            danger=action != "available",
         )
     report = operations(request).on_agents(action, ids)
     return f"{BULK_ACTIONS[action]}: {report.summary}."
-

@@ -9,11 +9,11 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from queues_app.agents.records import CallStatus
-from queues_app.ddb.clock import from_iso, now
 from queues_app.agents.matching import WHY_OUTCOMES
+from queues_app.agents.records import CallStatus
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
+from queues_app.ddb.clock import from_iso, now
 from queues_app.forms import CallForm
 from queues_app.roles import require_supervisor
 from queues_app.views.common import operations, save_form
@@ -27,13 +27,15 @@ def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
     rows = []
     for item in items:
         arrived = from_iso(item.get("arrived_at"))
-        rows.append({
-            "call_id": item["call_id"],
-            "priority": int(item.get("priority", 0)),
-            "preferences": {d: item.get(f"p_{d}") for d in router.catalog.names},
-            "arrived_at": item.get("arrived_at"),
-            "waited": (moment - arrived).total_seconds() if arrived else None,
-        })
+        rows.append(
+            {
+                "call_id": item["call_id"],
+                "priority": int(item.get("priority", 0)),
+                "preferences": {d: item.get(f"p_{d}") for d in router.catalog.names},
+                "arrived_at": item.get("arrived_at"),
+                "waited": (moment - arrived).total_seconds() if arrived else None,
+            }
+        )
     return rows
 
 
@@ -44,8 +46,12 @@ def calls(request):
     if request.method == "POST":
         require_supervisor(request)
         # "any" is the word the service takes for no preference.
-        call = form.is_valid() and save_form(form, lambda: operations(request).create_call(
-            form.preferences, priority=form.cleaned_data["priority"], order=form.cleaned_data["order"])[0])
+        call = form.is_valid() and save_form(
+            form,
+            lambda: operations(request).create_call(
+                form.preferences, priority=form.cleaned_data["priority"], order=form.cleaned_data["order"]
+            )[0],
+        )
         if call:
             if call.status == CallStatus.ASSIGNED:
                 messages.success(request, f"Call {call.call_id} assigned to {call.agent_name}.")
@@ -54,18 +60,33 @@ def calls(request):
             return redirect("call-detail", call_id=call.call_id)
     waiting, more = router.line.waiting_calls(limit=WAITING_PAGE)
     in_progress = router.calls.with_status(CallStatus.ASSIGNED, cursor=request.GET.get("cursor"), limit=25)
-    return render(request, "queues_app/calls.html", {
-        "form": form, "waiting": _waiting_rows(router, waiting), "waiting_more": more is not None,
-        "in_progress": in_progress, "dimensions": router.catalog.names, "any": ANY,
-    }, status=400 if form.errors else 200)
+    return render(
+        request,
+        "queues_app/calls.html",
+        {
+            "form": form,
+            "waiting": _waiting_rows(router, waiting),
+            "waiting_more": more is not None,
+            "in_progress": in_progress,
+            "dimensions": router.catalog.names,
+            "any": ANY,
+        },
+        status=400 if form.errors else 200,
+    )
 
 
 @require_GET
 def call_detail(request, call_id: str):
     call = Router().get_call(call_id)
-    return render(request, "queues_app/call_detail.html", {
-        "call": call, "outcomes": WHY_OUTCOMES, "any": ANY,
-    })
+    return render(
+        request,
+        "queues_app/call_detail.html",
+        {
+            "call": call,
+            "outcomes": WHY_OUTCOMES,
+            "any": ANY,
+        },
+    )
 
 
 @require_GET

@@ -31,8 +31,16 @@ def _values(rows: list[MinuteRow], field: str, moment: datetime, minutes: int) -
     return [(slots[r.minute], r.values[field]) for r in rows if r.minute in slots and field in r.values]
 
 
-def line(rows: list[MinuteRow], field: str, label: str, *, moment: datetime, minutes: int = 60,
-         unit: str = "", scale: float | None = None) -> Chart:
+def line(
+    rows: list[MinuteRow],
+    field: str,
+    label: str,
+    *,
+    moment: datetime,
+    minutes: int = 60,
+    unit: str = "",
+    scale: float | None = None,
+) -> Chart:
     """One value a minute over the last `minutes`; minutes without a sample leave a gap
     in time (the line joins the samples on either side)."""
     values = _values(rows, field, moment, minutes)
@@ -43,11 +51,11 @@ def line(rows: list[MinuteRow], field: str, label: str, *, moment: datetime, min
     return Chart(label, points, values[-1][1] if values else None, peak, minutes, unit)
 
 
-def pair(rows: list[MinuteRow], first: str, second: str, label: str, *, moment: datetime,
-         minutes: int = 60) -> Chart:
+def pair(rows: list[MinuteRow], first: str, second: str, label: str, *, moment: datetime, minutes: int = 60) -> Chart:
     """Two series on one scale (enqueued and completed a minute)."""
-    peak = max((v for _, v in _values(rows, first, moment, minutes) + _values(rows, second, moment, minutes)),
-               default=0.0)
+    peak = max(
+        (v for _, v in _values(rows, first, moment, minutes) + _values(rows, second, moment, minutes)), default=0.0
+    )
     chart = line(rows, first, label, moment=moment, minutes=minutes, scale=peak or 1.0)
     chart.second = line(rows, second, second, moment=moment, minutes=minutes, scale=peak or 1.0)
     chart.peak = peak

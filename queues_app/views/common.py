@@ -11,12 +11,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from queues_app.ddb.client import default
-from queues_app.ddb.errors import DynamoError
-from queues_app.agents.skills import SkillError
 from queues_app.actions import Operations
-from queues_app.roles import supervisor_required
+from queues_app.agents.skills import SkillError
+from queues_app.ddb.errors import DynamoError
 from queues_app.http_errors import describe
+from queues_app.roles import supervisor_required
 
 CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
 
@@ -28,14 +27,16 @@ def operations(request, source: str = "page") -> Operations:
 def back_url(request, default: str) -> str:
     """Where to go after an action: the `next` the form sent, if it is on this site."""
     target = request.POST.get("next") or request.GET.get("next")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
-                                                  require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return target
     return default
 
 
-def flash(request, text: str, *, level: int = messages.SUCCESS, status: int = 200, back: str,
-          changed: bool = False) -> HttpResponse:
+def flash(
+    request, text: str, *, level: int = messages.SUCCESS, status: int = 200, back: str, changed: bool = False
+) -> HttpResponse:
     """An action's answer: for htmx, a message fragment (and the event that refreshes
     other panels); without JavaScript, the message on the next page and a redirect."""
     if request.htmx:
@@ -92,14 +93,32 @@ def supervisor_action(default_back: str):
     return decorate
 
 
-def confirm(request, *, title: str, question: str, count: int, action_url: str, back: str,
-            fields: list[tuple[str, str]], danger: bool = True) -> HttpResponse:
+def confirm(
+    request,
+    *,
+    title: str,
+    question: str,
+    count: int,
+    action_url: str,
+    back: str,
+    fields: list[tuple[str, str]],
+    danger: bool = True,
+) -> HttpResponse:
     """The confirmation step of a destructive or bulk action: says how many items it
     will touch and posts the same fields again with `confirmed=1`."""
-    return render(request, "queues_app/confirm.html", {
-        "title": title, "question": question, "count": count, "action_url": action_url,
-        "back": back, "fields": fields, "danger": danger,
-    })
+    return render(
+        request,
+        "queues_app/confirm.html",
+        {
+            "title": title,
+            "question": question,
+            "count": count,
+            "action_url": action_url,
+            "back": back,
+            "fields": fields,
+            "danger": danger,
+        },
+    )
 
 
 def selected_ids(request, limit: int = 500) -> list[str]:

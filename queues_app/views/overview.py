@@ -13,13 +13,13 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from queues_app.ddb import meter
-from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
-from queues_app.ddb.errors import DynamoError
-from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
-from queues_app.ddb.clock import now
 from queues_app.agents.router import Router
+from queues_app.ddb import meter
+from queues_app.ddb.clock import now
+from queues_app.ddb.errors import DynamoError
 from queues_app.http_errors import describe
+from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
+from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
 from queues_app.views import charts
 
 HISTORY_MINUTES = 60
@@ -35,17 +35,32 @@ def _limits() -> tuple[dict, dict]:
 def calls_panel(dashboard: Dashboard) -> dict:
     panel = dashboard.calls_panel()
     thresholds, bounds = _limits()
-    return {"calls": panel, "calls_alarms": alarms_for(
-        CALLS, depth=panel.callers_waiting.value, oldest_age=panel.oldest_wait_seconds,
-        thresholds=thresholds, bounds=bounds)}
+    return {
+        "calls": panel,
+        "calls_alarms": alarms_for(
+            CALLS,
+            depth=panel.callers_waiting.value,
+            oldest_age=panel.oldest_wait_seconds,
+            thresholds=thresholds,
+            bounds=bounds,
+        ),
+    }
 
 
 def shipments_panel(dashboard: Dashboard) -> dict:
     panel = dashboard.shipments_panel()
     thresholds, bounds = _limits()
-    return {"shipments": panel, "shipments_alarms": alarms_for(
-        LIVE, depth=panel.queued.value, oldest_age=panel.oldest_age_seconds, dlq=panel.dlq.value,
-        thresholds=thresholds, bounds=bounds)}
+    return {
+        "shipments": panel,
+        "shipments_alarms": alarms_for(
+            LIVE,
+            depth=panel.queued.value,
+            oldest_age=panel.oldest_age_seconds,
+            dlq=panel.dlq.value,
+            thresholds=thresholds,
+            bounds=bounds,
+        ),
+    }
 
 
 def tasks_panel(dashboard: Dashboard) -> dict:
@@ -66,17 +81,32 @@ def history_panel(dashboard: Dashboard) -> dict:
     store = MetricsStore(dashboard.router.db)
     moment = now()
     rows = []
-    for queue, title in ((CALLS, "Callers waiting"), (LIVE, "Shipments, live"),
-                         (SPILLOVER, "Shipments, spillover"), (TASKS, "Tasks pending")):
+    for queue, title in (
+        (CALLS, "Callers waiting"),
+        (LIVE, "Shipments, live"),
+        (SPILLOVER, "Shipments, spillover"),
+        (TASKS, "Tasks pending"),
+    ):
         history = store.history(queue, HISTORY_MINUTES)
-        rows.append({
-            "queue": queue, "title": title,
-            "depth": charts.line(history, "depth", "depth", moment=moment, minutes=HISTORY_MINUTES),
-            "age": charts.line(history, "oldest_age", "oldest age", moment=moment, minutes=HISTORY_MINUTES, unit="s"),
-            "flow": charts.pair(history, "enqueued", "completed", "enqueued and completed a minute",
-                                moment=moment, minutes=HISTORY_MINUTES),
-            "samples": len(history),
-        })
+        rows.append(
+            {
+                "queue": queue,
+                "title": title,
+                "depth": charts.line(history, "depth", "depth", moment=moment, minutes=HISTORY_MINUTES),
+                "age": charts.line(
+                    history, "oldest_age", "oldest age", moment=moment, minutes=HISTORY_MINUTES, unit="s"
+                ),
+                "flow": charts.pair(
+                    history,
+                    "enqueued",
+                    "completed",
+                    "enqueued and completed a minute",
+                    moment=moment,
+                    minutes=HISTORY_MINUTES,
+                ),
+                "samples": len(history),
+            }
+        )
     return {"history": rows, "history_minutes": HISTORY_MINUTES}
 
 
@@ -97,12 +127,22 @@ def capacity_panel(dashboard: Dashboard) -> dict:
             entry = totals.setdefault(operation, {})
             entry["calls"] = entry.get("calls", 0) + stats.calls
             entry["capacity"] = entry.get("capacity", 0) + stats.capacity
-    expired = sum(r.values.get("expired_leases", 0)
-                  for queue in (LIVE, SPILLOVER) for r in store.history(queue, CAPACITY_MINUTES))
-    operations = sorted(({"operation": op, **{k: v.get(k, 0) for k in ("calls", "capacity", "throttles", "conflicts")}}
-                         for op, v in totals.items()), key=lambda o: -o["calls"])
-    return {"capacity": operations, "expired_leases": int(expired), "capacity_minutes": CAPACITY_MINUTES,
-            "capacity_since": minute_of(now())}
+    expired = sum(
+        r.values.get("expired_leases", 0) for queue in (LIVE, SPILLOVER) for r in store.history(queue, CAPACITY_MINUTES)
+    )
+    operations = sorted(
+        (
+            {"operation": op, **{k: v.get(k, 0) for k in ("calls", "capacity", "throttles", "conflicts")}}
+            for op, v in totals.items()
+        ),
+        key=lambda o: -o["calls"],
+    )
+    return {
+        "capacity": operations,
+        "expired_leases": int(expired),
+        "capacity_minutes": CAPACITY_MINUTES,
+        "capacity_since": minute_of(now()),
+    }
 
 
 PANELS = {
@@ -119,8 +159,9 @@ def _read(dashboard: Dashboard, name: str) -> dict:
     """A panel's figures, or the problem that kept us from reading them: a panel that
     cannot read shows a banner in its place and keeps polling."""
     try:
-        return cached_panel(dashboard.router.db.prefix, name, lambda: PANELS[name](dashboard),
-                            settings.SWITCHBOARD_PANEL_CACHE_SECONDS)
+        return cached_panel(
+            dashboard.router.db.prefix, name, lambda: PANELS[name](dashboard), settings.SWITCHBOARD_PANEL_CACHE_SECONDS
+        )
     except DynamoError as exc:
         return {f"{name}_problem": describe(exc), f"{name}_error": exc}
 
@@ -134,8 +175,9 @@ def overview(request):
             raise Http404("No such panel.")
         context = _read(dashboard, panel)
         problem = context.get(f"{panel}_problem")
-        return render(request, f"queues_app/overview.html#{panel}-panel", context,
-                      status=problem.status if problem else 200)
+        return render(
+            request, f"queues_app/overview.html#{panel}-panel", context, status=problem.status if problem else 200
+        )
     context: dict = {}
     for name in PANELS:
         context.update(_read(dashboard, name))

@@ -35,23 +35,39 @@ def shipment_list(request):
     title, lister = LISTS[view]
     page = lister(service, queue, cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
     counts = service.counts(queue)
-    return render(request, "queues_app/shipments.html", {
-        "queue": queue, "view": view, "views": {k: v[0] for k, v in LISTS.items()}, "title": title,
-        "page": page, "counts": counts, "filter_form": DlqFilterForm(), "here": request.get_full_path(),
-        "priorities": range(10),
-    })
+    return render(
+        request,
+        "queues_app/shipments.html",
+        {
+            "queue": queue,
+            "view": view,
+            "views": {k: v[0] for k, v in LISTS.items()},
+            "title": title,
+            "page": page,
+            "counts": counts,
+            "filter_form": DlqFilterForm(),
+            "here": request.get_full_path(),
+            "priorities": range(10),
+        },
+    )
 
 
 @require_GET
 def shipment_detail(request, shipment_id: str):
     shipment = ShipmentQueue().get(shipment_id)
     history = AuditTrail().for_target(target("shipment", shipment_id), limit=20)
-    return render(request, "queues_app/shipment_detail.html", {
-        "shipment": shipment, "history": history.entries, "here": request.get_full_path(),
-        "priorities": range(10),
-        # A list, not `data.items` in the template: a field named "items" would win.
-        "data_fields": [(k, v, isinstance(v, (dict, list))) for k, v in sorted(shipment.data.items())],
-    })
+    return render(
+        request,
+        "queues_app/shipment_detail.html",
+        {
+            "shipment": shipment,
+            "history": history.entries,
+            "here": request.get_full_path(),
+            "priorities": range(10),
+            # A list, not `data.items` in the template: a field named "items" would win.
+            "data_fields": [(k, v, isinstance(v, (dict, list))) for k, v in sorted(shipment.data.items())],
+        },
+    )
 
 
 def _version(request) -> int | None:
@@ -73,8 +89,9 @@ def shipment_priority(request, shipment_id: str):
     form = PriorityForm(request.POST)
     if not form.is_valid():
         raise InvalidRequest("Priority must be a whole number from 0 to 9.")
-    shipment = operations(request).set_priority(shipment_id, form.cleaned_data["priority"],
-                                                expected_version=_version(request))
+    shipment = operations(request).set_priority(
+        shipment_id, form.cleaned_data["priority"], expected_version=_version(request)
+    )
     return f"Shipment {shipment_id} now has priority {shipment.priority}."
 
 
@@ -88,12 +105,18 @@ def shipment_restore(request, shipment_id: str):
 def shipment_dlq(request, shipment_id: str):
     form = ReasonForm(request.POST)
     if request.POST.get("confirmed") != "1":
-        return confirm(request, title="Send to the DLQ", count=1,
-                       question=f"Send shipment {shipment_id} to the dead-letter queue?",
-                       action_url=reverse("shipment-dlq", args=[shipment_id]),
-                       back=request.POST.get("next") or reverse("shipments"),
-                       fields=[("reason", request.POST.get("reason") or "Sent to the DLQ by a supervisor"),
-                               ("version", request.POST.get("version", ""))])
+        return confirm(
+            request,
+            title="Send to the DLQ",
+            count=1,
+            question=f"Send shipment {shipment_id} to the dead-letter queue?",
+            action_url=reverse("shipment-dlq", args=[shipment_id]),
+            back=request.POST.get("next") or reverse("shipments"),
+            fields=[
+                ("reason", request.POST.get("reason") or "Sent to the DLQ by a supervisor"),
+                ("version", request.POST.get("version", "")),
+            ],
+        )
     if not form.is_valid():
         raise InvalidRequest("Give a reason of at most 300 characters.")
     operations(request).send_to_dlq(shipment_id, form.cleaned_data["reason"], expected_version=_version(request))
@@ -103,12 +126,15 @@ def shipment_dlq(request, shipment_id: str):
 @supervisor_action(default_back="/shipments/")
 def shipment_remove(request, shipment_id: str):
     if request.POST.get("confirmed") != "1":
-        return confirm(request, title="Remove shipment", count=1,
-                       question=f"Remove shipment {shipment_id} from its queue? "
-                                "It stays readable but will not be shipped.",
-                       action_url=reverse("shipment-remove", args=[shipment_id]),
-                       back=request.POST.get("next") or reverse("shipments"),
-                       fields=[("version", request.POST.get("version", ""))])
+        return confirm(
+            request,
+            title="Remove shipment",
+            count=1,
+            question=f"Remove shipment {shipment_id} from its queue? It stays readable but will not be shipped.",
+            action_url=reverse("shipment-remove", args=[shipment_id]),
+            back=request.POST.get("next") or reverse("shipments"),
+            fields=[("version", request.POST.get("version", ""))],
+        )
     operations(request).remove(shipment_id, expected_version=_version(request))
     return f"Shipment {shipment_id} removed from the queue."
 
@@ -124,11 +150,16 @@ def shipment_bulk(request):
     if not ids:
         raise InvalidRequest("Select at least one shipment first.")
     if request.POST.get("confirmed") != "1":
-        return confirm(request, title="Confirm", count=len(ids),
-                       question=f"{labels[action]}: {len(ids)} shipment{'s' if len(ids) != 1 else ''}?",
-                       action_url=reverse("shipment-bulk"),
-                       back=request.POST.get("next") or reverse("shipments"),
-                       fields=[("action", action), *(("ids", i) for i in ids)], danger=action == "dlq")
+        return confirm(
+            request,
+            title="Confirm",
+            count=len(ids),
+            question=f"{labels[action]}: {len(ids)} shipment{'s' if len(ids) != 1 else ''}?",
+            action_url=reverse("shipment-bulk"),
+            back=request.POST.get("next") or reverse("shipments"),
+            fields=[("action", action), *(("ids", i) for i in ids)],
+            danger=action == "dlq",
+        )
     ops = operations(request)
     if action == "restore":
         report = ops.restore_many(ids)
@@ -150,22 +181,41 @@ def shipment_restore_matching(request):
     minutes = form.cleaned_data.get("older_than_minutes")
     if request.POST.get("confirmed") != "1":
         matches = ShipmentQueue().dlq_matching(
-            queue, reason_contains=reason, older_than_seconds=minutes * 60 if minutes else None,
-            limit=FILTER_RESTORE_LIMIT + 1)
+            queue,
+            reason_contains=reason,
+            older_than_seconds=minutes * 60 if minutes else None,
+            limit=FILTER_RESTORE_LIMIT + 1,
+        )
         ids = [s.shipment_id for s in matches[:FILTER_RESTORE_LIMIT]]
         more = len(matches) > FILTER_RESTORE_LIMIT
-        described = " and ".join(filter(None, [
-            f"reason contains “{reason}”" if reason else "",
-            f"in the DLQ for at least {minutes:g} min" if minutes else "",
-        ])) or "every shipment"
+        described = (
+            " and ".join(
+                filter(
+                    None,
+                    [
+                        f"reason contains “{reason}”" if reason else "",
+                        f"in the DLQ for at least {minutes:g} min" if minutes else "",
+                    ],
+                )
+            )
+            or "every shipment"
+        )
         question = f"Restore {len(ids)} shipment{'s' if len(ids) != 1 else ''} from the DLQ ({described})?"
         if more:
-            question += (f" Only the first {FILTER_RESTORE_LIMIT} are restored from here; "
-                         "use `python manage.py restore_shipments` for more.")
+            question += (
+                f" Only the first {FILTER_RESTORE_LIMIT} are restored from here; "
+                "use `python manage.py restore_shipments` for more."
+            )
         if not ids:
             raise InvalidRequest(f"No shipment in the DLQ matches ({described}).")
-        return confirm(request, title="Restore from the DLQ", count=len(ids), question=question,
-                       action_url=reverse("shipment-bulk"),
-                       back=request.POST.get("next") or reverse("shipments") + "?view=dlq",
-                       fields=[("action", "restore"), *(("ids", i) for i in ids)], danger=False)
+        return confirm(
+            request,
+            title="Restore from the DLQ",
+            count=len(ids),
+            question=question,
+            action_url=reverse("shipment-bulk"),
+            back=request.POST.get("next") or reverse("shipments") + "?view=dlq",
+            fields=[("action", "restore"), *(("ids", i) for i in ids)],
+            danger=False,
+        )
     raise InvalidRequest("Confirm the selection first.")

@@ -34,7 +34,9 @@ def htmx_check(request):
     if not request.htmx:
         # Without JavaScript the form posts normally: answer with a message and a redirect.
         status = f"missing tables: {', '.join(missing)}" if missing else "all tables present"
-        messages.success(request, f"POST accepted with its CSRF token; DynamoDB answered in {elapsed_ms:.1f} ms, {status}.")
+        messages.success(
+            request, f"POST accepted with its CSRF token; DynamoDB answered in {elapsed_ms:.1f} ms, {status}."
+        )
         return redirect("system")
     return render(
         request,

@@ -24,7 +24,16 @@ def task_list(request):
     page = tasks.list(view, cursor=request.GET.get("cursor"), limit=25)
     counts = {status: tasks.count(status) for status in VIEWS}
     shed = [row for row in tasks.shed_history(minutes=60) if row["shed"]]
-    return render(request, "queues_app/tasks.html", {
-        "view": view, "views": VIEWS, "page": page, "counts": counts, "shed": list(reversed(shed)),
-        "shed_total": sum(r["shed"] for r in shed), "expiry": tasks.expiry,
-    })
+    return render(
+        request,
+        "queues_app/tasks.html",
+        {
+            "view": view,
+            "views": VIEWS,
+            "page": page,
+            "counts": counts,
+            "shed": list(reversed(shed)),
+            "shed_total": sum(r["shed"] for r in shed),
+            "expiry": tasks.expiry,
+        },
+    )

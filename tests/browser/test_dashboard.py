@@ -6,12 +6,11 @@ import os
 import re
 from pathlib import Path
 
-import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from queues_app.agents.roster import Agents
 from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.browser.test_login import log_in
@@ -93,11 +92,14 @@ def test_a_viewer_sees_no_actions_and_cannot_post_one(page, live_server, local_d
     expect(page.get_by_role("button", name="Make available")).to_have_count(0)
     expect(page.get_by_role("link", name="New agent")).to_have_count(0)
     # Even a hand-made request with a valid CSRF token is refused.
-    status = page.evaluate("""async (url) => {
+    status = page.evaluate(
+        """async (url) => {
         const token = document.body.getAttribute('hx-headers').match(/"x-csrftoken": "([^"]+)"/)[1];
         const response = await fetch(url, {method: 'POST', headers: {'X-CSRFToken': token}});
         return response.status;
-    }""", f"/agents/{ada.agent_id}/available")
+    }""",
+        f"/agents/{ada.agent_id}/available",
+    )
     assert status == 403
     assert Agents().get(ada.agent_id).status == AgentStatus.OFFLINE
 

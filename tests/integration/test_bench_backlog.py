@@ -11,14 +11,38 @@ import json
 from bench import backlog, harness
 
 MODE_KEYS = {
-    "submitted", "completed", "completed_exactly_once", "submitted_steady", "submitted_outage",
-    "submitted_recovery", "steady_wait_p50_s", "steady_wait_p95_s", "normal_threshold_s", "backlog_at_recovery",
-    "backlog_at_recovery_by_queue", "time_to_normal_s", "fresh_wait_during_recovery_p50_s",
-    "fresh_wait_during_recovery_p95_s", "fresh_wait_during_recovery_max_s", "fresh_over_threshold",
-    "backlog_cleared_s", "backlog_wait_p50_s", "backlog_wait_max_s", "oldest_wait_s", "taken_from_spillover",
-    "fresh_taken_from_spillover", "completed_per_s_until_cleared",
-    "production_after_recovery_s", "requests_per_completed", "requests_by_operation", "update_conflicts", "empty_takes",
-    "producer_lag_max_s", "duration_s", "depth_timeline", "problems",
+    "submitted",
+    "completed",
+    "completed_exactly_once",
+    "submitted_steady",
+    "submitted_outage",
+    "submitted_recovery",
+    "steady_wait_p50_s",
+    "steady_wait_p95_s",
+    "normal_threshold_s",
+    "backlog_at_recovery",
+    "backlog_at_recovery_by_queue",
+    "time_to_normal_s",
+    "fresh_wait_during_recovery_p50_s",
+    "fresh_wait_during_recovery_p95_s",
+    "fresh_wait_during_recovery_max_s",
+    "fresh_over_threshold",
+    "backlog_cleared_s",
+    "backlog_wait_p50_s",
+    "backlog_wait_max_s",
+    "oldest_wait_s",
+    "taken_from_spillover",
+    "fresh_taken_from_spillover",
+    "completed_per_s_until_cleared",
+    "production_after_recovery_s",
+    "requests_per_completed",
+    "requests_by_operation",
+    "update_conflicts",
+    "empty_takes",
+    "producer_lag_max_s",
+    "duration_s",
+    "depth_timeline",
+    "problems",
 }
 
 TINY = ["--smoke", "--seed", "3"]  # rate 10, 2 consumers, steady 2 s, outage 3 s, spillover after 1 s
@@ -36,8 +60,9 @@ def test_both_modes_complete_every_shipment_once(dynamodb_local):
         assert figures["problems"] == [], mode
         assert figures["completed_exactly_once"] is True, mode
         assert figures["completed"] == figures["submitted"] > 0, mode
-        assert figures["submitted"] == (figures["submitted_steady"] + figures["submitted_outage"]
-                                        + figures["submitted_recovery"]), mode
+        assert figures["submitted"] == (
+            figures["submitted_steady"] + figures["submitted_outage"] + figures["submitted_recovery"]
+        ), mode
         # 3 s without consumers at 10 a second: the consumers come back to a backlog
         assert figures["backlog_at_recovery"] > 0, mode
         assert set(figures["backlog_at_recovery_by_queue"]) == {"live", "spillover"}, mode
@@ -47,8 +72,18 @@ def test_both_modes_complete_every_shipment_once(dynamodb_local):
 
 
 def test_run_records_agree_with_the_figures(dynamodb_local):
-    p = backlog.Parameters(rate=10, consumers=2, work_seconds=0.02, steady=1, outage=2, recovery_max=15, tail=0.5,
-                           spillover_after=1, sweep_seconds=0.2, seed=5)
+    p = backlog.Parameters(
+        rate=10,
+        consumers=2,
+        work_seconds=0.02,
+        steady=1,
+        outage=2,
+        recovery_max=15,
+        tail=0.5,
+        spillover_after=1,
+        sweep_seconds=0.2,
+        seed=5,
+    )
     results = backlog.run_benchmark(dynamodb_local.endpoint, p, modes=("sidelining",), warmup=0)
     assert results.problems == []
     run = results.runs["sidelining"]

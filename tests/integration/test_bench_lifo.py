@@ -10,15 +10,34 @@ import json
 
 from bench import harness, lifo
 
-TINY = lifo.Parameters(overload_rate=30, overload_seconds=1.5, calm_rate=5, calm_seconds=1.5,
-                       downstream_rate=15, expiry=2, seed=3)
+TINY = lifo.Parameters(
+    overload_rate=30, overload_seconds=1.5, calm_rate=5, calm_seconds=1.5, downstream_rate=15, expiry=2, seed=3
+)
 
 GROUP_KEYS = {"size", "processed", "not_processed", "n", "mean_s", "p50_s", "p95_s", "max_s"}
 ORDER_KEYS = {
-    "created", "processed", "shed", "still_pending", "deleted_by_ttl", "wait_all", "wait_newest_tenth", "phases",
-    "backlog_gone_s", "backlog_at_overload_end", "backlog_peak", "shed_age_mean_s", "requests_per_processed",
-    "capacity_per_processed", "requests", "requests_by_operation", "failed_takes", "empty_takes",
-    "empty_takes_with_work_pending", "producer_lag_max_s", "duration_s", "problems",
+    "created",
+    "processed",
+    "shed",
+    "still_pending",
+    "deleted_by_ttl",
+    "wait_all",
+    "wait_newest_tenth",
+    "phases",
+    "backlog_gone_s",
+    "backlog_at_overload_end",
+    "backlog_peak",
+    "shed_age_mean_s",
+    "requests_per_processed",
+    "capacity_per_processed",
+    "requests",
+    "requests_by_operation",
+    "failed_takes",
+    "empty_takes",
+    "empty_takes_with_work_pending",
+    "producer_lag_max_s",
+    "duration_s",
+    "problems",
 }
 
 

@@ -11,9 +11,7 @@ AGENTS = 20
 
 
 def test_both_algorithms_assign_every_agent_once(dynamodb_local):
-    results = matching.run_benchmark(
-        dynamodb_local.endpoint, agents=AGENTS, threads=(1, 4), seed=3, repeat=1, warmup=0
-    )
+    results = matching.run_benchmark(dynamodb_local.endpoint, agents=AGENTS, threads=(1, 4), seed=3, repeat=1, warmup=0)
     assert set(results) == {"ours", "article"}
     for name, by_k in results.items():
         assert set(by_k) == {1, 4}

@@ -14,8 +14,13 @@ SHIPMENTS = 40
 
 def test_receive_cost_and_throughput_at_toy_sizes(dynamodb_local):
     results = receive.run_benchmark(
-        dynamodb_local.endpoint, inflight=(0, 300), receives=10, waiting=20, consumers=(1, 4),
-        shipments=SHIPMENTS, warmup=0,
+        dynamodb_local.endpoint,
+        inflight=(0, 300),
+        receives=10,
+        waiting=20,
+        consumers=(1, 4),
+        shipments=SHIPMENTS,
+        warmup=0,
     )
     # every measured receive returned the next waiting shipment, every throughput run
     # completed every shipment exactly once, and the tables agree
@@ -48,8 +53,9 @@ def test_receive_cost_and_throughput_at_toy_sizes(dynamodb_local):
 
 
 def test_json_output_has_the_documented_shape(dynamodb_local):
-    finished = harness.run_module("receive", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke",
-                               "--consumers", "")
+    finished = harness.run_module(
+        "receive", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke", "--consumers", ""
+    )
     assert finished.returncode == 0, finished.stderr
     printed = json.loads(finished.stdout)  # stdout holds the JSON object only
     assert set(printed) == {"ours", "article"}

@@ -3,9 +3,9 @@ and consumed capacity, which moto does not report faithfully."""
 
 import pytest
 
-from queues_app.ddb import errors, meter
 from queues_app.agents import keys
 from queues_app.agents.roster import Agents
+from queues_app.ddb import errors, meter
 from queues_app.ddb.codec import marshal
 
 
@@ -54,14 +54,16 @@ def test_cancelled_transaction_reports_which_action_failed_and_why(local_db):
             "transact_write_items",
             TransactItems=[
                 {"Put": {"TableName": table, "Item": marshal({"pk": "T", "sk": "1"})}},
-                {"ConditionCheck": {
-                    "TableName": table,
-                    "Key": marshal(keys.agent(agent.agent_id)),
-                    "ConditionExpression": "#s = :queued",
-                    "ExpressionAttributeNames": {"#s": "status"},
-                    "ExpressionAttributeValues": {":queued": {"S": "queued"}},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }},
+                {
+                    "ConditionCheck": {
+                        "TableName": table,
+                        "Key": marshal(keys.agent(agent.agent_id)),
+                        "ConditionExpression": "#s = :queued",
+                        "ExpressionAttributeNames": {"#s": "status"},
+                        "ExpressionAttributeValues": {":queued": {"S": "queued"}},
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                },
             ],
         )
     cancelled = caught.value

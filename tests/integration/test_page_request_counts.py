@@ -15,15 +15,22 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.ddb import batch, meter, schema
-from queues_app.agents.roster import Agents, agent_to_item
-from queues_app.ddb.client import default, reset_default
 from queues_app.agents.records import AgentStatus, Call, CallStatus
-from queues_app.ddb.clock import now, to_iso
+from queues_app.agents.roster import Agents, agent_to_item
 from queues_app.agents.router import Router
-from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus, ready_sort_key, shipment_to_item, timed_sort_key
-from queues_app.tasks.queue import TaskQueue
 from queues_app.audit_trail import AuditTrail
+from queues_app.ddb import batch, meter, schema
+from queues_app.ddb.client import default, reset_default
+from queues_app.ddb.clock import now, to_iso
+from queues_app.shipments.queue import (
+    Shipment,
+    ShipmentQueue,
+    ShipmentStatus,
+    ready_sort_key,
+    shipment_to_item,
+    timed_sort_key,
+)
+from queues_app.tasks.queue import TaskQueue
 
 SMALL, LARGE = 10, 10_000
 LANGUAGES, GENDERS = ("English", "French", "Spanish"), ("F", "M", "X")
@@ -31,8 +38,7 @@ LANGUAGES, GENDERS = ("English", "French", "Spanish"), ("F", "M", "X")
 # Pages that read on while their page is not full, up to a fixed number of reads: a
 # filter over a large table (Agents.list reads at most 4 pages), and the audit trail
 # over days without entries (at most 8 days a page). Bounded, but not equal.
-READ_ON_LIMITS = {"agents: skill filter": 4, "agents: name search": 4, "admin: agents searched": 4,
-                  "audit trail": 8}
+READ_ON_LIMITS = {"agents: skill filter": 4, "agents: name search": 4, "admin: agents searched": 4, "audit trail": 8}
 
 
 def load(size: int) -> dict:
@@ -42,8 +48,9 @@ def load(size: int) -> dict:
     agents = Agents()
     built = []
     for n in range(size):
-        agent = agents.build(f"Agent {n:05d}", {"language": [LANGUAGES[n % 3], LANGUAGES[(n + 1) % 3]],
-                                                "gender": [GENDERS[n % 3]]})
+        agent = agents.build(
+            f"Agent {n:05d}", {"language": [LANGUAGES[n % 3], LANGUAGES[(n + 1) % 3]], "gender": [GENDERS[n % 3]]}
+        )
         if n % 4 == 1:
             agent.status, agent.call_id = AgentStatus.ATTENDING, f"c{n}"
         built.append(agent)
@@ -55,9 +62,13 @@ def load(size: int) -> dict:
 
     items = []
     for n in range(size):
-        call = Call(call_id=f"w{n:05d}{uuid.uuid4().hex[:6]}", status=CallStatus.WAITING,
-                    preferences={"language": LANGUAGES[n % 3], "gender": GENDERS[(n // 3) % 3] if n % 5 else None},
-                    priority=n % 3, arrived_at=to_iso(moment - timedelta(seconds=n)))
+        call = Call(
+            call_id=f"w{n:05d}{uuid.uuid4().hex[:6]}",
+            status=CallStatus.WAITING,
+            preferences={"language": LANGUAGES[n % 3], "gender": GENDERS[(n // 3) % 3] if n % 5 else None},
+            priority=n % 3,
+            arrived_at=to_iso(moment - timedelta(seconds=n)),
+        )
         items += router.line.waiting_records(call)
     batch.put_items(db, router.table, items)
 
@@ -66,8 +77,14 @@ def load(size: int) -> dict:
     for n in range(size):
         sid = f"s{n:05d}"
         stamp = to_iso(moment - timedelta(seconds=n))
-        shipment = Shipment(shipment_id=sid, data={"n": n}, status=ShipmentStatus.READY_TO_SHIP,
-                            priority=n % 10, created_at=stamp, updated_at=stamp)
+        shipment = Shipment(
+            shipment_id=sid,
+            data={"n": n},
+            status=ShipmentStatus.READY_TO_SHIP,
+            priority=n % 10,
+            created_at=stamp,
+            updated_at=stamp,
+        )
         kind = n % 4
         if kind in (0, 1):
             shipment.enqueued_at = shipment.first_enqueued_at = stamp
@@ -86,11 +103,22 @@ def load(size: int) -> dict:
     tasks.create_many([tasks.build({"n": n}, created=moment - timedelta(seconds=n % 100)) for n in range(size)])
 
     trail = AuditTrail()
-    batch.put_items(db, trail.table, (
-        trail.entry_item(actor="loader", source="command", action="agent.update", target=f"agent:{built[0].agent_id}",
-                         summary=f"entry {n}", before={"n": n}, after={"n": n + 1})
-        for n in range(size)
-    ))
+    batch.put_items(
+        db,
+        trail.table,
+        (
+            trail.entry_item(
+                actor="loader",
+                source="command",
+                action="agent.update",
+                target=f"agent:{built[0].agent_id}",
+                summary=f"entry {n}",
+                before={"n": n},
+                after={"n": n + 1},
+            )
+            for n in range(size)
+        ),
+    )
     return {"agent": built[0].agent_id, "call": items[0]["call_id"], "shipment": "s00000"}
 
 

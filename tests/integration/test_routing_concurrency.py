@@ -26,16 +26,16 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.monitoring import invariants
-from queues_app.ddb import errors
 from queues_app.agents import keys
-from queues_app.agents.roster import Agents
-from queues_app.agents.records import AgentStatus, Call, CallStatus
-from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.ddb.clock import now, to_iso
 from queues_app.agents.calls import call_from_item, call_to_item
+from queues_app.agents.records import AgentStatus, Call, CallStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import fits
+from queues_app.ddb import errors
+from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.monitoring import invariants
 
 SEED = 20240613
 N_AGENTS = 60
@@ -94,8 +94,15 @@ def caller_thread(router: Router, index: int, start: threading.Barrier, deadline
         time.sleep(rng.uniform(0, 0.004))
 
 
-def agent_thread(router: Router, index: int, agent_ids: list[str], start: threading.Barrier, deadline: float,
-                 callers_done: threading.Event, journal: Journal):
+def agent_thread(
+    router: Router,
+    index: int,
+    agent_ids: list[str],
+    start: threading.Barrier,
+    deadline: float,
+    callers_done: threading.Event,
+    journal: Journal,
+):
     rng = random.Random(SEED * 1000 + index)
     start.wait()
     for _ in range(OPS_PER_AGENT_THREAD):
@@ -126,8 +133,9 @@ def read_calls(router: Router, call_ids) -> dict[str, Call]:
     """Every call item, read back by id (strongly consistent BatchGetItem, 100 at a time)."""
     calls, ids = {}, sorted(set(call_ids))
     for first in range(0, len(ids), 100):
-        pending = {router.table: {"Keys": [marshal(keys.call(i)) for i in ids[first:first + 100]],
-                                  "ConsistentRead": True}}
+        pending = {
+            router.table: {"Keys": [marshal(keys.call(i)) for i in ids[first : first + 100]], "ConsistentRead": True}
+        }
         while pending:
             response = router.db.call("batch_get_item", RequestItems=pending)
             for raw in response["Responses"].get(router.table, []):
@@ -196,8 +204,11 @@ def check_journal_matches(journal: Journal, calls: dict[str, Call]) -> list[str]
 
 def check_agent_side_returns(journal: Journal) -> list[str]:
     """A call returned by make_available/release(then=queue) is one the agent took."""
-    return [f"operation on agent {agent_id} returned call {call_id}, which went to agent {holder}"
-            for agent_id, call_id, holder in journal.agent_side if holder != agent_id]
+    return [
+        f"operation on agent {agent_id} returned call {call_id}, which went to agent {holder}"
+        for agent_id, call_id, holder in journal.agent_side
+        if holder != agent_id
+    ]
 
 
 def missed_wakeups(router: Router, calls: dict[str, Call]) -> list[str]:
@@ -209,16 +220,21 @@ def missed_wakeups(router: Router, calls: dict[str, Call]) -> list[str]:
             continue
         for agent in queued:
             if fits(agent.skills, call.preferences):
-                problems.append(f"call {call.call_id} {call.preferences} waits while {agent.agent_id} "
-                                f"{agent.skills} is queued")
+                problems.append(
+                    f"call {call.call_id} {call.preferences} waits while {agent.agent_id} {agent.skills} is queued"
+                )
     return problems
 
 
 def all_call_ids(db) -> set[str]:
     ids, start = set(), None
     while True:
-        params = {"TableName": db.table("callcenter"), "ConsistentRead": True,
-                  "FilterExpression": "begins_with(pk, :call)", "ExpressionAttributeValues": {":call": {"S": "CALL#"}}}
+        params = {
+            "TableName": db.table("callcenter"),
+            "ConsistentRead": True,
+            "FilterExpression": "begins_with(pk, :call)",
+            "ExpressionAttributeValues": {":call": {"S": "CALL#"}},
+        }
         if start:
             params["ExclusiveStartKey"] = start
         response = db.call("scan", **params)
@@ -232,8 +248,12 @@ def assert_consistent(router: Router, journal: Journal, capsys, context: str) ->
     stored_ids = all_call_ids(router.db)
     assert stored_ids == set(journal.call_ids), f"calls stored and calls created differ ({context})"
     calls = read_calls(router, journal.call_ids)
-    problems = (check_calls(calls) + check_one_call_per_agent(calls) + check_journal_matches(journal, calls)
-                + check_agent_side_returns(journal))
+    problems = (
+        check_calls(calls)
+        + check_one_call_per_agent(calls)
+        + check_journal_matches(journal, calls)
+        + check_agent_side_returns(journal)
+    )
     assert problems == [], context
     assert [str(v) for v in invariants.find_violations(router.db, router.catalog)] == [], context
     capsys.readouterr()
@@ -286,11 +306,16 @@ def test_concurrent_callers_and_agents_keep_every_invariant(local_db, capsys):
     callers_done = threading.Event()
     began = time.monotonic()
     deadline = began + TIME_LIMIT
-    callers = [threading.Thread(target=caller_thread, args=(Router(local_db), i, start, deadline, journal))
-               for i in range(CALLER_THREADS)]
-    agents = [threading.Thread(target=agent_thread,
-                               args=(Router(local_db), i, agent_ids, start, deadline, callers_done, journal))
-              for i in range(AGENT_THREADS)]
+    callers = [
+        threading.Thread(target=caller_thread, args=(Router(local_db), i, start, deadline, journal))
+        for i in range(CALLER_THREADS)
+    ]
+    agents = [
+        threading.Thread(
+            target=agent_thread, args=(Router(local_db), i, agent_ids, start, deadline, callers_done, journal)
+        )
+        for i in range(AGENT_THREADS)
+    ]
     for thread in callers + agents:
         thread.start()
     for thread in callers:
@@ -302,8 +327,10 @@ def test_concurrent_callers_and_agents_keep_every_invariant(local_db, capsys):
     elapsed = time.monotonic() - began
 
     assigned_during_run = len({a[0] for a in journal.assignments})
-    run = (f"{len(journal.call_ids)} calls, {len(journal.ops)} operations, {len(journal.conflicts)} conflicts, "
-           f"{assigned_during_run} calls assigned, in {elapsed:.1f}s")
+    run = (
+        f"{len(journal.call_ids)} calls, {len(journal.ops)} operations, {len(journal.conflicts)} conflicts, "
+        f"{assigned_during_run} calls assigned, in {elapsed:.1f}s"
+    )
     assert journal.unexpected == [], run
     assert len(journal.call_ids) >= 50, run
     assert assigned_during_run > 0, run
@@ -326,8 +353,11 @@ def test_concurrent_callers_and_agents_keep_every_invariant(local_db, capsys):
 
 def article_enqueue_read(db, agent_id: str) -> dict | None:
     """addAvailAgentsToQueue, step 1: find the agent with status available."""
-    item = unmarshal(db.call("get_item", TableName=db.table("callcenter"), Key=marshal(keys.agent(agent_id)),
-                             ConsistentRead=True).get("Item"))
+    item = unmarshal(
+        db.call(
+            "get_item", TableName=db.table("callcenter"), Key=marshal(keys.agent(agent_id)), ConsistentRead=True
+        ).get("Item")
+    )
     return item if item.get("status") == AgentStatus.AVAILABLE else None
 
 
@@ -335,20 +365,45 @@ def article_enqueue_write(db, catalog, agent: dict, stamp: str) -> str:
     """Step 2: one TransactWriteItems putting the messages, counting them in the metadata
     and setting the agent queued, with no condition on the agent's status."""
     table, token = db.table("callcenter"), keys.queue_token(stamp, agent["agent_id"])
-    actions = [{"Update": {
-        "TableName": table, "Key": marshal(keys.agent(agent["agent_id"])),
-        "UpdateExpression": "SET #s = :queued, queue_token = :token, queued_at = :at",
-        "ExpressionAttributeNames": {"#s": "status"},
-        "ExpressionAttributeValues": marshal({":queued": AgentStatus.QUEUED, ":token": token, ":at": stamp}),
-    }}]
+    actions = [
+        {
+            "Update": {
+                "TableName": table,
+                "Key": marshal(keys.agent(agent["agent_id"])),
+                "UpdateExpression": "SET #s = :queued, queue_token = :token, queued_at = :at",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": marshal({":queued": AgentStatus.QUEUED, ":token": token, ":at": stamp}),
+            }
+        }
+    ]
     for combo in catalog.combinations(agent["skills"]):
-        actions.append({"Put": {"TableName": table, "Item": marshal({
-            **keys.queue_message(combo, token), "type": "message", "agent_id": agent["agent_id"],
-            "name": agent["name"], "skills": agent["skills"]})}})
-        actions.append({"Update": {
-            "TableName": table, "Key": marshal(keys.queue_meta(combo)),
-            "UpdateExpression": "ADD #d :one, version :one", "ExpressionAttributeNames": {"#d": "depth"},
-            "ExpressionAttributeValues": marshal({":one": 1})}})
+        actions.append(
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": marshal(
+                        {
+                            **keys.queue_message(combo, token),
+                            "type": "message",
+                            "agent_id": agent["agent_id"],
+                            "name": agent["name"],
+                            "skills": agent["skills"],
+                        }
+                    ),
+                }
+            }
+        )
+        actions.append(
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": marshal(keys.queue_meta(combo)),
+                    "UpdateExpression": "ADD #d :one, version :one",
+                    "ExpressionAttributeNames": {"#d": "depth"},
+                    "ExpressionAttributeValues": marshal({":one": 1}),
+                }
+            }
+        )
     db.call("transact_write_items", TransactItems=actions)
     return token
 
@@ -357,31 +412,59 @@ def article_match(db, catalog, combo: tuple[str, ...], call_id: str) -> str | No
     """The article's matcher: snapshot the metadata versions, take the head of the queue,
     and write conditioned on those versions (not on the agent)."""
     table = db.table("callcenter")
-    head = db.call("query", TableName=table, KeyConditionExpression="pk = :pk", ConsistentRead=True, Limit=1,
-                   ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}}).get("Items")
+    head = db.call(
+        "query",
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ConsistentRead=True,
+        Limit=1,
+        ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
+    ).get("Items")
     if not head:
         return None
     message = unmarshal(head[0])
     combos = catalog.combinations(message["skills"])
-    snapshot = db.call("transact_get_items", TransactItems=[
-        {"Get": {"TableName": table, "Key": marshal(keys.queue_meta(c))}} for c in combos])["Responses"]
+    snapshot = db.call(
+        "transact_get_items",
+        TransactItems=[{"Get": {"TableName": table, "Key": marshal(keys.queue_meta(c))}} for c in combos],
+    )["Responses"]
     stamp = to_iso(now())
-    actions = [{"Update": {
-        "TableName": table, "Key": marshal(keys.agent(message["agent_id"])),
-        "UpdateExpression": "SET #s = :attending, call_id = :call REMOVE queue_token",
-        "ExpressionAttributeNames": {"#s": "status"},
-        "ExpressionAttributeValues": marshal({":attending": AgentStatus.ATTENDING, ":call": call_id}),
-    }}]
-    for c, meta in zip(combos, snapshot):
+    actions = [
+        {
+            "Update": {
+                "TableName": table,
+                "Key": marshal(keys.agent(message["agent_id"])),
+                "UpdateExpression": "SET #s = :attending, call_id = :call REMOVE queue_token",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": marshal({":attending": AgentStatus.ATTENDING, ":call": call_id}),
+            }
+        }
+    ]
+    for c, meta in zip(combos, snapshot, strict=True):
         actions.append({"Delete": {"TableName": table, "Key": marshal(keys.queue_message(c, message["sk"]))}})
-        actions.append({"Update": {
-            "TableName": table, "Key": marshal(keys.queue_meta(c)),
-            "UpdateExpression": "ADD #d :minus, version :one", "ConditionExpression": "version = :seen",
-            "ExpressionAttributeNames": {"#d": "depth"},
-            "ExpressionAttributeValues": marshal({":minus": -1, ":one": 1,
-                                                  ":seen": unmarshal(meta["Item"])["version"]})}})
-    call = Call(call_id=call_id, status=CallStatus.ASSIGNED, preferences={"language": combo[0], "gender": combo[1]},
-                arrived_at=stamp, agent_id=message["agent_id"], agent_name=message["name"], assigned_at=stamp)
+        actions.append(
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": marshal(keys.queue_meta(c)),
+                    "UpdateExpression": "ADD #d :minus, version :one",
+                    "ConditionExpression": "version = :seen",
+                    "ExpressionAttributeNames": {"#d": "depth"},
+                    "ExpressionAttributeValues": marshal(
+                        {":minus": -1, ":one": 1, ":seen": unmarshal(meta["Item"])["version"]}
+                    ),
+                }
+            }
+        )
+    call = Call(
+        call_id=call_id,
+        status=CallStatus.ASSIGNED,
+        preferences={"language": combo[0], "gender": combo[1]},
+        arrived_at=stamp,
+        agent_id=message["agent_id"],
+        agent_name=message["name"],
+        assigned_at=stamp,
+    )
     actions.append({"Put": {"TableName": table, "Item": marshal(call_to_item(call))}})
     db.call("transact_write_items", TransactItems=actions)
     return message["agent_id"]
@@ -389,9 +472,14 @@ def article_match(db, catalog, combo: tuple[str, ...], call_id: str) -> str | No
 
 def make_available_agent(db, name="Ana"):
     agent = Agents(db).create(name, {"language": ["English", "Spanish"], "gender": ["F"]})
-    db.call("update_item", TableName=db.table("callcenter"), Key=marshal(keys.agent(agent.agent_id)),
-            UpdateExpression="SET #s = :available", ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues=marshal({":available": AgentStatus.AVAILABLE}))
+    db.call(
+        "update_item",
+        TableName=db.table("callcenter"),
+        Key=marshal(keys.agent(agent.agent_id)),
+        UpdateExpression="SET #s = :available",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues=marshal({":available": AgentStatus.AVAILABLE}),
+    )
     return agent
 
 
@@ -406,8 +494,13 @@ def test_the_articles_enqueue_queues_an_agent_twice_and_gives_them_to_two_caller
     time.sleep(0.001)
     second_token = article_enqueue_write(local_db, router.catalog, seen_by_second, to_iso(now()))
     assert first_token != second_token
-    messages = local_db.call("query", TableName=router.table, KeyConditionExpression="pk = :pk", ConsistentRead=True,
-                             ExpressionAttributeValues={":pk": {"S": "Q#English#F"}})["Items"]
+    messages = local_db.call(
+        "query",
+        TableName=router.table,
+        KeyConditionExpression="pk = :pk",
+        ConsistentRead=True,
+        ExpressionAttributeValues={":pk": {"S": "Q#English#F"}},
+    )["Items"]
     assert sorted(unmarshal(m)["sk"] for m in messages) == [first_token, second_token]  # queued twice
     assert {q.name: q.depth for q in router.queues()}["Q#English#F"] == 2
 
@@ -441,8 +534,13 @@ def test_router_refuses_the_second_enqueue_under_the_same_interleaving(local_db,
     with pytest.raises(errors.Conflict, match="changed meanwhile"):
         second_router.make_available(ana.agent_id)
 
-    messages = local_db.call("query", TableName=first_router.table, KeyConditionExpression="pk = :pk",
-                             ConsistentRead=True, ExpressionAttributeValues={":pk": {"S": "Q#English#F"}})["Items"]
+    messages = local_db.call(
+        "query",
+        TableName=first_router.table,
+        KeyConditionExpression="pk = :pk",
+        ConsistentRead=True,
+        ExpressionAttributeValues={":pk": {"S": "Q#English#F"}},
+    )["Items"]
     assert [unmarshal(m)["sk"] for m in messages] == [queued.queue_token]  # one set of messages only
     assert invariants.find_violations(local_db, first_router.catalog, passes=1) == []
 

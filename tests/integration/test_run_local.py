@@ -11,8 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(args, env):
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
 
 
 def test_run_local_prepares_and_keeps_data_across_restarts(tmp_path):
@@ -55,9 +56,22 @@ def test_sigterm_stops_the_dashboard_the_sampler_and_dynamodb_local(tmp_path):
     env.pop("DJANGO_SETTINGS_MODULE", None)
     log = open(tmp_path / "run_local.log", "w")
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "run_local", "--agents", "3", "--addrport", f"127.0.0.1:{port}",
-         "--data-dir", str(tmp_path / "dynamodb")],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "manage.py",
+            "run_local",
+            "--agents",
+            "3",
+            "--addrport",
+            f"127.0.0.1:{port}",
+            "--data-dir",
+            str(tmp_path / "dynamodb"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:

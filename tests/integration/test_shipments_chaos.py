@@ -162,8 +162,7 @@ def supervisor(db, start: threading.Barrier, producers_done: threading.Event, jo
             if seen.state == ShipmentState.QUEUED and choice < 0.4:
                 queue.touch(sid, expected_version=seen.version)
                 journal.count("supervisor:touch")
-            elif seen.state in (ShipmentState.QUEUED, ShipmentState.DELAYED, ShipmentState.PROCESSING) \
-                    and choice < 0.8:
+            elif seen.state in (ShipmentState.QUEUED, ShipmentState.DELAYED, ShipmentState.PROCESSING) and choice < 0.8:
                 queue.set_priority(sid, rng.randint(0, 9), expected_version=seen.version)
                 journal.count(f"supervisor:set_priority:{seen.state}")
             elif seen.state in (ShipmentState.QUEUED, ShipmentState.PROCESSING) and choice < 0.9:
@@ -186,10 +185,10 @@ def run_until_drained(db, journal: Journal) -> float:
     queue = new_queue(db)
     start = threading.Barrier(PRODUCERS + CONSUMERS + 2)
     stop, producers_done = threading.Event(), threading.Event()
-    producers = [threading.Thread(target=producer, args=(db, i, start, journal), daemon=True)
-                 for i in range(PRODUCERS)]
-    consumers = [threading.Thread(target=consumer, args=(db, i, start, stop, journal), daemon=True)
-                 for i in range(CONSUMERS)]
+    producers = [threading.Thread(target=producer, args=(db, i, start, journal), daemon=True) for i in range(PRODUCERS)]
+    consumers = [
+        threading.Thread(target=consumer, args=(db, i, start, stop, journal), daemon=True) for i in range(CONSUMERS)
+    ]
     boss = threading.Thread(target=supervisor, args=(db, start, producers_done, journal), daemon=True)
     for thread in producers + consumers + [boss]:
         thread.start()
@@ -205,7 +204,8 @@ def run_until_drained(db, journal: Journal) -> float:
         quiet_since = None
         while True:
             assert time.monotonic() < deadline, (
-                f"not drained after {TIME_LIMIT}s: {queue.counts()}, outcomes {dict(journal.outcomes)}")
+                f"not drained after {TIME_LIMIT}s: {queue.counts()}, outcomes {dict(journal.outcomes)}"
+            )
             counts = queue.counts()
             idle = time.monotonic() - journal.last_received
             if counts.queued == counts.in_flight == counts.delayed == 0 and idle >= QUIET_FOR:
@@ -272,6 +272,8 @@ def test_chaos_every_shipment_is_completed_once_or_dead_lettered(local_db, capsy
     out = capsys.readouterr().out
     assert out.startswith("OK: no violations")
     with capsys.disabled():
-        print(f"\nchaos: {len(created)} shipments in {elapsed:.1f}s: {by_state[ShipmentState.COMPLETED]} completed, "
-              f"{by_state[ShipmentState.IN_DLQ]} in the DLQ ({len(journal.always_fail)} always failing); "
-              f"outcomes {dict(sorted(journal.outcomes.items()))}")
+        print(
+            f"\nchaos: {len(created)} shipments in {elapsed:.1f}s: {by_state[ShipmentState.COMPLETED]} completed, "
+            f"{by_state[ShipmentState.IN_DLQ]} in the DLQ ({len(journal.always_fail)} always failing); "
+            f"outcomes {dict(sorted(journal.outcomes.items()))}"
+        )

@@ -67,8 +67,16 @@ def test_two_processors_are_never_active_at_once(tasks):
     downstream = Watched(RateLimitedDownstream(rate=40, burst=5, fail_share=0.1, seed=7))
     stop = threading.Event()
     processors = [
-        TaskProcessor(tasks, downstream.for_holder(name), holder=name, lease_seconds=2.0, poll_seconds=0.5,
-                      sweep_every=1.0, acquire_retry=0.1, capacity_wait=0.05)
+        TaskProcessor(
+            tasks,
+            downstream.for_holder(name),
+            holder=name,
+            lease_seconds=2.0,
+            poll_seconds=0.5,
+            sweep_every=1.0,
+            acquire_retry=0.1,
+            capacity_wait=0.05,
+        )
         for name in ("alpha", "beta")
     ]
     runs = [in_thread(p.run_forever, 0.8, stop, rest=0.3) for p in processors]
@@ -107,8 +115,15 @@ def test_two_processors_are_never_active_at_once(tasks):
 
 
 def test_the_stream_wakes_an_idle_processor(tasks):
-    processor = TaskProcessor(tasks, RateLimitedDownstream(rate=10), holder="solo", lease_seconds=30,
-                              poll_seconds=30, sweep_every=30, acquire_retry=0.1)
+    processor = TaskProcessor(
+        tasks,
+        RateLimitedDownstream(rate=10),
+        holder="solo",
+        lease_seconds=30,
+        poll_seconds=30,
+        sweep_every=30,
+        acquire_retry=0.1,
+    )
     stop = threading.Event()
     thread, failures = in_thread(processor.run, 15, stop)
     assert wait_for(lambda: processor.stats.leases_acquired == 1 and processor.stats.sweeps == 1, 5)
@@ -146,15 +161,24 @@ def test_a_dead_processors_lease_passes_on(tasks):
             resumed.set()
             return "too late"
 
-    dead = TaskProcessor(tasks, Hangs(), holder="dead", lease_seconds=1.5, poll_seconds=0.2,
-                         sweep_every=60, use_streams=False)
+    dead = TaskProcessor(
+        tasks, Hangs(), holder="dead", lease_seconds=1.5, poll_seconds=0.2, sweep_every=60, use_streams=False
+    )
     stop = threading.Event()
     dead_thread, dead_failures = in_thread(dead.run, 20, stop)
     assert wait_for(lambda: tasks.count(TaskStatus.TAKEN)[0] == 1, 5)
     dead_until = dead.lease.until  # hung in the call: it renews no more
 
-    survivor = TaskProcessor(tasks, RateLimitedDownstream(rate=50), holder="survivor", lease_seconds=3,
-                             poll_seconds=0.2, sweep_every=0.3, acquire_retry=0.2, recover_after=1.0)
+    survivor = TaskProcessor(
+        tasks,
+        RateLimitedDownstream(rate=50),
+        holder="survivor",
+        lease_seconds=3,
+        poll_seconds=0.2,
+        sweep_every=0.3,
+        acquire_retry=0.2,
+        recover_after=1.0,
+    )
     thread, failures = in_thread(survivor.run, 20, stop)
     assert wait_for(lambda: survivor.stats.processed == 5, 10), survivor.stats
     assert survivor.stats.lease_refused >= 1  # it had to wait for the dead lease to run out

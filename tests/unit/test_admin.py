@@ -4,12 +4,12 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from queues_app.agents.roster import Agents
 from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
+from queues_app.audit_trail import AuditTrail
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.tasks.queue import TaskQueue
-from queues_app.audit_trail import AuditTrail
 
 SKILLS = {"language": ["English"], "gender": ["F"]}
 CHANGELISTS = ("agententry", "queueentry", "shipmententry", "taskentry")
@@ -40,8 +40,12 @@ def test_every_changelist_reads_dynamodb(staff_client, moto_db, model):
     response = staff_client.get(changelist(model))
     assert response.status_code == 200
     html = response.content.decode()
-    expected = {"agententry": "Ada Admin", "queueentry": "Q#English#F", "shipmententry": "s-admin",
-                "taskentry": "admin-task"}[model]
+    expected = {
+        "agententry": "Ada Admin",
+        "queueentry": "Q#English#F",
+        "shipmententry": "s-admin",
+        "taskentry": "admin-task",
+    }[model]
     assert expected in html
 
 
@@ -60,11 +64,10 @@ def test_enqueue_action_confirms_with_a_count_then_acts_and_is_audited(staff_cli
     ids = [a.agent_id for a in agents[:2]]
     confirm = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids})
     assert confirm.status_code == 200
-    assert b'data-count>2<' in confirm.content
+    assert b"data-count>2<" in confirm.content
     assert all(Agents().get(i).status == AgentStatus.OFFLINE for i in ids)  # nothing happened yet
 
-    done = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids, "confirmed": "1"},
-                             follow=True)
+    done = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids, "confirmed": "1"}, follow=True)
     assert "2 done" in done.content.decode()
     assert [Agents().get(i).status for i in ids] == [AgentStatus.QUEUED] * 2
     assert Agents().get(agents[2].agent_id).status == AgentStatus.OFFLINE
@@ -92,8 +95,9 @@ def test_restore_of_a_shipment_not_in_the_dlq_is_reported_as_skipped(staff_clien
     queue = ShipmentQueue()
     queue.create({}, shipment_id="s-ok", ready=True)
     queue.enqueue("s-ok")
-    response = staff_client.post(changelist("shipmententry"),
-                                 {"action": "restore", "ids": ["s-ok"], "confirmed": "1"}, follow=True)
+    response = staff_client.post(
+        changelist("shipmententry"), {"action": "restore", "ids": ["s-ok"], "confirmed": "1"}, follow=True
+    )
     assert "1 skipped" in response.content.decode()
 
 

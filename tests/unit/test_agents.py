@@ -2,10 +2,10 @@
 
 import pytest
 
-from queues_app.ddb import errors
-from queues_app.agents.roster import Agents
 from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillError
+from queues_app.ddb import errors
 
 
 def test_create_then_get(moto_db):

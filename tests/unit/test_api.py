@@ -9,10 +9,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from queues_app.agents.roster import Agents
-from queues_app.ddb.local import free_port
 from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
+from queues_app.ddb.local import free_port
 from queues_app.models import ApiToken, hash_token
 
 
@@ -198,8 +198,19 @@ def test_it_reads_a_calls_state(moto_db, api, viewer_api):
     call = response.json()
     assert call["call_id"] == created["call_id"]
     assert call["status"] == CallStatus.WAITING
-    assert set(call) >= {"status", "preferences", "priority", "arrived_at", "agent_id", "agent_name",
-                         "assigned_at", "ended_at", "relaxed", "why", "waited_seconds"}
+    assert set(call) >= {
+        "status",
+        "preferences",
+        "priority",
+        "arrived_at",
+        "agent_id",
+        "agent_name",
+        "assigned_at",
+        "ended_at",
+        "relaxed",
+        "why",
+        "waited_seconds",
+    }
 
 
 def test_the_same_idempotency_key_twice_makes_one_call(moto_db, api):
@@ -461,8 +472,9 @@ def test_the_admin_lists_tokens_without_their_hash_and_revokes_them(client, staf
     html = client.get("/admin/queues_app/apitoken/").content.decode()
     assert token.prefix in html
     assert token.key_hash not in html and raw not in html
-    response = client.post("/admin/queues_app/apitoken/",
-                           {"action": "revoke", "_selected_action": [token.pk]}, follow=True)
+    response = client.post(
+        "/admin/queues_app/apitoken/", {"action": "revoke", "_selected_action": [token.pk]}, follow=True
+    )
     assert response.status_code == 200
     token.refresh_from_db()
     assert token.revoked

@@ -11,9 +11,16 @@ grimp = pytest.importorskip("grimp")
 
 DOMAIN = ["queues_app.agents", "queues_app.shipments", "queues_app.tasks"]
 ABOVE_DOMAIN = [
-    "queues_app.views", "queues_app.api", "queues_app.admin", "queues_app.management",
-    "queues_app.actions", "queues_app.admission", "queues_app.audit_trail",
-    "queues_app.monitoring.overview", "queues_app.monitoring.sampler", "queues_app.monitoring.invariants",
+    "queues_app.views",
+    "queues_app.api",
+    "queues_app.admin",
+    "queues_app.management",
+    "queues_app.actions",
+    "queues_app.admission",
+    "queues_app.audit_trail",
+    "queues_app.monitoring.overview",
+    "queues_app.monitoring.sampler",
+    "queues_app.monitoring.invariants",
 ]
 
 
@@ -28,8 +35,12 @@ def chain(graph, importer, imported):
 
 def project_imports_of(graph, package):
     modules = {package} | graph.find_descendants(package) if graph.find_children(package) else {package}
-    return {imported for module in modules for imported in graph.find_modules_directly_imported_by(module)
-            if imported != package and not imported.startswith(package + ".")}
+    return {
+        imported
+        for module in modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported != package and not imported.startswith(package + ".")
+    }
 
 
 def test_the_dynamodb_core_imports_nothing_else_of_the_project(graph):
@@ -37,8 +48,9 @@ def test_the_dynamodb_core_imports_nothing_else_of_the_project(graph):
 
 
 def test_the_counters_import_only_the_dynamodb_core(graph):
-    assert {m for m in project_imports_of(graph, "queues_app.monitoring.counters")
-            if not m.startswith("queues_app.ddb")} == set()
+    assert {
+        m for m in project_imports_of(graph, "queues_app.monitoring.counters") if not m.startswith("queues_app.ddb")
+    } == set()
 
 
 @pytest.mark.parametrize(("one", "other"), list(itertools.permutations(DOMAIN, 2)))

@@ -7,14 +7,14 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.monitoring import invariants
 from queues_app.agents import keys
-from queues_app.agents.roster import Agents
-from queues_app.agents.records import AgentStatus, CallStatus
-from queues_app.ddb.codec import marshal
-from queues_app.ddb.clock import now
 from queues_app.agents.escalation import EscalationPolicy
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
+from queues_app.ddb.clock import now
+from queues_app.ddb.codec import marshal
+from queues_app.monitoring import invariants
 
 
 class Clock:
@@ -63,8 +63,12 @@ def put(router, item):
 
 
 def update(router, key, expression, values, names=None):
-    params = {"TableName": table(router), "Key": marshal(key), "UpdateExpression": expression,
-              "ExpressionAttributeValues": marshal(values)}
+    params = {
+        "TableName": table(router),
+        "Key": marshal(key),
+        "UpdateExpression": expression,
+        "ExpressionAttributeValues": marshal(values),
+    }
     if names:
         params["ExpressionAttributeNames"] = names
     router.db.call("update_item", **params)
@@ -119,9 +123,16 @@ def test_wrong_depth_is_reported(router, busy, capsys):
 
 def test_an_orphan_message_is_reported(router, busy, capsys):
     cy = busy["cy"]  # logged off
-    put(router, {**keys.queue_message(("English", "X"), keys.queue_token("2020-01-01T00:00:00.000000Z",
-                                                                         cy.agent_id)),
-                 "type": "message", "agent_id": cy.agent_id, "name": "Cy", "skills": cy.skills})
+    put(
+        router,
+        {
+            **keys.queue_message(("English", "X"), keys.queue_token("2020-01-01T00:00:00.000000Z", cy.agent_id)),
+            "type": "message",
+            "agent_id": cy.agent_id,
+            "name": "Cy",
+            "skills": cy.skills,
+        },
+    )
     update(router, keys.queue_meta(("English", "X")), "ADD #d :one", {":one": 1}, {"#d": "depth"})
     found = violations(router)
     assert len(found) == 1
@@ -134,11 +145,22 @@ def test_an_orphan_message_is_reported(router, busy, capsys):
 def test_a_message_of_an_unknown_agent_or_stale_token_is_an_orphan(router, busy):
     bo = Agents(router.db, router.catalog).get(busy["bo"].agent_id)
     assert bo.status == AgentStatus.QUEUED
-    put(router, {**keys.queue_message(("French", "M"), keys.queue_token("2020-01-01T00:00:00.000000Z",
-                                                                        bo.agent_id)),
-                 "type": "message", "agent_id": bo.agent_id})
-    put(router, {**keys.queue_message(("French", "M"), "2020-01-01T00:00:00.000001Z#ghost"),
-                 "type": "message", "agent_id": "ghost"})
+    put(
+        router,
+        {
+            **keys.queue_message(("French", "M"), keys.queue_token("2020-01-01T00:00:00.000000Z", bo.agent_id)),
+            "type": "message",
+            "agent_id": bo.agent_id,
+        },
+    )
+    put(
+        router,
+        {
+            **keys.queue_message(("French", "M"), "2020-01-01T00:00:00.000001Z#ghost"),
+            "type": "message",
+            "agent_id": "ghost",
+        },
+    )
     found = violations(router)
     assert any("queued with another token" in v for v in found)
     assert any("agent ghost does not exist" in v for v in found)
@@ -153,8 +175,10 @@ def test_a_missing_message_of_a_queued_agent_is_reported(router, busy, capsys):
     assert invariants.find_violations(router.db, router.catalog, passes=1) == []
     delete(router, keys.queue_message(("Spanish", "F"), ana.queue_token))
     update(router, keys.queue_meta(("Spanish", "F")), "ADD #d :minus", {":minus": -1}, {"#d": "depth"})
-    expected = (f"[messages] agent {ana.agent_id} in Q#Spanish#F: queued with token {ana.queue_token} "
-                "but has no message item there")
+    expected = (
+        f"[messages] agent {ana.agent_id} in Q#Spanish#F: queued with token {ana.queue_token} "
+        "but has no message item there"
+    )
     assert violations(router) == [expected]
     assert_command_fails()
     assert f"[messages] agent {ana.agent_id}" in capsys.readouterr().out
@@ -167,16 +191,21 @@ def test_an_attending_agent_with_a_message_is_reported(router, busy):
     put(router, {**keys.queue_message(("English", "F"), token), "type": "message", "agent_id": ana.agent_id})
     update(router, keys.queue_meta(("English", "F")), "ADD #d :one", {":one": 1}, {"#d": "depth"})
     found = violations(router)
-    assert f"[attending] agent {ana.agent_id}: attending but still has 1 message item(s) " \
-           f"(Q#English#F / {token})" in found
+    assert (
+        f"[attending] agent {ana.agent_id}: attending but still has 1 message item(s) (Q#English#F / {token})" in found
+    )
     assert any(v.startswith("[orphan]") and "is attending, not queued" in v for v in found)
     assert checks(router) == {"attending", "orphan"}
     assert_command_fails()
 
 
 def test_an_attending_agent_without_a_call_is_reported(router, busy):
-    router.db.call("update_item", TableName=table(router), Key=marshal(keys.agent(busy["ana"].agent_id)),
-                   UpdateExpression="REMOVE call_id")
+    router.db.call(
+        "update_item",
+        TableName=table(router),
+        Key=marshal(keys.agent(busy["ana"].agent_id)),
+        UpdateExpression="REMOVE call_id",
+    )
     found = violations(router)
     assert f"[attending] agent {busy['ana'].agent_id}: attending without a call_id" in found
     assert any(v.startswith(f"[holder] call {busy['first'].call_id}") for v in found)
@@ -194,8 +223,15 @@ def test_a_waiting_call_without_its_waiting_item_is_reported(router, busy, capsy
 
 def test_an_assigned_call_still_waiting_is_reported(router, busy):
     first = busy["first"]
-    put(router, {"pk": keys.WAITING_PK, "sk": "9#2020-01-01T00:00:00.000000Z#" + first.call_id,
-                 "type": "waiting", "call_id": first.call_id})
+    put(
+        router,
+        {
+            "pk": keys.WAITING_PK,
+            "sk": "9#2020-01-01T00:00:00.000000Z#" + first.call_id,
+            "type": "waiting",
+            "call_id": first.call_id,
+        },
+    )
     found = violations(router)
     assert f"[calls] call {first.call_id}: assigned but still has 1 WAITING item(s)" in found
     assert any(v.startswith("[calls] WAITING 9#2020") and "which is assigned" in v for v in found)
@@ -213,13 +249,23 @@ def test_two_calls_assigned_to_the_same_agent_are_reported(router, busy, capsys)
     extra = router.create_call({"language": "English", "gender": "F"})[0]
     assert extra.status == CallStatus.WAITING
     delete(router, {"pk": keys.WAITING_PK, "sk": extra.wait_sk})
-    update(router, keys.call(extra.call_id), "SET #s = :assigned, agent_id = :a REMOVE wait_sk",
-           {":assigned": CallStatus.ASSIGNED, ":a": ana.agent_id}, {"#s": "status"})
+    update(
+        router,
+        keys.call(extra.call_id),
+        "SET #s = :assigned, agent_id = :a REMOVE wait_sk",
+        {":assigned": CallStatus.ASSIGNED, ":a": ana.agent_id},
+        {"#s": "status"},
+    )
     found = violations(router)
     held = sorted([first.call_id, extra.call_id])
     assert f"[holder] agent {ana.agent_id}: holds 2 assigned calls: {', '.join(held)}" in found
-    assert any(v.startswith(f"[holder] call {extra.call_id}: assigned to agent {ana.agent_id}, "
-                            f"who is attending with call_id {first.call_id}") for v in found)
+    assert any(
+        v.startswith(
+            f"[holder] call {extra.call_id}: assigned to agent {ana.agent_id}, "
+            f"who is attending with call_id {first.call_id}"
+        )
+        for v in found
+    )
     assert checks(router) == {"holder"}
     caught = assert_command_fails()
     assert "2 violation(s) found" in str(caught.value)

@@ -15,8 +15,9 @@ from queues_app.shipments.queue import RetryPolicy, ShipmentQueue, ShipmentState
 
 @pytest.fixture
 def queue(moto_db, clock):
-    return ShipmentQueue(moto_db, clock=clock,
-                         retry=RetryPolicy(max_receives=2, backoff_base_seconds=10, backoff_max_seconds=60))
+    return ShipmentQueue(
+        moto_db, clock=clock, retry=RetryPolicy(max_receives=2, backoff_base_seconds=10, backoff_max_seconds=60)
+    )
 
 
 def queued(queue, sid, priority=0, **options):
@@ -38,8 +39,16 @@ def busy(queue, clock):
     for _ in range(8):
         lease = queue.receive(visibility_timeout=30)
         leases[lease.shipment.shipment_id] = lease
-    assert set(leases) == {"done", "in-flight", "failing", "dead", "restored", "removed", "removed-in-flight",
-                           "expired"}
+    assert set(leases) == {
+        "done",
+        "in-flight",
+        "failing",
+        "dead",
+        "restored",
+        "removed",
+        "removed-in-flight",
+        "expired",
+    }
     queue.complete("done", leases["done"].receipt)
     queue.fail("failing", leases["failing"].receipt, "carrier down")  # delayed by the backoff
     queue.send_to_dlq("dead", "bad address")
@@ -55,23 +64,46 @@ def busy(queue, clock):
     queued(queue, "taken", priority=0)
     # the head (priority 9, restored before "removed" was enqueued again): completed at once
     assert queue.dequeue().shipment_id == "restored"
-    states = {sid: queue.get(sid).state for sid in (
-        "building", "ready", "waiting-low", "waiting-high", "later", "done", "in-flight", "failing", "dead",
-        "restored", "removed", "removed-in-flight", "expired", "taken")}
+    states = {
+        sid: queue.get(sid).state
+        for sid in (
+            "building",
+            "ready",
+            "waiting-low",
+            "waiting-high",
+            "later",
+            "done",
+            "in-flight",
+            "failing",
+            "dead",
+            "restored",
+            "removed",
+            "removed-in-flight",
+            "expired",
+            "taken",
+        )
+    }
     assert states == {
-        "building": ShipmentState.UNDER_CONSTRUCTION, "ready": ShipmentState.READY,
-        "waiting-low": ShipmentState.QUEUED, "waiting-high": ShipmentState.QUEUED, "later": ShipmentState.DELAYED,
-        "done": ShipmentState.COMPLETED, "in-flight": ShipmentState.PROCESSING, "failing": ShipmentState.DELAYED,
-        "dead": ShipmentState.IN_DLQ, "restored": ShipmentState.COMPLETED, "removed": ShipmentState.QUEUED,
-        "removed-in-flight": ShipmentState.READY, "expired": ShipmentState.PROCESSING,
+        "building": ShipmentState.UNDER_CONSTRUCTION,
+        "ready": ShipmentState.READY,
+        "waiting-low": ShipmentState.QUEUED,
+        "waiting-high": ShipmentState.QUEUED,
+        "later": ShipmentState.DELAYED,
+        "done": ShipmentState.COMPLETED,
+        "in-flight": ShipmentState.PROCESSING,
+        "failing": ShipmentState.DELAYED,
+        "dead": ShipmentState.IN_DLQ,
+        "restored": ShipmentState.COMPLETED,
+        "removed": ShipmentState.QUEUED,
+        "removed-in-flight": ShipmentState.READY,
+        "expired": ShipmentState.PROCESSING,
         "taken": ShipmentState.QUEUED,
     }
     return leases
 
 
 def update(queue, sid, expression, values=None, names=None):
-    params = {"TableName": queue.db.table("shipments"), "Key": marshal({"id": sid}),
-              "UpdateExpression": expression}
+    params = {"TableName": queue.db.table("shipments"), "Key": marshal({"id": sid}), "UpdateExpression": expression}
     if values:
         params["ExpressionAttributeValues"] = marshal(values)
     if names:
@@ -86,8 +118,11 @@ def put(queue, item):
 def raw(queue, sid):
     from queues_app.ddb.codec import unmarshal
 
-    return unmarshal(queue.db.call("get_item", TableName=queue.db.table("shipments"), Key=marshal({"id": sid}),
-                                   ConsistentRead=True)["Item"])
+    return unmarshal(
+        queue.db.call("get_item", TableName=queue.db.table("shipments"), Key=marshal({"id": sid}), ConsistentRead=True)[
+            "Item"
+        ]
+    )
 
 
 def violations(queue):
@@ -110,14 +145,21 @@ def test_a_clean_table_after_every_kind_of_operation(queue, busy, capsys):
     assert report.passes == 1
     c = report.counts
     assert c["shipments"] == 14
-    assert (c["shipments_under_construction"], c["shipments_ready"], c["shipments_queued"],
-            c["shipments_delayed"], c["shipments_processing"], c["shipments_completed"],
-            c["shipments_in_dlq"]) == (1, 2, 4, 2, 2, 2, 1)
+    assert (
+        c["shipments_under_construction"],
+        c["shipments_ready"],
+        c["shipments_queued"],
+        c["shipments_delayed"],
+        c["shipments_processing"],
+        c["shipments_completed"],
+        c["shipments_in_dlq"],
+    ) == (1, 2, 4, 2, 2, 2, 1)
     call_command("audit_queues")
     out = capsys.readouterr().out
     assert out.startswith("OK: no violations; 0 agents")
-    assert ("14 shipments (1 under construction, 2 ready, 4 queued, 2 delayed, 2 processing, 2 completed, "
-            "1 in DLQ)") in out
+    assert (
+        "14 shipments (1 under construction, 2 ready, 4 queued, 2 delayed, 2 processing, 2 completed, 1 in DLQ)"
+    ) in out
 
 
 def test_leases_that_keep_expiring_end_in_the_dlq_and_stay_clean(queue, busy, clock):
@@ -168,12 +210,18 @@ def test_a_dlq_shipment_in_no_index_at_all(queue, busy):
 def test_a_ready_shipment_both_queued_and_delayed(queue, busy, capsys):
     shipment = queue.get("waiting-low")
     visible = to_iso(now() + timedelta(minutes=5))
-    update(queue, "waiting-low", "SET invisible_q = :q, invisible_sk = :sk, visible_at = :v",
-           {":q": "live", ":sk": timed_sort_key(visible, "waiting-low"), ":v": visible})
+    update(
+        queue,
+        "waiting-low",
+        "SET invisible_q = :q, invisible_sk = :sk, visible_at = :v",
+        {":q": "live", ":sk": timed_sort_key(visible, "waiting-low"), ":v": visible},
+    )
     assert shipment.state == ShipmentState.QUEUED
     assert violations(queue) == [
-        ("[shipments.index] shipment waiting-low: ready to ship but both queued and delayed: "
-         "in the ready and the invisible index")
+        (
+            "[shipments.index] shipment waiting-low: ready to ship but both queued and delayed: "
+            "in the ready and the invisible index"
+        )
     ]
     message = assert_command_fails(capsys, "shipment waiting-low")
     assert "1 violation(s) found" in message
@@ -184,8 +232,10 @@ def test_a_stale_ready_sort_key_after_a_priority_change(queue, busy, capsys):
     update(queue, "waiting-high", "SET priority = :p", {":p": 2})
     expected = ready_sort_key(2, shipment.enqueued_at, "waiting-high")
     assert violations(queue) == [
-        (f"[shipments.sort_key] shipment waiting-high: ready_sk is {shipment.ready_sk!r}, expected {expected!r} "
-         f"(priority 2, enqueued at {shipment.enqueued_at})")
+        (
+            f"[shipments.sort_key] shipment waiting-high: ready_sk is {shipment.ready_sk!r}, expected {expected!r} "
+            f"(priority 2, enqueued at {shipment.enqueued_at})"
+        )
     ]
     assert_command_fails(capsys, "[shipments.sort_key] shipment waiting-high")
 
@@ -211,13 +261,16 @@ def test_unknown_status_and_lease_attributes_out_of_place(queue, busy):
     update(queue, "building", "SET ready_q = :q", {":q": "live"})
     update(queue, "later", "REMOVE visible_at")
     found = violations(queue)
-    assert "[shipments.status] shipment odd: unknown status 'LOST' (expected one of UNDER_CONSTRUCTION, " \
-           "READY_TO_SHIP, PROCESSING_SHIPMENT, COMPLETED, IN_DLQ)" in found
+    assert (
+        "[shipments.status] shipment odd: unknown status 'LOST' (expected one of UNDER_CONSTRUCTION, "
+        "READY_TO_SHIP, PROCESSING_SHIPMENT, COMPLETED, IN_DLQ)" in found
+    )
     assert "[shipments.lease] shipment in-flight: processing without a receipt" in found
     assert "[shipments.index] shipment building: ready_q without ready_sk (an incomplete ready index entry)" in found
     assert "[shipments.index] shipment building: under construction but in the ready index (ready_q)" in found
-    assert any(v.startswith("[shipments.sort_key] shipment later: invisible_sk is") and "no visible_at" in v
-               for v in found)
+    assert any(
+        v.startswith("[shipments.sort_key] shipment later: invisible_sk is") and "no visible_at" in v for v in found
+    )
     report = invariants.check(queue.db, passes=1)
     assert report.counts["shipments_unknown"] == 1
     assert "1 with an unknown status" in report.summary()
@@ -225,8 +278,16 @@ def test_unknown_status_and_lease_attributes_out_of_place(queue, busy):
 
 def test_a_dlq_shipment_that_kept_its_lease(queue, busy):
     item = raw(queue, "dead")
-    put(queue, {**item, "receipt": "r1", "visible_at": item["dlq_at"],
-                "invisible_q": "live", "invisible_sk": timed_sort_key(item["dlq_at"], "dead")})
+    put(
+        queue,
+        {
+            **item,
+            "receipt": "r1",
+            "visible_at": item["dlq_at"],
+            "invisible_q": "live",
+            "invisible_sk": timed_sort_key(item["dlq_at"], "dead"),
+        },
+    )
     found = violations(queue)
     assert "[shipments.index] shipment dead: in DLQ but in the invisible index (invisible_q, invisible_sk)" in found
     assert "[shipments.lease] shipment dead: in DLQ but holds a receipt (r1)" in found

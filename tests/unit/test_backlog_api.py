@@ -6,13 +6,12 @@ import logging
 import pytest
 
 from queues_app.admission import BackpressureGate
-from queues_app.monitoring.counters import recorder
 from queues_app.agents.records import CallStatus
 from queues_app.agents.router import Router
-from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.audit_trail import AuditTrail
-from tests.unit.test_api import Api, assert_problem  # noqa: F401  (fixtures below reuse its helpers)
-from tests.unit.test_api import api, fast_password_hashing, supervisor_token  # noqa: F401
+from queues_app.monitoring.counters import recorder
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState
+from tests.unit.test_api import Api, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401  (fixtures below reuse its helpers)  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -32,8 +31,9 @@ def fairness(settings):
 
 
 def test_a_shipment_is_enqueued_live_with_its_trace_id(api, moto_db, fairness):
-    response = api.post("/api/shipments", {"data": {"to": "Porto"}, "tenant": "acme", "priority": 4},
-                        HTTP_X_TRACE_ID="order-77")
+    response = api.post(
+        "/api/shipments", {"data": {"to": "Porto"}, "tenant": "acme", "priority": 4}, HTTP_X_TRACE_ID="order-77"
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert (body["queue"], body["sidelined"], body["state"], body["trace_id"]) == ("live", False, "queued", "order-77")
@@ -111,18 +111,25 @@ def test_callers_get_429_while_too_many_wait(api, moto_db, fairness):
 def test_the_calls_page_says_so_under_backpressure(supervisor_client, moto_db, fairness):
     fairness(backlog_bounds={"calls": 0, "live": 100})
     Router().create_call({})
-    response = supervisor_client.post("/calls/", {"skill_language": "any", "skill_gender": "any", "priority": 0,
-                                                  "order": "fifo"})
+    response = supervisor_client.post(
+        "/calls/", {"skill_language": "any", "skill_gender": "any", "priority": 0, "order": "fifo"}
+    )
     assert response.status_code == 400
     assert "past its bound" in response.content.decode()
     assert Router().line.count_waiting()[0] == 1
 
 
-@pytest.mark.parametrize("body, field", [
-    ({}, "data"), ({"data": []}, "data"), ({"data": {}, "tenant": "a b"}, "tenant"),
-    ({"data": {}, "priority": 10}, "priority"), ({"data": {}, "delay_seconds": 901}, "delay_seconds"),
-    ({"data": {}, "colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "data"),
+        ({"data": []}, "data"),
+        ({"data": {}, "tenant": "a b"}, "tenant"),
+        ({"data": {}, "priority": 10}, "priority"),
+        ({"data": {}, "delay_seconds": 901}, "delay_seconds"),
+        ({"data": {}, "colour": "red"}, "colour"),
+    ],
+)
 def test_bad_shipment_input_is_400_naming_the_field(api, moto_db, fairness, body, field):
     response = api.post("/api/shipments", body)
     assert_problem(response, 400)

@@ -37,7 +37,7 @@ def test_items_left_unprocessed_are_sent_again_before_the_chunk_counts(moto_db, 
     sent = []
 
     def leaves_some(RequestItems, **kwargs):
-        (table, requests), = RequestItems.items()
+        ((table, requests),) = RequestItems.items()
         sent.append(len(requests))
         if len(sent) == 1:  # DynamoDB writes the first ten and leaves the rest
             real(RequestItems={table: requests[:10]}, **kwargs)

@@ -21,7 +21,7 @@ INVALID = paging.INVALID
 def tampered(cursor: str) -> str:
     """The cursor with one character of its payload changed."""
     i = len(cursor) // 3
-    return cursor[:i] + ("A" if cursor[i] != "A" else "B") + cursor[i + 1:]
+    return cursor[:i] + ("A" if cursor[i] != "A" else "B") + cursor[i + 1 :]
 
 
 def old_style(state) -> str:
@@ -131,8 +131,11 @@ def forged_cursors(purpose: str) -> dict[str, str]:
         signed = paging.encode_state({"day": "2026-11-21", "key": {"pk": {"ZZ": "x"}}}, purpose=purpose)
     else:
         signed = paging.encode_state({"pk": {"ZZ": "x"}}, purpose=purpose)
-    valid = paging.encode_state({"day": "2026-11-21", "key": None}, purpose=purpose) \
-        if purpose == RECENT_CURSOR else paging.encode_cursor(KEY, purpose=purpose)
+    valid = (
+        paging.encode_state({"day": "2026-11-21", "key": None}, purpose=purpose)
+        if purpose == RECENT_CURSOR
+        else paging.encode_cursor(KEY, purpose=purpose)
+    )
     assert valid
     return {
         "wrong shape": signed,
@@ -155,15 +158,18 @@ def test_a_forged_cursor_on_a_list_page_is_a_400_naming_the_problem(supervisor_c
 @pytest.mark.parametrize("page", list(LIST_PAGES))
 def test_a_forged_cursor_asked_for_as_json_is_a_json_400(supervisor_client, moto_db, page):
     url, purpose = LIST_PAGES[page]
-    response = supervisor_client.get(with_cursor(url, forged_cursors(purpose)["wrong shape"]),
-                                      HTTP_ACCEPT="application/json")
+    response = supervisor_client.get(
+        with_cursor(url, forged_cursors(purpose)["wrong shape"]), HTTP_ACCEPT="application/json"
+    )
     assert response.status_code == 400
     assert response.json()["message"] == INVALID
 
 
 def test_an_audit_cursor_whose_day_is_not_a_date_is_a_400(supervisor_client, moto_db):
-    states = [{"day": day, "key": None}
-              for day in (5, "zzzz", ["2026-11-21"], None, "", "2026-13-45", "2026-11-21T00", {"d": 1})]
+    states = [
+        {"day": day, "key": None}
+        for day in (5, "zzzz", ["2026-11-21"], None, "", "2026-13-45", "2026-11-21T00", {"d": 1})
+    ]
     states += [{"key": None}, {"day": "2026-11-21", "key": "pk"}, {"day": "2026-11-21", "key": {"pk": {"ZZ": "x"}}}]
     for state in states:
         cursor = paging.encode_state(state, purpose=RECENT_CURSOR)
@@ -222,7 +228,8 @@ def test_the_audit_trail_pages_within_a_day_and_across_days(supervisor_client, m
     assert newest.next_cursor
     older = trail.recent(cursor=newest.next_cursor, limit=50)
     assert [e.summary for e in older.entries] == [f"n{n}" for n in range(9, -1, -1)] + [
-        f"old{n}" for n in range(4, -1, -1)]
+        f"old{n}" for n in range(4, -1, -1)
+    ]
 
 
 def test_the_audit_page_follows_its_own_cursor(supervisor_client, moto_db):
@@ -277,7 +284,8 @@ def test_the_key_of_an_entry_is_what_dynamodb_would_give():
     from queues_app.audit_trail import _key_of
 
     assert _key_of({"pk": "AUDIT#2026-11-21", "sk": "x#1", "actor": "sam"}) == marshal(
-        {"pk": "AUDIT#2026-11-21", "sk": "x#1"})
+        {"pk": "AUDIT#2026-11-21", "sk": "x#1"}
+    )
 
 
 def test_a_stale_audit_cursor_ends_the_trail(moto_db, clock):

@@ -7,13 +7,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.agents.roster import Agents
-from queues_app.ddb.local import free_port
 from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
-from queues_app.shipments.queue import ShipmentQueue, ShipmentStatus
 from queues_app.audit_trail import AuditTrail
+from queues_app.ddb.local import free_port
 from queues_app.models import ApiToken
+from queues_app.shipments.queue import ShipmentQueue, ShipmentStatus
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 ACTOR = "sam-supervisor"
@@ -85,14 +85,20 @@ def test_make_available_by_plain_post_queues_the_agent_and_records_it(supervisor
     assert changed(entry)["status"] == (AgentStatus.OFFLINE, AgentStatus.QUEUED)
 
 
-@pytest.mark.parametrize("then, status", [
-    ("queue", AgentStatus.QUEUED), ("wrap_up", AgentStatus.WRAP_UP), ("offline", AgentStatus.OFFLINE),
-])
+@pytest.mark.parametrize(
+    "then, status",
+    [
+        ("queue", AgentStatus.QUEUED),
+        ("wrap_up", AgentStatus.WRAP_UP),
+        ("offline", AgentStatus.OFFLINE),
+    ],
+)
 def test_release_ends_the_call_then_queues_wraps_up_or_logs_off(supervisor_client, moto_db, then, status):
     ana, call = attending_agent()
     here = reverse("agent-detail", args=[ana.agent_id])
-    response = supervisor_client.post(reverse("agent-release", args=[ana.agent_id]),
-                                      {"then": then, "next": here}, follow=True)
+    response = supervisor_client.post(
+        reverse("agent-release", args=[ana.agent_id]), {"then": then, "next": here}, follow=True
+    )
     success_page(response, "Released Ana", here)
     assert Agents().get(ana.agent_id).status == status
     assert Router().get_call(call.call_id).status == CallStatus.ENDED
@@ -120,7 +126,6 @@ def test_log_off_takes_a_queued_agent_out_and_records_it(supervisor_client, moto
     assert changed(entry)["status"] == (AgentStatus.QUEUED, AgentStatus.OFFLINE)
 
 
-
 def test_an_off_site_next_is_ignored(supervisor_client, moto_db):
     ana = agent()
     for target in ("https://evil.example/", "//evil.example/agents/"):
@@ -129,13 +134,20 @@ def test_an_off_site_next_is_ignored(supervisor_client, moto_db):
         assert response["Location"] == reverse("agents")
         Router().log_off(ana.agent_id)
 
+
 # --- creating and editing agents --------------------------------------------------------------------
 
 
 def test_creating_an_agent_redirects_to_it_and_records_it(supervisor_client, moto_db):
-    response = supervisor_client.post(reverse("agent-create"), {
-        "name": "Ines", "skill_language": ["English", "French"], "skill_gender": ["F"],
-    }, follow=True)
+    response = supervisor_client.post(
+        reverse("agent-create"),
+        {
+            "name": "Ines",
+            "skill_language": ["English", "French"],
+            "skill_gender": ["F"],
+        },
+        follow=True,
+    )
     [created] = Agents().list().items
     success_page(response, "Created agent Ines.", reverse("agent-detail", args=[created.agent_id]))
     assert created.skills == {"language": ["English", "French"], "gender": ["F"]}
@@ -143,12 +155,14 @@ def test_creating_an_agent_redirects_to_it_and_records_it(supervisor_client, mot
     assert entry.before is None and entry.after["name"] == "Ines"
 
 
-@pytest.mark.parametrize("data, problem", [
-    ({"name": "", "skill_language": ["English"], "skill_gender": ["F"]}, "This field is required."),
-    ({"name": "Ines", "skill_language": ["Klingon"], "skill_gender": ["F"]}, "Klingon is not one of the available"),
-])
-def test_creating_an_invalid_agent_is_400_with_a_message_and_creates_nothing(supervisor_client, moto_db, data,
-                                                                              problem):
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ({"name": "", "skill_language": ["English"], "skill_gender": ["F"]}, "This field is required."),
+        ({"name": "Ines", "skill_language": ["Klingon"], "skill_gender": ["F"]}, "Klingon is not one of the available"),
+    ],
+)
+def test_creating_an_invalid_agent_is_400_with_a_message_and_creates_nothing(supervisor_client, moto_db, data, problem):
     response = supervisor_client.post(reverse("agent-create"), data)
     assert response.status_code == 400
     assert problem in response.content.decode()
@@ -160,9 +174,15 @@ def test_creating_an_invalid_agent_is_400_with_a_message_and_creates_nothing(sup
 def test_editing_an_agent_with_a_stale_version_says_so_and_changes_nothing(supervisor_client, moto_db):
     ana = agent()
     current = Agents().update(ana.agent_id, name="Ana Maria", skills=ana.skills, expected_version=ana.version)
-    response = supervisor_client.post(reverse("agent-detail", args=[ana.agent_id]), {
-        "name": "Ana B", "version": ana.version, "skill_language": ["Spanish"], "skill_gender": ["F"],
-    })
+    response = supervisor_client.post(
+        reverse("agent-detail", args=[ana.agent_id]),
+        {
+            "name": "Ana B",
+            "version": ana.version,
+            "skill_language": ["Spanish"],
+            "skill_gender": ["F"],
+        },
+    )
     assert response.status_code == 400
     html = response.content.decode()
     assert "was changed by someone else" in html and f"you edited version {ana.version}" in html
@@ -173,9 +193,16 @@ def test_editing_an_agent_with_a_stale_version_says_so_and_changes_nothing(super
 def test_editing_an_agent_with_the_current_version_saves_and_records_the_change(supervisor_client, moto_db):
     ana = agent()
     url = reverse("agent-detail", args=[ana.agent_id])
-    response = supervisor_client.post(url, {
-        "name": "Ana B", "version": ana.version, "skill_language": ["Spanish", "English"], "skill_gender": ["F"],
-    }, follow=True)
+    response = supervisor_client.post(
+        url,
+        {
+            "name": "Ana B",
+            "version": ana.version,
+            "skill_language": ["Spanish", "English"],
+            "skill_gender": ["F"],
+        },
+        follow=True,
+    )
     success_page(response, "Saved Ana B.", url)
     entry = only_entry("agent.update", f"agent:{ana.agent_id}")
     assert changed(entry)["name"] == ("Ana", "Ana B")
@@ -188,9 +215,16 @@ def test_editing_an_agent_with_the_current_version_saves_and_records_the_change(
 def test_a_new_call_is_assigned_and_its_page_shows_why(supervisor_client, moto_db):
     ana = agent()
     Router().make_available(ana.agent_id)
-    response = supervisor_client.post(reverse("calls"), {
-        "skill_language": "Spanish", "skill_gender": "any", "priority": 0, "order": "fifo",
-    }, follow=True)
+    response = supervisor_client.post(
+        reverse("calls"),
+        {
+            "skill_language": "Spanish",
+            "skill_gender": "any",
+            "priority": 0,
+            "order": "fifo",
+        },
+        follow=True,
+    )
     [(location, status)] = response.redirect_chain
     call_id = location.rstrip("/").rsplit("/", 1)[1]
     assert (location, status) == (reverse("call-detail", args=[call_id]), 302)
@@ -203,9 +237,16 @@ def test_a_new_call_is_assigned_and_its_page_shows_why(supervisor_client, moto_d
 
 def test_a_new_call_nobody_fits_waits_and_its_page_says_so(supervisor_client, moto_db):
     agent()  # offline
-    response = supervisor_client.post(reverse("calls"), {
-        "skill_language": "French", "skill_gender": "X", "priority": 2, "order": "fifo",
-    }, follow=True)
+    response = supervisor_client.post(
+        reverse("calls"),
+        {
+            "skill_language": "French",
+            "skill_gender": "X",
+            "priority": 2,
+            "order": "fifo",
+        },
+        follow=True,
+    )
     [(location, _)] = response.redirect_chain
     call_id = location.rstrip("/").rsplit("/", 1)[1]
     html = response.content.decode()
@@ -220,8 +261,9 @@ def test_a_new_call_nobody_fits_waits_and_its_page_says_so(supervisor_client, mo
 
 def test_touch_sends_a_shipment_to_the_back_and_records_it(supervisor_client, moto_db):
     first, second = queued_shipment(), queued_shipment()
-    response = supervisor_client.post(reverse("shipment-touch", args=[first.shipment_id]),
-                                      {"version": first.version}, follow=True)
+    response = supervisor_client.post(
+        reverse("shipment-touch", args=[first.shipment_id]), {"version": first.version}, follow=True
+    )
     success_page(response, f"Shipment {first.shipment_id} moved to the back", reverse("shipments"))
     order = [s.shipment_id for s in ShipmentQueue().list_queue().items]
     assert order == [second.shipment_id, first.shipment_id]
@@ -232,8 +274,11 @@ def test_touch_sends_a_shipment_to_the_back_and_records_it(supervisor_client, mo
 
 def test_set_priority_changes_the_priority_and_records_it(supervisor_client, moto_db):
     shipment = queued_shipment()
-    response = supervisor_client.post(reverse("shipment-priority", args=[shipment.shipment_id]),
-                                      {"priority": 7, "version": shipment.version}, follow=True)
+    response = supervisor_client.post(
+        reverse("shipment-priority", args=[shipment.shipment_id]),
+        {"priority": 7, "version": shipment.version},
+        follow=True,
+    )
     success_page(response, "now has priority 7", reverse("shipments"))
     assert ShipmentQueue().get(shipment.shipment_id).priority == 7
     assert changed(only_entry("shipment.priority", f"shipment:{shipment.shipment_id}"))["priority"] == (0, 7)
@@ -241,8 +286,9 @@ def test_set_priority_changes_the_priority_and_records_it(supervisor_client, mot
 
 def test_an_out_of_range_priority_is_refused_with_a_message(supervisor_client, moto_db):
     shipment = queued_shipment()
-    response = supervisor_client.post(reverse("shipment-priority", args=[shipment.shipment_id]),
-                                      {"priority": 12}, follow=True)
+    response = supervisor_client.post(
+        reverse("shipment-priority", args=[shipment.shipment_id]), {"priority": 12}, follow=True
+    )
     assert "Priority must be a whole number from 0 to 9." in response.content.decode()
     assert ShipmentQueue().get(shipment.shipment_id).priority == 0
     assert trail() == []
@@ -260,8 +306,9 @@ def test_send_to_dlq_asks_first_and_acts_only_when_confirmed(supervisor_client, 
     assert ShipmentQueue().get(shipment.shipment_id) == shipment
     assert trail() == []
 
-    response = supervisor_client.post(url, {"version": shipment.version, "reason": "carrier lost it",
-                                            "confirmed": "1"}, follow=True)
+    response = supervisor_client.post(
+        url, {"version": shipment.version, "reason": "carrier lost it", "confirmed": "1"}, follow=True
+    )
     success_page(response, "is in the DLQ", reverse("shipments"))
     after = ShipmentQueue().get(shipment.shipment_id)
     assert (after.status, after.dlq_reason) == (ShipmentStatus.IN_DLQ, "carrier lost it")
@@ -273,8 +320,11 @@ def test_send_to_dlq_asks_first_and_acts_only_when_confirmed(supervisor_client, 
 def test_restore_puts_a_dlq_shipment_back_in_the_queue_and_records_it(supervisor_client, moto_db):
     shipment = dlq_shipment()
     back = reverse("shipments") + "?view=dlq"
-    response = supervisor_client.post(reverse("shipment-restore", args=[shipment.shipment_id]),
-                                      {"version": shipment.version, "next": back}, follow=True)
+    response = supervisor_client.post(
+        reverse("shipment-restore", args=[shipment.shipment_id]),
+        {"version": shipment.version, "next": back},
+        follow=True,
+    )
     success_page(response, "restored from the DLQ", back)
     assert [s.shipment_id for s in ShipmentQueue().list_queue().items] == [shipment.shipment_id]
     entry = only_entry("shipment.restore", f"shipment:{shipment.shipment_id}")
@@ -305,8 +355,9 @@ def test_bulk_restore_of_a_selection_asks_with_the_count_then_restores_them(supe
     assert ShipmentQueue().counts().dlq == 3
     assert trail() == []
 
-    response = supervisor_client.post(reverse("shipment-bulk"), {"action": "restore", "ids": chosen,
-                                                                 "confirmed": "1"}, follow=True)
+    response = supervisor_client.post(
+        reverse("shipment-bulk"), {"action": "restore", "ids": chosen, "confirmed": "1"}, follow=True
+    )
     success_page(response, "Restore from the DLQ: 2 done.", reverse("shipments") + "?view=dlq")
     assert [s.shipment_id for s in ShipmentQueue().list_dlq().items] == [left]
     entries = trail()
@@ -335,8 +386,7 @@ def test_restore_matching_a_reason_asks_with_the_count_then_restores_only_those(
 
 def test_restore_matching_nothing_says_so(supervisor_client, moto_db):
     dlq_shipment("address unknown")
-    response = supervisor_client.post(reverse("shipment-restore-matching"), {"reason_contains": "timeout"},
-                                      follow=True)
+    response = supervisor_client.post(reverse("shipment-restore-matching"), {"reason_contains": "timeout"}, follow=True)
     assert "No shipment in the DLQ matches (reason contains “timeout”)." in response.content.decode()
     assert ShipmentQueue().counts().dlq == 1
 
@@ -366,16 +416,25 @@ def test_htmx_actions_answer_a_message_fragment_and_tell_panels_to_refresh(super
         (reverse("shipment-restore", args=[dead.shipment_id]), {}, "restored from the DLQ"),
         (reverse("shipment-dlq", args=[sid]), {"confirmed": "1", "reason": "r"}, "is in the DLQ"),
         (reverse("shipment-remove", args=[dead.shipment_id]), {"confirmed": "1"}, "removed from the queue"),
-        (reverse("agent-bulk"), {"action": "available", "ids": [ana.agent_id], "confirmed": "1"},
-         "Make available: 1 done."),
+        (
+            reverse("agent-bulk"),
+            {"action": "available", "ids": [ana.agent_id], "confirmed": "1"},
+            "Make available: 1 done.",
+        ),
     ]
     for url, data, text in posts:
         response = supervisor_client.post(url, data, **HTMX)
         assert_fragment(response, 200, "success", text)
         assert "queues-changed" in response["HX-Trigger"], url
     assert [e.action for e in reversed(trail())] == [
-        "agent.available", "agent.offline", "shipment.touch", "shipment.priority", "shipment.restore",
-        "shipment.dlq", "shipment.remove", "agent.available",
+        "agent.available",
+        "agent.offline",
+        "shipment.touch",
+        "shipment.priority",
+        "shipment.restore",
+        "shipment.dlq",
+        "shipment.remove",
+        "agent.available",
     ]
 
 
@@ -398,8 +457,9 @@ def test_htmx_conflict_is_409_with_an_error_fragment_and_no_refresh(supervisor_c
 def test_htmx_stale_shipment_version_is_409(supervisor_client, moto_db):
     shipment = queued_shipment()
     ShipmentQueue().touch(shipment.shipment_id)
-    response = supervisor_client.post(reverse("shipment-priority", args=[shipment.shipment_id]),
-                                      {"priority": 3, "version": shipment.version}, **HTMX)
+    response = supervisor_client.post(
+        reverse("shipment-priority", args=[shipment.shipment_id]), {"priority": 3, "version": shipment.version}, **HTMX
+    )
     assert_fragment(response, 409, "error", "Conflict")
     assert "HX-Trigger" not in response
     assert ShipmentQueue().get(shipment.shipment_id).priority == 0
@@ -426,8 +486,10 @@ def test_viewer_gets_403_on_every_action(viewer_client, moto_db):
         (reverse("agent-offline", args=[ana.agent_id]), {}),
         (reverse("agent-bulk"), {"action": "available", "ids": [ana.agent_id], "confirmed": "1"}),
         (reverse("agent-create"), {"name": "Ines", "skill_language": ["English"], "skill_gender": ["F"]}),
-        (reverse("agent-detail", args=[ana.agent_id]),
-         {"name": "Ana B", "version": ana.version, "skill_language": ["English"], "skill_gender": ["F"]}),
+        (
+            reverse("agent-detail", args=[ana.agent_id]),
+            {"name": "Ana B", "version": ana.version, "skill_language": ["English"], "skill_gender": ["F"]},
+        ),
         (reverse("calls"), {"skill_language": "Spanish", "skill_gender": "any", "priority": 0, "order": "fifo"}),
         (reverse("shipment-touch", args=[sid]), {}),
         (reverse("shipment-priority", args=[sid]), {"priority": 5}),
@@ -452,15 +514,31 @@ def test_viewer_pages_offer_no_actions(viewer_client, moto_db):
     ana = agent()
     dead = dlq_shipment()
     shipment = queued_shipment()
-    urls = [reverse("home"), reverse("agents"), reverse("agent-detail", args=[ana.agent_id]), reverse("calls"),
-            reverse("shipment-detail", args=[dead.shipment_id]), reverse("shipment-detail", args=[shipment.shipment_id])]
+    urls = [
+        reverse("home"),
+        reverse("agents"),
+        reverse("agent-detail", args=[ana.agent_id]),
+        reverse("calls"),
+        reverse("shipment-detail", args=[dead.shipment_id]),
+        reverse("shipment-detail", args=[shipment.shipment_id]),
+    ]
     urls += [f"{reverse('shipments')}?view={view}" for view in ("queue", "in_flight", "delayed", "dlq")]
     for url in urls:
         response = viewer_client.get(url)
         assert response.status_code == 200, url
         html = response.content.decode()
-        for offer in ("hx-post", "Make available", "New agent", "Log off", "Restore", "Touch",
-                      "Assign now", "Apply…", "Remove…", "Send to DLQ…"):
+        for offer in (
+            "hx-post",
+            "Make available",
+            "New agent",
+            "Log off",
+            "Restore",
+            "Touch",
+            "Assign now",
+            "Apply…",
+            "Remove…",
+            "Send to DLQ…",
+        ):
             assert offer not in html, (url, offer)
         for form in re.findall(r'<form method="post".*?</form>', html, re.DOTALL):
             assert "Log out" in form, (url, form)  # the only form a viewer may post
@@ -503,12 +581,20 @@ def test_api_actions_are_recorded_with_source_api(supervisor, moto_db):
     token = ApiToken.issue(supervisor, "phone system")[1]
     ana = agent()
     client = Client(enforce_csrf_checks=True)
-    response = client.post(f"/api/agents/{ana.agent_id}/available", data="", content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        f"/api/agents/{ana.agent_id}/available",
+        data="",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert response.status_code == 200, response.content
     [entry] = trail()
     assert (entry.actor, entry.source, entry.action, entry.target) == (
-        ACTOR, "api", "agent.available", f"agent:{ana.agent_id}")
+        ACTOR,
+        "api",
+        "agent.available",
+        f"agent:{ana.agent_id}",
+    )
     assert changed(entry)["status"] == (AgentStatus.OFFLINE, AgentStatus.QUEUED)
 
 
@@ -550,8 +636,9 @@ def test_an_action_during_an_outage_answers_an_error_message(supervisor_client, 
     page = supervisor_client.get(reverse("system"))
     assert '<li class="msg msg-error">DynamoDB unavailable' in page.content.decode()
 
-    response = supervisor_client.post(reverse("agent-create"), {
-        "name": "Ines", "skill_language": ["English"], "skill_gender": ["F"]})
+    response = supervisor_client.post(
+        reverse("agent-create"), {"name": "Ines", "skill_language": ["English"], "skill_gender": ["F"]}
+    )
     assert response.status_code == 400  # shown on the form, which keeps what was typed
     assert "DynamoDB unavailable" in response.content.decode()
     assert "Traceback" not in response.content.decode()

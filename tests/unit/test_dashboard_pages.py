@@ -6,12 +6,12 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.roster import Agents
+from queues_app.actions import Operations
 from queues_app.agents.records import CallStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue
-from queues_app.actions import Operations
 
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -64,7 +64,9 @@ def world(moto_db):
     Operations("sam-supervisor", "page").log_off(bea.agent_id)
     router.make_available(bea.agent_id)
     return {
-        "agents": {"ana": ana, "bea": bea, "cid": cid}, "call": call, "waiting": waiting,
+        "agents": {"ana": ana, "bea": bea, "cid": cid},
+        "call": call,
+        "waiting": waiting,
         "shipments": {"in_flight": flying, "queue": queued, "delayed": delayed, "dlq": dead},
         "tasks": ids,
     }
@@ -72,11 +74,15 @@ def world(moto_db):
 
 def page_urls(world):
     urls = [
-        reverse("home"), reverse("agents"), reverse("agent-create"),
+        reverse("home"),
+        reverse("agents"),
+        reverse("agent-create"),
         reverse("agent-detail", args=[world["agents"]["ana"].agent_id]),
-        reverse("calls"), reverse("call-detail", args=[world["call"].call_id]),
+        reverse("calls"),
+        reverse("call-detail", args=[world["call"].call_id]),
         reverse("call-detail", args=[world["waiting"][0].call_id]),
-        reverse("queues"), reverse("audit"),
+        reverse("queues"),
+        reverse("audit"),
         reverse("audit") + f"?target=agent:{world['agents']['bea'].agent_id}",
     ]
     urls += [f"{reverse('shipments')}?view={view}" for view in ("queue", "in_flight", "delayed", "dlq")]
@@ -104,14 +110,18 @@ TEMPLATE_TEXT = re.compile(r"\{[#%{]|[#%}]\}")
 def assert_no_template_text(html: str, url: str) -> None:
     """Template syntax that reaches the page (a `{# #}` comment over two lines, a typo)."""
     leaked = TEMPLATE_TEXT.search(html)
-    assert leaked is None, f"{url} shows template text: {html[max(0, leaked.start() - 60):leaked.end() + 60]!r}"
+    assert leaked is None, f"{url} shows template text: {html[max(0, leaked.start() - 60) : leaked.end() + 60]!r}"
 
 
 def test_login_system_and_admin_pages_show_no_template_text(client, staff, moto_db):
     assert_no_template_text(client.get(reverse("login")).content.decode(), "login")
     client.force_login(staff)
-    for url in (reverse("system"), reverse("admin:index"), reverse("admin:queues_app_agententry_changelist"),
-                reverse("admin:queues_app_shipmententry_changelist")):
+    for url in (
+        reverse("system"),
+        reverse("admin:index"),
+        reverse("admin:queues_app_agententry_changelist"),
+        reverse("admin:queues_app_shipmententry_changelist"),
+    ):
         response = client.get(url)
         assert response.status_code == 200, url
         assert_no_template_text(response.content.decode(), url)
@@ -224,7 +234,7 @@ def test_the_warning_goes_once_a_fitting_agent_is_logged_in_even_if_busy(supervi
     assert router.get_call(first.call_id).status == CallStatus.ASSIGNED
     assert router.get_call(second.call_id).status == CallStatus.WAITING
     grid = panel(supervisor_client, "grid").content.decode()
-    assert 'data-warning' not in grid
+    assert "data-warning" not in grid
     cell = re.search(r'data-cell="French · X">(.*?)</td>', grid, re.DOTALL).group(1)
     assert "1 waiting" in cell and "0 queued · 1 logged in" in cell
 
@@ -271,9 +281,14 @@ def assert_escaped(html, *, shown=True):
 
 def test_a_hostile_agent_name_is_escaped_wherever_it_is_shown(supervisor_client, hostile):
     agent_id = hostile["agent"].agent_id
-    for url in (reverse("agents"), reverse("agent-detail", args=[agent_id]), reverse("calls"),
-                reverse("call-detail", args=[hostile["call"].call_id]), reverse("audit"),
-                reverse("audit") + f"?target=agent:{agent_id}"):
+    for url in (
+        reverse("agents"),
+        reverse("agent-detail", args=[agent_id]),
+        reverse("calls"),
+        reverse("call-detail", args=[hostile["call"].call_id]),
+        reverse("audit"),
+        reverse("audit") + f"?target=agent:{agent_id}",
+    ):
         response = supervisor_client.get(url)
         assert response.status_code == 200, url
         assert_escaped(response.content.decode())
@@ -287,8 +302,11 @@ def test_the_overview_and_its_panels_carry_no_raw_script(supervisor_client, host
 
 def test_hostile_shipment_data_is_escaped_on_its_list_detail_and_trail(supervisor_client, hostile):
     shipment_id = hostile["shipment"].shipment_id
-    for url in (f"{reverse('shipments')}?view=dlq", reverse("shipment-detail", args=[shipment_id]),
-                reverse("audit") + f"?target=shipment:{shipment_id}"):
+    for url in (
+        f"{reverse('shipments')}?view=dlq",
+        reverse("shipment-detail", args=[shipment_id]),
+        reverse("audit") + f"?target=shipment:{shipment_id}",
+    ):
         html = supervisor_client.get(url).content.decode()
         assert_escaped(html)
     detail = supervisor_client.get(reverse("shipment-detail", args=[shipment_id])).content.decode()

@@ -25,8 +25,11 @@ def test_cancelled_transaction_keeps_each_reason_in_order():
         "TransactionCanceledException",
         CancellationReasons=[
             {"Code": "None"},
-            {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed",
-             "Item": {"status": {"S": "attending"}}},
+            {
+                "Code": "ConditionalCheckFailed",
+                "Message": "The conditional request failed",
+                "Item": {"status": {"S": "attending"}},
+            },
             {"Code": "None"},
         ],
     )
@@ -105,12 +108,22 @@ def test_dynamo_call_translates_through_a_stubbed_client():
             modeled_fields={"CancellationReasons": [{"Code": "TransactionConflict"}]},
         )
         with pytest.raises(errors.TransactionCancelled) as caught:
-            db.call("transact_write_items", TransactItems=[{"ConditionCheck": {
-                "TableName": "p-callcenter", "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}},
-                "ConditionExpression": "attribute_exists(pk)"}}])
+            db.call(
+                "transact_write_items",
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": "p-callcenter",
+                            "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}},
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    }
+                ],
+            )
         assert isinstance(caught.value.__cause__, ClientError)
         assert caught.value.lost_race
-        stub.add_client_error("get_item", service_error_code="ProvisionedThroughputExceededException",
-                              http_status_code=400)
+        stub.add_client_error(
+            "get_item", service_error_code="ProvisionedThroughputExceededException", http_status_code=400
+        )
         with pytest.raises(errors.Throttled):
             db.call("get_item", TableName="p-callcenter", Key={"pk": {"S": "a"}, "sk": {"S": "b"}})

@@ -3,8 +3,8 @@ import time
 
 from django.core.management import call_command
 
-from queues_app.agents.roster import Agents
 from queues_app.agents.records import CallStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 
 
@@ -18,7 +18,9 @@ def test_it_relaxes_long_waiting_callers_and_assigns_them(moto_db, settings):
     time.sleep(0.05)
     out = io.StringIO()
     call_command("escalate_callers", stdout=out)
-    assert f"call {call.call_id}: relaxed gender; now language: Spanish, gender: any; assigned to Carlos" in out.getvalue()
+    assert (
+        f"call {call.call_id}: relaxed gender; now language: Spanish, gender: any; assigned to Carlos" in out.getvalue()
+    )
     assert router.get_call(call.call_id).agent_id == carlos.agent_id
 
 

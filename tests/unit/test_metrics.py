@@ -6,14 +6,14 @@ import re
 import pytest
 from django.urls import reverse
 
+from queues_app.agents.router import Router
 from queues_app.ddb import meter
+from queues_app.models import ApiToken
 from queues_app.monitoring import counters
 from queues_app.monitoring.counters import LIVE, MetricsStore, recorder
 from queues_app.monitoring.sampler import MetricsCollector
-from queues_app.agents.router import Router
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue
-from queues_app.models import ApiToken
 
 
 @pytest.fixture(autouse=True)
@@ -74,13 +74,22 @@ def test_the_collector_samples_every_queue(moto_db):
 
 def test_capacity_per_operation_is_written_for_finished_minutes(moto_db, monkeypatch):
     bucket = meter.RequestMeter()
-    bucket.record("TransactWriteItems", retries=0, capacity=[{"CapacityUnits": 4.0}], error_code=None,
-                  cancellation_codes=["TransactionConflict"])
+    bucket.record(
+        "TransactWriteItems",
+        retries=0,
+        capacity=[{"CapacityUnits": 4.0}],
+        error_code=None,
+        cancellation_codes=["TransactionConflict"],
+    )
     bucket.record("Query", retries=0, capacity=[], error_code="ThrottlingException", cancellation_codes=[])
     monkeypatch.setattr(recorder, "capacity_minutes_to_flush", lambda: [(29_000_000, bucket)])
     MetricsStore(moto_db).flush()
-    rows = moto_db.call("query", TableName=moto_db.table("metrics"), KeyConditionExpression="pk = :pk",
-                        ExpressionAttributeValues={":pk": {"S": "CAPACITY"}})["Items"]
+    rows = moto_db.call(
+        "query",
+        TableName=moto_db.table("metrics"),
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "CAPACITY"}},
+    )["Items"]
     values = {k: float(v["N"]) for k, v in rows[0].items() if "__" in k}
     assert values["TransactWriteItems__conflicts"] == 1
     assert values["TransactWriteItems__capacity"] == 4
@@ -195,12 +204,18 @@ def test_a_change_from_any_source_forgets_the_cached_panels(client, staff, moto_
     assert 'data-figure="agents-queued">0<' in client.get(url, HTTP_HX_REQUEST="true").content.decode()
     if source == "api":
         token = ApiToken.issue(staff, name="phone")[1]
-        response = client.post(reverse("api-agent-available", args=[agent.agent_id]), data="",
-                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = client.post(
+            reverse("api-agent-available", args=[agent.agent_id]),
+            data="",
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
         assert response.status_code == 200
     elif source == "admin":
-        response = client.post(reverse("admin:queues_app_agententry_changelist"),
-                               {"action": "enqueue", "ids": [agent.agent_id], "confirmed": "1"})
+        response = client.post(
+            reverse("admin:queues_app_agententry_changelist"),
+            {"action": "enqueue", "ids": [agent.agent_id], "confirmed": "1"},
+        )
         assert response.status_code == 302
     else:  # a worker thread of this process, straight through the service
         router.make_available(agent.agent_id)

@@ -107,8 +107,12 @@ def test_admin_is_for_staff_only(client, request, who, expected):
 
 
 def test_an_htmx_request_after_the_session_ended_is_sent_to_the_login_page(client, moto_db):
-    response = client.get(reverse("home"), {"panel": "calls"}, HTTP_HX_REQUEST="true",
-                          HTTP_HX_CURRENT_URL="http://testserver/agents/?status=queued")
+    response = client.get(
+        reverse("home"),
+        {"panel": "calls"},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL="http://testserver/agents/?status=queued",
+    )
     assert response.status_code == 200
     assert response["HX-Redirect"] == "/login/?next=%2Fagents%2F%3Fstatus%3Dqueued"
     assert b"Log in" not in response.content  # nothing to swap into the panel

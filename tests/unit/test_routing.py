@@ -1,19 +1,18 @@
 """The agent queue and caller matching, single-threaded on moto."""
 
-
 import boto3
 import pytest
 from botocore.stub import Stubber
 
-from queues_app.ddb import errors
 from queues_app.agents import keys
-from queues_app.agents.roster import Agents
-from queues_app.ddb.client import Dynamo
-from queues_app.agents.records import AgentStatus, CallStatus
-from queues_app.ddb.codec import marshal
 from queues_app.agents.escalation import EscalationPolicy
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import AgentTooBroad, Router
 from queues_app.agents.skills import SkillCatalog, SkillError
+from queues_app.ddb import errors
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.codec import marshal
 
 
 @pytest.fixture
@@ -27,8 +26,11 @@ def agent(router, name, languages, gender):
 
 def queue_items(router, combo):
     response = router.db.call(
-        "query", TableName=router.table, KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}}, ConsistentRead=True,
+        "query",
+        TableName=router.table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
+        ConsistentRead=True,
     )
     return response["Items"]
 
@@ -62,8 +64,7 @@ def test_enqueueing_a_queued_agent_is_refused_without_duplicates(router):
 def test_an_agent_over_the_transaction_limit_is_refused_up_front(moto_db):
     catalog = SkillCatalog.from_mapping({"language": [f"L{i}" for i in range(10)], "gender": list("ABCDE")})
     router = Router(moto_db, catalog)
-    wide = Agents(moto_db, catalog).create("Wide", {"language": [f"L{i}" for i in range(10)],
-                                                     "gender": list("ABCDE")})
+    wide = Agents(moto_db, catalog).create("Wide", {"language": [f"L{i}" for i in range(10)], "gender": list("ABCDE")})
     with pytest.raises(AgentTooBroad, match="50 skill combinations.*103 actions.*limit of 100"):
         router.make_available(wide.agent_id)
     assert Agents(moto_db, catalog).get(wide.agent_id).status == AgentStatus.OFFLINE
@@ -162,8 +163,12 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
     def other_router_call():
         from queues_app.agents.records import Call
 
-        return Call(call_id="racer", status=CallStatus.WAITING, preferences={"language": "English", "gender": None},
-                    arrived_at="2026-01-01T00:00:00.000000Z")
+        return Call(
+            call_id="racer",
+            status=CallStatus.WAITING,
+            preferences={"language": "English", "gender": None},
+            arrived_at="2026-01-01T00:00:00.000000Z",
+        )
 
     monkeypatch.setattr(router, "enqueue", enqueue_while_a_caller_arrives)
     agent_now, call = router.make_available(ana.agent_id)
@@ -182,11 +187,14 @@ def test_idempotency_key_returns_the_same_call(router):
     assert len(router.line.waiting_calls()[0]) == 1
 
 
-@pytest.mark.parametrize("prefs, field", [
-    ({"language": "Klingon", "gender": "F"}, "language"),
-    ({"language": "English", "gender": "Q"}, "gender"),
-    ({"language": "English", "mood": "happy"}, "mood"),
-])
+@pytest.mark.parametrize(
+    "prefs, field",
+    [
+        ({"language": "Klingon", "gender": "F"}, "language"),
+        ({"language": "English", "gender": "Q"}, "gender"),
+        ({"language": "English", "mood": "happy"}, "mood"),
+    ],
+)
 def test_invalid_preferences_name_the_field(router, prefs, field):
     with pytest.raises(SkillError) as caught:
         router.create_call(prefs)
@@ -283,17 +291,20 @@ def test_escalation_relaxes_gender_then_language_and_records_it(router, clock):
 def test_edit_agent_checks_version_and_state(router):
     directory = Agents(router.db, router.catalog)
     ana = agent(router, "Ana", ["English"], "F")
-    edited = directory.update(ana.agent_id, name="Ana B", skills={"language": ["French"], "gender": ["F"]},
-                              expected_version=ana.version)
+    edited = directory.update(
+        ana.agent_id, name="Ana B", skills={"language": ["French"], "gender": ["F"]}, expected_version=ana.version
+    )
     assert edited.name == "Ana B" and edited.version == ana.version + 1
     with pytest.raises(errors.Conflict, match="changed by someone else"):
-        directory.update(ana.agent_id, name="Stale", skills={"language": ["French"], "gender": ["F"]},
-                         expected_version=ana.version)
+        directory.update(
+            ana.agent_id, name="Stale", skills={"language": ["French"], "gender": ["F"]}, expected_version=ana.version
+        )
     router.make_available(ana.agent_id)
     current = directory.get(ana.agent_id)
     with pytest.raises(errors.Conflict, match="log them off"):
-        directory.update(ana.agent_id, name="X", skills={"language": ["French"], "gender": ["F"]},
-                         expected_version=current.version)
+        directory.update(
+            ana.agent_id, name="X", skills={"language": ["French"], "gender": ["F"]}, expected_version=current.version
+        )
 
 
 def test_a_lost_transaction_conflict_is_retried(clock):
@@ -302,13 +313,20 @@ def test_a_lost_transaction_conflict_is_retried(clock):
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
     router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
-    message = {"pk": "Q#English#F", "sk": "2026-01-01T00:00:00.000000Z#a1", "agent_id": "a1", "name": "Ana",
-               "skills": {"language": ["English"], "gender": ["F"]}}
+    message = {
+        "pk": "Q#English#F",
+        "sk": "2026-01-01T00:00:00.000000Z#a1",
+        "agent_id": "a1",
+        "name": "Ana",
+        "skills": {"language": ["English"], "gender": ["F"]},
+    }
     with Stubber(client) as stub:
         stub.add_response("query", {"Items": [marshal(message)]}, None)
         stub.add_client_error(
-            "transact_write_items", service_error_code="TransactionCanceledException",
-            service_message="Transaction cancelled", http_status_code=400,
+            "transact_write_items",
+            service_error_code="TransactionCanceledException",
+            service_message="Transaction cancelled",
+            http_status_code=400,
             modeled_fields={"CancellationReasons": [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * 3},
         )
         stub.add_response("transact_write_items", {}, None)
@@ -322,20 +340,36 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
     router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
     skills = {"language": ["English"], "gender": ["F"]}
-    items = [marshal({"pk": "Q#English#F", "sk": f"2026-01-01T00:00:0{i}.000000Z#a{i}", "agent_id": f"a{i}",
-                      "name": f"A{i}", "skills": skills}) for i in (1, 2)]
+    items = [
+        marshal(
+            {
+                "pk": "Q#English#F",
+                "sk": f"2026-01-01T00:00:0{i}.000000Z#a{i}",
+                "agent_id": f"a{i}",
+                "name": f"A{i}",
+                "skills": skills,
+            }
+        )
+        for i in (1, 2)
+    ]
     with Stubber(client) as stub:
         stub.add_response("query", {"Items": items}, None)
         stub.add_client_error(
-            "transact_write_items", service_error_code="TransactionCanceledException", http_status_code=400,
+            "transact_write_items",
+            service_error_code="TransactionCanceledException",
+            http_status_code=400,
             modeled_fields={"CancellationReasons": [{"Code": "ConditionalCheckFailed"}] + [{"Code": "None"}] * 3},
         )
         stub.add_response("transact_write_items", {}, None)
         call, _ = router.create_call({"language": "English", "gender": "F"})
         stub.assert_no_pending_responses()  # one Query only: no starting over
     assert call.agent_id == "a2"
-    assert call.why[1] == {"agent_id": "a1", "name": "A1", "queued_at": "2026-01-01T00:00:01.000000Z",
-                           "outcome": "taken"}
+    assert call.why[1] == {
+        "agent_id": "a1",
+        "name": "A1",
+        "queued_at": "2026-01-01T00:00:01.000000Z",
+        "outcome": "taken",
+    }
 
 
 def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(router):
@@ -391,8 +425,8 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
 
 
 def test_matchers_running_at_the_same_moment_share_a_fresh_read(router):
-    from queues_app.ddb import meter
     from queues_app.agents.matching import claims_for
+    from queues_app.ddb import meter
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")

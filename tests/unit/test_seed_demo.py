@@ -5,17 +5,17 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.monitoring import invariants
-from queues_app.shipments import invariants as shipments_invariants
 from queues_app.agents.roster import Agents
 from queues_app.ddb.clock import from_iso, now
-from queues_app.shipments.queue import ShipmentQueue, ShipmentState, shipment_from_item
 from queues_app.management.commands.seed_demo import (
     CARRIERS,
     DLQ_REASONS,
     SPECIAL_CAP,
     shipment_plan,
 )
+from queues_app.monitoring import invariants
+from queues_app.shipments import invariants as shipments_invariants
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState, shipment_from_item
 
 
 def all_agents():
@@ -65,6 +65,7 @@ def test_no_progress_bar_when_not_on_a_terminal(moto_db):
 
 # --- shipments ------------------------------------------------------------------------
 
+
 def all_shipments(db):
     return [shipment_from_item(item) for item in shipments_invariants.read_shipments(db)]
 
@@ -73,13 +74,20 @@ def test_seed_writes_demo_shipments_in_a_mix_of_states(moto_db):
 
     out = io.StringIO()
     call_command("seed_demo", agents=0, shipments=30, seed=3, stdout=out)
-    assert ("Demo data: 30 shipments written (17 queued, 2 under construction, 2 ready, 1 delayed, "
-            "3 in flight, 2 in the DLQ, 3 completed).") in out.getvalue()
+    assert (
+        "Demo data: 30 shipments written (17 queued, 2 under construction, 2 ready, 1 delayed, "
+        "3 in flight, 2 in the DLQ, 3 completed)."
+    ) in out.getvalue()
     shipments = all_shipments(moto_db)
     assert len(shipments) == len({s.shipment_id for s in shipments}) == 30
     assert Counter(s.state for s in shipments) == {
-        ShipmentState.QUEUED: 17, ShipmentState.UNDER_CONSTRUCTION: 2, ShipmentState.READY: 2,
-        ShipmentState.DELAYED: 1, ShipmentState.PROCESSING: 3, ShipmentState.IN_DLQ: 2, ShipmentState.COMPLETED: 3,
+        ShipmentState.QUEUED: 17,
+        ShipmentState.UNDER_CONSTRUCTION: 2,
+        ShipmentState.READY: 2,
+        ShipmentState.DELAYED: 1,
+        ShipmentState.PROCESSING: 3,
+        ShipmentState.IN_DLQ: 2,
+        ShipmentState.COMPLETED: 3,
     }
     for shipment in shipments:
         data = shipment.data

@@ -21,7 +21,10 @@ def test_check_deploy_reports_nothing_with_production_values(tmp_path):
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # set for the browser tests only
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "DEBUG"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
@@ -30,8 +33,15 @@ def test_check_deploy_reports_nothing_with_production_values(tmp_path):
 def test_empty_endpoint_setting_means_real_aws(tmp_path):
     env = {**os.environ, "DYNAMODB_ENDPOINT_URL": ""}
     result = subprocess.run(
-        [sys.executable, "-c", "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'callcenter.settings');"
-         "django.setup(); from django.conf import settings; print(repr(settings.DYNAMODB_ENDPOINT_URL))"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'callcenter.settings');"
+            "django.setup(); from django.conf import settings; print(repr(settings.DYNAMODB_ENDPOINT_URL))",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.stdout.strip() == "None", result.stderr

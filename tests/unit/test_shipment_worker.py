@@ -8,8 +8,9 @@ from queues_app.shipments.worker import HandlerFailed, ShipmentWorker, demo_hand
 
 
 def make_queue(moto_db, n=3, **data):
-    queue = ShipmentQueue(moto_db, retry=RetryPolicy(max_receives=2, backoff_base_seconds=0.01,
-                                                     backoff_max_seconds=0.02))
+    queue = ShipmentQueue(
+        moto_db, retry=RetryPolicy(max_receives=2, backoff_base_seconds=0.01, backoff_max_seconds=0.02)
+    )
     for i in range(n):
         queue.create(dict(data), shipment_id=f"s{i}", ready=True)
         queue.enqueue(f"s{i}")
@@ -30,6 +31,7 @@ def test_failures_retry_then_dead_letter(moto_db):
     worker.run(max_shipments=1)
     assert queue.get("s0").state == ShipmentState.DELAYED
     import time
+
     time.sleep(0.05)
     worker.run(max_shipments=1)
     dead = queue.get("s0")

@@ -1,6 +1,5 @@
 """The shipments priority queue, single-threaded on moto."""
 
-
 import pytest
 
 from queues_app.ddb import errors, meter
@@ -16,8 +15,9 @@ from queues_app.shipments.queue import (
 
 @pytest.fixture
 def queue(moto_db, clock):
-    return ShipmentQueue(moto_db, clock=clock,
-                         retry=RetryPolicy(max_receives=3, backoff_base_seconds=10, backoff_max_seconds=60))
+    return ShipmentQueue(
+        moto_db, clock=clock, retry=RetryPolicy(max_receives=3, backoff_base_seconds=10, backoff_max_seconds=60)
+    )
 
 
 def ready(queue, sid, priority=0, data=None):
@@ -162,8 +162,12 @@ def test_a_stale_version_is_a_conflict_that_says_what_changed(queue):
 
 
 def test_unknown_ids_are_not_found(queue):
-    for action in (lambda: queue.get("nope"), lambda: queue.touch("nope"), lambda: queue.restore("nope"),
-                   lambda: queue.complete("nope", "r")):
+    for action in (
+        lambda: queue.get("nope"),
+        lambda: queue.touch("nope"),
+        lambda: queue.restore("nope"),
+        lambda: queue.complete("nope", "r"),
+    ):
         with pytest.raises(errors.NotFound):
             action()
 

@@ -74,8 +74,13 @@ def test_waiting_callers_from_before_the_index_are_filled_in(moto_db):
     from queues_app.agents.router import Router
     from queues_app.ddb.codec import marshal
 
-    old = {"pk": keys.WAITING_PK, "sk": "9#2026-11-20T10:00:00.000000Z#c-old", "call_id": "c-old",
-           "arrived_at": "2026-11-20T10:00:00.000000Z", "priority": 0}
+    old = {
+        "pk": keys.WAITING_PK,
+        "sk": "9#2026-11-20T10:00:00.000000Z#c-old",
+        "call_id": "c-old",
+        "arrived_at": "2026-11-20T10:00:00.000000Z",
+        "priority": 0,
+    }
     moto_db.call("put_item", TableName=moto_db.table("callcenter"), Item=marshal(old))
     router = Router(moto_db)
     assert router.line.longest_waiting_since() is None  # not in the index yet
@@ -131,11 +136,21 @@ def test_a_refused_describe_while_waiting_is_a_domain_error(monkeypatch):
 
 def test_a_new_index_is_waited_for_after_its_table(monkeypatch):
     def table(status, index_status):
-        return {"TableName": "tbl", "TableStatus": status,
-                "GlobalSecondaryIndexes": [{"IndexName": "idx", "IndexStatus": index_status}]}
+        return {
+            "TableName": "tbl",
+            "TableStatus": status,
+            "GlobalSecondaryIndexes": [{"IndexName": "idx", "IndexStatus": index_status}],
+        }
 
-    db, stubber = _stubbed([table("UPDATING", "CREATING"), table("ACTIVE", "CREATING"),
-                            table("ACTIVE", "CREATING"), table("ACTIVE", "ACTIVE")], monkeypatch)
+    db, stubber = _stubbed(
+        [
+            table("UPDATING", "CREATING"),
+            table("ACTIVE", "CREATING"),
+            table("ACTIVE", "CREATING"),
+            table("ACTIVE", "ACTIVE"),
+        ],
+        monkeypatch,
+    )
     schema._wait_active(db, "tbl", timeout=30, index="idx")
     stubber.assert_no_pending_responses()
 
@@ -162,9 +177,13 @@ def test_missing_tables_reads_every_page_of_table_names(moto_db):
     from queues_app.ddb import meter
 
     for n in range(3):
-        moto_db.call("create_table", TableName=f"other-{n}", BillingMode="PAY_PER_REQUEST",
-                     KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
-                     AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}])
+        moto_db.call(
+            "create_table",
+            TableName=f"other-{n}",
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        )
     with meter.measure() as seen:
         assert schema.missing_tables(moto_db) == []
     assert seen.calls_of("ListTables") == 1

@@ -54,8 +54,14 @@ class Recording:
 
 
 def processor(tasks, downstream, **options):
-    options = {"holder": "p1", "use_streams": False, "poll_seconds": 0.02, "sweep_every": 60.0,
-               "capacity_wait": 0.01, **options}
+    options = {
+        "holder": "p1",
+        "use_streams": False,
+        "poll_seconds": 0.02,
+        "sweep_every": 60.0,
+        "capacity_wait": 0.01,
+        **options,
+    }
     return TaskProcessor(tasks, downstream, **options)
 
 
@@ -390,8 +396,21 @@ def test_the_command_processes_and_restores_signal_handlers(moto_db, tasks, cloc
     out = io.StringIO()
     # Until the queue is empty; the time box is only a safety net, so a slow machine
     # cannot make this fail.
-    call_command("run_task_processor", "--until-empty", "--time-box", "30", "--poll", "0.02",
-                 "--rate", "100", "--fail-share", "0", "--holder", "cmd", stdout=out)
+    call_command(
+        "run_task_processor",
+        "--until-empty",
+        "--time-box",
+        "30",
+        "--poll",
+        "0.02",
+        "--rate",
+        "100",
+        "--fail-share",
+        "0",
+        "--holder",
+        "cmd",
+        stdout=out,
+    )
     assert signal.getsignal(signal.SIGTERM) is before
     assert "3 processed" in out.getvalue()
     assert all(tasks.get(f"t{i}").status == TaskStatus.SUCCESS for i in range(3))

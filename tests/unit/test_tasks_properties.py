@@ -86,8 +86,11 @@ class TaskLifecycle(RuleBasedStateMachine):
         self.db = Dynamo(self.db_client, prefix=f"prop-{uuid.uuid4().hex[:8]}-")
         self.db.call("create_table", **create_table_params(TABLES["tasks"], self.db.table("tasks")))
         self.clock = _fixed_clock()
-        self.queue = TaskQueue(self.db, clock=self.clock,
-                               expiry=ExpiryPolicy(pending_seconds=PENDING_SECONDS, finished_seconds=FINISHED_SECONDS))
+        self.queue = TaskQueue(
+            self.db,
+            clock=self.clock,
+            expiry=ExpiryPolicy(pending_seconds=PENDING_SECONDS, finished_seconds=FINISHED_SECONDS),
+        )
         self.model: dict[str, ModelTask] = {}
         self.foreign_finishes = 0  # a worker finished a task another worker had taken (allowed)
 
@@ -105,8 +108,9 @@ class TaskLifecycle(RuleBasedStateMachine):
 
     def _pending(self) -> list[ModelTask]:
         """Pending tasks not yet deleted, oldest first (the index's order), expired ones included."""
-        return sorted((t for t in self.model.values() if not t.gone and t.status == TaskStatus.PENDING),
-                      key=lambda t: t.order)
+        return sorted(
+            (t for t in self.model.values() if not t.gone and t.status == TaskStatus.PENDING), key=lambda t: t.order
+        )
 
     def _expected(self, task: ModelTask, to_status: str) -> type[Exception] | None:
         """What an attempt to move `task` to `to_status` must do: None (succeed) or the error."""
@@ -140,8 +144,9 @@ class TaskLifecycle(RuleBasedStateMachine):
             assert expected is not None, f"{to_status} of {task_id} ({task.status}) refused: {exc!r}"
             assert type(exc) is expected, f"expected {expected.__name__}, got {exc!r}"
             return
-        assert expected is None, (f"{worker} moved {task_id} from {task.status} to {to_status}; "
-                                  f"the model expected {expected.__name__}")
+        assert expected is None, (
+            f"{worker} moved {task_id} from {task.status} to {to_status}; the model expected {expected.__name__}"
+        )
         self._apply(task, worker, to_status)
         assert result.status == to_status
         assert result.attempts == len(task.takes)
@@ -154,8 +159,9 @@ class TaskLifecycle(RuleBasedStateMachine):
         created = self.queue.create({"n": len(self.model)}, task_id=f"t{len(self.model)}")
         moment = self.clock.moment
         assert created.expires_at == int(moment.timestamp() + PENDING_SECONDS)
-        self.model[created.task_id] = ModelTask(created.task_id, len(self.model), moment.timestamp(),
-                                                created.expires_at)
+        self.model[created.task_id] = ModelTask(
+            created.task_id, len(self.model), moment.timestamp(), created.expires_at
+        )
         return created.task_id
 
     @rule(worker=st.sampled_from(WORKERS), task_id=tasks, move=st.sampled_from(sorted(MOVES)))
@@ -178,14 +184,21 @@ class TaskLifecycle(RuleBasedStateMachine):
         """Biased towards takes of pending tasks, live or expired."""
         pending = [t.task_id for t in self._pending()]
         task_id = data.draw(st.sampled_from(pending), label="task")
-        call = (lambda: self.queue.take(task_id)) if by_name else \
-            (lambda: self.queue.transition(task_id, TaskStatus.TAKEN))
+        call = (
+            (lambda: self.queue.take(task_id))
+            if by_name
+            else (lambda: self.queue.transition(task_id, TaskStatus.TAKEN))
+        )
         self._attempt(worker, task_id, TaskStatus.TAKEN, call)
 
     @precondition(lambda self: any(t.status == TaskStatus.TAKEN and not t.gone for t in self.model.values()))
-    @rule(worker=st.sampled_from(WORKERS), data=st.data(),
-          move=st.sampled_from(["succeed", "fail", "release", TaskStatus.SUCCESS, TaskStatus.FAILURE,
-                                TaskStatus.PENDING]))
+    @rule(
+        worker=st.sampled_from(WORKERS),
+        data=st.data(),
+        move=st.sampled_from(
+            ["succeed", "fail", "release", TaskStatus.SUCCESS, TaskStatus.FAILURE, TaskStatus.PENDING]
+        ),
+    )
     def finish_or_release_a_taken_task(self, worker, data, move):
         """Biased towards the legal moves: a task that is TAKEN, by its holder or another worker."""
         taken = [t.task_id for t in self.model.values() if t.status == TaskStatus.TAKEN and not t.gone]
@@ -201,14 +214,17 @@ class TaskLifecycle(RuleBasedStateMachine):
         alive = [t for t in self._pending() if not self._expired(t)]
         wanted = (alive[-1] if newest_first else alive[0]) if alive else None
         got = self.queue.take_next(newest_first=newest_first)
-        note(f"{worker}: take_next({'LIFO' if newest_first else 'FIFO'}) -> {got and got.task_id}, "
-             f"model {wanted and wanted.task_id}")
+        note(
+            f"{worker}: take_next({'LIFO' if newest_first else 'FIFO'}) -> {got and got.task_id}, "
+            f"model {wanted and wanted.task_id}"
+        )
         if wanted is None:
             assert got is None, f"take_next took {got.task_id}; the model has nothing alive pending"
             return
         assert got is not None, f"take_next found nothing; {wanted.task_id} was pending and alive"
-        assert got.task_id == wanted.task_id, f"took {got.task_id}, the {'newest' if newest_first else 'oldest'} " \
-                                              f"alive pending task is {wanted.task_id}"
+        assert got.task_id == wanted.task_id, (
+            f"took {got.task_id}, the {'newest' if newest_first else 'oldest'} alive pending task is {wanted.task_id}"
+        )
         self._apply(wanted, worker, TaskStatus.TAKEN)
         assert got.status == TaskStatus.TAKEN and got.attempts == len(wanted.takes)
 
@@ -236,8 +252,7 @@ class TaskLifecycle(RuleBasedStateMachine):
     @invariant()
     def the_table_agrees_with_the_model(self):
         response = self.db.call("scan", TableName=self.db.table("tasks"), ConsistentRead=True)
-        stored = {item["task_id"]: item for item in map(unmarshal, response.get("Items", []))
-                  if "task_status" in item}
+        stored = {item["task_id"]: item for item in map(unmarshal, response.get("Items", [])) if "task_status" in item}
         assert set(stored) == {t.task_id for t in self.model.values() if not t.gone}
         for task_id, item in stored.items():
             task = self.model[task_id]
@@ -252,8 +267,9 @@ def test_random_interleavings_of_workers_respect_the_lifecycle(moto_db):
     try:
         run_state_machine_as_test(
             TaskLifecycle,
-            settings=settings(max_examples=50, stateful_step_count=30, deadline=None,
-                              suppress_health_check=[HealthCheck.too_slow]),
+            settings=settings(
+                max_examples=50, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+            ),
         )
     finally:
         TaskLifecycle.db_client = None

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from queues_app.monitoring import invariants
 from queues_app.ddb import errors
 from queues_app.ddb.client import default
+from queues_app.monitoring import invariants
 
 
 class Command(BaseCommand):
@@ -16,10 +16,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--once", action="store_true",
-                            help="one pass only: do not re-run to confirm violations")
-        parser.add_argument("--pause", type=float, default=invariants.DEFAULT_PAUSE,
-                            help="seconds to wait between passes (default %(default)s)")
+        parser.add_argument("--once", action="store_true", help="one pass only: do not re-run to confirm violations")
+        parser.add_argument(
+            "--pause",
+            type=float,
+            default=invariants.DEFAULT_PAUSE,
+            help="seconds to wait between passes (default %(default)s)",
+        )
 
     def handle(self, once=False, pause=invariants.DEFAULT_PAUSE, **options):
         db = default()

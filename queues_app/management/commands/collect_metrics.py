@@ -10,8 +10,10 @@ from queues_app.monitoring.sampler import MetricsCollector
 
 
 class Command(BaseCommand):
-    help = ("Every --every seconds, sample each queue's depth, in flight, DLQ and oldest age into the "
-            "current minute of the metrics history (the overview's charts), and write this process's counts.")
+    help = (
+        "Every --every seconds, sample each queue's depth, in flight, DLQ and oldest age into the "
+        "current minute of the metrics history (the overview's charts), and write this process's counts."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--every", type=float, default=15.0, help="seconds between samples (default 15)")

@@ -25,4 +25,6 @@ class Command(BaseCommand):
                 user.groups.add(group)
                 self.stdout.write(self.style.SUCCESS(f"Created {group_name[:-1]} login: {username} / {password}"))
             else:
-                self.stdout.write(f"Demo {group_name[:-1]} login: {username} (exists; password unchanged, demo default {password})")
+                self.stdout.write(
+                    f"Demo {group_name[:-1]} login: {username} (exists; password unchanged, demo default {password})"
+                )

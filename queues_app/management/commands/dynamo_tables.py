@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from queues_app.agents.router import Router
 from queues_app.ddb import errors, schema
 from queues_app.ddb.client import default
-from queues_app.agents.router import Router
 
 
 class Command(BaseCommand):

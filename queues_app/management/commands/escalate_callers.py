@@ -2,9 +2,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from queues_app.ddb import errors
 from queues_app.agents.router import Router
 from queues_app.agents.skills import describe_preferences
+from queues_app.ddb import errors
 
 
 class Command(BaseCommand):

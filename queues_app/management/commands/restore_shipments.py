@@ -28,12 +28,18 @@ class Command(BaseCommand):
             raise CommandError("Name shipments or give a filter, not both.")
         if not ids and not filtered:
             raise CommandError(
-                "Name the shipments to restore, or give a filter (--reason, --older-than, --newer-than).")
+                "Name the shipments to restore, or give a filter (--reason, --older-than, --newer-than)."
+            )
         shipments = ShipmentQueue()
         try:
             if not ids:
-                matching = shipments.dlq_matching(queue, reason_contains=reason, older_than_seconds=older_than,
-                                                  newer_than_seconds=newer_than, limit=limit)
+                matching = shipments.dlq_matching(
+                    queue,
+                    reason_contains=reason,
+                    older_than_seconds=older_than,
+                    newer_than_seconds=newer_than,
+                    limit=limit,
+                )
                 ids = [s.shipment_id for s in matching]
             if dry_run:
                 self.stdout.write(f"Would restore {len(ids)} shipment(s): {', '.join(ids) or '-'}")

@@ -22,7 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--addrport", default="127.0.0.1:8000")
         parser.add_argument("--agents", type=int, default=40, help="demo agents to load into empty tables")
         parser.add_argument("--no-server", action="store_true", help="prepare everything, then stop (for scripts)")
-        parser.add_argument("--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)")
+        parser.add_argument(
+            "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
+        )
 
     def handle(self, addrport, agents, no_server, data_dir=None, **options):
         endpoint = settings.DYNAMODB_ENDPOINT_URL
@@ -59,7 +61,8 @@ class Command(BaseCommand):
             # The metrics collector fills the overview's charts; each process has its own
             # process group, so that stopping it also stops the autoreloader's child.
             collector = subprocess.Popen(
-                [sys.executable, "manage.py", "collect_metrics", "--every", "15"], cwd=settings.BASE_DIR,
+                [sys.executable, "manage.py", "collect_metrics", "--every", "15"],
+                cwd=settings.BASE_DIR,
                 start_new_session=True,
             )
             server = subprocess.Popen(

@@ -22,19 +22,26 @@ class Command(BaseCommand):
         parser.add_argument("--grace", type=float, default=10.0, help="seconds to finish after a stop request")
         parser.add_argument("--max", type=int, default=None, help="stop after this many shipments")
         parser.add_argument("--until-empty", action="store_true", help="stop when nothing is visible")
-        parser.add_argument("--fair", action="store_true",
-                            help="the live queue first, the spillover queue when live is caught up; sideline "
-                                 "live work older than SPILLOVER_AFTER_SECONDS")
+        parser.add_argument(
+            "--fair",
+            action="store_true",
+            help="the live queue first, the spillover queue when live is caught up; sideline "
+            "live work older than SPILLOVER_AFTER_SECONDS",
+        )
 
     def handle(self, queue, visibility, fail_share, work_seconds, grace, max, until_empty, fair=False, **options):
         shipments = ShipmentQueue()
         worker = ShipmentWorker(
-            shipments, demo_handler(fail_share=fail_share, work_seconds=work_seconds),
-            queue_name=queue, visibility_timeout=visibility, grace_seconds=grace,
+            shipments,
+            demo_handler(fail_share=fail_share, work_seconds=work_seconds),
+            queue_name=queue,
+            visibility_timeout=visibility,
+            grace_seconds=grace,
             fair=FairConsumer(shipments) if fair else None,
         )
-        previous = {signum: signal.signal(signum, lambda *_: worker.stop())
-                    for signum in (signal.SIGTERM, signal.SIGINT)}
+        previous = {
+            signum: signal.signal(signum, lambda *_: worker.stop()) for signum in (signal.SIGTERM, signal.SIGINT)
+        }
         where = "live, then spillover" if fair else repr(queue)
         self.stdout.write(f"Shipment worker on queue {where} (lease {visibility:.0f}s); stop with SIGTERM.")
         try:

@@ -6,19 +6,29 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from faker import Faker
 
-from queues_app.ddb import batch, errors
-from queues_app.agents.roster import Agents
-from queues_app.ddb.client import Dynamo
 from queues_app.agents.records import Call, CallStatus
-from queues_app.ddb.clock import now, to_iso
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
+from queues_app.ddb import batch, errors
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now, to_iso
 from queues_app.shipments.queue import DEFAULT_QUEUE, Shipment, ShipmentQueue, ShipmentStatus, ready_sort_key
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 CARRIERS = ("DHL", "UPS", "FedEx", "La Poste", "GLS")
-PRODUCTS = ("books", "headphones", "coffee beans", "running shoes", "desk lamp", "board game", "tea set",
-            "phone case", "backpack", "printer ink")
+PRODUCTS = (
+    "books",
+    "headphones",
+    "coffee beans",
+    "running shoes",
+    "desk lamp",
+    "board game",
+    "tea set",
+    "phone case",
+    "backpack",
+    "printer ink",
+)
 DLQ_REASONS = (
     "address not found",
     "carrier rejected the parcel: over the weight limit",
@@ -88,20 +98,44 @@ class Command(BaseCommand):
         parser.add_argument("--agents", type=int, default=40, help="how many agents (default 40)")
         parser.add_argument("--shipments", type=int, default=30, help="how many shipments (default 30)")
         parser.add_argument("--tasks", type=int, default=40, help="how many tasks (default 40)")
-        parser.add_argument("--callers", type=int, default=16,
-                            help="how many callers start waiting before agents are made available (default 16)")
-        parser.add_argument("--available", type=int, default=20,
-                            help="how many of the new agents are made available (default 20); they take "
-                                 "the waiting callers they fit, the others stay queued")
+        parser.add_argument(
+            "--callers",
+            type=int,
+            default=16,
+            help="how many callers start waiting before agents are made available (default 16)",
+        )
+        parser.add_argument(
+            "--available",
+            type=int,
+            default=20,
+            help="how many of the new agents are made available (default 20); they take "
+            "the waiting callers they fit, the others stay queued",
+        )
         parser.add_argument("--seed", type=int, default=None, help="random seed, for repeatable data")
-        parser.add_argument("--if-empty", action="store_true",
-                            help="load each kind (agents, shipments, tasks) only when none exist yet")
+        parser.add_argument(
+            "--if-empty", action="store_true", help="load each kind (agents, shipments, tasks) only when none exist yet"
+        )
         parser.add_argument("--progress", action="store_true", help="draw the progress bar even when not on a terminal")
 
-    def handle(self, agents=40, shipments=30, tasks=40, callers=16, available=20, seed=None, if_empty=False,
-               progress=False, **options):
-        for name, value in (("agents", agents), ("shipments", shipments), ("tasks", tasks),
-                            ("callers", callers), ("available", available)):
+    def handle(
+        self,
+        agents=40,
+        shipments=30,
+        tasks=40,
+        callers=16,
+        available=20,
+        seed=None,
+        if_empty=False,
+        progress=False,
+        **options,
+    ):
+        for name, value in (
+            ("agents", agents),
+            ("shipments", shipments),
+            ("tasks", tasks),
+            ("callers", callers),
+            ("available", available),
+        ):
             if value < 0:
                 raise CommandError(f"--{name} must be zero or more")
         rng = random.Random(seed)
@@ -135,8 +169,9 @@ class Command(BaseCommand):
                 size = rng.randint(1, min(3, len(values))) if many else 1
                 skills[name] = rng.sample(list(values), size)
             gender = skills.get("gender", ["X"])[0]
-            person = (fake.name_female() if gender == "F" else fake.name_male() if gender == "M"
-                      else fake.name_nonbinary())
+            person = (
+                fake.name_female() if gender == "F" else fake.name_male() if gender == "M" else fake.name_nonbinary()
+            )
             demo.append(directory.build(person, skills))
         bar = ProgressBar(self.stdout, "agents", count, force=progress)
         written = directory.create_many(demo, on_batch=bar.advance)
@@ -154,9 +189,13 @@ class Command(BaseCommand):
         items = []
         for _ in range(count):
             preferences = {name: rng.choice([*values, ANY, ANY]) for name, values in router.catalog.dimensions}
-            call = Call(call_id=uuid.uuid4().hex[:16], status=CallStatus.WAITING, preferences=preferences,
-                        priority=rng.choice((0, 0, 0, 1, 2)),
-                        arrived_at=to_iso(moment - timedelta(seconds=rng.uniform(20, 400))))
+            call = Call(
+                call_id=uuid.uuid4().hex[:16],
+                status=CallStatus.WAITING,
+                preferences=preferences,
+                priority=rng.choice((0, 0, 0, 1, 2)),
+                arrived_at=to_iso(moment - timedelta(seconds=rng.uniform(20, 400))),
+            )
             items += router.line.waiting_records(call)
         batch.put_items(router.db, router.table, items)
         self.stdout.write(self.style.SUCCESS(f"Demo data: {count} callers waiting."))
@@ -168,8 +207,9 @@ class Command(BaseCommand):
             _agent, call = router.make_available(agent.agent_id)
             took += call is not None
         if agents:
-            self.stdout.write(self.style.SUCCESS(
-                f"Demo data: {len(agents)} agents made available ({took} took a waiting caller)."))
+            self.stdout.write(
+                self.style.SUCCESS(f"Demo data: {len(agents)} agents made available ({took} took a waiting caller).")
+            )
 
     # --- shipments ----------------------------------------------------------------------
 
@@ -187,8 +227,10 @@ class Command(BaseCommand):
             # A peek could take someone else's shipment: leave the queue's work alone.
             moved = sum(plan[kind] for kind in LEASED)
             if moved:
-                notes.append(f"the queue holds other shipments, so {moved} planned as in flight, in the DLQ or "
-                             "completed were queued instead")
+                notes.append(
+                    f"the queue holds other shipments, so {moved} planned as in flight, in the DLQ or "
+                    "completed were queued instead"
+                )
             plan["queued"] += moved
             plan.update({kind: 0 for kind in LEASED})
         moment = now()
@@ -197,9 +239,14 @@ class Command(BaseCommand):
             sid = uuid.uuid4().hex[:16]
             created = moment - timedelta(minutes=rng.uniform(2, 240))
             stamp = to_iso(created)
-            shipment = Shipment(shipment_id=sid, data=self._demo_data(rng, fake), status=status,
-                                priority=rng.choices(range(10), weights=(6, 5, 4, 4, 3, 3, 2, 2, 1, 1))[0],
-                                created_at=stamp, updated_at=stamp)
+            shipment = Shipment(
+                shipment_id=sid,
+                data=self._demo_data(rng, fake),
+                status=status,
+                priority=rng.choices(range(10), weights=(6, 5, 4, 4, 3, 3, 2, 2, 1, 1))[0],
+                created_at=stamp,
+                updated_at=stamp,
+            )
             if queued:
                 enqueued = to_iso(created + timedelta(seconds=rng.uniform(0, 90)))
                 shipment.enqueued_at = shipment.first_enqueued_at = shipment.updated_at = enqueued
@@ -216,7 +263,7 @@ class Command(BaseCommand):
         queue.create_many(leased + delayed, on_batch=bar.advance)
         leases = self._peek_all(queue, {s.shipment_id for s in leased}, notes)
         for kind in ("completed", "in the DLQ"):
-            for lease in leases[:plan[kind]]:
+            for lease in leases[: plan[kind]]:
                 sid = lease.shipment.shipment_id
                 if kind == "completed":
                     queue.complete(sid, lease.receipt)
@@ -226,7 +273,7 @@ class Command(BaseCommand):
                     if failed.status != ShipmentStatus.IN_DLQ:
                         queue.send_to_dlq(sid, reason, expected_version=failed.version)
                 written[kind] += 1
-            leases = leases[plan[kind]:]
+            leases = leases[plan[kind] :]
         written["in flight"] = len(leases)
         written["queued"] += len(leased) - sum(written[k] for k in LEASED)  # never received: still queued
         for shipment in delayed:
@@ -256,8 +303,10 @@ class Command(BaseCommand):
             "recipient": fake.name(),
             "city": fake.city(),
             "carrier": rng.choice(CARRIERS),
-            "items": [{"sku": fake.bothify("??-####").upper(), "name": rng.choice(PRODUCTS),
-                       "quantity": rng.randint(1, 4)} for _ in range(rng.randint(1, 3))],
+            "items": [
+                {"sku": fake.bothify("??-####").upper(), "name": rng.choice(PRODUCTS), "quantity": rng.randint(1, 4)}
+                for _ in range(rng.randint(1, 3))
+            ],
         }
 
     @staticmethod
@@ -279,7 +328,6 @@ class Command(BaseCommand):
             leases.append(lease)
         return leases
 
-
     # --- tasks --------------------------------------------------------------------------
 
     def _tasks(self, count, rng, fake, if_empty, progress):
@@ -291,8 +339,10 @@ class Command(BaseCommand):
             return
         start = queue.clock()
         demo = [
-            queue.build({"device": f"sensor-{rng.randint(1000, 9999)}", "ip": fake.ipv4_public()},
-                        created=start - timedelta(seconds=rng.uniform(0, 180)))
+            queue.build(
+                {"device": f"sensor-{rng.randint(1000, 9999)}", "ip": fake.ipv4_public()},
+                created=start - timedelta(seconds=rng.uniform(0, 180)),
+            )
             for _ in range(count)
         ]
         bar = ProgressBar(self.stdout, "tasks", count, force=progress)
@@ -308,7 +358,9 @@ class Command(BaseCommand):
                 finished += 1
             else:
                 taken += 1
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo data: {written} tasks written ({written - taken - finished} pending, {taken} taken, "
-            f"{finished} finished)."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo data: {written} tasks written ({written - taken - finished} pending, {taken} taken, "
+                f"{finished} finished)."
+            )
+        )
