@@ -116,7 +116,7 @@ def _decode_recent(cursor: str) -> tuple[str, dict | None]:
     return day, key
 
 
-def _key_of(item: dict) -> dict:
+def entry_key(item: dict) -> dict:
     """An entry's primary key in wire form, as DynamoDB's LastEvaluatedKey gives it."""
     return marshal({"pk": item["pk"], "sk": item["sk"]})
 
@@ -227,7 +227,7 @@ class AuditTrail:
                     # A later page of the day asks for the first page's Limit: keep what
                     # fits and carry on after the last entry kept.
                     items = items[:room]
-                    key = _key_of(items[-1])
+                    key = entry_key(items[-1])
                 else:
                     key = response.get("LastEvaluatedKey")
                 entries += [_entry_from_item(item) for item in items]

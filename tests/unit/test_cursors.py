@@ -281,9 +281,9 @@ def test_a_later_page_of_a_day_that_returns_more_than_fits_is_cut_and_carried_on
 
 
 def test_the_key_of_an_entry_is_what_dynamodb_would_give():
-    from queues_app.audit_trail import _key_of
+    from queues_app.audit_trail import entry_key
 
-    assert _key_of({"pk": "AUDIT#2026-11-21", "sk": "x#1", "actor": "sam"}) == marshal(
+    assert entry_key({"pk": "AUDIT#2026-11-21", "sk": "x#1", "actor": "sam"}) == marshal(
         {"pk": "AUDIT#2026-11-21", "sk": "x#1"}
     )
 
