@@ -72,17 +72,7 @@ class Consuming(ShipmentStore):
             if receipt:
                 return receipt
         for _round in range(CLAIM_ROUNDS):
-            ready = [
-                unmarshal(raw)
-                for raw in self.db.call(
-                    "query",
-                    TableName=self.table,
-                    IndexName="ready",
-                    Limit=self.candidate_limit,
-                    KeyConditionExpression="ready_q = :q",
-                    ExpressionAttributeValues={":q": {"S": queue}},
-                ).get("Items", [])
-            ]
+            ready = self._ready_head(queue)
             if not ready:
                 return None
             for entry in _contention.order(ready):
@@ -169,16 +159,7 @@ class Consuming(ShipmentStore):
         """Take the head of the queue and remove it at once (at-most-once: if the caller
         then fails, the shipment is not retried). Prefer receive + complete."""
         moment = self.clock()
-        ready = self.db.call(
-            "query",
-            TableName=self.table,
-            IndexName="ready",
-            Limit=self.candidate_limit,
-            KeyConditionExpression="ready_q = :q",
-            ExpressionAttributeValues={":q": {"S": queue}},
-        ).get("Items", [])
-        for raw in ready:
-            entry = unmarshal(raw)
+        for entry in self._ready_head(queue):
             taken = self._claim(entry["id"], "ready_sk", entry["ready_sk"], moment, 0, final=True)
             if taken:
                 return taken.shipment
@@ -306,3 +287,15 @@ class Consuming(ShipmentStore):
         except errors.Conflict as exc:
             problem = receipt_problem(exc.current, receipt) or "it changed meanwhile"
             raise ReceiptInvalid(f"Cannot {action} shipment {shipment_id}: {problem}", current=exc.current) from exc
+
+    def _ready_head(self, queue: str) -> list[dict]:
+        """The first entries of the `ready` index (one Query): keys in receive order."""
+        response = self.db.call(
+            "query",
+            TableName=self.table,
+            IndexName="ready",
+            Limit=self.candidate_limit,
+            KeyConditionExpression="ready_q = :q",
+            ExpressionAttributeValues={":q": {"S": queue}},
+        )
+        return [unmarshal(raw) for raw in response.get("Items", [])]
