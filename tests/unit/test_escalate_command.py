@@ -1,4 +1,5 @@
 import io
+import threading
 import time
 
 from django.core.management import call_command
@@ -32,3 +33,36 @@ def test_it_leaves_callers_who_have_not_waited_long(moto_db, settings):
     call_command("escalate_callers", stdout=out)
     assert out.getvalue() == ""
     assert router.get_call(call.call_id).preferences == {"language": "Spanish", "gender": "F"}
+
+
+def test_once_is_a_single_pass(moto_db, settings):
+    settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
+    router = Router()
+    call, _ = router.create_call({"language": "Spanish", "gender": "F"})
+    time.sleep(0.05)
+    out = io.StringIO()
+    call_command("escalate_callers", "--once", stdout=out)
+    assert f"call {call.call_id}: relaxed gender; now language: Spanish, gender: any; still waiting" in out.getvalue()
+
+
+class OnePass(threading.Event):
+    def wait(self, timeout=None):
+        self.set()
+        return True
+
+
+def test_a_failed_pass_in_a_loop_is_reported_and_the_loop_goes_on(moto_empty, monkeypatch):
+    # No tables: every pass fails. Looping (--every), it says so and waits for the next
+    # pass; a single pass would exit non-zero instead (tests/unit/test_commands_outcomes.py).
+    waits = []
+
+    class Counted(OnePass):
+        def wait(self, timeout=None):
+            waits.append(timeout)
+            return super().wait(timeout)
+
+    monkeypatch.setattr("queues_app.management.commands.escalate_callers.threading.Event", Counted)
+    err = io.StringIO()
+    call_command("escalate_callers", "--every", "2.5", stdout=io.StringIO(), stderr=err)
+    assert "escalation pass failed: DynamoDB table 'test-callcenter' does not exist." in err.getvalue()
+    assert waits == [2.5]

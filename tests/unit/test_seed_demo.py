@@ -132,17 +132,20 @@ def test_seed_if_empty_writes_shipments_when_only_agents_exist(moto_db):
     assert len(all_agents()) == 3 and len(all_shipments(moto_db)) == 12
 
 
-def test_a_queue_with_work_in_it_is_left_alone(moto_db):
-
+def test_a_queue_with_work_in_it_gets_every_state_and_its_work_is_left_alone(moto_db):
+    # No receive takes part in seeding, so other work in the queue is never touched and
+    # every state is written all the same.
     queue = ShipmentQueue(moto_db)
     queue.create({"to": "Oslo"}, shipment_id="real-work", priority=9, ready=True)
     queue.enqueue("real-work")
+    before = queue.get("real-work")
     out = io.StringIO()
     call_command("seed_demo", agents=0, shipments=30, seed=1, stdout=out)
-    assert "30 shipments written (25 queued, 2 under construction, 2 ready, 1 delayed)" in out.getvalue()
-    assert "Note: the queue holds other shipments, so 8 planned as in flight" in out.getvalue()
-    mine = queue.get("real-work")
-    assert mine.state == ShipmentState.QUEUED and mine.receive_count == 0 and mine.version == 2
+    assert (
+        "30 shipments written (17 queued, 2 under construction, 2 ready, 1 delayed, 3 in flight, 2 in the DLQ, "
+        "3 completed)"
+    ) in out.getvalue()
+    assert queue.get("real-work") == before
     assert len(all_shipments(moto_db)) == 31
     assert invariants.check(moto_db, passes=1).violations == []
 
@@ -177,3 +180,58 @@ def test_seed_writes_tasks_in_every_status(moto_db):
     again = io.StringIO()
     call_command("seed_demo", agents=0, shipments=0, tasks=50, if_empty=True, stdout=again)
     assert "tasks exist already" in again.getvalue()
+
+
+def test_tasks_are_written_in_their_final_states_without_transitions(moto_db, monkeypatch):
+    # A processor running meanwhile takes the newest pending tasks: the seed must not
+    # move any task itself (it used to take and finish the newest, and collided).
+    from queues_app.ddb.clock import from_iso
+    from queues_app.tasks.queue import TaskQueue, TaskStatus
+
+    def no_transition(*args, **kwargs):
+        raise AssertionError("the seed moved a task from one status to another")
+
+    monkeypatch.setattr(TaskQueue, "_transition", no_transition)
+    monkeypatch.setattr(ShipmentQueue, "receive", no_transition)
+    out = io.StringIO()
+    call_command("seed_demo", agents=0, shipments=30, tasks=100, seed=4, stdout=out)
+    assert "Demo data: 100 tasks written (" in out.getvalue()
+    queue = TaskQueue()
+    tasks = {status: list(queue.each(status)) for status in TaskStatus.ALL}
+    moved_on = tasks[TaskStatus.TAKEN] + tasks[TaskStatus.SUCCESS] + tasks[TaskStatus.FAILURE]
+    assert len(moved_on) == 20 and len(tasks[TaskStatus.PENDING]) == 80
+    assert tasks[TaskStatus.TAKEN] and tasks[TaskStatus.SUCCESS]
+    # the newest ones moved on, as a LIFO processor would have taken them
+    assert min(t.created for t in moved_on) > max(t.created for t in tasks[TaskStatus.PENDING])
+    for task in moved_on:
+        assert task.attempts == 1 and from_iso(task.taken_at) >= from_iso(task.created)
+    for task in tasks[TaskStatus.TAKEN]:
+        assert task.finished_at is None
+    for task in tasks[TaskStatus.SUCCESS] + tasks[TaskStatus.FAILURE]:
+        finished = from_iso(task.finished_at)
+        assert finished >= from_iso(task.taken_at) and task.result == "demo"
+        assert task.expires_at == int(finished.timestamp() + queue.expiry.finished_seconds)
+    for task in tasks[TaskStatus.PENDING]:
+        assert task.taken_at is None and task.attempts == 0
+
+
+def test_an_agent_made_available_meanwhile_by_someone_else_is_a_shortfall(moto_db, monkeypatch):
+    from queues_app.agents.router import Router
+
+    original, raced = Router.make_available, []
+
+    def someone_was_quicker(self, agent_id):
+        if not raced:
+            raced.append(agent_id)
+            original(self, agent_id)  # the dashboard, a moment before the seed
+        return original(self, agent_id)
+
+    monkeypatch.setattr(Router, "make_available", someone_was_quicker)
+    out = io.StringIO()
+    with pytest.raises(
+        CommandError, match=r"^Demo data incomplete: 1 of 4 agents not made available \(.* is already queued\.\)\.$"
+    ):
+        call_command("seed_demo", agents=4, callers=0, available=4, shipments=3, tasks=3, stdout=out)
+    assert "Demo data: 3 agents made available" in out.getvalue()
+    assert "3 shipments written" in out.getvalue()  # the rest was still loaded
+    assert len([a for a in all_agents() if a.status == "queued"]) == 4

@@ -28,7 +28,8 @@ def test_describe_shows_keys_and_item_counts(moto_db):
 
 def test_describe_reports_missing_tables(moto_empty):
     out = io.StringIO()
-    call_command("dynamo_tables", "describe", stdout=out)
+    with pytest.raises(CommandError, match="table.s. missing"):
+        call_command("dynamo_tables", "describe", stdout=out)
     assert "missing (run `dynamo_tables create`)" in out.getvalue()
 
 

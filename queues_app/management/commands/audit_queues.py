@@ -1,11 +1,13 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import default
+from queues_app.management.arguments import CheckedCommand, float_range
+from queues_app.management.outcomes import dynamo_failure
 from queues_app.monitoring import invariants
 
 
-class Command(BaseCommand):
+class Command(CheckedCommand):
     help = (
         "Check the queue invariants on the call-center table (queue depths, message items of "
         "queued agents, no agent both attending and queued, no call both waiting and assigned, "
@@ -19,9 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="one pass only: do not re-run to confirm violations")
         parser.add_argument(
             "--pause",
-            type=float,
+            type=float_range(0, 60),
             default=invariants.DEFAULT_PAUSE,
-            help="seconds to wait between passes (default %(default)s)",
+            help="seconds to wait between passes",
         )
 
     def handle(self, once=False, pause=invariants.DEFAULT_PAUSE, **options):
@@ -29,7 +31,7 @@ class Command(BaseCommand):
         try:
             report = invariants.check(db, passes=1 if once else invariants.DEFAULT_PASSES, pause=pause)
         except errors.DynamoError as exc:
-            raise CommandError(f"{exc.message} (endpoint: {db.endpoint})") from exc
+            raise dynamo_failure(exc, db, "nothing was checked") from exc
         if report.violations:
             for violation in report.violations:
                 self.stdout.write(str(violation))

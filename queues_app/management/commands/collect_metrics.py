@@ -3,38 +3,43 @@
 import signal
 import threading
 
-from django.core.management.base import BaseCommand
-
 from queues_app.ddb import errors
+from queues_app.management.arguments import CheckedCommand, float_range
+from queues_app.management.outcomes import dynamo_failure
 from queues_app.monitoring.sampler import MetricsCollector
 
 
-class Command(BaseCommand):
+class Command(CheckedCommand):
     help = (
         "Every --every seconds, sample each queue's depth, in flight, DLQ and oldest age into the "
-        "current minute of the metrics history (the overview's charts), and write this process's counts."
+        "current minute of the metrics history (the overview's charts), and write this process's counts. "
+        "With --once, one sample; it exits non-zero when the sample could not be taken."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--every", type=float, default=15.0, help="seconds between samples (default 15)")
-        parser.add_argument("--once", action="store_true", help="take one sample and stop")
+        when = parser.add_mutually_exclusive_group()
+        when.add_argument("--every", type=float_range(1, 3600), default=15.0, help="seconds between samples")
+        when.add_argument("--once", action="store_true", help="take one sample, show it and stop")
 
     def handle(self, every=15.0, once=False, **options):
         collector = MetricsCollector()
+        if once:
+            try:
+                figures = collector.sample()
+            except errors.DynamoError as exc:
+                raise dynamo_failure(exc, collector.db, "no sample was taken") from exc
+            for queue, values in figures.items():
+                shown = ", ".join(f"{k} {v:g}" for k, v in values.items() if v is not None)
+                self.stdout.write(f"{queue}: {shown}")
+            return
         stop = threading.Event()
         previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             while not stop.is_set():
                 try:
-                    figures = collector.sample()
-                    if once:
-                        for queue, values in figures.items():
-                            shown = ", ".join(f"{k} {v:g}" for k, v in values.items() if v is not None)
-                            self.stdout.write(f"{queue}: {shown}")
+                    collector.sample()
                 except errors.DynamoError as exc:
                     self.stderr.write(f"sample failed: {exc.message}")
-                if once:
-                    return
                 stop.wait(every)
         finally:
             for s, handler in previous.items():

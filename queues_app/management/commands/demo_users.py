@@ -1,7 +1,9 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import CommandError
+from django.db import DatabaseError
 
+from queues_app.management.arguments import CheckedCommand
 from queues_app.roles import SUPERVISORS, VIEWERS
 
 DEMO_USERS = (
@@ -11,10 +13,17 @@ DEMO_USERS = (
 )
 
 
-class Command(BaseCommand):
+class Command(CheckedCommand):
     help = "Create the demo supervisor and the demo read-only viewer if they do not exist, and print their logins."
 
     def handle(self, **options):
+        try:
+            self._create()
+        except DatabaseError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise CommandError(f"The database is not ready ({reason}); run `python manage.py migrate` first.") from exc
+
+    def _create(self):
         User = get_user_model()
         for username, password, group_name, staff in DEMO_USERS:
             group, _ = Group.objects.get_or_create(name=group_name)

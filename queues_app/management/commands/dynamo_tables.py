@@ -1,19 +1,34 @@
-from django.core.management.base import BaseCommand, CommandError
+import sys
+
+from django.core.management.base import CommandError
 
 from queues_app.agents.router import Router
 from queues_app.ddb import errors, schema
 from queues_app.ddb.client import default
+from queues_app.management.arguments import CheckedCommand
+from queues_app.management.outcomes import dynamo_failure
 
 
-class Command(BaseCommand):
-    help = "Create, describe or delete the project's DynamoDB tables."
+class Command(CheckedCommand):
+    help = (
+        "Create, describe or delete the project's DynamoDB tables. describe exits non-zero when a "
+        "table is missing; delete exits non-zero when it was not confirmed."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["create", "describe", "delete"])
-        parser.add_argument("--yes", action="store_true", help="delete without asking")
+        parser.add_argument(
+            "action",
+            choices=["create", "describe", "delete"],
+            help="create the missing tables (idempotent), describe them, or delete them",
+        )
+        parser.add_argument("--yes", action="store_true", help="delete: without asking")
         parser.add_argument("--exact", action="store_true", help="describe: count items with a COUNT scan")
 
     def handle(self, action, yes=False, exact=False, **options):
+        if exact and action != "describe":
+            raise CommandError(f"--exact counts items for describe; it means nothing to {action}.")
+        if yes and action != "delete":
+            raise CommandError(f"--yes confirms delete; it means nothing to {action}.")
         db = default()
         try:
             if action == "create":
@@ -27,13 +42,15 @@ class Command(BaseCommand):
             else:
                 self._delete(db, yes)
         except errors.DynamoError as exc:
-            raise CommandError(f"{exc.message} (endpoint: {db.endpoint})") from exc
+            raise dynamo_failure(exc, db) from exc
 
     def _describe(self, db, exact):
         self.stdout.write(f"Endpoint: {db.endpoint}   prefix: {db.prefix!r}")
+        missing = []
         for state in schema.describe_tables(db, exact=exact):
             if not state.exists:
                 self.stdout.write(self.style.WARNING(f"\n{state.name}: missing (run `dynamo_tables create`)"))
+                missing.append(state.name)
                 continue
             self.stdout.write(f"\n{state.name}  [{state.status}]")
             self.stdout.write(f"  keys:     {state.keys}")
@@ -45,6 +62,11 @@ class Command(BaseCommand):
             if state.exact_count is not None:
                 count = f"{state.exact_count} (exact)"
             self.stdout.write(f"  items:    {count}")
+        if missing:
+            raise CommandError(
+                f"{len(missing)} table(s) missing: {', '.join(missing)}; create them with "
+                "`python manage.py dynamo_tables create`."
+            )
 
     def _delete(self, db, yes):
         names = [s.name for s in schema.describe_tables(db) if s.exists]
@@ -56,12 +78,9 @@ class Command(BaseCommand):
                 raise CommandError("Refusing to delete without confirmation; pass --yes.")
             answer = input(f"Delete {', '.join(names)} at {db.endpoint}? Type 'yes' to confirm: ")
             if answer.strip().lower() != "yes":
-                self.stdout.write("Nothing deleted.")
-                return
+                raise CommandError("Nothing deleted: not confirmed.")
         schema.delete_tables(db, log=self.stdout.write)
 
     @staticmethod
     def stdin_isatty():
-        import sys
-
         return sys.stdin.isatty()

@@ -1,9 +1,14 @@
-import random
-import time
-import uuid
-from datetime import timedelta
+"""Demo data, written in batches in the states it should end in: agents, waiting
+callers, shipments in every state and tasks in every status. Nothing is written in one
+state and then moved on, so workers running meanwhile (a task processor taking the
+newest pending task, a shipment worker) cannot race the seed."""
 
-from django.core.management.base import BaseCommand, CommandError
+import dataclasses
+import random
+import uuid
+from datetime import datetime, timedelta
+
+from django.core.management.base import CommandError
 from faker import Faker
 
 from queues_app.agents.records import Call, CallStatus
@@ -11,10 +16,18 @@ from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
 from queues_app.ddb import batch, errors
-from queues_app.ddb.client import Dynamo
+from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
-from queues_app.shipments.queue import DEFAULT_QUEUE, Shipment, ShipmentQueue, ShipmentStatus, ready_sort_key
-from queues_app.tasks.queue import TaskQueue, TaskStatus
+from queues_app.management.arguments import CheckedCommand, int_range
+from queues_app.management.outcomes import dynamo_failure
+from queues_app.shipments.queue import (
+    Shipment,
+    ShipmentQueue,
+    ShipmentStatus,
+    ready_sort_key,
+    timed_sort_key,
+)
+from queues_app.tasks.queue import Task, TaskQueue, TaskStatus
 
 CARRIERS = ("DHL", "UPS", "FedEx", "La Poste", "GLS")
 PRODUCTS = (
@@ -48,8 +61,9 @@ SPECIAL_SHARES = {
     "in the DLQ": 0.07,
     "completed": 0.1,
 }
-LEASED = ("in flight", "in the DLQ", "completed")  # reached through a peek
 SPECIAL_CAP = 50
+MAX_COUNT = 100_000  # of each kind, per run
+TASKS_MOVED_ON = 5  # one demo task in this many (the newest ones) is past PENDING
 
 
 class ProgressBar:
@@ -87,31 +101,36 @@ def shipments_exist(db: Dynamo) -> bool:
     return bool(response.get("Items") or response.get("LastEvaluatedKey"))
 
 
-class Command(BaseCommand):
+def _between(rng: random.Random, start: datetime, low: float, high: float, cap: datetime) -> datetime:
+    """A moment `low` to `high` seconds after `start`, never later than `cap`."""
+    return min(start + timedelta(seconds=rng.uniform(low, high)), cap)
+
+
+class Command(CheckedCommand):
     help = (
-        "Load demo data with batch writes: agents (names, a gender and one to three languages) and "
-        "shipments (a recipient, city, carrier and items) in a mix of states: mostly queued with random "
-        "priorities, and a few under construction, ready, delayed, in flight, in the DLQ and completed."
+        "Load demo data with batch writes: agents (names, a gender and one to three languages), callers "
+        "waiting, some agents made available (taking the callers they fit), shipments (a recipient, city, "
+        "carrier and items) mostly queued with random priorities and a few under construction, ready, "
+        "delayed, in flight, in the DLQ and completed, and tasks mostly pending with a few taken and "
+        "finished. Each shipment and task is written in its final state, so workers may run meanwhile."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--agents", type=int, default=40, help="how many agents (default 40)")
-        parser.add_argument("--shipments", type=int, default=30, help="how many shipments (default 30)")
-        parser.add_argument("--tasks", type=int, default=40, help="how many tasks (default 40)")
+        count = int_range(0, MAX_COUNT)
+        parser.add_argument("--agents", type=count, default=40, help="how many agents")
+        parser.add_argument("--shipments", type=count, default=30, help="how many shipments")
+        parser.add_argument("--tasks", type=count, default=40, help="how many tasks")
         parser.add_argument(
-            "--callers",
-            type=int,
-            default=16,
-            help="how many callers start waiting before agents are made available (default 16)",
+            "--callers", type=count, default=16, help="how many callers start waiting before agents are made available"
         )
         parser.add_argument(
             "--available",
-            type=int,
+            type=count,
             default=20,
-            help="how many of the new agents are made available (default 20); they take "
-            "the waiting callers they fit, the others stay queued",
+            help="how many of the new agents are made available (all of them when fewer are written); they "
+            "take the waiting callers they fit, the others queue",
         )
-        parser.add_argument("--seed", type=int, default=None, help="random seed, for repeatable data")
+        parser.add_argument("--seed", type=int_range(), default=None, help="random seed, for repeatable data")
         parser.add_argument(
             "--if-empty", action="store_true", help="load each kind (agents, shipments, tasks) only when none exist yet"
         )
@@ -129,27 +148,21 @@ class Command(BaseCommand):
         progress=False,
         **options,
     ):
-        for name, value in (
-            ("agents", agents),
-            ("shipments", shipments),
-            ("tasks", tasks),
-            ("callers", callers),
-            ("available", available),
-        ):
-            if value < 0:
-                raise CommandError(f"--{name} must be zero or more")
         rng = random.Random(seed)
         fake = Faker()
         fake.seed_instance(seed)
+        shortfalls: list[str] = []
         try:
             new_agents = self._agents(agents, rng, fake, if_empty, progress)
             if new_agents:
                 self._callers(callers, rng)
-                self._make_available(new_agents[:available])
+                self._make_available(new_agents[:available], shortfalls)
             self._shipments(shipments, rng, fake, if_empty, progress)
             self._tasks(tasks, rng, fake, if_empty, progress)
         except errors.DynamoError as exc:
-            raise CommandError(exc.message) from exc
+            raise dynamo_failure(exc, default(), "the demo data may be loaded in part") from exc
+        if shortfalls:
+            raise CommandError("Demo data incomplete: " + "; ".join(shortfalls) + ".")
 
     # --- agents -------------------------------------------------------------------------
 
@@ -200,20 +213,32 @@ class Command(BaseCommand):
         batch.put_items(router.db, router.table, items)
         self.stdout.write(self.style.SUCCESS(f"Demo data: {count} callers waiting."))
 
-    def _make_available(self, agents):
-        """Agents who start their shift: each takes the longest-waiting caller they fit, or queues."""
-        router, took = Router(), 0
+    def _make_available(self, agents, shortfalls):
+        """Agents who start their shift: each takes the longest-waiting caller they fit, or
+        queues. One refused (changed meanwhile by someone else) does not stop the others."""
+        router, took, refused = Router(), 0, []
         for agent in agents:
-            _agent, call = router.make_available(agent.agent_id)
+            try:
+                _agent, call = router.make_available(agent.agent_id)
+            except errors.Conflict as exc:
+                refused.append(exc.message)
+                continue
             took += call is not None
         if agents:
             self.stdout.write(
-                self.style.SUCCESS(f"Demo data: {len(agents)} agents made available ({took} took a waiting caller).")
+                self.style.SUCCESS(
+                    f"Demo data: {len(agents) - len(refused)} agents made available ({took} took a waiting caller)."
+                )
             )
+        if refused:
+            shortfalls.append(f"{len(refused)} of {len(agents)} agents not made available ({refused[0]})")
 
     # --- shipments ----------------------------------------------------------------------
 
     def _shipments(self, count, rng, fake, if_empty, progress):
+        """Shipments in each state, built as the queue would have left them (the lease of
+        those in flight runs two hours) and written in batches: no receive takes part, so
+        a worker running meanwhile only ever sees the queued ones."""
         queue = ShipmentQueue()
         if if_empty and shipments_exist(queue.db):
             self.stdout.write("Demo data: shipments exist already, nothing loaded.")
@@ -221,81 +246,64 @@ class Command(BaseCommand):
         if count == 0:
             return
         plan = shipment_plan(count)
-        notes = []
-        depth = queue.counts(DEFAULT_QUEUE)
-        if depth.queued or depth.in_flight or depth.delayed:
-            # A peek could take someone else's shipment: leave the queue's work alone.
-            moved = sum(plan[kind] for kind in LEASED)
-            if moved:
-                notes.append(
-                    f"the queue holds other shipments, so {moved} planned as in flight, in the DLQ or "
-                    "completed were queued instead"
-                )
-            plan["queued"] += moved
-            plan.update({kind: 0 for kind in LEASED})
         moment = now()
-
-        def build(status: str, *, queued: bool = False) -> Shipment:
-            sid = uuid.uuid4().hex[:16]
-            created = moment - timedelta(minutes=rng.uniform(2, 240))
-            stamp = to_iso(created)
-            shipment = Shipment(
-                shipment_id=sid,
-                data=self._demo_data(rng, fake),
-                status=status,
-                priority=rng.choices(range(10), weights=(6, 5, 4, 4, 3, 3, 2, 2, 1, 1))[0],
-                created_at=stamp,
-                updated_at=stamp,
-            )
-            if queued:
-                enqueued = to_iso(created + timedelta(seconds=rng.uniform(0, 90)))
-                shipment.enqueued_at = shipment.first_enqueued_at = shipment.updated_at = enqueued
-                shipment.ready_sk = ready_sort_key(shipment.priority, enqueued, sid)
-            return shipment
-
+        built = [self._shipment(kind, rng, fake, moment) for kind, n in plan.items() for _ in range(n)]
+        rng.shuffle(built)  # the batches mix the states, as a real table would
         bar = ProgressBar(self.stdout, "shipments", count, force=progress)
-        written = {kind: 0 for kind in plan}
-
-        # 1. The ones reached through a peek, queued alone (the queue is empty), plus
-        #    the ones a delayed enqueue will take, ready and not queued yet.
-        leased = [build(ShipmentStatus.READY_TO_SHIP, queued=True) for _ in range(sum(plan[k] for k in LEASED))]
-        delayed = [build(ShipmentStatus.READY_TO_SHIP) for _ in range(plan["delayed"])]
-        queue.create_many(leased + delayed, on_batch=bar.advance)
-        leases = self._peek_all(queue, {s.shipment_id for s in leased}, notes)
-        for kind in ("completed", "in the DLQ"):
-            for lease in leases[: plan[kind]]:
-                sid = lease.shipment.shipment_id
-                if kind == "completed":
-                    queue.complete(sid, lease.receipt)
-                else:
-                    reason = rng.choice(DLQ_REASONS)
-                    failed = queue.fail(sid, lease.receipt, reason)  # a failure on record, then the DLQ
-                    if failed.status != ShipmentStatus.IN_DLQ:
-                        queue.send_to_dlq(sid, reason, expected_version=failed.version)
-                written[kind] += 1
-            leases = leases[plan[kind] :]
-        written["in flight"] = len(leases)
-        written["queued"] += len(leased) - sum(written[k] for k in LEASED)  # never received: still queued
-        for shipment in delayed:
-            queue.enqueue(shipment.shipment_id, delay_seconds=rng.uniform(120, 1800))
-            written["delayed"] += 1
-
-        # 2. The bulk: queued (in the queue after the peeks above), under construction, ready.
-        bulk = [build(ShipmentStatus.READY_TO_SHIP, queued=True) for _ in range(plan["queued"])]
-        bulk += [build(ShipmentStatus.UNDER_CONSTRUCTION) for _ in range(plan["under construction"])]
-        bulk += [build(ShipmentStatus.READY_TO_SHIP) for _ in range(plan["ready"])]
-        queue.create_many(bulk, on_batch=bar.advance)
+        written = queue.create_many(built, on_batch=bar.advance)
         bar.close()
-        written["queued"] += plan["queued"]
-        written["under construction"] += plan["under construction"]
-        written["ready"] += plan["ready"]
-
-        total = sum(written.values())
         order = ("queued", "under construction", "ready", "delayed", "in flight", "in the DLQ", "completed")
-        mix = ", ".join(f"{written[kind]} {kind}" for kind in order if written[kind])
-        self.stdout.write(self.style.SUCCESS(f"Demo data: {total} shipments written ({mix})."))
-        for note in notes:
-            self.stdout.write(f"Note: {note}.")
+        mix = ", ".join(f"{plan[kind]} {kind}" for kind in order if plan[kind])
+        self.stdout.write(self.style.SUCCESS(f"Demo data: {written} shipments written ({mix})."))
+
+    def _shipment(self, kind: str, rng: random.Random, fake, moment: datetime) -> Shipment:
+        """One demo shipment in the state `kind` (a key of SPECIAL_SHARES, or "queued")."""
+        sid = uuid.uuid4().hex[:16]
+        created = moment - timedelta(minutes=rng.uniform(2, 240))
+        shipment = Shipment(
+            shipment_id=sid,
+            data=self._demo_data(rng, fake),
+            status=ShipmentStatus.UNDER_CONSTRUCTION if kind == "under construction" else ShipmentStatus.READY_TO_SHIP,
+            priority=rng.choices(range(10), weights=(6, 5, 4, 4, 3, 3, 2, 2, 1, 1))[0],
+            created_at=to_iso(created),
+            updated_at=to_iso(created),
+        )
+        if kind in ("under construction", "ready"):
+            return shipment
+        enqueued = _between(rng, created, 0, 90, moment)
+        shipment.enqueued_at = shipment.first_enqueued_at = shipment.updated_at = to_iso(enqueued)
+        shipment.version = 2
+        if kind == "queued":
+            shipment.ready_sk = ready_sort_key(shipment.priority, shipment.enqueued_at, sid)
+            return shipment
+        if kind == "delayed":
+            shipment.visible_at = to_iso(moment + timedelta(seconds=rng.uniform(120, 1800)))
+            shipment.invisible_sk = timed_sort_key(shipment.visible_at, sid)
+            return shipment
+        # Received once: in flight, or since then completed or failed into the DLQ.
+        attempt = _between(rng, enqueued, 1, 60, moment)
+        shipment.first_attempt_at = shipment.last_attempt_at = shipment.updated_at = to_iso(attempt)
+        shipment.receive_count = shipment.attempts = 1
+        shipment.version = 3
+        if kind == "in flight":
+            shipment.status = ShipmentStatus.PROCESSING
+            shipment.receipt = uuid.uuid4().hex
+            shipment.visible_at = to_iso(moment + timedelta(seconds=DEMO_LEASE_SECONDS))  # as if heartbeating
+            shipment.invisible_sk = timed_sort_key(shipment.visible_at, sid)
+            return shipment
+        ended = to_iso(_between(rng, attempt, 1, 30, moment))
+        shipment.updated_at = ended
+        shipment.version = 4
+        if kind == "completed":
+            shipment.status = ShipmentStatus.COMPLETED
+            shipment.completed_at = ended
+            return shipment
+        reason = rng.choice(DLQ_REASONS)  # a failure on record, then the DLQ
+        shipment.status = ShipmentStatus.IN_DLQ
+        shipment.failure_reasons = [{"at": ended, "reason": reason, "receive": 1}]
+        shipment.dlq_at, shipment.dlq_reason = ended, reason
+        shipment.dlq_sk = timed_sort_key(ended, sid)
+        return shipment
 
     @staticmethod
     def _demo_data(rng, fake) -> dict:
@@ -309,33 +317,17 @@ class Command(BaseCommand):
             ],
         }
 
-    @staticmethod
-    def _peek_all(queue: ShipmentQueue, ours: set[str], notes: list[str]) -> list:
-        """Receive every shipment in `ours` with a long lease. The index may lag the
-        batch write for a moment (eventually consistent), so an empty peek is retried
-        for a little while; a shipment that is not ours is given back, and ends it."""
-        leases, misses = [], 0
-        while len(leases) < len(ours) and misses < 25:
-            lease = queue.receive(DEFAULT_QUEUE, visibility_timeout=DEMO_LEASE_SECONDS)
-            if lease is None:
-                misses += 1
-                time.sleep(0.2)
-                continue
-            if lease.shipment.shipment_id not in ours:
-                queue.release(lease.shipment.shipment_id, lease.receipt)
-                notes.append("another shipment arrived in the queue meanwhile; fewer in flight than planned")
-                break
-            leases.append(lease)
-        return leases
-
     # --- tasks --------------------------------------------------------------------------
 
     def _tasks(self, count, rng, fake, if_empty, progress):
         """Tasks created over the last minutes (IP validations, as in the article's example):
-        mostly pending, a few taken, some finished."""
+        mostly pending; the newest few taken or finished, written so. (Writing them pending
+        and then taking them raced a running processor, which takes the newest first.)"""
         queue = TaskQueue()
         if if_empty and sum(queue.count(status, cap=1)[0] for status in TaskStatus.ALL):
             self.stdout.write("Demo data: tasks exist already, nothing loaded.")
+            return
+        if count == 0:
             return
         start = queue.clock()
         demo = [
@@ -345,22 +337,38 @@ class Command(BaseCommand):
             )
             for _ in range(count)
         ]
+        demo.sort(key=lambda t: t.created, reverse=True)
+        moved_on = count // TASKS_MOVED_ON
+        demo[:moved_on] = [self._moved_on(task, queue, rng, start) for task in demo[:moved_on]]
         bar = ProgressBar(self.stdout, "tasks", count, force=progress)
         written = queue.create_many(demo, on_batch=bar.advance)
         bar.close()
-        # A few move on, through the normal transitions, so every status shows up.
-        newest = sorted(demo, key=lambda t: t.created, reverse=True)
-        taken = finished = 0
-        for task in newest[: max(count // 5, 0)]:
-            queue.take(task.task_id)
-            if rng.random() < 0.6:
-                (queue.succeed if rng.random() < 0.8 else queue.fail)(task.task_id, "demo")
-                finished += 1
-            else:
-                taken += 1
+        taken = sum(t.status == TaskStatus.TAKEN for t in demo)
+        finished = sum(t.status in TaskStatus.FINISHED for t in demo)
         self.stdout.write(
             self.style.SUCCESS(
-                f"Demo data: {written} tasks written ({written - taken - finished} pending, {taken} taken, "
+                f"Demo data: {written} tasks written ({count - taken - finished} pending, {taken} taken, "
                 f"{finished} finished)."
             )
+        )
+
+    @staticmethod
+    def _moved_on(task: Task, queue: TaskQueue, rng: random.Random, start: datetime) -> Task:
+        """The task as the processor would have left it: taken, and most of those finished
+        (a short expiry from then on, as `TaskQueue` gives finished tasks)."""
+        created = task.created_at or start
+        taken = _between(rng, created, 0.05, 3, start)
+        task = dataclasses.replace(
+            task, status=TaskStatus.TAKEN, attempts=1, taken_at=to_iso(taken), updated=to_iso(taken)
+        )
+        if rng.random() >= 0.6:
+            return task
+        finished = _between(rng, taken, 0.05, 1, start)
+        return dataclasses.replace(
+            task,
+            status=TaskStatus.SUCCESS if rng.random() < 0.8 else TaskStatus.FAILURE,
+            finished_at=to_iso(finished),
+            updated=to_iso(finished),
+            expires_at=int((finished + timedelta(seconds=queue.expiry.finished_seconds)).timestamp()),
+            result="demo",
         )

@@ -1,0 +1,124 @@
+"""Every command refuses a bad option with a one-line reason naming it, before doing
+anything. Each case also bounds the run (--until-empty, --once, ...), so that were the
+check to go, the test would finish and fail instead of hanging."""
+
+import io
+import threading
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from queues_app.shipments.queue import ShipmentQueue
+
+BAD = [
+    # command, arguments, what the error says
+    ("audit_queues", ["--once", "--pause", "-1"], "argument --pause: expected a number from 0 to 60, got '-1'"),
+    ("audit_queues", ["--once", "--pause", "soon"], "argument --pause: expected a number"),
+    ("audit_queues", ["--once", "--pause", "nan"], "argument --pause: expected a number"),
+    ("collect_metrics", ["--every", "0"], "argument --every: expected a number from 1 to 3600, got '0'"),
+    ("collect_metrics", ["--every", "inf"], "argument --every: expected a number from 1 to 3600, got 'inf'"),
+    ("collect_metrics", ["--once", "--every", "5"], "argument --every: not allowed with argument --once"),
+    ("dynamo_tables", ["bogus"], "argument action: invalid choice: 'bogus'"),
+    ("dynamo_tables", [], "the following arguments are required: action"),
+    ("dynamo_tables", ["describe", "--yes"], "--yes confirms delete; it means nothing to describe."),
+    ("dynamo_tables", ["create", "--exact"], "--exact counts items for describe; it means nothing to create."),
+    ("demo_users", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("escalate_callers", ["--every", "0"], "argument --every: expected a number from 0.1 to 3600, got '0'"),
+    ("escalate_callers", ["--every", "-3"], "argument --every: expected a number from 0.1 to 3600, got '-3'"),
+    ("escalate_callers", ["--once", "--every", "1"], "argument --every: not allowed with argument --once"),
+    ("restore_shipments", ["a", "--rate", "0"], "argument --rate: expected a number above 0 and at most 1000"),
+    ("restore_shipments", ["a", "--rate", "-2"], "argument --rate: expected a number above 0"),
+    ("restore_shipments", ["--reason", "x", "--limit", "0"], "argument --limit: expected a whole number from 1"),
+    ("restore_shipments", ["--reason", "x", "--queue", "bogus"], "argument --queue: invalid choice: 'bogus'"),
+    ("restore_shipments", ["--older-than", "-1"], "argument --older-than: expected a number from 0 to"),
+    ("restore_shipments", ["--reason", "  "], "argument --reason: expected a text that is not blank"),
+    ("restore_shipments", ["  "], "argument ids: expected a text that is not blank"),
+    (
+        "restore_shipments",
+        ["--older-than", "60", "--newer-than", "30"],
+        "--newer-than 30 is less than --older-than 60: nothing could match.",
+    ),
+    ("restore_shipments", ["a", "--reason", "x"], "Name shipments or give a filter, not both."),
+    ("run_shipment_worker", ["--until-empty", "--visibility", "-5"], "argument --visibility: expected a number from 1"),
+    ("run_shipment_worker", ["--until-empty", "--visibility", "0"], "argument --visibility: expected a number from 1"),
+    ("run_shipment_worker", ["--until-empty", "--queue", "bogus"], "argument --queue: invalid choice: 'bogus'"),
+    (
+        "run_shipment_worker",
+        ["--until-empty", "--fail-share", "7"],
+        "argument --fail-share: expected a number from 0 to 1",
+    ),
+    ("run_shipment_worker", ["--until-empty", "--max", "0"], "argument --max: expected a whole number of at least 1"),
+    ("run_shipment_worker", ["--until-empty", "--work-seconds", "-1"], "argument --work-seconds: expected a number"),
+    ("run_shipment_worker", ["--until-empty", "--grace", "-1"], "argument --grace: expected a number from 0"),
+    ("run_shipment_worker", ["--until-empty", "--fair", "--queue", "live"], "--fair takes the live queue"),
+    ("run_task_processor", ["--until-empty", "--rate", "0"], "argument --rate: expected a number above 0"),
+    ("run_task_processor", ["--until-empty", "--lease", "-1"], "argument --lease: expected a number from 1 to 3600"),
+    ("run_task_processor", ["--until-empty", "--burst", "0.5"], "argument --burst: expected a number from 1"),
+    ("run_task_processor", ["--until-empty", "--fail-share", "-0.1"], "argument --fail-share: expected a number"),
+    ("run_task_processor", ["--until-empty", "--time-box", "0"], "argument --time-box: expected a number from 1"),
+    ("run_task_processor", ["--until-empty", "--poll", "0"], "argument --poll: expected a number from 0.01"),
+    ("run_task_processor", ["--until-empty", "--sweep-every", "0"], "argument --sweep-every: expected a number"),
+    ("run_task_processor", ["--until-empty", "--holder", " "], "argument --holder: expected a text that is not blank"),
+    (
+        "run_task_processor",
+        ["--until-empty", "--max-seconds", "0"],
+        "argument --max-seconds: expected a number above 0",
+    ),
+    ("seed_demo", ["--tasks", "-1"], "argument --tasks: expected a whole number from 0 to 100000, got '-1'"),
+    ("seed_demo", ["--agents", "many"], "argument --agents: expected a whole number"),
+    ("seed_demo", ["--shipments", "1.5"], "argument --shipments: expected a whole number"),
+    ("seed_demo", ["--callers", "100001"], "argument --callers: expected a whole number from 0 to 100000"),
+    ("seed_demo", ["--available", "-1"], "argument --available: expected a whole number"),
+    ("seed_demo", ["--seed", "abc"], "argument --seed: expected a whole number, got 'abc'"),
+]
+
+
+class OnePass(threading.Event):
+    """Stands in for the stop event of the looping commands: the first wait ends the loop."""
+
+    def wait(self, timeout=None):
+        self.set()
+        return True
+
+
+@pytest.fixture
+def bounded(moto_db, monkeypatch):
+    """Tables on moto, and loops that end after one pass."""
+    for module in ("collect_metrics", "escalate_callers"):
+        monkeypatch.setattr(f"queues_app.management.commands.{module}.threading.Event", OnePass)
+    return moto_db
+
+
+@pytest.mark.parametrize(("name", "args", "reason"), BAD, ids=[f"{n} {' '.join(a)}" for n, a, _ in BAD])
+def test_a_bad_option_is_refused_with_its_reason(bounded, name, args, reason):
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command(name, *args, stdout=out, stderr=err)
+    message = str(caught.value)
+    assert reason in message
+    assert "\n" not in message
+
+
+def test_nothing_is_done_when_an_option_is_refused(bounded):
+    with pytest.raises(CommandError):
+        call_command("seed_demo", "--agents", "3", "--shipments", "4", "--tasks", "x")
+    assert ShipmentQueue(bounded).counts().queued == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "reason"),
+    [
+        ("audit_queues", {"once": True, "pause": -1}, "argument --pause"),
+        ("collect_metrics", {"every": 0}, "argument --every"),
+        ("escalate_callers", {"every": -1}, "argument --every"),
+        ("restore_shipments", {"reason": "x", "rate": 0}, "argument --rate"),
+        ("restore_shipments", {"reason": "x", "queue": "bogus"}, "argument --queue: invalid choice"),
+        ("run_shipment_worker", {"until_empty": True, "visibility": -5}, "argument --visibility"),
+        ("run_task_processor", {"until_empty": True, "lease": -1}, "argument --lease"),
+        ("seed_demo", {"shipments": -1}, "argument --shipments"),
+    ],
+)
+def test_keyword_options_are_refused_too(bounded, name, options, reason):
+    with pytest.raises(CommandError, match=reason):
+        call_command(name, stdout=io.StringIO(), stderr=io.StringIO(), **options)
