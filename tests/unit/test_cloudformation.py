@@ -86,3 +86,18 @@ def test_the_stack_creates_the_tables_dynamo_tables_create_makes(moto_empty):
         in_template = body["Resources"][cloudformation.resource_name(spec)]["Properties"].get("TimeToLiveSpecification")
         assert (in_template or {}).get("AttributeName") == ttl.get("AttributeName"), spec.logical_name
         assert outputs[f"{cloudformation.resource_name(spec)}Name"] == f"stack-{spec.logical_name}"
+
+
+def test_dynamo_tables_template_prints_the_template(capsys):
+    from django.core.management import call_command
+
+    call_command("dynamo_tables", "template", "--provisioned", "--read-capacity", "9")
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed == yaml.safe_load(cloudformation.to_yaml(cloudformation.template(provisioned=True, read_capacity=9)))
+
+
+def test_provisioned_means_nothing_to_the_other_actions(moto_db):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--provisioned"):
+        call_command("dynamo_tables", "describe", "--provisioned")

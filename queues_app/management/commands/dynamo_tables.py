@@ -3,28 +3,51 @@ import sys
 from django.core.management.base import CommandError
 
 from queues_app.agents.router import Router
-from queues_app.ddb import errors, schema
+from queues_app.ddb import cloudformation, errors, schema
 from queues_app.ddb.client import default
-from queues_app.management.arguments import CheckedCommand
+from queues_app.management.arguments import CheckedCommand, int_range
 from queues_app.management.outcomes import dynamo_failure
 
 
 class Command(CheckedCommand):
     help = (
-        "Create, describe or delete the project's DynamoDB tables. describe exits non-zero when a "
-        "table is missing; delete exits non-zero when it was not confirmed."
+        "Create, describe or delete the project's DynamoDB tables, or print a CloudFormation template "
+        "for them. describe exits non-zero when a table is missing; delete exits non-zero when it was "
+        "not confirmed."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "action",
-            choices=["create", "describe", "delete"],
-            help="create the missing tables (idempotent), describe them, or delete them",
+            choices=["create", "describe", "delete", "template"],
+            help="create the missing tables (idempotent), describe them, delete them, or print a "
+            "CloudFormation template (YAML) for them",
+        )
+        parser.add_argument(
+            "--provisioned",
+            action="store_true",
+            help="template: provisioned capacity instead of on-demand billing",
+        )
+        parser.add_argument(
+            "--read-capacity", type=int_range(1, 40000), default=5, help="template, with --provisioned: read units"
+        )
+        parser.add_argument(
+            "--write-capacity", type=int_range(1, 40000), default=5, help="template, with --provisioned: write units"
         )
         parser.add_argument("--yes", action="store_true", help="delete: without asking")
         parser.add_argument("--exact", action="store_true", help="describe: count items with a COUNT scan")
 
-    def handle(self, action, yes=False, exact=False, **options):
+    def handle(self, action, yes=False, exact=False, provisioned=False, **options):
+        if action == "template":
+            document = cloudformation.template(
+                provisioned=provisioned,
+                read_capacity=options.get("read_capacity", 5),
+                write_capacity=options.get("write_capacity", 5),
+            )
+            self.stdout.write(cloudformation.to_yaml(document), ending="")
+            return
+        if provisioned:
+            raise CommandError(f"--provisioned shapes the template; it means nothing to {action}.")
         if exact and action != "describe":
             raise CommandError(f"--exact counts items for describe; it means nothing to {action}.")
         if yes and action != "delete":
