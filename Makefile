@@ -4,15 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint setup python-deps node-deps java browser test-unit test-integration test-browser bench vendor clean screenshots
+.PHONY: run test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench vendor clean screenshots
 
-run: setup .env
+run: setup
 	$(PY) manage.py run_local
-
-# Local development values (DEBUG=true, a random SECRET_KEY), written once when there is no
-# .env: without them the settings refuse to start (production values: .env.example).
-.env:
-	$(PY) -m callcenter.local_env $@
 
 test: setup browser lint
 	$(PY) -m pytest
@@ -59,8 +54,14 @@ test-integration: setup
 test-browser: setup browser
 	$(PY) -m pytest -m browser
 
+# The JSON API fuzzed from its OpenAPI document (schemathesis) on moto and on DynamoDB
+# Local: 200 generated cases per operation (the suite runs 20). The counts, statuses and
+# 5xx are printed and written to var/api-fuzz-moto.json and var/api-fuzz-dynamodb-local.json.
+fuzz-api: setup
+	API_FUZZ_CASES=200 $(PY) -m pytest -m fuzz -q
+
 # Benchmarks against an in-memory DynamoDB Local they start themselves; figures in docs/benchmarks.md.
-bench: setup .env
+bench: setup
 	$(PY) -m bench.matching
 	$(PY) -m bench.receive
 	$(PY) -m bench.lifo

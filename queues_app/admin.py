@@ -37,12 +37,12 @@ class ApiTokenAdmin(admin.ModelAdmin):
     """Tokens are created with `manage.py create_api_token` (the only time the raw token
     is shown); here they are listed and revoked. The hash is never displayed."""
 
-    list_display = ("name", "user", "prefix", "created", "last_used_at", "revoked")
+    list_display = ("name", "user", "prefix", "created", "expires_at", "last_used_at", "revoked")
     list_filter = ("revoked",)
     search_fields = ("name", "prefix", "user__username")
-    fields = ("name", "user", "prefix", "created", "last_used_at", "revoked")
+    fields = ("name", "user", "prefix", "created", "expires_at", "last_used_at", "revoked")
     # Revoking is final (a revoked token may have leaked): only the action sets it.
-    readonly_fields = ("user", "prefix", "created", "last_used_at", "revoked")
+    readonly_fields = ("user", "prefix", "created", "expires_at", "last_used_at", "revoked")
     actions = ("revoke",)
 
     def has_add_permission(self, request):

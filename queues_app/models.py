@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 # Writing last_used_at on every request would turn each read into a write.
@@ -20,14 +21,25 @@ def hash_token(raw: str) -> str:
 
 
 class ApiTokenQuerySet(models.QuerySet):
-    def active(self):
+    def usable(self):
+        """Not revoked, and its user still active (whether expired or not)."""
         return self.filter(revoked=False, user__is_active=True)
+
+    def active(self, moment=None):
+        """Usable and not expired: the tokens the API accepts."""
+        moment = moment or timezone.now()
+        return self.usable().filter(Q(expires_at__isnull=True) | Q(expires_at__gt=moment))
+
+    def expired(self, moment=None):
+        """Usable but past their expiry."""
+        return self.usable().filter(expires_at__lte=moment or timezone.now())
 
 
 class ApiToken(models.Model):
     """A machine's credential for the JSON API. It acts as `user`: a supervisor's token
     may change queues, a viewer's token may only read. Only the SHA-256 of the token is
-    stored; the token itself is shown once, when it is created."""
+    stored; the token itself is shown once, when it is created. A token with `expires_at`
+    is refused from that moment on; one without never expires (until revoked)."""
 
     name = models.CharField(max_length=100, help_text="Who uses it, e.g. “phone system”.")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
@@ -38,6 +50,9 @@ class ApiToken(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked = models.BooleanField(default=False)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="From this moment the token is refused; empty: it does not expire."
+    )
 
     objects = ApiTokenQuerySet.as_manager()
 
@@ -48,19 +63,37 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…, {self.user})"
 
+    @property
+    def label(self) -> str:
+        """How the audit trail and the log name the token: its name and prefix."""
+        return f"{self.name} ({self.prefix})"
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
     @classmethod
-    def issue(cls, user, name: str) -> tuple[ApiToken, str]:
+    def issue(cls, user, name: str, *, expires_at=None) -> tuple[ApiToken, str]:
         """Create a token for `user`; returns it and the raw token (never stored)."""
         raw = secrets.token_urlsafe(32)
-        token = cls.objects.create(name=name, user=user, key_hash=hash_token(raw), prefix=raw[:PREFIX_LENGTH])
+        token = cls.objects.create(
+            name=name, user=user, key_hash=hash_token(raw), prefix=raw[:PREFIX_LENGTH], expires_at=expires_at
+        )
         return token, raw
 
     @classmethod
     def find(cls, raw: str) -> ApiToken | None:
-        """The active token with this raw value, or None (unknown, revoked, inactive user)."""
+        """The active token with this raw value, or None (unknown, revoked, expired, inactive user)."""
         if not raw:
             return None
         return cls.objects.active().select_related("user").filter(key_hash=hash_token(raw)).first()
+
+    @classmethod
+    def find_expired(cls, raw: str) -> ApiToken | None:
+        """The token with this raw value if it would be active but for its expiry."""
+        if not raw:
+            return None
+        return cls.objects.expired().filter(key_hash=hash_token(raw)).first()
 
     def touch(self, moment=None) -> None:
         """Record use, at most once per LAST_USED_RESOLUTION, without saving other fields."""

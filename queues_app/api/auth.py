@@ -1,50 +1,34 @@
-"""Bearer-token authentication and the common frame of every JSON API view.
+"""Bearer-token authentication of the JSON API.
 
 A token acts as its user (a supervisor's may change queues, a viewer's only read).
 Session cookies are not accepted here, hence no CSRF: a browser never adds the header
-itself. Every answer is JSON; failures are `{"error", "message", "hint", "fields"}`."""
+itself. A missing, unknown, revoked or expired token (or one whose user is inactive) is
+a 401 with `WWW-Authenticate: Bearer`; a read-only token on a change is a 403.
+"""
 
 from __future__ import annotations
 
-import logging
-from functools import wraps
-
 from django.contrib.auth.decorators import login_not_required
-from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from ninja.security import HttpBearer
 
 from queues_app import http_errors as user_errors
-from queues_app.agents.skills import SkillError
-from queues_app.ddb.errors import DynamoError
+from queues_app.api.problems import ApiProblem, problem_response
 from queues_app.models import ApiToken
 from queues_app.roles import can_act
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "ApiProblem",
+    "BearerToken",
+    "SAFE_METHODS",
+    "actor_of",
+    "authenticate",
+    "bearer_token",
+    "not_found",
+    "problem_response",
+]
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-
-
-class ApiProblem(Exception):
-    """Raised inside an API view to answer with this problem instead."""
-
-    def __init__(self, problem: user_errors.UserError):
-        super().__init__(problem.message)
-        self.problem = problem
-
-
-def invalid(fields: dict[str, str], message: str | None = None) -> ApiProblem:
-    return ApiProblem(user_errors.invalid_input(fields, message))
-
-
-def problem_response(problem: user_errors.UserError, *, allow: list[str] | None = None) -> JsonResponse:
-    response = JsonResponse(problem.as_json(), status=problem.status)
-    if problem.retry_after:
-        response["Retry-After"] = str(problem.retry_after)
-    if problem.status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="switchboard"'
-    if allow:
-        response["Allow"] = ", ".join(allow)
-    return response
 
 
 def bearer_token(request) -> str | None:
@@ -65,52 +49,51 @@ def authenticate(request) -> ApiToken:
         raise ApiProblem(user_errors.unauthenticated("This API needs a bearer token."))
     token = ApiToken.find(raw)
     if token is None:
+        expired = ApiToken.find_expired(raw)
+        if expired is not None and expired.expires_at is not None:
+            raise ApiProblem(
+                user_errors.unauthenticated(
+                    f"The bearer token expired at {expired.expires_at:%Y-%m-%d %H:%M} UTC; ask for a new one."
+                )
+            )
         # One answer for unknown, malformed and revoked tokens: nothing to probe.
         raise ApiProblem(user_errors.unauthenticated("The bearer token is invalid or has been revoked."))
     token.touch()
     return token
 
 
-def api_endpoint(*methods: str):
-    """Frame of an API view: token auth (401), allowed methods (405), supervisors only
-    for writes (403), and every failure answered as JSON (400/404/409/503...)."""
-    allowed = list(methods)
+def actor_of(request) -> str:
+    """Who made a change through the API, as the audit trail and the log name them:
+    the token's user and the token (its name and prefix)."""
+    token: ApiToken | None = getattr(request, "api_token", None)
+    username = request.user.get_username()
+    return f"{username} via token {token.label}" if token else username
 
-    def decorate(view):
-        @wraps(view)
-        def wrapper(request, *args, **kwargs):
-            try:
-                token = authenticate(request)
-                request.user = token.user
-                request.api_token = token
-                if request.method not in allowed:
-                    return problem_response(user_errors.method_not_allowed(request.method, allowed), allow=allowed)
-                if request.method not in SAFE_METHODS and not can_act(token.user):
-                    raise ApiProblem(
-                        user_errors.forbidden(
-                            f"The token's user {token.user.get_username()!r} may only read; "
-                            "changing queues needs a supervisor's token."
-                        )
-                    )
-                return view(request, *args, **kwargs)
-            except ApiProblem as exc:
-                return problem_response(exc.problem)
-            except (DynamoError, SkillError) as exc:
-                problem = user_errors.describe(exc)
-                if problem.status >= 500:
-                    log.warning("%s %s: %s (%s)", request.method, request.path, problem.title, problem.message)
-                return problem_response(problem)
-            except Exception:
-                log.exception("%s %s failed", request.method, request.path)
-                return problem_response(
-                    user_errors.UserError(
-                        500, "Internal error", "The server failed to handle this request; it has been logged."
-                    )
+
+class BearerToken(HttpBearer):
+    """The API's authentication (and the `BearerToken` security scheme of its OpenAPI
+    document): an active token, and for anything but a read, a token that may act."""
+
+    openapi_description = (
+        "A token made with `python manage.py create_api_token USER --name NAME [--expires-in-days N]`, "
+        "sent as `Authorization: Bearer <token>`. A viewer's token may only read."
+    )
+
+    def __call__(self, request):
+        token = authenticate(request)
+        request.user = token.user
+        request.api_token = token
+        if request.method not in SAFE_METHODS and not can_act(token.user):
+            raise ApiProblem(
+                user_errors.forbidden(
+                    f"The token's user {token.user.get_username()!r} may only read; "
+                    "changing queues needs a supervisor's token."
                 )
+            )
+        return token
 
-        return csrf_exempt(login_not_required(wrapper))
-
-    return decorate
+    def authenticate(self, request, token):  # pragma: no cover - __call__ does the work
+        raise NotImplementedError
 
 
 @csrf_exempt

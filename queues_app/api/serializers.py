@@ -31,7 +31,8 @@ def call_to_json(call: Call) -> dict:
         "ended_at": call.ended_at,
         "relaxed": [dict(entry) for entry in call.relaxed],
         "why": [
-            {**entry, "explanation": WHY_OUTCOMES.get(entry.get("outcome"), entry.get("outcome"))} for entry in call.why
+            {**entry, "explanation": WHY_OUTCOMES.get(entry.get("outcome") or "", entry.get("outcome"))}
+            for entry in call.why
         ],
         "waited_seconds": _seconds(call.waited_seconds),
     }

@@ -1,144 +1,225 @@
-"""The JSON API for the phone system: HTTP only (parse, validate, call the router, answer).
+"""The JSON API's operations: HTTP only (the schemas validate, the router and the audited
+`Operations` act, the serializers answer).
 
-Authentication, allowed methods, permissions and error answers are in `api_auth`.
+Authentication, permissions and every refusal are in `auth`, `problems` and `service`
+(which also mounts these operations); inputs and outputs are in `schemas`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
+import logging
+from typing import Any
 
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse
+from ninja import Header, Router, Status
 
 from queues_app.actions import Operations
-from queues_app.agents import keys
-from queues_app.agents.records import QueueOrder
-from queues_app.agents.router import Router
-from queues_app.agents.skills import SkillError, validate_preferences
-from queues_app.api.auth import api_endpoint, invalid
+from queues_app.agents.router import Router as CallRouter
+from queues_app.api.auth import actor_of
+from queues_app.api.schemas import (
+    AgentAndCallOut,
+    AgentOnlyOut,
+    CallIn,
+    CallOut,
+    IdempotencyKey,
+    ItemId,
+    NothingIn,
+    Problem,
+    QueuesOut,
+    ReleaseIn,
+    ShipmentCreatedOut,
+    ShipmentIn,
+    ShipmentOut,
+)
 from queues_app.api.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
 from queues_app.ddb.errors import Conflict, NotFound
 from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
 
-IDEMPOTENCY_KEY_MAX = 255
-RELEASE_THEN = ("queue", "wrap_up", "offline")
-CALL_FIELDS = ("preferences", "priority", "order")
+log = logging.getLogger(__name__)
+
+endpoints = Router()
 
 
-def get_router() -> Router:
-    return Router()
+def get_router() -> CallRouter:
+    return CallRouter()
 
 
-def api_operations(request):
-    """Changes made through the API are recorded in the audit trail as the token's user."""
-    return Operations.for_request(request, source="api")
+def api_operations(request) -> Operations:
+    """Changes made through the API are recorded in the audit trail as the token's user
+    and the token (`sam via token phone system (ab12cd34)`), from source `api`."""
+    return Operations(actor_of(request), "api", trace_id=getattr(request, "trace_id", None))
 
 
-def read_json(request, *, required: bool) -> dict:
-    """The request body as a JSON object; an empty body is {} unless `required`."""
-    raw = request.body
-    if not raw.strip():
-        if required:
-            raise invalid({"body": "a JSON object is required"}, "The request body is empty; send a JSON object.")
-        return {}
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise invalid({"body": f"not valid JSON: {exc}"}, "The request body is not valid JSON.") from exc
-    if not isinstance(body, dict):
-        raise invalid({"body": "must be a JSON object"}, "The request body must be a JSON object.")
-    return body
+def note_change(request, action: str, item_id: str, outcome: str) -> None:
+    """The log line of a change made through the API, naming the token that made it."""
+    log.info("api %s %s by %s: %s", action, item_id, actor_of(request), outcome)
 
 
-def _unknown_fields(body: dict, known: tuple[str, ...], problems: dict[str, str]) -> None:
-    for name in sorted(set(body) - set(known)):
-        problems[name] = f"unknown field; allowed: {', '.join(known)}"
+# --- what each operation may answer (the OpenAPI document's responses) ------------------
 
+HEADER = {
+    "Location": ("The item's URL under /api/.", True),
+    "Idempotent-Replayed": ("`true` when this answers a retry of an earlier request with the same key.", False),
+    "Retry-After": ("Seconds to wait before trying again.", True),
+    "WWW-Authenticate": ('`Bearer realm="switchboard"`.', True),
+    "X-Trace-Id": ("The request's trace id: the one sent, or one made up.", True),
+}
+
+REFUSALS = {
+    400: "Invalid input: `fields` names every bad field (or `body` for a body that is not a JSON object).",
+    401: "No bearer token, or one that is unknown, revoked, expired or whose user is inactive.",
+    403: "The token's user may only read (a viewer's token).",
+    404: "No such item (or no such API path).",
+    409: "The item's state does not allow it (already queued, not attending a call, changed meanwhile).",
+    413: "The request body is larger than the API accepts.",
+    429: "Backpressure: the queue is past its bound; `Retry-After` says when to try again.",
+    503: "DynamoDB is unreachable, throttling, or a table is missing; `Retry-After` says when to try again.",
+}
+REFUSAL_HEADERS = {401: ("WWW-Authenticate",), 429: ("Retry-After",), 503: ("Retry-After",)}
+
+
+def _headers(*names: str) -> dict[str, Any]:
+    return {
+        name: {"description": HEADER[name][0], "required": HEADER[name][1], "schema": {"type": "string"}}
+        for name in names
+    }
+
+
+def answers(success: dict[int, tuple[type, str, tuple[str, ...]]], *refusals: int) -> dict[str, Any]:
+    """`response` and `openapi_extra` for an operation: its successful answers (schema,
+    description, headers) and the refusals it may give, each with its headers."""
+    response: dict[int, type] = {status: schema for status, (schema, _, _) in success.items()}
+    documented: dict[int, dict[str, Any]] = {}
+    for status, (_, description, headers) in success.items():
+        documented[status] = {"description": description, "headers": _headers(*headers, "X-Trace-Id")}
+    for status in refusals:
+        response[status] = Problem
+        documented[status] = {
+            "description": REFUSALS[status],
+            "headers": _headers(*REFUSAL_HEADERS.get(status, ()), "X-Trace-Id"),
+        }
+    trace = {
+        "in": "header",
+        "name": "X-Trace-Id",
+        "required": False,
+        "description": "Up to 64 letters, digits and `._:-`, echoed in the answer and carried into the log and "
+        "the audit trail; anything else is replaced by a made-up id.",
+        "schema": {"type": "string"},
+    }
+    return {"response": response, "openapi_extra": {"responses": documented, "parameters": [trace]}}
+
+
+CALL_KEY = Header(
+    None,
+    alias="Idempotency-Key",
+    description="A unique key per new caller, the same when retrying: a retry never makes a second call. "
+    "Scoped to the token's user.",
+)
+SHIPMENT_KEY = Header(
+    None,
+    alias="Idempotency-Key",
+    description="A unique key per shipment, the same when retrying. Scoped to the token's user.",
+)
+
+READS = (401, 503)
+CHANGES = (400, 401, 403, 413, 503)
 
 # --- calls ----------------------------------------------------------------------------
 
 
-@api_endpoint("POST")
-def create_call(request):
-    """Create a call: assigned at once (201, status "assigned") or waiting (201, "waiting").
-    With an `Idempotency-Key` header seen before, the first call again (200)."""
-    router = get_router()
-    body = read_json(request, required=True)
-    problems: dict[str, str] = {}
-    _unknown_fields(body, CALL_FIELDS, problems)
-
-    preferences = body.get("preferences")
-    if "preferences" not in body:
-        problems["preferences"] = "required (use {} for any agent)"
-    elif not isinstance(preferences, dict):
-        problems["preferences"] = 'must be an object such as {"language": "Spanish", "gender": "any"}'
-    else:
-        try:
-            validate_preferences(router.catalog, preferences)
-        except SkillError as exc:
-            problems[exc.field or "preferences"] = exc.message
-
-    priority = body.get("priority", 0)
-    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
-        problems["priority"] = f"must be a whole number from 0 to {keys.MAX_PRIORITY}"
-
-    order = body.get("order")
-    if order is not None and order not in QueueOrder.ALL:
-        problems["order"] = f"must be one of {', '.join(QueueOrder.ALL)}"
-
-    key = _idempotency_key(request, problems)
-    if problems:
-        raise invalid(problems)
-
+@endpoints.post(
+    "calls",
+    url_name="api-calls",
+    operation_id="createCall",
+    summary="Place a caller",
+    **answers(
+        {
+            201: (CallOut, "The new call: `assigned` to an agent at once, or `waiting`.", ("Location",)),
+            200: (
+                CallOut,
+                "A retry with an `Idempotency-Key` seen before: the first request's call as it is now.",
+                ("Location", "Idempotent-Replayed"),
+            ),
+        },
+        *CHANGES,
+        409,
+        429,
+    ),
+)
+def create_call(
+    request: HttpRequest,
+    payload: CallIn,
+    response: HttpResponse,
+    idempotency_key: IdempotencyKey | None = CALL_KEY,
+):
+    """Assigned at once to the earliest-queued agent who fits every preference (201,
+    `status` `assigned`), or waiting (201, `waiting`). With an `Idempotency-Key` seen
+    before, the first call again (200, `Idempotent-Replayed: true`)."""
+    key = idempotency_key
     # Keys are scoped to the token's user, so two clients choosing the same key never
     # receive each other's call.
     scoped_key = f"api:{request.user.pk}:{key}" if key else None
     call, created = api_operations(request).create_call(
-        preferences, priority=priority, order=order, idempotency_key=scoped_key
+        payload.preferences, priority=payload.priority, order=payload.order, idempotency_key=scoped_key
     )
-    response = JsonResponse(call_to_json(call), status=201 if created else 200)
+    if created:
+        note_change(request, "call.create", call.call_id, call.status)
     response["Location"] = f"/api/calls/{call.call_id}"
     if key:
         response["Idempotent-Replayed"] = "false" if created else "true"
-    return response
+    return Status(201 if created else 200, call_to_json(call))
 
 
-@api_endpoint("GET")
-def call_detail(request, call_id: str):
-    return JsonResponse(call_to_json(get_router().get_call(call_id)))
+@endpoints.get(
+    "calls/{call_id}",
+    url_name="api-call",
+    operation_id="getCall",
+    summary="Read a call",
+    **answers({200: (CallOut, "The call as it is now.", ())}, 400, 404, *READS),
+)
+def call_detail(request: HttpRequest, call_id: ItemId):
+    """The call: its status, preferences, the agent who took it and why."""
+    return call_to_json(get_router().get_call(call_id))
 
 
 # --- shipments ------------------------------------------------------------------------
 
-SHIPMENT_FIELDS = ("data", "tenant", "priority", "delay_seconds")
-MAX_DELAY_SECONDS = 900  # as SQS delay queues: at most 15 minutes
-TENANT = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
-
-@api_endpoint("POST")
-def create_shipment(request):
-    """Enqueue a shipment: 201 with the queue it went to ("live", or "spillover" when its
-    tenant is over its rate), 429 with Retry-After while the live queue is past its
-    bound. With an `Idempotency-Key` seen before, the first shipment again (200)."""
-    body = read_json(request, required=True)
-    problems: dict[str, str] = {}
-    _unknown_fields(body, SHIPMENT_FIELDS, problems)
-    data = body.get("data")
-    if not isinstance(data, dict):
-        problems["data"] = "required: an object with the shipment's fields"
-    tenant = body.get("tenant")
-    if tenant is not None and (not isinstance(tenant, str) or not TENANT.fullmatch(tenant)):
-        problems["tenant"] = "1 to 64 letters, digits, '.', '_' or '-'"
-    priority = body.get("priority", 0)
-    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
-        problems["priority"] = f"must be a whole number from 0 to {keys.MAX_PRIORITY}"
-    delay = body.get("delay_seconds", 0)
-    if not isinstance(delay, int | float) or isinstance(delay, bool) or not 0 <= delay <= MAX_DELAY_SECONDS:
-        problems["delay_seconds"] = f"must be a number of seconds from 0 to {MAX_DELAY_SECONDS}"
-    key = _idempotency_key(request, problems)
-    if problems:
-        raise invalid(problems)
+@endpoints.post(
+    "shipments",
+    url_name="api-shipments",
+    operation_id="createShipment",
+    summary="Enqueue a shipment",
+    **answers(
+        {
+            201: (
+                ShipmentCreatedOut,
+                "The new shipment, with the queue it went to (`live`, or `spillover` when its tenant is over "
+                "its rate).",
+                ("Location",),
+            ),
+            200: (
+                ShipmentCreatedOut,
+                "A retry with an `Idempotency-Key` seen before: the first request's shipment.",
+                ("Location", "Idempotent-Replayed"),
+            ),
+        },
+        *CHANGES,
+        409,
+        429,
+    ),
+)
+def create_shipment(
+    request: HttpRequest,
+    payload: ShipmentIn,
+    response: HttpResponse,
+    idempotency_key: IdempotencyKey | None = SHIPMENT_KEY,
+):
+    """Enqueue a shipment: 201 with the queue it went to; 429 with `Retry-After` while the
+    live queue is past its bound. With an `Idempotency-Key` seen before, the first
+    shipment again (200)."""
+    key = idempotency_key
     shipment_id = "k" + hashlib.sha256(f"api:{request.user.pk}:{key}".encode()).hexdigest()[:23] if key else None
     if shipment_id:
         try:
@@ -146,102 +227,118 @@ def create_shipment(request):
         except NotFound:
             existing = None
         if existing:
-            return _shipment_response(existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
+            return _shipment_answer(response, existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
     try:
         admitted = api_operations(request).submit_shipment(
-            data, tenant=tenant, priority=priority, delay_seconds=delay, shipment_id=shipment_id
+            payload.data,
+            tenant=payload.tenant,
+            priority=payload.priority,
+            delay_seconds=payload.delay_seconds,
+            shipment_id=shipment_id,
         )
     except Conflict:
         if not shipment_id:
             raise
         existing = ShipmentQueue().get(shipment_id)  # a retry with the same key won the race
-        return _shipment_response(existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
-    return _shipment_response(admitted.shipment, admitted.sidelined, status=201, key=key)
+        return _shipment_answer(response, existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
+    shipment = admitted.shipment
+    note_change(request, "shipment.enqueue", shipment.shipment_id, f"{shipment.state} in {shipment.queue}")
+    return _shipment_answer(response, shipment, admitted.sidelined, status=201, key=key)
 
 
-def _shipment_response(shipment, sidelined: bool, *, status: int, key: str | None) -> JsonResponse:
-    response = JsonResponse({**shipment_to_json(shipment), "sidelined": sidelined}, status=status)
+def _shipment_answer(response: HttpResponse, shipment, sidelined: bool, *, status: int, key: str | None) -> Status:
     response["Location"] = f"/api/shipments/{shipment.shipment_id}"
     if key:
         response["Idempotent-Replayed"] = "true" if status == 200 else "false"
-    return response
+    return Status(status, {**shipment_to_json(shipment), "sidelined": sidelined})
 
 
-@api_endpoint("GET")
-def shipment_detail(request, shipment_id: str):
-    return JsonResponse(shipment_to_json(ShipmentQueue().get(shipment_id)))
-
-
-def _idempotency_key(request, problems: dict[str, str]) -> str | None:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    key = key.strip()
-    if not key or len(key) > IDEMPOTENCY_KEY_MAX:
-        problems["Idempotency-Key"] = f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters"
-    return key
+@endpoints.get(
+    "shipments/{shipment_id}",
+    url_name="api-shipment",
+    operation_id="getShipment",
+    summary="Read a shipment",
+    **answers({200: (ShipmentOut, "The shipment as it is now.", ())}, 400, 404, *READS),
+)
+def shipment_detail(request: HttpRequest, shipment_id: ItemId):
+    """The shipment: its state, queue, data, attempts and DLQ reason."""
+    return shipment_to_json(ShipmentQueue().get(shipment_id))
 
 
 # --- agents ---------------------------------------------------------------------------
 
-
-def _agent_and_call(agent, call) -> JsonResponse:
-    return JsonResponse({"agent": agent_to_json(agent), "call": call_to_json(call) if call else None})
+AGENT_CHANGES = (*CHANGES, 404, 409)
 
 
-@api_endpoint("POST")
-def agent_available(request, agent_id: str):
-    """Give the agent the longest-waiting caller they fit, or queue them (call null)."""
-    body = read_json(request, required=False)
-    problems: dict[str, str] = {}
-    _unknown_fields(body, (), problems)
-    if problems:
-        raise invalid(problems)
+@endpoints.post(
+    "agents/{agent_id}/available",
+    url_name="api-agent-available",
+    operation_id="makeAgentAvailable",
+    summary="Make an agent available",
+    **answers(
+        {200: (AgentAndCallOut, "The agent, and the call they took (null when they were queued).", ())},
+        *AGENT_CHANGES,
+    ),
+)
+def agent_available(request: HttpRequest, agent_id: ItemId, payload: NothingIn | None = None):
+    """Give the agent the longest-waiting caller they fit, or queue them (`call` null)."""
     agent, call = api_operations(request).make_available(agent_id)
-    return _agent_and_call(agent, call)
+    note_change(request, "agent.available", agent_id, f"took call {call.call_id}" if call else "queued")
+    return {"agent": agent_to_json(agent), "call": call_to_json(call) if call else None}
 
 
-@api_endpoint("POST")
-def agent_release(request, agent_id: str):
-    """End the agent's call, then queue them again, or wrap-up, or offline."""
-    body = read_json(request, required=False)
-    problems: dict[str, str] = {}
-    _unknown_fields(body, ("then",), problems)
-    then = body.get("then", "queue")
-    if then not in RELEASE_THEN:
-        problems["then"] = f"must be one of {', '.join(RELEASE_THEN)}"
-    if problems:
-        raise invalid(problems)
+@endpoints.post(
+    "agents/{agent_id}/release",
+    url_name="api-agent-release",
+    operation_id="releaseAgent",
+    summary="End an agent's call",
+    **answers(
+        {200: (AgentAndCallOut, "The agent, and the next call they took (null when none).", ())},
+        *AGENT_CHANGES,
+    ),
+)
+def agent_release(request: HttpRequest, agent_id: ItemId, payload: ReleaseIn | None = None):
+    """End the agent's call, then queue them again (`then`: `queue`, the default), or
+    wrap-up, or offline."""
+    then = payload.then if payload else "queue"
     agent, call = api_operations(request).release(agent_id, then=then)
-    return _agent_and_call(agent, call)
+    note_change(request, "agent.release", agent_id, f"then {then}")
+    return {"agent": agent_to_json(agent), "call": call_to_json(call) if call else None}
 
 
-@api_endpoint("POST")
-def agent_offline(request, agent_id: str):
+@endpoints.post(
+    "agents/{agent_id}/offline",
+    url_name="api-agent-offline",
+    operation_id="takeAgentOffline",
+    summary="Log an agent off",
+    **answers({200: (AgentOnlyOut, "The agent, offline.", ())}, *AGENT_CHANGES),
+)
+def agent_offline(request: HttpRequest, agent_id: ItemId, payload: NothingIn | None = None):
     """Take the agent out of every queue and mark them offline."""
-    body = read_json(request, required=False)
-    problems: dict[str, str] = {}
-    _unknown_fields(body, (), problems)
-    if problems:
-        raise invalid(problems)
-    return JsonResponse({"agent": agent_to_json(api_operations(request).log_off(agent_id))})
+    agent = api_operations(request).log_off(agent_id)
+    note_change(request, "agent.offline", agent_id, "offline")
+    return {"agent": agent_to_json(agent)}
 
 
 # --- queues ---------------------------------------------------------------------------
 
 
-@api_endpoint("GET")
-def queues(request):
+@endpoints.get(
+    "queues",
+    url_name="api-queues",
+    operation_id="listQueues",
+    summary="Queues and callers waiting",
+    **answers({200: (QueuesOut, "Every skill combination's queue, and the callers waiting.", ())}, *READS),
+)
+def queues(request: HttpRequest):
     """Every queue combination with its depth and the age of its oldest agent, and the
-    number of callers waiting."""
+    number of callers waiting (the count stops at 1000: `callers_waiting_capped`)."""
     router = get_router()
     infos = router.queues()
     waiting, more = router.line.count_waiting()
     dimensions = router.catalog.names
-    return JsonResponse(
-        {
-            "queues": [queue_to_json(info, dimensions) for info in infos],
-            "callers_waiting": waiting,
-            "callers_waiting_capped": more,  # True: at least this many (the count stops at 1000)
-        }
-    )
+    return {
+        "queues": [queue_to_json(info, dimensions) for info in infos],
+        "callers_waiting": waiting,
+        "callers_waiting_capped": more,
+    }

@@ -1,0 +1,324 @@
+"""Every input and output of the JSON API, as schemas (pydantic, through django-ninja):
+they validate requests, shape answers and make the OpenAPI document.
+
+Inputs refuse unknown fields. What a schema cannot say in JSON Schema is checked here
+too, and named by field like any other mistake: a skill value the catalog does not
+know, and anything inside a shipment's `data` that DynamoDB cannot store (see
+`storable_problems`).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any, ClassVar, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic_core import PydanticCustomError
+
+from queues_app.agents import keys
+from queues_app.agents.records import QueueOrder
+from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
+from queues_app.api.parsing import MAX_DEPTH
+
+IDEMPOTENCY_KEY_MAX = 255
+MAX_DELAY_SECONDS = 900  # as SQS delay queues: at most 15 minutes
+TENANT_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
+ID_MAX = 200  # path ids: ours are much shorter; DynamoDB keys stop at 1 KB
+
+# What DynamoDB can store as a number: 38 significant digits, magnitudes from 1E-130 to
+# 9.99...E+125 (or zero).
+NUMBER_DIGITS = 38
+NUMBER_MIN_EXPONENT = -130
+NUMBER_MAX_EXPONENT = 125
+KEY_MAX_BYTES = 65_535  # DynamoDB: attribute names are 1 byte to 64 KB
+PROBLEMS_LISTED = 20  # at most this many bad values are named in one answer
+SEGMENT_SHOWN = 40  # characters of a key shown in a path
+
+IdempotencyKey = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=IDEMPOTENCY_KEY_MAX)]
+ItemId = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX)]
+
+
+class InputSchema(Schema):
+    """A request body: unknown fields are refused. `PROBLEMS` says what is wrong with a
+    field whose value has the wrong type or range, in words a person can act on."""
+
+    model_config = ConfigDict(extra="forbid")
+    PROBLEMS: ClassVar[dict[str, str]] = {}
+    # Errors inside these fields are named by the inner key alone (`language`, not
+    # `preferences.language`): the skill dimensions are the fields people think of.
+    NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ()
+
+
+# --- inputs ---------------------------------------------------------------------------
+
+
+class CallIn(InputSchema):
+    """A caller to place: assigned at once to the earliest-queued agent who fits, or
+    waiting for one."""
+
+    preferences: dict[str, str | None] = Field(
+        description='One value per skill dimension (`SWITCHBOARD_SKILLS`), or `any` (also null, "" or `*`); '
+        "`{}` means any agent.",
+        examples=[{"language": "Spanish", "gender": "any"}],
+    )
+    priority: int = Field(
+        0, ge=0, le=keys.MAX_PRIORITY, strict=True, description="0 to 9; callers of higher priority are served first."
+    )
+    order: Literal["fifo", "lifo"] | None = Field(
+        None, description="Which queued agent the caller gets; default `SWITCHBOARD_AGENT_ORDER`."
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "preferences": 'must be an object such as {"language": "Spanish", "gender": "any"} (use {} for any agent)',
+        "priority": f"must be a whole number from 0 to {keys.MAX_PRIORITY}",
+        "order": f"must be one of {', '.join(QueueOrder.ALL)}",
+    }
+    NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)
+
+    @field_validator("preferences")
+    @classmethod
+    def _known_skills(cls, preferences: dict[str, str | None]) -> dict[str, str | None]:
+        try:
+            validate_preferences(SkillCatalog.from_settings(), preferences)
+        except SkillError as exc:
+            field = exc.field or "preferences"
+            raise PydanticCustomError("skill", "{message}", {"problems": {field: exc.message}}) from exc
+        return preferences
+
+
+class ShipmentIn(InputSchema):
+    """A shipment to enqueue."""
+
+    data: dict[str, Any] = Field(
+        description="The shipment's fields: any JSON object that DynamoDB can store (numbers of at most 38 "
+        "significant digits between 1E-130 and 9.99E+125 in magnitude, no NaN or Infinity, no empty keys, "
+        f"nesting within the body's {MAX_DEPTH} levels).",
+        examples=[{"to": "Porto", "parcels": 2}],
+    )
+    tenant: str | None = Field(
+        None,
+        pattern=TENANT_PATTERN,
+        description="Who sends it (fair share per tenant): 1 to 64 letters, digits, `.`, `_` or `-`.",
+    )
+    priority: int = Field(0, ge=0, le=keys.MAX_PRIORITY, strict=True, description="0 to 9; higher first.")
+    delay_seconds: float = Field(
+        0,
+        ge=0,
+        le=MAX_DELAY_SECONDS,
+        strict=True,
+        allow_inf_nan=False,
+        description=f"Keep the shipment invisible this long (0 to {MAX_DELAY_SECONDS} seconds).",
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "data": "required: an object with the shipment's fields",
+        "tenant": "1 to 64 letters, digits, '.', '_' or '-'",
+        "priority": f"must be a whole number from 0 to {keys.MAX_PRIORITY}",
+        "delay_seconds": f"must be a number of seconds from 0 to {MAX_DELAY_SECONDS}",
+    }
+
+    @field_validator("data")
+    @classmethod
+    def _storable(cls, data: dict[str, Any]) -> dict[str, Any]:
+        problems = storable_problems(data, "data")
+        if problems:
+            raise PydanticCustomError("unstorable", "{summary}", {"problems": problems, "summary": "; ".join(problems)})
+        return data
+
+
+class ReleaseIn(InputSchema):
+    """What the agent does once their call has ended."""
+
+    then: Literal["queue", "wrap_up", "offline"] = Field(
+        "queue", description="`queue` (available again), `wrap_up` or `offline`."
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"then": "must be one of queue, wrap_up, offline"}
+
+
+class NothingIn(InputSchema):
+    """No fields: an empty body, `{}` or no body at all."""
+
+
+# --- outputs --------------------------------------------------------------------------
+
+
+class Problem(Schema):
+    """Every refusal and failure: a title, a sentence, and what to do about it."""
+
+    error: str = Field(description="A short title, e.g. `Invalid request`.")
+    message: str = Field(description="What went wrong, in a sentence.")
+    hint: str | None = Field(None, description="What to do about it, when there is something to do.")
+    fields: dict[str, str] | None = Field(
+        None, description="Each bad input field (or `body`) and what is wrong with it."
+    )
+    trace_id: str | None = Field(None, description="On a server-side failure: where the operators find it in the log.")
+
+
+class WhyOut(Schema):
+    agent_id: str | None = None
+    name: str | None = None
+    queued_at: str | None = None
+    outcome: str | None = None
+    explanation: str | None = None
+
+
+class CallOut(Schema):
+    call_id: str
+    status: Literal["waiting", "assigned", "ended"]
+    preferences: dict[str, str] = Field(description="Each skill dimension's value, or `any`.")
+    priority: int
+    order: Literal["fifo", "lifo"]
+    arrived_at: str | None
+    agent_id: str | None
+    agent_name: str | None
+    assigned_at: str | None
+    ended_at: str | None
+    relaxed: list[dict[str, str | None]] = Field(
+        description="Preferences relaxed while waiting: `dimension`, `from` (the value before) and `at`."
+    )
+    why: list[WhyOut] = Field(description="The candidates considered at the assignment, and why each was (not) chosen.")
+    waited_seconds: float | None
+
+
+class AgentOut(Schema):
+    agent_id: str
+    name: str
+    skills: dict[str, list[str]]
+    status: Literal["offline", "available", "queued", "attending", "wrap_up"]
+    status_label: str
+    version: int
+    queued_at: str | None
+    call_id: str | None
+    updated_at: str | None
+
+
+class AgentAndCallOut(Schema):
+    agent: AgentOut
+    call: CallOut | None = Field(description="The call the agent took, or null when they were queued.")
+
+
+class AgentOnlyOut(Schema):
+    agent: AgentOut
+
+
+class QueueOut(Schema):
+    name: str = Field(examples=["Q#English#F"])
+    combination: dict[str, str]
+    depth: int
+    version: int
+    oldest_queued_at: str | None
+    oldest_age_seconds: float | None
+
+
+class QueuesOut(Schema):
+    queues: list[QueueOut]
+    callers_waiting: int
+    callers_waiting_capped: bool = Field(description="True: at least this many (the count stops at 1000).")
+
+
+class ShipmentOut(Schema):
+    shipment_id: str
+    state: str = Field(description="under construction, ready, queued, delayed, processing, completed or in DLQ.")
+    status: str
+    queue: str = Field(description="`live`, or `spillover` when sidelined.")
+    tenant: str | None
+    priority: int
+    data: dict[str, Any]
+    enqueued_at: str | None
+    visible_at: str | None
+    attempts: int
+    dlq_reason: str | None
+    trace_id: str | None
+
+
+class ShipmentCreatedOut(ShipmentOut):
+    sidelined: bool = Field(description="True when the tenant was over its rate and the shipment went to spillover.")
+
+
+# --- what DynamoDB can store -----------------------------------------------------------
+
+
+def storable_problems(value: Any, path: str) -> dict[str, str]:
+    """Each place inside `value` that DynamoDB could not store, by its path
+    (`data.items[2].price`), and why. Empty when all of it can be stored."""
+    problems: dict[str, str] = {}
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack and len(problems) < PROBLEMS_LISTED:
+        current, where = stack.pop()
+        if isinstance(current, dict):
+            children = []
+            for key, child in current.items():
+                problem = _key_problem(key)
+                if problem:
+                    problems[f"{where}.{_segment(key)}"] = problem
+                else:
+                    children.append((child, f"{where}.{_segment(key)}"))
+            stack.extend(reversed(children))
+        elif isinstance(current, list):
+            stack.extend(reversed([(child, f"{where}[{index}]") for index, child in enumerate(current)]))
+        else:
+            problem = _scalar_problem(current)
+            if problem:
+                problems[where] = problem
+    return problems
+
+
+def _key_problem(key: str) -> str | None:
+    if not key:
+        return "empty keys cannot be stored: a key needs at least one character"
+    try:
+        size = len(key.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "this key is not valid Unicode (it holds a lone surrogate)"
+    if size > KEY_MAX_BYTES:
+        return f"keys may be at most {KEY_MAX_BYTES:,} bytes long"
+    return None
+
+
+def _scalar_problem(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "not valid Unicode (a lone surrogate)"
+        return None
+    if isinstance(value, int):
+        return _number_problem(Decimal(value), exact=True)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            shown = "NaN" if math.isnan(value) else ("-Infinity" if value < 0 else "Infinity")
+            return f"{shown} cannot be stored: numbers must be finite"
+        return _number_problem(Decimal(repr(value)), exact=False)
+    if isinstance(value, Decimal):
+        return _number_problem(value, exact=True)
+    return f"a {type(value).__name__} cannot be stored"
+
+
+def _number_problem(number: Decimal, *, exact: bool) -> str | None:
+    """DynamoDB's limits: 38 significant digits, and magnitudes from 1E-130 to 9.99...E+125."""
+    try:
+        if not number.is_finite():
+            return "numbers must be finite"
+        if number.is_zero():
+            return None
+        digits = len(number.as_tuple().digits) if exact else len(number.normalize().as_tuple().digits)
+    except InvalidOperation:  # pragma: no cover - a Decimal from JSON is always well formed
+        return "not a number"
+    if digits > NUMBER_DIGITS:
+        return f"numbers may have at most {NUMBER_DIGITS} significant digits (send longer ones as strings)"
+    if not NUMBER_MIN_EXPONENT <= number.adjusted() <= NUMBER_MAX_EXPONENT:
+        return "out of the range DynamoDB can store: magnitudes from 1E-130 to 9.99E+125, or 0"
+    return None
+
+
+def _segment(key: str) -> str:
+    """A key as a part of a path: printable, and cut short when long."""
+    if not key:
+        return '""'
+    shown = key.encode("utf-8", "backslashreplace").decode("utf-8")
+    return shown if len(shown) <= SEGMENT_SHOWN else shown[:SEGMENT_SHOWN] + "…"

@@ -1,0 +1,234 @@
+"""The JSON API as one django-ninja application: its authentication, its parser, and
+every failure answered as `{"error", "message", "hint", "fields"}` in one place.
+
+- authentication and permissions: `auth.BearerToken` (401, 403);
+- input: `parsing.JsonBodyParser` and `schemas` (400 naming each bad field, 413);
+- domain errors: `queues_app.http_errors.describe` (400/404/409/429/503);
+- anything unexpected: logged, and a JSON 500 without details.
+
+`machine_urls` makes the Django URL patterns: each one refuses an oversized body before
+it is read, answers a wrong method with a JSON 405 and `Allow`, and needs no session
+login (the token is the login).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpResponseNotAllowed
+from django.urls import URLPattern
+from django.views.decorators.csrf import csrf_exempt
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError, ValidationErrorContext
+
+from queues_app import http_errors as user_errors
+from queues_app.agents.skills import SkillError
+from queues_app.api.auth import BearerToken
+from queues_app.api.parsing import JsonBodyParser, body_limit
+from queues_app.api.problems import ApiProblem, internal_error, problem_response, too_large
+from queues_app.api.schemas import ID_MAX, IDEMPOTENCY_KEY_MAX, InputSchema
+from queues_app.api.views import endpoints
+from queues_app.ddb.errors import DynamoError
+
+log = logging.getLogger(__name__)
+
+BODY_PARAM = "payload"  # the name every operation gives its body
+PARAMETER_PROBLEMS = {
+    "Idempotency-Key": f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
+    **{name: f"must be 1 to {ID_MAX} characters" for name in ("call_id", "agent_id", "shipment_id")},
+}
+
+DESCRIPTION = """\
+The JSON API of Switchboard for the phone system and other machines: place callers,
+make agents available, release them and log them off, enqueue shipments, and read
+calls, shipments and queues.
+
+Every request needs `Authorization: Bearer <token>` (`python manage.py create_api_token`).
+Every refusal is JSON: `{"error", "message", "hint", "fields"}`; `fields` names each bad
+input field. Send `Idempotency-Key` when creating, and the same key when retrying.
+"""
+
+
+class InvalidInput(ValidationError):
+    """Input that failed its schema, with each bad field named as people know it."""
+
+    def __init__(self, fields: dict[str, str], errors: list[dict]):
+        super().__init__(errors)
+        self.fields = fields
+
+
+class SwitchboardApi(NinjaAPI):
+    def get_content_type(self) -> str:
+        return "application/json"  # JSON is UTF-8 by definition (RFC 8259)
+
+    def validation_error_from_error_contexts(self, error_contexts: list[ValidationErrorContext]) -> ValidationError:
+        fields: dict[str, str] = {}
+        for context in error_contexts:
+            source = context.model.__ninja_param_source__
+            schema = _body_schema(context.model) if source == "body" else None
+            for error in context.pydantic_validation_error.errors(include_url=False):
+                loc = context.model.__ninja_flatten_map_reverse__.get(error["loc"], error["loc"])
+                fields.update(_named(source, tuple(loc), error, schema))
+        return InvalidInput(fields, errors=[])
+
+
+def _body_schema(param_model) -> type[InputSchema] | None:
+    """The schema of the operation's body (the `payload` parameter's, without `| None`)."""
+    field = param_model.model_fields.get(BODY_PARAM)
+    annotation = field.annotation if field else None
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, InputSchema):
+            return candidate
+    return None
+
+
+def _named(source: str, loc: tuple, error: Mapping[str, Any], schema: type[InputSchema] | None) -> dict[str, str]:
+    """One pydantic error as {field: what is wrong}, in the API's words."""
+    context = error.get("ctx") or {}
+    if isinstance(context.get("problems"), dict):  # raised by a schema's own check, already named
+        return {str(name): str(problem) for name, problem in context["problems"].items()}
+    if source != "body":  # path and header parameters: the name as sent
+        name = str(loc[-1]) if loc else source
+        return {name: PARAMETER_PROBLEMS.get(name) or _sentence(error)}
+    if loc and loc[0] == BODY_PARAM:
+        loc = loc[1:]
+    if not loc:
+        # The body as a whole: absent when required, or not an object.
+        if error["type"] == "missing" or error.get("input") is None:
+            return {"body": "a JSON object is required"}
+        return {"body": "must be a JSON object"}
+    name = str(loc[0])
+    if error["type"] == "extra_forbidden":
+        if not (schema and schema.model_fields):
+            return {name: "unknown field; this operation takes no fields"}
+        return {name: f"unknown field; allowed: {', '.join(schema.model_fields)}"}
+    if schema and name in schema.NAMED_BY_KEY and len(loc) > 1:
+        return {str(loc[1]): f"{loc[1]} must be one value or 'any'"}
+    if schema and name in schema.PROBLEMS:
+        return {name: schema.PROBLEMS[name]}
+    return {".".join(str(part) for part in loc): _sentence(error)}
+
+
+def _sentence(error: Mapping[str, Any]) -> str:
+    message = str(error.get("msg") or "invalid")
+    return message[0].lower() + message[1:] if message else message
+
+
+api = SwitchboardApi(
+    title="Switchboard API",
+    version="1",
+    description=DESCRIPTION,
+    auth=BearerToken(),
+    parser=JsonBodyParser(),
+    openapi_url=None,  # served by queues_app.api.docs (session login or a token)
+    docs_url=None,
+    urls_namespace="switchboard-api",
+)
+api.add_router("", endpoints)
+
+
+@api.exception_handler(ApiProblem)
+def _problem(request, exc: ApiProblem):
+    return problem_response(exc.problem)
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request, exc: ValidationError):
+    fields = getattr(exc, "fields", None) or {"body": "invalid"}
+    return problem_response(user_errors.invalid_input(fields))
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, exc: AuthenticationError):
+    return problem_response(user_errors.unauthenticated("This API needs a bearer token."))
+
+
+@api.exception_handler(HttpError)
+def _http_error(request, exc: HttpError):
+    # ninja wraps what the parser raised ("Cannot parse request body"): answer the cause.
+    cause = exc.__cause__
+    if isinstance(cause, ApiProblem):
+        return problem_response(cause.problem)
+    if isinstance(cause, RequestDataTooBig):
+        return problem_response(too_large(body_limit()))
+    if exc.status_code == 400:
+        return problem_response(user_errors.invalid_input({"body": "not valid JSON"}))
+    return problem_response(user_errors.UserError(exc.status_code, "Request refused", exc.message))
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request, exc: RequestDataTooBig):
+    return problem_response(too_large(body_limit()))
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc: Http404):
+    return problem_response(user_errors.no_such_endpoint(request.path))
+
+
+@api.exception_handler(DynamoError)
+@api.exception_handler(SkillError)
+def _domain(request, exc: DynamoError | SkillError):
+    problem = user_errors.describe(exc)
+    if problem.status >= 500:
+        log.warning("%s %s: %s (%s)", request.method, request.path, problem.title, problem.message)
+    return problem_response(problem)
+
+
+@api.exception_handler(Exception)
+def _unexpected(request, exc: Exception):
+    log.error("%s %s failed", request.method, request.path, exc_info=exc)
+    return problem_response(internal_error())
+
+
+# --- URL patterns ------------------------------------------------------------------------
+
+
+def _content_length(request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+def machine_view(view):
+    """An API view as Django serves it: no session login needed (the bearer token is
+    checked by the API), no CSRF (no cookies are used), a body over the limit
+    refused before it is read, and a wrong method answered as JSON."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if _content_length(request) > body_limit():
+            return problem_response(too_large(body_limit()))
+        response = view(request, *args, **kwargs)
+        if isinstance(response, HttpResponseNotAllowed):
+            allowed = sorted(method.strip() for method in response["Allow"].split(",") if method.strip())
+            return problem_response(user_errors.method_not_allowed(request.method, allowed), allow=allowed)
+        return response
+
+    return csrf_exempt(login_not_required(wrapper))
+
+
+def machine_urls() -> list[URLPattern]:
+    """The operations' URL patterns, named as before (`api-calls`, `api-agent-available`...),
+    outside any namespace."""
+    patterns = []
+    for pattern in api.urls[0]:
+        if not isinstance(pattern, URLPattern) or pattern.name == "api-root":
+            continue  # "/api/" itself is answered by the JSON 404
+        pattern.callback = machine_view(pattern.callback)
+        patterns.append(pattern)
+    return patterns
+
+
+def openapi_document(path_prefix: str) -> dict:
+    """The OpenAPI document, with paths under `path_prefix` (e.g. "/api/")."""
+    schema = dict(api.get_openapi_schema(path_prefix=path_prefix))
+    if not schema.get("servers"):
+        schema.pop("servers", None)
+    return schema

@@ -1,0 +1,24 @@
+"""The JSON API fuzzed from its OpenAPI document against DynamoDB Local, whose limits
+(key and item sizes, numbers, nesting) are DynamoDB's own where moto may be lenient.
+The harness and the budget (`API_FUZZ_CASES`) are those of tests/unit/test_api_fuzz.py."""
+
+import pytest
+
+from tests.unit.test_api import fast_password_hashing  # noqa: F401  (fixture)
+from tests.unit.test_api_fuzz import cases_per_operation, load_schema, make_world, run_and_report, wsgi_app  # noqa: F401
+
+pytestmark = pytest.mark.fuzz
+
+
+@pytest.fixture
+def local_world(local_db, supervisor, viewer, settings):
+    yield from make_world(supervisor, viewer, settings)
+
+
+def test_every_api_operation_answers_fuzzed_input_as_documented_on_dynamodb_local(wsgi_app, local_world, capsys):
+    schema = load_schema(wsgi_app, local_world["tokens"]["supervisor"])
+    report = run_and_report("dynamodb-local", schema, local_world, capsys)
+    assert report.failures == [], "\n\n".join(report.failures)
+    assert report.server_errors == 0
+    assert len(report.cases) == 8
+    assert min(report.cases.values()) >= cases_per_operation()

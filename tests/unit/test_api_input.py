@@ -1,0 +1,274 @@
+"""Bad input to the JSON API is a 4xx naming the field, never a 500: preferences of the
+wrong type, bodies nested too deeply or too large, numbers DynamoDB cannot store."""
+
+import json
+import logging
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queues_app.admission import BackpressureGate
+from queues_app.agents.router import Router
+from queues_app.api.parsing import MAX_BODY_BYTES, MAX_DEPTH
+from queues_app.shipments.queue import ShipmentQueue
+from tests.unit.test_api import Api, agent, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def fresh_gate(settings):
+    settings.SWITCHBOARD_FAIRNESS = {**settings.SWITCHBOARD_FAIRNESS, "depth_cache_seconds": 0}
+    BackpressureGate.forget()
+    yield
+    BackpressureGate.forget()
+
+
+def nested(levels: int, leaf=1) -> dict:
+    value = leaf
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+# --- preferences ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [["English"], {"name": "English"}, 5, True, 1.5])
+def test_a_preference_that_is_not_a_string_is_400_naming_it(moto_db, api, value):
+    body = assert_problem(api.post("/api/calls", {"preferences": {"language": value}}), 400, "Invalid request")
+    assert set(body["fields"]) == {"language"}
+    assert "one value" in body["fields"]["language"]
+    assert Router().line.waiting_calls()[0] == []
+
+
+def test_preferences_that_are_not_an_object_are_400(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"preferences": ["English"]}), 400)
+    assert set(body["fields"]) == {"preferences"}
+
+
+def test_a_preference_of_null_or_any_means_any_agent(moto_db, api):
+    response = api.post("/api/calls", {"preferences": {"language": None, "gender": "*"}})
+    assert response.status_code == 201, response.content
+    assert response.json()["preferences"] == {"language": "any", "gender": "any"}
+
+
+# --- the body as a whole --------------------------------------------------------------
+
+
+def test_brackets_nested_100000_deep_are_400_not_a_recursion_error(moto_db, api):
+    body = assert_problem(api.post("/api/calls", raw="[" * 100_000), 400, "Invalid request")
+    assert "nested deeper" in body["fields"]["body"]
+
+
+def test_nesting_is_allowed_up_to_the_limit_and_refused_beyond(moto_db, api):
+    # The body is one level: `data` may hold MAX_DEPTH - 1 levels of objects.
+    fits = api.post("/api/shipments", {"data": nested(MAX_DEPTH - 1)})
+    assert fits.status_code == 201, fits.content
+    assert ShipmentQueue().get(fits.json()["shipment_id"]).data == nested(MAX_DEPTH - 1)
+    refused = assert_problem(api.post("/api/shipments", {"data": nested(MAX_DEPTH)}), 400)
+    assert set(refused["fields"]) == {"body"}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"preferences": {', "{'preferences': {}}", b'{"preferences": {"language": "\xff"}}', "nul", '{"a": 1}}'],
+)
+def test_malformed_json_is_400_naming_the_body(moto_db, api, raw):
+    body = assert_problem(api.post("/api/calls", raw=raw), 400, "Invalid request")
+    assert set(body["fields"]) == {"body"}
+    assert body["fields"]["body"].startswith("not valid JSON")
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "null"])
+def test_a_missing_body_is_400_where_one_is_required(moto_db, api, raw):
+    body = assert_problem(api.post("/api/shipments", raw=raw), 400)
+    assert body["fields"] == {"body": "a JSON object is required"}
+
+
+@pytest.mark.parametrize("raw", ["", "{}", "null"])
+def test_agent_actions_take_no_body_or_an_empty_one(moto_db, api, raw):
+    ana = agent("Ana", ["English"], "F")
+    assert api.post(f"/api/agents/{ana.agent_id}/available", raw=raw or None).status_code == 200
+
+
+def test_a_3_mb_body_is_a_json_413(moto_db, api):
+    response = api.post("/api/shipments", {"data": {"blob": "x" * 3_000_000}})
+    body = assert_problem(response, 413, "Request body too large")
+    assert f"{MAX_BODY_BYTES:,}" in body["message"]
+    assert ShipmentQueue().count_queued() == 0
+
+
+def test_a_body_just_over_the_limit_is_413_and_one_within_is_read(moto_db, api):
+    padding = MAX_BODY_BYTES - len(json.dumps({"data": {"blob": ""}}))
+    assert api.post("/api/shipments", {"data": {"blob": "x" * padding}}).status_code == 201
+    assert_problem(api.post("/api/shipments", {"data": {"blob": "x" * (padding + 1)}}), 413)
+
+
+def test_djangos_own_upload_limit_is_a_json_413_too(moto_db, api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    body = assert_problem(api.post("/api/shipments", {"data": {"blob": "x" * 200}}), 413)
+    assert "100 bytes" in body["message"]
+
+
+def test_an_oversized_body_is_refused_before_authentication(moto_db):
+    response = Api().post("/api/shipments", {"data": {"blob": "x" * 300_000}})
+    assert_problem(response, 413)
+
+
+# --- numbers and values DynamoDB cannot store ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw_value, path, words",
+    [
+        ("NaN", "data.weight", "NaN"),
+        ("Infinity", "data.weight", "Infinity"),
+        ("-Infinity", "data.weight", "-Infinity"),
+        ("1e200", "data.weight", "range"),
+        ("1e-200", "data.weight", "range"),
+        ("1" + "0" * 59, "data.weight", "38 significant digits"),
+        ("123456789012345678901234567890123456789012345678901234567890", "data.weight", "38 significant digits"),
+        ("1" * 5000, "data.weight", "38 significant digits"),
+    ],
+)
+def test_a_number_dynamodb_cannot_store_is_400_naming_its_path(moto_db, api, raw_value, path, words):
+    response = api.post("/api/shipments", raw='{"data": {"weight": ' + raw_value + "}}")
+    body = assert_problem(response, 400, "Invalid request")
+    assert set(body["fields"]) == {path}
+    assert words in body["fields"][path]
+    assert ShipmentQueue().count_queued() == 0
+
+
+def test_bad_numbers_deep_inside_data_are_named_by_their_full_path(moto_db, api):
+    raw = '{"data": {"parcels": [{"kg": 1}, {"kg": NaN, "dims": [1, 2, 1e300]}], "ok": 2}}'
+    body = assert_problem(api.post("/api/shipments", raw=raw), 400)
+    assert set(body["fields"]) == {"data.parcels[1].kg", "data.parcels[1].dims[2]"}
+
+
+def test_bad_data_and_other_bad_fields_are_named_at_once(moto_db, api):
+    raw = '{"data": {"w": Infinity}, "priority": 12, "colour": "red"}'
+    body = assert_problem(api.post("/api/shipments", raw=raw), 400)
+    assert set(body["fields"]) == {"data.w", "priority", "colour"}
+
+
+def test_numbers_at_dynamodbs_limits_are_stored_and_read_back(moto_db, api):
+    data = {
+        "digits": 12345678901234567890123456789012345678,  # 38 digits
+        "smallest": 1e-130,
+        "largest": 9.99e125,
+        "negative": -9.99e125,
+        "zero": 0,
+        "fraction": 0.1,
+    }
+    response = api.post("/api/shipments", {"data": data})
+    assert response.status_code == 201, response.content
+    assert same(api.get(f"/api/shipments/{response.json()['shipment_id']}").json()["data"], data)
+
+
+def same(one, other) -> bool:
+    """Equal JSON values, numbers compared as numbers (DynamoDB keeps no int/float type:
+    a whole float comes back as an int)."""
+    if isinstance(one, dict) and isinstance(other, dict):
+        return one.keys() == other.keys() and all(same(one[k], other[k]) for k in one)
+    if isinstance(one, list) and isinstance(other, list):
+        return len(one) == len(other) and all(same(a, b) for a, b in zip(one, other, strict=True))
+    numbers = (int, float)
+    if isinstance(one, numbers) and isinstance(other, numbers) and not isinstance(one, bool):
+        return math.isclose(one, other, rel_tol=1e-15, abs_tol=0)
+    return one == other and type(one) is type(other)
+
+
+def test_an_empty_key_or_a_lone_surrogate_in_data_is_400_naming_it(moto_db, api):
+    body = assert_problem(api.post("/api/shipments", raw='{"data": {"": 1, "s": "\\ud800", "t": {"\\udfff": 2}}}'), 400)
+    assert set(body["fields"]) == {'data.""', "data.s", "data.t.\\udfff"}
+
+
+def test_a_very_long_key_is_named_shortly(moto_db, api):
+    body = assert_problem(api.post("/api/shipments", {"data": {"k" * 70_000: 1}}), 400)
+    [name] = body["fields"]
+    assert name.startswith("data.kkk") and len(name) < 60
+
+
+@pytest.mark.parametrize("name", ["priority", "delay_seconds"])
+@pytest.mark.parametrize("raw_value", ["NaN", "Infinity", "-1", "1e400", "1" * 5000, '"5"', "true", "null"])
+def test_a_bad_priority_or_delay_is_400_naming_it(moto_db, api, name, raw_value):
+    raw = '{"data": {}, "' + name + '": ' + raw_value + "}"
+    body = assert_problem(api.post("/api/shipments", raw=raw), 400)
+    assert set(body["fields"]) == {name}
+
+
+def test_a_fraction_of_a_second_is_a_fine_delay(moto_db, api):
+    assert api.post("/api/shipments", {"data": {}, "delay_seconds": 2.5}).status_code == 201
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.integers(min_value=-(10**60), max_value=10**60)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(data=st.dictionaries(st.text(max_size=8), json_values, max_size=5))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_json_data_is_stored_or_refused_naming_fields_never_a_500(moto_db, api, data):
+    raw = json.dumps({"data": data})  # NaN and Infinity are written as JavaScript literals
+    response = api.post("/api/shipments", raw=raw)
+    assert response.status_code in (201, 400), response.content
+    if response.status_code == 400:
+        fields = response.json()["fields"]
+        assert fields and all(name.startswith("data") for name in fields)
+    else:
+        assert same(ShipmentQueue().get(response.json()["shipment_id"]).data, response.json()["data"])
+
+
+# --- parameters and methods -----------------------------------------------------------
+
+
+def test_an_overlong_path_id_is_400_naming_it(moto_db, api):
+    body = assert_problem(api.get("/api/calls/" + "x" * 300), 400)
+    assert set(body["fields"]) == {"call_id"}
+
+
+def test_a_blank_idempotency_key_is_400(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="   "), 400)
+    assert body["fields"] == {"Idempotency-Key": "must be 1 to 255 characters"}
+
+
+@pytest.mark.parametrize("method", ["put", "patch", "delete", "options"])
+def test_every_other_method_is_a_json_405_with_allow(moto_db, api, method):
+    response = getattr(api.client, method)("/api/queues", HTTP_AUTHORIZATION=f"Bearer {api.token}")
+    assert_problem(response, 405, "Method not allowed")
+    assert response["Allow"] == "GET"
+
+
+def test_the_api_root_is_a_json_404(moto_db, api):
+    assert_problem(api.get("/api/"), 404, "Not found")
+
+
+def test_an_unexpected_failure_is_a_json_500_without_details_and_is_logged(moto_db, api, monkeypatch, caplog):
+    from queues_app.api import views
+
+    def broken():
+        raise RuntimeError("secret detail")
+
+    monkeypatch.setattr(views, "get_router", broken)
+    with caplog.at_level(logging.ERROR, logger="queues_app"):
+        response = api.get("/api/queues")
+    body = assert_problem(response, 500, "Internal error")
+    assert "secret detail" not in response.content.decode()
+    assert "Traceback" not in response.content.decode()
+    assert "secret detail" in caplog.text and body["message"]
+
+
+def test_a_503_always_says_when_to_retry():
+    from queues_app.api.problems import DEFAULT_RETRY_AFTER_SECONDS, problem_response
+    from queues_app.http_errors import UserError
+
+    response = problem_response(UserError(503, "DynamoDB table missing", "The table is missing."))
+    assert response["Retry-After"] == str(DEFAULT_RETRY_AFTER_SECONDS)
+    assert problem_response(UserError(503, "busy", "busy", retry_after=2))["Retry-After"] == "2"
