@@ -19,8 +19,9 @@ from queues_app.actions import BulkReport, Operations
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
-from queues_app.ddb.errors import DynamoError
+from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.ddb.paging import Page
+from queues_app.forms import MAX_SELECTED, QUEUE_NAME, is_item_id
 from queues_app.http_errors import describe
 from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
 from queues_app.roles import can_act
@@ -30,6 +31,7 @@ from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.templatetags.switchboard import as_json, since, until
 
 PAGE_SIZE = 50
+SEARCH_MAX = 100
 
 
 @admin.register(ApiToken)
@@ -153,6 +155,11 @@ class DynamoAdmin(admin.ModelAdmin):
         name = request.POST.get("action", "")
         ids = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
         back = request.get_full_path()
+        if len(ids) > MAX_SELECTED or not all(is_item_id(i) for i in ids):
+            self.message_user(
+                request, f"Select at most {MAX_SELECTED} items, by their ids; reload the page.", messages.WARNING
+            )
+            return redirect(back)
         if name not in self.bulk_actions:
             self.message_user(request, "Choose an action.", messages.WARNING)
             return redirect(back)
@@ -218,7 +225,7 @@ class AgentAdmin(DynamoAdmin):
             cursor=request.GET.get("cursor"),
             limit=PAGE_SIZE,
             status=status if status in AgentStatus.ALL else None,
-            search=request.GET.get("q") or None,
+            search=(request.GET.get("q") or "")[:SEARCH_MAX] or None,
         )
 
     def item_id(self, item) -> str:
@@ -269,9 +276,12 @@ class ShipmentAdmin(DynamoAdmin):
     def load(self, request) -> Page:
         view = request.GET.get("view", "queue")
         _label, lister = SHIPMENT_LISTS.get(view, SHIPMENT_LISTS["queue"])
+        queue = request.GET.get("queue") or DEFAULT_QUEUE
+        if not QUEUE_NAME.fullmatch(queue):
+            raise InvalidRequest("A queue name is 1 to 64 letters, digits, '.', '_' or '-'.")
         return lister(
             ShipmentQueue(),
-            request.GET.get("queue") or DEFAULT_QUEUE,
+            queue,
             cursor=request.GET.get("cursor"),
             limit=PAGE_SIZE,
         )

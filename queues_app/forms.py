@@ -1,7 +1,11 @@
-"""Forms for the pages: they check input shapes; the service checks the rest, and its
-SkillError lands on the field it names."""
+"""Forms and input checks for the pages: they check input shapes and bounds (every
+number bounded, every string length-limited, every choice checked), so that bad input
+is a message on the page and never reaches DynamoDB; the service checks the rest, and
+its SkillError lands on the field it names."""
 
 from __future__ import annotations
+
+import re
 
 from django import forms
 
@@ -10,6 +14,59 @@ from queues_app.agents.records import AgentStatus, QueueOrder
 from queues_app.agents.skills import SkillCatalog
 
 ANY_CHOICE = "any"
+
+# An item's version only ever grows by one a change; far below this, and well inside what
+# a DynamoDB number holds (38 digits), so a forged value is refused here, not by DynamoDB.
+MAX_VERSION = 2**53 - 1
+STALE_FORM = "The version sent with the form is not valid; reload the page and try again."
+# Ids this project makes are short (hex); the ones given to it (tests, imports) too.
+MAX_ID_LENGTH = 128
+ITEM_ID = re.compile(rf"[^\s/\\\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}")
+MAX_SELECTED = 500
+QUEUE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+MAX_TARGET_LENGTH = 200
+MAX_DLQ_MINUTES = 10 * 366 * 24 * 60  # ten years: the trail and the DLQ keep nothing that old
+
+
+def version_field() -> forms.IntegerField:
+    return forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_VERSION,
+        widget=forms.HiddenInput,
+        error_messages={"invalid": STALE_FORM, "min_value": STALE_FORM, "max_value": STALE_FORM},
+    )
+
+
+def is_item_id(value: object) -> bool:
+    """True for something that can be an agent's, a shipment's or a call's id."""
+    return isinstance(value, str) and bool(ITEM_ID.fullmatch(value))
+
+
+class VersionForm(forms.Form):
+    """The version an action on one item was shown (optional: without it, no check)."""
+
+    version = version_field()
+
+    def clean(self):
+        cleaned = super().clean()
+        # A hidden field's error shown as the form's own: the person cannot fix it but reload.
+        if "version" in self._errors:
+            del self._errors["version"]
+            self.add_error(None, STALE_FORM)
+        return cleaned
+
+    @property
+    def expected_version(self) -> int | None:
+        return self.cleaned_data.get("version")
+
+    def problem(self) -> str:
+        """What is wrong, in one sentence per field (for a message)."""
+        parts = []
+        for name, errs in self.errors.items():
+            text = " ".join(str(e) for e in errs)
+            parts.append(text if name == "__all__" else f"{self.fields[name].label or name}: {text}")
+        return "; ".join(parts)
 
 
 def skill_field_name(dimension: str) -> str:
@@ -28,9 +85,8 @@ class SkillFields:
         return [self[skill_field_name(d)] for d in self.catalog.names]
 
 
-class AgentForm(SkillFields, forms.Form):
+class AgentForm(SkillFields, VersionForm):
     name = forms.CharField(max_length=100, strip=True)
-    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):
         super().__init__(*args, **kwargs)
@@ -91,16 +147,23 @@ class AgentFilterForm(forms.Form):
         return tuple(value.split(":", 1)) if value else None
 
 
-class PriorityForm(forms.Form):
+class PriorityForm(VersionForm):
     priority = forms.IntegerField(min_value=0, max_value=keys.MAX_PRIORITY)
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
 
-class ReasonForm(forms.Form):
-    reason = forms.CharField(max_length=300, strip=True, initial="Sent to the DLQ by a supervisor")
-    version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+DEFAULT_DLQ_REASON = "Sent to the DLQ by a supervisor"
+
+
+class ReasonForm(VersionForm):
+    reason = forms.CharField(max_length=300, strip=True, initial=DEFAULT_DLQ_REASON)
 
 
 class DlqFilterForm(forms.Form):
     reason_contains = forms.CharField(required=False, max_length=200, label="Reason contains")
-    older_than_minutes = forms.FloatField(required=False, min_value=0, label="In the DLQ for at least (minutes)")
+    older_than_minutes = forms.FloatField(
+        required=False, min_value=0, max_value=MAX_DLQ_MINUTES, label="In the DLQ for at least (minutes)"
+    )
+
+
+class AuditFilterForm(forms.Form):
+    target = forms.CharField(required=False, max_length=MAX_TARGET_LENGTH, strip=True, label="Item")

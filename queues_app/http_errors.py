@@ -1,16 +1,26 @@
 """Domain errors mapped to what a person (or a machine on the API) is told.
 
-The one place where a `DynamoError` becomes an HTTP status and a sentence.
+The one place where a `DynamoError` becomes an HTTP status and a sentence, and where
+what AWS said is cleaned of what nobody outside the operators should see: ARNs (with
+role names), account ids, access key ids, endpoints and stack traces are replaced by a
+placeholder in every message shown on a page or sent to an API client. The full text is
+logged with the request's trace id, which 5xx answers carry for finding it.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
 from queues_app.agents.skills import SkillError
 from queues_app.ddb import errors
+from queues_app.tracing import current_trace_id
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -21,14 +31,26 @@ class UserError:
     hint: str = ""
     retry_after: int | None = None
     fields: dict[str, str] | None = None  # input field -> what is wrong with it
+    trace_id: str | None = None  # on 5xx: where the operators find the details in the log
 
     def as_json(self) -> dict:
-        body = {"error": self.title, "message": self.message}
+        body: dict[str, object] = {"error": self.title, "message": self.message}
         if self.hint:
             body["hint"] = self.hint
         if self.fields:
             body["fields"] = dict(self.fields)
+        if self.trace_id:
+            body["trace_id"] = self.trace_id
         return body
+
+    def as_text(self) -> str:
+        """The same, as plain text (for a client that reads text, such as a scraper)."""
+        lines = [f"{self.status} {self.title}: {self.message}"]
+        if self.hint:
+            lines.append(self.hint)
+        if self.trace_id:
+            lines.append(f"trace id: {self.trace_id}")
+        return "\n".join(lines) + "\n"
 
 
 def invalid_input(fields: dict[str, str], message: str | None = None) -> UserError:
@@ -38,21 +60,101 @@ def invalid_input(fields: dict[str, str], message: str | None = None) -> UserErr
     return UserError(400, "Invalid request", message, fields=fields)
 
 
+# --- what people are never shown ---------------------------------------------------------
+
+ARN_SHOWN = "[ARN]"
+ENDPOINT_SHOWN = "[endpoint]"
+ACCOUNT_SHOWN = "[account id]"
+KEY_SHOWN = "[access key]"
+TRACE_SHOWN = "[details in the server log]"
+
+_SECRETS = [
+    # arn:partition:service:region:account:resource, resource up to a space or quote.
+    (re.compile(r"\barn:aws[a-z-]*:[^\s'\"<>,;()\[\]{}]*", re.IGNORECASE), ARN_SHOWN),
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE), ENDPOINT_SHOWN),
+    (re.compile(r"\b[\w.-]+\.amazonaws\.com(?:\.cn)?(?::\d+)?(?:/[^\s'\"<>]*)?", re.IGNORECASE), ENDPOINT_SHOWN),
+    (re.compile(r"\b[\w.-]+\.(?:aws|amazon)\.dev(?::\d+)?\b", re.IGNORECASE), ENDPOINT_SHOWN),
+    (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?![\w.])"), ENDPOINT_SHOWN),
+    (re.compile(r"\[[0-9a-f:]*:[0-9a-f:]*\](?::\d{1,5})?", re.IGNORECASE), ENDPOINT_SHOWN),
+    (re.compile(r"\blocalhost(?::\d{1,5})?\b", re.IGNORECASE), ENDPOINT_SHOWN),
+    (re.compile(r"\b(?:AKIA|ASIA|AROA|AIDA|ANPA|AGPA)[A-Z0-9]{12,}\b"), KEY_SHOWN),
+    (re.compile(r"(?<![\w-])\d{12}(?![\w-])"), ACCOUNT_SHOWN),
+]
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]*\", line \d+", re.MULTILINE)
+
+
+def _configured_endpoints() -> list[re.Pattern[str]]:
+    """The configured endpoint, and its host (with the port), which may appear alone."""
+    url = getattr(settings, "DYNAMODB_ENDPOINT_URL", None) or ""
+    found = [url] if url else []
+    host = urlsplit(url).netloc if "://" in url else ""
+    if host:
+        found.append(host)
+    return [re.compile(rf"(?<![\w.-]){re.escape(text)}(?![\w-])") for text in sorted(found, key=len, reverse=True)]
+
+
+def scrub(text: str) -> str:
+    """`text` without ARNs, account ids, access key ids, endpoints or stack traces."""
+    if not text:
+        return text
+    trace = _TRACEBACK.search(text)
+    if trace:
+        text = text[: trace.start()].rstrip() + " " + TRACE_SHOWN
+    for endpoint in _configured_endpoints():
+        text = endpoint.sub(ENDPOINT_SHOWN, text)
+    for pattern, shown in _SECRETS:
+        text = pattern.sub(shown, text)
+    return text.strip()
+
+
+def _scrubbed(problem: UserError) -> UserError:
+    problem.message = scrub(problem.message)
+    problem.hint = scrub(problem.hint)
+    if problem.fields:
+        problem.fields = {name: scrub(text) for name, text in problem.fields.items()}
+    return problem
+
+
 def describe(exc: errors.DynamoError | SkillError) -> UserError:
+    """What to tell a person or an API client about `exc`: a status and sentences that
+    never carry ARNs, account ids, endpoints or stack traces. A server-side problem (5xx),
+    or one whose text had to be cleaned, is logged in full with the trace id."""
+    told = _describe(exc)
+    full = told.message
+    problem = _scrubbed(told)
+    trace_id = current_trace_id.get()
+    if problem.status >= 500:
+        problem.trace_id = trace_id
+    if problem.status >= 500 or problem.message != full:
+        log.warning(
+            "%s (%s) [trace %s]: %s; endpoint: %s; detail: %s",
+            problem.title,
+            type(exc).__name__,
+            trace_id or "-",
+            exc.message,
+            getattr(exc, "endpoint", None) or _endpoint(),
+            getattr(exc, "detail", None) or {},
+        )
+    return problem
+
+
+def _describe(exc: errors.DynamoError | SkillError) -> UserError:
     if isinstance(exc, SkillError):
         return invalid_input({exc.field: exc.message} if exc.field else {}, exc.message)
     if isinstance(exc, errors.TableMissing):
         return UserError(
             503,
             "DynamoDB table missing",
-            f"The table {exc.table!r} does not exist at {exc.endpoint or _endpoint()}.",
-            hint="Create the tables with: python manage.py dynamo_tables create",
+            f"The table {exc.table!r} does not exist.",
+            hint="Create the tables with: python manage.py dynamo_tables create "
+            "(and check that DYNAMODB_ENDPOINT_URL and AWS_REGION name the right place).",
+            retry_after=30,
         )
     if isinstance(exc, errors.Unavailable):
         return UserError(
             503,
             "DynamoDB unavailable",
-            f"{exc.message} Endpoint: {exc.endpoint or _endpoint()}.",
+            exc.message,
             hint=(
                 "Start the local DynamoDB with `make run`, or check DYNAMODB_ENDPOINT_URL, "
                 "AWS_REGION and the AWS credentials."
@@ -79,6 +181,7 @@ def describe(exc: errors.DynamoError | SkillError) -> UserError:
 
 
 def _endpoint() -> str:
+    """For the log only."""
     return settings.DYNAMODB_ENDPOINT_URL or f"AWS DynamoDB ({settings.AWS_REGION})"
 
 

@@ -1,4 +1,5 @@
-"""Turns any DynamoDB domain error that reaches the top into a clear page or JSON body."""
+"""Turns any DynamoDB domain error that reaches the top into a clear page, or a JSON (or
+text) body for programs: the API, /metrics, and requests that ask for JSON."""
 
 from __future__ import annotations
 
@@ -7,14 +8,52 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render, resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
 from queues_app.ddb import errors
-from queues_app.http_errors import describe
+from queues_app.http_errors import UserError, describe
 
 log = logging.getLogger(__name__)
+
+
+# Paths whose clients are programs: they get JSON (or text), never an HTML page.
+MACHINE_PATHS = ("/api/", "/metrics")
+
+
+def wants_machine_answer(request) -> bool:
+    """True for the API, /metrics, and any request that asks for JSON."""
+    return request.path.startswith(MACHINE_PATHS) or "application/json" in request.headers.get("Accept", "")
+
+
+def wants_text(request) -> bool:
+    """True when a client outside the JSON API reads text rather than JSON (a Prometheus
+    scraper asks for text/plain or OpenMetrics and never for JSON)."""
+    accept = request.headers.get("Accept", "")
+    return (
+        not request.path.startswith("/api/")
+        and "application/json" not in accept
+        and ("text/plain" in accept or "openmetrics" in accept)
+    )
+
+
+def problem_answer(request, problem: UserError, *, machine: bool | None = None) -> HttpResponse:
+    """The response telling `problem`: JSON or text to a program, a page (or, for htmx,
+    a banner) to a person; Retry-After when there is one."""
+    if machine is None:
+        machine = wants_machine_answer(request)
+    response: HttpResponse
+    if machine and wants_text(request):
+        response = HttpResponse(problem.as_text(), status=problem.status, content_type="text/plain; charset=utf-8")
+    elif machine:
+        response = JsonResponse(problem.as_json(), status=problem.status)
+    else:
+        template = "queues_app/_error_banner.html" if getattr(request, "htmx", False) else "queues_app/error.html"
+        response = render(request, template, {"problem": problem}, status=problem.status)
+    if problem.retry_after:
+        response["Retry-After"] = str(problem.retry_after)
+    return response
 
 
 class DynamoErrorMiddleware:
@@ -27,16 +66,10 @@ class DynamoErrorMiddleware:
     def process_exception(self, request, exception):
         if not isinstance(exception, errors.DynamoError):
             return None
-        problem = describe(exception)
-        log.warning("%s %s: %s (%s)", request.method, request.path, problem.title, exception.message)
-        if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
-            response = JsonResponse(problem.as_json(), status=problem.status)
-        else:
-            template = "queues_app/_error_banner.html" if getattr(request, "htmx", False) else "queues_app/error.html"
-            response = render(request, template, {"problem": problem}, status=problem.status)
-        if problem.retry_after:
-            response["Retry-After"] = str(problem.retry_after)
-        return response
+        problem = describe(exception)  # logs server-side problems in full
+        if problem.status < 500:
+            log.info("%s %s: %s (%s)", request.method, request.path, problem.title, problem.message)
+        return problem_answer(request, problem)
 
 
 class LoginRequiredMiddleware(_LoginRequired):

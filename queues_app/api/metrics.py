@@ -2,13 +2,19 @@
 logged-in person.
 
 Gauges come from the latest sample in the metrics history (`collect_metrics` writes one
-every 15 seconds); when the newest is older than two minutes, this request samples
-itself. Counters are the running totals every process adds to. A scrape costs about
-six requests, however large the queues.
+every 15 seconds); when the newest is older than two minutes, this request reads the
+queues' figures itself and writes nothing: a scrape only ever reads. Counters are the
+running totals every process adds to. A scrape costs about six requests, however large
+the queues (a few more when nobody samples).
+
+Failures answer as a program expects, never as an HTML page: text when the scraper asks
+for text (Prometheus does), otherwise the API's JSON error shape; an outage is a 503
+with Retry-After.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
 from django.contrib.auth.decorators import login_not_required
@@ -17,11 +23,16 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from queues_app.api.auth import ApiProblem, authenticate, problem_response
+from queues_app.api.auth import ApiProblem, authenticate
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
-from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore
+from queues_app.ddb.errors import DynamoError
+from queues_app.http_errors import UserError, describe
+from queues_app.middleware import problem_answer
+from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
 from queues_app.monitoring.sampler import MetricsCollector
+
+log = logging.getLogger(__name__)
 
 STALE_AFTER_SECONDS = 120
 
@@ -40,17 +51,24 @@ class QueueCollector:
 
     def _latest(self) -> dict[str, dict[str, float]]:
         rows = {queue: self.store.latest(queue) for queue in QUEUES}
+        latest = {queue: dict(row.values) if row else {} for queue, row in rows.items()}
         fresh = [r for r in rows.values() if r and "depth" in r.values]
         moment = now()
         newest = max(
             (datetime.strptime(r.minute, "%Y-%m-%dT%H:%M").replace(tzinfo=moment.tzinfo) for r in fresh), default=None
         )
         if newest is None or (moment - newest).total_seconds() > STALE_AFTER_SECONDS:
-            # Nobody is sampling (no collect_metrics running): sample now, into the same
-            # minute items the counters went to, and read them back.
-            self.collector.sample()
-            rows = {queue: self.store.latest(queue) for queue in QUEUES}
-        return {queue: (row.values if row else {}) for queue, row in rows.items()}
+            # Nobody is sampling (no collect_metrics running): read the gauges now, as the
+            # sampler would, but keep them to this answer (a scrape never writes). Figures
+            # of an older minute (first attempts) are left out, as a sample would.
+            current = minute_of(moment)
+            gauges = self.collector.gauges()
+            for queue, values in latest.items():
+                row = rows[queue]
+                if row is None or row.minute != current:
+                    values.clear()
+                values.update({k: round(float(v), 3) for k, v in gauges.get(queue, {}).items() if v is not None})
+        return latest
 
     def collect(self):
         latest = self._latest()
@@ -101,6 +119,13 @@ class QueueCollector:
         yield failures
 
 
+def _answer(request, problem: UserError):
+    response = problem_answer(request, problem, machine=True)
+    if problem.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="switchboard"'
+    return response
+
+
 @login_not_required
 @require_GET
 def prometheus(request):
@@ -108,7 +133,19 @@ def prometheus(request):
         try:
             authenticate(request)  # a scraper's bearer token
         except ApiProblem as exc:
-            return problem_response(exc.problem)
+            return _answer(request, exc.problem)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    try:
+        body = generate_latest(registry)
+    except DynamoError as exc:
+        problem = describe(exc)
+        if problem.status >= 500 and not problem.retry_after:
+            problem.retry_after = 5
+        return _answer(request, problem)
+    except Exception:
+        log.exception("GET %s failed", request.path)
+        return _answer(
+            request, UserError(500, "Internal error", "The metrics could not be gathered; the failure has been logged.")
+        )
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

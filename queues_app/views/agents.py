@@ -15,7 +15,7 @@ from queues_app.audit_trail import AuditTrail, target
 from queues_app.ddb.errors import InvalidRequest
 from queues_app.forms import AgentFilterForm, AgentForm
 from queues_app.roles import require_supervisor
-from queues_app.views.common import confirm, operations, save_form, selected_ids, supervisor_action
+from queues_app.views.common import back_url, check_id, confirm, operations, save_form, selected_ids, supervisor_action
 
 PAGE_SIZE = 25
 BULK_ACTIONS = {
@@ -41,7 +41,9 @@ def agent_list(request):
             skill=filters.skill_filter if request.GET else None,
         )
     else:
-        problem = "Check the filters: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in filters.errors.items())
+        problem = "Check the filters: " + "; ".join(
+            f"{filters.fields[k].label if k in filters.fields else k}: {' '.join(v)}" for k, v in filters.errors.items()
+        )
     query = request.GET.copy()
     query.pop("cursor", None)
     context = {
@@ -54,9 +56,10 @@ def agent_list(request):
         "dimensions": catalog.names,
         "here": request.get_full_path(),
     }
+    status = 400 if problem else 200
     if request.htmx and request.GET.get("partial") == "table":
-        return render(request, "queues_app/agents.html#agents-table", context)
-    return render(request, "queues_app/agents.html", context)
+        return render(request, "queues_app/agents.html#agents-table", context, status=status)
+    return render(request, "queues_app/agents.html", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -82,7 +85,7 @@ def agent_detail(request, agent_id: str):
         require_supervisor(request)  # before anything is read: a viewer learns nothing
     catalog = SkillCatalog.from_settings()
     agents = Agents(catalog=catalog)
-    agent = agents.get(agent_id)
+    agent = agents.get(check_id("agent", agent_id))
     form = AgentForm(request.POST or None, catalog=catalog, initial=AgentForm.initial_for(agent))
     if request.method == "POST" and form.is_valid():
         updated = save_form(
@@ -91,7 +94,7 @@ def agent_detail(request, agent_id: str):
                 agent_id,
                 name=form.cleaned_data["name"],
                 skills=form.skills,
-                expected_version=form.cleaned_data.get("version") or agent.version,
+                expected_version=form.expected_version or agent.version,
             ),
         )
         if updated:
@@ -118,7 +121,7 @@ def _call_note(call) -> str:
 
 @supervisor_action(default_back="/agents/")
 def agent_available(request, agent_id: str):
-    agent, call = operations(request).make_available(agent_id)
+    agent, call = operations(request).make_available(check_id("agent", agent_id))
     return f"{agent.name} is {'attending' if call else 'queued'}{_call_note(call)}."
 
 
@@ -127,13 +130,13 @@ def agent_release(request, agent_id: str):
     then = request.POST.get("then", "queue")
     if then not in RELEASE_THEN:
         raise InvalidRequest(f"After a call an agent goes to one of: {', '.join(RELEASE_THEN)}.")
-    agent, call = operations(request).release(agent_id, then=then)
+    agent, call = operations(request).release(check_id("agent", agent_id), then=then)
     return f"Released {agent.name}; now {agent.status_label.lower()}{_call_note(call)}."
 
 
 @supervisor_action(default_back="/agents/")
 def agent_offline(request, agent_id: str):
-    agent = operations(request).log_off(agent_id)
+    agent = operations(request).log_off(check_id("agent", agent_id))
     return f"{agent.name} is offline."
 
 
@@ -152,7 +155,7 @@ def agent_bulk(request) -> HttpResponse | str:
             count=len(ids),
             question=f"{BULK_ACTIONS[action]}: {len(ids)} agent{'s' if len(ids) != 1 else ''}?",
             action_url=reverse("agent-bulk"),
-            back=request.POST.get("next") or reverse("agents"),
+            back=back_url(request, reverse("agents")),
             fields=[("action", action), *(("ids", i) for i in ids)],
             danger=action != "available",
         )

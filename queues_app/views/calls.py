@@ -16,7 +16,7 @@ from queues_app.agents.skills import ANY
 from queues_app.ddb.clock import from_iso, now
 from queues_app.forms import CallForm
 from queues_app.roles import require_supervisor
-from queues_app.views.common import operations, save_form
+from queues_app.views.common import check_id, operations, save_form
 
 WAITING_PAGE = 50
 CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -77,7 +77,7 @@ def calls(request):
 
 @require_GET
 def call_detail(request, call_id: str):
-    call = Router().get_call(call_id)
+    call = Router().get_call(check_id("call", call_id))
     return render(
         request,
         "queues_app/call_detail.html",
@@ -96,6 +96,7 @@ def call_lookup(request):
         messages.error(request, "Enter a call id.")
         return redirect("calls")
     if not CALL_ID.fullmatch(call_id):
-        messages.error(request, f"No call with id {call_id!r}: call ids are letters, digits, - and _.")
+        shown = call_id if len(call_id) <= 80 else call_id[:80] + "…"
+        messages.error(request, f"No call with id {shown!r}: call ids are letters, digits, - and _.")
         return redirect("calls")
     return redirect("call-detail", call_id=call_id)

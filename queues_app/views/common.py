@@ -5,15 +5,16 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib import messages
-from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
 from queues_app.actions import Operations
 from queues_app.agents.skills import SkillError
-from queues_app.ddb.errors import DynamoError
+from queues_app.ddb.errors import DynamoError, InvalidRequest, NotFound
+from queues_app.forms import MAX_SELECTED, is_item_id
 from queues_app.http_errors import describe
 from queues_app.roles import supervisor_required
 
@@ -24,13 +25,29 @@ def operations(request, source: str = "page") -> Operations:
     return Operations.for_request(request, source)
 
 
+MAX_NEXT_LENGTH = 2000
+
+
+def is_safe_next(request, target: object) -> bool:
+    """True when `target` may be followed or shown as a link: a URL on this site (no
+    other host, no `javascript:` or other scheme), of a sane length."""
+    return (
+        isinstance(target, str)
+        and 0 < len(target) <= MAX_NEXT_LENGTH
+        # A path, or a full URL (then of this host): never a relative link or a view name.
+        and target.startswith(("/", "http://", "https://"))
+        and url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
+    )
+
+
 def back_url(request, default: str) -> str:
-    """Where to go after an action: the `next` the form sent, if it is on this site."""
-    target = request.POST.get("next") or request.GET.get("next")
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
+    """Where to go after an action, or back to from a confirmation: the `next` the form
+    (or the link) sent, if it is on this site; `default` otherwise."""
+    for target in (request.POST.get("next"), request.GET.get("next")):
+        if target and is_safe_next(request, target):
+            return target
     return default
 
 
@@ -46,7 +63,7 @@ def flash(
             trigger_client_event(response, CHANGED_EVENT)
         return response
     messages.add_message(request, level, text)
-    return redirect(back)
+    return HttpResponseRedirect(back)  # a URL, never taken for a view's name
 
 
 def problem_text(exc: DynamoError | SkillError) -> tuple[str, int]:
@@ -105,7 +122,10 @@ def confirm(
     danger: bool = True,
 ) -> HttpResponse:
     """The confirmation step of a destructive or bulk action: says how many items it
-    will touch and posts the same fields again with `confirmed=1`."""
+    will touch and posts the same fields again with `confirmed=1`. `back` (the Cancel
+    link, and where the action returns) is checked again: only a URL on this site."""
+    if not is_safe_next(request, back):
+        back = "/"
     return render(
         request,
         "queues_app/confirm.html",
@@ -121,5 +141,19 @@ def confirm(
     )
 
 
-def selected_ids(request, limit: int = 500) -> list[str]:
-    return list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))[:limit]
+def selected_ids(request, limit: int = MAX_SELECTED) -> list[str]:
+    """The ids ticked on a list, each once; InvalidRequest when one cannot be an id or
+    there are more than `limit` (an action says how many it touches: it never drops any)."""
+    ids = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
+    if len(ids) > limit:
+        raise InvalidRequest(f"Select at most {limit} items at a time (you sent {len(ids)}).")
+    if not all(is_item_id(i) for i in ids):
+        raise InvalidRequest("The selection holds something that is not an id; reload the page and select again.")
+    return ids
+
+
+def check_id(kind: str, item_id: str) -> str:
+    """An id from the URL: NotFound (a 404 message) for one no item can have."""
+    if not is_item_id(item_id):
+        raise NotFound(f"No {kind} has that id.")
+    return item_id

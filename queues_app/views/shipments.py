@@ -12,26 +12,29 @@ from django.views.decorators.http import require_GET
 
 from queues_app.audit_trail import AuditTrail, target
 from queues_app.ddb.errors import InvalidRequest
-from queues_app.forms import DlqFilterForm, PriorityForm, ReasonForm
+from queues_app.forms import DEFAULT_DLQ_REASON, QUEUE_NAME, DlqFilterForm, PriorityForm, ReasonForm, VersionForm
 from queues_app.shipments.listing import LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
-from queues_app.views.common import confirm, operations, selected_ids, supervisor_action
+from queues_app.views.common import back_url, check_id, confirm, operations, selected_ids, supervisor_action
 
 PAGE_SIZE = 25
 FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py restore_shipments`
 
 
 def _queue_name(request) -> str:
-    return (request.GET.get("queue") or request.POST.get("queue") or DEFAULT_QUEUE).strip()[:64]
+    queue = (request.GET.get("queue") or request.POST.get("queue") or DEFAULT_QUEUE).strip()
+    if not QUEUE_NAME.fullmatch(queue):
+        raise InvalidRequest("A queue name is 1 to 64 letters, digits, '.', '_' or '-'.")
+    return queue
 
 
 @require_GET
 def shipment_list(request):
     service = ShipmentQueue()
     queue = _queue_name(request)
-    view = request.GET.get("view", "queue")
+    view = request.GET.get("view") or "queue"
     if view not in LISTS:
-        view = "queue"
+        raise InvalidRequest(f"There is no shipment list of that name; the lists are: {', '.join(LISTS)}.")
     title, lister = LISTS[view]
     page = lister(service, queue, cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
     counts = service.counts(queue)
@@ -54,7 +57,7 @@ def shipment_list(request):
 
 @require_GET
 def shipment_detail(request, shipment_id: str):
-    shipment = ShipmentQueue().get(shipment_id)
+    shipment = ShipmentQueue().get(check_id("shipment", shipment_id))
     history = AuditTrail().for_target(target("shipment", shipment_id), limit=20)
     return render(
         request,
@@ -70,17 +73,20 @@ def shipment_detail(request, shipment_id: str):
     )
 
 
+def _checked(form: VersionForm) -> VersionForm:
+    if not form.is_valid():
+        raise InvalidRequest(form.problem())
+    return form
+
+
 def _version(request) -> int | None:
-    raw = request.POST.get("version")
-    try:
-        return int(raw) if raw else None
-    except ValueError as exc:
-        raise InvalidRequest("The version sent with the form is not a number; reload the page.") from exc
+    """The version the page showed (checked: a whole number in range), or None."""
+    return _checked(VersionForm(request.POST)).expected_version
 
 
 @supervisor_action(default_back="/shipments/")
 def shipment_touch(request, shipment_id: str):
-    operations(request).touch(shipment_id, expected_version=_version(request))
+    operations(request).touch(check_id("shipment", shipment_id), expected_version=_version(request))
     return f"Shipment {shipment_id} moved to the back of its priority."
 
 
@@ -88,22 +94,33 @@ def shipment_touch(request, shipment_id: str):
 def shipment_priority(request, shipment_id: str):
     form = PriorityForm(request.POST)
     if not form.is_valid():
-        raise InvalidRequest("Priority must be a whole number from 0 to 9.")
+        if "priority" in form.errors:
+            raise InvalidRequest("Priority must be a whole number from 0 to 9.")
+        raise InvalidRequest(form.problem())
     shipment = operations(request).set_priority(
-        shipment_id, form.cleaned_data["priority"], expected_version=_version(request)
+        check_id("shipment", shipment_id), form.cleaned_data["priority"], expected_version=form.expected_version
     )
     return f"Shipment {shipment_id} now has priority {shipment.priority}."
 
 
 @supervisor_action(default_back="/shipments/")
 def shipment_restore(request, shipment_id: str):
-    operations(request).restore(shipment_id, expected_version=_version(request))
+    operations(request).restore(check_id("shipment", shipment_id), expected_version=_version(request))
     return f"Shipment {shipment_id} restored from the DLQ to the back of its queue."
 
 
 @supervisor_action(default_back="/shipments/")
 def shipment_dlq(request, shipment_id: str):
-    form = ReasonForm(request.POST)
+    check_id("shipment", shipment_id)
+    data = request.POST.copy()
+    if not (data.get("reason") or "").strip():
+        data["reason"] = DEFAULT_DLQ_REASON
+    form = ReasonForm(data)
+    if not form.is_valid():
+        if "reason" in form.errors:
+            raise InvalidRequest("Give a reason of at most 300 characters.")
+        raise InvalidRequest(form.problem())
+    version = form.expected_version
     if request.POST.get("confirmed") != "1":
         return confirm(
             request,
@@ -111,20 +128,17 @@ def shipment_dlq(request, shipment_id: str):
             count=1,
             question=f"Send shipment {shipment_id} to the dead-letter queue?",
             action_url=reverse("shipment-dlq", args=[shipment_id]),
-            back=request.POST.get("next") or reverse("shipments"),
-            fields=[
-                ("reason", request.POST.get("reason") or "Sent to the DLQ by a supervisor"),
-                ("version", request.POST.get("version", "")),
-            ],
+            back=back_url(request, reverse("shipments")),
+            fields=[("reason", form.cleaned_data["reason"]), ("version", "" if version is None else str(version))],
         )
-    if not form.is_valid():
-        raise InvalidRequest("Give a reason of at most 300 characters.")
-    operations(request).send_to_dlq(shipment_id, form.cleaned_data["reason"], expected_version=_version(request))
+    operations(request).send_to_dlq(shipment_id, form.cleaned_data["reason"], expected_version=version)
     return f"Shipment {shipment_id} is in the DLQ."
 
 
 @supervisor_action(default_back="/shipments/")
 def shipment_remove(request, shipment_id: str):
+    check_id("shipment", shipment_id)
+    version = _version(request)
     if request.POST.get("confirmed") != "1":
         return confirm(
             request,
@@ -132,10 +146,10 @@ def shipment_remove(request, shipment_id: str):
             count=1,
             question=f"Remove shipment {shipment_id} from its queue? It stays readable but will not be shipped.",
             action_url=reverse("shipment-remove", args=[shipment_id]),
-            back=request.POST.get("next") or reverse("shipments"),
-            fields=[("version", request.POST.get("version", ""))],
+            back=back_url(request, reverse("shipments")),
+            fields=[("version", "" if version is None else str(version))],
         )
-    operations(request).remove(shipment_id, expected_version=_version(request))
+    operations(request).remove(shipment_id, expected_version=version)
     return f"Shipment {shipment_id} removed from the queue."
 
 
@@ -156,7 +170,7 @@ def shipment_bulk(request):
             count=len(ids),
             question=f"{labels[action]}: {len(ids)} shipment{'s' if len(ids) != 1 else ''}?",
             action_url=reverse("shipment-bulk"),
-            back=request.POST.get("next") or reverse("shipments"),
+            back=back_url(request, reverse("shipments")),
             fields=[("action", action), *(("ids", i) for i in ids)],
             danger=action == "dlq",
         )
@@ -175,7 +189,9 @@ def shipment_restore_matching(request):
     """Restore the DLQ shipments that match a filter: first say how many, then do it."""
     form = DlqFilterForm(request.POST)
     if not form.is_valid():
-        raise InvalidRequest("Check the filter: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        raise InvalidRequest(
+            "Check the filter: " + "; ".join(f"{form.fields[k].label}: {' '.join(v)}" for k, v in form.errors.items())
+        )
     queue = _queue_name(request)
     reason = form.cleaned_data.get("reason_contains") or None
     minutes = form.cleaned_data.get("older_than_minutes")
@@ -214,7 +230,7 @@ def shipment_restore_matching(request):
             count=len(ids),
             question=question,
             action_url=reverse("shipment-bulk"),
-            back=request.POST.get("next") or reverse("shipments") + "?view=dlq",
+            back=back_url(request, reverse("shipments") + "?view=dlq"),
             fields=[("action", "restore"), *(("ids", i) for i in ids)],
             danger=False,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from queues_app.ddb.errors import InvalidRequest
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 VIEWS = {
@@ -18,9 +19,9 @@ VIEWS = {
 @require_GET
 def task_list(request):
     tasks = TaskQueue()
-    view = request.GET.get("view", TaskStatus.PENDING)
+    view = (request.GET.get("view") or TaskStatus.PENDING).upper()
     if view not in VIEWS:
-        view = TaskStatus.PENDING
+        raise InvalidRequest(f"There is no task list of that name; the lists are: {', '.join(VIEWS)}.")
     page = tasks.list(view, cursor=request.GET.get("cursor"), limit=25)
     counts = {status: tasks.count(status) for status in VIEWS}
     shed = [row for row in tasks.shed_history(minutes=60) if row["shed"]]

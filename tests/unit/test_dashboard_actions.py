@@ -589,8 +589,9 @@ def test_api_actions_are_recorded_with_source_api(supervisor, moto_db):
     )
     assert response.status_code == 200, response.content
     [entry] = trail()
+    token_prefix = ApiToken.objects.get(name="phone system").prefix
     assert (entry.actor, entry.source, entry.action, entry.target) == (
-        ACTOR,
+        f"{ACTOR} via token phone system ({token_prefix})",
         "api",
         "agent.available",
         f"agent:{ana.agent_id}",
@@ -621,8 +622,8 @@ def test_a_panel_shows_the_outage_in_its_own_section_and_keeps_polling(superviso
     assert re.findall(r'<section [^>]*id="(\w+)-panel"', html) == [name]
     section = re.search(r"<section [^>]*>", html).group(0)
     assert f'hx-get="/?panel={name}"' in section and re.search(r"every \d+s", section)
-    assert "DynamoDB unavailable" in html and outage in html
-    assert "Traceback" not in html
+    assert "DynamoDB unavailable" in html and "Traceback" not in html
+    assert outage not in html and "127.0.0.1" not in html  # the endpoint goes to the log only
 
 
 def test_an_action_during_an_outage_answers_an_error_message(supervisor_client, outage):
@@ -642,3 +643,176 @@ def test_an_action_during_an_outage_answers_an_error_message(supervisor_client, 
     assert response.status_code == 400  # shown on the form, which keeps what was typed
     assert "DynamoDB unavailable" in response.content.decode()
     assert "Traceback" not in response.content.decode()
+
+
+# --- input checked before it reaches DynamoDB ---------------------------------------------------
+
+HUGE_VERSION = "9" * 40
+
+
+@pytest.mark.parametrize("version", [HUGE_VERSION, "-1", "1e3", "abc", str(2**63)])
+def test_a_forged_version_on_agent_edit_is_a_400_on_the_form_and_changes_nothing(supervisor_client, moto_db, version):
+    ana = agent()
+    response = supervisor_client.post(
+        reverse("agent-detail", args=[ana.agent_id]),
+        {"name": "Ana B", "version": version, "skill_language": ["English"], "skill_gender": ["F"]},
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "The version sent with the form is not valid; reload the page and try again." in html
+    assert 'value="Ana B"' in html  # the form keeps what was typed
+    assert Agents().get(ana.agent_id) == ana
+    assert trail() == []
+
+
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("shipment-touch", {"version": HUGE_VERSION}),
+        ("shipment-priority", {"priority": "3", "version": HUGE_VERSION}),
+        ("shipment-priority", {"priority": HUGE_VERSION}),
+        ("shipment-restore", {"version": HUGE_VERSION}),
+        ("shipment-remove", {"version": HUGE_VERSION, "confirmed": "1"}),
+        ("shipment-dlq", {"version": HUGE_VERSION, "confirmed": "1"}),
+        ("shipment-dlq", {"reason": "x" * 301, "confirmed": "1"}),
+    ],
+)
+def test_a_forged_number_on_a_shipment_action_is_a_400_message_and_changes_nothing(
+    supervisor_client, moto_db, name, data
+):
+    shipment = queued_shipment()
+    url = reverse(name, args=[shipment.shipment_id])
+    html = assert_fragment(supervisor_client.post(url, data, **HTMX), 400, "error", "Invalid request")
+    assert "reload the page" in html or "Priority must be" in html or "at most 300 characters" in html
+    response = supervisor_client.post(url, data, follow=True)
+    assert response.redirect_chain[0][1] == 302
+    assert '<li class="msg msg-error"' in response.content.decode()
+    assert ShipmentQueue().get(shipment.shipment_id) == shipment
+    assert trail() == []
+
+
+def test_a_selection_of_things_that_are_not_ids_is_refused(supervisor_client, moto_db):
+    ana = agent()
+    for ids in ([ana.agent_id, "a b"], [ana.agent_id, "x" * 500], [ana.agent_id, "tab\there"]):
+        response = supervisor_client.post(reverse("agent-bulk"), {"action": "offline", "ids": ids}, **HTMX)
+        assert_fragment(response, 400, "error", "not an id")
+    too_many = [f"s{n}" for n in range(501)]
+    response = supervisor_client.post(reverse("shipment-bulk"), {"action": "touch", "ids": too_many}, **HTMX)
+    assert_fragment(response, 400, "error", "Select at most 500 items at a time (you sent 501).")
+
+
+def test_an_id_in_the_url_that_no_item_can_have_is_a_404(supervisor_client, moto_db):
+    long_id = "x" * 3000
+    assert supervisor_client.get(f"/agents/{long_id}/").status_code == 404
+    assert supervisor_client.get(f"/shipments/{long_id}/").status_code == 404
+    assert supervisor_client.get(f"/calls/{long_id}/").status_code == 404
+    response = supervisor_client.post(f"/agents/{long_id}/available", **HTMX)
+    assert_fragment(response, 404, "error", "No agent has that id.")
+
+
+@pytest.mark.parametrize(
+    "url, problem",
+    [
+        ("/shipments/?view=everything", "There is no shipment list of that name"),
+        ("/shipments/?queue=" + "q" * 65, "A queue name is 1 to 64 letters"),
+        ("/shipments/?queue=live%00", "A queue name is 1 to 64 letters"),
+        ("/tasks/?view=DELETED", "There is no task list of that name"),
+        ("/audit/?target=" + "agent:" + "a" * 300, "Check the item"),
+        ("/agents/?status=sleeping", "Check the filters"),
+        ("/agents/?q=" + "a" * 101, "Check the filters"),
+    ],
+)
+def test_a_bad_query_parameter_is_a_400_saying_what_is_wrong(supervisor_client, moto_db, url, problem):
+    response = supervisor_client.get(url)
+    assert response.status_code == 400
+    assert problem in response.content.decode()
+
+
+def test_task_views_are_read_whatever_their_case(supervisor_client, moto_db):
+    assert supervisor_client.get("/tasks/?view=failure").status_code == 200
+
+
+def test_restore_matching_refuses_an_age_beyond_any_shipment(supervisor_client, moto_db):
+    dlq_shipment()
+    for minutes in ("1e300", "inf", "nan", "-5"):
+        response = supervisor_client.post(reverse("shipment-restore-matching"), {"older_than_minutes": minutes}, **HTMX)
+        assert_fragment(response, 400, "error", "Check the filter")
+
+
+# --- `next` and back links: only to this site -----------------------------------------------------
+
+HOSTILE_NEXT = [
+    "javascript:alert(1)",
+    "JavaScript:alert(document.cookie)",
+    " javascript:alert(1)",
+    "//evil.example",
+    "//evil.example/agents/",
+    "https://evil.example/",
+    "/\\evil.example",
+    "0",
+    "agents/",
+]
+
+
+def cancel_link(html):
+    return re.search(r'<a href="([^"]*)">Cancel</a>', html).group(1)
+
+
+def confirmation_pages(moto_db):
+    """(url, data, where Cancel goes by default) of every page that asks first."""
+    ana = agent()
+    shipment = queued_shipment()
+    dead = dlq_shipment("carrier timeout")
+    return [
+        (reverse("agent-bulk"), {"action": "offline", "ids": [ana.agent_id]}, reverse("agents")),
+        (reverse("shipment-bulk"), {"action": "touch", "ids": [shipment.shipment_id]}, reverse("shipments")),
+        (reverse("shipment-dlq", args=[shipment.shipment_id]), {"reason": "lost"}, reverse("shipments")),
+        (reverse("shipment-remove", args=[shipment.shipment_id]), {}, reverse("shipments")),
+        (
+            reverse("shipment-restore-matching"),
+            {"reason_contains": "timeout"},
+            reverse("shipments") + "?view=dlq",
+        ),
+        (reverse("shipment-restore", args=[dead.shipment_id]), None, None),  # acts at once: see the redirect test
+    ]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NEXT)
+def test_a_confirmation_never_links_or_returns_off_site(supervisor_client, moto_db, hostile):
+    for url, data, default in confirmation_pages(moto_db):
+        if data is None:
+            continue
+        response = supervisor_client.post(url, {**data, "next": hostile})
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        assert cancel_link(html) == html_escape(default), url
+        assert f'name="next" value="{html_escape(default)}"' in html
+        assert "javascript:" not in html.lower() and "evil.example" not in html
+    assert trail() == []
+
+
+def test_a_confirmation_keeps_a_next_on_this_site(supervisor_client, moto_db):
+    ana = agent()
+    back = "/agents/?status=offline&q=an"
+    response = supervisor_client.post(reverse("agent-bulk"), {"action": "offline", "ids": [ana.agent_id], "next": back})
+    assert cancel_link(response.content.decode()) == html_escape(back)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NEXT)
+def test_after_an_action_an_off_site_next_is_never_followed(supervisor_client, moto_db, hostile):
+    ana = agent()
+    dead = dlq_shipment()
+    for url, default in (
+        (reverse("agent-available", args=[ana.agent_id]), reverse("agents")),
+        (reverse("shipment-restore", args=[dead.shipment_id]), reverse("shipments")),
+        (reverse("agent-bulk"), reverse("agents")),  # refused (nothing selected): back all the same
+    ):
+        response = supervisor_client.post(url, {"next": hostile})
+        assert response.status_code == 302, url
+        assert response["Location"] == default, url
+
+
+def html_escape(text):
+    from django.utils.html import escape
+
+    return escape(text)

@@ -230,3 +230,90 @@ def test_writing_the_metrics_is_not_counted_as_the_cost_of_an_operation(moto_db)
         assert MetricsStore(moto_db).flush() >= 1
     assert seen.calls == 0
     assert meter.process_meter.calls_of("UpdateItem") >= 1  # still in the process totals
+
+
+# --- a scrape only reads, and says no as a program expects ----------------------------
+
+WRITE_OPERATIONS = ("PutItem", "UpdateItem", "BatchWriteItem", "TransactWriteItems", "DeleteItem")
+
+
+def writes_by_this_process() -> dict[str, int]:
+    return {op: meter.process_meter.calls_of(op) for op in WRITE_OPERATIONS}
+
+
+def test_a_scrape_with_nobody_sampling_writes_nothing_and_still_has_the_figures(supervisor_client, moto_db):
+    queue = ShipmentQueue(moto_db)
+    for _ in range(2):
+        queue.submit({})
+    recorder.count(LIVE, "enqueued", 7)  # counts waiting for a flush: a scrape must not write them
+    assert MetricsStore(moto_db).latest(LIVE) is None  # no sample yet: the scrape reads the queues itself
+    before = writes_by_this_process()
+    with meter.measure() as seen:
+        response = supervisor_client.get("/metrics")
+    assert response.status_code == 200
+    assert {op: seen.calls_of(op) for op in WRITE_OPERATIONS} == dict.fromkeys(WRITE_OPERATIONS, 0)
+    assert writes_by_this_process() == before  # metrics housekeeping included
+    assert MetricsStore(moto_db).latest(LIVE) is None  # nothing was sampled into the table
+    text = response.content.decode()
+    assert 'switchboard_queue_depth{queue="live"} 2.0' in text
+    assert 'switchboard_queue_depth{queue="calls"} 0.0' in text
+
+
+def test_a_scrape_with_an_old_sample_reads_fresh_figures_without_writing(supervisor_client, moto_db, clock):
+    queue = ShipmentQueue(moto_db)
+    queue.submit({})
+    clock.advance(-600)  # a sample taken ten minutes ago, by a collector since stopped
+    MetricsCollector(moto_db, clock=clock).sample()
+    queue.submit({})
+    before = writes_by_this_process()
+    with meter.measure() as seen:
+        text = supervisor_client.get("/metrics").content.decode()
+    assert sum(seen.calls_of(op) for op in WRITE_OPERATIONS) == 0
+    assert writes_by_this_process() == before
+    assert 'switchboard_queue_depth{queue="live"} 2.0' in text  # now, not the old sample's 1
+
+
+@pytest.fixture
+def outage(settings, aws_credentials):
+    from queues_app.ddb.client import reset_default
+    from queues_app.ddb.local import free_port
+
+    settings.DYNAMODB_ENDPOINT_URL = f"http://127.0.0.1:{free_port()}"
+    settings.DYNAMODB_MAX_ATTEMPTS = 1
+    settings.DYNAMODB_CONNECT_TIMEOUT = 0.5
+    reset_default()
+    yield settings.DYNAMODB_ENDPOINT_URL
+    reset_default()
+
+
+PROMETHEUS_ACCEPT = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1"
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+
+def test_an_outage_is_a_text_503_with_retry_after_for_a_token_scraper(client, supervisor, outage):
+    token = ApiToken.issue(supervisor, "prometheus")[1]
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_ACCEPT=PROMETHEUS_ACCEPT)
+    assert response.status_code == 503
+    assert response["Content-Type"].startswith("text/plain")
+    assert int(response["Retry-After"]) > 0
+    body = response.content.decode()
+    assert body.startswith("503 DynamoDB unavailable")
+    assert "<" not in body and outage not in body and "Traceback" not in body
+
+
+@pytest.mark.parametrize("accept", [None, BROWSER_ACCEPT, "application/json"])
+def test_an_outage_is_a_json_503_with_retry_after_for_a_logged_in_person(supervisor_client, outage, accept):
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+    response = supervisor_client.get("/metrics", **headers)
+    assert response.status_code == 503
+    assert response["Content-Type"].startswith("application/json")
+    assert int(response["Retry-After"]) > 0
+    body = response.json()
+    assert body["error"] == "DynamoDB unavailable" and body["trace_id"] == response["X-Trace-Id"]
+    assert outage not in response.content.decode()
+
+
+def test_a_scraper_without_a_token_is_told_in_text_when_it_reads_text(client, db):
+    response = client.get("/metrics", HTTP_ACCEPT=PROMETHEUS_ACCEPT)
+    assert response.status_code == 401
+    assert response["Content-Type"].startswith("text/plain") and response["WWW-Authenticate"].startswith("Bearer")
