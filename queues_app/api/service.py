@@ -174,10 +174,7 @@ def _not_found(request, exc: Http404):
 @api.exception_handler(DynamoError)
 @api.exception_handler(SkillError)
 def _domain(request, exc: DynamoError | SkillError):
-    problem = user_errors.describe(exc)
-    if problem.status >= 500:
-        log.warning("%s %s: %s (%s)", request.method, request.path, problem.title, problem.message)
-    return problem_response(problem)
+    return problem_response(user_errors.describe(exc))  # describe logs server-side problems
 
 
 @api.exception_handler(Exception)
