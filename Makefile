@@ -6,8 +6,13 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: run test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench vendor clean screenshots
 
-run: setup
+run: setup .env
 	$(PY) manage.py run_local
+
+# Local development values (DEBUG=true, a random SECRET_KEY), written once when there is no
+# .env: without them the settings refuse to start (production values: .env.example).
+.env:
+	$(PY) -m callcenter.local_env $@
 
 test: setup browser lint
 	$(PY) -m pytest
@@ -61,7 +66,7 @@ fuzz-api: setup
 	API_FUZZ_CASES=200 $(PY) -m pytest -m fuzz -q
 
 # Benchmarks against an in-memory DynamoDB Local they start themselves; figures in docs/benchmarks.md.
-bench: setup
+bench: setup .env
 	$(PY) -m bench.matching
 	$(PY) -m bench.receive
 	$(PY) -m bench.lifo

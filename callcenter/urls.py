@@ -1,6 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from queues_app.api import metrics
 
@@ -13,5 +16,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("queues_app.api.urls")),
     path("metrics", metrics.prometheus, name="metrics"),
+    path("favicon.ico", login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),
     path("", include("queues_app.urls")),
 ]

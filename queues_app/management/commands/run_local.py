@@ -27,6 +27,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, addrport, agents, no_server, data_dir=None, **options):
+        if not settings.DEBUG:
+            # Off, the development server would serve no static files and redirect to HTTPS.
+            raise CommandError(
+                "run_local is for local development and needs DEBUG=true (`make run` writes a .env with it)."
+            )
         endpoint = settings.DYNAMODB_ENDPOINT_URL
         if not endpoint:
             raise CommandError("DYNAMODB_ENDPOINT_URL is empty (real AWS); run_local is for the local DynamoDB.")

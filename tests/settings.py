@@ -1,0 +1,17 @@
+"""The test suite's settings: the project's own, loaded in local development mode.
+
+The project's settings refuse to start without DEBUG or production values; tests run
+as a laptop does after `make run` (DEBUG on, a key of the tests' own). The values go
+into the environment, so subprocesses the tests start (`manage.py ...`) load the same.
+pytest (pyproject.toml) and mypy's Django plugin point at this module.
+"""
+
+import os
+
+os.environ.setdefault("DEBUG", "true")
+os.environ.setdefault("SECRET_KEY", "tests-only-" + "k3y-that-is-long-and-never-used-outside-the-suite" * 2)
+
+from callcenter.settings import *  # noqa: E402, F403
+
+# Logins in tests hash quickly (the throttle tests log in dozens of times).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
