@@ -97,14 +97,15 @@ class Calls:
             "ExpressionAttributeNames": {"#status": "status"},
             "ExpressionAttributeValues": {":status": {"S": status}, ":call": {"S": keys.CALL_SK}},
         }
-        start = decode_cursor(cursor)
+        purpose = f"calls:{status}"  # a cursor serves the list it came from
+        start = decode_cursor(cursor, purpose=purpose)
         if start:
             params["ExclusiveStartKey"] = start
         response = self.db.call("query", **params)
         wanted = [{"pk": unmarshal(i)["pk"], "sk": keys.CALL_SK} for i in response.get("Items", [])]
         calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
         calls.sort(key=lambda c: c.assigned_at or c.arrived_at or "", reverse=True)
-        return Page(calls, encode_cursor(response.get("LastEvaluatedKey")))
+        return Page(calls, encode_cursor(response.get("LastEvaluatedKey"), purpose=purpose))
 
     def assignment_actions(self, call: Call, assigned: Call, *, new_call: bool) -> list[dict]:
         if new_call:

@@ -199,7 +199,8 @@ class Agents:
             params["ExpressionAttributeNames"] = names
         params["ExpressionAttributeValues"] = values
         found: list[Agent] = []
-        start = decode_cursor(cursor)
+        purpose = f"agents:{status or 'all'}"  # the table and the status index have other keys
+        start = decode_cursor(cursor, purpose=purpose)
         for _ in range(max_reads):
             params["Limit"] = limit - len(found)
             if start:
@@ -209,7 +210,7 @@ class Agents:
             start = response.get("LastEvaluatedKey")
             if not start or len(found) >= limit:
                 break
-        return Page(items=found, next_cursor=encode_cursor(start))
+        return Page(items=found, next_cursor=encode_cursor(start, purpose=purpose))
 
     def count_by_status(self, cap: int = 10_000) -> dict[str, tuple[int, bool]]:
         """Agents per status: one capped COUNT query per status on the `by_status`

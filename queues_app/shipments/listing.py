@@ -72,12 +72,13 @@ class Listing(ShipmentStore):
             params["FilterExpression"] = extra["filter"]
             params["ExpressionAttributeNames"].update(extra.get("names", {}))
             params["ExpressionAttributeValues"].update(extra.get("values", {}))
-        start = decode_cursor(cursor)
+        purpose = f"shipments:{index}:{queue}"  # a cursor serves the list it came from
+        start = decode_cursor(cursor, purpose=purpose)
         if start:
             params["ExclusiveStartKey"] = start
         response = self.db.call("query", **params)
         ids = [unmarshal(i)["id"] for i in response.get("Items", [])]
-        return ids, encode_cursor(response.get("LastEvaluatedKey"))
+        return ids, encode_cursor(response.get("LastEvaluatedKey"), purpose=purpose)
 
     def counts(self, queue: str = DEFAULT_QUEUE, cap: int = 10_000) -> Counts:
         """Depths from COUNT queries on the sparse indexes, each stopping at `cap` items,

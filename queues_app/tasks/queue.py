@@ -248,12 +248,13 @@ class TaskQueue(Shedding):
         """Tasks in one status, newest first, a page at a time (expired ones included for
         finished statuses; skipped for pending)."""
         params = self._in_status(status, Limit=limit, ScanIndexForward=not newest_first)
-        start = decode_cursor(cursor)
+        purpose = f"tasks:{status}"  # a cursor serves the list it came from
+        start = decode_cursor(cursor, purpose=purpose)
         if start:
             params["ExclusiveStartKey"] = start
         response = self.db.call("query", **params)
         ids = [unmarshal(i)["task_id"] for i in response.get("Items", [])]
-        return Page(self._get_many(ids), encode_cursor(response.get("LastEvaluatedKey")))
+        return Page(self._get_many(ids), encode_cursor(response.get("LastEvaluatedKey"), purpose=purpose))
 
     def each(self, status: str, *, newest_first: bool = True, page_size: int = 100) -> Iterator[Task]:
         """Every task in one status (as `list` filters them), read a page at a time as the

@@ -203,6 +203,22 @@ def test_the_agents_page_pages_with_its_own_cursor(supervisor_client, moto_db):
     assert len(seen) == len(set(seen)) == 30 and set(seen) == names
 
 
+def test_a_cursor_of_another_list_is_a_400(supervisor_client, moto_db):
+    agents = Agents()
+    for i in range(30):
+        agents.create(f"Agent {i:02d}", {"language": ["English"], "gender": ["X"]})
+    cursor = supervisor_client.get(reverse("agents")).context["page"].next_cursor
+    for url in (
+        reverse("agents") + "?status=offline",
+        reverse("calls"),
+        reverse("shipments") + "?view=dlq",
+        reverse("tasks") + f"?view={TaskStatus.PENDING}",
+    ):
+        response = supervisor_client.get(with_cursor(url, cursor))
+        assert response.status_code == 400, url
+        assert paging.INVALID in response.content.decode(), url
+
+
 def test_the_tasks_page_pages_with_its_own_cursor(supervisor_client, moto_db):
     tasks = TaskQueue()
     made = {tasks.create({"n": n}).task_id for n in range(30)}

@@ -382,10 +382,10 @@ def test_no_page_form_input_is_a_server_error(fuzz_client, world, name):
 def query(w, own: list[dict] | None = None, **fields: st.SearchStrategy | None) -> st.SearchStrategy[dict]:
     """Query parameters: the page's own, a cursor, page sizes and `next`, any of them junk;
     half the time a valid combination of the page's own (`own`: a view and a cursor it
-    handed out) on top. Cursors of another list are left out: moto fails on them where
-    DynamoDB refuses them (400; see test_page_fuzz_local.py)."""
+    handed out) on top. Cursors of every list are offered to every page: each list signs
+    its cursors for itself, so another list's is refused like a forged one."""
     fuzzed = form(
-        cursor=st.sampled_from(w["forged"]),
+        cursor=st.sampled_from(w["forged"] + sorted(w["cursors"].values())),
         limit=ints(0, 100),
         page_size=ints(0, 100),
         next=st.sampled_from(HOSTILE_NEXT),
