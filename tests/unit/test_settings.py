@@ -78,6 +78,7 @@ def test_with_debug_unset_check_refuses_without_a_real_key_and_hosts(tmp_path, v
     assert "ImproperlyConfigured: Refusing to start with DEBUG off (the default)" in result.stderr
     assert named in result.stderr
     assert "DEBUG=true" in result.stderr  # and says how to develop locally
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_debug_is_off_unless_set(tmp_path):
