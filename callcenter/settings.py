@@ -54,6 +54,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # With DEBUG off: static files, compressed and cached for ever (names carry a hash),
+    # from the WSGI process itself (with it on, runserver and the tests serve them).
+    *([] if DEBUG else ["whitenoise.middleware.WhiteNoiseMiddleware"]),
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "queues_app.tracing.TraceIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -115,10 +118,24 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "var" / "staticfiles")
+# With DEBUG off, `collectstatic` writes hashed names and gzip (brotli if installed)
+# variants that WhiteNoise serves; with it on (the laptop, the tests) files are served
+# as they are, no collectstatic needed.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 # Security settings that `manage.py check --deploy` asks for; each follows DEBUG so
 # that the local server keeps working over plain HTTP.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# A load balancer's health checks reach the process over plain HTTP, without the proxy's
+# X-Forwarded-Proto: they are answered, not redirected.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)

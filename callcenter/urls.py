@@ -6,6 +6,18 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from queues_app.api import metrics
+from queues_app.views import health
+
+
+class FaviconRedirect(RedirectView):
+    """To the icon's static URL, found when asked (with DEBUG off it is a hashed name from
+    collectstatic's manifest, which need not exist yet when the URLs are loaded)."""
+
+    permanent = True
+
+    def get_redirect_url(self, *args, **kwargs):
+        return static("favicon.svg")
+
 
 admin.site.site_header = "Switchboard administration"
 admin.site.site_title = "Switchboard admin"
@@ -16,6 +28,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("queues_app.api.urls")),
     path("metrics", metrics.prometheus, name="metrics"),
-    path("favicon.ico", login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("favicon.ico", login_not_required(FaviconRedirect.as_view())),
     path("", include("queues_app.urls")),
 ]
