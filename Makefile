@@ -4,10 +4,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench vendor clean screenshots
+.PHONY: run serve test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench vendor clean screenshots
 
 run: setup .env
 	$(PY) manage.py run_local
+
+# The production shape on this machine: DEBUG off, collectstatic, gunicorn (WEB_CONCURRENCY
+# workers, 2 by default) on PORT (8000), the background workers, a local DynamoDB.
+serve: setup .env
+	$(PY) manage.py serve
 
 # Local development values (DEBUG=true, a random SECRET_KEY), written once when there is no
 # .env: without them the settings refuse to start (production values: .env.example).

@@ -1,0 +1,145 @@
+"""`make serve`: the production shape on this machine.
+
+DEBUG off with production-like values set in the children's environment (a generated
+SECRET_KEY, ALLOWED_HOSTS=127.0.0.1,localhost; no HTTPS redirect and no secure-only
+cookies, since there is no TLS locally), collectstatic (compressed, hashed files that
+WhiteNoise serves), migrations, DynamoDB Local with the tables, gunicorn with workers,
+and the background processes a deployment runs: the metrics collector, a shipment
+worker, the task processor and the caller escalation. Ctrl-C or SIGTERM stops them all.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
+from queues_app.management.children import Children, stop_on_sigterm, wait_for_port_to_free
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+# The processes a deployment runs beside the web server (`manage.py` commands).
+BACKGROUND = {
+    "collect_metrics": ["collect_metrics", "--every", "15"],
+    "run_shipment_worker": ["run_shipment_worker"],
+    "run_task_processor": ["run_task_processor"],
+    "escalate_callers": ["escalate_callers", "--every", "5"],
+}
+
+
+def production_env(base: dict[str, str]) -> dict[str, str]:
+    """`base` with the values a production process has, for this machine without TLS."""
+    return {
+        **base,
+        "DJANGO_SETTINGS_MODULE": "callcenter.settings",
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(value)
+    return number
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the dashboard as in production (DEBUG off, gunicorn, static files by WhiteNoise, the workers) "
+        "on a local DynamoDB; Ctrl-C or SIGTERM stops everything."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--port", type=_positive_int, default=int(os.environ.get("PORT") or 8000), help="default: PORT or 8000"
+        )
+        parser.add_argument(
+            "--workers",
+            type=_positive_int,
+            default=int(os.environ.get("WEB_CONCURRENCY") or 2),
+            help="gunicorn workers (default: WEB_CONCURRENCY or 2)",
+        )
+        parser.add_argument(
+            "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
+        )
+
+    def handle(self, *, port: int, workers: int, data_dir: str | None = None, **options) -> None:
+        endpoint = settings.DYNAMODB_ENDPOINT_URL
+        if not endpoint:
+            raise CommandError("DYNAMODB_ENDPOINT_URL is empty (real AWS); serve runs on the local DynamoDB.")
+        url = urlparse(endpoint)
+        if url.hostname not in LOOPBACK or not url.port:
+            raise CommandError(f"serve starts DynamoDB Local on loopback; {endpoint} is not a loopback address.")
+        if not wait_for_port_to_free("127.0.0.1", port, attempts=1):
+            raise CommandError(f"Port {port} is busy; choose another with PORT=... or --port.")
+        root = Path(settings.BASE_DIR)
+        var = root / "var"
+        var.mkdir(exist_ok=True)
+        env = production_env(dict(os.environ))
+        manage = [sys.executable, str(root / "manage.py")]
+        local = None
+        children = Children()
+        stop_on_sigterm()
+        try:
+            if answers(endpoint):
+                self.stdout.write(f"DynamoDB Local already answers at {endpoint}; using it.")
+            else:
+                if not wait_for_port_to_free(url.hostname or "127.0.0.1", url.port):
+                    raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")
+                data = Path(data_dir) if data_dir else var / "dynamodb"
+                local = DynamoDBLocal(port=url.port, db_path=data, log_path=var / "dynamodb-local.log")
+                self.stdout.write(f"Starting DynamoDB Local at {endpoint} (data in {data}) ...")
+                try:
+                    local.start()
+                except LocalDynamoError as exc:
+                    raise CommandError(str(exc)) from exc
+            for step in (["collectstatic", "--noinput", "-v", "0"], ["migrate", "--noinput", "-v", "0"]):
+                self._run(manage + step, root, env)
+            self._run(manage + ["dynamo_tables", "create"], root, env)
+
+            gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application"]
+            gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--access-logfile", "-"]
+            # No control socket: its default path is one per user, shared by every gunicorn.
+            gunicorn += ["--no-control-socket"]
+            children.start("gunicorn", gunicorn, cwd=root, env=env)
+            for name, args in BACKGROUND.items():
+                children.start(name, manage + args, cwd=root, env=env)
+            for name, process in children.processes.items():
+                self.stdout.write(f"started {name} (pid {process.pid})")
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"\nSwitchboard (DEBUG off, gunicorn with {workers} workers): http://127.0.0.1:{port}/"
+                    "   (Ctrl-C stops everything)\n"
+                )
+            )
+            name, code = children.first_exit()
+            raise CommandError(f"{name} exited with code {code}; stopping everything.")
+        except KeyboardInterrupt:
+            self.stdout.write("\nStopping ...")
+        finally:
+            children.stop(timeout=35)  # gunicorn gives its workers 30 s to finish requests
+            for name, process in children.processes.items():
+                self.stdout.write(f"{name} (pid {process.pid}) exited with code {process.returncode}")
+            if local:
+                local.stop()
+                self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
+
+    def _run(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.stdout.write("$ manage.py " + " ".join(args[2:]))
+        self.stdout.flush()
+        result = subprocess.run(args, cwd=cwd, env=env)
+        if result.returncode != 0:
+            raise CommandError(f"manage.py {args[2]} failed (exit code {result.returncode}).")
