@@ -4,6 +4,10 @@ It hooks botocore's event system on every client the package builds, asks Dynamo
 for consumed capacity on every operation that can report it, and adds what comes back
 to the process-wide meter and to any meters opened with `measure()` (a benchmark, a
 test checking that a page makes a bounded number of requests).
+
+`record_access()` also notes, while open, the IAM permission every request needs (an
+IAM action on a table, an index, a stream or `*`): `tests/unit/test_iam.py` checks the
+generated per-role policies (`iam.py`) against what each role's code really asks for.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass
@@ -180,4 +185,125 @@ def install(client) -> None:
     events = client.meta.events
     events.register("provide-client-params.dynamodb", _ask_for_capacity)
     events.register("after-call.dynamodb", _after_call)
+    events.register("provide-client-params.dynamodb", _note_access)
     client._switchboard_metered = True
+    client._switchboard_access_recorded = True
+
+
+# --- which IAM permissions the requests need ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Access:
+    """One IAM permission a request needed: `table` is the logical name (the physical
+    one when it lacks the recorder's prefix), or None for `*` (ListTables, ListStreams);
+    `index` an index of it; `stream` True for the table's stream (`table/<name>/stream/*`)."""
+
+    action: str
+    table: str | None
+    index: str | None = None
+    stream: bool = False
+
+
+class AccessLog:
+    """The permissions needed by the requests made while it was open, and how often."""
+
+    def __init__(self, prefix: str | None):
+        self.prefix = prefix
+        self._lock = threading.Lock()
+        self.counts: dict[Access, int] = defaultdict(int)
+        self._stream_table: str | None = None  # the last stream a shard iterator was asked for
+
+    def logical(self, physical: str | None) -> str | None:
+        if physical and self.prefix and physical.startswith(self.prefix):
+            return physical[len(self.prefix) :]
+        return physical
+
+    def add(self, access: Access) -> None:
+        with self._lock:
+            self.counts[access] += 1
+
+    @property
+    def accesses(self) -> set[Access]:
+        with self._lock:
+            return set(self.counts)
+
+
+_open_logs: set[AccessLog] = set()
+
+
+@contextmanager
+def record_access(prefix: str | None = None) -> Iterator[AccessLog]:
+    """Note the IAM permission of every request any client with the recorder installed
+    makes (by any thread) while the block runs. Table names lose `prefix`."""
+    log = AccessLog(prefix)
+    with _open_lock:
+        _open_logs.add(log)
+    try:
+        yield log
+    finally:
+        with _open_lock:
+            _open_logs.discard(log)
+
+
+# Transactions are authorised item by item, by the permission of the single-item action.
+_TRANSACT_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+_STREAM_OPERATIONS = frozenset({"DescribeStream", "GetShardIterator", "GetRecords"})
+
+
+def _stream_table(arn: str | None) -> str | None:
+    """`arn:aws:dynamodb:r:a:table/NAME/stream/LABEL...` -> NAME (shard iterators on AWS
+    and moto start with the stream's ARN too)."""
+    if not arn or ":table/" not in arn:
+        return None
+    return arn.split(":table/", 1)[1].split("/", 1)[0]
+
+
+def accesses_of(operation: str, params: dict, logical=lambda name: name) -> list[Access]:
+    """The IAM permissions one request needs (see the AWS service authorization reference
+    for DynamoDB: transactions need the underlying item actions; batches their own)."""
+    found: list[Access] = []
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        for item in params.get("TransactItems") or []:
+            for kind, body in item.items():
+                found.append(Access(f"dynamodb:{_TRANSACT_ACTIONS[kind]}", logical(body.get("TableName"))))
+    elif operation in ("BatchWriteItem", "BatchGetItem"):
+        for name in params.get("RequestItems") or {}:
+            found.append(Access(f"dynamodb:{operation}", logical(name)))
+    elif operation in ("ListTables", "ListStreams"):
+        found.append(Access(f"dynamodb:{operation}", None))
+    elif operation in ("DescribeStream", "GetShardIterator"):
+        found.append(Access(f"dynamodb:{operation}", logical(_stream_table(params.get("StreamArn"))), stream=True))
+    elif operation == "GetRecords":
+        found.append(Access("dynamodb:GetRecords", logical(_stream_table(params.get("ShardIterator"))), stream=True))
+    else:
+        found.append(Access(f"dynamodb:{operation}", logical(params.get("TableName")), params.get("IndexName")))
+    return found
+
+
+def _note_access(params, model, **kwargs):
+    with _open_lock:
+        logs = list(_open_logs)
+    for log in logs:
+        for access in accesses_of(model.name, params, log.logical):
+            if access.stream and access.table is None:  # an iterator that names no stream
+                access = replace(access, table=log._stream_table)
+            elif access.stream:
+                log._stream_table = access.table
+            log.add(access)
+
+
+def install_access_recorder(client) -> None:
+    """Let `record_access()` see the requests of a client `install` did not meter: a
+    DynamoDB Streams client (`tasks/streams.py` builds its own)."""
+    if getattr(client, "_switchboard_access_recorded", False):
+        return
+    service = client.meta.service_model.service_id.hyphenize()
+    client.meta.events.register(f"provide-client-params.{service}", _note_access)
+    client._switchboard_access_recorded = True

@@ -1,9 +1,10 @@
+import json
 import sys
 
 from django.core.management.base import CommandError
 
 from queues_app.agents.router import Router
-from queues_app.ddb import cloudformation, errors, schema
+from queues_app.ddb import cloudformation, errors, iam, schema
 from queues_app.ddb.client import default
 from queues_app.management.arguments import CheckedCommand, int_range
 from queues_app.management.outcomes import dynamo_failure
@@ -12,17 +13,25 @@ from queues_app.management.outcomes import dynamo_failure
 class Command(CheckedCommand):
     help = (
         "Create, describe or delete the project's DynamoDB tables, or print a CloudFormation template "
-        "for them. describe exits non-zero when a table is missing; delete exits non-zero when it was "
-        "not confirmed."
+        "for them, or a least-privilege IAM policy for one process role. describe exits non-zero when a "
+        "table is missing; delete exits non-zero when it was not confirmed."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "action",
-            choices=["create", "describe", "delete", "template"],
-            help="create the missing tables (idempotent), describe them, delete them, or print a "
-            "CloudFormation template (YAML) for them",
+            choices=["create", "describe", "delete", "template", "iam-policy"],
+            help="create the missing tables (idempotent), describe them, delete them, print a "
+            "CloudFormation template (YAML) for them, or print the IAM policy (JSON) of one --role",
         )
+        parser.add_argument(
+            "--role",
+            choices=iam.ROLES,
+            help="iam-policy: the process role; "
+            + "; ".join(f"{role}: {text}" for role, text in iam.ROLE_DESCRIPTIONS.items()),
+        )
+        parser.add_argument("--region", default="*", help="iam-policy: the tables' region in the ARNs (default: *)")
+        parser.add_argument("--account", default="*", help="iam-policy: the AWS account id in the ARNs (default: *)")
         parser.add_argument(
             "--provisioned",
             action="store_true",
@@ -37,7 +46,16 @@ class Command(CheckedCommand):
         parser.add_argument("--yes", action="store_true", help="delete: without asking")
         parser.add_argument("--exact", action="store_true", help="describe: count items with a COUNT scan")
 
-    def handle(self, action, yes=False, exact=False, provisioned=False, **options):
+    def handle(self, action, yes=False, exact=False, provisioned=False, role=None, **options):
+        region, account = options.get("region") or "*", options.get("account") or "*"
+        if action == "iam-policy":
+            if role is None:
+                raise CommandError(f"iam-policy needs --role, one of {', '.join(iam.ROLES)}.")
+            document = iam.policy(role, prefix=default().prefix, region=region, account=account)
+            self.stdout.write(json.dumps(document, indent=2))
+            return
+        if role is not None or (region, account) != ("*", "*"):
+            raise CommandError(f"--role, --region and --account shape the IAM policy; they mean nothing to {action}.")
         if action == "template":
             document = cloudformation.template(
                 provisioned=provisioned,

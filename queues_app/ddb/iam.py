@@ -1,0 +1,176 @@
+"""Least-privilege IAM policies, one per process role, from the one table definition.
+
+Each role is what one kind of process does (`ROLES`); its grants are (IAM action, table,
+index or stream) triples naming the tables of `tables.py` by their logical names, so that
+`policy(role, prefix=...)` gives exact table, index and stream ARNs for one environment.
+`tests/unit/test_iam.py` runs each role's code on moto with the request meter recording
+the permission of every request, and checks that the policy allows all of them and
+grants nothing the role never used.
+
+`python manage.py dynamo_tables iam-policy --role ROLE` prints a document.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from queues_app.ddb.meter import Access
+from queues_app.ddb.tables import TABLES
+
+ROLE_DESCRIPTIONS: dict[str, str] = {
+    "web": "the dashboard's pages and actions, the admin and the JSON API (the WSGI server)",
+    "shipment-worker": "run_shipment_worker, plain or --fair",
+    "task-processor": "run_task_processor: its lease, the tasks' stream, the sweeper",
+    "collector": "collect_metrics",
+    "escalator": "escalate_callers: relaxes waiting callers' preferences and runs the matcher",
+    "admin-setup": "dynamo_tables create, describe and delete (one-off setup, by an administrator)",
+}
+ROLES: tuple[str, ...] = tuple(ROLE_DESCRIPTIONS)
+
+
+def _table(name: str, actions: str = "", *, indexes: dict[str, str] | None = None, stream: str = "") -> set[Access]:
+    """Grants on one table: `actions` on the table itself, per index and on its stream
+    (space-separated DynamoDB action names)."""
+    assert name in TABLES, name
+    found = {Access(f"dynamodb:{a}", name) for a in actions.split()}
+    for index, index_actions in (indexes or {}).items():
+        assert index in {i.name for i in TABLES[name].indexes}, (name, index)
+        found |= {Access(f"dynamodb:{a}", name, index) for a in index_actions.split()}
+    if stream:
+        assert TABLES[name].stream, name
+        found |= {Access(f"dynamodb:{a}", name, stream=True) for a in stream.split()}
+    return found
+
+
+def _role(*tables: set[Access]) -> frozenset[Access]:
+    return frozenset().union(*tables)
+
+
+# Transactions (TransactWriteItems, TransactGetItems) are authorised by the actions of
+# their items: PutItem, UpdateItem, DeleteItem, ConditionCheckItem, GetItem.
+# DescribeTable and DescribeTimeToLive: the system page (web); the --until-empty checks.
+_COUNTERS = _table("metrics", "UpdateItem")  # every process adds its counts every few seconds
+_DESCRIBE = "DescribeTable DescribeTimeToLive"
+
+GRANTS: dict[str, frozenset[Access]] = {
+    "web": _role(
+        _table(
+            "callcenter",
+            f"GetItem BatchGetItem Query PutItem UpdateItem DeleteItem {_DESCRIBE}",
+            indexes={"by_status": "Query", "waiting_by_arrival": "Query"},
+        ),
+        _table(
+            "shipments",
+            f"GetItem BatchGetItem PutItem UpdateItem {_DESCRIBE}",
+            indexes={"ready": "Query", "invisible": "Query", "dlq": "Query"},
+        ),
+        _table("tasks", f"BatchGetItem {_DESCRIBE}", indexes={"by_status": "Query"}),
+        _table("audit", f"PutItem Query {_DESCRIBE}", indexes={"by_target": "Query"}),
+        _table("metrics", f"Query UpdateItem {_DESCRIBE}"),
+    ),
+    "shipment-worker": _role(
+        _table("shipments", "GetItem UpdateItem DescribeTable", indexes={"ready": "Query", "invisible": "Query"}),
+        _COUNTERS,
+    ),
+    "task-processor": _role(
+        _table(
+            "tasks",
+            "UpdateItem DeleteItem DescribeTable",
+            indexes={"by_status": "Query"},
+            stream="DescribeStream GetShardIterator GetRecords",
+        ),
+        _COUNTERS,
+    ),
+    "collector": _role(
+        _table("callcenter", "Query", indexes={"by_status": "Query", "waiting_by_arrival": "Query"}),
+        _table("shipments", indexes={"ready": "Query", "invisible": "Query", "dlq": "Query"}),
+        _table("tasks", "BatchGetItem", indexes={"by_status": "Query"}),
+        _COUNTERS,
+    ),
+    "escalator": _role(_table("callcenter", "GetItem Query UpdateItem DeleteItem")),
+    "admin-setup": _role(
+        *(
+            _table(
+                name,
+                f"CreateTable {_DESCRIBE} DeleteTable Scan" + (" UpdateTimeToLive" if spec.ttl_attribute else ""),
+            )
+            for name, spec in TABLES.items()
+        ),
+        # `create` adds the waiting_by_arrival keys to callers written before the index.
+        _table("callcenter", "Query UpdateItem"),
+    ),
+}
+
+KNOWN_ACTIONS = frozenset(
+    f"dynamodb:{name}"
+    for name in (
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "ConditionCheckItem",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "Query",
+        "Scan",
+        "DescribeTable",
+        "DescribeTimeToLive",
+        "CreateTable",
+        "UpdateTable",
+        "UpdateTimeToLive",
+        "DeleteTable",
+        "ListTables",
+        "DescribeStream",
+        "GetShardIterator",
+        "GetRecords",
+        "ListStreams",
+    )
+)
+
+
+def grants(role: str) -> frozenset[Access]:
+    if role not in GRANTS:
+        raise KeyError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
+    return GRANTS[role]
+
+
+def arn(access: Access, *, prefix: str, region: str = "*", account: str = "*") -> str:
+    """The resource one grant is on: a table, one of its indexes, its stream, or `*`."""
+    if access.table is None:
+        return "*"
+    base = f"arn:aws:dynamodb:{region}:{account}:table/{prefix}{access.table}"
+    if access.stream:
+        return f"{base}/stream/*"  # a stream's label changes whenever it is re-enabled
+    if access.index:
+        return f"{base}/index/{access.index}"
+    return base
+
+
+def policy(role: str, *, prefix: str, region: str = "*", account: str = "*") -> dict[str, Any]:
+    """An IAM policy document for `role`: one statement per resource, its actions sorted."""
+    by_resource: dict[str, set[str]] = defaultdict(set)
+    for access in grants(role):
+        by_resource[arn(access, prefix=prefix, region=region, account=account)].add(access.action)
+    statements = []
+    for resource in sorted(by_resource, key=_resource_order):
+        statements.append(
+            {
+                "Sid": _sid(resource, prefix),
+                "Effect": "Allow",
+                "Action": sorted(by_resource[resource]),
+                "Resource": [resource],
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _resource_order(resource: str) -> tuple[int, str]:
+    return (1 if resource == "*" else 0, resource)
+
+
+def _sid(resource: str, prefix: str) -> str:
+    if resource == "*":
+        return "Account"
+    path = resource.split(":table/", 1)[1][len(prefix) :]
+    return "".join(part.capitalize() for part in path.replace("*", "").replace("_", "/").split("/") if part)

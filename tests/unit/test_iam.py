@@ -1,0 +1,409 @@
+"""The per-role IAM policies (`queues_app/ddb/iam.py`) against what each role's code asks for.
+
+Each role's representative workload runs on moto under `meter.record_access()`, which
+notes the IAM permission of every DynamoDB (and DynamoDB Streams) request. The role's
+policy must allow every one of them, and every grant of the policy must have been used
+by the workload: nothing the role never uses. Only the requests of the role's own code
+are recorded, not the test's setup.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+from botocore.awsrequest import AWSResponse
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+
+from queues_app.actions import Operations
+from queues_app.agents import keys
+from queues_app.agents.records import CallStatus
+from queues_app.agents.roster import Agents
+from queues_app.agents.router import Router
+from queues_app.ddb import iam, meter
+from queues_app.ddb.meter import Access
+from queues_app.models import ApiToken
+from queues_app.monitoring import counters
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.tasks import streams
+from queues_app.tasks.downstream import RateLimitedDownstream
+from queues_app.tasks.processor import TaskProcessor
+from queues_app.tasks.queue import TaskQueue, TaskStatus
+from queues_app.tasks.records import ExpiryPolicy
+
+RECORDED: dict[str, set[Access]] = {}
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def counters_flush_at_once(monkeypatch):
+    """Every process writes its counters to the metrics table every few seconds: here at
+    once, so that each workload makes those writes too."""
+    monkeypatch.setattr(counters, "FLUSH_SECONDS", 0.0)
+
+
+@pytest.fixture(autouse=True)
+def streams_recorded(monkeypatch):
+    """The DynamoDB Streams client is not metered (streams.py builds it); record its
+    requests too."""
+    build = streams.build_streams_client
+
+    def recorded(db):
+        client = build(db)
+        meter.install_access_recorder(client)
+        return client
+
+    monkeypatch.setattr(streams, "build_streams_client", recorded)
+
+
+# --- the workloads ------------------------------------------------------------------
+
+
+def web(db, staff, token) -> None:
+    """Every page (each view, filter, panel and cursor), the admin's change lists and
+    actions, every page action and every API endpoint."""
+    router = Router()
+    agents = [
+        Agents().create(name, {"language": [lang], "gender": [gender]})
+        for name, lang, gender in (("Ana", "Spanish", "F"), ("Bea", "English", "M"), ("Cid", "French", "X"))
+    ]
+    router.make_available(agents[0].agent_id)
+    router.make_available(agents[1].agent_id)
+    call, _ = router.create_call({"language": "Spanish", "gender": "any"})
+    router.create_call({"language": "English", "gender": "any"})
+    waiting, _ = router.create_call({"language": "French", "gender": "M"})
+    shipments = ShipmentQueue()
+    queued = [shipments.submit({"destination": city}) for city in ("Paris", "Lyon", "Nice", "Bonn")]
+    dead = [shipments.submit({"destination": city}) for city in ("Oslo", "Rome", "Kiev")]
+    for shipment in dead:
+        shipments.send_to_dlq(shipment.shipment_id, "address unknown")
+    tasks = TaskQueue()
+    for n in range(3):
+        tasks.create({"n": n})
+    Operations("sam", "page").touch(queued[0].shipment_id)
+    cursors = {
+        "agents": Agents().list(limit=1).next_cursor,
+        "calls": router.calls.with_status(CallStatus.ASSIGNED, limit=1).next_cursor,
+        "tasks": tasks.list(TaskStatus.PENDING, limit=1).next_cursor,
+        "queue": shipments.list_queue(limit=1).next_cursor,
+        "dlq": shipments.list_dlq(limit=1).next_cursor,
+    }
+    a0, a1, a2 = (a.agent_id for a in agents)
+    s = [x.shipment_id for x in queued + dead]
+    client = Client()
+    client.force_login(staff)
+    gets: list[tuple[str, dict]] = [
+        ("/", {}),
+        *[("/", {"panel": p}) for p in ("calls", "shipments", "tasks", "grid", "history", "capacity")],
+        ("/agents/", {}),
+        ("/agents/", {"cursor": cursors["agents"]}),
+        ("/agents/", {"q": "an"}),
+        *[("/agents/", {"status": st}) for st in ("offline", "queued", "attending", "wrap_up", "available")],
+        ("/agents/", {"skill": "language:English"}),
+        ("/agents/", {"partial": "table"}),
+        ("/agents/new", {}),
+        (f"/agents/{a0}/", {}),
+        ("/calls/", {}),
+        ("/calls/", {"cursor": cursors["calls"]}),
+        ("/calls/find", {"call_id": call.call_id}),
+        (f"/calls/{call.call_id}/", {}),
+        (f"/calls/{waiting.call_id}/", {}),
+        ("/queues/", {}),
+        *[("/shipments/", {"view": v}) for v in ("queue", "in_flight", "delayed", "dlq")],
+        ("/shipments/", {"queue": "spillover"}),
+        ("/shipments/", {"view": "queue", "cursor": cursors["queue"]}),
+        ("/shipments/", {"view": "dlq", "cursor": cursors["dlq"]}),
+        (f"/shipments/{s[0]}/", {}),
+        *[("/tasks/", {"view": v}) for v in ("PENDING", "TAKEN", "SUCCESS", "FAILURE")],
+        ("/tasks/", {"view": "PENDING", "cursor": cursors["tasks"]}),
+        ("/audit/", {}),
+        ("/audit/", {"target": f"shipment:{s[0]}"}),
+        ("/system/", {}),
+        ("/metrics", {}),
+        ("/admin/", {}),
+        *[
+            (reverse(f"admin:queues_app_{m}_changelist"), {})
+            for m in ("agententry", "queueentry", "shipmententry", "tasksentry" if False else "taskentry")
+        ],
+        (reverse("admin:queues_app_agententry_changelist"), {"q": "an", "status": "queued"}),
+        (reverse("admin:queues_app_shipmententry_changelist"), {"view": "dlq"}),
+    ]
+    posts: list[tuple[str, dict]] = [
+        ("/agents/new", {"name": "Dee", "skill_language": ["English"], "skill_gender": ["F"]}),
+        (f"/agents/{a2}/", {"name": "Cid Two", "skill_language": ["French"], "skill_gender": ["X"], "version": "1"}),
+        (f"/agents/{a2}/available", {}),
+        (f"/agents/{a2}/offline", {}),
+        (f"/agents/{a0}/release", {"then": "queue"}),
+        ("/agents/bulk", {"action": "offline", "ids": [a1], "confirmed": "1"}),
+        ("/agents/bulk", {"action": "available", "ids": [a1, a2]}),
+        ("/calls/", {"skill_language": "English", "skill_gender": "any", "priority": "1"}),
+        (f"/shipments/{s[0]}/touch", {}),
+        (f"/shipments/{s[1]}/priority", {"priority": "7"}),
+        (f"/shipments/{s[2]}/dlq", {"confirmed": "1", "reason": "no"}),
+        (f"/shipments/{s[4]}/restore", {}),
+        (f"/shipments/{s[3]}/remove", {"confirmed": "1"}),
+        ("/shipments/bulk", {"action": "restore", "ids": [s[5]], "confirmed": "1"}),
+        ("/shipments/restore-matching", {"reason": "address", "confirmed": "1"}),
+        (reverse("admin:queues_app_agententry_changelist"), {"action": "enqueue", "ids": [a2], "confirmed": "1"}),
+        (reverse("admin:queues_app_agententry_changelist"), {"action": "offline", "ids": [a2], "confirmed": "1"}),
+        (reverse("admin:queues_app_shipmententry_changelist"), {"action": "touch", "ids": [s[1]], "confirmed": "1"}),
+        (reverse("admin:queues_app_shipmententry_changelist"), {"action": "dlq", "ids": [s[1]], "confirmed": "1"}),
+        (reverse("admin:queues_app_shipmententry_changelist"), {"action": "restore", "ids": [s[1]], "confirmed": "1"}),
+    ]
+    api = Client()
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    api_calls: list[tuple[str, str, dict | None]] = [
+        ("post", "/api/calls", {"preferences": {"language": "French", "gender": "any"}}),
+        ("get", f"/api/calls/{call.call_id}", None),
+        ("post", "/api/shipments", {"data": {"to": "Bern"}, "priority": 3}),
+        ("post", "/api/shipments", {"data": {"to": "Graz"}, "tenant": "acme", "delay_seconds": 5}),
+        ("get", f"/api/shipments/{s[0]}", None),
+        ("post", f"/api/agents/{a1}/available", {}),
+        ("post", f"/api/agents/{a0}/release", {"then": "offline"}),
+        ("post", f"/api/agents/{a1}/offline", {}),
+        ("get", "/api/queues", None),
+    ]
+    with meter.record_access(db.prefix) as log:
+        for url, params in gets:
+            assert client.get(url, params).status_code < 400, url
+            assert client.get(url, params, HTTP_HX_REQUEST="true").status_code < 400, url
+        for url, data in posts:
+            for htmx in (False, True):
+                headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+                assert client.post(url, data, **headers).status_code < 500, url
+        for method, url, body in api_calls:
+            if method == "get":
+                response = api.get(url, **bearer)
+            else:
+                response = api.post(url, json.dumps(body), content_type="application/json", **bearer)
+            assert response.status_code < 500, (url, response.content)
+    RECORDED["web"] = log.accesses
+
+
+def shipment_worker(db) -> None:
+    """The fair consumer (live, then spillover, sidelining) and a plain worker, over
+    shipments that complete, fail and are retried."""
+    queue = ShipmentQueue()
+    for n in range(4):
+        queue.submit({"n": n})
+    queue.submit({"always_fail": True})
+    with meter.record_access(db.prefix) as log:
+        for args in (["--fair"], ["--queue", "live"], ["--queue", "spillover"]):
+            call_command(
+                "run_shipment_worker",
+                "--until-empty",
+                "--work-seconds",
+                "0",
+                "--fail-share",
+                "0",
+                "--max",
+                "10",
+                *args,
+                stdout=io.StringIO(),
+            )
+    RECORDED["shipment-worker"] = log.accesses
+
+
+def stream_answers(client, stream_arn: str) -> None:
+    """moto does not serve the DynamoDB Streams API to this client (DescribeStream answers
+    404 "Not yet implemented"), so the stream's answers are canned: one open shard whose
+    records wake the processor. The requests, with the parameters the recorder reads, are
+    the ones the waker really makes."""
+    iterator = f"{stream_arn}|1|" + "A" * 100
+    answers = {
+        "DescribeStream": {
+            "StreamDescription": {
+                "StreamArn": stream_arn,
+                "Shards": [
+                    {
+                        "ShardId": "shardId-00000001700000000000-00000001",
+                        "SequenceNumberRange": {"StartingSequenceNumber": "1"},
+                    }
+                ],
+            }
+        },
+        "GetShardIterator": {"ShardIterator": iterator},
+        "GetRecords": {
+            "Records": [{"eventName": "INSERT", "dynamodb": {"NewImage": {"task_status": {"S": "PENDING"}}}}],
+            "NextShardIterator": iterator,
+        },
+    }
+
+    def answer(model, **kwargs):
+        return AWSResponse(None, 200, {}, None), answers[model.name]
+
+    client.meta.events.register_first("before-call.dynamodb-streams", answer)
+
+
+def task_processor(db, monkeypatch) -> None:
+    """The processor with its lease, stream wake-ups, the sweeper shedding an expired task
+    and a downstream at capacity (tasks go back to PENDING)."""
+    tasks = TaskQueue()
+    for n in range(4):
+        tasks.create({"n": n})
+    TaskQueue(expiry=ExpiryPolicy(pending_seconds=-60)).create({"expired": True})
+    stream_arn = db.call("describe_table", TableName=db.table("tasks"))["Table"]["LatestStreamArn"]
+    build = streams.build_streams_client
+
+    def canned(db_):
+        client = build(db_)
+        stream_answers(client, stream_arn)
+        return client
+
+    monkeypatch.setattr(streams, "build_streams_client", canned)
+    with meter.record_access(db.prefix) as log:
+        processor = TaskProcessor(
+            tasks,
+            RateLimitedDownstream(rate=1000, burst=2),
+            holder="iam",
+            use_streams=True,
+            poll_seconds=0.02,
+            sweep_every=0.0,
+            capacity_wait=0.01,
+        )
+        processor.run(10, until_empty=True)
+        # The queue is empty: a processor that keeps running waits on the stream (one
+        # GetRecords round here, whose record wakes it).
+        assert processor.waker is not None and processor.waker.wait(1.0)
+    assert processor.streams, processor.waker.reason if processor.waker else "no waker"
+    RECORDED["task-processor"] = log.accesses
+
+
+def collector(db) -> None:
+    """A metrics sample, as `collect_metrics --once` takes it."""
+    Router().create_call({"language": "Spanish", "gender": "F"})
+    ShipmentQueue().submit({"n": 1})
+    TaskQueue().create({"n": 1})
+    with meter.record_access(db.prefix) as log:
+        call_command("collect_metrics", "--once", stdout=io.StringIO())
+    RECORDED["collector"] = log.accesses
+
+
+def escalator(db, settings) -> None:
+    """One escalation pass that relaxes a caller's preferences and assigns them."""
+    settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
+    router = Router()
+    router.create_call({"language": "Spanish", "gender": "F"})
+    router.create_call({"language": "French", "gender": "F"})
+    carlos = Agents().create("Carlos", {"language": ["Spanish"], "gender": ["M"]})
+    router.make_available(carlos.agent_id)
+    time.sleep(0.05)
+    with meter.record_access(db.prefix) as log:
+        call_command("escalate_callers", stdout=io.StringIO())
+    RECORDED["escalator"] = log.accesses
+
+
+def admin_setup(db) -> None:
+    """`dynamo_tables create` (twice: idempotent, and filling the waiting_by_arrival keys
+    of a caller written before that index), `describe --exact` and `delete --yes`."""
+    with meter.record_access(db.prefix) as first:
+        call_command("dynamo_tables", "create", stdout=io.StringIO())
+    call, _ = Router().create_call({"language": "Spanish", "gender": "F"})
+    waiting = db.call(
+        "query",
+        TableName=db.table("callcenter"),
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
+    )["Items"]
+    for item in waiting:
+        db.call(
+            "update_item",
+            TableName=db.table("callcenter"),
+            Key={"pk": item["pk"], "sk": item["sk"]},
+            UpdateExpression="REMOVE wait_q, wait_since",
+        )
+    with meter.record_access(db.prefix) as log:
+        for args in (["create"], ["describe", "--exact"], ["delete", "--yes"]):
+            out = io.StringIO()
+            call_command("dynamo_tables", *args, stdout=out)
+            assert args != ["create"] or "1 waiting caller(s) added" in out.getvalue()
+    RECORDED["admin-setup"] = first.accesses | log.accesses
+
+
+@pytest.fixture
+def workloads(settings, django_user_model, monkeypatch) -> dict[str, Callable[[], None]]:
+    return {
+        "web": lambda db: web(
+            db,
+            django_user_model.objects.create_user("stella", is_staff=True, is_superuser=True),
+            ApiToken.issue(django_user_model.objects.create_superuser("api-user"), "iam")[1],
+        ),
+        "shipment-worker": shipment_worker,
+        "task-processor": lambda db: task_processor(db, monkeypatch),
+        "collector": collector,
+        "escalator": lambda db: escalator(db, settings),
+        "admin-setup": admin_setup,
+    }
+
+
+# --- the checks ---------------------------------------------------------------------
+
+
+def check(role: str) -> None:
+    recorded = RECORDED[role]
+    granted = set(iam.grants(role))
+    print(f"\n{role}: recorded {len(recorded)} permissions:")
+    for access in sorted(recorded, key=lambda a: (a.table or "", a.index or "", a.stream, a.action)):
+        print(f"    ({access.action[9:]!r}, {access.table!r}, {'stream' if access.stream else access.index!r}),")
+    not_allowed = sorted(recorded - granted, key=str)
+    unused = sorted(granted - recorded, key=str)
+    assert not not_allowed, f"{role} needs permissions its policy does not grant: {not_allowed}"
+    assert not unused, f"{role}'s policy grants what its workload never used: {unused}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", [r for r in iam.ROLES if r != "admin-setup"])
+def test_the_policy_allows_what_the_role_does_and_nothing_else(moto_db, workloads, role):
+    workloads[role](moto_db)
+    check(role)
+
+
+def test_the_admin_setup_policy_allows_what_dynamo_tables_does_and_nothing_else(moto_empty):
+    admin_setup(moto_empty)
+    check("admin-setup")
+
+
+@pytest.mark.parametrize("role", iam.ROLES)
+def test_the_policy_documents_are_well_formed(role, capsys):
+    document = iam.policy(role, prefix="prod-", region="eu-west-1", account="123456789012")
+    assert document["Version"] == "2012-10-17"
+    actions, resources = set(), set()
+    for statement in document["Statement"]:
+        assert set(statement) == {"Sid", "Effect", "Action", "Resource"}
+        assert statement["Effect"] == "Allow"
+        assert statement["Action"] == sorted(set(statement["Action"]))
+        for action in statement["Action"]:
+            assert action in iam.KNOWN_ACTIONS, action
+        for resource in statement["Resource"]:
+            assert resource == "*" or resource.startswith("arn:aws:dynamodb:eu-west-1:123456789012:table/prod-")
+            assert "*" not in resource or resource == "*" or resource.endswith("/stream/*")
+        actions.update(statement["Action"])
+        resources.update(statement["Resource"])
+    assert "dynamodb:*" not in actions
+    with capsys.disabled():
+        print(f"\n{role}: {len(actions)} actions on {len(resources)} resources")
+
+
+def test_the_command_prints_the_policy_of_a_role(settings):
+    settings.DYNAMODB_TABLE_PREFIX = "prod-"
+    out = io.StringIO()
+    call_command("dynamo_tables", "iam-policy", "--role", "web", "--region", "eu-west-1", "--account", "1", stdout=out)
+    assert json.loads(out.getvalue()) == iam.policy("web", prefix="prod-", region="eu-west-1", account="1")
+
+
+def test_the_command_refuses_an_unknown_role_and_a_missing_one():
+    with pytest.raises(CommandError, match="invalid choice: 'root'"):
+        call_command("dynamo_tables", "iam-policy", "--role", "root")
+    with pytest.raises(CommandError, match="iam-policy needs --role"):
+        call_command("dynamo_tables", "iam-policy")
+    with pytest.raises(CommandError, match="mean nothing to template"):
+        call_command("dynamo_tables", "template", "--role", "web")
