@@ -129,6 +129,8 @@ def web(db, staff, token) -> None:
         ("/audit/", {"target": f"shipment:{s[0]}"}),
         ("/system/", {}),
         ("/metrics", {}),
+        ("/healthz", {}),
+        ("/readyz", {}),
         ("/admin/", {}),
         *[
             (reverse(f"admin:queues_app_{m}_changelist"), {})
