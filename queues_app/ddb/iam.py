@@ -68,6 +68,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table("tasks", f"BatchGetItem {_DESCRIBE}", indexes={"by_status": "Query"}),
         _table("audit", f"PutItem Query {_DESCRIBE}", indexes={"by_target": "Query"}),
         _table("metrics", f"Query UpdateItem {_DESCRIBE}"),
+        {Access("dynamodb:ListTables", None)},  # the system page's check: which tables exist
     ),
     "shipment-worker": _role(
         _table("shipments", "GetItem UpdateItem DescribeTable", indexes={"ready": "Query", "invisible": "Query"}),

@@ -18,13 +18,15 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from django.core.management import CommandError, call_command
 from django.test import Client
-from django.urls import reverse
+from django.urls import resolve, reverse
 
+from queues_app import urls as queues_app_urls
 from queues_app.actions import Operations
 from queues_app.agents import keys
 from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
+from queues_app.api.service import machine_urls
 from queues_app.ddb import iam, meter
 from queues_app.ddb.meter import Access
 from queues_app.models import ApiToken
@@ -160,6 +162,7 @@ def web(db, staff, token) -> None:
         (reverse("admin:queues_app_shipmententry_changelist"), {"action": "touch", "ids": [s[1]], "confirmed": "1"}),
         (reverse("admin:queues_app_shipmententry_changelist"), {"action": "dlq", "ids": [s[1]], "confirmed": "1"}),
         (reverse("admin:queues_app_shipmententry_changelist"), {"action": "restore", "ids": [s[1]], "confirmed": "1"}),
+        ("/system/htmx-check/", {}),
     ]
     api = Client()
     bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
@@ -189,6 +192,11 @@ def web(db, staff, token) -> None:
                 response = api.post(url, json.dumps(body), content_type="application/json", **bearer)
             assert response.status_code < 500, (url, response.content)
     RECORDED["web"] = log.accesses
+    # Every page and action of the site, and every API operation, was visited.
+    visited = {resolve(url.split("?")[0]).url_name for url, _ in gets + posts}
+    visited |= {resolve(url).url_name for _, url, _ in api_calls}
+    routes = {p.name for p in queues_app_urls.urlpatterns} | {p.name for p in machine_urls()}
+    assert routes <= visited, f"the web workload misses {sorted(routes - visited)}"
 
 
 def shipment_worker(db) -> None:
@@ -409,3 +417,47 @@ def test_the_command_refuses_an_unknown_role_and_a_missing_one():
         call_command("dynamo_tables", "iam-policy")
     with pytest.raises(CommandError, match="mean nothing to template"):
         call_command("dynamo_tables", "template", "--role", "web")
+
+
+def test_each_operation_maps_to_the_iam_permissions_it_needs():
+    """Operations no role's workload makes on moto (or makes only some forms of) are
+    mapped by the recorder all the same."""
+
+    def of(operation, **params):
+        return sorted((a.action[9:], a.table, a.index, a.stream) for a in meter.accesses_of(operation, params))
+
+    transact = [
+        {"Put": {"TableName": "callcenter"}},
+        {"Update": {"TableName": "callcenter"}},
+        {"Delete": {"TableName": "audit"}},
+        {"ConditionCheck": {"TableName": "shipments"}},
+    ]
+    assert of("TransactWriteItems", TransactItems=transact) == [
+        ("ConditionCheckItem", "shipments", None, False),
+        ("DeleteItem", "audit", None, False),
+        ("PutItem", "callcenter", None, False),
+        ("UpdateItem", "callcenter", None, False),
+    ]
+    assert of("TransactGetItems", TransactItems=[{"Get": {"TableName": "tasks"}}]) == [
+        ("GetItem", "tasks", None, False)
+    ]
+    assert of("BatchWriteItem", RequestItems={"tasks": [], "audit": []}) == [
+        ("BatchWriteItem", "audit", None, False),
+        ("BatchWriteItem", "tasks", None, False),
+    ]
+    assert of("BatchGetItem", RequestItems={"tasks": {}}) == [("BatchGetItem", "tasks", None, False)]
+    assert of("Query", TableName="shipments", IndexName="ready") == [("Query", "shipments", "ready", False)]
+    assert of("Scan", TableName="audit") == [("Scan", "audit", None, False)]
+    assert of("ListTables") == [("ListTables", None, None, False)]
+    assert of("ListStreams") == [("ListStreams", None, None, False)]
+    arn = "arn:aws:dynamodb:us-east-1:1:table/tasks/stream/2026-01-01T00:00:00.000"
+    assert of("DescribeStream", StreamArn=arn) == [("DescribeStream", "tasks", None, True)]
+    assert of("GetRecords", ShardIterator=f"{arn}|1|AAAA") == [("GetRecords", "tasks", None, True)]
+
+
+def test_the_recorder_strips_the_prefix_and_sees_only_its_own_block(moto_db):
+    with meter.record_access(moto_db.prefix) as log:
+        moto_db.call("get_item", TableName=moto_db.table("audit"), Key={"pk": {"S": "a"}, "sk": {"S": "b"}})
+    moto_db.call("describe_table", TableName=moto_db.table("audit"))
+    assert log.accesses == {Access("dynamodb:GetItem", "audit")}
+    assert log.counts[Access("dynamodb:GetItem", "audit")] == 1
