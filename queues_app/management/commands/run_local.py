@@ -1,10 +1,6 @@
 """Everything `make run` does after installing: DynamoDB Local, tables, users, demo data, server."""
 
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -13,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
+from queues_app.management.children import Children, stop_on_sigterm, wait_for_port_to_free
 
 
 class Command(BaseCommand):
@@ -44,7 +41,8 @@ class Command(BaseCommand):
         if answers(endpoint):
             self.stdout.write(f"DynamoDB Local already answers at {endpoint}; using it.")
         else:
-            self._wait_for_port_to_free(endpoint)
+            if not wait_for_port_to_free(url.hostname or "127.0.0.1", url.port or 8421):
+                raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")
             data = Path(data_dir) if data_dir else var / "dynamodb"
             local = DynamoDBLocal(port=url.port, db_path=data, log_path=var / "dynamodb-local.log")
             self.stdout.write(f"Starting DynamoDB Local at {endpoint} (data in {data}) ...")
@@ -52,9 +50,8 @@ class Command(BaseCommand):
                 local.start()
             except LocalDynamoError as exc:
                 raise CommandError(str(exc)) from exc
-        server = collector = None
-        # Stop both servers on SIGTERM as on Ctrl-C.
-        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        children = Children()
+        stop_on_sigterm()  # as on Ctrl-C
         try:
             call_command("dynamo_tables", "create")
             call_command("migrate", interactive=False, verbosity=0)
@@ -63,44 +60,18 @@ class Command(BaseCommand):
             if no_server:
                 return
             self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops both servers)\n"))
-            # The metrics collector fills the overview's charts; each process has its own
-            # process group, so that stopping it also stops the autoreloader's child.
-            collector = subprocess.Popen(
-                [sys.executable, "manage.py", "collect_metrics", "--every", "15"],
-                cwd=settings.BASE_DIR,
-                start_new_session=True,
+            # The metrics collector fills the overview's charts.
+            children.start(
+                "collector", [sys.executable, "manage.py", "collect_metrics", "--every", "15"], cwd=settings.BASE_DIR
             )
-            server = subprocess.Popen(
-                [sys.executable, "manage.py", "runserver", addrport], cwd=settings.BASE_DIR, start_new_session=True
+            server = children.start(
+                "server", [sys.executable, "manage.py", "runserver", addrport], cwd=settings.BASE_DIR
             )
             server.wait()
         except KeyboardInterrupt:
             self.stdout.write("\nStopping ...")
         finally:
-            for process in (server, collector):
-                if process and process.poll() is None:
-                    # SIGTERM, not SIGINT: a shell may start background jobs ignoring SIGINT.
-                    os.killpg(process.pid, signal.SIGTERM)
-                    try:
-                        process.wait(10)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(process.pid, signal.SIGKILL)
+            children.stop()
             if local:
                 local.stop()
                 self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
-
-    def _wait_for_port_to_free(self, endpoint):
-        # A DynamoDB Local that was just stopped takes a moment to release its port.
-        import socket
-
-        url = urlparse(endpoint)
-        for _ in range(50):
-            with socket.socket() as sock:
-                if sock.connect_ex((url.hostname, url.port)) != 0:
-                    return
-            time.sleep(0.1)
-        raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")
-
-
-def _raise_keyboard_interrupt(signum, frame):
-    raise KeyboardInterrupt
