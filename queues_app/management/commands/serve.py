@@ -18,9 +18,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
+from queues_app.management.arguments import CheckedCommand, int_range
 from queues_app.management.children import Children, stop_on_sigterm, wait_for_port_to_free
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -49,14 +50,7 @@ def production_env(base: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError(value)
-    return number
-
-
-class Command(BaseCommand):
+class Command(CheckedCommand):
     help = (
         "Serve the dashboard as in production (DEBUG off, gunicorn, static files by WhiteNoise, the workers) "
         "on a local DynamoDB; Ctrl-C or SIGTERM stops everything."
@@ -64,13 +58,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--port", type=_positive_int, default=int(os.environ.get("PORT") or 8000), help="default: PORT or 8000"
+            "--port",
+            type=int_range(1, 65535),
+            default=int(os.environ.get("PORT") or 8000),
+            help="the port to serve on (PORT, else 8000)",
         )
         parser.add_argument(
             "--workers",
-            type=_positive_int,
+            type=int_range(1, 64),
             default=int(os.environ.get("WEB_CONCURRENCY") or 2),
-            help="gunicorn workers (default: WEB_CONCURRENCY or 2)",
+            help="gunicorn workers (WEB_CONCURRENCY, else 2)",
         )
         parser.add_argument(
             "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
