@@ -1,0 +1,61 @@
+"""The systemd units in deploy/: systemd accepts them, and each runs a command of this
+project with options the command accepts."""
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.core.management import get_commands, load_command_class
+
+ROOT = Path(__file__).resolve().parents[2]
+UNITS = sorted((ROOT / "deploy" / "systemd").glob("*.service"))
+INSTALLED_AT = "/opt/switchboard"
+
+
+def test_there_is_a_unit_for_the_web_and_each_background_process():
+    names = {unit.stem for unit in UNITS}
+    assert names == {
+        "switchboard-web",
+        "switchboard-shipment-worker",
+        "switchboard-task-processor",
+        "switchboard-collector",
+        "switchboard-escalator",
+    }
+
+
+def test_systemd_accepts_every_unit(tmp_path):
+    """`systemd-analyze verify` on the units as installed here (the checkout standing in for
+    /opt/switchboard): no error and no warning about any of them."""
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze is needed to check the units (Debian's systemd package)"
+    copies = []
+    for unit in UNITS:
+        copy = tmp_path / unit.name
+        copy.write_text(unit.read_text().replace(INSTALLED_AT, str(ROOT)))
+        copies.append(str(copy))
+    result = subprocess.run([analyze, "verify", *copies], capture_output=True, text=True, check=False)
+    complaints = [line for line in result.stderr.splitlines() if str(tmp_path) in line or "Failed" in line]
+    assert result.returncode == 0 and not complaints, result.stderr
+
+
+def _exec_start(unit: Path) -> list[str]:
+    line = next(line for line in unit.read_text().splitlines() if line.startswith("ExecStart="))
+    return shlex.split(line.removeprefix("ExecStart="))
+
+
+@pytest.mark.parametrize("unit", [u for u in UNITS if "manage.py" in u.read_text()], ids=lambda u: u.stem)
+def test_a_worker_unit_runs_a_command_with_options_it_accepts(unit):
+    args = _exec_start(unit)
+    assert args[:2] == [f"{INSTALLED_AT}/.venv/bin/python", "manage.py"]
+    name, options = args[2], args[3:]
+    assert name in get_commands(), name
+    parser = load_command_class(get_commands()[name], name).create_parser("manage.py", name)
+    parser.parse_args(options)  # exits (SystemExit) on an option the command refuses
+
+
+def test_the_web_unit_serves_the_wsgi_application_with_gunicorn():
+    args = _exec_start(ROOT / "deploy" / "systemd" / "switchboard-web.service")
+    assert args[0] == f"{INSTALLED_AT}/.venv/bin/gunicorn"
+    assert "callcenter.wsgi:application" in args
