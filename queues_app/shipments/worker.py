@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from queues_app.ddb import errors
+from queues_app.ddb.backoff import TRANSIENT, Backoff
+from queues_app.ddb.clock import from_iso
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import ShipmentQueue
-from queues_app.shipments.records import DEFAULT_QUEUE, Receipt, Shipment
+from queues_app.shipments.records import DEFAULT_QUEUE, Receipt, Shipment, ShipmentStatus
 from queues_app.tracing import traced
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class ShipmentWorker:
         grace_seconds: float = 10.0,
         idle_sleep: float = 1.0,
         fair: FairConsumer | None = None,
+        backoff: Backoff | None = None,
     ):
         self.queue = queue
         # With `fair`, the live queue first, the spillover queue when live is caught up.
@@ -74,6 +77,8 @@ class ShipmentWorker:
         self.idle_sleep = idle_sleep
         self.stop_requested = threading.Event()
         self.stats = WorkerStats()
+        # DynamoDB outages: growing, capped waits between receives, logged once per change.
+        self.backoff = backoff or Backoff(log)
 
     def stop(self) -> None:
         self.stop_requested.set()
@@ -89,10 +94,10 @@ class ShipmentWorker:
                     lease = self.fair.receive(visibility_timeout=self.visibility_timeout)
                 else:
                     lease = self.queue.receive(self.queue_name, visibility_timeout=self.visibility_timeout)
-            except (errors.Unavailable, errors.Throttled) as exc:
-                log.warning("receive failed (%s); retrying in %.1fs", exc.message, idle)
-                self.stop_requested.wait(idle)
+            except TRANSIENT as exc:
+                self.stop_requested.wait(self.backoff.failed(exc))
                 continue
+            self.backoff.succeeded()
             if lease is None:
                 if stop_when_empty:
                     break
@@ -122,6 +127,7 @@ class ShipmentWorker:
                 done.set()
 
         thread = threading.Thread(target=work, name=f"handler-{shipment.shipment_id}", daemon=True)
+        started = time.monotonic()
         thread.start()
         beat_every = max(self.visibility_timeout / 3, 0.05)
         stop_seen_at = None
@@ -130,36 +136,62 @@ class ShipmentWorker:
                 stop_seen_at = stop_seen_at or time.monotonic()
                 if time.monotonic() - stop_seen_at > self.grace_seconds:
                     handler_stop.set()
-                    self._give_back(lease)
+                    self._give_back(lease, time.monotonic() - started)
                     done.wait(self.grace_seconds)
                     return
             try:
                 self.queue.heartbeat(shipment.shipment_id, lease.receipt, extend_seconds=self.visibility_timeout)
                 self.stats.heartbeats += 1
-            except errors.Conflict:
+            except errors.Conflict as exc:
                 # Removed, dead-lettered or taken back by a supervisor: stop working on it.
                 self.stats.lost_leases += 1
                 handler_stop.set()
+                log.warning(
+                    "shipment %s lost after %.2f s: %s", shipment.shipment_id, time.monotonic() - started, exc.message
+                )
                 return
-        self._finish(lease, outcome.get("failure"))
+            except TRANSIENT as exc:
+                # The lease still runs for a while: heartbeat again at the next beat.
+                log.warning("shipment %s: heartbeat failed (%s)", shipment.shipment_id, exc.message)
+        self._finish(lease, outcome.get("failure"), time.monotonic() - started)
 
-    def _finish(self, lease: Receipt, failure: str | None) -> None:
+    def _finish(self, lease: Receipt, failure: str | None, took: float) -> None:
         sid = lease.shipment.shipment_id
         try:
             if failure:
-                self.queue.fail(sid, lease.receipt, failure)
+                after = self.queue.fail(sid, lease.receipt, failure)
                 self.stats.failed += 1
+                if after.status == ShipmentStatus.IN_DLQ:
+                    log.warning(
+                        "shipment %s dead-lettered after %d receives (%s) in %.2f s",
+                        sid,
+                        after.attempts,
+                        failure,
+                        took,
+                    )
+                else:
+                    visible = from_iso(after.visible_at)
+                    retry_in = (visible - self.queue.clock()).total_seconds() if visible else 0.0
+                    log.warning("shipment %s failed (%s) in %.2f s, retry in %.1f s", sid, failure, took, retry_in)
             else:
                 self.queue.complete(sid, lease.receipt)
                 self.stats.completed += 1
                 self.stats.completed_ids.append(sid)
+                log.info("shipment %s completed in %.2f s", sid, took)
         except errors.Conflict as exc:
             self.stats.lost_leases += 1
             log.warning("could not finish shipment %s: %s", sid, exc.message)
+        except TRANSIENT as exc:
+            # Still in flight: it becomes visible again when its lease runs out.
+            log.warning("could not finish shipment %s (%s); it comes back when its lease runs out", sid, exc.message)
 
-    def _give_back(self, lease: Receipt) -> None:
+    def _give_back(self, lease: Receipt, took: float) -> None:
+        sid = lease.shipment.shipment_id
         try:
-            self.queue.release(lease.shipment.shipment_id, lease.receipt)
+            self.queue.release(sid, lease.receipt)
             self.stats.released += 1
+            log.info("shipment %s given back after %.2f s: stopping", sid, took)
         except errors.Conflict:
             self.stats.lost_leases += 1
+        except TRANSIENT as exc:
+            log.warning("could not give back shipment %s (%s); it comes back when its lease runs out", sid, exc.message)

@@ -18,17 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from queues_app.ddb import errors
+from queues_app.ddb.backoff import TRANSIENT, Backoff
 from queues_app.ddb.clock import from_iso
 from queues_app.tasks.downstream import AtCapacity, Downstream, DownstreamFailed
 from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.tasks.queue import TaskQueue
 from queues_app.tasks.records import IllegalTransition, Task, TaskStatus
 from queues_app.tasks.streams import StreamWaker
+from queues_app.tracing import traced
 
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "task-processor"
-_TRANSIENT = (errors.Unavailable, errors.Throttled)
+_TRANSIENT = TRANSIENT
 
 
 def default_holder() -> str:
@@ -79,6 +81,7 @@ class TaskProcessor:
         lease: ProcessorLease | None = None,
         now: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
     ):
         self.tasks = tasks or TaskQueue()
         self.downstream = downstream
@@ -105,6 +108,9 @@ class TaskProcessor:
         self._next_sweep = 0.0
         self._waker_opened = False
         self._rng = random.Random()
+        # DynamoDB outages: growing, capped waits, logged once when they start and end.
+        self.backoff = backoff or Backoff(log, monotonic=monotonic)
+        self._standing_by: tuple[str, ...] | None = None  # whom we last said we wait for
 
     def stop(self) -> None:
         self.stop_requested.set()
@@ -136,6 +142,7 @@ class TaskProcessor:
                 except _TRANSIENT as exc:
                     self._trouble("take", exc, stop, deadline)
                     continue
+                self.backoff.succeeded()
                 if task is None:
                     if until_empty:
                         break
@@ -177,18 +184,23 @@ class TaskProcessor:
         try:
             acquired = self.lease.acquire()
         except _TRANSIENT as exc:
-            log.warning("lease %s: acquire failed (%s)", self.lease.name, exc.message)
-            self.stats.errors += 1
-            acquired = False
+            self._trouble("acquire", exc, stop, deadline)
+            return False
+        self.backoff.succeeded()
         if acquired:
             self._holding = True
             self._held_since = self.now()
             self._next_renew = self.monotonic() + self.renew_every
             self._next_sweep = 0.0  # housekeeping first: recover what a dead holder left
             self.stats.leases_acquired += 1
-            log.info("lease %s acquired by %s (generation %s)", self.lease.name, self.holder, self.lease.generation)
+            if self._standing_by is not None:
+                log.info("took the lease %s (generation %s)", self.lease.name, self.lease.generation)
+            else:
+                log.info("lease %s acquired by %s (generation %s)", self.lease.name, self.holder, self.lease.generation)
+            self._standing_by = None
             return True
         self.stats.lease_refused += 1
+        self._say_standing_by()
         pause = self.lease.wait_hint(self.acquire_retry) * self._rng.uniform(1.0, 1.2)
         stop.wait(max(0.0, min(pause, deadline - self.monotonic())))
         return False
@@ -203,18 +215,37 @@ class TaskProcessor:
         except _TRANSIENT as exc:
             self.stats.errors += 1
             left = self.lease.remaining()
-            log.warning("lease %s: renew failed (%s); %.1fs left", self.lease.name, exc.message, left)
+            pause = self.backoff.failed(exc)
             if left > 0:
                 # Still ours for a while: try again soon, and stop when it runs out.
-                self._next_renew = self.monotonic() + min(1.0, max(0.05, left / 4))
+                self._next_renew = self.monotonic() + min(pause, max(0.05, left / 4))
                 return True
+            log.warning("lease %s: could not be renewed before it ran out", self.lease.name)
             renewed = False
+        else:
+            self.backoff.succeeded()
         if renewed:
             self._next_renew = self.monotonic() + self.renew_every
             return True
         self._end_holding()
         self.stats.lease_lost += 1
         return False
+
+    def _say_standing_by(self) -> None:
+        """Once per holder (a renewal is no news): who holds the lease, and until when."""
+        seen = self.lease.last_seen
+        key = (seen.holder,) if seen else ()
+        if key == self._standing_by:
+            return
+        self._standing_by = key
+        if seen is None:
+            log.info("standing by: the lease %s is busy", self.lease.name)
+            return
+        until = time.strftime("%H:%M:%S", time.gmtime(seen.lease_until))
+        left = max(0.0, seen.lease_until - self.now())
+        log.info(
+            "standing by: the lease %s is held by %s until %s UTC (%.0f s)", self.lease.name, seen.holder, until, left
+        )
 
     def _end_holding(self) -> None:
         if self._holding:
@@ -234,37 +265,44 @@ class TaskProcessor:
     # --- tasks --------------------------------------------------------------------
 
     def _handle(self, task: Task, stop: threading.Event, deadline: float) -> None:
+        with traced(task.trace_id):
+            self._handle_traced(task, stop, deadline)
+
+    def _handle_traced(self, task: Task, stop: threading.Event, deadline: float) -> None:
         if not self._keep_lease():
             self._give_back(task)  # lost the lease between taking and calling: not ours to do
             return
+        started = self.monotonic()
         try:
             result = self.downstream.process(task)
         except AtCapacity as exc:
             if self._give_back(task, counter="released_at_capacity"):
-                log.debug("downstream at capacity: task %s back to PENDING", task.task_id)
+                log.info("task %s released: downstream full", task.task_id)
             wait = min(max(exc.retry_after, 0.01), self.capacity_wait)
             stop.wait(max(0.0, min(wait, deadline - self.monotonic())))
             return
         except DownstreamFailed as exc:
-            self._finish(task, TaskStatus.FAILURE, str(exc))
+            self._finish(task, TaskStatus.FAILURE, str(exc), self.monotonic() - started)
             return
         except Exception as exc:  # a downstream bug is a failed task, not a dead processor
             log.exception("downstream crashed on task %s", task.task_id)
-            self._finish(task, TaskStatus.FAILURE, f"downstream error: {exc!r}")
+            self._finish(task, TaskStatus.FAILURE, f"downstream error: {exc!r}", self.monotonic() - started)
             return
         except BaseException:
             self._give_back(task)  # interrupted (Ctrl-C): someone else may do it
             raise
-        self._finish(task, TaskStatus.SUCCESS, result)
+        self._finish(task, TaskStatus.SUCCESS, result, self.monotonic() - started)
 
-    def _finish(self, task: Task, status: str, result: str | None) -> None:
+    def _finish(self, task: Task, status: str, result: str | None, took: float = 0.0) -> None:
         try:
             if status == TaskStatus.SUCCESS:
                 self.tasks.succeed(task.task_id, result)
                 self.stats.processed += 1
+                log.info("task %s succeeded in %.2f s", task.task_id, took)
             else:
                 self.tasks.fail(task.task_id, result)
                 self.stats.failed += 1
+                log.warning("task %s failed (%s) in %.2f s", task.task_id, result, took)
             self.stats.finished_ids.append(task.task_id)
         except (IllegalTransition, errors.NotFound) as exc:
             # Given back by a holder that thought us dead, or deleted by TTL meanwhile.
@@ -315,6 +353,9 @@ class TaskProcessor:
                 log.info("shed %d expired task(s), oldest %.0fs", report.shed, report.oldest_age or 0)
             if self.recover_after:
                 self._recover_orphans()
+        except _TRANSIENT as exc:
+            self.stats.errors += 1
+            self.backoff.failed(exc)  # logged once per outage; the next take waits
         except errors.DynamoError as exc:
             self.stats.errors += 1
             log.warning("housekeeping failed: %s", exc.message)
@@ -336,6 +377,8 @@ class TaskProcessor:
                 )
 
     def _trouble(self, what: str, exc: errors.DynamoError, stop: threading.Event, deadline: float) -> None:
+        """`what` failed on an outage: wait the backoff's growing delay (logged once)."""
         self.stats.errors += 1
-        log.warning("%s failed (%s); retrying shortly", what, exc.message)
-        stop.wait(max(0.0, min(1.0, deadline - self.monotonic())))
+        log.debug("%s failed (%s)", what, exc.message)
+        pause = self.backoff.failed(exc)
+        stop.wait(max(0.0, min(pause, deadline - self.monotonic())))
