@@ -220,8 +220,18 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"trace_id": {"()": "queues_app.tracing.TraceIdFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [trace %(trace_id)s] %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["trace_id"]}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [trace %(trace_id)s] %(message)s"},
+        # LOG_FORMAT=json: one JSON object per line (time, level, logger, message, trace_id).
+        "json": {"()": "queues_app.log_format.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if env.str("LOG_FORMAT", default="plain") == "json" else "plain",
+            "filters": ["trace_id"],
+        }
+    },
     "loggers": {
         "queues_app": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
         # Failed logins and lockouts (django-axes; it masks the username and address here,
