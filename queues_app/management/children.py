@@ -13,8 +13,13 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlparse
+
+from django.core.management.base import CommandError
+
+from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
 
 
 def raise_keyboard_interrupt(signum, frame):
@@ -83,3 +88,22 @@ def _signal_group(process: subprocess.Popen, signum: int) -> None:
         os.killpg(process.pid, signum)
     except ProcessLookupError:
         pass
+
+
+def start_local_dynamodb(endpoint: str, data: Path, log_path: Path, say: Callable[[str], None]) -> DynamoDBLocal | None:
+    """DynamoDB Local on `endpoint`'s loopback port, keeping its data in `data`; None when
+    one answers there already (it is used as it is). CommandError when the port is busy
+    with something else or the server does not start."""
+    if answers(endpoint):
+        say(f"DynamoDB Local already answers at {endpoint}; using it.")
+        return None
+    url = urlparse(endpoint)
+    if not url.port or not wait_for_port_to_free(url.hostname or "127.0.0.1", url.port):
+        raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")
+    local = DynamoDBLocal(port=url.port, db_path=data, log_path=log_path)
+    say(f"Starting DynamoDB Local at {endpoint} (data in {data}) ...")
+    try:
+        local.start()
+    except LocalDynamoError as exc:
+        raise CommandError(str(exc)) from exc
+    return local

@@ -4,7 +4,6 @@ the tasks' own: a known status and the fields that go with it)."""
 
 import io
 import threading
-import time
 
 from django.core.management import call_command
 
@@ -15,29 +14,7 @@ from queues_app.shipments.worker import ShipmentWorker, demo_handler
 from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus, created_sort_key
-
-
-def in_thread(target, *args, **kwargs):
-    failures = []
-
-    def run():
-        try:
-            target(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - surfaced by the test
-            failures.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, failures
-
-
-def wait_for(condition, timeout, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return condition()
+from tests.threads import in_thread, wait_for
 
 
 def task_violations(db):

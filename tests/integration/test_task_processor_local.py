@@ -11,6 +11,7 @@ from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
+from tests.threads import in_thread, wait_for
 
 
 @pytest.fixture
@@ -36,29 +37,6 @@ class Watched:
                 return watched.inner.process(task)
 
         return Caller()
-
-
-def in_thread(target, *args, **kwargs):
-    failures = []
-
-    def run():
-        try:
-            target(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - surfaced by the test
-            failures.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, failures
-
-
-def wait_for(condition, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(step)
-    return condition()
 
 
 def test_two_processors_are_never_active_at_once(tasks):

@@ -8,8 +8,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
-from queues_app.management.children import Children, stop_on_sigterm, wait_for_port_to_free
+from queues_app.management.children import Children, start_local_dynamodb, stop_on_sigterm
 
 
 class Command(BaseCommand):
@@ -37,19 +36,8 @@ class Command(BaseCommand):
             raise CommandError(f"run_local starts DynamoDB Local on loopback; {endpoint} is not a loopback address.")
         var = Path(settings.BASE_DIR) / "var"
         var.mkdir(exist_ok=True)
-        local = None
-        if answers(endpoint):
-            self.stdout.write(f"DynamoDB Local already answers at {endpoint}; using it.")
-        else:
-            if not wait_for_port_to_free(url.hostname or "127.0.0.1", url.port or 8421):
-                raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")
-            data = Path(data_dir) if data_dir else var / "dynamodb"
-            local = DynamoDBLocal(port=url.port, db_path=data, log_path=var / "dynamodb-local.log")
-            self.stdout.write(f"Starting DynamoDB Local at {endpoint} (data in {data}) ...")
-            try:
-                local.start()
-            except LocalDynamoError as exc:
-                raise CommandError(str(exc)) from exc
+        data = Path(data_dir) if data_dir else var / "dynamodb"
+        local = start_local_dynamodb(endpoint, data, var / "dynamodb-local.log", self.stdout.write)
         children = Children()
         stop_on_sigterm()  # as on Ctrl-C
         try:

@@ -1,4 +1,6 @@
 import signal
+import threading
+from dataclasses import fields
 
 from django.core.management.base import CommandError
 
@@ -7,22 +9,24 @@ from queues_app.management.arguments import (
     SHIPMENT_QUEUES,
     CheckedCommand,
     float_range,
+    int_range,
     positive_int,
     share,
 )
 from queues_app.management.outcomes import require_tables
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
-from queues_app.shipments.worker import ShipmentWorker, demo_handler
+from queues_app.shipments.worker import ShipmentWorker, WorkerStats, demo_handler
 
 MAX_VISIBILITY = 12 * 3600  # as SQS: a lease may run twelve hours at most
+MAX_CONCURRENCY = 64
 
 
 class Command(CheckedCommand):
     help = (
         "Consume shipments: peek with a visibility timeout, run the demo handler (failing a "
         "share of them) while heartbeating, then complete or fail. SIGTERM or Ctrl-C finishes "
-        "or gives back the shipment in hand."
+        "or gives back the shipments in hand."
     )
 
     def add_arguments(self, parser):
@@ -45,7 +49,15 @@ class Command(CheckedCommand):
         parser.add_argument(
             "--grace", type=float_range(0, DAY), default=10.0, help="seconds to finish after a stop request"
         )
-        parser.add_argument("--max", type=positive_int, default=None, help="stop after this many shipments")
+        parser.add_argument(
+            "--concurrency",
+            type=int_range(1, MAX_CONCURRENCY),
+            default=1,
+            help="shipments handled at once in this process (one worker thread each, sharing the client)",
+        )
+        parser.add_argument(
+            "--max", type=positive_int, default=None, help="stop after this many shipments (shared by the threads)"
+        )
         parser.add_argument("--until-empty", action="store_true", help="stop when nothing is visible")
         parser.add_argument(
             "--fair",
@@ -54,28 +66,57 @@ class Command(CheckedCommand):
             "live work older than SPILLOVER_AFTER_SECONDS",
         )
 
-    def handle(self, queue, visibility, fail_share, work_seconds, grace, max, until_empty, fair=False, **options):
+    def handle(
+        self,
+        queue,
+        visibility,
+        fail_share,
+        work_seconds,
+        grace,
+        max,
+        until_empty,
+        fair=False,
+        concurrency=1,
+        **options,
+    ):
         if fair and queue is not None:
             raise CommandError("--fair takes the live queue and then the spillover queue: leave out --queue.")
         queue = queue or DEFAULT_QUEUE
         shipments = ShipmentQueue()
         if until_empty:
             require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
-        worker = ShipmentWorker(
-            shipments,
-            demo_handler(fail_share=fail_share, work_seconds=work_seconds),
-            queue_name=queue,
-            visibility_timeout=visibility,
-            grace_seconds=grace,
-            fair=FairConsumer(shipments) if fair else None,
+        # --max is shared: each thread takes its part (no thread when there is none left).
+        shares = (
+            [None] * concurrency
+            if max is None
+            else [max // concurrency + (i < max % concurrency) for i in range(concurrency)]
         )
-        previous = {
-            signum: signal.signal(signum, lambda *_: worker.stop()) for signum in (signal.SIGTERM, signal.SIGINT)
-        }
+        workers = [
+            ShipmentWorker(
+                shipments,  # one client per process: boto3 clients are thread-safe
+                demo_handler(fail_share=fail_share, work_seconds=work_seconds),
+                queue_name=queue,
+                visibility_timeout=visibility,
+                grace_seconds=grace,
+                fair=FairConsumer(shipments) if fair else None,  # the sweep schedule is per process
+            )
+            for share_ in shares
+            if share_ != 0
+        ]
+
+        def stop_all(*_):
+            for worker in workers:
+                worker.stop()
+
+        previous = {signum: signal.signal(signum, stop_all) for signum in (signal.SIGTERM, signal.SIGINT)}
         where = "live, then spillover" if fair else repr(queue)
-        self.stdout.write(f"Shipment worker on queue {where} (lease {visibility:g}s); stop with SIGTERM.")
+        threads = f", {len(workers)} at once" if concurrency > 1 else ""
+        self.stdout.write(f"Shipment worker on queue {where} (lease {visibility:g}s{threads}); stop with SIGTERM.")
         try:
-            stats = worker.run(max_shipments=max, stop_when_empty=until_empty)
+            if len(workers) == 1:
+                stats = workers[0].run(max_shipments=max, stop_when_empty=until_empty)
+            else:
+                stats = self._run_threads(workers, [s for s in shares if s != 0], until_empty, stop_all)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -83,3 +124,34 @@ class Command(CheckedCommand):
             f"Stopped: {stats.completed} completed, {stats.failed} failed, {stats.released} given back, "
             f"{stats.lost_leases} lost leases, {stats.heartbeats} heartbeats."
         )
+
+    @staticmethod
+    def _run_threads(workers, shares, until_empty, stop_all) -> WorkerStats:
+        """Each worker in its own thread; the main thread waits for them (and receives the
+        signals). A thread that fails stops the others, and its error is raised here."""
+        failures: list[BaseException] = []
+
+        def run(worker, share_):
+            try:
+                worker.run(max_shipments=share_, stop_when_empty=until_empty)
+            except BaseException as exc:
+                failures.append(exc)
+                stop_all()
+
+        threads = [
+            threading.Thread(target=run, args=(worker, share_), name=f"shipment-worker-{i + 1}")
+            for i, (worker, share_) in enumerate(zip(workers, shares, strict=True))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)  # short joins: signals reach the main thread meanwhile
+        if failures:
+            raise failures[0]
+        total = WorkerStats()
+        for worker in workers:
+            for item in fields(WorkerStats):
+                value = getattr(worker.stats, item.name)
+                setattr(total, item.name, getattr(total, item.name) + value)
+        return total

@@ -20,9 +20,8 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
-from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
 from queues_app.management.arguments import CheckedCommand, int_range
-from queues_app.management.children import Children, stop_on_sigterm, wait_for_port_to_free
+from queues_app.management.children import Children, start_local_dynamodb, stop_on_sigterm, wait_for_port_to_free
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -91,18 +90,8 @@ class Command(CheckedCommand):
         children = Children()
         stop_on_sigterm()
         try:
-            if answers(endpoint):
-                self.stdout.write(f"DynamoDB Local already answers at {endpoint}; using it.")
-            else:
-                if not wait_for_port_to_free(url.hostname or "127.0.0.1", url.port):
-                    raise CommandError(f"Port {url.port} is busy with something that is not DynamoDB Local.")
-                data = Path(data_dir) if data_dir else var / "dynamodb"
-                local = DynamoDBLocal(port=url.port, db_path=data, log_path=var / "dynamodb-local.log")
-                self.stdout.write(f"Starting DynamoDB Local at {endpoint} (data in {data}) ...")
-                try:
-                    local.start()
-                except LocalDynamoError as exc:
-                    raise CommandError(str(exc)) from exc
+            data = Path(data_dir) if data_dir else var / "dynamodb"
+            local = start_local_dynamodb(endpoint, data, var / "dynamodb-local.log", self.stdout.write)
             for step in (["collectstatic", "--noinput", "-v", "0"], ["migrate", "--noinput", "-v", "0"]):
                 self._run(manage + step, root, env)
             self._run(manage + ["dynamo_tables", "create"], root, env)
