@@ -4,8 +4,8 @@ logged-in person.
 Gauges come from the latest sample in the metrics history (`collect_metrics` writes one
 every 15 seconds); when the newest is older than two minutes, this request reads the
 queues' figures itself and writes nothing: a scrape only ever reads. Counters are the
-running totals every process adds to. A scrape costs about six requests, however large
-the queues (a few more when nobody samples).
+running totals every process adds to; the workers' heartbeats are one Query. A scrape
+costs about seven requests, however large the queues (a few more when nobody samples).
 
 Failures answer as a program expects, never as an HTML page: text when the scraper asks
 for text (Prometheus does), otherwise the API's JSON error shape; an outage is a 503
@@ -29,6 +29,7 @@ from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError
 from queues_app.http_errors import UserError, describe
 from queues_app.middleware import problem_answer
+from queues_app.monitoring import heartbeats
 from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
 from queues_app.monitoring.sampler import MetricsCollector
 
@@ -119,6 +120,31 @@ class QueueCollector:
         yield failures
 
 
+class WorkerCollector:
+    """The processes' heartbeats (one Query): age of each one's last beat, and how many
+    of each kind report (neither stale nor stopped)."""
+
+    def collect(self):
+        found = heartbeats.workers()
+        age = GaugeMetricFamily(
+            "switchboard_worker_last_beat_age_seconds",
+            "Seconds since each long-running process's last heartbeat (expired ones left out)",
+            labels=["kind", "host", "pid"],
+        )
+        for worker in found:
+            age.add_metric([worker.kind, worker.host, str(worker.pid)], round(worker.age_seconds, 3))
+        yield age
+        count = GaugeMetricFamily(
+            "switchboard_workers", "Processes of each kind reporting (neither stale nor stopped)", labels=["kind"]
+        )
+        kinds = dict.fromkeys(heartbeats.KINDS, 0) | dict.fromkeys((w.kind for w in found), 0)
+        for worker in found:
+            kinds[worker.kind] += worker.alive
+        for kind, n in sorted(kinds.items()):
+            count.add_metric([kind], n)
+        yield count
+
+
 def _answer(request, problem: UserError):
     response = problem_answer(request, problem, machine=True)
     if problem.status == 401:
@@ -136,6 +162,7 @@ def prometheus(request):
             return _answer(request, exc.problem)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
+    registry.register(WorkerCollector())
     try:
         body = generate_latest(registry)
     except DynamoError as exc:

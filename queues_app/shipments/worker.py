@@ -84,9 +84,20 @@ class ShipmentWorker:
         self.stop_requested.set()
 
     def run(self, *, max_shipments: int | None = None, stop_when_empty: bool = False) -> WorkerStats:
+        """Work until stopped, with a liveness heartbeat (one write per ~10 s; "stopped" on the way out)."""
+        from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
+
+        self.liveness = Heartbeat(SHIPMENT_WORKER, self.queue.db)
+        try:
+            return self._run(max_shipments=max_shipments, stop_when_empty=stop_when_empty)
+        finally:
+            self.liveness.stopped(self.stats.completed + self.stats.failed)
+
+    def _run(self, *, max_shipments: int | None, stop_when_empty: bool) -> WorkerStats:
         handled = 0
         idle = self.idle_sleep
         while not self.stop_requested.is_set():
+            self.liveness.beat(handled=self.stats.completed + self.stats.failed)
             if max_shipments is not None and handled >= max_shipments:
                 break
             try:

@@ -132,9 +132,16 @@ class TaskProcessor:
             # Before the first look at the queue: a task created after it wakes us.
             self.waker.open()
             self._waker_opened = True
+        # Liveness (monitoring.heartbeats): one write per ~10 s saying whether we hold the lease.
+        from queues_app.monitoring import heartbeats as hb
+
+        if getattr(self, "liveness", None) is None:
+            self.liveness = hb.Heartbeat(hb.TASK_PROCESSOR, self.tasks.db)
         try:
             while not stop.is_set() and self.monotonic() < deadline:
-                if not self._hold_lease(stop, deadline):
+                held = self._hold_lease(stop, deadline)
+                self.liveness.beat(hb.HOLDING if held else hb.STANDING_BY, self.stats.processed + self.stats.failed)
+                if not held:
                     continue
                 self._housekeeping()
                 try:
@@ -151,6 +158,11 @@ class TaskProcessor:
                 self._handle(task, stop, deadline)
         finally:
             self._let_go()
+            done = self.stats.processed + self.stats.failed
+            if stop.is_set():
+                self.liveness.stopped(done)
+            else:
+                self.liveness.beat(hb.STANDING_BY, done, force=True)  # the lease let go
         return self.stats
 
     def run_forever(

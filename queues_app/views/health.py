@@ -5,6 +5,9 @@
   DescribeTable per table at most (it stops at the first failure), the answer kept for
   a few seconds per process so that frequent probes cost nothing more; otherwise 503
   with Retry-After naming the missing tables. It never names the endpoint or an ARN.
+  When ready it lists the workers' heartbeats too (`workers`: kind, host, pid, state,
+  age of the last beat, stale; one Query): for people and dashboards, not a condition
+  of readiness, since the web serves whether or not a worker runs.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from django.views.decorators.http import require_safe
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.errors import DynamoError, TableMissing
 from queues_app.ddb.tables import TABLES
+from queues_app.monitoring import heartbeats
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +80,12 @@ def _readiness(db: Dynamo) -> tuple[int, dict]:
             missing.append(name)
     if missing:
         return 503, {"status": "unavailable", "reason": "tables missing or not active", "missing": missing}
-    return 200, {"status": "ok", "tables": names}
+    try:
+        workers: list[dict] | None = [w.as_json() for w in heartbeats.workers(db)]
+    except DynamoError as exc:
+        log.warning("readyz: the workers' heartbeats could not be read: %s", exc)
+        workers = None
+    return 200, {"status": "ok", "tables": names, "workers": workers}
 
 
 def _no_store(response: JsonResponse) -> JsonResponse:

@@ -11,16 +11,29 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queues_app.ddb import schema
 from queues_app.ddb.client import default
+from queues_app.ddb.errors import DynamoError
+from queues_app.monitoring import heartbeats
 from queues_app.roles import supervisor_required
 
 
 @require_GET
 def system(request):
     db = default()
+    try:
+        workers = heartbeats.workers(db)
+    except DynamoError:
+        workers = None  # the tables' panel says what is wrong
     return render(
         request,
         "queues_app/system.html",
-        {"endpoint": db.endpoint, "prefix": db.prefix, "tables": schema.describe_tables(db)},
+        {
+            "endpoint": db.endpoint,
+            "prefix": db.prefix,
+            "tables": schema.describe_tables(db),
+            "workers": workers,
+            "beat_seconds": int(heartbeats.BEAT_SECONDS),
+            "workers_window_minutes": int(heartbeats.EXPIRES_AFTER.total_seconds() // 60),
+        },
     )
 
 

@@ -43,9 +43,11 @@ def test_readyz_with_every_table_costs_one_request_per_table_then_none_for_a_whi
         response = client.get("/readyz")
         again = client.head("/readyz")
     assert response.status_code == 200, response.content
-    assert response.json() == {"status": "ok", "tables": [moto_db.table(name) for name in TABLES]}
+    assert response.json() == {"status": "ok", "tables": [moto_db.table(name) for name in TABLES], "workers": []}
     assert again.status_code == 200
-    assert requests.calls == len(TABLES) == requests.calls_of("DescribeTable")
+    # One DescribeTable per table, and one Query of the workers' heartbeats.
+    assert requests.calls == len(TABLES) + 1 and requests.calls_of("DescribeTable") == len(TABLES)
+    assert requests.calls_of("Query") == 1
 
 
 def test_readyz_names_a_missing_table(client, moto_db):

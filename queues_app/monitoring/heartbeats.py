@@ -1,0 +1,201 @@
+"""Liveness of the long-running processes: each writes one small item every ~10 seconds
+into the metrics table, and the System page, /metrics and /readyz list them.
+
+Item: pk `WORKER`, sk `<kind>#<host>#<pid>`; kind, host, pid, started_at, last_beat
+(ISO timestamps), state ("running", "holding the lease", "standing by", "stopping",
+"stopped"), handled, and `expires_at` (TTL a few minutes after the beat, so that a dead
+process's item goes away). A beat is one UpdateItem (the same grant as the counters),
+made at most once per `BEAT_SECONDS` however often the loop calls `beat()`; it is
+housekeeping (`meter.housekeeping()`), and a failed beat is logged, never raised.
+Reading is one Query of pk `WORKER`; expired items are left out (DynamoDB deletes TTL
+items late), and a beat older than `STALE_AFTER_BEATS` beats is stale.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from queues_app.ddb import errors, meter
+from queues_app.ddb.client import Dynamo, default
+from queues_app.ddb.clock import from_iso, now, to_iso
+from queues_app.ddb.codec import marshal, unmarshal
+
+log = logging.getLogger(__name__)
+
+PK = "WORKER"
+SHIPMENT_WORKER, TASK_PROCESSOR, COLLECTOR, ESCALATOR = "shipment-worker", "task-processor", "collector", "escalator"
+KINDS = (SHIPMENT_WORKER, TASK_PROCESSOR, COLLECTOR, ESCALATOR)
+BEAT_SECONDS = 10.0
+STALE_AFTER_BEATS = 3
+EXPIRES_AFTER = timedelta(minutes=5)
+RUNNING, HOLDING, STANDING_BY, STOPPING, STOPPED = (
+    "running",
+    "holding the lease",
+    "standing by",
+    "stopping",
+    "stopped",
+)
+
+
+def _table(db: Dynamo) -> str:
+    return db.table("metrics")
+
+
+class Heartbeat:
+    """One process's heartbeat. Call `beat()` from the main loop as often as it turns:
+    it writes only when `every` seconds have passed since the last write (or a state
+    change asks for it with `force`)."""
+
+    def __init__(
+        self,
+        kind: str,
+        db: Dynamo | None = None,
+        *,
+        clock: Callable[[], datetime] = now,
+        every: float = BEAT_SECONDS,
+        host: str | None = None,
+        pid: int | None = None,
+    ):
+        self.kind = kind
+        self._db = db
+        self.clock = clock
+        self.every = every
+        self.host = host or socket.gethostname()
+        self.pid = os.getpid() if pid is None else pid
+        self.started_at = clock()
+        self.state = RUNNING
+        self.handled = 0
+        self.writes = 0
+        self._last: datetime | None = None
+
+    @property
+    def db(self) -> Dynamo:
+        if self._db is None:
+            self._db = default()
+        return self._db
+
+    @property
+    def sk(self) -> str:
+        return f"{self.kind}#{self.host}#{self.pid}"
+
+    def beat(self, state: str | None = None, handled: int | None = None, *, force: bool = False) -> bool:
+        """Note the state and count; write them if a beat is due. True when written."""
+        if state is not None:
+            self.state = state
+        if handled is not None:
+            self.handled = handled
+        moment = self.clock()
+        if not force and self._last is not None and (moment - self._last).total_seconds() < self.every:
+            return False
+        self._last = moment  # a failed beat waits for the next interval too: no hammering
+        return self._write(moment)
+
+    def stopped(self, handled: int | None = None) -> bool:
+        """The last beat of a graceful exit."""
+        return self.beat(STOPPED, handled, force=True)
+
+    def _write(self, moment: datetime) -> bool:
+        values = {
+            ":kind": self.kind,
+            ":host": self.host,
+            ":pid": self.pid,
+            ":started": to_iso(self.started_at),
+            ":beat": to_iso(moment),
+            ":state": self.state,
+            ":handled": self.handled,
+            ":expires": int((moment + EXPIRES_AFTER).timestamp()),
+        }
+        try:
+            with meter.housekeeping():
+                self.db.call(
+                    "update_item",
+                    TableName=_table(self.db),
+                    Key=marshal({"pk": PK, "sk": self.sk}),
+                    UpdateExpression=(
+                        "SET kind = :kind, host = :host, pid = :pid, started_at = :started, last_beat = :beat, "
+                        "#state = :state, handled = :handled, expires_at = :expires"
+                    ),
+                    ExpressionAttributeNames={"#state": "state"},
+                    ExpressionAttributeValues=marshal(values),
+                )
+        except errors.DynamoError as exc:
+            log.warning("heartbeat of %s not written (%s)", self.sk, exc.message)
+            return False
+        self.writes += 1
+        return True
+
+
+@dataclass
+class WorkerBeat:
+    kind: str
+    host: str
+    pid: int
+    state: str
+    started_at: datetime | None
+    last_beat: datetime
+    handled: int
+    age_seconds: float
+    stale: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.host}:{self.pid}"
+
+    @property
+    def alive(self) -> bool:
+        """Reporting: not stale and not stopped."""
+        return not self.stale and self.state != STOPPED
+
+    def as_json(self) -> dict:
+        return {
+            "kind": self.kind,
+            "host": self.host,
+            "pid": self.pid,
+            "state": self.state,
+            "last_beat": to_iso(self.last_beat),
+            "last_beat_age_seconds": round(self.age_seconds, 1),
+            "stale": self.stale,
+            "handled": self.handled,
+        }
+
+
+def workers(
+    db: Dynamo | None = None, *, clock: Callable[[], datetime] = now, every: float = BEAT_SECONDS
+) -> list[WorkerBeat]:
+    """The processes that reported lately, by kind, host and pid (one Query)."""
+    db = db or default()
+    moment = clock()
+    response = db.call(
+        "query",
+        TableName=_table(db),
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": PK}},
+    )
+    found = []
+    for item in (unmarshal(raw) for raw in response.get("Items", [])):
+        if int(item.get("expires_at", 0)) <= moment.timestamp():
+            continue  # expired: DynamoDB has not deleted it yet
+        last = from_iso(item.get("last_beat"))
+        if last is None:
+            continue
+        age = max((moment - last).total_seconds(), 0.0)
+        state = str(item.get("state", ""))
+        found.append(
+            WorkerBeat(
+                kind=str(item.get("kind", "")),
+                host=str(item.get("host", "")),
+                pid=int(item.get("pid", 0)),
+                state=state,
+                started_at=from_iso(item.get("started_at")),
+                last_beat=last,
+                handled=int(item.get("handled", 0)),
+                age_seconds=age,
+                stale=state != STOPPED and age > STALE_AFTER_BEATS * every,
+            )
+        )
+    return sorted(found, key=lambda w: (w.kind, w.host, w.pid))
