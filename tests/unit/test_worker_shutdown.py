@@ -1,0 +1,76 @@
+"""SIGTERM, as the commands receive it (one thread each, on moto): the shipment worker
+gives back the shipment in hand past the grace, the task processor releases its lease."""
+
+import io
+import logging
+import os
+import signal
+import threading
+
+from django.core.management import call_command
+
+from queues_app.shipments.queue import ShipmentQueue, ShipmentState
+from queues_app.tasks.processor_lease import ProcessorLease
+from queues_app.tasks.queue import TaskQueue, TaskStatus
+
+
+def sigterm_after(seconds):
+    """Only the signal comes from another thread: moto stays with the main thread."""
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    return timer
+
+
+def test_sigterm_makes_the_worker_give_back_the_shipment_in_hand(moto_db, caplog):
+    queue = ShipmentQueue(moto_db)
+    queue.submit({}, shipment_id="held")
+    before = signal.getsignal(signal.SIGTERM)
+    out = io.StringIO()
+    timer = sigterm_after(1.0)
+    with caplog.at_level(logging.INFO, logger="queues_app"):
+        call_command(
+            "run_shipment_worker",
+            *("--fail-share", "0", "--work-seconds", "60", "--grace", "0.2", "--visibility", "1"),
+            stdout=out,
+        )
+    timer.join()
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert "0 completed, 0 failed, 1 given back" in out.getvalue()
+    back = queue.get("held")
+    assert back.state == ShipmentState.QUEUED and back.failure_reasons == []
+    assert any(r.getMessage().startswith("shipment held given back after ") for r in caplog.records)
+
+
+def test_sigterm_lets_the_worker_finish_within_the_grace(moto_db):
+    queue = ShipmentQueue(moto_db)
+    queue.submit({}, shipment_id="quick")
+    out = io.StringIO()
+    timer = sigterm_after(0.3)
+    call_command(
+        "run_shipment_worker",
+        *("--fail-share", "0", "--work-seconds", "1", "--grace", "30", "--visibility", "1", "--max", "1"),
+        stdout=out,
+    )
+    timer.join()
+    assert "1 completed, 0 failed, 0 given back" in out.getvalue()
+    assert queue.get("quick").state == ShipmentState.COMPLETED
+
+
+def test_sigterm_makes_the_processor_release_its_lease(moto_db, caplog):
+    tasks = TaskQueue(moto_db)
+    tasks.create(task_id="t1")
+    out = io.StringIO()
+    timer = sigterm_after(1.0)
+    with caplog.at_level(logging.INFO, logger="queues_app"):
+        call_command(
+            "run_task_processor",
+            *("--time-box", "60", "--poll", "0.05", "--rate", "100", "--fail-share", "0", "--holder", "stopping"),
+            *("--lease", "30", "--no-streams"),
+            stdout=out,
+        )
+    timer.join()
+    assert "1 processed" in out.getvalue()
+    assert tasks.get("t1").status == TaskStatus.SUCCESS
+    successor = ProcessorLease(moto_db, holder="someone-else")
+    assert successor.current() is None and successor.acquire()  # free at once, not when it runs out
+    assert "lease task-processor released by stopping" in [r.getMessage() for r in caplog.records]
