@@ -3,10 +3,12 @@ into the metrics table, and the System page, /metrics and /readyz list them.
 
 Item: pk `WORKER`, sk `<kind>#<host>#<pid>`; kind, host, pid, started_at, last_beat
 (ISO timestamps), state ("running", "holding the lease", "standing by", "stopping",
-"stopped"), handled, and `expires_at` (TTL a few minutes after the beat, so that a dead
-process's item goes away). A beat is one UpdateItem (the same grant as the counters),
-made at most once per `BEAT_SECONDS` however often the loop calls `beat()`; it is
-housekeeping (`meter.housekeeping()`), and a failed beat is logged, never raised.
+"stopped"), handled, beat_every (seconds; a loop that turns more slowly beats more
+slowly, and is stale only after three of its own beats), and `expires_at` (TTL a few
+minutes after the beat, so that a dead process's item goes away). A beat is one
+UpdateItem (the same grant as the counters), made at most once per `BEAT_SECONDS`
+however often the loop calls `beat()`; it is housekeeping (`meter.housekeeping()`),
+and a failed beat is logged, never raised.
 Reading is one Query of pk `WORKER`; expired items are left out (DynamoDB deletes TTL
 items late), and a beat older than `STALE_AFTER_BEATS` beats is stale.
 """
@@ -109,6 +111,7 @@ class Heartbeat:
             ":state": self.state,
             ":handled": self.handled,
             ":expires": int((moment + EXPIRES_AFTER).timestamp()),
+            ":every": self.every,
         }
         try:
             with meter.housekeeping():
@@ -118,7 +121,7 @@ class Heartbeat:
                     Key=marshal({"pk": PK, "sk": self.sk}),
                     UpdateExpression=(
                         "SET kind = :kind, host = :host, pid = :pid, started_at = :started, last_beat = :beat, "
-                        "#state = :state, handled = :handled, expires_at = :expires"
+                        "#state = :state, handled = :handled, beat_every = :every, expires_at = :expires"
                     ),
                     ExpressionAttributeNames={"#state": "state"},
                     ExpressionAttributeValues=marshal(values),
@@ -184,6 +187,7 @@ def workers(
         if last is None:
             continue
         age = max((moment - last).total_seconds(), 0.0)
+        interval = max(float(item.get("beat_every", every)), every)  # a loop slower than a beat beats slower
         state = str(item.get("state", ""))
         found.append(
             WorkerBeat(
@@ -195,7 +199,7 @@ def workers(
                 last_beat=last,
                 handled=int(item.get("handled", 0)),
                 age_seconds=age,
-                stale=state != STOPPED and age > STALE_AFTER_BEATS * every,
+                stale=state != STOPPED and age > STALE_AFTER_BEATS * interval,
             )
         )
     return sorted(found, key=lambda w: (w.kind, w.host, w.pid))

@@ -1,7 +1,13 @@
 """Liveness heartbeats of the long-running processes (`queues_app/monitoring/heartbeats.py`):
 throttled beats with a TTL, the listing, and where it is shown (System page, /metrics, /readyz)."""
 
+import importlib
+import io
+import threading
+from types import SimpleNamespace
+
 import pytest
+from django.core.management import call_command
 
 from queues_app.ddb import meter
 from queues_app.ddb.codec import unmarshal
@@ -150,3 +156,30 @@ def test_readyz_lists_the_workers_and_stays_ready_when_they_are_stale(client, mo
     (listed,) = response.json()["workers"]
     assert listed["kind"] == SHIPMENT_WORKER and listed["pid"] == 11 and listed["stale"] is True
     assert listed["last_beat_age_seconds"] >= 119
+
+
+def test_a_loop_slower_than_a_beat_is_stale_only_after_three_of_its_own_beats(moto_db, clock):
+    Heartbeat(heartbeats.COLLECTOR, moto_db, clock=clock, host="h", pid=1, every=60).beat()
+    clock.advance(100)
+    assert not workers(moto_db, clock=clock)[0].stale
+    clock.advance(100)
+    assert workers(moto_db, clock=clock)[0].stale
+
+
+class OneTurn(threading.Event):
+    """The loop's stop event: its first wait between passes ends the loop."""
+
+    def wait(self, timeout=None):
+        self.set()
+        return True
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"), [("collect_metrics", heartbeats.COLLECTOR), ("escalate_callers", heartbeats.ESCALATOR)]
+)
+def test_the_command_loops_beat_and_say_stopped(moto_db, monkeypatch, command, kind):
+    module = importlib.import_module(f"queues_app.management.commands.{command}")
+    monkeypatch.setattr(module, "threading", SimpleNamespace(Event=OneTurn))  # this module's Event only
+    call_command(command, "--every", "30", stdout=io.StringIO(), stderr=io.StringIO())
+    (listed,) = workers(moto_db)
+    assert listed.kind == kind and listed.state == STOPPED and listed.handled == 1

@@ -6,6 +6,7 @@ import threading
 from queues_app.ddb import errors
 from queues_app.management.arguments import CheckedCommand, float_range
 from queues_app.management.outcomes import dynamo_failure
+from queues_app.monitoring import heartbeats
 from queues_app.monitoring.sampler import MetricsCollector
 
 
@@ -34,13 +35,16 @@ class Command(CheckedCommand):
             return
         stop = threading.Event()
         previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+        liveness = heartbeats.Heartbeat(heartbeats.COLLECTOR, collector.db, every=max(heartbeats.BEAT_SECONDS, every))
         try:
             while not stop.is_set():
+                liveness.beat(handled=liveness.handled + 1)  # passes made
                 try:
                     collector.sample()
                 except errors.DynamoError as exc:
                     self.stderr.write(f"sample failed: {exc.message}")
                 stop.wait(every)
         finally:
+            liveness.stopped()
             for s, handler in previous.items():
                 signal.signal(s, handler)
