@@ -89,7 +89,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table("tasks", "BatchGetItem", indexes={"by_status": "Query"}),
         _COUNTERS,
     ),
-    "escalator": _role(_table("callcenter", "GetItem Query UpdateItem DeleteItem")),
+    "escalator": _role(_table("callcenter", "GetItem Query UpdateItem DeleteItem"), _COUNTERS),
     "admin-setup": _role(
         *(
             _table(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -74,6 +75,9 @@ class Heartbeat:
         self.handled = 0
         self.writes = 0
         self._last: datetime | None = None
+        self._failing = False
+        self._parts: dict[int, int] = {}  # handled counts of the threads sharing this heartbeat
+        self._lock = threading.Lock()
 
     @property
     def db(self) -> Dynamo:
@@ -85,21 +89,25 @@ class Heartbeat:
     def sk(self) -> str:
         return f"{self.kind}#{self.host}#{self.pid}"
 
-    def beat(self, state: str | None = None, handled: int | None = None, *, force: bool = False) -> bool:
-        """Note the state and count; write them if a beat is due. True when written."""
-        if state is not None:
-            self.state = state
-        if handled is not None:
-            self.handled = handled
-        moment = self.clock()
-        if not force and self._last is not None and (moment - self._last).total_seconds() < self.every:
-            return False
-        self._last = moment  # a failed beat waits for the next interval too: no hammering
+    def beat(self, state: str | None = None, handled: int | None = None, *, force: bool = False, part: int = 0) -> bool:
+        """Note the state and count; write them if a beat is due. True when written.
+        Threads of one process that share the heartbeat each give their own `part`; the
+        count written is their sum."""
+        with self._lock:
+            if state is not None:
+                self.state = state
+            if handled is not None:
+                self._parts[part] = handled
+                self.handled = sum(self._parts.values())
+            moment = self.clock()
+            if not force and self._last is not None and (moment - self._last).total_seconds() < self.every:
+                return False
+            self._last = moment  # a failed beat waits for the next interval too: no hammering
         return self._write(moment)
 
-    def stopped(self, handled: int | None = None) -> bool:
+    def stopped(self, handled: int | None = None, *, part: int = 0) -> bool:
         """The last beat of a graceful exit."""
-        return self.beat(STOPPED, handled, force=True)
+        return self.beat(STOPPED, handled, force=True, part=part)
 
     def _write(self, moment: datetime) -> bool:
         values = {
@@ -127,8 +135,15 @@ class Heartbeat:
                     ExpressionAttributeValues=marshal(values),
                 )
         except errors.DynamoError as exc:
-            log.warning("heartbeat of %s not written (%s)", self.sk, exc.message)
+            if not self._failing:  # once per outage, not once per beat
+                log.warning(
+                    "heartbeat of %s not written (%s); trying again every %g s", self.sk, exc.message, self.every
+                )
+            self._failing = True
             return False
+        if self._failing:
+            log.info("heartbeat of %s written again", self.sk)
+            self._failing = False
         self.writes += 1
         return True
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from queues_app.ddb import errors
 from queues_app.ddb.backoff import TRANSIENT, Backoff
 from queues_app.ddb.clock import from_iso
+from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import DEFAULT_QUEUE, Receipt, Shipment, ShipmentStatus
@@ -66,6 +67,7 @@ class ShipmentWorker:
         idle_sleep: float = 1.0,
         fair: FairConsumer | None = None,
         backoff: Backoff | None = None,
+        liveness: Heartbeat | None = None,
     ):
         self.queue = queue
         # With `fair`, the live queue first, the spillover queue when live is caught up.
@@ -77,6 +79,9 @@ class ShipmentWorker:
         self.idle_sleep = idle_sleep
         self.stop_requested = threading.Event()
         self.stats = WorkerStats()
+        # Given: shared by the worker threads of one process, whose command says "stopped".
+        self._owns_liveness = liveness is None
+        self.liveness = liveness or Heartbeat(SHIPMENT_WORKER, queue.db)
         # DynamoDB outages: growing, capped waits between receives, logged once per change.
         self.backoff = backoff or Backoff(log)
 
@@ -85,19 +90,17 @@ class ShipmentWorker:
 
     def run(self, *, max_shipments: int | None = None, stop_when_empty: bool = False) -> WorkerStats:
         """Work until stopped, with a liveness heartbeat (one write per ~10 s; "stopped" on the way out)."""
-        from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
-
-        self.liveness = Heartbeat(SHIPMENT_WORKER, self.queue.db)
         try:
             return self._run(max_shipments=max_shipments, stop_when_empty=stop_when_empty)
         finally:
-            self.liveness.stopped(self.stats.completed + self.stats.failed)
+            if self._owns_liveness:
+                self.liveness.stopped(self.stats.completed + self.stats.failed, part=id(self))
 
     def _run(self, *, max_shipments: int | None, stop_when_empty: bool) -> WorkerStats:
         handled = 0
         idle = self.idle_sleep
         while not self.stop_requested.is_set():
-            self.liveness.beat(handled=self.stats.completed + self.stats.failed)
+            self.liveness.beat(handled=self.stats.completed + self.stats.failed, part=id(self))
             if max_shipments is not None and handled >= max_shipments:
                 break
             try:

@@ -102,9 +102,9 @@ def test_the_task_processor_says_whether_it_holds_the_lease(moto_db, monkeypatch
     states = []
     beat = Heartbeat.beat
 
-    def recorded(self, state=None, handled=None, *, force=False):
+    def recorded(self, state=None, handled=None, **options):
         states.append(state)
-        return beat(self, state, handled, force=force)
+        return beat(self, state, handled, **options)
 
     monkeypatch.setattr(Heartbeat, "beat", recorded)
     tasks = TaskQueue(moto_db)
@@ -183,3 +183,34 @@ def test_the_command_loops_beat_and_say_stopped(moto_db, monkeypatch, command, k
     call_command(command, "--every", "30", stdout=io.StringIO(), stderr=io.StringIO())
     (listed,) = workers(moto_db)
     assert listed.kind == kind and listed.state == STOPPED and listed.handled == 1
+
+
+def test_threads_sharing_a_heartbeat_write_the_sum_of_their_counts(moto_db, clock):
+    shared = Heartbeat(SHIPMENT_WORKER, moto_db, clock=clock, every=10)
+    shared.beat(handled=3, part=1)
+    shared.beat(handled=4, part=2)  # within the interval: noted, not written
+    shared.stopped()
+    (listed,) = workers(moto_db)
+    assert listed.state == STOPPED and listed.handled == 7
+
+
+def test_a_failing_heartbeat_is_logged_once_until_it_is_written_again(moto_db, clock, caplog, monkeypatch):
+    from queues_app.ddb import errors
+
+    beat = Heartbeat(SHIPMENT_WORKER, moto_db, clock=clock, every=1)
+    real_call = moto_db.call
+
+    def down(operation, **params):
+        raise errors.Unavailable("DynamoDB cannot be reached.")
+
+    monkeypatch.setattr(moto_db, "call", down)
+    with caplog.at_level("INFO", logger="queues_app.monitoring.heartbeats"):
+        for _ in range(5):
+            clock.advance(2)
+            assert beat.beat() is False
+        monkeypatch.setattr(moto_db, "call", real_call)
+        clock.advance(2)
+        assert beat.beat() is True
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("not written" in m for m in messages) == 1
+    assert sum("written again" in m for m in messages) == 1

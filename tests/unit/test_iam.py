@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 
@@ -299,7 +302,8 @@ def collector(db) -> None:
 
 
 def escalator(db, settings) -> None:
-    """One escalation pass that relaxes a caller's preferences and assigns them."""
+    """The escalation loop (`--every`, stopped by SIGTERM after its first pass): it beats,
+    relaxes a caller's preferences and assigns them."""
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
     router = Router()
     router.create_call({"language": "Spanish", "gender": "F"})
@@ -307,8 +311,11 @@ def escalator(db, settings) -> None:
     carlos = Agents().create("Carlos", {"language": ["Spanish"], "gender": ["M"]})
     router.make_available(carlos.agent_id)
     time.sleep(0.05)
+    stopper = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
     with meter.record_access(db.prefix) as log:
-        call_command("escalate_callers", stdout=io.StringIO())
+        stopper.start()
+        call_command("escalate_callers", "--every", "0.2", stdout=io.StringIO())
+    stopper.join()
     RECORDED["escalator"] = log.accesses
 
 

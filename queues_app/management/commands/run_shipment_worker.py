@@ -14,6 +14,7 @@ from queues_app.management.arguments import (
     share,
 )
 from queues_app.management.outcomes import require_tables
+from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.shipments.worker import ShipmentWorker, WorkerStats, demo_handler
@@ -91,6 +92,8 @@ class Command(CheckedCommand):
             if max is None
             else [max // concurrency + (i < max % concurrency) for i in range(concurrency)]
         )
+        # One heartbeat for the process, however many threads: their counts add up.
+        liveness = Heartbeat(SHIPMENT_WORKER, shipments.db)
         workers = [
             ShipmentWorker(
                 shipments,  # one client per process: boto3 clients are thread-safe
@@ -99,6 +102,7 @@ class Command(CheckedCommand):
                 visibility_timeout=visibility,
                 grace_seconds=grace,
                 fair=FairConsumer(shipments) if fair else None,  # the sweep schedule is per process
+                liveness=liveness,
             )
             for share_ in shares
             if share_ != 0
@@ -118,6 +122,7 @@ class Command(CheckedCommand):
             else:
                 stats = self._run_threads(workers, [s for s in shares if s != 0], until_empty, stop_all)
         finally:
+            liveness.stopped()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         self.stdout.write(
