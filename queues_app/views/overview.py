@@ -8,6 +8,8 @@ and costs only that panel's reads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import render
@@ -18,6 +20,7 @@ from queues_app.ddb import meter
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError
 from queues_app.http_errors import describe
+from queues_app.monitoring import heartbeats
 from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
 from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
 from queues_app.views import charts
@@ -47,10 +50,37 @@ def calls_panel(dashboard: Dashboard) -> dict:
     }
 
 
+@dataclass
+class Liveness:
+    """What the processes of one kind last said (from their heartbeats)."""
+
+    live: int
+    last_age: float | None
+    state: str | None
+
+    @property
+    def quiet(self) -> bool:
+        return self.live == 0
+
+
+def liveness(dashboard: Dashboard, kind: str) -> Liveness:
+    """The live (reporting, not stale, not stopped) processes of a kind and the freshest
+    beat among them: one Query of the heartbeats."""
+    beats = [w for w in heartbeats.workers(dashboard.router.db) if w.kind == kind]
+    live = [w for w in beats if not w.stale and w.state != heartbeats.STOPPED]
+    freshest = min(live, key=lambda w: w.age_seconds, default=None)
+    if freshest is None:
+        return Liveness(0, None, None)
+    # Of several task processors one holds the lease and the others stand by: say that one's.
+    state = heartbeats.HOLDING if any(w.state == heartbeats.HOLDING for w in live) else freshest.state
+    return Liveness(len(live), freshest.age_seconds, state)
+
+
 def shipments_panel(dashboard: Dashboard) -> dict:
     panel = dashboard.shipments_panel()
     thresholds, bounds = _limits()
     return {
+        "shipments_workers": liveness(dashboard, heartbeats.SHIPMENT_WORKER),
         "shipments": panel,
         "shipments_alarms": alarms_for(
             LIVE,
@@ -69,7 +99,7 @@ def tasks_panel(dashboard: Dashboard) -> dict:
     alarms = alarms_for(TASKS, oldest_age=panel.oldest_pending_age_seconds, thresholds=thresholds)
     if panel.shed_last_hour:
         alarms.append(Alarm(TASKS, "shed", count=panel.shed_last_hour))
-    return {"tasks": panel, "tasks_alarms": alarms}
+    return {"tasks": panel, "tasks_alarms": alarms, "tasks_processor": liveness(dashboard, heartbeats.TASK_PROCESSOR)}
 
 
 def grid_panel(dashboard: Dashboard) -> dict:

@@ -15,8 +15,10 @@ from queues_app.monitoring import heartbeats
 from queues_app.monitoring.heartbeats import (
     BEAT_SECONDS,
     EXPIRES_AFTER,
+    HOLDING,
     PK,
     SHIPMENT_WORKER,
+    STANDING_BY,
     STOPPED,
     TASK_PROCESSOR,
     Heartbeat,
@@ -214,3 +216,19 @@ def test_a_failing_heartbeat_is_logged_once_until_it_is_written_again(moto_db, c
     messages = [r.getMessage() for r in caplog.records]
     assert sum("not written" in m for m in messages) == 1
     assert sum("written again" in m for m in messages) == 1
+
+
+def test_the_overview_says_whether_workers_and_the_processor_report(supervisor_client, moto_db):
+    from django.urls import reverse
+
+    def panel(name):
+        return supervisor_client.get(reverse("home") + f"?panel={name}", HTTP_HX_REQUEST="true").content.decode()
+
+    assert "No shipment worker is reporting." in panel("shipments")
+    assert "No task processor is reporting." in panel("tasks")
+    Heartbeat(SHIPMENT_WORKER, moto_db, host="a", pid=1).beat(handled=2)
+    Heartbeat(SHIPMENT_WORKER, moto_db, host="b", pid=2).beat()
+    Heartbeat(TASK_PROCESSOR, moto_db, host="a", pid=3).beat(HOLDING)
+    Heartbeat(TASK_PROCESSOR, moto_db, host="b", pid=4).beat(STANDING_BY)
+    assert "2 workers reporting; last heartbeat 0 s ago." in panel("shipments")
+    assert "Processor: holding the lease; last heartbeat 0 s ago." in panel("tasks")
