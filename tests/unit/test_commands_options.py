@@ -85,8 +85,7 @@ class OnePass(threading.Event):
 @pytest.fixture
 def bounded(moto_db, monkeypatch):
     """Tables on moto, and loops that end after one pass."""
-    for module in ("collect_metrics", "escalate_callers"):
-        monkeypatch.setattr(f"queues_app.management.commands.{module}.threading.Event", OnePass)
+    monkeypatch.setattr("queues_app.management.loops.threading.Event", OnePass)  # collect_metrics, escalate_callers
     return moto_db
 
 

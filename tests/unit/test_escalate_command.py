@@ -61,7 +61,7 @@ def test_a_failed_pass_in_a_loop_is_reported_and_the_loop_goes_on(moto_empty, mo
             waits.append(timeout)
             return super().wait(timeout)
 
-    monkeypatch.setattr("queues_app.management.commands.escalate_callers.threading.Event", Counted)
+    monkeypatch.setattr("queues_app.management.loops.threading.Event", Counted)
     err = io.StringIO()
     call_command("escalate_callers", "--every", "2.5", stdout=io.StringIO(), stderr=err)
     assert "escalation pass failed: DynamoDB table 'test-callcenter' does not exist." in err.getvalue()

@@ -180,8 +180,8 @@ class OneTurn(threading.Event):
     ("command", "kind"), [("collect_metrics", heartbeats.COLLECTOR), ("escalate_callers", heartbeats.ESCALATOR)]
 )
 def test_the_command_loops_beat_and_say_stopped(moto_db, monkeypatch, command, kind):
-    module = importlib.import_module(f"queues_app.management.commands.{command}")
-    monkeypatch.setattr(module, "threading", SimpleNamespace(Event=OneTurn))  # this module's Event only
+    loops = importlib.import_module("queues_app.management.loops")
+    monkeypatch.setattr(loops, "threading", SimpleNamespace(Event=OneTurn))  # the loop's Event only
     call_command(command, "--every", "30", stdout=io.StringIO(), stderr=io.StringIO())
     (listed,) = workers(moto_db)
     assert listed.kind == kind and listed.state == STOPPED and listed.handled == 1

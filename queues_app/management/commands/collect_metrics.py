@@ -1,10 +1,8 @@
 """Sample every queue's figures into the metrics history, every few seconds."""
 
-import signal
-import threading
-
 from queues_app.ddb import errors
 from queues_app.management.arguments import CheckedCommand, float_range
+from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.monitoring import heartbeats
 from queues_app.monitoring.sampler import MetricsCollector
@@ -33,18 +31,10 @@ class Command(CheckedCommand):
                 shown = ", ".join(f"{k} {v:g}" for k, v in values.items() if v is not None)
                 self.stdout.write(f"{queue}: {shown}")
             return
-        stop = threading.Event()
-        previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
-        liveness = heartbeats.Heartbeat(heartbeats.COLLECTOR, collector.db, every=max(heartbeats.BEAT_SECONDS, every))
-        try:
-            while not stop.is_set():
-                liveness.beat(handled=liveness.handled + 1)  # passes made
-                try:
-                    collector.sample()
-                except errors.DynamoError as exc:
-                    self.stderr.write(f"sample failed: {exc.message}")
-                stop.wait(every)
-        finally:
-            liveness.stopped()
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+        repeat_until_stopped(
+            heartbeats.COLLECTOR,
+            collector.db,
+            every,
+            collector.sample,
+            lambda problem: self.stderr.write(f"sample failed: {problem}"),
+        )

@@ -1,10 +1,8 @@
-import signal
-import threading
-
 from queues_app.agents.router import Router
 from queues_app.agents.skills import describe_preferences
 from queues_app.ddb import errors
 from queues_app.management.arguments import CheckedCommand, float_range
+from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.monitoring import heartbeats
 
@@ -31,21 +29,13 @@ class Command(CheckedCommand):
             except errors.DynamoError as exc:
                 raise dynamo_failure(exc, router.db, "the escalation pass did not finish") from exc
             return
-        stop = threading.Event()
-        previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
-        liveness = heartbeats.Heartbeat(heartbeats.ESCALATOR, router.db, every=max(heartbeats.BEAT_SECONDS, every))
-        try:
-            while not stop.is_set():
-                liveness.beat(handled=liveness.handled + 1)  # passes made
-                try:
-                    self._escalate(router)
-                except errors.DynamoError as exc:
-                    self.stderr.write(f"escalation pass failed: {exc.message}")
-                stop.wait(every)
-        finally:
-            liveness.stopped()
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+        repeat_until_stopped(
+            heartbeats.ESCALATOR,
+            router.db,
+            every,
+            lambda: self._escalate(router),
+            lambda problem: self.stderr.write(f"escalation pass failed: {problem}"),
+        )
 
     def _escalate(self, router: Router) -> None:
         for call in router.escalate():
