@@ -1,0 +1,379 @@
+"""A Python client of Switchboard's JSON API (`/api/`), for phone systems and other machines.
+
+    from switchboard_client import Switchboard
+
+    with Switchboard("https://switchboard.example.com", token) as sb:
+        call = sb.create_call({"language": "Spanish"})
+        call = sb.wait_for_call(call["call_id"])
+        ...
+        sb.release(call["agent_id"])
+
+Answers are the API's JSON objects (dicts), as `/api/docs` describes them.
+
+Retries: 429 and 503 answers and connection failures are tried again, up to
+`max_retries` times, after the `Retry-After` the server sent (seconds) or else after a
+capped exponential backoff with full jitter. A request is only resent when resending is
+safe: reads, creations (which always carry an `Idempotency-Key`; one is made up when the
+caller gives none, and the same key is sent on every retry), and any request that never
+reached the server (it could not connect). An agent action whose answer was lost on the
+way back is not resent: `Unreachable` says so and the agent can be read to see.
+
+Refusals raise `ApiError` subclasses (`NotFound`, `Conflict`, `InvalidInput`...)
+carrying the problem body: `error`, `message`, `hint`, `fields`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+__all__ = [
+    "ApiError",
+    "Backpressure",
+    "Conflict",
+    "Forbidden",
+    "InvalidInput",
+    "NotFound",
+    "ServerError",
+    "Switchboard",
+    "SwitchboardError",
+    "TooLarge",
+    "Unauthorized",
+    "Unavailable",
+    "Unreachable",
+    "UnsupportedMediaType",
+]
+
+RETRY_STATUSES = (429, 503)
+RELEASE_TARGETS = ("queue", "wrap_up", "offline")
+CALL_STATUSES = ("waiting", "assigned")
+
+
+class SwitchboardError(Exception):
+    """Anything this client raises."""
+
+
+class Unreachable(SwitchboardError):
+    """The server could not be reached (after the retries that were safe to make)."""
+
+
+class ApiError(SwitchboardError):
+    """The API refused or failed a request; `problem` is its JSON body."""
+
+    def __init__(self, status: int, problem: Mapping[str, Any], response: httpx.Response | None = None):
+        self.status = status
+        self.problem = dict(problem)
+        self.response = response
+        self.error: str = str(self.problem.get("error") or f"HTTP {status}")
+        self.message: str = str(self.problem.get("message") or "")
+        self.hint: str | None = self.problem.get("hint")
+        self.fields: dict[str, str] = dict(self.problem.get("fields") or {})
+        self.trace_id: str | None = response.headers.get("X-Trace-Id") if response is not None else None
+        super().__init__(f"{status} {self.error}: {self.message}" if self.message else f"{status} {self.error}")
+
+
+class InvalidInput(ApiError):
+    """400: `fields` names each bad input."""
+
+
+class Unauthorized(ApiError):
+    """401: no token, or one unknown, revoked or expired."""
+
+
+class Forbidden(ApiError):
+    """403: the token may only read."""
+
+
+class NotFound(ApiError):
+    """404: no such call, agent or shipment."""
+
+
+class Conflict(ApiError):
+    """409: the item's state does not allow it (e.g. the agent is already queued)."""
+
+
+class TooLarge(ApiError):
+    """413: the body is larger than the API accepts."""
+
+
+class UnsupportedMediaType(ApiError):
+    """415: the body was not sent as application/json."""
+
+
+class Backpressure(ApiError):
+    """429 after every retry: the queue is past its bound."""
+
+
+class Unavailable(ApiError):
+    """503 after every retry: the server's DynamoDB is unreachable or throttling."""
+
+
+class ServerError(ApiError):
+    """Any other 5xx."""
+
+
+ERRORS: dict[int, type[ApiError]] = {
+    400: InvalidInput,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+    415: UnsupportedMediaType,
+    429: Backpressure,
+    503: Unavailable,
+}
+
+
+def error_for(response: httpx.Response) -> ApiError:
+    """The typed error of a refused request, with its problem body (or the text, when the
+    answer was not the API's JSON, e.g. from a proxy)."""
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = None
+    if not isinstance(problem, dict):
+        problem = {"error": response.reason_phrase or f"HTTP {response.status_code}", "message": response.text[:500]}
+    kind = ERRORS.get(response.status_code)
+    if kind is None:
+        kind = ServerError if response.status_code >= 500 else ApiError
+    return kind(response.status_code, problem, response)
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """The answer's `Retry-After` in seconds, or None when absent or not a number."""
+    value = response.headers.get("Retry-After", "").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def new_idempotency_key() -> str:
+    return uuid.uuid4().hex
+
+
+class Switchboard:
+    """The API at `base_url` (the site, e.g. `http://127.0.0.1:8000`), as the user of
+    `token` (`python manage.py create_api_token USER --name NAME`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        max_retries: int = 5,
+        transport: httpx.BaseTransport | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        max_retry_after: float = 300.0,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ):
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.max_retry_after = max_retry_after
+        self._sleep = sleep
+        self._jitter = jitter
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/api/",
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    # --- the connection ---------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Switchboard:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- calls ----------------------------------------------------------------------
+
+    def create_call(
+        self,
+        preferences: Mapping[str, str],
+        *,
+        priority: int = 0,
+        order: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict:
+        """Place a caller: the call, `assigned` to an agent at once or `waiting`.
+
+        Leave out a dimension (or send "any") for any agent. A key is made up when none is
+        given, so the retries of this request never make a second call; pass your own
+        (e.g. the phone system's call id) to be safe across restarts too."""
+        body: dict[str, Any] = {"preferences": dict(preferences), "priority": priority}
+        if order is not None:
+            body["order"] = order
+        return self._request("POST", "calls", json=body, idempotency_key=idempotency_key or new_idempotency_key())
+
+    def get_call(self, call_id: str) -> dict:
+        return self._request("GET", f"calls/{_segment(call_id)}")
+
+    def abandon_call(self, call_id: str) -> dict:
+        """The caller hung up before being answered."""
+        return self._request("POST", f"calls/{_segment(call_id)}/abandon", retry_unsent_only=True)
+
+    def list_calls(self, status: str, cursor: str | None = None, *, limit: int | None = None) -> dict:
+        """One page of calls: `{"calls": [...], "next_cursor": ...}`. `status` is `waiting`
+        (the line, in order) or `assigned`."""
+        if status not in CALL_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(CALL_STATUSES)}")
+        return self._request("GET", "calls", params=_params(status=status, cursor=cursor, limit=limit))
+
+    def iter_calls(self, status: str, *, limit: int | None = None) -> Iterator[dict]:
+        """Every call of that status, page after page."""
+        return self._pages(lambda cursor: self.list_calls(status, cursor, limit=limit), "calls")
+
+    def wait_for_call(self, call_id: str, *, timeout: float = 60.0, poll_every: float = 1.0) -> dict:
+        """Poll the call until it is no longer waiting (assigned, or ended), or until
+        `timeout` seconds have passed; returns the call as last read."""
+        deadline = time.monotonic() + timeout
+        while True:
+            call = self.get_call(call_id)
+            if call.get("status") != "waiting" or time.monotonic() >= deadline:
+                return call
+            self._sleep(min(poll_every, max(deadline - time.monotonic(), 0)))
+
+    # --- agents ---------------------------------------------------------------------
+
+    def list_agents(
+        self,
+        *,
+        status: str | None = None,
+        skill: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> dict:
+        """One page of agents in id order: `{"agents": [...], "next_cursor": ...}`.
+        `status` is one agent status (`queued`, `attending`...); `skill` is
+        `dimension:value`, e.g. `language:French`."""
+        return self._request("GET", "agents", params=_params(status=status, skill=skill, cursor=cursor, limit=limit))
+
+    def iter_agents(self, *, status: str | None = None, skill: str | None = None) -> Iterator[dict]:
+        return self._pages(lambda cursor: self.list_agents(status=status, skill=skill, cursor=cursor), "agents")
+
+    def get_agent(self, agent_id: str) -> dict:
+        return self._request("GET", f"agents/{_segment(agent_id)}")
+
+    def make_available(self, agent_id: str) -> dict:
+        """`{"agent": ..., "call": ...}`: the agent took the longest-waiting caller they
+        fit (`call`), or was queued (`call` null)."""
+        return self._request("POST", f"agents/{_segment(agent_id)}/available", retry_unsent_only=True)
+
+    def release(self, agent_id: str, then: str = "queue") -> dict:
+        """End the agent's call; then `queue` them again (and perhaps give them the next
+        caller: `call`), or `wrap_up`, or `offline`."""
+        if then not in RELEASE_TARGETS:
+            raise ValueError(f"then must be one of {', '.join(RELEASE_TARGETS)}")
+        return self._request(
+            "POST", f"agents/{_segment(agent_id)}/release", json={"then": then}, retry_unsent_only=True
+        )
+
+    def log_off(self, agent_id: str) -> dict:
+        return self._request("POST", f"agents/{_segment(agent_id)}/offline", retry_unsent_only=True)
+
+    def queues(self) -> dict:
+        """Every skill combination's queue and the number of callers waiting."""
+        return self._request("GET", "queues")
+
+    # --- shipments ------------------------------------------------------------------
+
+    def create_shipment(
+        self,
+        data: Mapping[str, Any],
+        *,
+        tenant: str | None = None,
+        priority: int = 0,
+        delay_seconds: float = 0,
+        idempotency_key: str | None = None,
+    ) -> dict:
+        """Enqueue a shipment (`queue`: `live`, or `spillover` when the tenant is over its
+        rate). A key is made up when none is given, so a retry never enqueues twice."""
+        body: dict[str, Any] = {"data": dict(data), "priority": priority, "delay_seconds": delay_seconds}
+        if tenant is not None:
+            body["tenant"] = tenant
+        return self._request("POST", "shipments", json=body, idempotency_key=idempotency_key or new_idempotency_key())
+
+    def get_shipment(self, shipment_id: str) -> dict:
+        """The shipment with its state, `receive_count` and `failures` (time and reason)."""
+        return self._request("GET", f"shipments/{_segment(shipment_id)}")
+
+    # --- requests -------------------------------------------------------------------
+
+    def _pages(self, fetch: Callable[[str | None], dict], key: str) -> Iterator[dict]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page.get(key) or []
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        retry_unsent_only: bool = False,
+    ) -> dict:
+        """Send, retrying what is safe to retry; the answer's JSON, or a typed error."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(method, path, json=json, params=params, headers=headers)
+            except httpx.TransportError as exc:
+                # Only a request that never left (no connection) may be sent again when
+                # sending it twice could act twice.
+                unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+                if attempt >= self.max_retries or (retry_unsent_only and not unsent):
+                    raise Unreachable(f"{method} /api/{path}: {exc!r}") from exc
+                self._sleep(self._backoff(attempt))
+                attempt += 1
+                continue
+            if response.status_code in RETRY_STATUSES and attempt < self.max_retries:
+                self._sleep(self._delay(response, attempt))
+                attempt += 1
+                continue
+            if response.status_code >= 400:
+                raise error_for(response)
+            return response.json()
+
+    def _delay(self, response: httpx.Response, attempt: int) -> float:
+        told = retry_after_seconds(response)
+        return min(told, self.max_retry_after) if told is not None else self._backoff(attempt)
+
+    def _backoff(self, attempt: int) -> float:
+        """Full jitter: a random wait up to the capped exponential step."""
+        return self._jitter() * min(self.backoff_max, self.backoff_base * 2**attempt)
+
+
+def _segment(item_id: str) -> str:
+    if not item_id:
+        raise ValueError("an id is required")
+    return quote(item_id, safe="")
+
+
+def _params(**given: Any) -> dict[str, Any]:
+    return {name: value for name, value in given.items() if value is not None}
