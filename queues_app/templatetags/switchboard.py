@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 from django import template
 from django.urls import reverse
@@ -57,11 +58,45 @@ def figure(value) -> str:
     return text + "+" if getattr(value, "capped", False) else text
 
 
+# The precisions a time is shown at: its UTC text here, the viewer's local text in
+# static/js/switchboard.js (which reads data-precision).
+PRECISIONS = {
+    "second": "%Y-%m-%d %H:%M:%S",
+    "minute": "%Y-%m-%d %H:%M",
+    "time": "%H:%M:%S",
+}
+
+
+def _moment(stamp) -> datetime | None:
+    """A datetime, a stored ISO timestamp or a stored minute ("2026-11-21T17:03"), in UTC."""
+    if not stamp:
+        return None
+    if isinstance(stamp, datetime):
+        return stamp.astimezone(UTC) if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    try:
+        return from_iso(stamp)
+    except ValueError:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
+
+
 @register.filter
-def clock(stamp) -> str:
-    """An ISO timestamp as "2026-11-21 17:03:12 UTC"."""
-    moment = from_iso(stamp) if stamp else None
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "–"
+def clock(stamp, precision: str = "second") -> str:
+    """A moment as `<time datetime="2026-11-21T17:03:12Z" title="2026-11-21 17:03:12 UTC">` with
+    the UTC text inside; the page's script shows it in the viewer's local time and keeps UTC
+    in the title. `precision` is "second" (the default), "minute" or "time" (the time of day)."""
+    moment = _moment(stamp)
+    if moment is None:
+        return "–"
+    if precision not in PRECISIONS:
+        raise template.TemplateSyntaxError(f"clock: precision is one of {', '.join(PRECISIONS)}, not {precision!r}")
+    utc = moment.strftime(PRECISIONS["second"]) + " UTC"
+    return format_html(
+        '<time datetime="{}" title="{}" data-precision="{}">{}</time>',
+        moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        utc,
+        precision,
+        moment.strftime(PRECISIONS[precision]) + " UTC",
+    )
 
 
 @register.filter
