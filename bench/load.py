@@ -1,0 +1,984 @@
+"""Load test: the production shape under a phone system, supervisors and a shipment
+producer at once, the call rate stepped up until the API slows down or fails.
+
+    .venv/bin/python -m bench.load [--json] [--rates 5,10,20,40,80,160] [--step-seconds 60]
+                                   [--supervisors 20] [--shipment-rate 5] [--agents 400]
+                                   [--handle-seconds 4] [--web-workers 4] [--shipment-workers 2]
+                                   [--p95-limit 1.0] [--no-meter] [--seed 7] [--warmup 1]
+                                   [--endpoint URL] [--smoke]
+
+What runs, as `manage.py serve` runs it (DEBUG off, a generated SECRET_KEY, static files
+collected and served by WhiteNoise), on fresh tables under a prefix of their own and a
+Django database of its own (SQLite in a temporary folder; users, sessions, API tokens):
+
+- gunicorn with `--web-workers` sync workers, `escalate_callers` and
+  `--shipment-workers` `run_shipment_worker` processes, each in a process group of its
+  own (`queues_app.management.children`), all stopped at the end, on Ctrl-C or failure;
+- `--agents` agents (one to three languages, one gender), made available before the run.
+
+Then, at once, from this process (threads, httpx):
+
+- the phone system: callers arriving at the step's rate (a Poisson stream) through
+  `POST /api/calls` with random preferences (`switchboard_client.Switchboard` when the
+  module is importable, else the same calls made here); an assigned call's agent is
+  released after a handle time drawn uniformly from 0.5x to 1.5x `--handle-seconds`
+  (`POST /api/agents/<id>/release` with `then: wrap_up`), then made available again
+  after a wrap-up of up to a second (`POST /api/agents/<id>/available`, which may hand
+  them a waiting caller at once); a waiting call is read again (`GET /api/calls/<id>`)
+  about every two seconds until an agent has it (the escalation loop may assign it);
+- `--supervisors` supervisors, each logged in with a session of their own, asking for
+  every overview panel (`/?panel=<name>`, as htmx does) every 2 s, and now and then (one
+  round in ten) opening a list page;
+- a shipment producer at `--shipment-rate` a second through `POST /api/shipments`.
+
+The call rate goes through `--rates` one step of `--step-seconds` each (after
+`--warmup` x 10 s at the first rate, not measured) and stops after the first step where
+the p95 latency of `POST /api/calls` passes `--p95-limit` seconds or any request fails
+(a status other than the expected ones, or no answer). Latencies of arrivals (calls,
+shipments) run from the moment the arrival was due, so a driver that falls behind shows
+as latency, not as a lower rate. Reported per step and endpoint: count, p50/p95/p99,
+failures and 5xx; the highest rate held (p95 within the limit, no failure, and at least
+90% of the due calls placed); the machine's CPU use and load average.
+
+DynamoDB's side is metered between the servers and DynamoDB: every process's requests
+go through a small counting proxy (a separate process), which adds up, per second,
+requests by operation and the capacity units DynamoDB returns (the clients ask for
+them), by table, read or write. DynamoDB Local reports capacity for queries, scans and
+transactions only; single-item reads and writes are counted as real DynamoDB would
+charge items under 1 KB (1 WCU a write, 1 RCU a strongly consistent read, 0.5 an
+eventually consistent one) and reported apart as `estimated`. Per call means the whole
+step's DynamoDB traffic (supervisors, shipments and workers included) over the calls
+placed in it; `python -m bench.scale` measures each operation on its own.
+
+At the end `manage.py audit_queues` checks the stored data (0 violations expected).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import http.client
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+
+from bench import harness
+from queues_app.management.children import stop_on_sigterm
+
+PANELS = ("calls", "shipments", "tasks", "grid", "history", "capacity")
+LIST_PAGES = ("/agents/", "/calls/", "/shipments/", "/queues/", "/tasks/", "/audit/")
+CREATE_CALL = "POST /api/calls"
+GET_CALL = "GET /api/calls/<id>"
+RELEASE = "POST /api/agents/<id>/release"
+AVAILABLE = "POST /api/agents/<id>/available"
+SHIPMENT = "POST /api/shipments"
+PANEL = "GET /?panel=<name>"
+LIST = "GET <list page>"
+ENDPOINTS = (CREATE_CALL, GET_CALL, RELEASE, AVAILABLE, SHIPMENT, PANEL, LIST)
+SUPERVISOR_PASSWORD = "load-test-supervisor"  # throwaway users in a throwaway database
+READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
+SINGLE_ITEM = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
+
+
+@dataclass
+class LoadParameters:
+    rates: tuple[int, ...] = (5, 10, 20, 40, 80, 160)
+    step_seconds: float = 60.0
+    supervisors: int = 20
+    shipment_rate: float = 5.0
+    agents: int = 400
+    handle_seconds: float = 4.0
+    web_workers: int = 4
+    shipment_workers: int = 2
+    p95_limit: float = 1.0
+    meter: bool = True
+    seed: int = 7
+    warmup: int = 1
+
+
+SMOKE = dict(rates=(2,), step_seconds=8.0, supervisors=2, shipment_rate=1.0, agents=12, warmup=0)
+
+
+# --- the DynamoDB meter between the servers and DynamoDB --------------------------------------
+
+
+class MeterProxy(ThreadingHTTPServer):
+    """Forwards DynamoDB's JSON protocol to `upstream` and adds up, per second, what went
+    through: {second: {"ops": {op: [requests, errors]}, "cu": {"table|read": units},
+    "estimated": {"table|write": units}}}. `GET /__meter__` answers the lot as JSON."""
+
+    daemon_threads = True
+
+    def __init__(self, port: int, upstream: str, prefix: str):
+        super().__init__(("127.0.0.1", port), _MeterHandler)
+        url = urlparse(upstream)
+        self.upstream_host, self.upstream_port = url.hostname or "127.0.0.1", url.port or 80
+        self.prefix = prefix
+        self.lock = threading.Lock()
+        self.seconds: dict[int, dict] = {}
+        self.local = threading.local()
+
+    def connection(self, fresh: bool = False) -> http.client.HTTPConnection:
+        if fresh or getattr(self.local, "conn", None) is None:
+            self.local.conn = http.client.HTTPConnection(self.upstream_host, self.upstream_port, timeout=60)
+        return self.local.conn
+
+    def table(self, name: str | None) -> str:
+        return (name or "?").removeprefix(self.prefix)
+
+    def record(self, operation: str, request: bytes, status: int, answer: bytes) -> None:
+        kind = "read" if operation in READS else "write"
+        measured: dict[str, float] = defaultdict(float)
+        estimated: dict[str, float] = defaultdict(float)
+        try:
+            sent = json.loads(request or b"{}")
+            received = json.loads(answer or b"{}")
+        except ValueError:
+            sent, received = {}, {}
+        entries = received.get("ConsumedCapacity") or []
+        for entry in [entries] if isinstance(entries, dict) else entries:
+            measured[f"{self.table(entry.get('TableName'))}|{kind}"] += float(entry.get("CapacityUnits") or 0)
+        if not entries and status < 400 and operation in SINGLE_ITEM:
+            # DynamoDB Local leaves it out for single items: what DynamoDB charges for one under 1 KB.
+            units = 1.0 if kind == "write" or sent.get("ConsistentRead") else 0.5
+            estimated[f"{self.table(sent.get('TableName'))}|{kind}"] += units
+        second = int(time.time())
+        with self.lock:
+            bucket = self.seconds.setdefault(second, {"ops": {}, "cu": defaultdict(float), "estimated": {}})
+            counts = bucket["ops"].setdefault(operation, [0, 0])
+            counts[0] += 1
+            counts[1] += 1 if status >= 400 else 0
+            for key, units in measured.items():
+                bucket["cu"][key] += units
+            for key, units in estimated.items():
+                bucket["estimated"][key] = bucket["estimated"].get(key, 0.0) + units
+
+    def dump(self) -> bytes:
+        with self.lock:
+            return json.dumps({str(k): v for k, v in self.seconds.items()}).encode()
+
+
+class _MeterHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pool expects
+    server: MeterProxy
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+    def do_GET(self):
+        body = self.server.dump() if self.path == "/__meter__" else b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        request = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length")}
+        for attempt in (0, 1):
+            try:
+                conn = self.server.connection(fresh=attempt == 1)
+                conn.request("POST", self.path, request, headers)
+                answer = conn.getresponse()
+                data = answer.read()
+                break
+            except (OSError, http.client.HTTPException):
+                if attempt:
+                    self.close_connection = True
+                    return
+        self.send_response(answer.status)
+        for name, value in answer.getheaders():
+            if name.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        operation = (self.headers.get("X-Amz-Target") or "?").rpartition(".")[2]
+        self.server.record(operation, request, answer.status, data)
+
+
+def serve_meter(port: int, upstream: str, prefix: str) -> None:
+    """The proxy's process: serves until terminated."""
+    MeterProxy(port, upstream, prefix).serve_forever(poll_interval=0.2)
+
+
+def meter_figures(buckets: dict, began: float, ended: float) -> dict:
+    """What the proxy counted in the seconds [began, ended)."""
+    ops: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    cu: dict[str, float] = defaultdict(float)
+    estimated: dict[str, float] = defaultdict(float)
+    for second, bucket in buckets.items():
+        if int(began) <= int(second) < int(ended):
+            for op, (n, errors) in bucket["ops"].items():
+                ops[op][0] += n
+                ops[op][1] += errors
+            for key, units in bucket["cu"].items():
+                cu[key] += units
+            for key, units in bucket["estimated"].items():
+                estimated[key] += units
+    return {"ops": dict(ops), "cu": dict(cu), "estimated": dict(estimated)}
+
+
+# --- the phone system's client ----------------------------------------------------------------
+
+
+class ApiFailure(Exception):
+    """A refusal or failure of the API: `status` (0 when nothing answered)."""
+
+    def __init__(self, status: int, message: str = ""):
+        super().__init__(f"{status} {message}".strip())
+        self.status = status
+
+
+class HttpPhone:
+    """The phone system's calls, made here: the interface of `switchboard_client.Switchboard`
+    (create_call, get_call, make_available, release, create_shipment), answers as dicts."""
+
+    def __init__(self, base_url: str, token: str, *, client: httpx.Client):
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def _send(self, method: str, path: str, body: dict | None = None) -> dict:
+        try:
+            answer = self.client.request(method, self.base_url + path, json=body, headers=self.headers)
+        except httpx.HTTPError as exc:
+            raise ApiFailure(0, type(exc).__name__) from exc
+        if answer.status_code >= 300:
+            raise ApiFailure(answer.status_code, answer.text[:200])
+        return answer.json()
+
+    def create_call(self, preferences: dict, priority: int = 0) -> dict:
+        return self._send("POST", "/api/calls", {"preferences": preferences, "priority": priority})
+
+    def get_call(self, call_id: str) -> dict:
+        return self._send("GET", f"/api/calls/{call_id}")
+
+    def make_available(self, agent_id: str) -> dict:
+        return self._send("POST", f"/api/agents/{agent_id}/available", {})
+
+    def release(self, agent_id: str, then: str = "queue") -> dict:
+        return self._send("POST", f"/api/agents/{agent_id}/release", {"then": then})
+
+    def create_shipment(self, data: dict, tenant: str | None = None, priority: int = 0) -> dict:
+        return self._send("POST", "/api/shipments", {"data": data, "tenant": tenant, "priority": priority})
+
+
+def phone_client(base_url: str, token: str, client: httpx.Client) -> Any:
+    """`switchboard_client.Switchboard` when the repository has it, else `HttpPhone`."""
+    try:
+        from switchboard_client import Switchboard
+    except ImportError:
+        return HttpPhone(base_url, token, client=client)
+    # No retries: a refusal is counted, not hidden in a longer latency.
+    return Switchboard(base_url, token, timeout=30.0, max_retries=0)
+
+
+def failure_status(exc: BaseException) -> int:
+    """The HTTP status a client's exception carries (0: no answer, or unknown)."""
+    for name in ("status", "status_code"):
+        value = getattr(exc, name, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    return int(getattr(response, "status_code", 0) or 0)
+
+
+# --- what the driver records -----------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    endpoint: str
+    at: float  # when it was due (arrivals) or sent (the rest), time.time()
+    seconds: float
+    status: int  # the HTTP status; 0 when nothing answered
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.samples: list[Sample] = []
+        self.lag_max = 0.0
+
+    def add(self, endpoint: str, at: float, seconds: float, status: int) -> None:
+        with self.lock:
+            self.samples.append(Sample(endpoint, at, seconds, status))
+
+    def between(self, began: float, ended: float) -> list[Sample]:
+        with self.lock:
+            return [s for s in self.samples if began <= s.at < ended]
+
+
+def endpoint_figures(samples: list[Sample]) -> dict:
+    """Per endpoint: count, p50/p95/p99 (ms), failures (no answer, 5xx or an unexpected
+    4xx), 5xx, statuses."""
+    figures = {}
+    for endpoint in ENDPOINTS:
+        mine = [s for s in samples if s.endpoint == endpoint]
+        if not mine:
+            continue
+        times = [s.seconds for s in mine]
+        statuses: dict[str, int] = defaultdict(int)
+        for s in mine:
+            statuses[str(s.status)] += 1
+        figures[endpoint] = {
+            "count": len(mine),
+            **{f"p{p}_ms": round(1000 * (harness.percentile(times, p / 100) or 0), 1) for p in (50, 95, 99)},
+            "failures": sum(1 for s in mine if s.status == 0 or s.status >= 400),
+            "5xx": sum(1 for s in mine if s.status >= 500),
+            "statuses": dict(statuses),
+        }
+    return figures
+
+
+# --- the workload ---------------------------------------------------------------------------
+
+
+class PhoneSystem:
+    """Callers arriving, agents released and made available again, waiting calls followed."""
+
+    def __init__(self, phone: Any, recorder: Recorder, params: LoadParameters, rng: random.Random, catalog):
+        self.phone, self.recorder, self.params, self.rng = phone, recorder, params, rng
+        self.dimensions = list(catalog.dimensions)
+        self.rate = 0.0
+        self.stopping = threading.Event()
+        self.pool = ThreadPoolExecutor(max_workers=160, thread_name_prefix="phone")
+        self.timers: list[tuple[float, int, str, str]] = []  # (due, seq, action, agent or call id)
+        self.timers_lock = threading.Condition()
+        self.seq = 0
+        self.handled_calls: set[str] = set()
+        self.waiting: dict[str, float] = {}  # call id -> when to read it again
+        self.placed = 0
+        self.threads = [
+            threading.Thread(target=self._arrivals, name="arrivals", daemon=True),
+            threading.Thread(target=self._timers, name="agents", daemon=True),
+            threading.Thread(target=self._follow_waiting, name="waiting", daemon=True),
+        ]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self.timers_lock:
+            self.timers_lock.notify_all()
+        for thread in self.threads:
+            if thread.is_alive():
+                thread.join(timeout=30)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _timed(self, endpoint: str, due: float, action):
+        try:
+            answer = action()
+        except Exception as exc:  # the API's refusal or no answer: recorded, the load goes on
+            self.recorder.add(endpoint, due, time.time() - due, failure_status(exc))
+            return None
+        self.recorder.add(endpoint, due, time.time() - due, 200)
+        return answer
+
+    def _preferences(self) -> dict:
+        prefs = {}
+        for name, values in self.dimensions:
+            any_share = 0.25 if name.startswith("language") else 0.6
+            prefs[name] = "any" if self.rng.random() < any_share else self.rng.choice(list(values))
+        return prefs
+
+    def _arrivals(self) -> None:
+        due = time.time()
+        while not self.stopping.is_set():
+            rate = self.rate
+            if rate <= 0:
+                time.sleep(0.05)
+                due = time.time()
+                continue
+            due += self.rng.expovariate(rate)
+            delay = due - time.time()
+            if delay > 0:
+                self.stopping.wait(delay)
+            else:
+                self.recorder.lag_max = max(self.recorder.lag_max, -delay)
+            if self.stopping.is_set():
+                break
+            self.placed += 1
+            self.pool.submit(self._place, due, self._preferences())
+
+    def _place(self, due: float, preferences: dict) -> None:
+        call = self._timed(CREATE_CALL, due, lambda: self.phone.create_call(preferences))
+        if call:
+            self._follow(call)
+
+    def _follow(self, call: dict) -> None:
+        """An assigned call's agent is released after a handle time; a waiting one is read again."""
+        call_id = call.get("call_id")
+        if not call_id:
+            return
+        if call.get("status") == "assigned" and call.get("agent_id"):
+            with self.timers_lock:
+                if call_id in self.handled_calls:
+                    return
+                self.handled_calls.add(call_id)
+                self.waiting.pop(call_id, None)
+            handle = self.params.handle_seconds * self.rng.uniform(0.5, 1.5)
+            self._later(handle, "release", call["agent_id"])
+        elif call.get("status") == "waiting":
+            with self.timers_lock:
+                if call_id not in self.handled_calls:
+                    self.waiting.setdefault(call_id, time.time() + 2.0)
+
+    def _later(self, seconds: float, action: str, target: str) -> None:
+        with self.timers_lock:
+            self.seq += 1
+            heapq.heappush(self.timers, (time.time() + seconds, self.seq, action, target))
+            self.timers_lock.notify()
+
+    def _timers(self) -> None:
+        while not self.stopping.is_set():
+            with self.timers_lock:
+                while not self.stopping.is_set() and (not self.timers or self.timers[0][0] > time.time()):
+                    wait = self.timers[0][0] - time.time() if self.timers else 1.0
+                    self.timers_lock.wait(max(0.001, min(wait, 1.0)))
+                if self.stopping.is_set():
+                    return
+                due, _, action, target = heapq.heappop(self.timers)
+            self.pool.submit(self._agent_step, action, target)
+
+    def _agent_step(self, action: str, agent_id: str) -> None:
+        sent = time.time()
+        if action == "release":
+            if self._timed(RELEASE, sent, lambda: self.phone.release(agent_id, then="wrap_up")) is not None:
+                self._later(self.rng.uniform(0.0, 1.0), "available", agent_id)
+            return
+        answer = self._timed(AVAILABLE, sent, lambda: self.phone.make_available(agent_id))
+        if answer and answer.get("call"):
+            self._follow(answer["call"])
+
+    def _follow_waiting(self) -> None:
+        while not self.stopping.is_set():
+            now = time.time()
+            with self.timers_lock:
+                due = [call_id for call_id, at in self.waiting.items() if at <= now][:50]
+                for call_id in due:
+                    self.waiting[call_id] = now + 2.0
+            for call_id in due:
+                self.pool.submit(self._read_call, call_id)
+            self.stopping.wait(0.5)
+
+    def _read_call(self, call_id: str) -> None:
+        call = self._timed(GET_CALL, time.time(), lambda: self.phone.get_call(call_id))
+        if call:
+            self._follow(call)
+
+
+class Supervisor(threading.Thread):
+    """A logged-in supervisor with the overview open: every panel every 2 s, a list page now and then."""
+
+    def __init__(self, base_url: str, username: str, recorder: Recorder, stopping: threading.Event, seed: int):
+        super().__init__(name=f"supervisor-{username}", daemon=True)
+        self.base_url, self.username, self.recorder, self.stopping = base_url, username, recorder, stopping
+        self.rng = random.Random(seed)
+        self.client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False)
+
+    def log_in(self) -> None:
+        self.client.get("/login/")
+        answer = self.client.post(
+            "/login/",
+            data={
+                "username": self.username,
+                "password": SUPERVISOR_PASSWORD,
+                "csrfmiddlewaretoken": self.client.cookies.get("csrftoken", ""),
+            },
+        )
+        if answer.status_code != 302 or "sessionid" not in self.client.cookies:
+            raise RuntimeError(f"{self.username} could not log in ({answer.status_code})")
+
+    def _get(self, endpoint: str, path: str, **headers: str) -> None:
+        sent = time.time()
+        try:
+            status = self.client.get(path, headers=headers).status_code
+        except httpx.HTTPError:
+            status = 0
+        self.recorder.add(endpoint, sent, time.time() - sent, status)
+
+    def run(self) -> None:
+        self.stopping.wait(self.rng.uniform(0, 2.0))  # tabs opened at different moments
+        while not self.stopping.is_set():
+            began = time.monotonic()
+            for panel in PANELS:
+                self._get(PANEL, f"/?panel={panel}", **{"HX-Request": "true"})
+            if self.rng.random() < 0.1:
+                self._get(LIST, self.rng.choice(LIST_PAGES))
+            self.stopping.wait(max(0.0, 2.0 - (time.monotonic() - began)))
+        self.client.close()
+
+
+class ShipmentProducer(threading.Thread):
+    def __init__(self, phone: Any, recorder: Recorder, rate: float, stopping: threading.Event, seed: int):
+        super().__init__(name="shipments", daemon=True)
+        self.phone, self.recorder, self.rate, self.stopping = phone, recorder, rate, stopping
+        self.rng = random.Random(seed)
+        self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="shipments")
+
+    def run(self) -> None:
+        due = time.time()
+        index = 0
+        while self.rate > 0 and not self.stopping.is_set():
+            due += self.rng.expovariate(self.rate)
+            self.stopping.wait(max(0.0, due - time.time()))
+            index += 1
+            data = {"to": self.rng.choice(("Porto", "Lyon", "Kraków", "Gent")), "parcels": index % 4 + 1}
+            tenant = self.rng.choice(("acme", "globex", "initech"))
+            self.pool.submit(self._send, due, data, tenant)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _send(self, due: float, data: dict, tenant: str) -> None:
+        try:
+            self.phone.create_shipment(data, tenant=tenant)
+            status = 201
+        except Exception as exc:  # recorded; the load goes on
+            status = failure_status(exc)
+        self.recorder.add(SHIPMENT, due, time.time() - due, status)
+
+
+# --- the servers ------------------------------------------------------------------------------
+
+
+class LoggedChildren:
+    """The servers, each in a process group of its own with its output in a log file;
+    stopped together (`queues_app.management.children.Children`)."""
+
+    def __init__(self, logs: Path):
+        from queues_app.management.children import Children
+
+        self.children = Children()
+        self.logs = logs
+
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the child keeps it open
+        process = subprocess.Popen(
+            args, cwd=harness.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+        self.children.processes[name] = process
+        return process
+
+    def exited(self) -> list[str]:
+        return [f"{n} (exit {p.returncode})" for n, p in self.children.processes.items() if p.poll() is not None]
+
+    def stop(self) -> None:
+        self.children.stop(timeout=35)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_up(base_url: str, children: LoggedChildren, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if children.exited():
+            raise RuntimeError(f"a server exited while starting: {', '.join(children.exited())}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(base_url + "/healthz", timeout=2).status_code == 200:
+                return
+        time.sleep(0.3)
+    raise RuntimeError(f"the web server did not answer {base_url}/healthz within {timeout:.0f} s")
+
+
+def cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as stat:
+        parts = [int(x) for x in stat.readline().split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
+    return sum(parts) - idle, sum(parts)
+
+
+@dataclass
+class LoadRun:
+    parameters: LoadParameters
+    tables_prefix: str = ""
+    client: str = ""
+    machine: dict = field(default_factory=dict)
+    steps: list[dict] = field(default_factory=list)
+    highest_rate_held: int | None = None
+    audit: dict = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict:
+        return {
+            "parameters": {**asdict(self.parameters), "rates": list(self.parameters.rates)},
+            "tables_prefix": self.tables_prefix,
+            "client": self.client,
+            "machine": self.machine,
+            "steps": self.steps,
+            "highest_rate_held": self.highest_rate_held,
+            "audit": self.audit,
+            "problems": self.problems,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def prepare_database() -> str:
+    """This run's Django database, migrated; the phone system's API token (a supervisor's)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.core.management import call_command
+
+    from queues_app.models import ApiToken
+    from queues_app.roles import SUPERVISORS
+
+    call_command("migrate", "--noinput", verbosity=0)
+    group, _ = Group.objects.get_or_create(name=SUPERVISORS)
+    User = get_user_model()
+    phone_user = User.objects.create_user("phone-system", password=uuid.uuid4().hex)
+    phone_user.groups.add(group)
+    return ApiToken.issue(phone_user, "load test")[1]
+
+
+def create_supervisors(count: int) -> list[str]:
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
+    from django.contrib.auth.models import Group
+
+    from queues_app.roles import SUPERVISORS
+
+    group = Group.objects.get(name=SUPERVISORS)
+    User = get_user_model()
+    hashed = make_password(SUPERVISOR_PASSWORD)  # hashed once: the hasher is slow on purpose
+    names = [f"supervisor-{i:02d}" for i in range(count)]
+    for name in names:
+        user = User.objects.create(username=name, password=hashed, is_staff=True)
+        user.groups.add(group)
+    return names
+
+
+def seed_agents(db, count: int, rng: random.Random) -> None:
+    """`count` agents (one to three languages, one gender), every one made available."""
+    from queues_app.agents.roster import Agents
+    from queues_app.agents.router import Router
+
+    agents = Agents(db)
+    dims = dict(agents.catalog.dimensions)
+    built = []
+    for index in range(count):
+        skills = {}
+        for name, values in dims.items():
+            size = rng.randint(1, min(3, len(values))) if name.startswith("language") else 1
+            skills[name] = rng.sample(list(values), size)
+        built.append(agents.build(f"Agent {index:04d}", skills, agent_id=f"a{index:04d}"))
+    agents.create_many(built)
+    router = Router(db)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda agent: router.make_available(agent.agent_id), built))
+
+
+def run_audit(manage: list[str], env: dict[str, str]) -> dict:
+    began = time.perf_counter()
+    finished = subprocess.run(
+        [*manage, "audit_queues"], cwd=harness.ROOT, env=env, capture_output=True, text=True, timeout=900
+    )
+    lines = (finished.stdout + finished.stderr).strip().splitlines()
+    return {
+        "ok": finished.returncode == 0,
+        "summary": lines[-1] if lines else "",
+        "violations": [line for line in lines[:-1] if line.strip()][:20],
+        "seconds": round(time.perf_counter() - began, 1),
+    }
+
+
+def step_figures(
+    rate: int, began: float, ended: float, recorder: Recorder, placed: int, buckets: dict | None, cpu: tuple
+) -> dict:
+    samples = recorder.between(began, ended)
+    endpoints = endpoint_figures(samples)
+    seconds = ended - began
+    calls = endpoints.get(CREATE_CALL, {}).get("count", 0)
+    figures: dict[str, Any] = {
+        "rate": rate,
+        "seconds": round(seconds, 1),
+        "calls_due": placed,
+        "calls_per_s": round(calls / seconds, 2),
+        "endpoints": endpoints,
+        "failures": sum(e["failures"] for e in endpoints.values()),
+        "5xx": sum(e["5xx"] for e in endpoints.values()),
+        "cpu_busy": cpu[0],
+        "load_average": cpu[1],
+        "dynamodb": None,
+    }
+    if buckets is not None:
+        metered = meter_figures(buckets, began, ended)
+        requests = sum(n for n, _ in metered["ops"].values())
+        per = max(calls, 1)
+
+        def units(kind: str, which: str = "cu") -> float:
+            return sum(v for k, v in metered[which].items() if k.endswith("|" + kind))
+
+        by_table: dict[str, dict[str, float]] = defaultdict(dict)
+        for which in ("cu", "estimated"):
+            for key, value in metered[which].items():
+                table, _, kind = key.partition("|")
+                name = f"{kind}_cu" if which == "cu" else f"{kind}_cu_estimated"
+                by_table[table][name] = round(by_table[table].get(name, 0) + value / per, 3)
+        figures["dynamodb"] = {
+            "requests_per_s": round(requests / seconds, 1),
+            "requests_per_call": round(requests / per, 2),
+            "read_cu_per_call": round(units("read") / per, 2),
+            "write_cu_per_call": round(units("write") / per, 2),
+            "read_cu_estimated_per_call": round(units("read", "estimated") / per, 2),
+            "write_cu_estimated_per_call": round(units("write", "estimated") / per, 2),
+            "by_operation_per_call": {op: round(n / per, 2) for op, (n, _) in sorted(metered["ops"].items())},
+            "errors": {op: e for op, (_, e) in metered["ops"].items() if e},
+            "by_table_per_call": dict(by_table),
+        }
+    return figures
+
+
+def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harness.progress) -> LoadRun:
+    """The whole run; `workdir` holds this run's Django database (DATABASE_URL), static
+    files and the servers' logs, and is removed at the end."""
+    from queues_app.agents.skills import SkillCatalog
+    from queues_app.ddb import schema
+    from queues_app.ddb.client import Dynamo
+    from queues_app.management.commands.serve import BACKGROUND, production_env
+
+    run = LoadRun(params)
+    began = time.perf_counter()
+    rng = random.Random(params.seed)
+    prefix = run.tables_prefix = f"load-{uuid.uuid4().hex[:8]}-"
+    db = Dynamo(prefix=prefix, endpoint_url=endpoint, region="us-east-1", read_timeout=60)
+    children = LoggedChildren(workdir)
+    meter_process = None
+    stopping = threading.Event()
+    phone_system: PhoneSystem | None = None
+    threads: list[threading.Thread] = []
+    manage = [sys.executable, str(harness.ROOT / "manage.py")]
+    env = production_env(dict(os.environ))
+    env.update(
+        STATIC_ROOT=str(workdir / "static"),
+        DYNAMODB_ENDPOINT_URL=endpoint,
+        DYNAMODB_TABLE_PREFIX=prefix,
+        LOG_LEVEL="WARNING",
+    )
+    try:
+        schema.create_tables(db)
+        token = prepare_database()
+        supervisors = create_supervisors(params.supervisors)
+        log(f"seeding {params.agents} agents ...")
+        seed_agents(db, params.agents, rng)
+
+        served_endpoint = endpoint
+        if params.meter:
+            meter_port = free_port()
+            meter_process = multiprocessing.get_context("spawn").Process(
+                target=serve_meter, args=(meter_port, endpoint, prefix), daemon=True, name="dynamodb-meter"
+            )
+            meter_process.start()
+            served_endpoint = f"http://127.0.0.1:{meter_port}"
+            for _ in range(100):
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", meter_port), timeout=0.2):
+                    break
+                time.sleep(0.1)
+
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        env["DYNAMODB_ENDPOINT_URL"] = served_endpoint
+        subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
+        gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+        gunicorn += ["--workers", str(params.web_workers), "--no-control-socket", "--timeout", "60"]
+        children.start("gunicorn", gunicorn, env)
+        children.start("escalate_callers", [*manage, *BACKGROUND["escalate_callers"]], env)
+        for index in range(params.shipment_workers):
+            children.start(f"run_shipment_worker-{index + 1}", [*manage, *BACKGROUND["run_shipment_worker"]], env)
+        wait_until_up(base_url, children)
+        log(f"serving at {base_url}: gunicorn x{params.web_workers}, escalation, {params.shipment_workers} workers")
+
+        recorder = Recorder()
+        http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=200, max_keepalive_connections=200))
+        phone = phone_client(base_url, token, http)
+        run.client = type(phone).__module__ + "." + type(phone).__name__
+        phone_system = PhoneSystem(phone, recorder, params, rng, SkillCatalog.from_settings())
+        for index, name in enumerate(supervisors):
+            supervisor = Supervisor(base_url, name, recorder, stopping, params.seed + index)
+            supervisor.log_in()
+            threads.append(supervisor)
+        threads.append(ShipmentProducer(phone, recorder, params.shipment_rate, stopping, params.seed))
+        run.machine = {"cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+        phone_system.start()
+        for thread in threads:
+            thread.start()
+
+        plan = [(params.rates[0], 10.0 * params.warmup, False)] if params.warmup else []
+        plan += [(rate, params.step_seconds, True) for rate in params.rates]
+        for rate, seconds, measured in plan:
+            phone_system.rate = rate
+            placed_before = phone_system.placed
+            cpu_before = cpu_times()
+            step_began = time.time()
+            stopping.wait(seconds)
+            step_ended = time.time()
+            cpu_after = cpu_times()
+            if children.exited():
+                run.problems.append(f"a server exited during the load: {', '.join(children.exited())}")
+                break
+            if not measured:
+                log(f"warm-up at {rate} calls/s done")
+                continue
+            time.sleep(1.5)  # answers to the step's last requests
+            busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
+            buckets = None
+            if meter_process is not None:
+                buckets = json.loads(httpx.get(f"{served_endpoint}/__meter__", timeout=30).content)
+            step = step_figures(
+                rate,
+                step_began,
+                step_ended,
+                recorder,
+                phone_system.placed - placed_before,
+                buckets,
+                (round(busy, 2), round(os.getloadavg()[0], 2)),
+            )
+            calls = step["endpoints"].get(CREATE_CALL, {})
+            p95 = calls.get("p95_ms", 0) / 1000
+            step["held"] = bool(
+                calls
+                and p95 <= params.p95_limit
+                and step["failures"] == 0
+                and calls.get("count", 0) >= 0.9 * step["calls_due"]
+            )
+            run.steps.append(step)
+            log(
+                f"{rate} calls/s: {calls.get('count', 0)} calls, p50 {calls.get('p50_ms')} ms, "
+                f"p95 {calls.get('p95_ms')} ms, {step['failures']} failures ({step['5xx']} 5xx), CPU {busy:.0%}"
+                + ("" if step["held"] else "  -> not held")
+            )
+            if step["held"]:
+                run.highest_rate_held = rate
+            else:
+                break
+        run.machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        run.machine["driver_lag_max_s"] = round(recorder.lag_max, 3)
+    finally:
+        stopping.set()
+        if phone_system is not None:
+            phone_system.stop()
+        for thread in threads:
+            if thread.is_alive():
+                thread.join(timeout=30)
+        children.stop()
+        if meter_process is not None:
+            meter_process.terminate()
+            meter_process.join(10)
+    try:
+        env["DYNAMODB_ENDPOINT_URL"] = endpoint
+        log("audit_queues ...")
+        run.audit = run_audit(manage, env)
+        if not run.audit["ok"]:
+            run.problems.append(f"audit_queues: {run.audit['summary']}")
+    finally:
+        schema.delete_tables(db)
+        shutil.rmtree(workdir, ignore_errors=True)
+    internal = sum(e["statuses"].get("500", 0) for step in run.steps for e in step["endpoints"].values())
+    if internal:
+        # 503 and 429 shed load on purpose; a 500 is a fault whatever the load.
+        run.problems.append(f"{internal} answers were 500 (internal error)")
+    if not run.steps:
+        run.problems.append("no step was measured")
+    run.seconds = time.perf_counter() - began
+    return run
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def report(run: LoadRun, where: str) -> str:
+    p = run.parameters
+    lines = [
+        f"Load test on {where}: gunicorn x{p.web_workers}, escalate_callers, {p.shipment_workers} shipment "
+        f"workers; {p.agents} agents, {p.supervisors} supervisors, {p.shipment_rate:g} shipments/s, "
+        f"handle time {p.handle_seconds:g} s, steps of {p.step_seconds:g} s; client {run.client}",
+        f"Machine: {run.machine.get('cpus')} CPUs, load average before {run.machine.get('load_average_before')}, "
+        f"after {run.machine.get('load_average_after')}; driver lag at most {run.machine.get('driver_lag_max_s')} s",
+        "",
+    ]
+    for step in run.steps:
+        lines.append(
+            f"{step['rate']} calls/s ({step['calls_per_s']} placed/s, CPU {step['cpu_busy']:.0%}, "
+            f"load {step['load_average']}): {'held' if step['held'] else 'NOT held'}"
+        )
+        lines.append(
+            f"  {'endpoint':<32} {'count':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'fail':>5} {'5xx':>4}"
+        )
+        for name, e in step["endpoints"].items():
+            lines.append(
+                f"  {name:<32} {e['count']:>6} {e['p50_ms']:>8} {e['p95_ms']:>8} {e['p99_ms']:>8} "
+                f"{e['failures']:>5} {e['5xx']:>4}"
+            )
+        d = step["dynamodb"]
+        if d:
+            lines.append(
+                f"  DynamoDB: {d['requests_per_s']} requests/s, {d['requests_per_call']} per call; per call "
+                f"{d['read_cu_per_call']} RCU + {d['write_cu_per_call']} WCU reported, "
+                f"{d['read_cu_estimated_per_call']} RCU + {d['write_cu_estimated_per_call']} WCU estimated"
+            )
+            lines.append(f"  by operation per call: {d['by_operation_per_call']}")
+        lines.append("")
+    lines.append(f"Highest rate held: {run.highest_rate_held} calls/s")
+    lines.append(f"audit_queues: {run.audit.get('summary')}")
+    lines += harness.checks(run.problems)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.parser(__doc__ or "", "load", seed=7)
+    parser.add_argument("--rates", type=harness.int_list, default=LoadParameters.rates, help="calls/s of each step")
+    parser.add_argument("--step-seconds", type=float, default=LoadParameters.step_seconds)
+    parser.add_argument("--supervisors", type=int, default=LoadParameters.supervisors)
+    parser.add_argument("--shipment-rate", type=float, default=LoadParameters.shipment_rate)
+    parser.add_argument("--agents", type=int, default=LoadParameters.agents)
+    parser.add_argument("--handle-seconds", type=float, default=LoadParameters.handle_seconds)
+    parser.add_argument("--web-workers", type=int, default=LoadParameters.web_workers)
+    parser.add_argument("--shipment-workers", type=int, default=LoadParameters.shipment_workers)
+    parser.add_argument("--p95-limit", type=float, default=LoadParameters.p95_limit)
+    parser.add_argument("--no-meter", dest="meter", action="store_false", help="no DynamoDB meter between the servers")
+    args = harness.parse(parser, argv, smoke=SMOKE)
+    if not args.rates or min(args.rates) <= 0 or args.step_seconds <= 0 or args.agents < 1:
+        parser.error("--rates takes positive integers, --step-seconds and --agents positive numbers")
+    if args.supervisors < 0 or args.shipment_rate < 0 or not 1 <= args.web_workers <= 64:
+        parser.error("--supervisors and --shipment-rate take zero or more, --web-workers 1 to 64")
+    params = harness.from_args(LoadParameters, args)
+    workdir = Path(tempfile.mkdtemp(prefix="switchboard-load-"))
+    # This run's own Django database: users, sessions and tokens of the load, nobody else's.
+    os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'django.sqlite3'}"
+    # The servers' settings here too (not a test run's), so that both see the same users.
+    os.environ["DJANGO_SETTINGS_MODULE"] = "callcenter.settings"
+    stop_on_sigterm()  # SIGTERM stops the servers as Ctrl-C does
+    return harness.execute(
+        args, lambda endpoint: load_test(endpoint, params, workdir), report=report, as_json=LoadRun.as_json
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""`python -m bench.load --smoke`: the production shape (gunicorn, the escalation loop,
+shipment workers) under a phone system, supervisors and a shipment producer for one
+short step. --json prints one object of the documented shape, no answer is a 5xx, the
+DynamoDB meter saw the servers' requests, audit_queues finds nothing wrong, and no
+server outlives the run.
+
+No latency is asserted: at these sizes and on a shared machine the figures mean nothing
+(docs/benchmarks.md holds a full run).
+"""
+
+import json
+from pathlib import Path
+
+from bench import harness
+
+RUN_KEYS = {
+    "parameters",
+    "tables_prefix",
+    "client",
+    "machine",
+    "steps",
+    "highest_rate_held",
+    "audit",
+    "problems",
+    "seconds",
+}
+STEP_KEYS = {
+    "rate",
+    "seconds",
+    "calls_due",
+    "calls_per_s",
+    "endpoints",
+    "failures",
+    "5xx",
+    "cpu_busy",
+    "load_average",
+    "dynamodb",
+    "held",
+}
+ENDPOINT_KEYS = {"count", "p50_ms", "p95_ms", "p99_ms", "failures", "5xx", "statuses"}
+
+
+def processes_with(variable: str) -> list[int]:
+    """The processes whose environment holds `variable` (NAME=value)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if variable.encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:  # gone meanwhile, or not ours
+            continue
+    return found
+
+
+def test_a_smoke_run_serves_everyone_without_a_5xx_and_stops_every_server(dynamodb_local):
+    finished = harness.run_module("load", "--json", "--endpoint", dynamodb_local.endpoint, "--smoke", timeout=900)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    printed = json.loads(finished.stdout)  # stdout holds the JSON object only
+
+    assert set(printed) == RUN_KEYS
+    assert printed["problems"] == []
+    assert printed["client"] == "switchboard_client.Switchboard"
+    assert printed["parameters"]["rates"] == [2] and printed["parameters"]["supervisors"] == 2
+    (step,) = printed["steps"]
+    assert set(step) == STEP_KEYS
+    assert step["5xx"] == 0
+    endpoints = step["endpoints"]
+    for name in ("POST /api/calls", "POST /api/shipments", "GET /?panel=<name>"):
+        assert endpoints[name]["count"] > 0, name
+    for name, figures in endpoints.items():
+        assert set(figures) == ENDPOINT_KEYS, name
+        assert figures["5xx"] == 0, name
+        assert figures["p50_ms"] <= figures["p95_ms"] <= figures["p99_ms"], name
+
+    # The meter between the servers and DynamoDB saw their requests, and what they cost.
+    dynamodb = step["dynamodb"]
+    assert dynamodb["requests_per_call"] > 0
+    assert dynamodb["by_operation_per_call"]["TransactWriteItems"] > 0
+    assert dynamodb["write_cu_per_call"] + dynamodb["write_cu_estimated_per_call"] > 0
+    assert "callcenter" in dynamodb["by_table_per_call"]
+
+    assert printed["audit"]["ok"], printed["audit"]
+    assert "no violations" in printed["audit"]["summary"]
+    # gunicorn and its workers, the escalation loop, the shipment workers, the meter: all gone.
+    assert processes_with(f"DYNAMODB_TABLE_PREFIX={printed['tables_prefix']}") == []
