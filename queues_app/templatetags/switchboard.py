@@ -124,14 +124,16 @@ def poll(panel: str, every: str = "2s", on_change: bool = True):
     """The htmx attributes of an overview panel that refreshes itself: every `every`
     while the tab is visible, at once when the tab comes back, and after any change.
     No trigger filter (htmx would eval it, which the CSP forbids): static/js/switchboard.js
-    holds back a `data-poll` panel's requests while the tab is hidden and fires
-    `switchboard-visible` when it comes back."""
+    holds back a `data-poll` panel's requests while the tab is hidden or the polling is
+    paused, fires `switchboard-visible` when it comes back, and marks a panel stale when
+    two of its intervals (`data-poll`) pass without an answer."""
     triggers = [f"every {every}", "switchboard-visible from:body"]
     if on_change:
         triggers.append("queues-changed from:body")
     return format_html(
-        'hx-get="{}?panel={}" hx-swap="outerHTML" hx-trigger="{}" data-poll',
+        'hx-get="{}?panel={}" hx-swap="outerHTML" hx-trigger="{}" data-poll="{}"',
         reverse("home"),
         panel,
         ", ".join(triggers),
+        every,
     )

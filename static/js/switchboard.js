@@ -3,17 +3,249 @@
 (function () {
   "use strict";
 
-  // Panels that poll (data-poll, from the {% poll %} tag) ask nothing while the tab is hidden ...
+  var PAUSED_KEY = "switchboard.overview.paused";
+
+  // --- the menu: folds behind a button on narrow screens (without this script it stays open)
+
+  function setUpMenu() {
+    var toggle = document.querySelector(".menu-toggle");
+    var menu = document.getElementById("site-menu");
+    if (!toggle || !menu) {
+      return;
+    }
+    var bar = toggle.closest(".topbar");
+    function open(yes) {
+      bar.classList.toggle("menu-open", yes);
+      toggle.setAttribute("aria-expanded", yes ? "true" : "false");
+    }
+    toggle.hidden = false;
+    bar.classList.add("menu-folds");
+    toggle.addEventListener("click", function () {
+      open(toggle.getAttribute("aria-expanded") !== "true");
+    });
+    bar.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && toggle.getAttribute("aria-expanded") === "true") {
+        open(false);
+        toggle.focus();
+      }
+    });
+  }
+
+  // --- the skip link: focus lands on the content, so the next Tab starts there
+
+  function setUpSkipLink() {
+    var link = document.querySelector(".skip-link");
+    var main = document.getElementById("content");
+    if (link && main) {
+      link.addEventListener("click", function (event) {
+        event.preventDefault();
+        main.focus();
+        main.scrollIntoView();
+      });
+    }
+  }
+
+  // --- times: <time datetime="...Z" data-precision> (the clock filter) in the viewer's local time
+
+  function pad(n) {
+    return (n < 10 ? "0" : "") + n;
+  }
+
+  function localText(date, precision) {
+    var day = date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate());
+    var minute = pad(date.getHours()) + ":" + pad(date.getMinutes());
+    if (precision === "minute") {
+      return day + " " + minute;
+    }
+    var time = minute + ":" + pad(date.getSeconds());
+    return precision === "time" ? time : day + " " + time;
+  }
+
+  // The text becomes local time; the title keeps the UTC moment.
+  function localizeTimes(root) {
+    if (!root || !root.querySelectorAll) {
+      return;
+    }
+    var times = Array.prototype.slice.call(root.querySelectorAll("time[data-precision]"));
+    if (root.matches && root.matches("time[data-precision]")) {
+      times.push(root);
+    }
+    times.forEach(function (el) {
+      var date = new Date(el.getAttribute("datetime"));
+      if (!isNaN(date.getTime())) {
+        el.textContent = localText(date, el.getAttribute("data-precision"));
+      }
+    });
+  }
+
+  // --- the overview's polling panels: paused or not, fresh or stale
+
+  function pollPanels() {
+    return Array.prototype.slice.call(document.querySelectorAll("[data-poll]"));
+  }
+
+  function paused() {
+    try {
+      return window.localStorage.getItem(PAUSED_KEY) === "1";
+    } catch (e) {
+      return false; // storage refused (private mode): never paused
+    }
+  }
+
+  function seconds(every) {
+    var match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(every || "");
+    if (!match) {
+      return 2;
+    }
+    var n = parseFloat(match[1]);
+    return match[2] === "ms" ? n / 1000 : match[2] === "m" ? n * 60 : n;
+  }
+
+  // Per panel id: when it last answered with figures (this page's clock, ms), the <time> it
+  // showed then, and whether it is shown stale now.
+  var fresh = {};
+
+  function stateOf(id) {
+    if (!fresh[id]) {
+      fresh[id] = { answeredAt: performance.now(), updated: null, stale: false };
+    }
+    return fresh[id];
+  }
+
+  // Waiting starts again (hidden tab, paused): a panel has two intervals from now to answer.
+  function restartWaiting() {
+    var moment = performance.now();
+    Object.keys(fresh).forEach(function (id) {
+      fresh[id].answeredAt = Math.max(fresh[id].answeredAt, moment);
+    });
+  }
+
+  function announce(text) {
+    var note = document.getElementById("poll-note");
+    if (note) {
+      note.textContent = text;
+    }
+  }
+
+  function panelName(panel) {
+    var heading = panel.querySelector("h2");
+    return heading ? heading.textContent.trim() : panel.id;
+  }
+
+  // Shows one panel's freshness: its "updated" time (the last one it had when this answer
+  // carried none, e.g. an error banner) and, past two intervals without figures, "stale".
+  function paint(panel) {
+    var state = stateOf(panel.id);
+    var updated = panel.querySelector("[data-updated]");
+    var shown = updated && updated.querySelector("time");
+    if (shown) {
+      state.updated = shown.cloneNode(true);
+    } else if (updated && state.updated) {
+      updated.textContent = "updated ";
+      updated.appendChild(state.updated.cloneNode(true));
+    }
+    var waiting = !paused() && document.visibilityState === "visible";
+    var late = performance.now() - state.answeredAt > (2 * seconds(panel.getAttribute("data-poll")) + 1) * 1000;
+    var stale = waiting && late;
+    if (stale !== state.stale) {
+      state.stale = stale;
+      var since = state.updated ? " since " + state.updated.textContent : "";
+      announce(panelName(panel) + (stale ? ": not updated" + since + "." : ": up to date again."));
+    }
+    panel.classList.toggle("is-stale", stale);
+  }
+
+  function paintAll() {
+    pollPanels().forEach(paint);
+  }
+
+  function showPauseControl() {
+    var button = document.getElementById("poll-toggle");
+    if (!button) {
+      return;
+    }
+    var isPaused = paused();
+    button.hidden = false;
+    button.textContent = isPaused ? "Resume updates" : "Pause updates";
+    var state = document.getElementById("poll-state");
+    if (state) {
+      state.textContent = isPaused ? "Updates are paused." : "";
+    }
+  }
+
+  function setUpPauseControl() {
+    var button = document.getElementById("poll-toggle");
+    if (!button) {
+      return;
+    }
+    showPauseControl();
+    button.addEventListener("click", function () {
+      var resume = paused();
+      try {
+        if (resume) {
+          window.localStorage.removeItem(PAUSED_KEY);
+        } else {
+          window.localStorage.setItem(PAUSED_KEY, "1");
+        }
+      } catch (e) {
+        return;
+      }
+      showPauseControl();
+      if (resume) {
+        restartWaiting();
+        document.body.dispatchEvent(new CustomEvent("switchboard-visible"));
+      }
+      paintAll();
+    });
+  }
+
+  // Polling panels ask nothing while the tab is hidden or the updates are paused ...
   document.addEventListener("htmx:confirm", function (event) {
-    if (document.visibilityState !== "visible" && event.target.hasAttribute("data-poll")) {
+    var polls = event.target.hasAttribute && event.target.hasAttribute("data-poll");
+    if (polls && (document.visibilityState !== "visible" || paused())) {
       event.preventDefault();
     }
   });
 
-  // ... and refresh at once when it comes back: they listen for this event on the body.
+  // ... and refresh at once when the tab comes back: they listen for this event on the body.
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "visible" && document.body) {
-      document.body.dispatchEvent(new CustomEvent("switchboard-visible"));
+      restartWaiting();
+      if (!paused()) {
+        document.body.dispatchEvent(new CustomEvent("switchboard-visible"));
+      }
+    }
+  });
+
+  // An answer with figures (2xx) makes a panel fresh; a failed one (a 503 banner, no
+  // connection) leaves it as it was, so two intervals of those make it stale.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll") && elt.id && event.detail.successful) {
+      stateOf(elt.id).answeredAt = performance.now();
+    }
+    var current = elt && elt.id ? document.getElementById(elt.id) : null;
+    if (current && current.hasAttribute("data-poll")) {
+      paint(current);
+    }
+  });
+
+  document.addEventListener("htmx:load", function (event) {
+    var elt = event.detail && event.detail.elt;
+    localizeTimes(elt);
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll")) {
+      paint(elt);
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    setUpMenu();
+    setUpSkipLink();
+    localizeTimes(document.body);
+    setUpPauseControl();
+    if (pollPanels().length) {
+      paintAll();
+      window.setInterval(paintAll, 500);
     }
   });
 })();
