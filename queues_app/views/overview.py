@@ -186,12 +186,15 @@ PANELS = {
 
 
 def _read(dashboard: Dashboard, name: str) -> dict:
-    """A panel's figures, or the problem that kept us from reading them: a panel that
-    cannot read shows a banner in its place and keeps polling."""
+    """A panel's figures and when they were read (`<name>_read_at`: a cached panel says
+    when the cache was filled), or the problem that kept us from reading them: a panel
+    that cannot read shows a banner in its place and keeps polling."""
+
+    def read() -> dict:
+        return {**PANELS[name](dashboard), f"{name}_read_at": now()}
+
     try:
-        return cached_panel(
-            dashboard.router.db.prefix, name, lambda: PANELS[name](dashboard), settings.SWITCHBOARD_PANEL_CACHE_SECONDS
-        )
+        return cached_panel(dashboard.router.db.prefix, name, read, settings.SWITCHBOARD_PANEL_CACHE_SECONDS)
     except DynamoError as exc:
         return {f"{name}_problem": describe(exc), f"{name}_error": exc}
 
