@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run serve test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench vendor clean screenshots
+.PHONY: run serve test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench load vendor clean screenshots
 
 run: setup .env
 	$(PY) manage.py run_local
@@ -76,6 +76,11 @@ bench: setup .env
 	$(PY) -m bench.receive
 	$(PY) -m bench.lifo
 	$(PY) -m bench.backlog
+
+# The production shape (gunicorn x4, escalation, two shipment workers) under a stepped-up
+# call rate, supervisors and shipments; figures in docs/benchmarks.md ("Load").
+load: setup .env
+	$(PY) -m bench.load
 
 # Copy the pinned htmx from the npm package into static/ (the copy is committed).
 vendor: node-deps

@@ -882,15 +882,22 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         run.machine["driver_lag_max_s"] = round(recorder.lag_max, 3)
     finally:
         stopping.set()
-        if phone_system is not None:
-            phone_system.stop()
-        for thread in threads:
-            if thread.is_alive():
-                thread.join(timeout=30)
-        children.stop()
-        if meter_process is not None:
-            meter_process.terminate()
-            meter_process.join(10)
+        try:
+            if phone_system is not None:
+                phone_system.stop()
+            for thread in threads:
+                if thread.is_alive():
+                    thread.join(timeout=30)
+        finally:
+            # Whatever went wrong above, no server outlives the run.
+            children.stop()
+            if meter_process is not None:
+                meter_process.terminate()
+                meter_process.join(10)
+            if sys.exc_info()[0] is not None:  # failed or interrupted: nothing to audit, drop the tables
+                with contextlib.suppress(Exception):
+                    schema.delete_tables(db)
+                shutil.rmtree(workdir, ignore_errors=True)
     try:
         env["DYNAMODB_ENDPOINT_URL"] = endpoint
         log("audit_queues ...")
