@@ -36,6 +36,16 @@ def too_large(limit: int) -> user_errors.UserError:
     )
 
 
+def unsupported_media_type(sent: str) -> user_errors.UserError:
+    shown = repr(sent[:100]) if sent else "none"
+    return user_errors.UserError(
+        415,
+        "Unsupported media type",
+        f"The request body must be application/json; its Content-Type was {shown}.",
+        hint="Send the body as JSON with `Content-Type: application/json` (a charset, when given, must be utf-8).",
+    )
+
+
 def internal_error() -> user_errors.UserError:
     return user_errors.UserError(500, "Internal error", "The server failed to handle this request; it has been logged.")
 

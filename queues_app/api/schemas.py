@@ -21,6 +21,7 @@ from queues_app.agents import keys
 from queues_app.agents.records import QueueOrder
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
 from queues_app.api.parsing import MAX_DEPTH
+from queues_app.shipments.consuming import MAX_FAILURE_REASONS
 
 IDEMPOTENCY_KEY_MAX = 255
 MAX_DELAY_SECONDS = 900  # as SQS delay queues: at most 15 minutes
@@ -36,8 +37,15 @@ KEY_MAX_BYTES = 65_535  # DynamoDB: attribute names are 1 byte to 64 KB
 PROBLEMS_LISTED = 20  # at most this many bad values are named in one answer
 SEGMENT_SHOWN = 40  # characters of a key shown in a path
 
+PAGE_MAX = 100
+CURSOR_MAX = 4096  # as queues_app.ddb.paging reads them
+
 IdempotencyKey = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=IDEMPOTENCY_KEY_MAX)]
 ItemId = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX)]
+Cursor = Annotated[str, StringConstraints(min_length=1, max_length=CURSOR_MAX)]
+PageSize = Annotated[int, Field(ge=1, le=PAGE_MAX)]
+CallListName = Literal["waiting", "assigned"]
+AgentStatusName = Literal["offline", "available", "queued", "attending", "wrap_up"]
 
 
 class InputSchema(Schema):
@@ -58,9 +66,9 @@ class CallIn(InputSchema):
     """A caller to place: assigned at once to the earliest-queued agent who fits, or
     waiting for one."""
 
-    preferences: dict[str, str | None] = Field(
-        description='One value per skill dimension (`SWITCHBOARD_SKILLS`), or `any` (also null, "" or `*`); '
-        "`{}` means any agent.",
+    preferences: dict[str, str] = Field(
+        description='One value per skill dimension (`SWITCHBOARD_SKILLS`), or `any` (also "" or `*`); a dimension '
+        "left out means any too, and `{}` means any agent. null is refused: say `any` or leave the dimension out.",
         examples=[{"language": "Spanish", "gender": "any"}],
     )
     priority: int = Field(
@@ -79,9 +87,16 @@ class CallIn(InputSchema):
 
     @field_validator("preferences")
     @classmethod
-    def _known_skills(cls, preferences: dict[str, str | None]) -> dict[str, str | None]:
+    def _known_skills(cls, preferences: dict[str, str]) -> dict[str, str]:
+        catalog = SkillCatalog.from_settings()
+        unknown = sorted(set(preferences) - set(catalog.names))
+        if unknown:
+            problems = {
+                name: f"unknown skill dimension {name!r}; allowed: {', '.join(catalog.names)}" for name in unknown
+            }
+            raise PydanticCustomError("skill", "{summary}", {"problems": problems, "summary": "; ".join(problems)})
         try:
-            validate_preferences(SkillCatalog.from_settings(), preferences)
+            validate_preferences(catalog, preferences)
         except SkillError as exc:
             field = exc.field or "preferences"
             raise PydanticCustomError("skill", "{message}", {"problems": {field: exc.message}}) from exc
@@ -219,6 +234,22 @@ class QueuesOut(Schema):
     callers_waiting_capped: bool = Field(description="True: at least this many (the count stops at 1000).")
 
 
+class AgentsPageOut(Schema):
+    agents: list[AgentOut]
+    next_cursor: str | None = Field(description="Send as `cursor` for the next page; null on the last page.")
+
+
+class CallsPageOut(Schema):
+    calls: list[CallOut]
+    next_cursor: str | None = Field(description="Send as `cursor` for the next page; null on the last page.")
+
+
+class FailureOut(Schema):
+    at: str | None = Field(description="When the attempt failed.")
+    reason: str = Field(description="What the consumer said went wrong.")
+    receive: int | None = Field(description="Which receive of the shipment it was (`receive_count` then).")
+
+
 class ShipmentOut(Schema):
     shipment_id: str
     state: str = Field(description="under construction, ready, queued, delayed, processing, completed or in DLQ.")
@@ -229,7 +260,12 @@ class ShipmentOut(Schema):
     data: dict[str, Any]
     enqueued_at: str | None
     visible_at: str | None
-    attempts: int
+    attempts: int = Field(description="Receives since the last restore from the DLQ: these decide the DLQ.")
+    receive_count: int = Field(description="Every receive, ever (failures and expired leases included).")
+    failures: list[FailureOut] = Field(
+        description=f"The last failures (at most {MAX_FAILURE_REASONS}), oldest first: when and why each attempt "
+        "failed."
+    )
     dlq_reason: str | None
     trace_id: str | None
 

@@ -17,6 +17,10 @@ def _seconds(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def _int_or_none(value) -> int | None:
+    return None if value is None else int(value)  # DynamoDB numbers come back as Decimal
+
+
 def call_to_json(call: Call) -> dict:
     return {
         "call_id": call.call_id,
@@ -75,6 +79,11 @@ def shipment_to_json(shipment) -> dict:
         "enqueued_at": shipment.enqueued_at,
         "visible_at": shipment.visible_at,
         "attempts": shipment.attempts,
+        "receive_count": shipment.receive_count,
+        "failures": [
+            {"at": entry.get("at"), "reason": entry.get("reason") or "", "receive": _int_or_none(entry.get("receive"))}
+            for entry in shipment.failure_reasons
+        ],
         "dlq_reason": shipment.dlq_reason,
         "trace_id": shipment.trace_id,
     }

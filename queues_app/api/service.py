@@ -22,16 +22,23 @@ from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponseNotAllowed
 from django.urls import URLPattern
+from django.utils.http import parse_header_parameters
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError, ValidationErrorContext
 
 from queues_app import http_errors as user_errors
 from queues_app.agents.skills import SkillError
-from queues_app.api.auth import BearerToken
+from queues_app.api.auth import SAFE_METHODS, BearerToken
 from queues_app.api.parsing import JsonBodyParser, body_limit
-from queues_app.api.problems import ApiProblem, internal_error, problem_response, too_large
-from queues_app.api.schemas import ID_MAX, IDEMPOTENCY_KEY_MAX, InputSchema
+from queues_app.api.problems import (
+    ApiProblem,
+    internal_error,
+    problem_response,
+    too_large,
+    unsupported_media_type,
+)
+from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, InputSchema
 from queues_app.api.views import endpoints
 from queues_app.ddb.errors import DynamoError
 
@@ -41,7 +48,12 @@ BODY_PARAM = "payload"  # the name every operation gives its body
 PARAMETER_PROBLEMS = {
     "Idempotency-Key": f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
     **{name: f"must be 1 to {ID_MAX} characters" for name in ("call_id", "agent_id", "shipment_id")},
+    "limit": f"must be a whole number from 1 to {PAGE_MAX}",
+    "cursor": f"must be the next_cursor of the previous page (1 to {CURSOR_MAX} characters)",
+    "skill": "must be dimension:value, e.g. language:French",
+    "status": "one of waiting or assigned",  # the only status a list requires is the calls'
 }
+JSON_CHARSETS = ("utf-8", "utf8")
 
 DESCRIPTION = """\
 The JSON API of Switchboard for the phone system and other machines: place callers,
@@ -92,8 +104,12 @@ def _named(source: str, loc: tuple, error: Mapping[str, Any], schema: type[Input
     context = error.get("ctx") or {}
     if isinstance(context.get("problems"), dict):  # raised by a schema's own check, already named
         return {str(name): str(problem) for name, problem in context["problems"].items()}
-    if source != "body":  # path and header parameters: the name as sent
+    if source != "body":  # path, query and header parameters: the name as sent
         name = str(loc[-1]) if loc else source
+        if error["type"] == "missing":
+            return {name: "required" + (f"; {PARAMETER_PROBLEMS[name]}" if name in PARAMETER_PROBLEMS else "")}
+        if error["type"] == "literal_error":
+            return {name: f"must be one of {_choices(context)}"}
         return {name: PARAMETER_PROBLEMS.get(name) or _sentence(error)}
     if loc and loc[0] == BODY_PARAM:
         loc = loc[1:]
@@ -108,10 +124,19 @@ def _named(source: str, loc: tuple, error: Mapping[str, Any], schema: type[Input
             return {name: "unknown field; this operation takes no fields"}
         return {name: f"unknown field; allowed: {', '.join(schema.model_fields)}"}
     if schema and name in schema.NAMED_BY_KEY and len(loc) > 1:
+        if error.get("input", "") is None:
+            # null is not a way of saying "any": it is too easily sent by mistake.
+            return {str(loc[1]): f"{loc[1]} may not be null: send 'any', or leave {loc[1]} out, for any value"}
         return {str(loc[1]): f"{loc[1]} must be one value or 'any'"}
     if schema and name in schema.PROBLEMS:
         return {name: schema.PROBLEMS[name]}
     return {".".join(str(part) for part in loc): _sentence(error)}
+
+
+def _choices(context: Mapping[str, Any]) -> str:
+    """A literal's allowed values as pydantic lists them ("'waiting' or 'assigned'"),
+    without the quotes."""
+    return str(context.get("expected", "")).replace("'", "")
 
 
 def _sentence(error: Mapping[str, Any]) -> str:
@@ -193,15 +218,36 @@ def _content_length(request) -> int:
         return 0
 
 
+def _has_body(request) -> bool:
+    return _content_length(request) > 0 or "HTTP_TRANSFER_ENCODING" in request.META
+
+
+def _not_json(request) -> str | None:
+    """The Content-Type of a request whose body is not declared JSON (UTF-8), or None
+    when it is, or when there is no body to read."""
+    if request.method in SAFE_METHODS or not _has_body(request):
+        return None
+    sent = request.META.get("CONTENT_TYPE", "")
+    media_type, parameters = parse_header_parameters(sent)
+    charset = parameters.get("charset", "utf-8").lower()
+    if media_type.lower() == "application/json" and charset in JSON_CHARSETS:
+        return None
+    return sent
+
+
 def machine_view(view):
     """An API view as Django serves it: no session login needed (the bearer token is
     checked by the API), no CSRF (no cookies are used), a body over the limit
-    refused before it is read, and a wrong method answered as JSON."""
+    refused before it is read, a body that is not JSON refused (415) rather than
+    guessed at, and a wrong method answered as JSON."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if _content_length(request) > body_limit():
             return problem_response(too_large(body_limit()))
+        sent = _not_json(request)
+        if sent is not None:
+            return problem_response(unsupported_media_type(sent))
         response = view(request, *args, **kwargs)
         if isinstance(response, HttpResponseNotAllowed):
             allowed = sorted(method.strip() for method in response["Allow"].split(",") if method.strip())

@@ -12,19 +12,28 @@ import logging
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Header, Router, Status
+from ninja import Header, Query, Router, Status
 
 from queues_app.actions import Operations
+from queues_app.agents.calls import call_id_for_idempotency_key
 from queues_app.agents.router import Router as CallRouter
+from queues_app.api import listing
 from queues_app.api.auth import actor_of
 from queues_app.api.schemas import (
     AgentAndCallOut,
     AgentOnlyOut,
+    AgentOut,
+    AgentsPageOut,
+    AgentStatusName,
     CallIn,
+    CallListName,
     CallOut,
+    CallsPageOut,
+    Cursor,
     IdempotencyKey,
     ItemId,
     NothingIn,
+    PageSize,
     Problem,
     QueuesOut,
     ReleaseIn,
@@ -73,6 +82,7 @@ REFUSALS = {
     404: "No such item (or no such API path).",
     409: "The item's state does not allow it (already queued, not attending a call, changed meanwhile).",
     413: "The request body is larger than the API accepts.",
+    415: "The request body is not `application/json` (a charset, when given, must be UTF-8).",
     429: "Backpressure: the queue is past its bound; `Retry-After` says when to try again.",
     503: "DynamoDB is unreachable, throttling, or a table is missing; `Retry-After` says when to try again.",
 }
@@ -122,8 +132,20 @@ SHIPMENT_KEY = Header(
     description="A unique key per shipment, the same when retrying. Scoped to the token's user.",
 )
 
+# Query parameters of the lists.
+CALL_LIST = Query(
+    ..., description="`waiting`: the line in order (priority, then arrival); `assigned`: calls an agent is attending."
+)
+AGENT_STATUS = Query(None, description="Only agents in this status.")
+AGENT_SKILL = Query(
+    None, description="Only agents with this skill, as `dimension:value`, e.g. `language:French`.", max_length=200
+)
+CURSOR = Query(None, description="`next_cursor` of the previous page; leave out for the first page.")
+CALLS_PER_PAGE = Query(50, description="Calls per page, 1 to 100 (a page may hold fewer).")
+AGENTS_PER_PAGE = Query(50, description="Agents per page, 1 to 100 (a filtered page may hold fewer).")
+
 READS = (401, 503)
-CHANGES = (400, 401, 403, 413, 503)
+CHANGES = (400, 401, 403, 413, 415, 503)
 
 # --- calls ----------------------------------------------------------------------------
 
@@ -160,6 +182,14 @@ def create_call(
     # Keys are scoped to the token's user, so two clients choosing the same key never
     # receive each other's call.
     scoped_key = f"api:{request.user.pk}:{key}" if key else None
+    if scoped_key:
+        # A retry is answered before the backlog gate: its call exists already, so a 429
+        # would only make the client retry something that has been done.
+        existing = get_router().find_call(call_id_for_idempotency_key(scoped_key))
+        if existing:
+            response["Location"] = f"/api/calls/{existing.call_id}"
+            response["Idempotent-Replayed"] = "true"
+            return Status(200, call_to_json(existing))
     call, created = api_operations(request).create_call(
         payload.preferences, priority=payload.priority, order=payload.order, idempotency_key=scoped_key
     )
@@ -169,6 +199,24 @@ def create_call(
     if key:
         response["Idempotent-Replayed"] = "false" if created else "true"
     return Status(201 if created else 200, call_to_json(call))
+
+
+@endpoints.get(
+    "calls",
+    operation_id="listCalls",
+    summary="List waiting or assigned calls",
+    **answers({200: (CallsPageOut, "A page of calls, and the cursor of the next page.", ())}, 400, *READS),
+)
+def list_calls(
+    request: HttpRequest,
+    status: CallListName = CALL_LIST,
+    cursor: Cursor | None = CURSOR,
+    limit: PageSize = CALLS_PER_PAGE,
+):
+    """Waiting calls in the order they will be served, or assigned calls (newest
+    assignment first within a page), a page at a time."""
+    page = listing.calls_page(get_router(), status, cursor=cursor, limit=limit)
+    return {"calls": [call_to_json(call) for call in page.items], "next_cursor": page.next_cursor}
 
 
 @endpoints.get(
@@ -261,13 +309,59 @@ def _shipment_answer(response: HttpResponse, shipment, sidelined: bool, *, statu
     **answers({200: (ShipmentOut, "The shipment as it is now.", ())}, 400, 404, *READS),
 )
 def shipment_detail(request: HttpRequest, shipment_id: ItemId):
-    """The shipment: its state, queue, data, attempts and DLQ reason."""
+    """The shipment: its state, queue, data, attempts, receive count, the last failures
+    (when and why) and the DLQ reason."""
     return shipment_to_json(ShipmentQueue().get(shipment_id))
 
 
 # --- agents ---------------------------------------------------------------------------
 
 AGENT_CHANGES = (*CHANGES, 404, 409)
+
+
+@endpoints.get(
+    "agents",
+    url_name="api-agents",
+    operation_id="listAgents",
+    summary="List agents",
+    **answers(
+        {
+            200: (
+                AgentsPageOut,
+                "A page of agents in the roster's order (by name), and the cursor of the next page.",
+                (),
+            )
+        },
+        400,
+        *READS,
+    ),
+)
+def list_agents(
+    request: HttpRequest,
+    status: AgentStatusName | None = AGENT_STATUS,
+    skill: str | None = AGENT_SKILL,
+    cursor: Cursor | None = CURSOR,
+    limit: PageSize = AGENTS_PER_PAGE,
+):
+    """Agents in the roster's order (by name), a page at a time; filtered by status and
+    by skill."""
+    router = get_router()
+    page = listing.agents_page(
+        router, status=status, skill=listing.parse_skill(router, skill), cursor=cursor, limit=limit
+    )
+    return {"agents": [agent_to_json(agent) for agent in page.items], "next_cursor": page.next_cursor}
+
+
+@endpoints.get(
+    "agents/{agent_id}",
+    url_name="api-agent",
+    operation_id="getAgent",
+    summary="Read an agent",
+    **answers({200: (AgentOut, "The agent as it is now.", ())}, 400, 404, *READS),
+)
+def agent_detail(request: HttpRequest, agent_id: ItemId):
+    """The agent: status, skills, the call they attend."""
+    return agent_to_json(get_router().agents.get(agent_id))
 
 
 @endpoints.post(

@@ -233,6 +233,7 @@ class Consuming(ShipmentStore):
         moment = self.clock()
         stamp = to_iso(moment)
         entry = [{"at": stamp, "reason": (reason or "unspecified")[:500], "receive": current.receive_count}]
+        reasons = (current.failure_reasons + entry)[-MAX_FAILURE_REASONS:]
         if current.attempts >= self.retry.max_receives:
             dlq_reason = f"failed {current.attempts} times (maximum {self.retry.max_receives}): {reason}"
             return self._to_dlq_update(
@@ -241,11 +242,10 @@ class Consuming(ShipmentStore):
                 stamp,
                 condition="#st = :processing AND receipt = :receipt",
                 values={":processing": ShipmentStatus.PROCESSING, ":receipt": receipt},
-                failure=entry,
+                failures=reasons,
                 receipt_check=(receipt, "fail"),
             )
         visible = to_iso(moment + timedelta(seconds=self.retry.delay_after(current.attempts)))
-        reasons = (current.failure_reasons + entry)[-MAX_FAILURE_REASONS:]
         return self._with_receipt(
             shipment_id,
             receipt,

@@ -127,7 +127,7 @@ class ShipmentStore:
         *,
         condition: str,
         values: dict,
-        failure: list[dict] | None = None,
+        failures: list[dict] | None = None,
         receipt_check: tuple[str, str] | None = None,
         conflict_version: int | None = None,
     ) -> Shipment:
@@ -142,9 +142,11 @@ class ShipmentStore:
             ":dsk": timed_sort_key(stamp, shipment_id),
             ":one": 1,
         }
-        if failure:
-            sets += ", failure_reasons = list_append(if_not_exists(failure_reasons, :empty), :failure)"
-            all_values.update({":empty": [], ":failure": failure})
+        if failures is not None:
+            # The whole history, already capped by the caller: appending would let it grow
+            # past its bound with every restore and failure.
+            sets += ", failure_reasons = :failures"
+            all_values[":failures"] = failures
         try:
             return self._update(
                 shipment_id,

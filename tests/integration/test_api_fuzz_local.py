@@ -20,5 +20,5 @@ def test_every_api_operation_answers_fuzzed_input_as_documented_on_dynamodb_loca
     report = run_and_report("dynamodb-local", schema, local_world, capsys)
     assert report.failures == [], "\n\n".join(report.failures)
     assert report.server_errors == 0
-    assert len(report.cases) == 8
+    assert len(report.cases) == 11
     assert min(report.cases.values()) >= cases_per_operation()

@@ -420,9 +420,12 @@ def test_it_lists_queues_with_depth_and_oldest_age(moto_db, api, viewer_api):
 
 
 def test_a_wrong_method_is_a_json_405_with_allow(moto_db, api):
-    response = api.get("/api/calls")
+    response = api.get("/api/shipments")
     assert_problem(response, 405, "Method not allowed")
     assert response["Allow"] == "POST"
+    both = api.client.put("/api/calls", **api._headers({}))
+    assert_problem(both, 405)
+    assert both["Allow"] == "GET, POST"
     assert_problem(api.post("/api/queues"), 405)
 
 
@@ -479,3 +482,79 @@ def test_the_admin_lists_tokens_without_their_hash_and_revokes_them(client, staf
     token.refresh_from_db()
     assert token.revoked
     assert token.key_hash not in client.get(f"/admin/queues_app/apitoken/{token.pk}/change/").content.decode()
+
+
+# --- idempotent replays under backpressure ------------------------------------------
+
+
+@pytest.fixture
+def call_bound(settings):
+    from queues_app.admission import BackpressureGate
+
+    def bound(calls):
+        settings.SWITCHBOARD_FAIRNESS = {
+            **settings.SWITCHBOARD_FAIRNESS,
+            "depth_cache_seconds": 0,
+            "backlog_bounds": {"calls": calls, "live": 100},
+        }
+
+    BackpressureGate.forget()
+    yield bound
+    BackpressureGate.forget()
+
+
+def test_a_retried_call_is_answered_even_while_new_calls_get_429(moto_db, api, call_bound):
+    call_bound(1)
+    first = api.post("/api/calls", {"preferences": {"language": "French"}}, HTTP_IDEMPOTENCY_KEY="pbx-1")
+    api.post("/api/calls", {"preferences": {"language": "French"}}, HTTP_IDEMPOTENCY_KEY="pbx-2")
+    assert first.status_code == 201, first.content
+    refused = api.post("/api/calls", {"preferences": {"language": "French"}}, HTTP_IDEMPOTENCY_KEY="pbx-3")
+    assert_problem(refused, 429)
+    replay = api.post("/api/calls", {"preferences": {"language": "French"}}, HTTP_IDEMPOTENCY_KEY="pbx-1")
+    assert replay.status_code == 200, replay.content
+    assert replay["Idempotent-Replayed"] == "true"
+    assert replay["Location"] == f"/api/calls/{first.json()['call_id']}"
+    assert replay.json()["call_id"] == first.json()["call_id"]
+    assert len(Router().line.waiting_calls()[0]) == 2
+
+
+def test_a_replay_under_backpressure_is_not_recorded_again(moto_db, api, call_bound):
+    from queues_app.audit_trail import AuditTrail
+
+    call_bound(5)
+    call_id = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="pbx-9").json()["call_id"]
+    call_bound(0)
+    assert api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="pbx-9").status_code == 200
+    assert len(AuditTrail().for_target(f"call:{call_id}").entries) == 1
+
+
+# --- shipments: receives and failures --------------------------------------------------
+
+
+def test_a_shipment_shows_its_receive_count_and_failures(moto_db, api):
+    from queues_app.shipments.queue import ShipmentQueue
+
+    shipment_id = api.post("/api/shipments", {"data": {"to": "Porto"}}).json()["shipment_id"]
+    queue = ShipmentQueue()
+    lease = queue.receive()
+    queue.fail(shipment_id, lease.receipt, "printer jammed")
+    body = api.get(f"/api/shipments/{shipment_id}").json()
+    assert body["receive_count"] == 1 and body["attempts"] == 1
+    (failure,) = body["failures"]
+    assert (failure["reason"], failure["receive"]) == ("printer jammed", 1)
+    assert failure["at"]
+
+
+def test_a_shipments_failure_history_keeps_the_last_ten_through_restores(moto_db, api):
+    from queues_app.shipments.queue import RetryPolicy, ShipmentQueue
+
+    shipment_id = api.post("/api/shipments", {"data": {"to": "Porto"}}).json()["shipment_id"]
+    queue = ShipmentQueue(retry=RetryPolicy(max_receives=1))  # every failure sends it to the DLQ
+    for attempt in range(12):
+        lease = queue.receive()
+        queue.fail(shipment_id, lease.receipt, f"failure {attempt}")
+        queue.restore(shipment_id)
+    body = api.get(f"/api/shipments/{shipment_id}").json()
+    assert body["receive_count"] == 12
+    assert [f["reason"] for f in body["failures"]] == [f"failure {n}" for n in range(2, 12)]
+    assert [f["receive"] for f in body["failures"]] == list(range(3, 13))

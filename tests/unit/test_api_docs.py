@@ -11,6 +11,9 @@ from tests.unit.test_api import Api, assert_problem, fast_password_hashing  # no
 
 OPERATIONS = {
     ("post", "/api/calls"),
+    ("get", "/api/calls"),
+    ("get", "/api/agents"),
+    ("get", "/api/agents/{agent_id}"),
     ("get", "/api/calls/{call_id}"),
     ("post", "/api/agents/{agent_id}/available"),
     ("post", "/api/agents/{agent_id}/release"),
@@ -53,7 +56,7 @@ def test_every_operation_documents_its_refusals(spec):
         assert op["responses"]["401"]["headers"]["WWW-Authenticate"]["required"]
         assert op["responses"]["503"]["headers"]["Retry-After"]["required"]
         if method == "post":
-            assert {"400", "403", "413"} <= statuses, path
+            assert {"400", "403", "413", "415"} <= statuses, path
         if "{" in path:
             assert {"400", "404"} <= statuses, path
         for status, answer in op["responses"].items():

@@ -47,10 +47,81 @@ def test_preferences_that_are_not_an_object_are_400(moto_db, api):
     assert set(body["fields"]) == {"preferences"}
 
 
-def test_a_preference_of_null_or_any_means_any_agent(moto_db, api):
-    response = api.post("/api/calls", {"preferences": {"language": None, "gender": "*"}})
+def test_a_preference_of_any_or_left_out_means_any_agent(moto_db, api):
+    response = api.post("/api/calls", {"preferences": {"gender": "*"}})
     assert response.status_code == 201, response.content
     assert response.json()["preferences"] == {"language": "any", "gender": "any"}
+
+
+def test_a_preference_of_null_is_400_naming_it(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"preferences": {"language": None, "gender": "F"}}), 400)
+    assert set(body["fields"]) == {"language"}
+    assert "may not be null" in body["fields"]["language"] and "'any'" in body["fields"]["language"]
+    assert Router().line.waiting_calls()[0] == []
+
+
+def test_an_unknown_skill_dimension_is_named_with_the_dimensions_allowed(moto_db, api):
+    body = assert_problem(api.post("/api/calls", {"preferences": {"planet": "Mars"}}), 400)
+    assert body["fields"] == {"planet": "unknown skill dimension 'planet'; allowed: language, gender"}
+
+
+@pytest.mark.parametrize(
+    "path, body, allowed",
+    [
+        ("/api/calls", {"preferences": {}, "colour": "red"}, "allowed: preferences, priority, order"),
+        ("/api/shipments", {"data": {}, "colour": "red"}, "allowed: data, tenant, priority, delay_seconds"),
+        ("/api/agents/{id}/release", {"colour": "red"}, "allowed: then"),
+        ("/api/agents/{id}/available", {"colour": "red"}, "this operation takes no fields"),
+        ("/api/agents/{id}/offline", {"colour": "red"}, "this operation takes no fields"),
+    ],
+)
+def test_an_unknown_field_is_named_with_the_fields_allowed(moto_db, api, path, body, allowed):
+    ana = agent("Ana", ["English"], "F")
+    refused = assert_problem(api.post(path.format(id=ana.agent_id), body), 400)
+    assert refused["fields"] == {"colour": f"unknown field; {allowed}"}
+
+
+# --- content types --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/json; charset=latin-1",
+        "",
+    ],
+)
+def test_a_body_that_is_not_json_is_415_naming_the_type_expected(moto_db, api, content_type):
+    response = api.client.post(
+        "/api/calls",
+        data='{"preferences": {}}',
+        content_type=content_type,
+        HTTP_AUTHORIZATION=f"Bearer {api.token}",
+    )
+    body = assert_problem(response, 415, "Unsupported media type")
+    assert "application/json" in body["message"]
+    assert Router().line.waiting_calls()[0] == []
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/json; charset=utf-8", "Application/JSON; charset=UTF-8"]
+)
+def test_json_is_accepted_with_or_without_a_utf8_charset(moto_db, api, content_type):
+    response = api.client.post(
+        "/api/calls", data='{"preferences": {}}', content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {api.token}"
+    )
+    assert response.status_code == 201, response.content
+
+
+def test_an_agent_action_without_a_body_needs_no_content_type(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    response = api.client.generic(
+        "POST", f"/api/agents/{ana.agent_id}/available", HTTP_AUTHORIZATION=f"Bearer {api.token}"
+    )
+    assert response.status_code == 200, response.content
 
 
 # --- the body as a whole --------------------------------------------------------------

@@ -1,0 +1,166 @@
+"""switchboard_client against the real API on moto: each request goes through Django's
+test client (an httpx transport over it), so paths, bodies, content types, answers and
+typed errors are those of the application itself."""
+
+import httpx
+import pytest
+from django.test import Client
+
+import switchboard_client as sc
+from queues_app.admission import BackpressureGate
+from queues_app.agents.router import Router
+from queues_app.models import ApiToken
+from queues_app.shipments.queue import ShipmentQueue
+from tests.unit.test_api import agent, fast_password_hashing  # noqa: F401
+
+
+class DjangoTransport(httpx.BaseTransport):
+    """Hands each httpx request to Django's test client, and its answer back."""
+
+    def __init__(self):
+        self.client = Client()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        headers = {
+            f"HTTP_{name.upper().replace('-', '_')}": value
+            for name, value in request.headers.items()
+            if name.lower() not in ("content-type", "content-length", "host")
+        }
+        answer = self.client.generic(
+            request.method,
+            request.url.raw_path.decode(),
+            data=request.read(),
+            content_type=request.headers.get("Content-Type", ""),
+            **headers,
+        )
+        return httpx.Response(answer.status_code, headers=dict(answer.items()), content=answer.content)
+
+
+@pytest.fixture
+def waits():
+    return []
+
+
+@pytest.fixture
+def switchboard(moto_db, supervisor, waits):
+    token = ApiToken.issue(supervisor, "phone system")[1]
+    with sc.Switchboard(
+        "http://testserver", token, transport=DjangoTransport(), sleep=waits.append, jitter=lambda: 1.0
+    ) as client:
+        yield client
+
+
+@pytest.fixture(autouse=True)
+def fresh_gate():
+    BackpressureGate.forget()
+    yield
+    BackpressureGate.forget()
+
+
+def test_a_call_is_placed_assigned_and_the_agent_released(switchboard):
+    ana = agent("Ana", ["French"], "F")
+    assert switchboard.make_available(ana.agent_id)["call"] is None
+    call = switchboard.create_call({"language": "French"})
+    assert (call["status"], call["agent_id"]) == ("assigned", ana.agent_id)
+    assert switchboard.get_call(call["call_id"])["agent_id"] == ana.agent_id
+    assert [c["call_id"] for c in switchboard.iter_calls("assigned")] == [call["call_id"]]
+    released = switchboard.release(ana.agent_id, then="wrap_up")
+    assert released["agent"]["status"] == "wrap_up"
+    assert switchboard.get_call(call["call_id"])["status"] == "ended"
+
+
+def test_the_waiting_line_is_read_page_after_page(switchboard):
+    placed = [switchboard.create_call({"language": "Spanish"})["call_id"] for _ in range(3)]
+    page = switchboard.list_calls("waiting", limit=2)
+    assert len(page["calls"]) == 2 and page["next_cursor"]
+    assert [c["call_id"] for c in switchboard.iter_calls("waiting", limit=2)] == placed
+
+
+def test_a_given_idempotency_key_makes_one_call(switchboard):
+    first = switchboard.create_call({}, idempotency_key="pbx-7")
+    again = switchboard.create_call({}, idempotency_key="pbx-7")
+    assert first["call_id"] == again["call_id"]
+    assert len(Router().line.waiting_calls()[0]) == 1
+
+
+def test_refusals_arrive_as_typed_errors_with_the_problem(switchboard):
+    with pytest.raises(sc.NotFound):
+        switchboard.get_agent("nobody")
+    with pytest.raises(sc.InvalidInput) as raised:
+        switchboard.create_call({"language": "Klingon"})
+    assert set(raised.value.fields) == {"language"}
+    ana = agent("Ana", ["French"], "F")
+    with pytest.raises(sc.Conflict):
+        switchboard.release(ana.agent_id)
+    with pytest.raises(sc.InvalidInput) as raised:
+        switchboard.list_agents(skill="language:Klingon")
+    assert "English, French, Spanish" in raised.value.fields["skill"]
+
+
+def test_backpressure_is_retried_after_retry_after_then_raised(switchboard, waits, settings):
+    switchboard.create_call({})
+    settings.SWITCHBOARD_FAIRNESS = {
+        **settings.SWITCHBOARD_FAIRNESS,
+        "depth_cache_seconds": 0,
+        "backlog_bounds": {"calls": 0, "live": 100},
+        "retry_after_seconds": 3,
+    }
+    switchboard.max_retries = 2
+    with pytest.raises(sc.Backpressure):
+        switchboard.create_call({"language": "French"})
+    assert waits == [3.0, 3.0]
+
+
+def test_agents_are_listed_by_status_and_read_one_by_one(switchboard):
+    ana, bob = agent("Ana", ["French"], "F"), agent("Bob", ["English"], "M")
+    switchboard.make_available(ana.agent_id)
+    assert [a["agent_id"] for a in switchboard.iter_agents(status="queued")] == [ana.agent_id]
+    assert switchboard.get_agent(bob.agent_id)["name"] == "Bob"
+    assert switchboard.log_off(ana.agent_id)["agent"]["status"] == "offline"
+
+
+def test_a_shipment_is_enqueued_and_read_with_its_failures(switchboard):
+    created = switchboard.create_shipment({"to": "Porto"}, tenant="acme", priority=2)
+    queue = ShipmentQueue()
+    queue.fail(created["shipment_id"], queue.receive().receipt, "label printer offline")
+    shipment = switchboard.get_shipment(created["shipment_id"])
+    assert shipment["receive_count"] == 1
+    assert [f["reason"] for f in shipment["failures"]] == ["label printer offline"]
+
+
+def load_example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "phone_system.py"
+    spec = importlib.util.spec_from_file_location("phone_system_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_phone_system_example_places_a_caller_and_releases_the_agent(moto_db, supervisor, capsys, monkeypatch):
+    example = load_example()
+    monkeypatch.setattr(
+        example, "Switchboard", lambda url, token: sc.Switchboard(url, token, transport=DjangoTransport())
+    )
+    token = ApiToken.issue(supervisor, "phone system")[1]
+    ana = agent("Ana", ["Spanish"], "F")
+    Router().make_available(ana.agent_id)
+    code = example.main(
+        ["--url", "http://testserver", "--token", token, "--language", "Spanish", "--talk-seconds", "0"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "agent Ana" in out and "Ana is queued" in out
+    assert Router().agents.get(ana.agent_id).status == "queued"
+
+
+def test_the_phone_system_example_says_when_the_api_refuses(moto_db, supervisor, capsys, monkeypatch):
+    example = load_example()
+    monkeypatch.setattr(
+        example, "Switchboard", lambda url, token: sc.Switchboard(url, token, transport=DjangoTransport())
+    )
+    token = ApiToken.issue(supervisor, "phone system")[1]
+    assert example.main(["--url", "http://testserver", "--token", token, "--language", "Klingon"]) == 2
+    assert "language" in capsys.readouterr().err
