@@ -57,12 +57,14 @@ JSON_CHARSETS = ("utf-8", "utf8")
 
 DESCRIPTION = """\
 The JSON API of Switchboard for the phone system and other machines: place callers,
-make agents available, release them and log them off, enqueue shipments, and read
-calls, shipments and queues.
+make agents available, release them and log them off, enqueue shipments; read calls,
+agents, shipments and queues; list the calls waiting (in line order) or assigned, and
+the agents (by status or skill), a page at a time with `cursor`/`next_cursor`.
 
 Every request needs `Authorization: Bearer <token>` (`python manage.py create_api_token`).
-Every refusal is JSON: `{"error", "message", "hint", "fields"}`; `fields` names each bad
-input field. Send `Idempotency-Key` when creating, and the same key when retrying.
+Bodies are `application/json` (415 otherwise). Every refusal is JSON: `{"error",
+"message", "hint", "fields"}`; `fields` names each bad input field. Send
+`Idempotency-Key` when creating, and the same key when retrying.
 """
 
 
