@@ -136,11 +136,5 @@ class Calls:
                 },
                 condition="#status = :waiting AND version = :version",
             ),
-            {
-                "Delete": {
-                    "TableName": self.table.name,
-                    "Key": marshal({"pk": keys.WAITING_PK, "sk": call.wait_sk}),
-                    "ConditionExpression": "attribute_exists(pk)",
-                }
-            },
+            *self.table.leave_line_actions(call),
         ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from queues_app.agents import keys
 from queues_app.agents.calls import Calls
@@ -16,6 +16,7 @@ from queues_app.agents.waiting import WaitingLine
 from queues_app.agents.writes import CallCenterTable
 from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso, to_iso
+from queues_app.ddb.codec import marshal
 
 log = logging.getLogger(__name__)
 
@@ -60,30 +61,60 @@ class Escalator:
         """Relax the preferences of callers who waited too long, then try to match them.
 
         Dimensions are relaxed one at a time in the configured order, one more for
-        each `after_seconds` waited; the call records what was relaxed and when.
+        each `after_seconds` waited; the call records what was relaxed and when. Only
+        callers due (the `waiting_to_relax` index: last change before now minus
+        `after_seconds`) are read, however long the line.
         """
         policy, changed = self.policy, []
         moment = self.table.clock()
-        for waiting in self.line.everyone():
-            arrived = from_iso(waiting["arrived_at"])
+        for waiting in list(self.line.due_for_relaxing(moment - timedelta(seconds=policy.after_seconds))):
+            _priority, arrived_at, call_id = keys.parse_wait_position(waiting["sk"])
+            arrived = from_iso(arrived_at)
             steps_due = int((moment - arrived).total_seconds() // policy.after_seconds) if arrived else 0
-            if steps_due <= 0:
-                continue
-            call = self.calls.find(waiting["call_id"])
+            call = self.calls.find(call_id)
             if not call or call.status != CallStatus.WAITING:
                 continue
             relaxable = [d for d in policy.order[:steps_due] if call.preferences.get(d) is not ANY]
             if not relaxable:
+                self._nothing_to_relax(call, policy)
                 continue
-            relaxed = self._relax(call, relaxable, moment)
+            relaxed = self._relax(call, relaxable, moment, policy)
             if relaxed:
                 changed.append(self.matcher.match(relaxed, new_call=False) or relaxed)
         return changed
 
-    def _relax(self, call: Call, dimensions: list[str], moment: datetime) -> Call | None:
+    def _nothing_to_relax(self, call: Call, policy: EscalationPolicy) -> None:
+        """A due caller with nothing to relax yet waits for the next step; with nothing the
+        policy would ever relax, they leave the index for good."""
+        left = [d for d in policy.order if call.preferences.get(d) is not ANY]
+        update = "SET relax_at = :now" if left else "REMOVE relax_q, relax_at"
+        try:
+            self.table.transact(
+                [
+                    self.table.update(
+                        keys.waiting_caller(self.table.wanted(call.preferences), call.wait_sk or ""),
+                        update,
+                        {":now": to_iso(self.table.clock())} if left else None,
+                        condition="attribute_exists(pk)",
+                    )
+                ]
+            )
+        except errors.TransactionCancelled:
+            return  # assigned meanwhile
+
+    def _relax(self, call: Call, dimensions: list[str], moment: datetime, policy: EscalationPolicy) -> Call | None:
+        """Relax the dimensions and move the caller to the partition of their new
+        preferences, keeping their place (priority, then arrival), in one transaction."""
         stamp = to_iso(moment)
         entries = [{"dimension": d, "from": call.preferences[d], "at": stamp} for d in dimensions]
         preferences = {**call.preferences, **{d: ANY for d in dimensions}}
+        relaxed = Call(**{**call.__dict__, "preferences": preferences, "relaxed": call.relaxed + entries})
+        relaxed.version = call.version + 1
+        more = any(preferences.get(d) is not ANY for d in policy.order)
+        new_place = self.line.wait_item(relaxed, relax_from=stamp)
+        if not more:
+            new_place.pop("relax_q", None)
+            new_place.pop("relax_at", None)
         try:
             self.table.transact(
                 [
@@ -99,16 +130,12 @@ class Escalator:
                         },
                         condition="#status = :waiting AND version = :version",
                     ),
-                    self.table.update(
-                        {"pk": keys.WAITING_PK, "sk": call.wait_sk},
-                        "REMOVE " + ", ".join(f"#d{i}" for i in range(len(dimensions))),
-                        condition="attribute_exists(pk)",
-                        names={f"#d{i}": f"p_{d}" for i, d in enumerate(dimensions)},
-                    ),
+                    *self.table.leave_line_actions(call),
+                    {"Put": {"TableName": self.table.name, "Item": marshal(new_place)}},
+                    self.table.count_update(self.table.wanted(preferences), +1),
                 ]
             )
         except errors.TransactionCancelled:
             return None  # assigned or changed meanwhile
         log.info("call %s: relaxed %s after waiting", call.call_id, ", ".join(dimensions))
-        call.preferences, call.relaxed, call.version = preferences, call.relaxed + entries, call.version + 1
-        return call
+        return relaxed

@@ -19,6 +19,7 @@ class CallCenterSnapshot:
     metas: dict[str, dict] = field(default_factory=dict)  # queue name -> item
     messages: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))  # queue name -> items
     waiting: list[dict] = field(default_factory=list)
+    waiting_counts: dict[str, int] = field(default_factory=dict)  # WAIT#... partition -> stored count
     calls: dict[str, dict] = field(default_factory=dict)  # call_id -> item
     other: int = 0
 
@@ -39,8 +40,10 @@ def _sort_item(snap: CallCenterSnapshot, item: dict) -> None:
         snap.metas[sk] = item
     elif pk.startswith(keys.QUEUE_PREFIX):
         snap.messages[pk].append(item)
-    elif pk == keys.WAITING_PK:
+    elif pk.startswith(keys.WAIT_PREFIX) or pk == keys.OLD_WAITING_PK:
         snap.waiting.append(item)
+    elif pk.startswith(keys.WAIT_COUNT_PREFIX):
+        snap.waiting_counts[keys.WAIT_PREFIX + pk.removeprefix(keys.WAIT_COUNT_PREFIX)] = int(item.get("waiting", 0))
     elif pk.startswith(keys.CALL_PREFIX) and sk == keys.CALL_SK:
         snap.calls[pk.removeprefix(keys.CALL_PREFIX)] = item
     else:
@@ -159,6 +162,22 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
                 f"WAITING {item['sk']}",
                 f"points at call {item.get('call_id')}, which waits under {call.get('wait_sk')}",
             )
+    in_partition = Counter(item["pk"] for item in snap.waiting)
+    for partition in sorted(set(in_partition) | set(snap.waiting_counts)):
+        if partition == keys.OLD_WAITING_PK:
+            add("line", partition, f"{in_partition[partition]} caller(s) in the old line: run `dynamo_tables create`")
+        elif in_partition[partition] != snap.waiting_counts.get(partition, 0):
+            add(
+                "line",
+                partition,
+                f"count says {snap.waiting_counts.get(partition, 0)}, {in_partition[partition]} caller(s) wait there",
+            )
+    for item in snap.waiting:
+        call = snap.calls.get(item.get("call_id", ""))
+        if call and call.get("status") == CallStatus.WAITING and item["pk"] != keys.OLD_WAITING_PK:
+            partition = keys.waiting_caller(keys.wanted(catalog.names, call.get("preferences") or {}), "")["pk"]
+            if item["pk"] != partition:
+                add("line", f"call {item.get('call_id')}", f"waits in {item['pk']}, its preferences say {partition}")
     for call_id, call in sorted(snap.calls.items()):
         status, items = call.get("status"), waiting_for.get(call_id, [])
         if status == CallStatus.WAITING:

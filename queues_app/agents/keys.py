@@ -6,17 +6,30 @@ Call-center table layout (pk / sk):
     QUEUES          Q#<value>#<value>...         metadata of one skill-combination queue
     Q#<v>#<v>...    <queued_at>#<agent_id>       a message: an agent waiting in that queue;
                                                  the sort key is the agent's queue token
-    WAITING         <9-priority>#<arrived>#<id>  a caller waiting for an agent (priority, then arrival)
+    WAIT#<v>#<v>... <9-priority>#<arrived>#<id>  a caller waiting for an agent, in the partition of
+                                                 their preferences (`*` for "any"), by priority then arrival
+    WAITCOUNT#<v>.. COUNT                        how many callers wait in that partition
     CALL#<call_id>  CALL                         a call and its assignment record
+
+Waiting callers carry keys of two sparse indexes, spread over LINE_SHARDS index
+partitions by a hash of the call id: by arrival (`waiting_by_arrival`), and by when
+their preferences are next relaxed (`waiting_to_relax`). Design: docs/architecture.md, "The waiting line".
 """
 
 from __future__ import annotations
+
+import hashlib
 
 AGENTS_PK = "AGENTS"
 AGENT_PREFIX = "AGENT#"
 QUEUES_PK = "QUEUES"
 QUEUE_PREFIX = "Q#"
-WAITING_PK = "WAITING"
+OLD_WAITING_PK = "WAITING"  # the single partition of the line before it was split
+WAIT_PREFIX = "WAIT#"
+WAIT_COUNT_PREFIX = "WAITCOUNT#"
+WAIT_COUNT_SK = "COUNT"
+ANY_VALUE = "*"
+LINE_SHARDS = 4
 CALL_PREFIX = "CALL#"
 CALL_SK = "CALL"
 MAX_PRIORITY = 9
@@ -48,8 +61,41 @@ def queue_message(combination: tuple[str, ...], token: str) -> dict[str, str]:
     return {"pk": queue_name(combination), "sk": token}
 
 
-def waiting_caller(priority: int, arrived_at: str, call_id: str) -> dict[str, str]:
-    return {"pk": WAITING_PK, "sk": f"{MAX_PRIORITY - priority}#{arrived_at}#{call_id}"}
+def wait_position(priority: int, arrived_at: str, call_id: str) -> str:
+    """Sort key of a waiting caller: higher priority first, then earlier arrival."""
+    return f"{MAX_PRIORITY - priority}#{arrived_at}#{call_id}"
+
+
+def parse_wait_position(position: str) -> tuple[int, str, str]:
+    """(priority, arrived_at, call_id) of a waiting caller's sort key."""
+    inverted, arrived_at, call_id = position.split("#", 2)
+    return MAX_PRIORITY - int(inverted), arrived_at, call_id
+
+
+def wanted(names: tuple[str, ...], preferences: dict) -> tuple[str, ...]:
+    """A caller's preference per dimension, in catalog order, `*` for any (None or absent):
+    the name of the waiting-line partition they wait in."""
+    return tuple(ANY_VALUE if preferences.get(name) is None else str(preferences[name]) for name in names)
+
+
+def waiting_caller(wanted: tuple[str, ...], position: str) -> dict[str, str]:
+    """A waiting caller's item; `wanted` is their preference per dimension, `*` for any."""
+    return {"pk": WAIT_PREFIX + "#".join(wanted), "sk": position}
+
+
+def waiting_count(wanted: tuple[str, ...]) -> dict[str, str]:
+    return {"pk": WAIT_COUNT_PREFIX + "#".join(wanted), "sk": WAIT_COUNT_SK}
+
+
+def line_shard(call_id: str) -> str:
+    """The index partition of a waiting caller: a stable hash of the call id, so that the
+    line's index writes spread over LINE_SHARDS partitions."""
+    digest = hashlib.blake2b(call_id.encode(), digest_size=4).digest()
+    return f"LINE#{int.from_bytes(digest) % LINE_SHARDS}"
+
+
+def line_shards() -> list[str]:
+    return [f"LINE#{n}" for n in range(LINE_SHARDS)]
 
 
 def call(call_id: str) -> dict[str, str]:

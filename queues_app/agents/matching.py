@@ -9,6 +9,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from typing import cast
 
 from queues_app.agents import keys
 from queues_app.agents.calls import CallExists, Calls
@@ -24,6 +25,9 @@ from queues_app.ddb.codec import unmarshal
 from queues_app.ddb.contention import ContentionGauge
 
 WHY_LIMIT = 8
+# How many times an agent coming back reads the line's heads again when others took them.
+OFFER_ROUNDS = 3
+_TAKEN = object()  # every head offered was taken by someone else meanwhile
 # How long a matcher waits for another thread's try of the only candidates it has left.
 CLAIM_WAIT = 0.5
 # How old another matcher's read of the same queue may be for a caller's first try to use it.
@@ -259,7 +263,7 @@ class Matcher:
                     continue
                 failed = set(exc.failed_indexes())
                 call_index = 1 + 2 * len(self.catalog.combinations(candidate.skills))
-                if failed & {call_index, call_index + 1}:
+                if failed & set(range(call_index, len(actions))):
                     # The call itself changed: assigned elsewhere, created by a retry, or escalated.
                     if new_call:
                         raise CallExists() from exc
@@ -286,8 +290,22 @@ class Matcher:
         return why[:WHY_LIMIT]
 
     def offer_waiting_callers(self, agent: Agent, *, from_queue: bool) -> Call | None:
-        """Give the agent the first waiting caller (priority, then arrival) they fit."""
-        for waiting in self.line.waiting_calls_for(agent.skills):
+        """Give the agent the first waiting caller (priority, then arrival) they fit.
+
+        The look before queueing may read the line's counts eventually consistently (a
+        caller it misses is found by the look after); the look after reads them strongly.
+        When every head read was taken meanwhile, the line is read again, a few times."""
+        for _round in range(OFFER_ROUNDS):
+            heads = self.line.heads_for(agent.skills, consistent=from_queue)
+            if not heads:
+                return None
+            outcome = self._offer_heads(agent, heads, from_queue=from_queue)
+            if outcome is not _TAKEN:
+                return cast(Call | None, outcome)
+        return None
+
+    def _offer_heads(self, agent: Agent, heads: list[dict], *, from_queue: bool) -> object:
+        for waiting in heads:
             call = self.calls.find(waiting["call_id"])
             if not call or call.status != CallStatus.WAITING:
                 continue
@@ -310,7 +328,7 @@ class Matcher:
             assigned = self._give_free_agent(agent, call)
             if assigned:
                 return assigned
-        return None
+        return _TAKEN
 
     def _give_free_agent(self, agent: Agent, call: Call) -> Call | None:
         """Assign a caller to an agent who is not queued (offline, available, wrap-up)."""

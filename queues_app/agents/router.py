@@ -4,6 +4,7 @@ the design is in docs/architecture.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -105,7 +106,16 @@ class Router:
         call = self.matcher.offer_waiting_callers(agent, from_queue=False)
         if call:
             counters.note(self.db, counters.CALLS, "completed")
-            return self.agents.get(agent_id), call
+            # The assignment changed exactly these fields of the agent as read.
+            taken = dataclasses.replace(
+                agent,
+                status=AgentStatus.ATTENDING,
+                call_id=call.call_id,
+                version=agent.version + 1,
+                updated_at=call.assigned_at or agent.updated_at,
+                queue_token=None,
+            )
+            return taken, call
 
         agent = self.enqueue(agent)
         # Look once more: a caller may have started waiting while we queued.

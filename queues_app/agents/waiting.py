@@ -1,34 +1,49 @@
-"""The line of callers waiting for an agent, in order of priority then arrival."""
+"""The line of callers waiting for an agent, in order of priority then arrival.
+
+Callers wait in one partition per preference set (`WAIT#French#*`), each with a small
+count item (`WAITCOUNT#French#*`). An agent coming back reads the counts of the
+partitions they fit in one BatchGetItem and the head of each non-empty one with a
+Limit-1 Query, so the cost does not grow with the line's length. The whole line, in
+order, is the non-empty partitions merged; by arrival, and the callers due for relaxing,
+come from sparse indexes spread over `keys.LINE_SHARDS` partitions, merged.
+Design: docs/architecture.md, "The waiting line".
+"""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Iterator
+from datetime import datetime
 
 from queues_app.agents import keys
-from queues_app.agents.calls import CallExists, call_to_item
+from queues_app.agents.calls import CallExists, call_from_item, call_to_item
 from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.skills import ANY
 from queues_app.agents.writes import CallCenterTable
-from queues_app.ddb import errors
+from queues_app.ddb import batch, errors
+from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+
+BY_ARRIVAL = "waiting_by_arrival"
+TO_RELAX = "waiting_to_relax"
 
 
 class WaitingLine:
-    """Callers nobody could take yet: one item each in the WAITING partition, keyed by
-    priority then arrival, with the preferences as attributes a filter can match."""
+    """Callers nobody could take yet, one item each in the partition of their preferences."""
 
     def __init__(self, table: CallCenterTable):
         self.table = table
         self.db = table.db
         self.catalog = table.catalog
 
+    # --- joining and leaving ----------------------------------------------------------
+
     def start_waiting(self, call: Call) -> Call:
-        wait_key = keys.waiting_caller(call.priority, call.arrived_at, call.call_id)
-        call.wait_sk = wait_key["sk"]
+        call.wait_sk = keys.wait_position(call.priority, call.arrived_at, call.call_id)
         try:
-            self.db.call(
-                "transact_write_items",
-                TransactItems=[
+            self.table.transact(
+                [
                     {
                         "Put": {
                             "TableName": self.table.name,
@@ -36,8 +51,9 @@ class WaitingLine:
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
-                    {"Put": {"TableName": self.table.name, "Item": marshal(self._wait_item(call, wait_key))}},
-                ],
+                    {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
+                    self.table.count_update(self.table.wanted(call.preferences), +1),
+                ]
             )
         except errors.TransactionCancelled as exc:
             if exc.failed_indexes("ConditionalCheckFailed") == [0]:
@@ -45,127 +61,211 @@ class WaitingLine:
             raise
         return call
 
-    def waiting_records(self, call: Call) -> list[dict]:
-        """A waiting call's two items (the call and its place in line), for bulk loads."""
-        wait_key = keys.waiting_caller(call.priority, call.arrived_at, call.call_id)
-        call.status, call.wait_sk = CallStatus.WAITING, wait_key["sk"]
-        return [call_to_item(call), self._wait_item(call, wait_key)]
-
-    @staticmethod
-    def _wait_item(call: Call, wait_key: dict) -> dict:
-        # Preferences as top-level attributes so that a FilterExpression can match them.
-        prefs = {f"p_{name}": value for name, value in call.preferences.items() if value is not ANY}
-        return {
-            **wait_key,
+    def wait_item(self, call: Call, *, relax_from: str | None = None) -> dict:
+        """A waiting caller's place in line. `relax_from` (arrival by default) is when their
+        next relaxation is counted from; a caller with nothing left to relax has none."""
+        position = call.wait_sk or keys.wait_position(call.priority, call.arrived_at, call.call_id)
+        shard = keys.line_shard(call.call_id)
+        item = {
+            **keys.waiting_caller(self.table.wanted(call.preferences), position),
             "type": "waiting",
             "call_id": call.call_id,
             "priority": call.priority,
             "arrived_at": call.arrived_at,
-            "wait_q": keys.WAITING_PK,
+            "preferences": {k: v for k, v in call.preferences.items() if v is not ANY},
+            "wait_q": shard,
             "wait_since": f"{call.arrived_at}#{call.call_id}",
-            **prefs,
         }
+        if any(v is not ANY for v in call.preferences.values()):
+            item.update(relax_q=shard, relax_at=relax_from or call.arrived_at)
+        return item
 
-    def waiting_calls_for(self, skills: dict[str, list[str]]) -> list[dict]:
-        """Waiting callers the agent fits, in order, read with a filter on their preferences."""
-        names, values, filters = {}, {":pk": {"S": keys.WAITING_PK}}, []
-        for d, (name, _allowed) in enumerate(self.catalog.dimensions):
-            names[f"#d{d}"] = f"p_{name}"
-            placeholders = []
-            for v, value in enumerate(skills.get(name, [])):
-                values[f":d{d}v{v}"] = {"S": value}
-                placeholders.append(f":d{d}v{v}")
-            inside = f" OR #d{d} IN ({', '.join(placeholders)})" if placeholders else ""
-            filters.append(f"(attribute_not_exists(#d{d}){inside})")
-        pages = self.db.pages(
-            "query",
-            TableName=self.table.name,
-            KeyConditionExpression="pk = :pk",
-            FilterExpression=" AND ".join(filters),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ConsistentRead=True,
-        )
-        for page in pages:  # on until a page holds someone the agent fits
-            found = [unmarshal(i) for i in page.get("Items", [])]
-            if found:
-                return found
-        return []
+    def load(self, calls: list[Call]) -> int:
+        """Callers who start waiting together, for demo data and tests: their items in
+        batches, then one ADD per partition to its count. Returns how many were loaded."""
+        items: list[dict] = []
+        counts: dict[tuple[str, ...], int] = {}
+        for call in calls:
+            call.status = CallStatus.WAITING
+            call.wait_sk = keys.wait_position(call.priority, call.arrived_at, call.call_id)
+            items += [call_to_item(call), self.wait_item(call)]
+            wanted = self.table.wanted(call.preferences)
+            counts[wanted] = counts.get(wanted, 0) + 1
+        batch.put_items(self.db, self.table.name, items)
+        for wanted, n in counts.items():
+            self.table.transact([self.table.count_update(wanted, n)])
+        return len(calls)
+
+    # --- an agent coming back ---------------------------------------------------------
+
+    def partitions_for(self, skills: dict[str, list[str]]) -> list[tuple[str, ...]]:
+        """The preference sets an agent with these skills satisfies, `*` (any) included."""
+        choices = [(*skills.get(name, ()), keys.ANY_VALUE) for name in self.catalog.names]
+        return list(itertools.product(*choices))
+
+    def counts(self, partitions: list[tuple[str, ...]] | None = None, *, consistent: bool = True) -> dict:
+        """How many callers wait in each partition (all of them by default; empty ones are
+        left out), read with one BatchGetItem per hundred partitions."""
+        if partitions is None:
+            partitions = self.partitions_for({name: list(values) for name, values in self.catalog.dimensions})
+        wanted = [keys.waiting_count(p) for p in partitions]
+        found = batch.get_items(self.db, self.table.name, wanted, consistent=consistent)
+        return {tuple(item["wanted"]): int(item["waiting"]) for item in found if int(item.get("waiting", 0)) > 0}
+
+    def heads_for(self, skills: dict[str, list[str]], *, consistent: bool = True) -> list[dict]:
+        """The first caller of every partition the agent fits, in line order: the first
+        of them is the longest-waiting caller (priority, then arrival) they fit."""
+        heads = []
+        for wanted in self.counts(self.partitions_for(skills), consistent=consistent):
+            response = self.db.call(
+                "query",
+                TableName=self.table.name,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": keys.waiting_caller(wanted, "")["pk"]}},
+                ConsistentRead=True,
+                Limit=1,
+            )
+            heads += [unmarshal(i) for i in response.get("Items", [])]
+        return sorted(heads, key=lambda item: item["sk"])
+
+    # --- the whole line -----------------------------------------------------------------
+
+    def _in_order(self, *, after: str | None = None, page_size: int = 100) -> Iterator[dict]:
+        """Every waiting caller in line order (priority, then arrival), after the position
+        `after`: the non-empty partitions (their counts, one BatchGetItem) read a page at a
+        time and merged. Costs one Query per non-empty partition per page, whatever the length."""
+        partitions = []
+        for wanted in self.counts(consistent=False):
+            condition, values = "pk = :pk", {":pk": {"S": keys.waiting_caller(wanted, "")["pk"]}}
+            if after is not None:
+                condition += " AND sk > :after"
+                values[":after"] = {"S": after}
+            partitions.append(
+                self.db.items(
+                    "query",
+                    TableName=self.table.name,
+                    KeyConditionExpression=condition,
+                    ExpressionAttributeValues=values,
+                    PaginationConfig={"PageSize": page_size},
+                )
+            )
+        return heapq.merge(*partitions, key=lambda item: item["sk"])
+
+    def _by_arrival(self, page_size: int = 100) -> Iterator[dict]:
+        """Every waiting caller by arrival (the `waiting_by_arrival` index's partitions, merged)."""
+        shards = [
+            self.db.items(
+                "query",
+                TableName=self.table.name,
+                IndexName=BY_ARRIVAL,
+                KeyConditionExpression="wait_q = :q",
+                ExpressionAttributeValues={":q": {"S": shard}},
+                PaginationConfig={"PageSize": page_size},
+            )
+            for shard in keys.line_shards()
+        ]
+        return heapq.merge(*shards, key=lambda item: item["wait_since"])
 
     def everyone(self, page_size: int = 100) -> Iterator[dict]:
-        """The whole waiting list in order, read a page at a time as it is consumed."""
-        return self.db.items(
-            "query",
-            TableName=self.table.name,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
-            PaginationConfig={"PageSize": page_size},
-        )
+        """The whole waiting line in order, read a page at a time as it is consumed."""
+        return self._in_order(page_size=page_size)
 
     def waiting_calls(self, *, limit: int = 50, cursor: dict | None = None) -> tuple[list[dict], dict | None]:
-        """The waiting list in order (priority, then arrival), a page at a time."""
-        params = {
-            "TableName": self.table.name,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": keys.WAITING_PK}},
-            "Limit": limit,
-        }
-        if cursor:
-            params["ExclusiveStartKey"] = cursor
-        response = self.db.call("query", **params)
-        return [unmarshal(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey")
+        """The waiting line in order (priority, then arrival), a page at a time. The cursor
+        is the last caller's position, in the shape of a DynamoDB key."""
+        after = cursor["sk"]["S"] if cursor and isinstance(cursor.get("sk"), dict) else None
+        found = list(itertools.islice(self._in_order(after=after, page_size=limit + 1), limit + 1))
+        page = found[:limit]
+        more = len(found) > limit
+        return page, ({"sk": {"S": page[-1]["sk"]}} if more else None)
 
     def count_waiting(self, cap: int = 1000) -> tuple[int, bool]:
-        """How many callers wait, counted with one COUNT query of at most `cap` items.
-        Returns (count, more): `more` is True when there are at least `cap`."""
-        response = self.db.call(
-            "query",
-            TableName=self.table.name,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
-            Select="COUNT",
-            Limit=cap,
-        )
-        return response["Count"], bool(response.get("LastEvaluatedKey"))
+        """How many callers wait (from the partitions' counts; one BatchGetItem). Returns
+        (count, more): at most `cap`, and `more` is True when there are at least `cap`."""
+        total = sum(self.counts().values())
+        return min(total, cap), total >= cap
 
     def longest_waiting_since(self) -> str | None:
-        """When the caller who has waited longest arrived (one Limit-1 Query on the
-        `waiting_by_arrival` index), or None when nobody waits."""
-        response = self.db.call(
-            "query",
-            TableName=self.table.name,
-            IndexName="waiting_by_arrival",
-            Limit=1,
-            KeyConditionExpression="wait_q = :q",
-            ExpressionAttributeValues={":q": {"S": keys.WAITING_PK}},
-        )
-        items = response.get("Items", [])
-        return unmarshal(items[0])["wait_since"].rsplit("#", 1)[0] if items else None
+        """When the caller who has waited longest arrived (one Limit-1 Query per index
+        partition of `waiting_by_arrival`), or None when nobody waits."""
+        oldest = []
+        for shard in keys.line_shards():
+            response = self.db.call(
+                "query",
+                TableName=self.table.name,
+                IndexName=BY_ARRIVAL,
+                Limit=1,
+                KeyConditionExpression="wait_q = :q",
+                ExpressionAttributeValues={":q": {"S": shard}},
+            )
+            oldest += [unmarshal(i)["wait_since"] for i in response.get("Items", [])]
+        return min(oldest).rsplit("#", 1)[0] if oldest else None
 
-    def fill_waiting_index(self) -> int:
-        """Waiting callers written before the `waiting_by_arrival` index existed lack its
-        keys: add them (one Query per page of the waiting list, one update each)."""
-        filled = 0
-        missing = self.db.items(
+    def oldest_by_partition(self, partitions: set[tuple[str, ...]], *, cap: int = 1000) -> dict:
+        """When the longest-waiting caller of each partition arrived: the line by arrival,
+        read until every partition asked for has shown up (or `cap` callers were read)."""
+        oldest: dict[tuple[str, ...], str] = {}
+        if not partitions:
+            return oldest
+        by_arrival = self._by_arrival(page_size=min(cap, 100))
+        for item in itertools.islice(by_arrival, cap):
+            wanted = tuple(item["pk"].removeprefix(keys.WAIT_PREFIX).split("#"))
+            if wanted in partitions and wanted not in oldest:
+                oldest[wanted] = item["wait_since"].rsplit("#", 1)[0]
+                if len(oldest) == len(partitions):
+                    break
+        return oldest
+
+    def due_for_relaxing(self, before: datetime, page_size: int = 100) -> Iterator[dict]:
+        """Callers with preferences left to relax whose last change (or arrival) came
+        before `before`, oldest first: escalation reads only these."""
+        stamp = to_iso(before)
+        shards = [
+            self.db.items(
+                "query",
+                TableName=self.table.name,
+                IndexName=TO_RELAX,
+                KeyConditionExpression="relax_q = :q AND relax_at < :before",
+                ExpressionAttributeValues={":q": {"S": shard}, ":before": {"S": stamp}},
+                PaginationConfig={"PageSize": page_size},
+            )
+            for shard in keys.line_shards()
+        ]
+        return heapq.merge(*shards, key=lambda item: item["relax_at"])
+
+    # --- callers written by an earlier version ----------------------------------------------
+
+    def move_old_line(self) -> int:
+        """Callers written before the line was split wait in the single `WAITING`
+        partition: move each into the partition of their preferences (one transaction
+        each). Returns how many moved."""
+        moved = 0
+        old = self.db.items(
             "query",
             TableName=self.table.name,
             KeyConditionExpression="pk = :pk",
-            FilterExpression="attribute_not_exists(wait_q)",
-            ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
+            ExpressionAttributeValues={":pk": {"S": keys.OLD_WAITING_PK}},
         )
-        for item in missing:
+        for item in old:
+            found = batch.get_items(self.db, self.table.name, [keys.call(item["call_id"])], consistent=True)
+            call = call_from_item(found[0]) if found else None
+            actions: list[dict] = [
+                {
+                    "Delete": {
+                        "TableName": self.table.name,
+                        "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                }
+            ]
+            if call and call.status == CallStatus.WAITING and call.wait_sk == item["sk"]:
+                actions += [
+                    {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
+                    self.table.count_update(self.table.wanted(call.preferences), +1),
+                ]
             try:
-                self.db.call(
-                    "update_item",
-                    TableName=self.table.name,
-                    Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
-                    UpdateExpression="SET wait_q = :q, wait_since = :since",
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeValues=marshal(
-                        {":q": keys.WAITING_PK, ":since": f"{item['arrived_at']}#{item['call_id']}"}
-                    ),
-                )
-                filled += 1
-            except errors.Conflict:
+                self.table.transact(actions)
+                moved += 1
+            except errors.TransactionCancelled:
                 continue  # assigned meanwhile
-        return filled
+        return moved

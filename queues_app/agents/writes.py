@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from queues_app.agents import keys
-from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.records import Agent, AgentStatus, Call
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
@@ -78,6 +78,32 @@ class CallCenterTable:
             actions.append({"Delete": {"TableName": self.name, "Key": marshal(keys.queue_message(combo, token))}})
             actions.append(self.meta_update(combo, -1))
         return actions
+
+    def wanted(self, preferences: dict) -> tuple[str, ...]:
+        return keys.wanted(self.catalog.names, preferences)
+
+    def count_update(self, wanted: tuple[str, ...], delta: int) -> dict:
+        # No condition, like the queue metadata: the waiting item's own condition makes it safe.
+        return self.update(
+            keys.waiting_count(wanted),
+            "ADD waiting :delta SET wanted = :wanted",
+            {":delta": delta, ":wanted": list(wanted)},
+        )
+
+    def leave_line_actions(self, call: Call) -> list[dict]:
+        """Take a waiting caller out of line: their waiting item (which must still be
+        there) and their partition's count."""
+        wanted = self.wanted(call.preferences)
+        return [
+            {
+                "Delete": {
+                    "TableName": self.name,
+                    "Key": marshal(keys.waiting_caller(wanted, call.wait_sk or "")),
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            },
+            self.count_update(wanted, -1),
+        ]
 
 
 def agent_changed(agent: Agent, exc: errors.TransactionCancelled) -> errors.DynamoError:

@@ -52,13 +52,18 @@ def _role(*tables: set[Access]) -> frozenset[Access]:
 # DescribeTable and DescribeTimeToLive: the system page (web); the --until-empty checks.
 _COUNTERS = _table("metrics", "UpdateItem")  # every process adds its counts every few seconds
 _DESCRIBE = "DescribeTable DescribeTimeToLive"
+# What the queues do on their own (dead-lettering, shedding, escalation) goes on the audit trail.
+_SYSTEM_EVENTS = _table("audit", "PutItem")
 
 GRANTS: dict[str, frozenset[Access]] = {
     "web": _role(
         _table(
             "callcenter",
             f"GetItem BatchGetItem Query PutItem UpdateItem DeleteItem {_DESCRIBE}",
-            indexes={"by_status": "Query", "waiting_by_arrival": "Query"},
+            indexes={
+                "by_status": "Query",
+                "waiting_by_arrival": "Query",
+            },
         ),
         _table(
             "shipments",
@@ -73,6 +78,7 @@ GRANTS: dict[str, frozenset[Access]] = {
     "shipment-worker": _role(
         _table("shipments", "GetItem UpdateItem DescribeTable", indexes={"ready": "Query", "invisible": "Query"}),
         _COUNTERS,
+        _SYSTEM_EVENTS,
     ),
     "task-processor": _role(
         _table(
@@ -82,14 +88,27 @@ GRANTS: dict[str, frozenset[Access]] = {
             stream="DescribeStream GetShardIterator GetRecords",
         ),
         _COUNTERS,
+        _SYSTEM_EVENTS,
     ),
     "collector": _role(
-        _table("callcenter", "Query", indexes={"by_status": "Query", "waiting_by_arrival": "Query"}),
+        _table(
+            "callcenter",
+            "BatchGetItem",
+            indexes={"by_status": "Query", "waiting_by_arrival": "Query"},
+        ),
         _table("shipments", indexes={"ready": "Query", "invisible": "Query", "dlq": "Query"}),
         _table("tasks", "BatchGetItem", indexes={"by_status": "Query"}),
         _COUNTERS,
     ),
-    "escalator": _role(_table("callcenter", "GetItem Query UpdateItem DeleteItem"), _COUNTERS),
+    "escalator": _role(
+        _table(
+            "callcenter",
+            "GetItem Query PutItem UpdateItem DeleteItem",
+            indexes={"waiting_to_relax": "Query"},
+        ),
+        _COUNTERS,
+        _SYSTEM_EVENTS,
+    ),
     "admin-setup": _role(
         *(
             _table(
@@ -98,8 +117,8 @@ GRANTS: dict[str, frozenset[Access]] = {
             )
             for name, spec in TABLES.items()
         ),
-        # `create` adds the waiting_by_arrival keys to callers written before the index.
-        _table("callcenter", "Query UpdateItem"),
+        # `create` moves callers written before the line was split into their partitions.
+        _table("callcenter", "BatchGetItem Query PutItem UpdateItem DeleteItem"),
     ),
 }
 

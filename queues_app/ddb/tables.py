@@ -56,9 +56,12 @@ CALLCENTER = TableSpec(
             projection="INCLUDE",
             include=("agent_id", "name", "name_lower", "skills", "queued_at", "call_id", "version", "updated_at"),
         ),
-        # Waiting callers by arrival alone (the WAITING partition sorts by priority
-        # first): the longest wait is one Limit-1 query. Sparse: only waiting items.
+        # Waiting callers, sparse (only their items carry these keys), each index spread
+        # over a few partitions (`LINE#0`..): by arrival alone (the longest wait: one
+        # Limit-1 query per partition), and by when their preferences are next relaxed
+        # (escalation reads only those due). The line in order is its partitions merged.
         Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY"),
+        Index("waiting_to_relax", "relax_q", "relax_at", projection="KEYS_ONLY"),
     ),
     # Ended calls expire after a retention period.
     ttl_attribute="expires_at",

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.core.cache import cache
 
+from queues_app.agents.keys import ANY_VALUE
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
@@ -178,8 +179,8 @@ class Dashboard:
     def supply_and_demand(self) -> SupplyDemand:
         """Callers waiting per preference set against the agents who fit them.
 
-        Reads the longest-waiting `WAITING_READ_CAP` callers (one page) and the logged-in
-        agents (one capped page per status), plus the queue metadata for queued depth.
+        Reads the waiting line's counts per preference set, the longest wait of each, and
+        the logged-in agents (one capped page per status).
         """
         catalog = self.router.catalog
         moment = self.clock()
@@ -188,17 +189,21 @@ class Dashboard:
             grid.cells[combo] = DemandCell(dict(zip(catalog.names, combo, strict=True)))
         flexible: dict[tuple, DemandCell] = {}
 
-        waiting, more = self.router.line.waiting_calls(limit=WAITING_READ_CAP)
-        grid.waiting_capped = more is not None
-        for item in waiting:
-            prefs = {name: item.get(f"p_{name}", ANY) for name in catalog.names}
+        # The partitions' counts (one BatchGetItem) and, for the longest wait of each, the
+        # line by arrival until every non-empty partition has shown up (at most a page
+        # or so): the cost does not grow with the line's length.
+        counts = self.router.line.counts()
+        oldest = self.router.line.oldest_by_partition(set(counts), cap=WAITING_READ_CAP)
+        grid.waiting_capped = len(oldest) < len(counts)
+        for wanted, waiting in counts.items():
+            prefs = {name: (ANY if v == ANY_VALUE else v) for name, v in zip(catalog.names, wanted, strict=False)}
             combo = tuple(prefs.values())
             if ANY in combo:
                 cell = flexible.setdefault(tuple("" if v is ANY else v for v in combo), DemandCell(prefs))
             else:
                 cell = grid.cells.setdefault(combo, DemandCell(prefs))
-            cell.waiting += 1
-            age = _age(item.get("arrived_at"), moment)
+            cell.waiting += waiting
+            age = _age(oldest.get(wanted), moment)
             if age is not None and (cell.oldest_wait_seconds is None or age > cell.oldest_wait_seconds):
                 cell.oldest_wait_seconds = age
 

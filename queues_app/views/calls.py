@@ -31,7 +31,7 @@ def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
             {
                 "call_id": item["call_id"],
                 "priority": int(item.get("priority", 0)),
-                "preferences": {d: item.get(f"p_{d}") for d in router.catalog.names},
+                "preferences": {d: (item.get("preferences") or {}).get(d) for d in router.catalog.names},
                 "arrived_at": item.get("arrived_at"),
                 "waited": (moment - arrived).total_seconds() if arrived else None,
             }

@@ -60,7 +60,7 @@ def load(size: int) -> dict:
         if agent.status == AgentStatus.OFFLINE:
             router.make_available(agent.agent_id)
 
-    items = []
+    calls = []
     for n in range(size):
         call = Call(
             call_id=f"w{n:05d}{uuid.uuid4().hex[:6]}",
@@ -69,8 +69,8 @@ def load(size: int) -> dict:
             priority=n % 3,
             arrived_at=to_iso(moment - timedelta(seconds=n)),
         )
-        items += router.line.waiting_records(call)
-    batch.put_items(db, router.table, items)
+        calls.append(call)
+    router.line.load(calls)
 
     shipments = ShipmentQueue()
     rows = []
@@ -119,7 +119,7 @@ def load(size: int) -> dict:
             for n in range(size)
         ),
     )
-    return {"agent": built[0].agent_id, "call": items[0]["call_id"], "shipment": "s00000"}
+    return {"agent": built[0].agent_id, "call": calls[0].call_id, "shipment": "s00000"}
 
 
 def pages(ids: dict) -> dict[str, str]:

@@ -267,7 +267,7 @@ def waiting_preferences(router: Router) -> list[dict]:
     found, cursor = [], None
     while True:
         page, cursor = router.line.waiting_calls(limit=500, cursor=cursor)
-        found += [{name: item.get(f"p_{name}") for name in router.catalog.names} for item in page]
+        found += [{name: (item.get("preferences") or {}).get(name) for name in router.catalog.names} for item in page]
         if not cursor:
             return found
 

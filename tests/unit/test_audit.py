@@ -211,11 +211,17 @@ def test_an_attending_agent_without_a_call_is_reported(router, busy):
     assert any(v.startswith(f"[holder] call {busy['first'].call_id}") for v in found)
 
 
+def place_in_line(router, call):
+    return keys.waiting_caller(router.writes.wanted(call.preferences), call.wait_sk)
+
+
 def test_a_waiting_call_without_its_waiting_item_is_reported(router, busy, capsys):
     waiting = busy["waiting"]
-    delete(router, {"pk": keys.WAITING_PK, "sk": waiting.wait_sk})
+    delete(router, place_in_line(router, waiting))
+    partition = place_in_line(router, waiting)["pk"]
     assert violations(router) == [
-        f"[calls] call {waiting.call_id}: waiting under {waiting.wait_sk} but has 0 WAITING item(s)"
+        f"[line] {partition}: count says 1, 0 caller(s) wait there",
+        f"[calls] call {waiting.call_id}: waiting under {waiting.wait_sk} but has 0 WAITING item(s)",
     ]
     assert_command_fails()
     assert f"[calls] call {waiting.call_id}" in capsys.readouterr().out
@@ -226,7 +232,7 @@ def test_an_assigned_call_still_waiting_is_reported(router, busy):
     put(
         router,
         {
-            "pk": keys.WAITING_PK,
+            "pk": keys.WAIT_PREFIX + "English#F",
             "sk": "9#2020-01-01T00:00:00.000000Z#" + first.call_id,
             "type": "waiting",
             "call_id": first.call_id,
@@ -248,7 +254,8 @@ def test_two_calls_assigned_to_the_same_agent_are_reported(router, busy, capsys)
     # A second call, assigned to Ana as well (the double assignment the audit exists for).
     extra = router.create_call({"language": "English", "gender": "F"})[0]
     assert extra.status == CallStatus.WAITING
-    delete(router, {"pk": keys.WAITING_PK, "sk": extra.wait_sk})
+    delete(router, place_in_line(router, extra))
+    update(router, keys.waiting_count(("English", "F")), "ADD waiting :minus", {":minus": -1})
     update(
         router,
         keys.call(extra.call_id),
@@ -275,14 +282,14 @@ def test_two_calls_assigned_to_the_same_agent_are_reported(router, busy, capsys)
 
 def test_every_violation_is_listed_at_once(router, busy):
     update(router, keys.queue_meta(("French", "M")), "ADD #d :one", {":one": 1}, {"#d": "depth"})
-    delete(router, {"pk": keys.WAITING_PK, "sk": busy["waiting"].wait_sk})
-    assert checks(router) == {"depth", "calls"}
+    delete(router, place_in_line(router, busy["waiting"]))
+    assert checks(router) == {"depth", "calls", "line"}
 
 
 def test_the_command_exits_non_zero_from_the_shell(router, busy):
     from django.core.management import ManagementUtility
 
-    delete(router, {"pk": keys.WAITING_PK, "sk": busy["waiting"].wait_sk})
+    delete(router, place_in_line(router, busy["waiting"]))
     with pytest.raises(SystemExit) as caught:
         ManagementUtility(["manage.py", "audit_queues", "--once"]).execute()
     assert caught.value.code == 1

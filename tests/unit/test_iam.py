@@ -25,7 +25,6 @@ from django.urls import resolve, reverse
 
 from queues_app import urls as queues_app_urls
 from queues_app.actions import Operations
-from queues_app.agents import keys
 from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
@@ -40,6 +39,7 @@ from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
+from tests.unit.test_tables import make_old_style
 
 RECORDED: dict[str, set[Access]] = {}
 
@@ -320,29 +320,18 @@ def escalator(db, settings) -> None:
 
 
 def admin_setup(db) -> None:
-    """`dynamo_tables create` (twice: idempotent, and filling the waiting_by_arrival keys
-    of a caller written before that index), `describe --exact` and `delete --yes`."""
+    """`dynamo_tables create` (twice: idempotent, and moving a caller written before the
+    line was split into their partition), `describe --exact` and `delete --yes`."""
     with meter.record_access(db.prefix) as first:
         call_command("dynamo_tables", "create", stdout=io.StringIO())
-    call, _ = Router().create_call({"language": "Spanish", "gender": "F"})
-    waiting = db.call(
-        "query",
-        TableName=db.table("callcenter"),
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": keys.WAITING_PK}},
-    )["Items"]
-    for item in waiting:
-        db.call(
-            "update_item",
-            TableName=db.table("callcenter"),
-            Key={"pk": item["pk"], "sk": item["sk"]},
-            UpdateExpression="REMOVE wait_q, wait_since",
-        )
+    router = Router()
+    call, _ = router.create_call({"language": "Spanish", "gender": "F"})
+    make_old_style(db, router, call)
     with meter.record_access(db.prefix) as log:
         for args in (["create"], ["describe", "--exact"], ["delete", "--yes"]):
             out = io.StringIO()
             call_command("dynamo_tables", *args, stdout=out)
-            assert args != ["create"] or "1 waiting caller(s) added" in out.getvalue()
+            assert args != ["create"] or "1 waiting caller(s) moved" in out.getvalue()
     RECORDED["admin-setup"] = first.accesses | log.accesses
 
 

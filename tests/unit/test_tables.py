@@ -66,28 +66,48 @@ def test_create_adds_indexes_that_an_older_table_lacks(moto_empty, monkeypatch):
     lines = []
     schema.create_tables(moto_empty, log=lines.append)
     described = moto_empty.call("describe_table", TableName=moto_empty.table("callcenter"))["Table"]
-    assert sorted(g["IndexName"] for g in described["GlobalSecondaryIndexes"]) == ["by_status", "waiting_by_arrival"]
+    assert sorted(g["IndexName"] for g in described["GlobalSecondaryIndexes"]) == sorted(
+        index.name for index in tables.CALLCENTER.indexes
+    )
     assert "added index by_status to test-callcenter" in lines
 
 
-def test_waiting_callers_from_before_the_index_are_filled_in(moto_db):
+def make_old_style(db, router, call) -> None:
+    """Put a waiting caller back the way an earlier version kept them: in the single
+    `WAITING` partition, without a count."""
     from queues_app.agents import keys
-    from queues_app.agents.router import Router
     from queues_app.ddb.codec import marshal
 
-    old = {
-        "pk": keys.WAITING_PK,
-        "sk": "9#2026-11-20T10:00:00.000000Z#c-old",
-        "call_id": "c-old",
-        "arrived_at": "2026-11-20T10:00:00.000000Z",
-        "priority": 0,
-    }
-    moto_db.call("put_item", TableName=moto_db.table("callcenter"), Item=marshal(old))
+    wanted = router.writes.wanted(call.preferences)
+    table = db.table("callcenter")
+    db.call("delete_item", TableName=table, Key=marshal(keys.waiting_caller(wanted, call.wait_sk)))
+    db.call(
+        "update_item",
+        TableName=table,
+        Key=marshal(keys.waiting_count(wanted)),
+        UpdateExpression="ADD waiting :minus",
+        ExpressionAttributeValues=marshal({":minus": -1}),
+    )
+    old = {"pk": keys.OLD_WAITING_PK, "sk": call.wait_sk, "type": "waiting", "call_id": call.call_id}
+    db.call("put_item", TableName=table, Item=marshal(old))
+
+
+def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_db):
+    from queues_app.agents.router import Router
+    from queues_app.monitoring.invariants import check_once
+
     router = Router(moto_db)
-    assert router.line.longest_waiting_since() is None  # not in the index yet
-    assert router.line.fill_waiting_index() == 1
-    assert router.line.longest_waiting_since() == "2026-11-20T10:00:00.000000Z"
-    assert router.line.fill_waiting_index() == 0
+    call, _ = router.create_call({"language": "Spanish", "gender": "F"})
+    make_old_style(moto_db, router, call)
+    assert router.line.longest_waiting_since() is None  # not in the line's indexes
+    assert router.line.heads_for({"language": ["Spanish"], "gender": ["F"]}) == []
+    assert [v.check for v in check_once(moto_db, router.catalog).violations] == ["line"]
+
+    assert router.line.move_old_line() == 1
+    assert router.line.longest_waiting_since() == call.arrived_at
+    assert [h["call_id"] for h in router.line.heads_for({"language": ["Spanish"], "gender": ["F"]})] == [call.call_id]
+    assert router.line.move_old_line() == 0
+    assert check_once(moto_db, router.catalog).ok
 
 
 # --- waiting for tables, counting, listing -------------------------------------------

@@ -75,9 +75,9 @@ class Command(CheckedCommand):
             if action == "create":
                 created = schema.create_tables(db, log=self.stdout.write)
                 self.stdout.write(self.style.SUCCESS(f"{len(created)} table(s) created at {db.endpoint}."))
-                filled = Router(db).line.fill_waiting_index()
-                if filled:
-                    self.stdout.write(f"{filled} waiting caller(s) added to the waiting_by_arrival index.")
+                moved = Router(db).line.move_old_line()
+                if moved:
+                    self.stdout.write(f"{moved} waiting caller(s) moved into the partition of their preferences.")
             elif action == "describe":
                 self._describe(db, exact)
             else:

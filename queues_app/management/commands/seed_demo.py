@@ -11,11 +11,12 @@ from datetime import datetime, timedelta
 from django.core.management.base import CommandError
 from faker import Faker
 
+from queues_app.actions import Operations
 from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
-from queues_app.ddb import batch, errors
+from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.management.arguments import CheckedCommand, int_range
@@ -199,7 +200,7 @@ class Command(CheckedCommand):
             return
         router = Router()
         moment = now()
-        items = []
+        calls = []
         for _ in range(count):
             preferences = {name: rng.choice([*values, ANY, ANY]) for name, values in router.catalog.dimensions}
             call = Call(
@@ -209,17 +210,18 @@ class Command(CheckedCommand):
                 priority=rng.choice((0, 0, 0, 1, 2)),
                 arrived_at=to_iso(moment - timedelta(seconds=rng.uniform(20, 400))),
             )
-            items += router.line.waiting_records(call)
-        batch.put_items(router.db, router.table, items)
+            calls.append(call)
+        router.line.load(calls)
         self.stdout.write(self.style.SUCCESS(f"Demo data: {count} callers waiting."))
 
     def _make_available(self, agents, shortfalls):
         """Agents who start their shift: each takes the longest-waiting caller they fit, or
         queues. One refused (changed meanwhile by someone else) does not stop the others."""
-        router, took, refused = Router(), 0, []
+        # Through the audited path, so each agent's page shows how their day began.
+        operations, took, refused = Operations("seed_demo", "command"), 0, []
         for agent in agents:
             try:
-                _agent, call = router.make_available(agent.agent_id)
+                _agent, call = operations.make_available(agent.agent_id)
             except errors.Conflict as exc:
                 refused.append(exc.message)
                 continue
