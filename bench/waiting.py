@@ -58,7 +58,7 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
                 call_id=f"c{n:06d}{uuid.uuid4().hex[:6]}",
                 status=CallStatus.WAITING,
                 preferences={"language": "French", "gender": "X"},
-                arrived_at=to_iso(moment - timedelta(seconds=length - n)),
+                arrived_at=to_iso(moment - timedelta(milliseconds=10 * (length - n))),
             )
             for n in range(length)
         ]
