@@ -120,11 +120,29 @@
     });
   }
 
-  function announce(text) {
+  // The live region names the stale panels, and says so once they are all fresh again.
+  var announced = "";
+
+  function announce() {
     var note = document.getElementById("poll-note");
-    if (note) {
+    var stale = pollPanels().filter(function (panel) {
+      return stateOf(panel.id).stale;
+    });
+    var text = stale
+      .map(function (panel) {
+        var updated = stateOf(panel.id).updated;
+        return panelName(panel) + (updated ? " (since " + updated.textContent + ")" : "");
+      })
+      .join(", ");
+    if (text) {
+      text = "Not updated for two intervals: " + text + ".";
+    } else if (announced) {
+      text = "All panels are up to date again.";
+    }
+    if (note && text && text !== note.textContent) {
       note.textContent = text;
     }
+    announced = stale.length ? text : "";
   }
 
   function panelName(panel) {
@@ -146,17 +164,13 @@
     }
     var waiting = !paused() && document.visibilityState === "visible";
     var late = performance.now() - state.answeredAt > (2 * seconds(panel.getAttribute("data-poll")) + 1) * 1000;
-    var stale = waiting && late;
-    if (stale !== state.stale) {
-      state.stale = stale;
-      var since = state.updated ? " since " + state.updated.textContent : "";
-      announce(panelName(panel) + (stale ? ": not updated" + since + "." : ": up to date again."));
-    }
-    panel.classList.toggle("is-stale", stale);
+    state.stale = waiting && late;
+    panel.classList.toggle("is-stale", state.stale);
   }
 
   function paintAll() {
     pollPanels().forEach(paint);
+    announce();
   }
 
   function showPauseControl() {
@@ -218,15 +232,13 @@
   });
 
   // An answer with figures (2xx) makes a panel fresh; a failed one (a 503 banner, no
-  // connection) leaves it as it was, so two intervals of those make it stale.
-  document.addEventListener("htmx:afterRequest", function (event) {
+  // connection) leaves it as it was, so two intervals of those make it stale. (Seen before
+  // the swap: afterwards the panel that asked is gone and htmx's later events name its parent.)
+  document.addEventListener("htmx:beforeSwap", function (event) {
     var elt = event.detail && event.detail.elt;
-    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll") && elt.id && event.detail.successful) {
+    var status = event.detail && event.detail.xhr ? event.detail.xhr.status : 0;
+    if (elt && elt.id && elt.hasAttribute("data-poll") && status >= 200 && status < 300) {
       stateOf(elt.id).answeredAt = performance.now();
-    }
-    var current = elt && elt.id ? document.getElementById(elt.id) : null;
-    if (current && current.hasAttribute("data-poll")) {
-      paint(current);
     }
   });
 
@@ -235,6 +247,7 @@
     localizeTimes(elt);
     if (elt && elt.hasAttribute && elt.hasAttribute("data-poll")) {
       paint(elt);
+      announce();
     }
   });
 

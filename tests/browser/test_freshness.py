@@ -1,0 +1,107 @@
+"""The overview's panels say how fresh their figures are: a panel whose DynamoDB stops
+answering (a DynamoDB Local process stopped with SIGSTOP: its requests hang) is marked
+stale within a few intervals and fresh again once DynamoDB answers; the polling can be
+paused, and a paused page asks nothing, even after a reload."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+import pytest
+from playwright.sync_api import expect
+
+from queues_app.ddb import schema
+from queues_app.ddb.client import default, reset_default
+from queues_app.ddb.local import DynamoDBLocal
+from tests.browser.test_login import log_in
+
+PANEL_REQUEST = re.compile(r"\?panel=")
+
+
+@pytest.fixture
+def stoppable_db(settings):
+    """Tables on a DynamoDB Local of this test's own, which the test may freeze and thaw."""
+    server = DynamoDBLocal().start()
+    settings.DYNAMODB_ENDPOINT_URL = server.endpoint
+    settings.DYNAMODB_TABLE_PREFIX = "fresh-"
+    reset_default()
+    schema.create_tables(default())
+    yield server
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGCONT)
+    reset_default()
+    server.stop()
+
+
+def test_a_panel_whose_dynamodb_hangs_turns_stale_and_fresh_again_when_it_answers(
+    page, live_server, stoppable_db, supervisor
+):
+    log_in(page, live_server, supervisor)
+    panel = page.locator("#calls-panel")
+    badge = panel.locator(".stale-badge")
+    expect(panel.locator("[data-updated] time")).to_be_visible()
+    # Answering, a panel stays fresh past two intervals (its figures are read again and again).
+    first = panel.locator("[data-updated] time").get_attribute("datetime")
+    expect(panel.locator("[data-updated] time")).not_to_have_attribute("datetime", first, timeout=6000)
+    page.wait_for_timeout(6000)
+    expect(page.locator(".panel.is-stale")).to_have_count(0)
+    expect(badge).to_be_hidden()
+    expect(page.locator("#poll-note")).to_have_text("")
+    before = panel.locator("[data-updated] time").get_attribute("datetime")
+
+    assert stoppable_db.process is not None
+    os.kill(stoppable_db.process.pid, signal.SIGSTOP)
+    try:
+        # Two 2-second intervals without figures, then a little slack for the page's check.
+        expect(panel).to_have_class(re.compile(r"\bis-stale\b"), timeout=10_000)
+        expect(badge).to_be_visible()
+        expect(badge).to_have_text("stale")
+        # Still says when it last had figures, muted, and the live region says so too.
+        expect(panel.locator("[data-updated] time")).to_have_attribute("datetime", before)
+        assert float(panel.locator(".stats").evaluate("el => getComputedStyle(el).opacity")) < 1
+        expect(page.locator("#poll-note")).to_contain_text(re.compile(r"Calls and agents \(since \d\d:\d\d:\d\d\)"))
+    finally:
+        os.kill(stoppable_db.process.pid, signal.SIGCONT)
+
+    expect(panel).not_to_have_class(re.compile(r"\bis-stale\b"), timeout=15_000)
+    expect(badge).to_be_hidden()
+    expect(panel.locator("[data-updated] time")).not_to_have_attribute("datetime", before)
+    expect(page.locator(".panel.is-stale")).to_have_count(0, timeout=15_000)
+    expect(page.locator("#poll-note")).to_have_text("All panels are up to date again.")
+    # Rest before the tables go: no request of this page is left running on the server.
+    page.get_by_role("button", name="Pause updates").click()
+    page.wait_for_load_state("networkidle")
+
+
+def test_paused_the_overview_asks_nothing_even_after_a_reload_until_resumed(page, live_server, local_db, supervisor):
+    log_in(page, live_server, supervisor)
+    with page.expect_request(PANEL_REQUEST, timeout=6000):
+        pass  # polling
+    page.get_by_role("button", name="Pause updates").click()
+    expect(page.get_by_role("button", name="Resume updates")).to_be_visible()
+    expect(page.locator("#poll-state")).to_have_text("Updates are paused.")
+    page.wait_for_load_state("networkidle")  # what was under way has finished
+
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url) if PANEL_REQUEST.search(request.url) else None)
+    page.wait_for_timeout(4500)  # two ticks of the 2-second panels
+    assert requests == []
+    # A change made elsewhere would make the panels ask at once: not while paused.
+    page.evaluate("document.body.dispatchEvent(new CustomEvent('queues-changed'))")
+    page.wait_for_timeout(500)
+    assert requests == []
+    # Paused is not stale: nobody is waiting for figures.
+    expect(page.locator(".panel.is-stale")).to_have_count(0)
+
+    # Remembered across a reload.
+    page.reload()
+    expect(page.get_by_role("button", name="Resume updates")).to_be_visible()
+    page.wait_for_timeout(4500)
+    assert requests == []
+
+    with page.expect_request(PANEL_REQUEST, timeout=1500):
+        page.get_by_role("button", name="Resume updates").click()
+    expect(page.get_by_role("button", name="Pause updates")).to_be_visible()
+    expect(page.locator("#poll-state")).to_have_text("")

@@ -1,0 +1,262 @@
+"""The dashboard on a phone, with the keyboard and in the dark: at 390 px no page is wider
+than the screen and every menu item can be reached behind the menu button; a skip link
+leads to the content and focus is always visible; the dark theme follows the system's
+setting with readable contrast; times show in the viewer's local time."""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import Agents
+from queues_app.shipments.queue import ShipmentQueue
+from tests.browser.test_login import log_in
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+MENU = ["Overview", "Agents", "Calls", "Queues", "Shipments", "Tasks", "Audit trail", "System", "Admin"]
+TOP_LEVEL = ["/", "/agents/", "/calls/", "/queues/", "/shipments/", "/tasks/", "/audit/", "/system/"]
+
+
+@pytest.fixture
+def demo(local_db):
+    call_command("seed_demo", seed=5, stdout=open(os.devnull, "w"))
+    agent = Agents().list(status=AgentStatus.ATTENDING, limit=1).items[0]
+    shipment = ShipmentQueue().list_dlq(limit=1).items[0]
+    return {
+        "details": [
+            f"/agents/{agent.agent_id}/",
+            f"/calls/{agent.call_id}/",
+            f"/shipments/{shipment.shipment_id}/",
+            "/shipments/?view=dlq",
+            "/shipments/?view=in_flight",
+        ],
+        "agent": agent,
+    }
+
+
+def page_in(browser, live_server, user, **context):
+    page = browser.new_context(**context).new_page()
+    log_in(page, live_server, user)
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    return page
+
+
+def page_width(page) -> int:
+    return page.evaluate("document.documentElement.scrollWidth")
+
+
+def test_on_a_phone_no_page_is_wider_than_the_screen_and_every_menu_item_can_be_reached(
+    browser, live_server, demo, staff
+):
+    page = page_in(browser, live_server, staff, viewport=PHONE)
+    menu_button = page.get_by_role("button", name="Menu")
+    menu = page.locator("#site-menu")
+    for path in TOP_LEVEL + demo["details"]:
+        page.goto(f"{live_server.url}{path}")
+        assert page_width(page) <= PHONE["width"], path
+
+        # Folded: the items are out of sight until the button opens the menu.
+        expect(menu_button).to_have_attribute("aria-expanded", "false")
+        expect(menu.get_by_role("link", name="Agents", exact=True)).to_be_hidden()
+        menu_button.click()
+        expect(menu_button).to_have_attribute("aria-expanded", "true")
+        items = [menu.get_by_role("link", name=name, exact=True) for name in MENU]
+        items.append(menu.get_by_role("button", name="Log out"))
+        for item in items:
+            expect(item).to_be_visible()
+            box = item.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (path, item, box)
+            item.click(trial=True)  # visible, enabled, not covered: a tap would reach it
+        assert page_width(page) <= PHONE["width"], (path, "menu open")
+        # Escape folds it again and gives focus back to the button.
+        page.keyboard.press("Escape")
+        expect(menu_button).to_have_attribute("aria-expanded", "false")
+        expect(menu_button).to_be_focused()
+
+    # An item taken from the open menu goes where it says.
+    menu_button.click()
+    menu.get_by_role("link", name="Shipments", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/shipments/$"))
+    expect(page.get_by_role("heading", name="Shipments")).to_be_visible()
+
+
+def test_tables_scroll_inside_their_card_on_a_phone(browser, live_server, demo, supervisor):
+    page = page_in(browser, live_server, supervisor, viewport=PHONE)
+    page.goto(f"{live_server.url}/shipments/")
+    table = page.locator("table.grid").first
+    sizes = table.evaluate(
+        "t => ({scroll: t.scrollWidth, client: t.clientWidth, overflow: getComputedStyle(t).overflowX})"
+    )
+    assert sizes["scroll"] > sizes["client"], sizes  # the shipments table is wider than a phone ...
+    assert sizes["overflow"] == "auto"  # ... and scrolls within its card
+    card = table.locator("xpath=ancestor::section[contains(@class, 'card')][1]")
+    card_box, table_box = card.bounding_box(), table.bounding_box()
+    assert card_box and table_box and table_box["x"] + table_box["width"] <= card_box["x"] + card_box["width"]
+    assert page_width(page) <= PHONE["width"]
+
+
+def test_on_a_wide_screen_the_menu_shows_without_a_button(browser, live_server, local_db, supervisor):
+    page = page_in(browser, live_server, supervisor, viewport=DESKTOP)
+    expect(page.get_by_role("button", name="Menu")).to_be_hidden()
+    for name in MENU[:-1]:  # Admin is for staff
+        expect(page.locator("#site-menu").get_by_role("link", name=name, exact=True)).to_be_visible()
+    assert page_width(page) <= DESKTOP["width"]
+
+
+def test_without_scripts_the_menu_stays_open_on_a_phone(browser, live_server, local_db, supervisor):
+    page = browser.new_context(viewport=PHONE, java_script_enabled=False).new_page()
+    log_in(page, live_server, supervisor)
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    expect(page.get_by_role("button", name="Menu")).to_be_hidden()
+    expect(page.locator("#site-menu").get_by_role("link", name="Audit trail")).to_be_visible()
+    assert page_width(page) <= PHONE["width"]
+
+
+def test_the_skip_link_comes_first_and_moves_focus_to_the_content(browser, live_server, local_db, supervisor):
+    page = page_in(browser, live_server, supervisor, viewport=DESKTOP)
+    page.goto(f"{live_server.url}/agents/")
+    skip = page.get_by_role("link", name="Skip to content")
+    expect(skip).not_to_be_in_viewport()  # out of sight until focused
+    page.keyboard.press("Tab")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_in_viewport()
+    page.keyboard.press("Enter")
+    expect(page.locator("main#content")).to_be_focused()
+    # The next Tab lands inside the content, past the menu.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.getElementById('content').contains(document.activeElement)")
+    assert page.evaluate("document.activeElement !== document.getElementById('content')")
+
+
+FOCUS_RING = """el => { const s = getComputedStyle(el);
+  return {style: s.outlineStyle, width: parseFloat(s.outlineWidth), color: s.outlineColor}; }"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_keyboard_focus_is_visible_on_links_buttons_and_fields(browser, live_server, local_db, supervisor, scheme):
+    page = page_in(browser, live_server, supervisor, viewport=DESKTOP, color_scheme=scheme)
+    page.goto(f"{live_server.url}/calls/")
+    seen = set()
+    for _ in range(25):
+        page.keyboard.press("Tab")
+        tag = page.evaluate("document.activeElement.tagName")
+        if tag == "BODY":  # past the last control: focus went to the browser
+            break
+        ring = page.evaluate_handle("document.activeElement").evaluate(FOCUS_RING)
+        assert ring["style"] != "none" and ring["width"] >= 2, (tag, ring)
+        seen.add(tag)
+    assert {"A", "BUTTON", "SELECT"} <= seen, seen
+
+
+# The colour of an element's text and the background it sits on (walking up through
+# transparent ancestors and blending translucent ones), as [r, g, b].
+COLOURS = """el => {
+  const parse = c => { const m = c.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const layers = [];
+  for (let n = el; n; n = n.parentElement) {
+    const bg = parse(getComputedStyle(n).backgroundColor);
+    if (bg[3] > 0) { layers.push(bg); if (bg[3] >= 1) break; }
+  }
+  let base = [255, 255, 255];
+  for (const [r, g, b, a] of layers.reverse()) {
+    base = [r * a + base[0] * (1 - a), g * a + base[1] * (1 - a), b * a + base[2] * (1 - a)];
+  }
+  const ink = parse(getComputedStyle(el).color);
+  return {ink: ink.slice(0, 3), background: base};
+}"""
+
+
+def luminance(rgb) -> float:
+    def channel(c):
+        c = c / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b) -> float:
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+# What a supervisor reads all day: text, links, badges, table headings and cells,
+# alarms and banners, tabs and counts, buttons and status words.
+READ_ALL_DAY = {
+    "/": ["h1", ".muted", "#calls-panel dt", "#calls-panel dd", ".alarms li", ".badge", "#site-menu a", ".freshness"],
+    "/shipments/": [
+        ".tabs a",
+        ".tabs .count",
+        ".count-bad",
+        "table.grid th",
+        "table.grid td",
+        "table.grid a",
+        "button",
+    ],
+    "/shipments/?view=dlq": [".status-in_dlq, .reason", "table.grid td"],
+    "/agents/": [".status-queued", ".status-offline", ".status-attending", ".chip"],
+}
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_text_badges_tables_and_banners_are_readable_in_both_themes(browser, live_server, demo, supervisor, scheme):
+    page = page_in(browser, live_server, supervisor, viewport=DESKTOP, color_scheme=scheme)
+    poor = []
+    for path, selectors in READ_ALL_DAY.items():
+        page.goto(f"{live_server.url}{path}")
+        for selector in selectors:
+            found = page.locator(selector)
+            assert found.count(), (path, selector)
+            for i in range(min(found.count(), 5)):
+                colours = found.nth(i).evaluate(COLOURS)
+                ratio = contrast(colours["ink"], colours["background"])
+                if ratio < 4.5:
+                    poor.append((path, selector, i, colours, round(ratio, 2)))
+    assert not poor
+
+
+def test_the_dark_theme_follows_the_system_setting(browser, live_server, local_db, supervisor):
+    for scheme, dark in (("dark", True), ("light", False)):
+        page = page_in(browser, live_server, supervisor, viewport=DESKTOP, color_scheme=scheme)
+        body = page.locator("body").evaluate(COLOURS)
+        card = page.locator("#calls-panel").evaluate(COLOURS)
+        if dark:
+            assert luminance(body["background"]) < 0.05 and luminance(body["ink"]) > 0.6, body
+            assert luminance(card["background"]) < 0.05, card
+        else:
+            assert luminance(body["background"]) > 0.8 and luminance(body["ink"]) < 0.05, body
+
+
+def local_text(stamp: str, offset: timedelta, fmt: str) -> str:
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return moment.astimezone(timezone(offset)).strftime(fmt)
+
+
+def test_times_show_in_the_viewers_local_time_with_utc_on_hover(browser, live_server, demo, supervisor):
+    # Asia/Kolkata: UTC+05:30 all year, so the local text differs from UTC in hours and minutes.
+    offset = timedelta(hours=5, minutes=30)
+    page = page_in(browser, live_server, supervisor, viewport=DESKTOP, timezone_id="Asia/Kolkata")
+
+    page.goto(f"{live_server.url}{demo['details'][1]}")  # a call: arrived, assigned
+    created = page.locator("time[data-precision=second]").first
+    stamp = created.get_attribute("datetime")
+    assert stamp and stamp.endswith("Z")
+    expect(created).to_have_text(local_text(stamp, offset, "%Y-%m-%d %H:%M:%S"))
+    expect(created).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$"))
+    assert created.get_attribute("title") == local_text(stamp, timedelta(0), "%Y-%m-%d %H:%M:%S UTC")
+
+    # On the overview, the panels' "updated" times, also after each htmx swap.
+    page.goto(f"{live_server.url}/")
+    updated = page.locator("#calls-panel [data-updated] time")
+    first = updated.get_attribute("datetime")
+    expect(updated).to_have_text(local_text(first, offset, "%H:%M:%S"))
+    expect(updated).not_to_have_attribute("datetime", first, timeout=8000)  # a later read, swapped in
+    swapped = updated.get_attribute("datetime")
+    expect(updated).to_have_text(local_text(swapped, offset, "%H:%M:%S"))
