@@ -27,6 +27,7 @@ tables, warm-up, metering and output are `bench.harness`'s.
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import statistics
 import sys
@@ -34,19 +35,21 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bench import harness
 from bench.article_matching import ArticleMatcher
-from queues_app.agents import keys
+from queues_app.agents import dispatch, keys
 from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.clock import from_iso, now, to_iso
 
 SKILLS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
 ALGORITHMS = ("ours", "article")
@@ -87,7 +90,11 @@ class OursMatcher:
         self.router = Router(db, skill_catalog, default_order=QueueOrder.FIFO)
 
     def assign(self, combo: tuple[str, ...], call_id: str) -> str | None:
-        preferences = dict(zip(self.router.catalog.names, combo, strict=True))
+        return self.assign_stamped(combo, call_id)[0]
+
+    def assign_stamped(self, combo: tuple[str, ...], call_id: str) -> tuple[str | None, float | None]:
+        """(agent_id, the assignment's own time stamp, epoch seconds) or (None, None)."""
+        preferences: dict[str, str | None] = dict(zip(self.router.catalog.names, combo, strict=True))
         call = Call(
             call_id=call_id,
             status=CallStatus.WAITING,
@@ -96,7 +103,36 @@ class OursMatcher:
             arrived_at=to_iso(now()),
         )
         assigned = self.router.matcher.match(call, new_call=True)
-        return assigned.agent_id if assigned else None
+        if not assigned:
+            return None, None
+        stamp = from_iso(assigned.assigned_at)
+        return assigned.agent_id, stamp.timestamp() if stamp else None
+
+    def close(self) -> None:
+        """Stop whatever the matcher runs in the background."""
+
+
+class SpreadMatcher(OursMatcher):
+    """Candidate design (a): each caller's first try among the first `SPREAD` candidates,
+    by a hash of its call id, so that matchers of different processes start apart."""
+
+    SPREAD = 4
+
+    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
+        super().__init__(db, skill_catalog)
+        self.router.matcher.first_spread = self.SPREAD
+
+
+class DispatchedMatcher(OursMatcher):
+    """Candidate design (b): new callers matched by the one dispatcher holding the lease
+    (`queues_app.agents.dispatch`); every process runs a dispatcher thread that stands by."""
+
+    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
+        super().__init__(db, skill_catalog)
+        self.dispatcher = self.router.matcher.use_dispatcher()
+
+    def close(self) -> None:
+        dispatch.stop_dispatchers()
 
 
 class ArticleBaseline:
@@ -107,8 +143,22 @@ class ArticleBaseline:
         assignment = self.matcher.assign(combo, call_id)
         return assignment.agent_id if assignment else None
 
+    def assign_stamped(self, combo: tuple[str, ...], call_id: str) -> tuple[str | None, float | None]:
+        return self.assign(combo, call_id), None  # the article records no assignment time
 
-MATCHERS = {"ours": OursMatcher, "article": ArticleBaseline}
+    def close(self) -> None:
+        pass
+
+
+MATCHERS: dict[str, type[OursMatcher] | type[ArticleBaseline]] = {
+    "ours": OursMatcher,
+    "article": ArticleBaseline,
+    "direct": OursMatcher,
+    "spread": SpreadMatcher,
+    "dispatch": DispatchedMatcher,
+}
+# Designs measured for matching across processes (docs/benchmarks.md); not in the default run.
+CANDIDATES = ("direct", "spread", "dispatch")
 
 
 # --- one run -------------------------------------------------------------------------------
@@ -188,16 +238,22 @@ def queue_all(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list, worker
         list(pool.map(queue, range(len(agent_specs))))
 
 
-def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed: int) -> RunResult:
-    """Fresh tables, queue every agent, drain with `threads` matchers, check."""
+@contextmanager
+def queued_tables(endpoint: str, algorithm: str, k: int, agent_specs: list, *labels: object) -> Iterator[Dynamo]:
+    """Fresh tables with the article's metadata items and every agent queued (not timed, not metered)."""
     skill_catalog = catalog()
-    with harness.fresh_tables(endpoint, "matching", algorithm, threads) as db:
-        # Setup (not timed, not metered): the article's metadata items, the agents, all queued.
+    with harness.fresh_tables(endpoint, "matching", algorithm, k, *labels) as db:
         ArticleMatcher(db, skill_catalog).initialize_metadata()
         agents = Agents(db, skill_catalog)
         agents.create_many([agents.build(name, skills, agent_id=agent_id) for agent_id, name, skills in agent_specs])
         queue_all(db, skill_catalog, agent_specs)
+        yield db
 
+
+def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed: int) -> RunResult:
+    """Fresh tables, queue every agent, drain with `threads` matchers, check."""
+    skill_catalog = catalog()
+    with queued_tables(endpoint, algorithm, threads, agent_specs) as db:
         matcher = MATCHERS[algorithm](db, skill_catalog)
         combos = skill_catalog.all_combinations()
         drained: set[tuple[str, ...]] = set()
@@ -243,6 +299,7 @@ def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed
             for worker in workers:
                 worker.join()
             seconds = time.perf_counter() - began
+        matcher.close()
         if errors:
             raise errors[0]
 
@@ -291,6 +348,228 @@ def check_table(
     return problems
 
 
+# --- process mode: K matchers as K processes ------------------------------------------------
+
+PROCESS_METRICS = (*METRICS, "fifo_inversions_mean", "fifo_inversions_max", "assign_p50_ms", "assign_p95_ms")
+# A child imports Django and boto3 before the start line: slow on a busy machine.
+STARTUP_TIMEOUT = 300.0
+DRAIN_TIMEOUT = 900.0
+
+
+@dataclass(frozen=True)
+class ProcessJob:
+    """What one matcher process needs: the tables (endpoint, prefix), its algorithm and seed."""
+
+    endpoint: str
+    prefix: str
+    algorithm: str
+    processes: int
+    index: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One assignment as its matcher saw it. Times are epoch seconds (`time.time()`), one
+    clock for every process of the host."""
+
+    agent_id: str
+    call_id: str
+    combo: tuple[str, ...]
+    requested_at: float  # when the matcher was asked
+    answered_at: float  # when it had the answer
+    committed_at: float  # the assignment's own time stamp (taken as its transaction is sent), else answered_at
+
+
+@dataclass
+class ProcessOutcome:
+    """What one matcher process sends back."""
+
+    index: int
+    assignments: list[Assignment] = field(default_factory=list)
+    gave_up: int = 0
+    finished_at: float = 0.0
+    requests: int = 0
+    capacity: float = 0.0
+    operations: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) -> None:
+    """One matcher process: its own Django setup, client and matcher, one thread. Drains
+    like a thread of `run_one`; `drained` (a shared byte per combination) stands for the
+    threads' shared set."""
+    outcome = ProcessOutcome(job.index)
+    try:
+        harness.setup_django()
+        db = Dynamo(prefix=job.prefix, endpoint_url=job.endpoint, region="us-east-1", read_timeout=30.0)
+        assert db.client is not None  # build the client before the start line
+        harness.reset_contention()
+        skill_catalog = catalog()
+        matcher = MATCHERS[job.algorithm](db, skill_catalog)
+        combos = skill_catalog.all_combinations()
+        rng = random.Random(f"{job.seed}:{job.processes}:{job.index}")  # the thread mode's streams
+        with harness.metered() as measured:
+            start_line.wait()
+            while True:
+                remaining = [c for i, c in enumerate(combos) if not drained[i]]
+                if not remaining:
+                    break
+                combo = rng.choice(remaining)
+                call_id = uuid.UUID(int=rng.getrandbits(128)).hex[:16]
+                requested = time.time()
+                agent_id, stamp = matcher.assign_stamped(combo, call_id)
+                if agent_id is not None:
+                    answered = time.time()
+                    outcome.assignments.append(
+                        Assignment(agent_id, call_id, combo, requested, answered, stamp or answered)
+                    )
+                elif queue_is_empty(db, combo):
+                    drained[combos.index(combo)] = 1
+                else:
+                    outcome.gave_up += 1
+            outcome.finished_at = time.time()
+        finish_line.wait(timeout=DRAIN_TIMEOUT)  # a dispatcher may still answer the others
+        matcher.close()
+        outcome.requests, outcome.capacity, outcome.operations = (
+            measured.requests,
+            measured.capacity,
+            measured.operations,
+        )
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        outcome.error = f"{type(exc).__name__}: {exc}"
+        for index in range(len(drained)):
+            drained[index] = 1  # stop the others
+        start_line.abort()
+        finish_line.abort()
+    results.put(outcome)
+
+
+def add_operations(total: dict, more: dict) -> None:
+    """Add one process's per-operation meter figures into `total`."""
+    for name, stats in more.items():
+        into = total.setdefault(name, {"calls": 0, "capacity": 0.0, "errors": {}})
+        into["calls"] += stats.get("calls", 0)
+        into["capacity"] += stats.get("capacity", 0.0)
+        for code, count in stats.get("errors", {}).items():
+            into["errors"][code] = into["errors"].get(code, 0) + count
+
+
+def fifo_inversions(assignments: list[Assignment], queues: dict[tuple[str, ...], list[tuple[str, str]]]) -> list[int]:
+    """For each assignment, how many agents of its combination queued earlier were still
+    unassigned when it committed. `queues`: each combination's (queue token, agent_id),
+    every agent who fits it."""
+    committed: dict[str, float] = {}
+    for a in assignments:
+        committed[a.agent_id] = min(committed.get(a.agent_id, a.committed_at), a.committed_at)
+    counts = []
+    for a in assignments:
+        queue = queues[a.combo]
+        mine = next(token for token, agent_id in queue if agent_id == a.agent_id)
+        counts.append(
+            sum(
+                1
+                for token, agent_id in queue
+                if token < mine and committed.get(agent_id, float("inf")) > a.committed_at
+            )
+        )
+    return counts
+
+
+@dataclass
+class ProcessRunResult(RunResult):
+    """A run of K matcher processes, with the order and latency figures."""
+
+    inversions: list[int] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+
+    def metrics(self) -> dict:
+        p50, p95 = harness.percentile(self.latencies_ms, 0.5), harness.percentile(self.latencies_ms, 0.95)
+        return {
+            **super().metrics(),
+            "fifo_inversions_mean": round(statistics.fmean(self.inversions), 3) if self.inversions else 0.0,
+            "fifo_inversions_max": max(self.inversions, default=0),
+            "assign_p50_ms": round(p50 or 0.0, 1),
+            "assign_p95_ms": round(p95 or 0.0, 1),
+        }
+
+
+def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: list, seed: int) -> ProcessRunResult:
+    """Fresh tables, queue every agent, drain with `processes` matcher processes started
+    together ("spawn": each imports Django and builds its own client), check."""
+    skill_catalog = catalog()
+    context = multiprocessing.get_context("spawn")
+    with queued_tables(endpoint, algorithm, processes, agent_specs, "p") as db:
+        tokens = {item["agent_id"]: item["queue_token"] for item in queue_items(db, keys.AGENTS_PK)}
+        queues: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
+        for agent_id, _name, skills in agent_specs:
+            for combo in skill_catalog.combinations(skills):
+                queues[combo].append((tokens[agent_id], agent_id))
+        combos = skill_catalog.all_combinations()
+        start_line = context.Barrier(processes + 1)
+        finish_line = context.Barrier(processes)
+        drained = context.RawArray("b", len(combos))
+        results = context.Queue()
+
+        def job(index: int) -> ProcessJob:
+            return ProcessJob(endpoint, db.prefix, algorithm, processes, index, seed)
+
+        children = [
+            context.Process(
+                target=process_matcher,
+                args=(job(i), start_line, finish_line, drained, results),
+                name=f"matcher-{i}",
+            )
+            for i in range(processes)
+        ]
+        for child in children:
+            child.start()
+        began = 0.0
+        try:
+            start_line.wait(timeout=STARTUP_TIMEOUT)
+            began = time.time()
+        except threading.BrokenBarrierError:
+            pass  # a child failed before the start: its outcome says why
+        outcomes: list[ProcessOutcome] = []
+        try:
+            for _child in children:
+                outcomes.append(results.get(timeout=DRAIN_TIMEOUT))
+        finally:
+            for child in children:
+                child.join(timeout=30)
+                if child.is_alive():
+                    child.terminate()
+        failed = [o.error for o in outcomes if o.error]
+        if failed or not began:
+            raise RuntimeError(f"a matcher process failed: {failed[0] if failed else 'did not start'}")
+
+        assignments = [a for o in outcomes for a in o.assignments]
+        assigned: dict[str, list[str]] = defaultdict(list)
+        for a in assignments:
+            assigned[a.agent_id].append(a.call_id)
+        operations: dict = {}
+        for o in outcomes:
+            add_operations(operations, o.operations)
+        result = ProcessRunResult(
+            algorithm=algorithm,
+            threads=processes,
+            agents=len(agent_specs),
+            assignments=len(assignments),
+            seconds=max(o.finished_at for o in outcomes) - began,
+            requests=sum(o.requests for o in outcomes),
+            capacity=sum(o.capacity for o in outcomes),
+            transactions=operations.get("TransactWriteItems", {}).get("calls", 0),
+            cancelled=operations.get("TransactWriteItems", {}).get("errors", {}).get("TransactionCanceledException", 0),
+            double_assignments=sum(1 for calls in assigned.values() if len(calls) > 1),
+            gave_up=sum(o.gave_up for o in outcomes),
+            operations=operations,
+            inversions=fifo_inversions(assignments, queues),
+            latencies_ms=[(a.answered_at - a.requested_at) * 1000 for a in assignments],
+        )
+        result.problems = check_table(db, skill_catalog, agent_specs, assigned)
+        return result
+
+
 # --- the whole benchmark -----------------------------------------------------------------
 
 
@@ -304,9 +583,12 @@ class Summary:
 
     def metrics(self) -> dict:
         each = [r.metrics() for r in self.runs]
-        summary = harness.medians(each, METRICS[:-1])
+        medianed = [key for key in each[0] if key not in ("double_assignments", "fifo_inversions_max")]
+        summary = harness.medians(each, medianed)
         summary["double_assignments"] = sum(m["double_assignments"] for m in each)
-        return summary
+        if "fifo_inversions_max" in each[0]:
+            summary["fifo_inversions_max"] = max(m["fifo_inversions_max"] for m in each)
+        return {key: summary[key] for key in each[0]}
 
     @property
     def rates(self) -> list[float]:
@@ -345,9 +627,11 @@ def run_benchmark(
     algorithms: tuple[str, ...] = ALGORITHMS,
     repeat: int = 3,
     warmup: int = 1,
+    processes: bool = False,
     progress=None,
 ) -> Results:
-    """Every (algorithm, K) run `repeat` times, each on fresh tables, with the same agents.
+    """Every (algorithm, K) run `repeat` times, each on fresh tables, with the same agents;
+    with `processes`, the K matchers are K processes (`run_processes`), else K threads.
 
     DynamoDB Local runs in a JVM whose first requests are several times slower than
     later ones (class loading, JIT), so `warmup` rounds of every algorithm at K=4 run
@@ -367,15 +651,18 @@ def run_benchmark(
     for round_ in range(repeat):
         for k in threads:
             for name in algorithms:
-                result = run_one(endpoint, name, k, agent_specs, seed)
+                drain = run_processes if processes else run_one
+                result = drain(endpoint, name, k, agent_specs, seed)
                 runs[name, k].append(result)
                 if progress:
                     progress(result, f"run {round_ + 1}/{repeat}")
     return Results({name: {k: Summary(name, k, runs[name, k]) for k in threads} for name in algorithms})
 
 
-def as_json(results: Results) -> dict:
-    return {name: {str(k): s.metrics() for k, s in by_k.items()} for name, by_k in results.items()}
+def as_json(results: Results, *, processes: bool = False) -> dict:
+    """{algorithm: {K: metrics}}; in process mode, that under the key "processes"."""
+    figures = {name: {str(k): s.metrics() for k, s in by_k.items()} for name, by_k in results.items()}
+    return {"processes": figures} if processes else figures
 
 
 def ratios(results: Results) -> tuple[int, float, float] | None:
@@ -398,19 +685,25 @@ def ratios(results: Results) -> tuple[int, float, float] | None:
 TITLES = {
     "ours": "ours (Matcher.match: Query + TransactWriteItems conditioned on the agent)",
     "article": "article (TransactGetItems snapshot + Query + TransactWriteItems conditioned on versions)",
+    "direct": "direct (each matcher queries and commits itself; claims shared by the threads of a process)",
+    "spread": f"spread (direct, first try among the first {SpreadMatcher.SPREAD} by a hash of the call id)",
+    "dispatch": "dispatch (a request item; the one dispatcher holding the lease matches and commits)",
 }
 
 
-def report(results: Results, where: str, *, agents: int, seed: int, repeat: int) -> str:
+def report(results: Results, where: str, *, agents: int, seed: int, repeat: int, processes: bool = False) -> str:
     title = (
         f"Matching benchmark: {agents} agents, seed {seed}, {repeat} run(s) per line "
-        f"(medians; double assignments summed), DynamoDB at {where}"
+        f"(medians; double assignments summed), K matcher {'processes' if processes else 'threads'}, "
+        f"DynamoDB at {where}"
     )
     lines = [title, ""]
     header = (
         f"{'K':>3} {'assign/s':>9} {'(min-max)':>13} {'attempts/a':>10} {'requests/a':>10} "
         f"{'capacity/a':>10} {'double':>6} {'cancelled/a':>11}"
     )
+    if processes:
+        header += f" {'fifo mean':>9} {'fifo max':>8} {'p50 ms':>7} {'p95 ms':>7}"
     for name, by_k in results.items():
         lines += [TITLES[name], header]
         for k, summary in by_k.items():
@@ -422,6 +715,11 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int)
                 f"{m['requests_per_assignment']:>10.2f} {m['capacity_per_assignment']:>10.2f} "
                 f"{m['double_assignments']:>6} {cancelled:>11.2f}"
             )
+            if processes:
+                lines[-1] += (
+                    f" {m['fifo_inversions_mean']:>9.2f} {m['fifo_inversions_max']:>8} "
+                    f"{m['assign_p50_ms']:>7.1f} {m['assign_p95_ms']:>7.1f}"
+                )
         lines.append("")
     lines.append("Requests (capacity units) per assignment, by operation, median run:")
     for name, by_k in results.items():
@@ -456,10 +754,18 @@ def main(argv: list[str] | None = None) -> int:
         "--threads",
         type=harness.int_list,
         default="1,4,16",
-        help="K, the matcher threads: comma-separated values (default 1,4,16)",
+        help="K, the matchers (threads, or processes with --processes): comma-separated values (default 1,4,16)",
     )
     parser.add_argument(
-        "--algorithms", type=harness.names(*ALGORITHMS), default=",".join(ALGORITHMS), help="default: ours,article"
+        "--processes",
+        action="store_true",
+        help="run the K matchers as K processes (one thread, client and Django setup each) instead of threads",
+    )
+    parser.add_argument(
+        "--algorithms",
+        type=harness.names(*ALGORITHMS, *CANDIDATES),
+        default=",".join(ALGORITHMS),
+        help="default: ours,article; the designs measured for processes: " + ", ".join(CANDIDATES),
     )
     args = harness.parse(parser, argv, smoke=SMOKE)
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
@@ -474,10 +780,13 @@ def main(argv: list[str] | None = None) -> int:
             algorithms=args.algorithms,
             repeat=args.repeat,
             warmup=args.warmup,
+            processes=args.processes,
             progress=progress,
         ),
-        report=lambda results, where: report(results, where, agents=args.agents, seed=args.seed, repeat=args.repeat),
-        as_json=as_json,
+        report=lambda results, where: report(
+            results, where, agents=args.agents, seed=args.seed, repeat=args.repeat, processes=args.processes
+        ),
+        as_json=lambda results: as_json(results, processes=args.processes),
     )
 
 

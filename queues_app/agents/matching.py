@@ -8,12 +8,14 @@ import random
 import threading
 import time
 import weakref
+import zlib
 from dataclasses import dataclass
 from typing import cast
 
 from queues_app.agents import keys
 from queues_app.agents.calls import CallExists, Calls
 from queues_app.agents.claims import Claims
+from queues_app.agents.dispatch import WITHDRAWN, Dispatcher, RequestGone, dispatcher_for
 from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueOrder
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, matching_combinations
@@ -106,7 +108,18 @@ class Matcher:
         self.candidate_limit = candidate_limit
         self.spread = spread
         self.max_rounds = max_rounds
+        # 1: a caller's first try is the head. N > 1: among the first N, by a hash of the
+        # call id, so that callers of different processes start apart (measured, not used).
+        self.first_spread = 1
+        # Set by `use_dispatcher`: new callers are matched by the deployment's dispatcher.
+        self.dispatcher: Dispatcher | None = None
         self._rng = random.Random()
+
+    def use_dispatcher(self, **options) -> Dispatcher:
+        """Match new callers through this process's matching dispatcher (started now)."""
+        self.dispatcher = dispatcher_for(self, **options)
+        self.dispatcher.start()
+        return self.dispatcher
 
     @property
     def clock(self):
@@ -115,7 +128,13 @@ class Matcher:
     def match(self, call: Call, *, new_call: bool) -> Call | None:
         """Try queued agents in order; the loser of a race moves on to a candidate it
         already read instead of starting over. Matchers of this process claim candidates
-        in memory first (docs/architecture.md, "Matching")."""
+        in memory first. With a dispatcher, a new caller is matched by the deployment's
+        dispatcher, or by this matcher when none answers in time (docs/architecture.md,
+        "Matching")."""
+        if self.dispatcher is not None and new_call:
+            outcome = self.dispatcher.request(call)
+            if outcome is not WITHDRAWN:
+                return outcome  # type: ignore[return-value]
         claims = claims_for(self.db)
         claims.enter()
         try:
@@ -153,6 +172,9 @@ class Matcher:
             remaining = list(candidates)
             while remaining:
                 order = list(range(len(remaining)))
+                if self.first_spread > 1 and not tried and not spread_out:
+                    start = zlib.crc32(call.call_id.encode()) % min(self.first_spread, len(order))
+                    order = order[start:] + order[:start]
                 if spread_out:
                     window = order[: self.spread]
                     self._rng.shuffle(window)
@@ -185,6 +207,10 @@ class Matcher:
                     return outcome
                 spread_out = True
         return None
+
+    def gone(self, candidate: Candidate) -> bool:
+        """Whether this process knows the candidate was taken (see `claims`)."""
+        return claims_for(self.db).is_gone((self.table.name, candidate.token))
 
     def _drop_taken(self, candidates: list[Candidate], claims: Claims, considered: list[dict]) -> list[Candidate]:
         """The candidates not known to be taken; the taken ones go into the why record."""
@@ -224,10 +250,19 @@ class Matcher:
         return sorted(seen.values(), key=lambda c: c.token, reverse=order == QueueOrder.LIFO)
 
     def _try_assign(
-        self, call: Call, candidate: Candidate, *, new_call: bool, considered: list[dict], others: list[Candidate]
+        self,
+        call: Call,
+        candidate: Candidate,
+        *,
+        new_call: bool,
+        considered: list[dict],
+        others: list[Candidate],
+        extra: list[dict] | None = None,
     ) -> Call | None:
         """One assignment transaction. Returns the assigned call, or None to try the next
-        candidate. A lost TransactionConflict is retried on the same candidate."""
+        candidate. A lost TransactionConflict is retried on the same candidate. `extra`
+        actions go into the same transaction (the dispatcher's request, deleted on the
+        condition that it is still there: RequestGone when it is not)."""
         for attempt in range(4):
             stamp = to_iso(self.clock())
             assigned = Call(**call.__dict__)
@@ -253,6 +288,7 @@ class Matcher:
             ]
             actions += self.table.dequeue_actions(candidate.skills, candidate.token)
             actions += self.calls.assignment_actions(call, assigned, new_call=new_call)
+            actions += extra or []
             try:
                 self.table.transact(actions)
                 claims_for(self.db).mark_gone((self.table.name, candidate.token))
@@ -262,6 +298,8 @@ class Matcher:
                     time.sleep(random.uniform(0, 0.01 * 2**attempt))
                     continue
                 failed = set(exc.failed_indexes())
+                if extra and failed & set(range(len(actions) - len(extra), len(actions))):
+                    raise RequestGone() from exc
                 call_index = 1 + 2 * len(self.catalog.combinations(candidate.skills))
                 if failed & set(range(call_index, len(actions))):
                     # The call itself changed: assigned elsewhere, created by a retry, or escalated.

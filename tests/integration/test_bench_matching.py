@@ -42,3 +42,34 @@ def test_json_output_has_the_documented_shape(dynamodb_local):
         for metrics in by_k.values():
             assert set(metrics) == set(matching.METRICS)
             assert metrics["double_assignments"] == 0
+
+
+def test_process_mode_runs_each_matcher_in_a_process_of_its_own(dynamodb_local):
+    finished = harness.run_module("matching", "--json", "--processes", "--endpoint", dynamodb_local.endpoint, "--smoke")
+    assert finished.returncode == 0, finished.stderr  # every table check passed
+    printed = json.loads(finished.stdout)
+    assert set(printed) == {"processes"}
+    assert set(printed["processes"]) == {"ours", "article"}
+    for by_k in printed["processes"].values():
+        assert set(by_k) == {"1", "2"}
+        for metrics in by_k.values():
+            assert set(metrics) == set(matching.PROCESS_METRICS)
+            assert metrics["double_assignments"] == 0
+            assert metrics["attempts_per_assignment"] >= 1.0
+            assert 0 <= metrics["fifo_inversions_mean"] <= metrics["fifo_inversions_max"]
+            assert 0 < metrics["assign_p50_ms"] <= metrics["assign_p95_ms"]
+        # a matcher alone takes every queue's agents in order
+        assert by_k["1"]["fifo_inversions_max"] == 0
+
+
+def test_fifo_inversions_count_earlier_agents_still_unassigned_at_each_commit():
+    combo = ("Spanish", "F")
+    queue = [("t1#a", "a"), ("t2#b", "b"), ("t3#c", "c")]
+
+    def given(agent_id: str, at: float) -> matching.Assignment:
+        return matching.Assignment(agent_id, f"call-{agent_id}", combo, 0.0, at, at)
+
+    # c first (a and b still queued), then a, then b (a already gone)
+    assert matching.fifo_inversions([given("c", 1), given("a", 2), given("b", 3)], {combo: queue}) == [2, 0, 0]
+    # b first, then c (a still queued), a never
+    assert matching.fifo_inversions([given("b", 1), given("c", 2)], {combo: queue}) == [1, 1]
