@@ -196,6 +196,11 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
                 add("calls", f"call {call_id}", f"{status} but still has {len(items)} WAITING item(s)")
             if not call.get("agent_id"):
                 add("calls", f"call {call_id}", f"{status} without an agent_id")
+        elif status == CallStatus.ABANDONED:
+            if items:
+                add("calls", f"call {call_id}", f"abandoned but still has {len(items)} WAITING item(s)")
+            if call.get("agent_id"):
+                add("calls", f"call {call_id}", f"abandoned but has agent {call['agent_id']}")
         else:
             add("calls", f"call {call_id}", f"unknown status {status!r}")
 

@@ -49,8 +49,9 @@ class CallStatus:
     WAITING = "waiting"
     ASSIGNED = "assigned"
     ENDED = "ended"
+    ABANDONED = "abandoned"  # the caller hung up while waiting
 
-    ALL = (WAITING, ASSIGNED, ENDED)
+    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED)
 
 
 class QueueOrder:
@@ -82,7 +83,8 @@ class Call:
     @property
     def waited_seconds(self) -> float | None:
         start = from_iso(self.arrived_at)
-        end = from_iso(self.assigned_at) or now()
+        left = self.ended_at if self.status == CallStatus.ABANDONED else None
+        end = from_iso(self.assigned_at) or from_iso(left) or now()
         return (end - start).total_seconds() if start else None
 
 

@@ -278,6 +278,44 @@ class Router:
         except CallExists:
             return self.get_call(call.call_id), False
 
+    def abandon(self, call_id: str) -> Call:
+        """The caller hung up while waiting: out of line at once (their waiting item and
+        the count in the same transaction as the call), recorded as abandoned with their
+        wait. A call that is no longer waiting gets a Conflict saying what happened; a
+        race with an assignment ends with exactly one of the two."""
+        for _attempt in range(3):
+            call = self.calls.get(call_id)
+            if call.status != CallStatus.WAITING:
+                raise errors.Conflict(_not_waiting(call), current={"status": call.status, "agent_id": call.agent_id})
+            moment = self.clock()
+            stamp = to_iso(moment)
+            try:
+                self.writes.transact(
+                    [
+                        self.writes.update(
+                            keys.call(call_id),
+                            "SET #status = :abandoned, ended_at = :now, expires_at = :expires, "
+                            "version = version + :one REMOVE wait_sk",
+                            {
+                                ":abandoned": CallStatus.ABANDONED,
+                                ":now": stamp,
+                                ":expires": int((moment + ENDED_CALL_RETENTION).timestamp()),
+                                ":one": 1,
+                                ":waiting": CallStatus.WAITING,
+                                ":version": call.version,
+                            },
+                            condition="#status = :waiting AND version = :version",
+                        ),
+                        *self.writes.leave_line_actions(call),
+                    ]
+                )
+            except errors.TransactionCancelled:
+                continue  # assigned, relaxed or abandoned meanwhile: look again
+            call.status, call.ended_at, call.version, call.wait_sk = CallStatus.ABANDONED, stamp, call.version + 1, None
+            counters.note(self.db, counters.CALLS, "abandoned")
+            return call
+        raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
+
     def get_call(self, call_id: str) -> Call:
         return self.calls.get(call_id)
 
@@ -291,3 +329,9 @@ class Router:
     def queues(self) -> list[QueueInfo]:
         """Every combination's metadata and its oldest agent."""
         return list_queues(self.writes)
+
+
+def _not_waiting(call: Call) -> str:
+    if call.status == CallStatus.ASSIGNED:
+        return f"Call {call.call_id} is no longer waiting: it was assigned to {call.agent_name or call.agent_id}."
+    return f"Call {call.call_id} is no longer waiting: it is {call.status}."

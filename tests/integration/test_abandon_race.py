@@ -1,0 +1,79 @@
+"""A caller hanging up while an agent comes back for them, many times over, on DynamoDB
+Local: each pair ends with exactly one of the two, and every invariant holds."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.router import Router
+from queues_app.ddb import errors
+from queues_app.monitoring import invariants
+
+pytestmark = pytest.mark.integration
+
+PAIRS = 30
+
+
+def race(router: Router, call_id: str, agent_id: str, delay: float) -> tuple[object, object]:
+    """Abandon the call `delay` seconds after making the agent available starts (an
+    abandon is quicker than an agent's look at the line: the delays spread the pairs over
+    both orders and the moments in between)."""
+    start = threading.Barrier(2)
+    outcome: dict[str, object] = {}
+
+    def hang_up():
+        start.wait()
+        time.sleep(delay)
+        try:
+            outcome["abandon"] = Router(router.db).abandon(call_id)
+        except errors.Conflict as exc:
+            outcome["abandon"] = exc
+
+    def come_back():
+        start.wait()
+        outcome["available"] = Router(router.db).make_available(agent_id)[1]
+
+    threads = [threading.Thread(target=hang_up), threading.Thread(target=come_back)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return outcome["abandon"], outcome["available"]
+
+
+def test_an_abandon_and_an_assignment_at_the_same_moment_end_with_exactly_one(local_db):
+    router = Router(local_db)
+    rng = random.Random(7)
+    abandoned = assigned = 0
+    for n in range(PAIRS):
+        call, _ = router.create_call({"language": "French", "gender": "X"})
+        assert call.status == CallStatus.WAITING
+        agent = router.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["X"]})
+
+        hung_up, took = race(router, call.call_id, agent.agent_id, rng.uniform(0, 0.06))
+
+        final = router.get_call(call.call_id)
+        now_agent = router.agents.get(agent.agent_id)
+        if isinstance(hung_up, errors.Conflict):
+            # The agent won: the caller was theirs before the hang-up landed.
+            assert took is not None and took.call_id == call.call_id
+            assert final.status == CallStatus.ASSIGNED and final.agent_id == agent.agent_id
+            assert "assigned to" in str(hung_up)
+            assert now_agent.status == AgentStatus.ATTENDING
+            assigned += 1
+            router.release(agent.agent_id, then="offline")
+        else:
+            assert took is None, f"pair {n}: abandoned and assigned"
+            assert final.status == CallStatus.ABANDONED and final.agent_id is None
+            assert now_agent.status == AgentStatus.QUEUED
+            abandoned += 1
+            router.log_off(agent.agent_id)
+    print(f"{abandoned} abandoned, {assigned} assigned")
+    assert abandoned + assigned == PAIRS
+    assert router.line.count_waiting() == (0, False)
+    assert [str(v) for v in invariants.find_violations(local_db, router.catalog)] == []
