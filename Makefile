@@ -76,6 +76,7 @@ bench: setup .env
 	$(PY) -m bench.receive
 	$(PY) -m bench.lifo
 	$(PY) -m bench.backlog
+	$(PY) -m bench.waiting
 
 # The production shape (gunicorn x4, escalation, two shipment workers) under a stepped-up
 # call rate, supervisors and shipments; figures in docs/benchmarks.md ("Load").
