@@ -165,5 +165,49 @@ class DlqFilterForm(forms.Form):
     )
 
 
+MAX_TENANT_LENGTH = 64
+
+
+class ShipmentFilterForm(forms.Form):
+    """The shipment lists' filters (GET); every field is optional."""
+
+    id = forms.CharField(required=False, max_length=MAX_ID_LENGTH, strip=True, label="Id starts with")
+    tenant = forms.CharField(required=False, max_length=MAX_TENANT_LENGTH, strip=True, label="Tenant")
+    priority = forms.TypedChoiceField(
+        required=False,
+        choices=[("", "any"), *((str(p), str(p)) for p in range(keys.MAX_PRIORITY + 1))],
+        coerce=int,
+        empty_value=None,
+        label="Priority",
+    )
+    older_than = forms.FloatField(required=False, min_value=0, max_value=MAX_DLQ_MINUTES, label="Older than (min)")
+
+    def clean_id(self):
+        value = self.cleaned_data["id"]
+        if value and not ITEM_ID.fullmatch(value):
+            raise forms.ValidationError("An id has no spaces, slashes or control characters.")
+        return value
+
+    def problem(self) -> str:
+        return "Check the filters: " + "; ".join(
+            f"{self.fields[k].label if k in self.fields else k}: {' '.join(v)}" for k, v in self.errors.items()
+        )
+
+
+CALL_PREFIX_MIN = 4
+
+
+class CallLookupForm(forms.Form):
+    call_id = forms.CharField(max_length=MAX_ID_LENGTH, strip=True, label="Call id or its first characters")
+
+    def clean_call_id(self):
+        value = self.cleaned_data["call_id"]
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", value):
+            raise forms.ValidationError("Call ids are letters, digits, - and _.")
+        if len(value) < CALL_PREFIX_MIN:
+            raise forms.ValidationError(f"Give at least {CALL_PREFIX_MIN} characters of the id.")
+        return value
+
+
 class AuditFilterForm(forms.Form):
     target = forms.CharField(required=False, max_length=MAX_TARGET_LENGTH, strip=True, label="Item")

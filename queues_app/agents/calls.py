@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import timedelta
 
 from queues_app.agents import keys
@@ -68,6 +69,21 @@ def call_from_item(item: dict) -> Call:
     )
 
 
+PREFIX_MATCHES = 20  # calls listed for a prefix that several ids start with
+PREFIX_READ = 1_000  # calls a prefix search evaluates per status (one Query each)
+
+
+@dataclass
+class PrefixSearch:
+    """The calls found for an id prefix, and what was searched: per status, how many calls
+    were read and whether there were more than were read."""
+
+    prefix: str
+    calls: list[Call]
+    searched: dict[str, tuple[int, bool]]
+    more: bool = False
+
+
 class Calls:
     """Reads of call items, and the actions that record an assignment."""
 
@@ -106,6 +122,39 @@ class Calls:
         calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
         calls.sort(key=lambda c: c.assigned_at or c.arrived_at or "", reverse=True)
         return Page(calls, encode_cursor(response.get("LastEvaluatedKey"), purpose=purpose))
+
+    def find_by_prefix(self, prefix: str, *, limit: int = PREFIX_MATCHES, read_cap: int = PREFIX_READ) -> PrefixSearch:
+        """Calls whose id starts with `prefix`: a whole id is one GetItem and finds any
+        call; otherwise the waiting calls and the calls in progress are searched, one
+        Query each on `by_status` (the call's key is in the index) with the prefix as a
+        FilterExpression, evaluating at most `read_cap` calls each, so the cost is bounded
+        however many calls there are. Ended calls are found by their whole id only."""
+        exact = self.find(prefix)
+        if exact:
+            return PrefixSearch(prefix, [exact], {})
+        searched: dict[str, tuple[int, bool]] = {}
+        ids: list[str] = []
+        for status in (CallStatus.WAITING, CallStatus.ASSIGNED):
+            response = self.db.call(
+                "query",
+                TableName=self.table.name,
+                IndexName="by_status",
+                KeyConditionExpression="#status = :status AND sk = :call",
+                FilterExpression="begins_with(pk, :prefix)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":status": {"S": status},
+                    ":call": {"S": keys.CALL_SK},
+                    ":prefix": {"S": keys.CALL_PREFIX + prefix},
+                },
+                Limit=read_cap,
+            )
+            searched[status] = (response["ScannedCount"], bool(response.get("LastEvaluatedKey")))
+            ids += [unmarshal(i)["pk"].removeprefix(keys.CALL_PREFIX) for i in response.get("Items", [])]
+        wanted = [keys.call(i) for i in sorted(ids)[:limit]]
+        calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
+        calls.sort(key=lambda c: c.call_id)
+        return PrefixSearch(prefix, calls, searched, more=len(ids) > limit)
 
     def assignment_actions(self, call: Call, assigned: Call, *, new_call: bool) -> list[dict]:
         if new_call:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from queues_app.agents import keys
 from queues_app.agents.records import Agent, AgentStatus
@@ -16,6 +18,28 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 
 AGENT_TYPE = "agent"
+NAME_INDEX = "by_name"
+FILTERED_READ = 200  # agents a filtered list evaluates per Query (about 60 KB, 8 read units)
+COUNT_CAP = 1_000  # a total beyond this shows as "1,000+"
+# Cursors of the name-ordered list: after the last agent shown, or before the first.
+AFTER, BEFORE = "agents:by-name", "agents:by-name:before"
+
+
+@dataclass
+class NamePage(Page[Agent]):
+    previous_cursor: str | None = None
+
+
+def named(agent: Agent, search: str | None) -> bool:
+    """A name search, matched on the agents read: `name_lower` is the `by_name` index's sort
+    key, which DynamoDB does not let a FilterExpression name. It costs the same: DynamoDB
+    charges for every item a Query evaluates, filtered or not."""
+    return not search or search.lower() in agent.name.lower()
+
+
+def name_key(agent: Agent) -> dict[str, Any]:
+    """The `by_name` index key of an agent (where a page starts or ends)."""
+    return marshal({"type": AGENT_TYPE, "name_lower": agent.name.lower(), **keys.agent(agent.agent_id)})
 
 
 def new_agent_id() -> str:
@@ -155,37 +179,101 @@ class Agents:
             raise errors.NotFound(f"No agent with id {agent_id!r}.")
         return agent_from_item(unmarshal(response["Item"]))
 
+    def get_many(self, agent_ids: Iterable[str]) -> builtins.list[Agent]:
+        """The agents that exist among `agent_ids` (BatchGetItem, 100 a request), any order."""
+        wanted = [keys.agent(i) for i in dict.fromkeys(agent_ids)]
+        return [agent_from_item(item) for item in batch.get_items(self.db, self.table, wanted, consistent=True)]
+
     def list(
         self,
         *,
         cursor: str | None = None,
+        before: str | None = None,
         limit: int = 50,
         status: str | None = None,
         search: str | None = None,
         skill: tuple[str, str] | None = None,
         max_reads: int = 4,
-    ) -> Page[Agent]:
-        """A page of agents in id order. A status filter reads the `by_status` index, so
-        it only touches agents in that status; name search and a skill filter apply
-        within what is read. Reads go on (at most `max_reads` queries) until the page is
-        full, so a sparse filter still shows a page while the cost stays bounded."""
+    ) -> NamePage:
+        """A page of agents in name order, from the `by_name` index: after `cursor` (the
+        next page) or before `before` (the previous one).
+
+        Cost: without a filter, one Query of `limit + 1` items (the extra one says whether
+        there is a next page). A status, name or skill filter is a FilterExpression: each
+        Query evaluates up to FILTERED_READ agents and reads go on (at most `max_reads`)
+        until the page is full, so a sparse filter still shows a page while the cost stays
+        bounded; the page then ends where the reading stopped."""
+        params = self._name_query(status=status, search=search, skill=skill)
+        filtered = "FilterExpression" in params or bool(search)
+        backwards = bool(before)
+        start = decode_cursor(before, purpose=BEFORE) if backwards else decode_cursor(cursor, purpose=AFTER)
+        params["ScanIndexForward"] = not backwards
+        found: builtins.list[Agent] = []
+        last_read = start
+        for _ in range(max_reads):
+            params["Limit"] = FILTERED_READ if filtered else limit + 1 - len(found)
+            if last_read:
+                params["ExclusiveStartKey"] = last_read
+            response = self.db.call("query", **params)
+            found += [a for a in map(agent_from_item, map(unmarshal, response.get("Items", []))) if named(a, search)]
+            last_read = response.get("LastEvaluatedKey")
+            if not last_read or len(found) > limit:
+                break
+        further: dict[str, Any] | None = last_read  # every agent up to there was read: go on from it
+        if len(found) > limit:
+            found, further = found[:limit], name_key(found[limit - 1])
+        if backwards:
+            found.reverse()
+            if not found and not further:  # nothing before: show the first page instead
+                return self.list(limit=limit, status=status, search=search, skill=skill, max_reads=max_reads)
+            return NamePage(
+                items=found,
+                next_cursor=encode_cursor(name_key(found[-1]) if found else start, purpose=AFTER),
+                previous_cursor=encode_cursor(further, purpose=BEFORE),
+            )
+        return NamePage(
+            items=found,
+            next_cursor=encode_cursor(further, purpose=AFTER),
+            previous_cursor=encode_cursor(name_key(found[0]) if found else start, purpose=BEFORE) if start else None,
+        )
+
+    def count(
+        self,
+        *,
+        status: str | None = None,
+        search: str | None = None,
+        skill: tuple[str, str] | None = None,
+        cap: int = COUNT_CAP,
+    ) -> tuple[int, bool]:
+        """How many agents match, as (count, more): one COUNT Query that evaluates at most
+        `cap` agents, so `more` means "at least": 1,000+ without a filter; with a name or
+        skill filter, the matches among the first `cap` agents read."""
+        if status and not search and not skill:
+            return self.count_by_status(cap=cap, statuses=(status,))[status]
+        params = self._name_query(status=status, search=search, skill=skill)
+        params["Limit"] = cap
+        if not search:
+            response = self.db.call("query", **params, Select="COUNT")
+            return response["Count"], bool(response.get("LastEvaluatedKey"))
+        # The name is the index's sort key, which a FilterExpression may not name: the
+        # names are read (only they: about 30 bytes an agent) and matched here.
+        params["ProjectionExpression"] = "name_lower"
+        response = self.db.call("query", **params)
+        found = sum(search.lower() in unmarshal(i).get("name_lower", "") for i in response.get("Items", []))
+        return found, bool(response.get("LastEvaluatedKey"))
+
+    def _name_query(self, *, status: str | None, search: str | None, skill: tuple[str, str] | None) -> dict[str, Any]:
+        """Query parameters for agents in name order, with the status and skill filters as a
+        FilterExpression (a name search is matched on what is read: see `named`)."""
         if status is not None and status not in AgentStatus.ALL:
             raise errors.InvalidRequest(f"Unknown agent status {status!r}.")
-        names: dict[str, str] = {}
-        values: dict[str, dict] = {":prefix": {"S": keys.AGENT_PREFIX}}
-        params: dict = {"TableName": self.table}
+        names: dict[str, str] = {"#type": "type"}
+        values: dict[str, dict] = {":agent": {"S": AGENT_TYPE}}
+        filters = []
         if status:
-            params["IndexName"] = "by_status"
-            params["KeyConditionExpression"] = "#status = :status AND begins_with(sk, :prefix)"
+            filters.append("#status = :status")
             names["#status"] = "status"
             values[":status"] = {"S": status}
-        else:
-            params["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :prefix)"
-            values[":pk"] = {"S": keys.AGENTS_PK}
-        filters = []
-        if search:
-            filters.append("contains(name_lower, :search)")
-            values[":search"] = {"S": search.lower()}
         if skill:
             dimension, value = skill
             if value not in self.catalog.values(dimension):
@@ -193,30 +281,24 @@ class Agents:
             filters.append("contains(skills.#dim, :skill)")
             names["#dim"] = dimension
             values[":skill"] = {"S": value}
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": NAME_INDEX,
+            "KeyConditionExpression": "#type = :agent",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
         if filters:
             params["FilterExpression"] = " AND ".join(filters)
-        if names:
-            params["ExpressionAttributeNames"] = names
-        params["ExpressionAttributeValues"] = values
-        found: list[Agent] = []
-        purpose = f"agents:{status or 'all'}"  # the table and the status index have other keys
-        start = decode_cursor(cursor, purpose=purpose)
-        for _ in range(max_reads):
-            params["Limit"] = limit - len(found)
-            if start:
-                params["ExclusiveStartKey"] = start
-            response = self.db.call("query", **params)
-            found += [agent_from_item(unmarshal(i)) for i in response.get("Items", [])]
-            start = response.get("LastEvaluatedKey")
-            if not start or len(found) >= limit:
-                break
-        return Page(items=found, next_cursor=encode_cursor(start, purpose=purpose))
+        return params
 
-    def count_by_status(self, cap: int = 10_000) -> dict[str, tuple[int, bool]]:
+    def count_by_status(
+        self, cap: int = 10_000, statuses: Iterable[str] = AgentStatus.ALL
+    ) -> dict[str, tuple[int, bool]]:
         """Agents per status: one capped COUNT query per status on the `by_status`
         index. Each value is (count, more): `more` means at least `cap`."""
         counts = {}
-        for status in AgentStatus.ALL:
+        for status in statuses:
             response = self.db.call(
                 "query",
                 TableName=self.table,
@@ -237,9 +319,17 @@ class Agents:
         for status in AgentStatus.ALL:
             if status == AgentStatus.OFFLINE:
                 continue
-            page = self.list(status=status, limit=cap, max_reads=1)
-            agents += page.items
-            more = more or page.next_cursor is not None
+            response = self.db.call(
+                "query",
+                TableName=self.table,
+                IndexName="by_status",
+                KeyConditionExpression="#status = :status AND begins_with(sk, :prefix)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":status": {"S": status}, ":prefix": {"S": keys.AGENT_PREFIX}},
+                Limit=cap,
+            )
+            agents += [agent_from_item(unmarshal(i)) for i in response.get("Items", [])]
+            more = more or bool(response.get("LastEvaluatedKey"))
         return agents, more
 
     def any_exist(self) -> bool:

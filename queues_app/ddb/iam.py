@@ -62,6 +62,7 @@ GRANTS: dict[str, frozenset[Access]] = {
             f"GetItem BatchGetItem Query PutItem UpdateItem DeleteItem {_DESCRIBE}",
             indexes={
                 "by_status": "Query",
+                "by_name": "Query",
                 "waiting_by_arrival": "Query",
             },
         ),

@@ -62,6 +62,10 @@ CALLCENTER = TableSpec(
         # (escalation reads only those due). The line in order is its partitions merged.
         Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY"),
         Index("waiting_to_relax", "relax_q", "relax_at", projection="KEYS_ONLY"),
+        # Agents in name order, for the agents list: a page of names is one Query however
+        # many agents there are. Sparse: only agents have `name_lower`; every agent item has
+        # `type` "agent", so the index has one partition, as the table's AGENTS has.
+        Index("by_name", "type", "name_lower", projection="ALL"),
     ),
     # Ended calls expire after a retention period.
     ttl_attribute="expires_at",

@@ -9,13 +9,25 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from queues_app.agents.roster import Agents
+from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import COUNT_CAP, Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.audit_trail import AuditTrail, target
-from queues_app.ddb.errors import InvalidRequest
+from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import AgentFilterForm, AgentForm
 from queues_app.roles import require_supervisor
-from queues_app.views.common import back_url, check_id, confirm, operations, save_form, selected_ids, supervisor_action
+from queues_app.views.common import (
+    back_url,
+    capped,
+    check_id,
+    confirm,
+    flash,
+    list_filters,
+    operations,
+    save_form,
+    selected_ids,
+    supervisor_action,
+)
 
 PAGE_SIZE = 25
 BULK_ACTIONS = {
@@ -26,31 +38,69 @@ BULK_ACTIONS = {
 RELEASE_THEN = {"queue": "back to the queue", "wrap_up": "wrap-up", "offline": "offline"}
 
 
+def _status_tabs(agents: Agents) -> dict:
+    """Agents per status for the tabs, and all of them: one COUNT query per status, each
+    stopping at COUNT_CAP (a capped figure shows as "1,000+")."""
+    counts = agents.count_by_status(cap=COUNT_CAP)
+    everyone = sum(n for n, _ in counts.values()), any(more for _, more in counts.values())
+    return {
+        "counts": counts,
+        "status_counts": [(status, AgentStatus.LABELS[status], capped(*counts[status])) for status in AgentStatus.ALL],
+        "all_count": capped(*everyone),
+        "everyone": everyone,
+    }
+
+
+def _tab_query(query) -> str:
+    """The filters other than status (and no page), for the status tabs' links."""
+    kept = query.copy()
+    for name in ("status", "cursor", "before", "partial"):
+        kept.pop(name, None)
+    return kept.urlencode()
+
+
 @require_GET
 def agent_list(request):
     catalog = SkillCatalog.from_settings()
+    agents = Agents(catalog=catalog)
     filters = AgentFilterForm(request.GET or None, catalog=catalog)
-    page, problem = None, None
+    page, problem, total = None, None, None
+    tabs = _status_tabs(agents)
     if filters.is_valid() or not request.GET:
         data = filters.cleaned_data if request.GET else {}
-        page = Agents(catalog=catalog).list(
+        status, search = data.get("status") or None, data.get("q") or None
+        skill = filters.skill_filter if request.GET else None
+        page = agents.list(
             cursor=request.GET.get("cursor"),
+            before=request.GET.get("before"),
             limit=PAGE_SIZE,
-            status=data.get("status") or None,
-            search=data.get("q") or None,
-            skill=filters.skill_filter if request.GET else None,
+            status=status,
+            search=search,
+            skill=skill,
         )
+        if search or skill:  # one more COUNT query, with the filters
+            total = agents.count(status=status, search=search, skill=skill, cap=COUNT_CAP)
+        elif status:
+            total = tabs["counts"][status]
+        else:
+            total = tabs["everyone"]
     else:
         problem = "Check the filters: " + "; ".join(
             f"{filters.fields[k].label if k in filters.fields else k}: {' '.join(v)}" for k, v in filters.errors.items()
         )
     query = request.GET.copy()
-    query.pop("cursor", None)
+    for name in ("cursor", "before", "partial"):
+        query.pop(name, None)
     context = {
         "filters": filters,
         "page": page,
+        "total": capped(*total) if total else None,
+        "total_count": total[0] if total else 0,
         "filter_problem": problem,
         "query": query.urlencode(),
+        "tab_query": _tab_query(request.GET),
+        "current_status": request.GET.get("status", ""),
+        **tabs,
         "bulk_actions": BULK_ACTIONS,
         "release_then": RELEASE_THEN,
         "dimensions": catalog.names,
@@ -60,6 +110,36 @@ def agent_list(request):
     if request.htmx and request.GET.get("partial") == "table":
         return render(request, "queues_app/agents.html#agents-table", context, status=status)
     return render(request, "queues_app/agents.html", context, status=status)
+
+
+def agent_row(request, *, text: str, tag: str, status: int, agent_id: str):
+    """The answer to an action on the agents list: the agent's row as it is now with the
+    message in it (or a line saying it left the list's status filter), and the tabs."""
+    agents = Agents()
+    query = list_filters(request)
+    try:
+        agent = agents.get(agent_id)
+    except NotFound:
+        agent = None
+    wanted = query.get("status")
+    stays = agent is not None and (not wanted or agent.status == wanted)
+    return render(
+        request,
+        "queues_app/_agent_row_answer.html",
+        {
+            "agent": agent,
+            "agent_id": agent_id,
+            "gone": not stays,
+            "note": text,
+            "note_tag": tag,
+            **_status_tabs(agents),
+            "tab_query": _tab_query(query),
+            "current_status": wanted or "",
+            "release_then": RELEASE_THEN,
+            "here": request.POST.get("next") or reverse("agents"),
+        },
+        status=status,
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -119,13 +199,13 @@ def _call_note(call) -> str:
     return f" and took call {call.call_id} (waited {call.waited_seconds:.0f} s)" if call else ""
 
 
-@supervisor_action(default_back="/agents/")
+@supervisor_action(default_back="/agents/", row=agent_row)
 def agent_available(request, agent_id: str):
     agent, call = operations(request).make_available(check_id("agent", agent_id))
     return f"{agent.name} is {'attending' if call else 'queued'}{_call_note(call)}."
 
 
-@supervisor_action(default_back="/agents/")
+@supervisor_action(default_back="/agents/", row=agent_row)
 def agent_release(request, agent_id: str):
     then = request.POST.get("then", "queue")
     if then not in RELEASE_THEN:
@@ -134,7 +214,7 @@ def agent_release(request, agent_id: str):
     return f"Released {agent.name}; now {agent.status_label.lower()}{_call_note(call)}."
 
 
-@supervisor_action(default_back="/agents/")
+@supervisor_action(default_back="/agents/", row=agent_row)
 def agent_offline(request, agent_id: str):
     agent = operations(request).log_off(check_id("agent", agent_id))
     return f"{agent.name} is offline."
@@ -148,14 +228,19 @@ def agent_bulk(request) -> HttpResponse | str:
         raise InvalidRequest("Choose what to do with the selected agents.")
     if not ids:
         raise InvalidRequest("Select at least one agent first.")
+    back = back_url(request, reverse("agents"))
     if request.POST.get("confirmed") != "1":
+        # Said from the agents as they are now: what the action would do to each.
+        effect = operations(request).agents_effect(action, ids)
+        if not effect.acting:
+            return flash(request, f"{BULK_ACTIONS[action]}: {effect.question}.", level=messages.WARNING, back=back)
         return confirm(
             request,
-            title="Confirm",
-            count=len(ids),
-            question=f"{BULK_ACTIONS[action]}: {len(ids)} agent{'s' if len(ids) != 1 else ''}?",
+            title=BULK_ACTIONS[action],
+            count=len(effect.acting),
+            question=f"{effect.question}?",
             action_url=reverse("agent-bulk"),
-            back=back_url(request, reverse("agents")),
+            back=back,
             fields=[("action", action), *(("ids", i) for i in ids)],
             danger=action != "available",
         )

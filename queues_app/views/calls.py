@@ -3,8 +3,6 @@ progress, and each call's "why this agent" record."""
 
 from __future__ import annotations
 
-import re
-
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -14,12 +12,12 @@ from queues_app.agents.records import CallStatus
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
 from queues_app.ddb.clock import from_iso, now
-from queues_app.forms import CallForm
+from queues_app.forms import CallForm, CallLookupForm
 from queues_app.roles import require_supervisor
-from queues_app.views.common import check_id, operations, save_form
+from queues_app.views.common import capped, check_id, operations, save_form
 
 WAITING_PAGE = 50
-CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+WHAT_WAS_SEARCHED = {CallStatus.WAITING: "waiting calls", CallStatus.ASSIGNED: "calls in progress"}
 
 
 def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
@@ -91,12 +89,22 @@ def call_detail(request, call_id: str):
 
 @require_GET
 def call_lookup(request):
-    call_id = request.GET.get("call_id", "").strip()
-    if not call_id:
-        messages.error(request, "Enter a call id.")
-        return redirect("calls")
-    if not CALL_ID.fullmatch(call_id):
-        shown = call_id if len(call_id) <= 80 else call_id[:80] + "…"
-        messages.error(request, f"No call with id {shown!r}: call ids are letters, digits, - and _.")
-        return redirect("calls")
-    return redirect("call-detail", call_id=call_id)
+    """Find a call by its id or the first characters of it (at least four): one match
+    opens it, several are listed, none says what was searched."""
+    form = CallLookupForm(request.GET)
+    if not form.is_valid():
+        return render(request, "queues_app/call_search.html", {"form": form, "search": None}, status=400)
+    prefix = form.cleaned_data["call_id"]
+    search = Router().calls.find_by_prefix(prefix)
+    if len(search.calls) == 1 and not search.more:
+        return redirect("call-detail", call_id=search.calls[0].call_id)
+    searched = [
+        f"{capped(read, more)} {WHAT_WAS_SEARCHED[status]}{'' if not more else ' (the first read)'}"
+        for status, (read, more) in search.searched.items()
+    ]
+    return render(
+        request,
+        "queues_app/call_search.html",
+        {"form": form, "search": search, "searched": " and ".join(searched), "any": ANY},
+        status=200 if search.calls else 404,
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
+from urllib.parse import urlsplit
 
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
@@ -86,9 +88,19 @@ def save_form(form, action):
     return None
 
 
-def supervisor_action(default_back: str):
+# Draws one row of a list as it is now, with a message in it: (request, text, tag, status,
+# **the view's URL arguments) -> the response, or None when the row cannot be drawn.
+RowAnswer = Callable[..., HttpResponse | None]
+
+
+def supervisor_action(default_back: str, row: RowAnswer | None = None):
     """A POST-only view for supervisors. The view returns a message (the change worked)
-    or a response of its own; a domain error becomes an error message on the page."""
+    or a response of its own; a domain error becomes an error message on the page.
+
+    With `row`, an htmx post from a list (a `list` field says which) is answered with
+    that row redrawn as it is now, the message in it, and the list's counts out of band;
+    when the row cannot be read either (DynamoDB unreachable), the message goes to the
+    page's messages instead. Plain posts redirect with the message as always."""
 
     def decorate(view):
         @require_POST
@@ -96,18 +108,48 @@ def supervisor_action(default_back: str):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             back = back_url(request, default_back)
+            in_row = row is not None and bool(request.htmx) and bool(request.POST.get("list"))
             try:
                 result = view(request, *args, **kwargs)
             except (DynamoError, SkillError) as exc:
                 text, status = problem_text(exc)
-                return flash(request, text, level=messages.ERROR, status=status, back=back)
+                answer = _row(row, request, text, "error", status, kwargs) if in_row else None
+                return answer or _to_messages(flash(request, text, level=messages.ERROR, status=status, back=back))
             if isinstance(result, HttpResponse):
                 return result
-            return flash(request, result, back=back, changed=True)
+            answer = _row(row, request, result, "success", 200, kwargs) if in_row else None
+            if answer is not None:
+                trigger_client_event(answer, CHANGED_EVENT)
+                return answer
+            response = flash(request, result, back=back, changed=True)
+            return _to_messages(response) if in_row else response
 
         return wrapper
 
     return decorate
+
+
+def _row(row: RowAnswer | None, request, text: str, tag: str, status: int, kwargs: dict) -> HttpResponse | None:
+    try:
+        return row(request, text=text, tag=tag, status=status, **kwargs) if row else None
+    except DynamoError:
+        return None
+
+
+def _to_messages(response: HttpResponse) -> HttpResponse:
+    """An htmx answer meant for a row that carries only a message: put it with the page's
+    messages instead of in place of the row."""
+    if response.status_code != 302:
+        response["HX-Retarget"] = "#messages"
+        response["HX-Reswap"] = "afterbegin"
+    return response
+
+
+def list_filters(request) -> QueryDict:
+    """The query of the list page an action was posted from (its `next`): the filters the
+    redrawn row is checked against."""
+    target = request.POST.get("next") or ""
+    return QueryDict(urlsplit(target).query if is_safe_next(request, target) else "")
 
 
 def confirm(
@@ -150,6 +192,11 @@ def selected_ids(request, limit: int = MAX_SELECTED) -> list[str]:
     if not all(is_item_id(i) for i in ids):
         raise InvalidRequest("The selection holds something that is not an id; reload the page and select again.")
     return ids
+
+
+def capped(count: int, more: bool) -> str:
+    """A count that stopped at its cap reads "1,000+"."""
+    return f"{count:,}+" if more else f"{count:,}"
 
 
 def check_id(kind: str, item_id: str) -> str:

@@ -6,16 +6,38 @@ Looking never changes anything: lists read the indexes and BatchGetItem, never r
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+from django.contrib import messages
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from queues_app.audit_trail import AuditTrail, target
-from queues_app.ddb.errors import InvalidRequest
-from queues_app.forms import DEFAULT_DLQ_REASON, QUEUE_NAME, DlqFilterForm, PriorityForm, ReasonForm, VersionForm
-from queues_app.shipments.listing import LISTS
+from queues_app.ddb.clock import now
+from queues_app.ddb.errors import InvalidRequest, NotFound
+from queues_app.forms import (
+    DEFAULT_DLQ_REASON,
+    QUEUE_NAME,
+    DlqFilterForm,
+    PriorityForm,
+    ReasonForm,
+    ShipmentFilterForm,
+    VersionForm,
+)
+from queues_app.shipments.listing import LISTS, ShipmentFilter, in_list
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
-from queues_app.views.common import back_url, check_id, confirm, operations, selected_ids, supervisor_action
+from queues_app.shipments.records import SPILLOVER_QUEUE, ShipmentState
+from queues_app.views.common import (
+    back_url,
+    check_id,
+    confirm,
+    flash,
+    list_filters,
+    operations,
+    selected_ids,
+    supervisor_action,
+)
 
 PAGE_SIZE = 25
 FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py restore_shipments`
@@ -28,6 +50,34 @@ def _queue_name(request) -> str:
     return queue
 
 
+def _filters(query) -> tuple[ShipmentFilter, str]:
+    """The list's filters from a query, and the same as a query string for links."""
+    form = ShipmentFilterForm(query)
+    if not form.is_valid():
+        raise InvalidRequest(form.problem())
+    data = form.cleaned_data
+    filters = ShipmentFilter(
+        id_prefix=data.get("id") or None,
+        tenant=data.get("tenant") or None,
+        priority=data.get("priority"),
+        older_than_minutes=data.get("older_than"),
+    )
+    kept = {k: query.get(k) for k in ShipmentFilterForm.base_fields if query.get(k) not in (None, "")}
+    return filters, urlencode(kept)
+
+
+def _tabs(service: ShipmentQueue, queue: str) -> dict:
+    """The tabs' figures: each list of this queue, and the other queue (live or spillover)
+    beside them. Five COUNT queries, each stopping at its cap."""
+    other = SPILLOVER_QUEUE if queue != SPILLOVER_QUEUE else DEFAULT_QUEUE
+    return {
+        "counts": service.counts(queue),
+        "other_queue": other,
+        "other_count": service.count_queued(other),
+        "views": {k: v[0] for k, v in LISTS.items()},
+    }
+
+
 @require_GET
 def shipment_list(request):
     service = ShipmentQueue()
@@ -35,23 +85,66 @@ def shipment_list(request):
     view = request.GET.get("view") or "queue"
     if view not in LISTS:
         raise InvalidRequest(f"There is no shipment list of that name; the lists are: {', '.join(LISTS)}.")
+    filters, filter_query = _filters(request.GET)
     title, lister = LISTS[view]
-    page = lister(service, queue, cursor=request.GET.get("cursor"), limit=PAGE_SIZE)
-    counts = service.counts(queue)
+    cursor = request.GET.get("cursor")
+    if filters:
+        page = service.list_filtered(view, queue, filters, cursor=cursor, limit=PAGE_SIZE)
+    else:
+        page = lister(service, queue, cursor=cursor, limit=PAGE_SIZE)
     return render(
         request,
         "queues_app/shipments.html",
         {
             "queue": queue,
             "view": view,
-            "views": {k: v[0] for k, v in LISTS.items()},
             "title": title,
             "page": page,
-            "counts": counts,
+            **_tabs(service, queue),
+            "filtered": bool(filters),
+            "filter_query": filter_query,
+            "filters": ShipmentFilterForm(request.GET),
             "filter_form": DlqFilterForm(),
             "here": request.get_full_path(),
             "priorities": range(10),
         },
+    )
+
+
+def shipment_row(request, *, text: str, tag: str, status: int, shipment_id: str):
+    """The answer to an action on a list's row: the row as it is now with the message in
+    it (or, when the shipment has left the list, a line saying so), and the tabs' counts."""
+    view = request.POST.get("list", "")
+    if view not in LISTS:
+        return None
+    queue = _queue_name(request)
+    service = ShipmentQueue()
+    query = list_filters(request)
+    filters, _ = _filters(query)
+    try:
+        shipment = service.get(shipment_id)
+    except NotFound:
+        shipment = None
+    stays = shipment is not None and in_list(shipment, view, queue)
+    stays = stays and filters.matches(shipment, view, filters.cutoff(now()))
+    return render(
+        request,
+        "queues_app/_shipment_row_answer.html",
+        {
+            "shipment": shipment,
+            "shipment_id": shipment_id,
+            "gone": not stays,
+            "state_label": ShipmentState.LABELS.get(shipment.state, "") if shipment else "",
+            "note": text,
+            "note_tag": tag,
+            "queue": queue,
+            "view": view,
+            **_tabs(service, queue),
+            "filter_query": urlencode({k: v for k, v in query.items() if k in ShipmentFilterForm.base_fields}),
+            "here": request.POST.get("next") or reverse("shipments"),
+            "priorities": range(10),
+        },
+        status=status,
     )
 
 
@@ -84,13 +177,13 @@ def _version(request) -> int | None:
     return _checked(VersionForm(request.POST)).expected_version
 
 
-@supervisor_action(default_back="/shipments/")
+@supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_touch(request, shipment_id: str):
     operations(request).touch(check_id("shipment", shipment_id), expected_version=_version(request))
     return f"Shipment {shipment_id} moved to the back of its priority."
 
 
-@supervisor_action(default_back="/shipments/")
+@supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_priority(request, shipment_id: str):
     form = PriorityForm(request.POST)
     if not form.is_valid():
@@ -103,13 +196,13 @@ def shipment_priority(request, shipment_id: str):
     return f"Shipment {shipment_id} now has priority {shipment.priority}."
 
 
-@supervisor_action(default_back="/shipments/")
+@supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_restore(request, shipment_id: str):
     operations(request).restore(check_id("shipment", shipment_id), expected_version=_version(request))
     return f"Shipment {shipment_id} restored from the DLQ to the back of its queue."
 
 
-@supervisor_action(default_back="/shipments/")
+@supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_dlq(request, shipment_id: str):
     check_id("shipment", shipment_id)
     data = request.POST.copy()
@@ -135,7 +228,7 @@ def shipment_dlq(request, shipment_id: str):
     return f"Shipment {shipment_id} is in the DLQ."
 
 
-@supervisor_action(default_back="/shipments/")
+@supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_remove(request, shipment_id: str):
     check_id("shipment", shipment_id)
     version = _version(request)
@@ -155,7 +248,8 @@ def shipment_remove(request, shipment_id: str):
 
 @supervisor_action(default_back="/shipments/?view=dlq")
 def shipment_bulk(request):
-    """Restore, touch or send to the DLQ a selection of shipments (after confirmation)."""
+    """Restore, touch or send to the DLQ a selection of shipments (after a confirmation
+    that says what it would do to each, from the shipments as they are now)."""
     action = request.POST.get("action", "")
     labels = {"restore": "Restore from the DLQ", "touch": "Send to the back", "dlq": "Send to the DLQ"}
     if action not in labels:
@@ -163,24 +257,23 @@ def shipment_bulk(request):
     ids = selected_ids(request)
     if not ids:
         raise InvalidRequest("Select at least one shipment first.")
+    back = back_url(request, reverse("shipments"))
+    ops = operations(request)
     if request.POST.get("confirmed") != "1":
+        effect = ops.shipments_effect(action, ids)
+        if not effect.acting:
+            return flash(request, f"{labels[action]}: {effect.question}.", level=messages.WARNING, back=back)
         return confirm(
             request,
-            title="Confirm",
-            count=len(ids),
-            question=f"{labels[action]}: {len(ids)} shipment{'s' if len(ids) != 1 else ''}?",
+            title=labels[action],
+            count=len(effect.acting),
+            question=f"{labels[action]}: {effect.question}?",
             action_url=reverse("shipment-bulk"),
-            back=back_url(request, reverse("shipments")),
+            back=back,
             fields=[("action", action), *(("ids", i) for i in ids)],
             danger=action == "dlq",
         )
-    ops = operations(request)
-    if action == "restore":
-        report = ops.restore_many(ids)
-    elif action == "touch":
-        report = ops.touch_many(ids)
-    else:
-        report = ops.send_many_to_dlq(ids, "Sent to the DLQ by a supervisor")
+    report = ops.on_shipments(action, ids, "Sent to the DLQ by a supervisor")
     return f"{labels[action]}: {report.summary}."
 
 

@@ -68,7 +68,7 @@ def test_enqueue_action_confirms_with_a_count_then_acts_and_is_audited(staff_cli
     assert all(Agents().get(i).status == AgentStatus.OFFLINE for i in ids)  # nothing happened yet
 
     done = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids, "confirmed": "1"}, follow=True)
-    assert "2 done" in done.content.decode()
+    assert "2 made available" in done.content.decode()
     assert [Agents().get(i).status for i in ids] == [AgentStatus.QUEUED] * 2
     assert Agents().get(agents[2].agent_id).status == AgentStatus.OFFLINE
     entries = AuditTrail().for_target(f"agent:{ids[0]}").entries
@@ -98,7 +98,7 @@ def test_restore_of_a_shipment_not_in_the_dlq_is_reported_as_skipped(staff_clien
     response = staff_client.post(
         changelist("shipmententry"), {"action": "restore", "ids": ["s-ok"], "confirmed": "1"}, follow=True
     )
-    assert "1 skipped" in response.content.decode()
+    assert "0 restored, 1 is queued" in response.content.decode()
 
 
 def test_admin_is_for_staff_only(client, supervisor, moto_db):

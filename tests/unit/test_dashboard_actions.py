@@ -351,14 +351,14 @@ def test_bulk_restore_of_a_selection_asks_with_the_count_then_restores_them(supe
     left = dlq_shipment().shipment_id
     asked = supervisor_client.post(reverse("shipment-bulk"), {"action": "restore", "ids": chosen})
     html = asked.content.decode()
-    assert "Restore from the DLQ: 2 shipments?" in html and "<strong data-count>2</strong>" in html
+    assert "Restore from the DLQ: 2 selected; 2 will be restored?" in html and "<strong data-count>2</strong>" in html
     assert ShipmentQueue().counts().dlq == 3
     assert trail() == []
 
     response = supervisor_client.post(
         reverse("shipment-bulk"), {"action": "restore", "ids": chosen, "confirmed": "1"}, follow=True
     )
-    success_page(response, "Restore from the DLQ: 2 done.", reverse("shipments") + "?view=dlq")
+    success_page(response, "Restore from the DLQ: 2 restored.", reverse("shipments") + "?view=dlq")
     assert [s.shipment_id for s in ShipmentQueue().list_dlq().items] == [left]
     entries = trail()
     assert sorted(e.target for e in entries) == sorted(f"shipment:{i}" for i in chosen)
@@ -379,7 +379,7 @@ def test_restore_matching_a_reason_asks_with_the_count_then_restores_only_those(
     assert set(ids) == timeouts and fields["confirmed"] == "1"
     action = re.search(r'<form method="post" action="([^"]+)">', html).group(1)
     response = supervisor_client.post(action, {**fields, "ids": ids}, follow=True)
-    success_page(response, "Restore from the DLQ: 2 done.", reverse("shipments") + "?view=dlq")
+    success_page(response, "Restore from the DLQ: 2 restored.", reverse("shipments") + "?view=dlq")
     assert [s.shipment_id for s in ShipmentQueue().list_dlq().items] == [other]
     assert {e.target for e in trail()} == {f"shipment:{i}" for i in timeouts}
 
@@ -419,7 +419,7 @@ def test_htmx_actions_answer_a_message_fragment_and_tell_panels_to_refresh(super
         (
             reverse("agent-bulk"),
             {"action": "available", "ids": [ana.agent_id], "confirmed": "1"},
-            "Make available: 1 done.",
+            "Make available: 1 made available.",
         ),
     ]
     for url, data, text in posts:
@@ -761,6 +761,7 @@ def cancel_link(html):
 def confirmation_pages(moto_db):
     """(url, data, where Cancel goes by default) of every page that asks first."""
     ana = agent()
+    Router().make_available(ana.agent_id)  # so that logging off would change something
     shipment = queued_shipment()
     dead = dlq_shipment("carrier timeout")
     return [
@@ -793,6 +794,7 @@ def test_a_confirmation_never_links_or_returns_off_site(supervisor_client, moto_
 
 def test_a_confirmation_keeps_a_next_on_this_site(supervisor_client, moto_db):
     ana = agent()
+    Router().make_available(ana.agent_id)
     back = "/agents/?status=offline&q=an"
     response = supervisor_client.post(reverse("agent-bulk"), {"action": "offline", "ids": [ana.agent_id], "next": back})
     assert cancel_link(response.content.decode()) == html_escape(back)
