@@ -1,12 +1,12 @@
 """Matching benchmark: our matcher against the article's algorithm, on DynamoDB Local.
 
-    .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16]
+    .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16] [--processes]
                                        [--algorithms ours,article] [--seed 7] [--repeat 3]
                                        [--warmup 1] [--endpoint URL] [--smoke]
 
 For each algorithm and each K: fresh tables, the same seeded agents (gender F/M/X, one
-to three languages), all queued before timing starts; then K threads drain the queues.
-Each thread repeatedly picks a random (language, gender) among the combinations not
+to three languages), all queued before timing starts; then K matchers drain the queues.
+Each matcher repeatedly picks a random (language, gender) among the combinations not
 yet known to be empty and asks for an agent of exactly that combination; an empty
 queue marks the combination drained; the run ends when all of them are.
 
@@ -21,8 +21,14 @@ double assignments of all repeats added up. After each run the table is checked
 (every agent attending the call it was given, every queue partition empty, every
 metadata depth 0); mismatches are reported and make the command exit with status 1.
 
-The K matchers are threads of one process. The command line, DynamoDB Local, fresh
-tables, warm-up, metering and output are `bench.harness`'s.
+The K matchers are threads of one process; with `--processes`, K processes ("spawn",
+one thread, client and Django setup each, started together behind a barrier, the same
+seeded preference streams), and two more figures: FIFO inversions (for each assignment,
+how many agents of its combination queued earlier were still unassigned when it
+committed: mean and maximum) and the time from asking the matcher to the answer (p50,
+p95). `--algorithms` also takes the other designs measured for matching across
+processes: `direct` (no dispatcher) and `spread`. The command line, DynamoDB Local,
+fresh tables, warm-up, metering and output are `bench.harness`'s.
 """
 
 from __future__ import annotations
@@ -81,10 +87,11 @@ def make_agents(count: int, seed: int) -> list[tuple[str, str, dict[str, list[st
 # --- matchers: one "assign an agent of exactly this combination" per algorithm ------------
 
 
-class OursMatcher:
-    """The product's matcher: `Router(...).matcher.match` on a new call with both
-    preferences set (one strongly consistent Query, one TransactWriteItems per success,
-    the call item written in the same transaction)."""
+class DirectMatcher:
+    """The product's matcher with no dispatcher: `Router(...).matcher.match` on a new call
+    with both preferences set, in the caller's own process (one strongly consistent
+    Query, one TransactWriteItems per success, the call item written in the same
+    transaction; claims and reads shared by the threads of a process)."""
 
     def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
         self.router = Router(db, skill_catalog, default_order=QueueOrder.FIFO)
@@ -112,7 +119,20 @@ class OursMatcher:
         """Stop whatever the matcher runs in the background."""
 
 
-class SpreadMatcher(OursMatcher):
+class OursMatcher(DirectMatcher):
+    """The product's matcher as deployed with SWITCHBOARD_MATCHING_DISPATCHER set: every
+    process runs its side of the matching dispatcher (`queues_app.agents.dispatch`), and
+    new callers are matched by the one holding the lease (the others send them there)."""
+
+    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
+        super().__init__(db, skill_catalog)
+        self.router.matcher.use_dispatcher(listen="127.0.0.1")
+
+    def close(self) -> None:
+        dispatch.stop_dispatchers()
+
+
+class SpreadMatcher(DirectMatcher):
     """Candidate design (a): each caller's first try among the first `SPREAD` candidates,
     by a hash of its call id, so that matchers of different processes start apart."""
 
@@ -121,18 +141,6 @@ class SpreadMatcher(OursMatcher):
     def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
         super().__init__(db, skill_catalog)
         self.router.matcher.first_spread = self.SPREAD
-
-
-class DispatchedMatcher(OursMatcher):
-    """Candidate design (b): new callers matched by the one dispatcher holding the lease
-    (`queues_app.agents.dispatch`); every process runs a dispatcher thread that stands by."""
-
-    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
-        super().__init__(db, skill_catalog)
-        self.dispatcher = self.router.matcher.use_dispatcher()
-
-    def close(self) -> None:
-        dispatch.stop_dispatchers()
 
 
 class ArticleBaseline:
@@ -150,15 +158,15 @@ class ArticleBaseline:
         pass
 
 
-MATCHERS: dict[str, type[OursMatcher] | type[ArticleBaseline]] = {
+MATCHERS: dict[str, type[DirectMatcher] | type[ArticleBaseline]] = {
     "ours": OursMatcher,
     "article": ArticleBaseline,
-    "direct": OursMatcher,
+    "direct": DirectMatcher,
     "spread": SpreadMatcher,
-    "dispatch": DispatchedMatcher,
 }
-# Designs measured for matching across processes (docs/benchmarks.md); not in the default run.
-CANDIDATES = ("direct", "spread", "dispatch")
+# The other designs measured for matching across processes (docs/benchmarks.md); not in
+# the default run.
+CANDIDATES = ("direct", "spread")
 
 
 # --- one run -------------------------------------------------------------------------------
@@ -683,11 +691,10 @@ def ratios(results: Results) -> tuple[int, float, float] | None:
 
 
 TITLES = {
-    "ours": "ours (Matcher.match: Query + TransactWriteItems conditioned on the agent)",
+    "ours": "ours (Matcher.match via the dispatcher's holder: Query + TransactWriteItems conditioned on the agent)",
     "article": "article (TransactGetItems snapshot + Query + TransactWriteItems conditioned on versions)",
     "direct": "direct (each matcher queries and commits itself; claims shared by the threads of a process)",
     "spread": f"spread (direct, first try among the first {SpreadMatcher.SPREAD} by a hash of the call id)",
-    "dispatch": "dispatch (a request item; the one dispatcher holding the lease matches and commits)",
 }
 
 

@@ -242,6 +242,11 @@ LOGGING = {
 
 # Agent order for matching: "fifo" (earliest-queued agent first) or "lifo".
 SWITCHBOARD_AGENT_ORDER = env.str("SWITCHBOARD_AGENT_ORDER", default="fifo")
+# New callers matched by one process of the deployment (the holder of a lease), to which
+# the others send them: the address this process listens on for them ("127.0.0.1" on one
+# host, the host's private address with several); empty: each process matches its own
+# callers. docs/architecture.md, "Matching".
+SWITCHBOARD_MATCHING_DISPATCHER = env.str("SWITCHBOARD_MATCHING_DISPATCHER", default="")
 # A caller who waits this long has one preference relaxed, in this order, then the next.
 SWITCHBOARD_ESCALATION = {
     "after_seconds": env.float("SWITCHBOARD_ESCALATE_AFTER_SECONDS", default=60.0),

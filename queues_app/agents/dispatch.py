@@ -1,69 +1,76 @@
-"""The matching dispatcher: new callers of every process and host matched by one
-dispatcher at a time, behind a lease, so that matchers of different processes never race
+"""The matching dispatcher: new callers of every process and host matched by one process
+at a time, the holder of a lease, so that matchers of different processes do not race
 for the same agent (docs/architecture.md, "Matching").
 
-A new caller's process writes a request (one item in the MATCHING partition, keyed by
-priority then arrival) and reads it back with the call (one BatchGetItem per look) until
-the call is assigned, the request is answered "nobody fits" (deleted without a call), or
-`bound` seconds pass; then it withdraws the request (a conditional delete) and matches
-by itself. The dispatcher holding the lease reads the pending requests in order, gives
-each the earliest-queued agent it fits that no earlier request of the same pass got, and
-commits those assignments side by side; each transaction also deletes the request, on
-the condition that it is still there, so a withdrawn request is never assigned.
+Every process that matches runs a `Dispatcher`: a small TCP server and a thread that
+takes the lease when it is free and renews it while it holds it; the lease item names
+the holder's address. A new caller's process sends the call to that address (one JSON
+line, signed with the project's secret key) and the holder matches it with its own
+threads, which share claims and reads in memory, so they never race each other; its
+answer (the assigned call, or nobody) comes back on the same connection. The holder
+matches its own callers without the hop. When there is no holder, or it does not
+answer within `bound` seconds, the caller's process matches by itself, as every
+process did before: an agent is still never given twice (every assignment is
+conditioned on the agent's own item) and a call is created once (its Put is
+conditioned on the call not existing).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import logging
 import os
+import random
 import socket
+import socketserver
 import threading
 import time
 import uuid
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from queues_app.agents import keys
 from queues_app.agents.calls import CallExists, call_from_item, call_to_item
-from queues_app.agents.records import Call, QueueOrder
-from queues_app.agents.skills import ANY
+from queues_app.agents.records import Call
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal, unmarshal
 
 if TYPE_CHECKING:
-    from queues_app.agents.matching import Candidate, Matcher
+    from queues_app.agents.matching import Matcher
 
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "matching-dispatcher"
-# A request older than its deadline plus this is one whose caller has gone: dropped.
-ABANDONED_AFTER = 30.0
-REQUESTS_PER_PASS = 64
-# How long the dispatcher goes on using a FIFO read of a queue (see `dispatch_once`).
-READ_KEPT = 1.0
-
-
-class RequestGone(Exception):
-    """The request was withdrawn (or answered) before this assignment committed."""
-
-
-WITHDRAWN = object()  # no dispatcher answered in time: the request was taken back
+HERE = object()  # no dispatcher to ask (or it did not answer): match in this process
 
 
 class DispatchLease:
-    """At most one dispatcher per table: one item (`LEASE / matching-dispatcher`) holding
-    the holder and the epoch second its lease runs out. Taking over needs the old lease
-    to have run out; a holder renews it when a third of it is left. The lease keeps
+    """At most one dispatcher per table: one item (`LEASE / matching-dispatcher`) with the
+    holder, its address and the epoch second the lease runs out. Taking it needs the old
+    lease to have run out; the holder renews it when a third is left. The lease keeps
     dispatchers from racing each other; it is not what keeps an agent from being given
     twice (every assignment is conditioned on the agent's own item)."""
 
-    def __init__(self, db: Dynamo, *, holder: str, duration: float = 3.0, now: Callable[[], float] = time.time):
-        self.db, self.holder, self.duration, self.now = db, holder, duration, now
+    def __init__(
+        self,
+        db: Dynamo,
+        *,
+        holder: str,
+        address: str = "",
+        duration: float = 3.0,
+        now: Callable[[], float] = time.time,
+    ):
+        self.db, self.holder, self.address, self.duration, self.now = db, holder, address, duration, now
         self.until = 0.0
+        self.others_until = 0.0  # when the lease another holder has runs out, as last seen
+
+    @property
+    def key(self) -> dict:
+        return marshal(keys.lease(LEASE_NAME))
 
     @property
     def held(self) -> bool:
@@ -80,19 +87,30 @@ class DispatchLease:
             self.db.call(
                 "update_item",
                 TableName=self.db.table("callcenter"),
-                Key=marshal(keys.lease(LEASE_NAME)),
-                UpdateExpression="SET holder = :me, lease_until = :until, #type = :type",
+                Key=self.key,
+                UpdateExpression="SET holder = :me, address = :address, lease_until = :until, #type = :type",
                 ConditionExpression="attribute_not_exists(pk) OR holder = :me OR lease_until < :now",
                 ExpressionAttributeNames={"#type": "type"},
                 ExpressionAttributeValues=marshal(
-                    {":me": self.holder, ":until": until, ":now": moment, ":type": "lease"}
+                    {":me": self.holder, ":address": self.address, ":until": until, ":now": moment, ":type": "lease"}
                 ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except errors.Conflict:
+        except errors.Conflict as exc:
             self.until = 0.0
+            self.others_until = float((exc.current or {}).get("lease_until", 0))
             return False
         self.until = until
         return True
+
+    def current(self) -> tuple[str, float] | None:
+        """(the holder's address, when its lease runs out), or None when nobody holds it."""
+        response = self.db.call("get_item", TableName=self.db.table("callcenter"), Key=self.key, ConsistentRead=True)
+        item = unmarshal(response.get("Item"))
+        until = float(item.get("lease_until", 0))
+        if not item.get("address") or until <= self.now():
+            return None
+        return str(item["address"]), until
 
     def release(self) -> None:
         if not self.until:
@@ -102,7 +120,7 @@ class DispatchLease:
             self.db.call(
                 "update_item",
                 TableName=self.db.table("callcenter"),
-                Key=marshal(keys.lease(LEASE_NAME)),
+                Key=self.key,
                 UpdateExpression="SET lease_until = :zero",
                 ConditionExpression="holder = :me",
                 ExpressionAttributeValues=marshal({":me": self.holder, ":zero": 0}),
@@ -113,18 +131,40 @@ class DispatchLease:
             log.warning("matching dispatcher: could not give the lease up (it runs out by itself): %s", exc)
 
 
-@dataclass
-class _Planned:
-    request: dict
-    call: Call
-    candidate: Candidate
-    read: list[Candidate]
-    passed: list[Candidate]  # queued earlier, given to earlier requests of this pass
+def _sign(secret: bytes, body: bytes) -> str:
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _secret() -> bytes:
+    from django.conf import settings
+
+    return ("matching-dispatcher:" + settings.SECRET_KEY).encode()
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """One connection from another process: a signed call per line, an answer per line."""
+
+    server: _Server
+
+    def handle(self) -> None:
+        for line in self.rfile:
+            answer = self.server.dispatcher.answer(line)
+            self.wfile.write(json.dumps(answer, default=str).encode() + b"\n")
+            self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher):
+        self.dispatcher = dispatcher
+        super().__init__(address, _Handler)
 
 
 class Dispatcher:
-    """Requests from this process (`request`) and, while it holds the lease, the
-    dispatching of every process's requests (a daemon thread started by `start`)."""
+    """This process's side of the dispatcher: `request` sends a new call to the holder
+    (or says to match here); `start` runs the server and the lease thread."""
 
     def __init__(
         self,
@@ -132,244 +172,140 @@ class Dispatcher:
         *,
         bound: float = 2.0,
         lease_seconds: float = 3.0,
-        look_every: float = 0.02,
-        idle_look_every: float = 0.1,
-        commit_threads: int = 8,
+        listen: str = "127.0.0.1",
+        secret: bytes | None = None,
     ):
         self.matcher = matcher
         self.db = matcher.db
         self.bound = bound
-        self.look_every, self.idle_look_every = look_every, idle_look_every
+        self.listen = listen
+        self._secret = secret
         self.lease = DispatchLease(
             self.db, holder=f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}", duration=lease_seconds
         )
-        self._pool = ThreadPoolExecutor(max_workers=commit_threads, thread_name_prefix="dispatch")
-        self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._answers: dict[str, tuple[threading.Event, list]] = {}  # this process's requests
-        self._reads: dict[tuple, tuple[float, list[Candidate]]] = {}  # (monotonic time, read) per want
+        self._holder: tuple[str, float] | None = None  # (address, lease_until) as last read
+        self._connections = threading.local()
 
     @property
-    def table(self) -> str:
-        return self.db.table("callcenter")
+    def secret(self) -> bytes:
+        if self._secret is None:
+            self._secret = _secret()
+        return self._secret
 
     # --- the caller's side --------------------------------------------------------
 
     def request(self, call: Call) -> Call | None | object:
-        """Ask the dispatcher to match a new call. The assigned call, None when nobody
-        fits, or `WITHDRAWN` when no dispatcher answered within `bound` and the request
-        was taken back (the caller then matches by itself)."""
-        self.start()
-        key = keys.match_request(call.priority, call.arrived_at, call.call_id)
-        deadline = time.time() + self.bound
-        item = {**call_to_item(call), **key, "type": "match_request", "deadline": deadline}
-        item["expires_at"] = int(deadline + ABANDONED_AFTER + 60)  # TTL: a leftover of a crash
-        self.db.call(
-            "put_item", TableName=self.table, Item=marshal(item), ConditionExpression="attribute_not_exists(pk)"
-        )
-        answered = threading.Event()
-        with self._lock:
-            self._answers[call.call_id] = (answered, [])
+        """Have the dispatcher match a new call: the assigned call, None when nobody fits,
+        or `HERE` when this process should match it itself (it holds the lease, nobody
+        does, or the holder did not answer in time). Raises CallExists when the call was
+        created meanwhile."""
+        if self.lease.held:
+            return HERE
+        address = self._holder_address()
+        if address is None or address == self.lease.address:
+            return HERE
+        body = json.dumps(call_to_item(call), default=str).encode()
         try:
-            self._wake.set()
-            pause = self.look_every
-            while time.time() < deadline:
-                # While this process dispatches, its own thread hands the answer over;
-                # otherwise the request and the call are read back, less often as time goes.
-                if answered.wait(pause):
-                    return self._answers[call.call_id][1][0]
-                pause = min(pause * 2, self.look_every * 4)
-                if not self.lease.held:
-                    found = self._look(key, call.call_id)
-                    if found is not None:
-                        return found[0]
-        finally:
-            with self._lock:
-                self._answers.pop(call.call_id, None)
+            answer = self._send(address, body)
+        except (OSError, ValueError) as exc:
+            log.info("matching dispatcher at %s did not answer (%s); matching here", address, exc)
+            self._holder = None
+            self._drop_connection(address)
+            return HERE
+        if answer.get("exists"):
+            raise CallExists()
+        if answer.get("here"):
+            self._holder = None  # it no longer holds the lease
+            return HERE
+        item = answer.get("call")
+        return call_from_item(item) if item else None
+
+    def _holder_address(self) -> str | None:
+        holder = self._holder
+        if holder is None or holder[1] <= time.time():
+            holder = self._holder = self.lease.current()
+        return holder[0] if holder else None
+
+    def _send(self, address: str, body: bytes) -> dict:
+        stream = self._connection(address)
+        stream.write(_sign(self.secret, body).encode() + b" " + body + b"\n")
+        stream.flush()
+        line = stream.readline()
+        if not line:
+            raise ConnectionError("closed")
+        return json.loads(line)
+
+    def _connection(self, address: str):
+        """This thread's connection to `address` (kept open between requests)."""
+        open_ = getattr(self._connections, "by_address", None)
+        if open_ is None:
+            open_ = self._connections.by_address = {}
+        if address not in open_:
+            host, port = address.rsplit(":", 1)
+            connection = socket.create_connection((host, int(port)), timeout=self.bound)
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            open_[address] = (connection, connection.makefile("rwb"))
+        return open_[address][1]
+
+    def _drop_connection(self, address: str) -> None:
+        found = getattr(self._connections, "by_address", {}).pop(address, None)
+        if found is not None:
+            found[1].close()
+            found[0].close()
+
+    # --- the holder's side --------------------------------------------------------
+
+    def answer(self, line: bytes) -> dict:
+        """The answer to one request line from another process."""
+        signature, _, body = line.strip().partition(b" ")
+        if not hmac.compare_digest(signature.decode(errors="replace"), _sign(self.secret, body)):
+            return {"error": "bad signature"}
+        if not self.lease.held:
+            return {"here": True}
         try:
-            self.db.call(
-                "delete_item", TableName=self.table, Key=marshal(key), ConditionExpression="attribute_exists(pk)"
-            )
-            return WITHDRAWN
-        except errors.Conflict:
-            # Answered meanwhile: the call was assigned, or nobody fits.
-            return self.matcher.calls.find(call.call_id)
-
-    def _look(self, key: dict, call_id: str) -> tuple[Call | None] | None:
-        """(the assigned call,) or (None,) when answered "nobody fits"; None while pending."""
-        response = self.db.call(
-            "batch_get_item",
-            RequestItems={self.table: {"Keys": [marshal(key), marshal(keys.call(call_id))], "ConsistentRead": True}},
-        )
-        found = [unmarshal(raw) for raw in response.get("Responses", {}).get(self.table, [])]
-        calls = [item for item in found if item.get("type") == "call"]
-        if calls:
-            return (call_from_item(calls[0]),)
-        if found or response.get("UnprocessedKeys"):
-            return None
-        # Neither: answered "nobody fits", or assigned between the two reads of the batch
-        # (it is not one snapshot): the call's own read decides.
-        return (self.matcher.calls.find(call_id),)
-
-    # --- the dispatcher's side ----------------------------------------------------
+            assigned = self.matcher.match_here(call_from_item(json.loads(body)), new_call=True)
+        except CallExists:
+            return {"exists": True}
+        except errors.DynamoError as exc:
+            log.warning("matching dispatcher: %s", exc)
+            return {"here": True}
+        return {"call": call_to_item(assigned) if assigned else None}
 
     def start(self) -> None:
-        """Run the dispatcher thread of this process (once): it takes the lease when it is
-        free and dispatches while it holds it."""
+        """Listen, and run the lease thread (once per process)."""
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="matching-dispatcher", daemon=True)
-                self._thread.start()
+            if self._thread is not None:
+                return
+            self._server = _Server((self.listen, 0), self)
+            host, port = self._server.socket.getsockname()[:2]
+            self.lease.address = f"{host}:{port}"
+            threading.Thread(target=self._server.serve_forever, name="matching-dispatcher-server", daemon=True).start()
+            self._thread = threading.Thread(target=self._hold, name="matching-dispatcher", daemon=True)
+            self._thread.start()
+
+    def _hold(self) -> None:
+        """Renew the lease while holding it; otherwise try again when the holder's runs out."""
+        while not self._stop.is_set():
+            pause = self.lease.duration / 6
+            try:
+                if not self.lease.hold():
+                    pause = max(pause, self.lease.others_until - time.time() + random.uniform(0, pause))
+            except errors.DynamoError as exc:
+                log.warning("matching dispatcher: %s", exc)
+            self._stop.wait(pause)
 
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self._pool.shutdown(wait=True)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
         self.lease.release()
-
-    def _run(self) -> None:
-        pause = self.look_every
-        while not self._stop.is_set():
-            try:
-                if not self.lease.hold():
-                    self._stop.wait(self.lease.duration / 3)
-                    continue
-                handled = self.dispatch_once()
-            except errors.DynamoError as exc:
-                log.warning("matching dispatcher: %s", exc)
-                handled = 0
-            except Exception:  # noqa: BLE001 - the thread must go on; callers fall back meanwhile
-                log.exception("matching dispatcher: pass failed")
-                handled = 0
-            if handled:
-                pause = self.look_every
-                continue
-            # Nothing to do: look again soon (at once when this process adds a request),
-            # less often the longer nothing comes.
-            self._wake.wait(pause)
-            self._wake.clear()
-            pause = min(self.idle_look_every, pause * 2)
-
-    def pending(self) -> list[dict]:
-        """The requests waiting for the dispatcher, by priority then arrival."""
-        response = self.db.call(
-            "query",
-            TableName=self.table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.MATCHING_PK}},
-            ConsistentRead=True,
-            Limit=REQUESTS_PER_PASS,
-        )
-        return [unmarshal(raw) for raw in response.get("Items", [])]
-
-    def dispatch_once(self) -> int:
-        """One pass: read the pending requests, plan, commit. Returns how many requests
-        it saw."""
-        requests = self.pending()
-        if not requests:
-            return 0
-        moment = time.time()
-        live = []
-        for request in requests:
-            if float(request.get("deadline", 0)) + ABANDONED_AFTER < moment:
-                self._forget(request)  # its caller's process is gone
-            else:
-                live.append(request)
-        calls = [call_from_item(request) for request in live]
-        wants = {self._wanted(call): call for call in calls}
-        # A FIFO read stays good for this dispatcher's next passes: it knows which of those
-        # agents it gave away, agents queued since come after them anyway, and one taken
-        # by someone else fails its condition (and the read is dropped). LIFO reads afresh.
-        moment = time.monotonic()
-        stale = [
-            want
-            for want in wants
-            if want[0] != QueueOrder.FIFO or moment - self._reads.get(want, (-READ_KEPT, []))[0] > READ_KEPT
-        ]
-        fresh = self._pool.map(lambda want: self.matcher.queue_candidates(wants[want].preferences, want[0]), stale)
-        for want, read in zip(stale, fresh, strict=True):
-            self._reads[want] = (moment, read)
-        gone = self.matcher.gone
-        reads = {want: self._reads[want][1] for want in wants}
-        given: set[str] = set()
-        planned = []
-        for request, call in zip(live, calls, strict=True):
-            want = self._wanted(call)
-            read = [c for c in reads[want] if not gone(c)]
-            passed: list[Candidate] = []
-            for candidate in read:
-                if candidate.agent_id not in given:
-                    given.add(candidate.agent_id)
-                    planned.append(_Planned(request, call, candidate, read, passed))
-                    break
-                passed.append(candidate)
-            else:
-                if want in stale and not read:
-                    self._forget(request)  # nobody fits (a fresh read): the caller's process reads that
-                    self._answer(call.call_id, None)
-                else:
-                    self._reads.pop(want, None)  # every agent read is given: read further next pass
-        for plan, assigned in zip(planned, self._pool.map(self._commit, planned), strict=True):
-            if not assigned:
-                self._reads.pop(self._wanted(plan.call), None)
-        return len(requests)
-
-    @staticmethod
-    def _wanted(call: Call) -> tuple[str, tuple]:
-        return call.order, tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items()))
-
-    def _commit(self, plan: _Planned) -> bool:
-        """Commit one planned assignment; False when its agent went to someone else."""
-        from queues_app.agents.matching import why_entry
-
-        considered = [why_entry(c.agent_id, c.name, c.queued_at, "taken") for c in plan.passed]
-        delete_request = {
-            "Delete": {
-                "TableName": self.table,
-                "Key": marshal(self._request_key(plan.request)),
-                "ConditionExpression": "attribute_exists(pk)",
-            }
-        }
-        try:
-            assigned = self.matcher._try_assign(
-                plan.call,
-                plan.candidate,
-                new_call=True,
-                considered=considered,
-                others=plan.read,
-                extra=[delete_request],
-            )
-            # None: the agent went to someone else (a caller matching by itself, an agent's
-            # own offer); the request stays for the next pass.
-            if assigned is not None:
-                self._answer(plan.call.call_id, assigned)
-                return True
-            return False
-        except (RequestGone, CallExists):
-            self._forget(plan.request)
-            return True  # nothing to learn about the agent
-        except errors.DynamoError as exc:
-            log.warning("matching dispatcher: assignment of %s failed: %s", plan.call.call_id, exc)
-            return False
-
-    def _answer(self, call_id: str, outcome: Call | None) -> None:
-        """Hand the outcome to a request of this process, if it is one."""
-        with self._lock:
-            waiting = self._answers.get(call_id)
-            if waiting is not None:
-                waiting[1].append(outcome)
-                waiting[0].set()
-
-    @staticmethod
-    def _request_key(request: dict) -> dict:
-        return {"pk": request["pk"], "sk": request["sk"]}
-
-    def _forget(self, request: dict) -> None:
-        self.db.call("delete_item", TableName=self.table, Key=marshal(self._request_key(request)))
 
 
 _dispatchers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -386,7 +322,7 @@ def dispatcher_for(matcher: Matcher, **options) -> Dispatcher:
 
 
 def stop_dispatchers() -> None:
-    """Stop this process's dispatcher threads and give their leases up."""
+    """Stop this process's dispatchers and give their leases up."""
     with _dispatchers_lock:
         running = list(_dispatchers.values())
         _dispatchers.clear()

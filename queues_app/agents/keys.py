@@ -10,8 +10,7 @@ Call-center table layout (pk / sk):
                                                  their preferences (`*` for "any"), by priority then arrival
     WAITCOUNT#<v>.. COUNT                        how many callers wait in that partition
     CALL#<call_id>  CALL                         a call and its assignment record
-    MATCHING        <9-priority>#<arrived>#<id>  a new caller's request to the matching dispatcher
-    LEASE           matching-dispatcher          the dispatcher's lease (holder, lease_until)
+    LEASE           matching-dispatcher          the matching dispatcher's lease (holder, address, lease_until)
 
 Waiting callers carry keys of two sparse indexes, spread over LINE_SHARDS index
 partitions by a hash of the call id: by arrival (`waiting_by_arrival`), and by when
@@ -34,7 +33,6 @@ ANY_VALUE = "*"
 LINE_SHARDS = 4
 CALL_PREFIX = "CALL#"
 CALL_SK = "CALL"
-MATCHING_PK = "MATCHING"
 LEASE_PK = "LEASE"
 MAX_PRIORITY = 9
 
@@ -104,10 +102,6 @@ def line_shards() -> list[str]:
 
 def call(call_id: str) -> dict[str, str]:
     return {"pk": CALL_PREFIX + call_id, "sk": CALL_SK}
-
-
-def match_request(priority: int, arrived_at: str, call_id: str) -> dict[str, str]:
-    return {"pk": MATCHING_PK, "sk": f"{MAX_PRIORITY - priority}#{arrived_at}#{call_id}"}
 
 
 def lease(name: str) -> dict[str, str]:

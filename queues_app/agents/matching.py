@@ -15,7 +15,7 @@ from typing import cast
 from queues_app.agents import keys
 from queues_app.agents.calls import CallExists, Calls
 from queues_app.agents.claims import Claims
-from queues_app.agents.dispatch import WITHDRAWN, Dispatcher, RequestGone, dispatcher_for
+from queues_app.agents.dispatch import HERE, Dispatcher, dispatcher_for
 from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueOrder
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, matching_combinations
@@ -79,6 +79,14 @@ def claims_for(db) -> Claims:
     return claims
 
 
+def dispatcher_address() -> str:
+    """The address this process's dispatcher listens on ("" when new callers are matched
+    by the process they arrive in): settings.SWITCHBOARD_MATCHING_DISPATCHER."""
+    from django.conf import settings
+
+    return getattr(settings, "SWITCHBOARD_MATCHING_DISPATCHER", "")
+
+
 def reset_contention() -> None:
     """Forget recent lost races and every claim: a process starting afresh."""
     _contention.reset()
@@ -112,11 +120,13 @@ class Matcher:
         # call id, so that callers of different processes start apart (measured, not used).
         self.first_spread = 1
         # Set by `use_dispatcher`: new callers are matched by the deployment's dispatcher.
+        # None: by this process (a test, a command, a deployment of one process).
         self.dispatcher: Dispatcher | None = None
         self._rng = random.Random()
 
     def use_dispatcher(self, **options) -> Dispatcher:
-        """Match new callers through this process's matching dispatcher (started now)."""
+        """Match new callers through the deployment's matching dispatcher; this process's
+        side of it (a server, the lease thread) starts now."""
         self.dispatcher = dispatcher_for(self, **options)
         self.dispatcher.start()
         return self.dispatcher
@@ -128,13 +138,19 @@ class Matcher:
     def match(self, call: Call, *, new_call: bool) -> Call | None:
         """Try queued agents in order; the loser of a race moves on to a candidate it
         already read instead of starting over. Matchers of this process claim candidates
-        in memory first. With a dispatcher, a new caller is matched by the deployment's
-        dispatcher, or by this matcher when none answers in time (docs/architecture.md,
-        "Matching")."""
+        in memory first. With a dispatcher, a new caller is matched by the process holding
+        the dispatcher's lease, or here when there is none or it does not answer in time
+        (docs/architecture.md, "Matching")."""
+        if new_call and self.dispatcher is None and (listen := dispatcher_address()):
+            self.use_dispatcher(listen=listen)
         if self.dispatcher is not None and new_call:
             outcome = self.dispatcher.request(call)
-            if outcome is not WITHDRAWN:
+            if outcome is not HERE:
                 return outcome  # type: ignore[return-value]
+        return self.match_here(call, new_call=new_call)
+
+    def match_here(self, call: Call, *, new_call: bool) -> Call | None:
+        """`match` by this process's own threads."""
         claims = claims_for(self.db)
         claims.enter()
         try:
@@ -208,10 +224,6 @@ class Matcher:
                 spread_out = True
         return None
 
-    def gone(self, candidate: Candidate) -> bool:
-        """Whether this process knows the candidate was taken (see `claims`)."""
-        return claims_for(self.db).is_gone((self.table.name, candidate.token))
-
     def _drop_taken(self, candidates: list[Candidate], claims: Claims, considered: list[dict]) -> list[Candidate]:
         """The candidates not known to be taken; the taken ones go into the why record."""
         left = []
@@ -257,12 +269,9 @@ class Matcher:
         new_call: bool,
         considered: list[dict],
         others: list[Candidate],
-        extra: list[dict] | None = None,
     ) -> Call | None:
         """One assignment transaction. Returns the assigned call, or None to try the next
-        candidate. A lost TransactionConflict is retried on the same candidate. `extra`
-        actions go into the same transaction (the dispatcher's request, deleted on the
-        condition that it is still there: RequestGone when it is not)."""
+        candidate. A lost TransactionConflict is retried on the same candidate."""
         for attempt in range(4):
             stamp = to_iso(self.clock())
             assigned = Call(**call.__dict__)
@@ -288,7 +297,6 @@ class Matcher:
             ]
             actions += self.table.dequeue_actions(candidate.skills, candidate.token)
             actions += self.calls.assignment_actions(call, assigned, new_call=new_call)
-            actions += extra or []
             try:
                 self.table.transact(actions)
                 claims_for(self.db).mark_gone((self.table.name, candidate.token))
@@ -298,8 +306,6 @@ class Matcher:
                     time.sleep(random.uniform(0, 0.01 * 2**attempt))
                     continue
                 failed = set(exc.failed_indexes())
-                if extra and failed & set(range(len(actions) - len(extra), len(actions))):
-                    raise RequestGone() from exc
                 call_index = 1 + 2 * len(self.catalog.combinations(candidate.skills))
                 if failed & set(range(call_index, len(actions))):
                     # The call itself changed: assigned elsewhere, created by a retry, or escalated.

@@ -1,23 +1,24 @@
-"""The matching dispatcher on DynamoDB Local (it commits from several threads, which moto
-cannot take): new callers of several processes matched by the one dispatcher holding the
-lease, in order of priority then arrival, nobody twice; a request nobody answers is
-withdrawn and never assigned afterwards."""
+"""The matching dispatcher on DynamoDB Local (its holder matches from several threads,
+which moto cannot take): new callers of several processes matched by the one holder of
+the lease, nobody twice; with no holder, or one that does not answer, a process matches
+by itself."""
 
 from __future__ import annotations
 
+import socket
 import threading
 
 import pytest
 
-from queues_app.agents import dispatch, keys
-from queues_app.agents.calls import call_to_item
-from queues_app.agents.records import AgentStatus, Call, CallStatus
+from queues_app.agents import dispatch
+from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import now, to_iso
-from queues_app.ddb.codec import marshal
 from queues_app.monitoring import invariants
+from tests.threads import wait_for
+
+SPANISH_F = {"language": "Spanish", "gender": "F"}
 
 
 @pytest.fixture(autouse=True)
@@ -26,13 +27,10 @@ def no_dispatchers_left(local_db):
     dispatch.stop_dispatchers()
 
 
-def process_like(db: Dynamo, **options) -> Router:
+def process_like(db: Dynamo) -> Router:
     """A router on a client of its own, as another process would have (claims and the
     dispatcher are per client)."""
-    own = Dynamo(prefix=db.prefix, endpoint_url=db.endpoint_url, region=db.region)
-    router = Router(own)
-    router.matcher.use_dispatcher(**options)
-    return router
+    return Router(Dynamo(prefix=db.prefix, endpoint_url=db.endpoint_url, region=db.region))
 
 
 def queued_agents(router: Router, count: int) -> list[str]:
@@ -45,124 +43,90 @@ def queued_agents(router: Router, count: int) -> list[str]:
     return ids
 
 
-def request_items(db: Dynamo) -> list[dict]:
-    return list(
-        db.items(
-            "query",
-            TableName=db.table("callcenter"),
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.MATCHING_PK}},
-            ConsistentRead=True,
-        )
-    )
-
-
-def test_callers_of_several_processes_get_distinct_agents_from_the_one_dispatcher(local_db):
-    routers = [process_like(local_db) for _ in range(3)]
-    agent_ids = queued_agents(routers[0], 12)
-    given: list[tuple[str, str]] = []
+def test_callers_of_several_processes_are_matched_by_the_holder_of_the_lease(local_db, monkeypatch):
+    holder = process_like(local_db)
+    holder.matcher.use_dispatcher(bound=30)
+    assert wait_for(lambda: holder.matcher.dispatcher.lease.held, timeout=10)
+    others = [process_like(local_db) for _ in range(2)]
+    matched_here: list[str] = []
+    for router in others:
+        router.matcher.use_dispatcher(bound=30)
+        monkeypatch.setattr(router.matcher, "match_here", lambda call, **kw: matched_here.append(call.call_id))
+    agent_ids = queued_agents(holder, 12)
+    given: list[str] = []
     start = threading.Barrier(6)
 
     def caller(router: Router) -> None:
         start.wait()
         for _ in range(2):
-            call, _created = router.create_call({"language": "Spanish", "gender": "F"})
+            call, _created = router.create_call(SPANISH_F)
             assert call.status == CallStatus.ASSIGNED
-            given.append((call.call_id, call.agent_id))
+            given.append(call.agent_id)
 
-    threads = [threading.Thread(target=caller, args=(routers[i % 3],)) for i in range(6)]
+    threads = [threading.Thread(target=caller, args=([holder, *others][i % 3],)) for i in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
 
-    assert len(given) == 12
-    assert sorted(agent for _call, agent in given) == sorted(agent_ids)  # each agent once
-    holders = {r.matcher.dispatcher.lease.holder for r in routers if r.matcher.dispatcher.lease.held}
-    assert len(holders) == 1  # one dispatcher at a time
-    assert request_items(local_db) == []
-    assert invariants.find_violations(local_db, routers[0].catalog, passes=1) == []
+    assert sorted(given) == sorted(agent_ids)  # every agent once
+    assert matched_here == []  # the other processes' callers went to the holder
+    assert not any(router.matcher.dispatcher.lease.held for router in others)
+    assert invariants.find_violations(local_db, holder.catalog, passes=1) == []
 
 
-def test_the_dispatcher_serves_requests_by_priority_then_arrival(local_db):
-    router = Router(local_db)
-    first, second, third = queued_agents(router, 3)
-    dispatcher = dispatch.Dispatcher(router.matcher)
-    assert dispatcher.lease.hold()
-    # Three requests waiting before the dispatcher looks: arrivals 1, 2, 3, the last one urgent.
-    base = now()
-    for n, priority in ((1, 0), (2, 0), (3, 5)):
-        call = Call(
-            call_id=f"call-{n}",
-            status=CallStatus.WAITING,
-            preferences={"language": "Spanish", "gender": "F"},
-            priority=priority,
-            arrived_at=to_iso(base.replace(microsecond=n)),
-        )
-        item = {**call_to_item(call), **keys.match_request(priority, call.arrived_at, call.call_id)}
-        local_db.call("put_item", TableName=local_db.table("callcenter"), Item=marshal({**item, "deadline": 9e9}))
-
-    assert dispatcher.dispatch_once() == 3
-    dispatcher.stop()
-
-    agents_of = {n: router.get_call(f"call-{n}").agent_id for n in (1, 2, 3)}
-    assert agents_of == {3: first, 1: second, 2: third}
-    assert request_items(local_db) == []
-
-
-def test_a_request_nobody_answers_is_withdrawn_and_matched_directly(local_db):
+def test_with_nobody_holding_the_lease_a_process_matches_by_itself(local_db):
     router = Router(local_db)
     (agent_id,) = queued_agents(router, 1)
-    # Another holder has the lease and never dispatches: the request times out.
-    other = dispatch.DispatchLease(local_db, holder="elsewhere", duration=60)
-    assert other.hold()
-    router.matcher.use_dispatcher(bound=0.3)
+    other = dispatch.DispatchLease(local_db, holder="elsewhere", address="", duration=60)
+    assert other.hold()  # held, but with no address to send callers to
+    router.matcher.use_dispatcher()
 
-    call, _created = router.create_call({"language": "Spanish", "gender": "F"})
+    call, _created = router.create_call(SPANISH_F)
 
-    assert call.status == CallStatus.ASSIGNED and call.agent_id == agent_id  # by the caller's own matcher
-    assert request_items(local_db) == []  # withdrawn: no dispatcher can assign it any more
-    assert Agents(local_db, router.catalog).get(agent_id).status == AgentStatus.ATTENDING
+    assert call.status == CallStatus.ASSIGNED and call.agent_id == agent_id
 
 
-def test_a_withdrawn_request_is_never_assigned(local_db):
+def test_a_holder_that_does_not_answer_in_time_leaves_the_caller_to_this_process(local_db):
     router = Router(local_db)
-    queued_agents(router, 1)
-    dispatcher = dispatch.Dispatcher(router.matcher)
-    assert dispatcher.lease.hold()
-    call = Call(call_id="late", status=CallStatus.WAITING, preferences={"language": "Spanish", "gender": "F"})
-    call.arrived_at = to_iso(now())
-    key = keys.match_request(0, call.arrived_at, call.call_id)
-    table = local_db.table("callcenter")
-    local_db.call("put_item", TableName=table, Item=marshal({**call_to_item(call), **key, "deadline": 9e9}))
-    planned = dispatcher.pending()
-    local_db.call("delete_item", TableName=table, Key=marshal(key))  # the caller gave up meanwhile
+    (agent_id,) = queued_agents(router, 1)
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
+    host, port = silent.getsockname()[:2]
+    try:
+        other = dispatch.DispatchLease(local_db, holder="elsewhere", address=f"{host}:{port}", duration=60)
+        assert other.hold()
+        router.matcher.use_dispatcher(bound=0.3)
 
-    candidates = router.matcher.queue_candidates(call.preferences)
-    dispatcher._commit(dispatch._Planned(planned[0], call, candidates[0], candidates, []))
-    dispatcher.stop()
+        call, _created = router.create_call(SPANISH_F)
+    finally:
+        silent.close()
 
-    assert router.find_call("late") is None
-    assert Agents(local_db, router.catalog).get(candidates[0].agent_id).status == AgentStatus.QUEUED
+    assert call.status == CallStatus.ASSIGNED and call.agent_id == agent_id
+    assert Agents(local_db, router.catalog).get(agent_id).status == AgentStatus.ATTENDING
     assert invariants.find_violations(local_db, router.catalog, passes=1) == []
 
 
-def test_nobody_fits_is_answered_by_the_dispatcher(local_db, monkeypatch):
+def test_the_holder_answers_only_signed_requests(local_db):
     router = Router(local_db)
-    queued_agents(router, 1)  # Spanish F; the caller wants French
-    router.matcher.use_dispatcher(bound=30)
-    monkeypatch.setattr(router.matcher, "_match_claiming", lambda *a, **k: pytest.fail("matched directly"))
+    (agent_id,) = queued_agents(router, 1)
+    dispatcher = router.matcher.use_dispatcher()
+    assert wait_for(lambda: dispatcher.lease.held, timeout=10)
 
-    assert (
-        router.matcher.match(
-            Call(
-                call_id="nobody",
-                status=CallStatus.WAITING,
-                preferences={"language": "French", "gender": "F"},
-                arrived_at=to_iso(now()),
-            ),
-            new_call=True,
-        )
-        is None
-    )
-    assert request_items(local_db) == []
+    assert dispatcher.answer(b'0123 {"call_id": "x"}') == {"error": "bad signature"}
+    assert Agents(local_db, router.catalog).get(agent_id).status == AgentStatus.QUEUED
+
+
+def test_only_one_process_holds_the_lease_until_it_runs_out(local_db):
+    now = [1000.0]
+    first = dispatch.DispatchLease(local_db, holder="one", address="h:1", duration=3, now=lambda: now[0])
+    second = dispatch.DispatchLease(local_db, holder="two", address="h:2", duration=3, now=lambda: now[0])
+    assert first.hold()
+    assert not second.hold()
+    now[0] += 1.5
+    assert first.hold()  # renewed: runs out at 1004.5
+    now[0] += 2.0
+    assert not second.hold()
+    assert second.current() == ("h:1", 1004.5)
+    now[0] += 1.5  # run out
+    assert second.hold()
+    assert first.current() == ("h:2", 1008.0)
