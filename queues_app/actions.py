@@ -3,6 +3,13 @@
 Pages, admin actions and the JSON API all go through `Operations`, so each change is
 made by the same service call and written to the audit trail the same way: who, from
 where, what, the item before and after, and the trace id of the request.
+
+What the queues do on their own is recorded here too, from what the domain returns
+(`SystemEvents`): a caller given an agent by the matcher is written on the call's
+history and on the agent's, with the answered call's wait for the service level;
+escalation, the shipment worker's dead-lettering and the task sweeper's shedding are
+recorded by the commands that run them, through the same class. The domains themselves
+never record anything (see docs/architecture.md, "The audit trail").
 """
 
 from __future__ import annotations
@@ -18,12 +25,174 @@ from queues_app.agents.router import Router
 from queues_app.audit_trail import AuditTrail, target
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
-from queues_app.monitoring import counters
-from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentState
+from queues_app.monitoring import counters, service_level
+from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentState, ShipmentStatus
+from queues_app.tasks.queue import TaskQueue
+from queues_app.tasks.records import ShedReport
+
+# Who acted, for what the queues do on their own (source "system").
+MATCHER, ESCALATION, SHIPMENT_WORKER, TASK_PROCESSOR = "matcher", "escalation", "shipment worker", "task processor"
+TASKS_TARGET = target("queue", "tasks")
 
 
 def snapshot(record) -> dict | None:
     return dataclasses.asdict(record) if record is not None else None
+
+
+def asked_for(call: Call) -> dict:
+    """The preferences the caller arrived with (before any was relaxed)."""
+    original = dict(call.preferences)
+    for relaxed in reversed(call.relaxed):
+        original[relaxed["dimension"]] = relaxed.get("from")
+    return original
+
+
+def _waited(call: Call) -> str:
+    seconds = call.waited_seconds
+    return f"{seconds:.0f} s" if seconds is not None else "an unknown time"
+
+
+class SystemEvents:
+    """Entries for what the queues did on their own, on the items concerned: source
+    `system`, the actor naming the part that acted. Each call writes its entries in one
+    request (one PutItem, or one BatchWriteItem for two or more)."""
+
+    def __init__(self, trail: AuditTrail, *, trace_id: str | None = None):
+        self.trail = trail
+        self.trace_id = trace_id
+
+    def entry(self, actor: str, action: str, item_target: str, summary: str, before, after) -> dict:
+        return {
+            "actor": actor,
+            "source": "system",
+            "action": action,
+            "target": item_target,
+            "summary": summary,
+            "before": before,
+            "after": after,
+            "trace_id": self.trace_id,
+        }
+
+    def call_assigned(self, call: Call, by: str = MATCHER) -> dict:
+        """The call's side of an assignment."""
+        return self.entry(
+            by,
+            "call.assigned",
+            target("call", call.call_id),
+            f"assigned to {call.agent_name} after waiting {_waited(call)}",
+            {"status": "waiting"},
+            {
+                "status": call.status,
+                "agent_name": call.agent_name,
+                "agent_id": call.agent_id,
+                "assigned_at": call.assigned_at,
+            },
+        )
+
+    def agent_assigned(self, call: Call, by: str = MATCHER) -> dict:
+        """The agent's side of an assignment: they took the call."""
+        return self.entry(
+            by,
+            "agent.assigned",
+            target("agent", call.agent_id or ""),
+            f"{call.agent_name} took call {call.call_id} (the caller waited {_waited(call)})",
+            {"status": "queued"},
+            {"status": "attending", "call_id": call.call_id},
+        )
+
+    def write(self, *entries: dict) -> None:
+        self.trail.record_many(list(entries))
+
+    def relaxed(self, call: Call) -> None:
+        """Escalation relaxed a waiting caller's preferences, and perhaps found an agent."""
+        latest = max((r["at"] for r in call.relaxed), default=None)
+        now_relaxed = [r for r in call.relaxed if r["at"] == latest]
+        before = dict(call.preferences)
+        for r in now_relaxed:
+            before[r["dimension"]] = r.get("from")
+        summary = "relaxed " + ", ".join(f"{r['dimension']} (was {r.get('from') or 'any'})" for r in now_relaxed)
+        entries = [
+            self.entry(
+                ESCALATION,
+                "call.relaxed",
+                target("call", call.call_id),
+                summary,
+                {"preferences": before},
+                {"preferences": call.preferences},
+            )
+        ]
+        if call.agent_id:
+            entries += [self.call_assigned(call, ESCALATION), self.agent_assigned(call, ESCALATION)]
+        self.write(*entries)
+
+    def dead_lettered(self, before: Shipment | None, after: Shipment) -> None:
+        """The shipment worker sent a shipment to the DLQ after its last allowed attempt."""
+        self.write(
+            self.entry(
+                SHIPMENT_WORKER,
+                "shipment.dlq",
+                target("shipment", after.shipment_id),
+                f"sent to the DLQ after {after.attempts} attempts: {after.dlq_reason or 'failed'}",
+                snapshot(before),
+                snapshot(after),
+            )
+        )
+
+    def shed(self, report: ShedReport) -> None:
+        """The task sweeper shed expired tasks (a total per sweep, not one entry per task)."""
+        oldest = report.oldest_age
+        self.write(
+            self.entry(
+                TASK_PROCESSOR,
+                "tasks.shed",
+                TASKS_TARGET,
+                f"shed {report.shed} expired task{'s' if report.shed != 1 else ''}"
+                + (f", the oldest {oldest:.0f} s old" if oldest is not None else ""),
+                None,
+                {"shed": report.shed, "oldest_age_seconds": round(oldest, 1) if oldest is not None else None},
+            )
+        )
+
+
+def answered(db: Dynamo, call: Call | None) -> None:
+    """Count an answered call for the service level (no request: counters are batched)."""
+    if call is not None and call.agent_id and call.waited_seconds is not None:
+        service_level.answered(db, call.waited_seconds, asked_for(call))
+
+
+class RecordedShipmentQueue(ShipmentQueue):
+    """The shipment queue of a worker process: a failure that sends a shipment to the
+    DLQ is recorded on the shipment's history (the domain returns it; we write it)."""
+
+    def __init__(self, *args, events: SystemEvents | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.events = events or SystemEvents(AuditTrail(self.db))
+
+    def fail(self, shipment_id: str, receipt: str, reason: str) -> Shipment:
+        after = super().fail(shipment_id, receipt, reason)
+        if after.status == ShipmentStatus.IN_DLQ:
+            try:
+                self.events.dead_lettered(None, after)
+            except errors.DynamoError:
+                pass  # the move is done; the worker carries on (it logs every DLQ move)
+        return after
+
+
+class RecordedTaskQueue(TaskQueue):
+    """The task queue of the processor: each sweep that shed tasks is recorded once."""
+
+    def __init__(self, *args, events: SystemEvents | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.events = events or SystemEvents(AuditTrail(self.db))
+
+    def sweep_expired(self, *, limit: int = 1000) -> ShedReport:
+        report = super().sweep_expired(limit=limit)
+        if report.shed:
+            try:
+                self.events.shed(report)
+            except errors.DynamoError:
+                pass  # counted in the shed statistics all the same
+        return report
 
 
 def _count(n: int, singular: str, plural: str) -> str:
@@ -126,23 +295,43 @@ class Operations:
         self.agents: Agents = self.router.agents
         self.shipments = ShipmentQueue(self.db)
         self.trail = AuditTrail(self.db)
+        self.system = SystemEvents(self.trail, trace_id=trace_id)
 
     @classmethod
     def for_request(cls, request, source: str = "page") -> Operations:
         """Changes made by the request's user, recorded with its trace id."""
         return cls(request.user.get_username(), source, trace_id=getattr(request, "trace_id", None))
 
-    def _record(self, action: str, kind: str, item_id: str, summary: str, before, after) -> None:
-        self.trail.record(
-            actor=self.actor,
-            source=self.source,
-            action=action,
-            target=target(kind, item_id),
-            summary=summary,
-            before=snapshot(before),
-            after=snapshot(after),
-            trace_id=self.trace_id,
-        )
+    def _entry(self, action: str, kind: str, item_id: str, summary: str, before, after) -> dict:
+        return {
+            "actor": self.actor,
+            "source": self.source,
+            "action": action,
+            "target": target(kind, item_id),
+            "summary": summary,
+            "before": before if isinstance(before, dict) or before is None else snapshot(before),
+            "after": after if isinstance(after, dict) or after is None else snapshot(after),
+            "trace_id": self.trace_id,
+        }
+
+    def _record(self, action: str, kind: str, item_id: str, summary: str, before, after, *also: dict) -> None:
+        """One entry, and the entries it brought about (one request for all of them)."""
+        self.trail.record_many([self._entry(action, kind, item_id, summary, before, after), *also])
+
+    def _ended(self, agent: Agent, call_id: str | None) -> list[dict]:
+        """The call's side of a release: it ended."""
+        if not call_id:
+            return []
+        return [
+            self._entry(
+                "call.end",
+                "call",
+                call_id,
+                f"ended: {agent.name} released",
+                {"status": "assigned"},
+                {"status": "ended"},
+            )
+        ]
 
     # --- agents ---------------------------------------------------------------------
 
@@ -160,15 +349,28 @@ class Operations:
     def make_available(self, agent_id: str) -> tuple[Agent, Call | None]:
         before = self.agents.get(agent_id)
         agent, call = self.router.make_available(agent_id)
-        summary = f"{agent.name} took call {call.call_id}" if call else f"{agent.name} queued"
-        self._record("agent.available", "agent", agent_id, summary, before, agent)
+        if call:
+            summary = f"{agent.name} took waiting call {call.call_id} (the caller waited {_waited(call)})"
+            self._record("agent.available", "agent", agent_id, summary, before, agent, self.system.call_assigned(call))
+            answered(self.db, call)
+        else:
+            self._record("agent.available", "agent", agent_id, f"{agent.name} queued", before, agent)
         return agent, call
 
     def release(self, agent_id: str, then: str = "queue") -> tuple[Agent, Call | None]:
         before = self.agents.get(agent_id)
         agent, call = self.router.release(agent_id, then=then)
-        summary = f"released {agent.name} from call {before.call_id}, then {then.replace('_', '-')}"
-        self._record("agent.release", "agent", agent_id, summary, before, agent)
+        summary = f"released {agent.name} from call {before.call_id}, then "
+        if call:
+            summary += f"took waiting call {call.call_id} (the caller waited {_waited(call)})"
+            assigned = [self.system.call_assigned(call)]
+            answered(self.db, call)
+        else:
+            summary += {"queue": "queued", "wrap_up": "wrap-up", "offline": "offline"}.get(then, then)
+            assigned = []
+        self._record(
+            "agent.release", "agent", agent_id, summary, before, agent, *self._ended(agent, before.call_id), *assigned
+        )
         return agent, call
 
     def log_off(self, agent_id: str) -> Agent:
@@ -212,10 +414,30 @@ class Operations:
         call, created = self.router.create_call(
             preferences, priority=priority, order=order, idempotency_key=idempotency_key
         )
-        if created:
-            outcome = f"assigned to {call.agent_name}" if call.agent_id else "waiting"
-            self._record("call.create", "call", call.call_id, f"new call, {outcome}", None, call)
+        if created and call.agent_id:
+            summary = f"new call, assigned to {call.agent_name} after waiting {_waited(call)}"
+            self._record("call.create", "call", call.call_id, summary, None, call, self.system.agent_assigned(call))
+            answered(self.db, call)
+        elif created:
+            self._record("call.create", "call", call.call_id, "new call, waiting", None, call)
         return call, created
+
+    def abandon_call(self, call_id: str) -> Call:
+        """The caller hung up while waiting (the phone system, or a supervisor ending a
+        waiting call as abandoned): out of line, counted in the service level."""
+        call = self.router.abandon(call_id)
+        waited = call.waited_seconds
+        self._record(
+            "call.abandon",
+            "call",
+            call_id,
+            f"abandoned after waiting {_waited(call)}",
+            {"status": "waiting"},
+            {"status": "abandoned"},
+        )
+        if waited is not None:
+            service_level.abandoned(self.db, waited, asked_for(call))
+        return call
 
     # --- shipments ------------------------------------------------------------------
 

@@ -3,6 +3,25 @@
 Entries live in the `audit` table, one partition per UTC day (`AUDIT#2026-11-21`),
 sorted by time, so the newest entries are one Query away; the `by_target` index gives
 one item's history. Entries expire after a retention period (TTL).
+
+People and the API act through `actions.Operations` (source page, admin or api; the
+commands: command). What the queues do on their own is recorded as system events
+(source `system`, the actor naming the part that acted: matcher, escalation, shipment
+worker, task processor), on the item it concerns, so an agent's or a call's history is
+complete.
+
+What each read costs (every read is bounded; a page that is not full carries on from
+its cursor):
+
+- the trail, newest first: one Query per day partition, at most `max_reads` per page;
+- a time range: the same Queries with a key condition on the time (sort key), so
+  nothing outside the range is read;
+- by actor, action or source: a filter on those Queries: DynamoDB reads (and bills)
+  every entry in the range and returns those that match, so a rare actor may take a
+  few pages of `max_reads` Queries each;
+- one item's history: one Query of the `by_target` index per page (filters as above);
+- a bare id: up to four Limit-1 Queries of the index (agent, call, shipment, task)
+  to find which item it is; an id prefix: the trail filtered on the target.
 """
 
 from __future__ import annotations
@@ -27,6 +46,9 @@ DEFAULT_RETENTION_DAYS = 90
 RECENT_CURSOR = "audit-recent"
 TARGET_CURSOR = "audit-target"
 _DAY_FORMAT = "%Y-%m-%d"
+SOURCES = ("page", "admin", "api", "command", "system")
+KINDS = ("agent", "call", "shipment", "task")  # what a bare id may name
+SYSTEM = "system"
 
 
 @dataclass
@@ -34,7 +56,7 @@ class TrailEntry:
     entry_id: str
     at: str
     actor: str
-    source: str  # page | admin | api | command
+    source: str  # page | admin | api | command | system
     action: str
     target: str  # "<kind>:<id>", e.g. "agent:7f3a..." or "shipment:s-1"
     summary: str = ""
@@ -57,13 +79,34 @@ class TrailEntry:
 
     @property
     def changes(self) -> list[tuple[str, object, object]]:
-        """(field, before, after) for every top-level field that differs."""
+        """(field, before, after) for every stored field that differs, as stored."""
         before, after = self.before or {}, self.after or {}
         return [
             (name, before.get(name), after.get(name))
             for name in sorted(set(before) | set(after))
             if before.get(name) != after.get(name)
         ]
+
+    @property
+    def described(self) -> list[tuple[str, str, str]]:
+        """(what, before, after) in the domain's words for what a person reads: status,
+        priority, queue, call, agent... Internal fields (sort keys, tokens, versions)
+        are left to `internal_changes`."""
+        return readable_changes(self.kind, self.before, self.after)
+
+    @property
+    def internal_changes(self) -> list[tuple[str, object, object]]:
+        shown = READABLE.get(self.kind, {})
+        return [change for change in self.changes if change[0] not in shown]
+
+    @property
+    def call_taken(self) -> str | None:
+        """The call an agent took in this entry (an agent entry that ends attending a new call)."""
+        if self.kind != "agent" or not self.after:
+            return None
+        call_id = self.after.get("call_id")
+        taken = self.after.get("status") == "attending" and call_id != (self.before or {}).get("call_id")
+        return call_id if taken else None
 
 
 @dataclass
@@ -74,6 +117,169 @@ class TrailPage:
 
 def target(kind: str, item_id: str) -> str:
     return f"{kind}:{item_id}"
+
+
+# --- before and after in the domain's words --------------------------------------------
+
+_STATUS_WORDS = {
+    "wrap_up": "wrap-up",
+    "in_dlq": "in the DLQ",
+    "under_construction": "under construction",
+    "ready_to_ship": "ready to ship",
+}
+
+
+def _status(value: object) -> str:
+    return _STATUS_WORDS.get(str(value).lower(), str(value).replace("_", " ").lower())
+
+
+def _preferences(value: object) -> str:
+    if not isinstance(value, dict):
+        return _plain(value)
+    return ", ".join(f"{name}: {wanted or 'any'}" for name, wanted in value.items()) or "any"
+
+
+def _skills(value: object) -> str:
+    if not isinstance(value, dict):
+        return _plain(value)
+    return "; ".join(f"{name}: {', '.join(map(str, values))}" for name, values in value.items())
+
+
+def _relaxed(value: object) -> str:
+    if not isinstance(value, list):
+        return _plain(value)
+    return ", ".join(f"{r.get('dimension')} (was {r.get('from') or 'any'})" for r in value if isinstance(r, dict))
+
+
+def _reasons(value: object) -> str:
+    if not isinstance(value, list) or not value:
+        return _plain(value)
+    last = value[-1]
+    return f"{len(value)}, last: {last.get('reason', last) if isinstance(last, dict) else last}"
+
+
+def _plain(value: object) -> str:
+    if value is None or value == "" or value == [] or value == {}:
+        return "–"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+# Per kind of item: field -> (what people call it, how its value reads). Anything else
+# an entry stores is internal (keys, tokens, versions) and shown only as raw fields.
+READABLE: dict[str, dict[str, tuple[str, Callable[[object], str]]]] = {
+    "agent": {
+        "status": ("status", _status),
+        "name": ("name", _plain),
+        "skills": ("skills", _skills),
+        "call_id": ("call", _plain),
+        "queued_at": ("queued at", _plain),
+    },
+    "call": {
+        "status": ("status", _status),
+        "agent_name": ("agent", _plain),
+        "preferences": ("preferences", _preferences),
+        "priority": ("priority", _plain),
+        "order": ("agent order", lambda v: str(v).upper() if v else "–"),
+        "assigned_at": ("assigned at", _plain),
+        "ended_at": ("ended at", _plain),
+        "relaxed": ("relaxed", _relaxed),
+    },
+    "shipment": {
+        "status": ("status", _status),
+        "priority": ("priority", _plain),
+        "queue": ("queue", _plain),
+        "tenant": ("tenant", _plain),
+        "attempts": ("attempts", _plain),
+        "enqueued_at": ("place in line (enqueued at)", _plain),
+        "visible_at": ("visible at", _plain),
+        "dlq_reason": ("DLQ reason", _plain),
+        "failure_reasons": ("failures", _reasons),
+        "restored_count": ("restores", _plain),
+        "completed_at": ("completed at", _plain),
+    },
+    "task": {
+        "status": ("status", _status),
+        "attempts": ("attempts", _plain),
+        "result": ("result", _plain),
+    },
+    "queue": {
+        "shed": ("tasks shed", _plain),
+        "oldest_age_seconds": ("oldest shed (s)", _plain),
+    },
+}
+
+
+def readable_changes(kind: str, before: dict | None, after: dict | None) -> list[tuple[str, str, str]]:
+    fields = READABLE.get(kind, {})
+    old, new = before or {}, after or {}
+    return [
+        (label, show(old.get(name)) if name in old else "–", show(new.get(name)) if name in new else "–")
+        for name, (label, show) in fields.items()
+        if old.get(name) != new.get(name)
+    ]
+
+
+# --- filters ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrailFilter:
+    """Which entries to show: by who acted, the action (an exact name, or a family such
+    as `agent.`), where from, and a time range (either end open)."""
+
+    actor: str = ""
+    action: str = ""
+    source: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.actor or self.action or self.source or self.since or self.until)
+
+    def key_range(self) -> tuple[str, str] | None:
+        """The sort key range of the time filter (sort keys start with the time)."""
+        if not (self.since or self.until):
+            return None
+        low = to_iso(self.since) if self.since else ""
+        high = to_iso(self.until) + "~" if self.until else "~"  # "~" sorts after "#<entry id>"
+        return low, high
+
+    def expression(self, target_prefixes: tuple[str, ...] = ()) -> tuple[str, dict, dict]:
+        """FilterExpression, names and values (empty when nothing is filtered on)."""
+        parts, names, values = [], {}, {}
+        if self.actor:
+            parts.append("#actor = :actor")
+            names["#actor"], values[":actor"] = "actor", {"S": self.actor}
+        if self.action:
+            parts.append("begins_with(#action, :action)")
+            names["#action"], values[":action"] = "action", {"S": self.action}
+        if self.source:
+            parts.append("#source = :source")
+            names["#source"], values[":source"] = "source", {"S": self.source}
+        if target_prefixes:
+            names["#target"] = "target"
+            alternatives = []
+            for i, prefix in enumerate(target_prefixes):
+                alternatives.append(f"begins_with(#target, :tp{i})")
+                values[f":tp{i}"] = {"S": prefix}
+            parts.append("(" + " OR ".join(alternatives) + ")")
+        return " AND ".join(parts), names, values
+
+
+def _query_params(params: dict, key_range: tuple[str, str] | None, filters: TrailFilter, prefixes=()) -> dict:
+    if key_range:
+        params["KeyConditionExpression"] += " AND sk BETWEEN :low AND :high"
+        params["ExpressionAttributeValues"][":low"] = {"S": key_range[0]}
+        params["ExpressionAttributeValues"][":high"] = {"S": key_range[1]}
+    expression, names, values = filters.expression(prefixes)
+    if expression:
+        params["FilterExpression"] = expression
+        params["ExpressionAttributeNames"] = {**params.get("ExpressionAttributeNames", {}), **names}
+        params["ExpressionAttributeValues"].update(values)
+    return params
 
 
 def _snapshot(value: dict | None) -> tuple[str | None, bool]:
@@ -199,23 +405,55 @@ class AuditTrail:
         }
         return {k: v for k, v in item.items() if v is not None}
 
-    def recent(self, *, cursor: str | None = None, limit: int = 50, max_reads: int = 8) -> TrailPage:
+    def record_many(self, entries: list[dict]) -> None:
+        """Several entries (each a `record` keyword set) in one request: an action and
+        what it brought about (a call assigned, a call ended) are written together or
+        not at all. A transaction of Puts needs only PutItem, as `record` does."""
+        items = [self.entry_item(**entry) for entry in entries]
+        if len(items) == 1:
+            self.db.call("put_item", TableName=self.table, Item=marshal(items[0]))
+        elif items:
+            self.db.call(
+                "transact_write_items",
+                TransactItems=[{"Put": {"TableName": self.table, "Item": marshal(item)}} for item in items],
+            )
+
+    def recent(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        max_reads: int = 8,
+        filters: TrailFilter | None = None,
+        target_prefixes: tuple[str, ...] = (),
+    ) -> TrailPage:
         """Newest first, across days. At most `max_reads` queries per page: days with
-        no entries cost one empty query each, and the cursor carries on from there."""
-        day, key = _decode_recent(cursor) if cursor else (to_iso(self.clock())[:10], None)
-        oldest_day = (self.clock() - timedelta(days=self.retention_days)).strftime(_DAY_FORMAT)
+        no entries (or none that match the filters) cost one query each, and the cursor
+        carries on from there. A time range reads only the days and times in it."""
+        filters = filters or TrailFilter()
+        moment = self.clock()
+        newest_day = to_iso(min(filters.until, moment) if filters.until else moment)[:10]
+        day, key = _decode_recent(cursor) if cursor else (newest_day, None)
+        oldest_day = (moment - timedelta(days=self.retention_days)).strftime(_DAY_FORMAT)
+        if filters.since:
+            oldest_day = max(oldest_day, to_iso(filters.since)[:10])
         entries: list[TrailEntry] = []
         reads = 0
         while reads < max_reads and len(entries) < limit:
             if day < oldest_day:
                 return TrailPage(entries, None)
-            params: dict = {
-                "TableName": self.table,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": DAY_PREFIX + day}},
-                "ScanIndexForward": False,
-                "Limit": limit - len(entries),
-            }
+            params = _query_params(
+                {
+                    "TableName": self.table,
+                    "KeyConditionExpression": "pk = :pk",
+                    "ExpressionAttributeValues": {":pk": {"S": DAY_PREFIX + day}},
+                    "ScanIndexForward": False,
+                    "Limit": limit - len(entries),
+                },
+                filters.key_range(),
+                filters,
+                target_prefixes,
+            )
             if key:
                 params["ExclusiveStartKey"] = key
             key = None
@@ -238,21 +476,190 @@ class AuditTrail:
         more = day >= oldest_day
         return TrailPage(entries, encode_state({"day": day, "key": key}, purpose=RECENT_CURSOR) if more else None)
 
-    def for_target(self, target: str, *, cursor: str | None = None, limit: int = 50) -> TrailPage:
-        """One item's history, newest first (one Query on the `by_target` index)."""
+    def for_target(
+        self,
+        target: str,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        filters: TrailFilter | None = None,
+        max_reads: int = 4,
+    ) -> TrailPage:
+        """One item's history, newest first: one Query on the `by_target` index per page,
+        and up to `max_reads` when filters leave a page short."""
+        filters = filters or TrailFilter()
+        params = _query_params(
+            {
+                "TableName": self.table,
+                "IndexName": "by_target",
+                "KeyConditionExpression": "target = :t",
+                "ExpressionAttributeValues": {":t": {"S": target}},
+                "ScanIndexForward": False,
+                "Limit": limit,
+            },
+            filters.key_range(),
+            filters,
+        )
+        key = decode_cursor(cursor, purpose=TARGET_CURSOR)
+        entries: list[TrailEntry] = []
+        for _ in range(max_reads if filters.active else 1):
+            if key:
+                params["ExclusiveStartKey"] = key
+            params["Limit"] = limit - len(entries)
+            response = self.db.call("query", **params)
+            items = [unmarshal(i) for i in response.get("Items", [])]
+            key = response.get("LastEvaluatedKey")
+            entries += [_entry_from_item(item) for item in items]
+            if not key or len(entries) >= limit:
+                break
+        return TrailPage(entries, encode_cursor(key, purpose=TARGET_CURSOR))
+
+    def find_target(self, item_id: str) -> str | None:
+        """The item a bare id names, from its history: one Limit-1 Query of the index per
+        kind tried (agent, call, shipment, task; at most four), None when none has one."""
+        for kind in KINDS:
+            response = self.db.call(
+                "query",
+                TableName=self.table,
+                IndexName="by_target",
+                KeyConditionExpression="target = :t",
+                ExpressionAttributeValues={":t": {"S": target(kind, item_id)}},
+                Select="COUNT",
+                Limit=1,
+            )
+            if response.get("Count"):
+                return target(kind, item_id)
+        return None
+
+    def for_id_prefix(self, prefix: str, **kwargs) -> TrailPage:
+        """Entries about any item whose id starts with `prefix`: the trail filtered on the
+        target (see `recent` for the cost)."""
+        return self.recent(target_prefixes=tuple(target(kind, prefix) for kind in KINDS), **kwargs)
+
+    def day_of(self, item_target: str, day_start: datetime, *, limit: int = 500) -> list[TrailEntry]:
+        """An item's entries since `day_start`, oldest first: one Query of the index
+        (two when the day holds more than a page), at most `limit` entries."""
         params: dict = {
             "TableName": self.table,
             "IndexName": "by_target",
-            "KeyConditionExpression": "target = :t",
-            "ExpressionAttributeValues": {":t": {"S": target}},
-            "ScanIndexForward": False,
+            "KeyConditionExpression": "target = :t AND sk >= :since",
+            "ExpressionAttributeValues": {":t": {"S": item_target}, ":since": {"S": to_iso(day_start)}},
+            "ScanIndexForward": True,
             "Limit": limit,
         }
-        start = decode_cursor(cursor, purpose=TARGET_CURSOR)
-        if start:
-            params["ExclusiveStartKey"] = start
         response = self.db.call("query", **params)
-        return TrailPage(
-            [_entry_from_item(unmarshal(i)) for i in response.get("Items", [])],
-            encode_cursor(response.get("LastEvaluatedKey"), purpose=TARGET_CURSOR),
+        return [_entry_from_item(unmarshal(i)) for i in response.get("Items", [])]
+
+    def before(self, item_target: str, moment: datetime) -> TrailEntry | None:
+        """The item's last entry before `moment` (one Limit-1 Query of the index)."""
+        response = self.db.call(
+            "query",
+            TableName=self.table,
+            IndexName="by_target",
+            KeyConditionExpression="target = :t AND sk < :until",
+            ExpressionAttributeValues={":t": {"S": item_target}, ":until": {"S": to_iso(moment)}},
+            ScanIndexForward=False,
+            Limit=1,
         )
+        items = response.get("Items", [])
+        return _entry_from_item(unmarshal(items[0])) if items else None
+
+
+# --- an agent's day --------------------------------------------------------------------
+
+DAY_STATUSES = ("queued", "attending", "wrap_up", "offline", "available")
+DAY_ENTRY_LIMIT = 500  # entries of one agent's day read at most (one Query)
+
+
+@dataclass
+class Stretch:
+    """A stretch of the day in one status (with the call, while attending)."""
+
+    status: str
+    start: datetime
+    end: datetime
+    call_id: str | None = None
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, (self.end - self.start).total_seconds())
+
+
+@dataclass
+class AgentDay:
+    day_start: datetime
+    until: datetime
+    stretches: list[Stretch] = field(default_factory=list)
+    calls: list[tuple[str, datetime]] = field(default_factory=list)  # (call id, taken at)
+    capped: bool = False  # more entries than one read holds: the day shown is cut short
+
+    @property
+    def totals(self) -> list[tuple[str, float]]:
+        """Seconds per status over the day so far, in a fixed order."""
+        seconds: dict[str, float] = {}
+        for stretch in self.stretches:
+            seconds[stretch.status] = seconds.get(stretch.status, 0.0) + stretch.seconds
+        return [(status, seconds[status]) for status in DAY_STATUSES if status in seconds]
+
+    @property
+    def bar(self) -> list[tuple[float, float, Stretch]]:
+        """(x, width, stretch) on a 0..1000 scale from the start of the day to now."""
+        span = max(1.0, (self.until - self.day_start).total_seconds())
+        return [
+            (round((s.start - self.day_start).total_seconds() / span * 1000, 2), round(s.seconds / span * 1000, 2), s)
+            for s in self.stretches
+        ]
+
+
+def agent_day(
+    trail: AuditTrail,
+    agent_id: str,
+    *,
+    current_status: str,
+    current_since: str | None = None,
+    current_call: str | None = None,
+    call_started: str | None = None,
+) -> AgentDay:
+    """Today's stretches (UTC) of queued, attending, wrap-up and offline, from the agent's
+    audit entries (one Query of the index, and one Limit-1 Query for the status the day
+    began in when nothing happened yet today) and what the agent's and the current call's
+    records say now (`current_*`, `call_started`: the call's assigned_at, read by the
+    caller with one GetItem)."""
+    moment = trail.clock()
+    day_start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    item = target("agent", agent_id)
+    entries = trail.day_of(item, day_start, limit=DAY_ENTRY_LIMIT)
+    day = AgentDay(day_start, moment, capped=len(entries) >= DAY_ENTRY_LIMIT)
+    if entries:
+        first = entries[0]
+        status = (first.before or {}).get("status")
+        start = day_start if first.before else (first.moment or day_start)  # created today: from then
+        call_id = (first.before or {}).get("call_id")
+    else:
+        earlier = trail.before(item, day_start)
+        status = (earlier.after or {}).get("status") if earlier else None
+        start, call_id = day_start, (earlier.after or {}).get("call_id") if earlier else None
+    stretch = Stretch(status or current_status, start, moment, call_id)
+    for entry in entries:
+        after = entry.after or {}
+        at = entry.moment or stretch.start
+        taken = entry.call_taken
+        if taken:
+            day.calls.append((taken, at))
+        if "status" not in after:
+            continue
+        if after["status"] != stretch.status or after.get("call_id") != stretch.call_id:
+            stretch.end = at
+            day.stretches.append(stretch)
+            stretch = Stretch(after["status"], at, moment, after.get("call_id"))
+    # What the records say now wins over the trail's last word (a change made outside the
+    # audited path, or an entry not written): from its own time when later than the trail.
+    since = from_iso(call_started if current_status == "attending" and call_started else current_since)
+    if current_status != stretch.status or (current_call and current_call != stretch.call_id):
+        at = max(since, stretch.start) if since else moment
+        stretch.end = at
+        day.stretches.append(stretch)
+        stretch = Stretch(current_status, at, moment, current_call)
+    day.stretches.append(stretch)
+    day.stretches = [s for s in day.stretches if s.seconds > 0 or s is stretch]
+    return day

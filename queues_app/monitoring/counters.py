@@ -40,6 +40,10 @@ class Recorder:
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str, str], float] = defaultdict(float)
         self._first_attempt: dict[tuple[str, str], list[float]] = {}  # count, sum, max
+        # Figures kept under a key of their own (pk, sk) rather than a queue's minute:
+        # sums added up, and maxima (`peaks`) kept as the largest seen.
+        self._tallies: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self._peaks: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
         self._last_flush = time.monotonic()
         self._flushed_capacity_minute = int(time.time() // 60) - 1
 
@@ -55,6 +59,29 @@ class Recorder:
             entry[0] += 1
             entry[1] += age_seconds
             entry[2] = max(entry[2], age_seconds)
+
+    def tally(self, pk: str, sk: str, values: dict[str, float], peaks: dict[str, float] | None = None) -> None:
+        """Add `values` to the item (pk, sk) and keep the largest of each of `peaks`."""
+        with self._lock:
+            sums = self._tallies[(pk, sk)]
+            for name, value in values.items():
+                sums[name] += value
+            kept = self._peaks[(pk, sk)]
+            for name, value in (peaks or {}).items():
+                kept[name] = max(kept.get(name, value), value)
+
+    def take_tallies(self) -> tuple[dict, dict]:
+        with self._lock:
+            tallies = {key: dict(values) for key, values in self._tallies.items()}
+            peaks = {key: dict(values) for key, values in self._peaks.items()}
+            self._tallies.clear()
+            self._peaks.clear()
+            return tallies, peaks
+
+    def give_back_tallies(self, tallies: dict, peaks: dict) -> None:
+        """A flush failed: keep what it held for the next one."""
+        for key in set(tallies) | set(peaks):
+            self.tally(*key, tallies.get(key, {}), peaks.get(key))
 
     def take(self) -> tuple[dict, dict]:
         with self._lock:
@@ -100,6 +127,13 @@ def note(db: Dynamo, queue: str, name: str, n: float = 1) -> None:
 
 def note_first_attempt(db: Dynamo, queue: str, age_seconds: float) -> None:
     recorder.first_attempt(queue, age_seconds)
+    if recorder.due():
+        MetricsStore(db).flush()
+
+
+def note_tally(db: Dynamo, pk: str, sk: str, values: dict[str, float], peaks: dict[str, float] | None = None) -> None:
+    """Add figures to one item of the metrics table at the next flush (see `Recorder.tally`)."""
+    recorder.tally(pk, sk, values, peaks)
     if recorder.due():
         MetricsStore(db).flush()
 
@@ -158,6 +192,7 @@ class MetricsStore:
             recorder.give_back(counts, firsts)
             log.warning("metrics not written (%s); kept for the next flush", exc.message)
             return 0
+        writes += self._flush_tallies()
         for minute, bucket in recorder.capacity_minutes_to_flush():
             values: dict[str, float] = {}
             for operation, stats in bucket.operations.items():
@@ -175,6 +210,28 @@ class MetricsStore:
                 except errors.DynamoError as exc:
                     log.warning("capacity figures not written (%s)", exc.message)
         return writes
+
+    def _flush_tallies(self) -> int:
+        """One UpdateItem per tallied item (and one conditional one per maximum that grew)."""
+        tallies, peaks = recorder.take_tallies()
+        keys = sorted(set(tallies) | set(peaks))
+        for done, key in enumerate(keys):
+            sums, maxima = tallies.get(key, {}), peaks.get(key, {})
+            try:
+                if sums:
+                    self._add(*key, sums)
+                    sums = {}
+                for name, value in maxima.items():
+                    self._raise_peak(*key, name, value)
+            except errors.DynamoError as exc:
+                rest = keys[done + 1 :]
+                recorder.give_back_tallies(
+                    {key: sums, **{k: tallies[k] for k in rest if k in tallies}},
+                    {key: maxima, **{k: peaks[k] for k in rest if k in peaks}},
+                )
+                log.warning("metrics not written (%s); kept for the next flush", exc.message)
+                return done
+        return len(keys)
 
     def _add(
         self, pk: str, sk: str, values: dict[str, float], *, peak: str | None = None, expires: bool = True
@@ -196,18 +253,22 @@ class MetricsStore:
             ExpressionAttributeValues=marshal(attr_values),
         )
         if peak and peak in values:
-            try:
-                self.db.call(
-                    "update_item",
-                    TableName=self.table,
-                    Key=marshal({"pk": pk, "sk": sk}),
-                    UpdateExpression="SET #p = :v",
-                    ConditionExpression="attribute_not_exists(#p) OR #p < :v",
-                    ExpressionAttributeNames={"#p": peak},
-                    ExpressionAttributeValues=marshal({":v": values[peak]}),
-                )
-            except errors.Conflict:
-                pass  # another process saw an older shipment this minute
+            self._raise_peak(pk, sk, peak, values[peak])
+
+    def _raise_peak(self, pk: str, sk: str, name: str, value: float) -> None:
+        """SET a maximum only where the stored one is smaller (or missing)."""
+        try:
+            self.db.call(
+                "update_item",
+                TableName=self.table,
+                Key=marshal({"pk": pk, "sk": sk}),
+                UpdateExpression="SET #p = :v, expires_at = :expires",
+                ConditionExpression="attribute_not_exists(#p) OR #p < :v",
+                ExpressionAttributeNames={"#p": name},
+                ExpressionAttributeValues=marshal({":v": value, ":expires": self._expires()}),
+            )
+        except errors.Conflict:
+            pass  # another process saw a larger one this minute
 
     def record_gauges(self, queue: str, gauges: dict[str, float | None]) -> None:
         """The current minute's gauges for one queue (the latest sample of the minute wins)."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.router import Router
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
+from queues_app.monitoring import service_level
 from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore
 from queues_app.monitoring.overview import Dashboard
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE
@@ -21,9 +23,11 @@ class MetricsCollector:
         self.db = db or default()
         self.store = MetricsStore(self.db, clock)
         self.dashboard = Dashboard(Router(self.db), clock=clock)
+        self._agents: dict = {}  # agents by status, as the last `gauges` counted them
 
     def gauges(self) -> dict[str, dict[str, float | None]]:
         calls = self.dashboard.calls_panel()
+        self._agents = calls.agents  # the occupancy sample reuses these counts
         tasks = self.dashboard.tasks_panel()
         figures = {
             CALLS: {
@@ -50,6 +54,10 @@ class MetricsCollector:
 
     def sample(self) -> dict[str, dict[str, float | None]]:
         figures = self.gauges()
+        # Occupancy is sampled: attending agents over logged-in (not offline) agents, now.
+        agents = self._agents
+        logged_in = sum(figure.value for status, figure in agents.items() if status != AgentStatus.OFFLINE)
+        service_level.sample_occupancy(self.db, agents[AgentStatus.ATTENDING].value, logged_in)
         for queue, values in figures.items():
             self.store.record_gauges(queue, values)
         self.store.flush()

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import COUNT_CAP, Agents
+from queues_app.agents.router import Router
 from queues_app.agents.skills import SkillCatalog
-from queues_app.audit_trail import AuditTrail, target
+from queues_app.audit_trail import AuditTrail, agent_day, target
 from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import AgentFilterForm, AgentForm
 from queues_app.roles import require_supervisor
@@ -36,6 +37,14 @@ BULK_ACTIONS = {
     "offline": "Log off",
 }
 RELEASE_THEN = {"queue": "back to the queue", "wrap_up": "wrap-up", "offline": "offline"}
+# The day's timeline (SVG fills: the page's CSP allows no inline style).
+DAY_COLORS = {
+    "queued": "#2f855a",
+    "attending": "#2b6cb0",
+    "wrap_up": "#c05621",
+    "offline": "#a0aec0",
+    "available": "#68d391",
+}
 
 
 def _status_tabs(agents: Agents) -> dict:
@@ -180,7 +189,18 @@ def agent_detail(request, agent_id: str):
         if updated:
             messages.success(request, f"Saved {updated.name}.")
             return redirect("agent-detail", agent_id=agent_id)
-    history = AuditTrail().for_target(target("agent", agent_id), limit=20)
+    trail = AuditTrail()
+    history = trail.for_target(target("agent", agent_id), limit=20)
+    # The current call's record gives the start of the stretch in progress (one GetItem).
+    call = Router().find_call(agent.call_id) if agent.call_id else None
+    day = agent_day(
+        trail,
+        agent_id,
+        current_status=agent.status,
+        current_since=agent.updated_at,
+        current_call=agent.call_id,
+        call_started=call.assigned_at if call else None,
+    )
     return render(
         request,
         "queues_app/agent_detail.html",
@@ -188,6 +208,10 @@ def agent_detail(request, agent_id: str):
             "agent": agent,
             "form": form,
             "history": history.entries,
+            "history_more": history.next_cursor is not None,
+            "day": day,
+            "day_colors": DAY_COLORS,
+            "status_labels": AgentStatus.LABELS,
             "release_then": RELEASE_THEN,
             "here": request.get_full_path(),
         },

@@ -1,37 +1,127 @@
-"""The audit trail, newest first, or one item's history."""
+"""The audit trail: newest first, or one item's history, found by id, id prefix or an
+agent's name, and filtered by who acted, the action, where from and a time range.
+
+What each search reads is in `queues_app/audit_trail.py`'s docstring; every one is
+bounded, and a page that is not full links on to the next.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC
+
+from django import forms
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from queues_app.audit_trail import AuditTrail, TrailPage
-from queues_app.forms import MAX_TARGET_LENGTH, AuditFilterForm
+from queues_app.agents.roster import Agents
+from queues_app.audit_trail import KINDS, SOURCES, AuditTrail, TrailFilter, TrailPage
+from queues_app.forms import MAX_TARGET_LENGTH
 
 PAGE_SIZE = 50
+NAME_MATCHES = 10
+# What the action filter offers: each family, then each action people see in the trail.
+ACTIONS = {
+    "Agents": ["agent.create", "agent.update", "agent.available", "agent.assigned", "agent.release", "agent.offline"],
+    "Calls": ["call.create", "call.assigned", "call.relaxed", "call.end", "call.abandon"],
+    "Shipments": [
+        "shipment.enqueue",
+        "shipment.touch",
+        "shipment.priority",
+        "shipment.dlq",
+        "shipment.restore",
+        "shipment.remove",
+    ],
+    "Tasks": ["tasks.shed"],
+}
+ACTION_CHOICES = [
+    ("", "any action"),
+    ("Families", [("agent.", "any agent action"), ("call.", "any call action"), ("shipment.", "any shipment action")]),
+    *((group, [(name, name) for name in names]) for group, names in ACTIONS.items()),
+]
+TARGET_KINDS = (*KINDS, "queue")
+DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
+
+
+class TrailSearchForm(forms.Form):
+    target = forms.CharField(required=False, max_length=MAX_TARGET_LENGTH, strip=True, label="Find")
+    actor = forms.CharField(required=False, max_length=150, strip=True, label="Who")
+    action = forms.ChoiceField(required=False, choices=ACTION_CHOICES, label="Action")
+    source = forms.ChoiceField(required=False, choices=[("", "anywhere"), *((s, s) for s in SOURCES)], label="From")
+    since = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="From (UTC)")
+    until = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="Until (UTC)")
+
+    def clean(self):
+        data = super().clean()
+        for name in ("since", "until"):
+            if data.get(name):
+                data[name] = data[name].replace(tzinfo=UTC)  # the form's times are UTC, as the trail's
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            raise forms.ValidationError("The start of the time range is after its end.")
+        return data
+
+    @property
+    def filters(self) -> TrailFilter:
+        data = self.cleaned_data
+        return TrailFilter(
+            actor=data.get("actor") or "",
+            action=data.get("action") or "",
+            source=data.get("source") or "",
+            since=data.get("since"),
+            until=data.get("until"),
+        )
+
+
+def _query(request, **changes) -> str:
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    for name, value in changes.items():
+        query[name] = value
+    return query.urlencode()
+
+
+def _explicit_target(text: str) -> str | None:
+    kind, sep, item_id = text.partition(":")
+    return text if sep and kind in TARGET_KINDS and item_id else None
 
 
 @require_GET
 def audit(request):
-    form = AuditFilterForm(request.GET)
+    form = TrailSearchForm(request.GET)
+    context: dict = {"form": form, "sources": SOURCES}
     if not form.is_valid():
-        # The filter is shown again with what is wrong with it; nothing is read.
-        problem = "Check the item: " + " ".join(str(error) for errors in form.errors.values() for error in errors)
-        return render(
-            request,
-            "queues_app/audit.html",
-            {
-                "page": TrailPage(),
-                "target": request.GET.get("target", "")[:MAX_TARGET_LENGTH],
-                "filter_problem": problem,
-            },
-            status=400,
+        # The search is shown again with what is wrong with it; nothing is read.
+        context["filter_problem"] = "Check the item and the filters: " + " ".join(
+            str(error) for errors in form.errors.values() for error in errors
         )
+        context["page"] = TrailPage()
+        return render(request, "queues_app/audit.html", context, status=400)
     trail = AuditTrail()
-    wanted = form.cleaned_data["target"]
-    cursor = request.GET.get("cursor")
-    if wanted:
-        page = trail.for_target(wanted, cursor=cursor, limit=PAGE_SIZE)
+    term, filters, cursor = form.cleaned_data["target"], form.filters, request.GET.get("cursor")
+    found = _explicit_target(term) if term else None
+    if term and not found:
+        # A bare id: the item whose history it names; else agents by name; else an id prefix.
+        found = trail.find_target(term)
+        if not found:
+            agents = Agents().list(search=term, limit=NAME_MATCHES, max_reads=2).items
+            if len(agents) == 1:
+                found = f"agent:{agents[0].agent_id}"
+            else:
+                context["name_matches"] = agents
+    if found:
+        page = trail.for_target(found, cursor=cursor, limit=PAGE_SIZE, filters=filters)
+        context["heading"] = f"History of {found}"
+        context["shown_target"] = found
+        if found != term:
+            context["resolved"] = f"{term!r} is {found}"
+        # Further pages go on with the item found, without searching again.
+        context["more_query"] = _query(request, target=found)
+    elif term:
+        page = trail.for_id_prefix(term, cursor=cursor, limit=PAGE_SIZE, filters=filters)
+        context["heading"] = f"Items whose id starts with {term!r}"
+        context["more_query"] = _query(request)
     else:
-        page = trail.recent(cursor=cursor, limit=PAGE_SIZE)
-    return render(request, "queues_app/audit.html", {"page": page, "target": wanted})
+        page = trail.recent(cursor=cursor, limit=PAGE_SIZE, filters=filters)
+        context["heading"] = "Matching changes, newest first" if filters.active else "Every change, newest first"
+        context["more_query"] = _query(request)
+    context.update(page=page, searching=bool(term) or filters.active)
+    return render(request, "queues_app/audit.html", context)

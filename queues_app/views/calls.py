@@ -11,6 +11,7 @@ from queues_app.agents.matching import WHY_OUTCOMES
 from queues_app.agents.records import CallStatus
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
+from queues_app.audit_trail import AuditTrail, target
 from queues_app.ddb.clock import from_iso, now
 from queues_app.forms import CallForm, CallLookupForm
 from queues_app.roles import require_supervisor
@@ -76,6 +77,7 @@ def calls(request):
 @require_GET
 def call_detail(request, call_id: str):
     call = Router().get_call(check_id("call", call_id))
+    history = AuditTrail().for_target(target("call", call.call_id), limit=20)
     return render(
         request,
         "queues_app/call_detail.html",
@@ -83,6 +85,8 @@ def call_detail(request, call_id: str):
             "call": call,
             "outcomes": WHY_OUTCOMES,
             "any": ANY,
+            "history": history.entries,
+            "history_more": history.next_cursor is not None,
         },
     )
 

@@ -24,6 +24,7 @@ from queues_app.monitoring import heartbeats
 from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
 from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
 from queues_app.views import charts
+from queues_app.views.service_level import service_level_panel
 
 HISTORY_MINUTES = 60
 CAPACITY_MINUTES = 15
@@ -182,6 +183,7 @@ PANELS = {
     "grid": grid_panel,
     "history": history_panel,
     "capacity": capacity_panel,
+    "service_level": service_level_panel,
 }
 
 

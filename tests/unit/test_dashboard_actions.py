@@ -102,7 +102,10 @@ def test_release_ends_the_call_then_queues_wraps_up_or_logs_off(supervisor_clien
     success_page(response, "Released Ana", here)
     assert Agents().get(ana.agent_id).status == status
     assert Router().get_call(call.call_id).status == CallStatus.ENDED
-    entry = only_entry("agent.release", f"agent:{ana.agent_id}")
+    # The release is on the agent's history, and the call's end on the call's.
+    ended, entry = trail()
+    assert (ended.action, ended.target, ended.actor) == ("call.end", f"call:{call.call_id}", ACTOR)
+    assert (entry.action, entry.target, entry.actor) == ("agent.release", f"agent:{ana.agent_id}", ACTOR)
     assert changed(entry)["status"] == (AgentStatus.ATTENDING, status)
     assert changed(entry)["call_id"] == (call.call_id, None)
 
@@ -231,8 +234,12 @@ def test_a_new_call_is_assigned_and_its_page_shows_why(supervisor_client, moto_d
     html = response.content.decode()
     assert f"Call {call_id} assigned to Ana." in html
     assert re.search(r'<tr class="why-chosen"><td><a href="[^"]+">Ana</a>', html)
-    entry = only_entry("call.create", f"call:{call_id}")
+    # The call's creation on its history, and the matcher's assignment on Ana's.
+    assigned, entry = trail()
+    assert (entry.actor, entry.source, entry.action, entry.target) == (ACTOR, "page", "call.create", f"call:{call_id}")
     assert entry.before is None and entry.after["status"] == CallStatus.ASSIGNED
+    assert (assigned.actor, assigned.source, assigned.action) == ("matcher", "system", "agent.assigned")
+    assert assigned.after == {"status": "attending", "call_id": call_id}
 
 
 def test_a_new_call_nobody_fits_waits_and_its_page_says_so(supervisor_client, moto_db):

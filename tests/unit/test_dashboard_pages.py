@@ -157,7 +157,7 @@ def figure(html, name):
     return match.group(1).strip()
 
 
-@pytest.mark.parametrize("name", ["calls", "shipments", "tasks", "grid", "history", "capacity"])
+@pytest.mark.parametrize("name", ["calls", "shipments", "tasks", "grid", "history", "capacity", "service_level"])
 def test_a_panel_fragment_renders_only_its_own_section(supervisor_client, world, name):
     response = panel(supervisor_client, name)
     assert response.status_code == 200
@@ -192,7 +192,15 @@ def test_panels_show_the_figures_of_the_queues(supervisor_client, world):
 
 def test_the_full_overview_shows_every_panel(supervisor_client, world):
     html = supervisor_client.get(reverse("home")).content.decode()
-    assert re.findall(r'id="(\w+)-panel"', html) == ["calls", "shipments", "tasks", "grid", "history", "capacity"]
+    assert re.findall(r'id="(\w+)-panel"', html) == [
+        "calls",
+        "shipments",
+        "tasks",
+        "grid",
+        "history",
+        "capacity",
+        "service_level",
+    ]
     assert figure(html, "callers-waiting") == "2"
 
 

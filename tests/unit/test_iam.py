@@ -24,7 +24,7 @@ from django.test import Client
 from django.urls import resolve, reverse
 
 from queues_app import urls as queues_app_urls
-from queues_app.actions import Operations
+from queues_app.actions import Operations, RecordedTaskQueue
 from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
@@ -202,9 +202,10 @@ def web(db, staff, token) -> None:
     assert routes <= visited, f"the web workload misses {sorted(routes - visited)}"
 
 
-def shipment_worker(db) -> None:
+def shipment_worker(db, settings) -> None:
     """The fair consumer (live, then spillover, sidelining) and a plain worker, over
-    shipments that complete, fail and are retried."""
+    shipments that complete, and one that fails and goes to the DLQ (on its history)."""
+    settings.SWITCHBOARD_SHIPMENT_RETRY = {"max_receives": 1}
     queue = ShipmentQueue()
     for n in range(4):
         queue.submit({"n": n})
@@ -259,8 +260,8 @@ def stream_answers(client, stream_arn: str) -> None:
 
 def task_processor(db, monkeypatch) -> None:
     """The processor with its lease, stream wake-ups, the sweeper shedding an expired task
-    and a downstream at capacity (tasks go back to PENDING)."""
-    tasks = TaskQueue()
+    (on the audit trail) and a downstream at capacity (tasks go back to PENDING)."""
+    tasks = RecordedTaskQueue()  # as run_task_processor builds it: sheds are recorded
     for n in range(4):
         tasks.create({"n": n})
     TaskQueue(expiry=ExpiryPolicy(pending_seconds=-60)).create({"expired": True})
@@ -343,7 +344,7 @@ def workloads(settings, django_user_model, monkeypatch) -> dict[str, Callable[[]
             django_user_model.objects.create_user("stella", is_staff=True, is_superuser=True),
             ApiToken.issue(django_user_model.objects.create_superuser("api-user"), "iam")[1],
         ),
-        "shipment-worker": shipment_worker,
+        "shipment-worker": lambda db: shipment_worker(db, settings),
         "task-processor": lambda db: task_processor(db, monkeypatch),
         "collector": collector,
         "escalator": lambda db: escalator(db, settings),

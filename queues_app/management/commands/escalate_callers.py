@@ -1,5 +1,7 @@
+from queues_app.actions import SystemEvents, answered
 from queues_app.agents.router import Router
 from queues_app.agents.skills import describe_preferences
+from queues_app.audit_trail import AuditTrail
 from queues_app.ddb import errors
 from queues_app.management.arguments import CheckedCommand, float_range
 from queues_app.management.loops import repeat_until_stopped
@@ -38,7 +40,11 @@ class Command(CheckedCommand):
         )
 
     def _escalate(self, router: Router) -> None:
+        events = SystemEvents(AuditTrail(router.db))
         for call in router.escalate():
+            # On the call's history (and the agent's, when it found one); counted when answered.
+            events.relaxed(call)
+            answered(router.db, call)
             relaxed = ", ".join(r["dimension"] for r in call.relaxed)
             state = f"assigned to {call.agent_name}" if call.agent_id else "still waiting"
             self.stdout.write(

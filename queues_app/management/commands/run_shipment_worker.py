@@ -4,6 +4,7 @@ from dataclasses import fields
 
 from django.core.management.base import CommandError
 
+from queues_app.actions import RecordedShipmentQueue
 from queues_app.management.arguments import (
     DAY,
     SHIPMENT_QUEUES,
@@ -16,7 +17,7 @@ from queues_app.management.arguments import (
 from queues_app.management.outcomes import require_tables
 from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.shipments.fairness import FairConsumer
-from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
+from queues_app.shipments.queue import DEFAULT_QUEUE
 from queues_app.shipments.worker import ShipmentWorker, WorkerStats, demo_handler
 
 MAX_VISIBILITY = 12 * 3600  # as SQS: a lease may run twelve hours at most
@@ -83,7 +84,7 @@ class Command(CheckedCommand):
         if fair and queue is not None:
             raise CommandError("--fair takes the live queue and then the spillover queue: leave out --queue.")
         queue = queue or DEFAULT_QUEUE
-        shipments = ShipmentQueue()
+        shipments = RecordedShipmentQueue()  # dead-lettered shipments go on their history
         if until_empty:
             require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
         # --max is shared: each thread takes its part (no thread when there is none left).

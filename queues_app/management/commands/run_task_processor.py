@@ -2,6 +2,7 @@ import signal
 
 from django.core.management.base import CommandError
 
+from queues_app.actions import RecordedTaskQueue
 from queues_app.ddb import errors
 from queues_app.management.arguments import (
     DAY,
@@ -14,7 +15,6 @@ from queues_app.management.arguments import (
 from queues_app.management.outcomes import dynamo_failure, require_tables
 from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor, default_holder
-from queues_app.tasks.queue import TaskQueue
 
 
 class Command(CheckedCommand):
@@ -86,7 +86,7 @@ class Command(CheckedCommand):
         until_empty=False,
         **options,
     ):
-        tasks = TaskQueue()
+        tasks = RecordedTaskQueue()  # each sweep that sheds tasks goes on the trail
         if until_empty:
             require_tables(tasks.db, "tasks")  # a run that should end does not wait for DynamoDB
         processor = TaskProcessor(

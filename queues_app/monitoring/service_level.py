@@ -1,0 +1,226 @@
+"""Service level of the calls, as a contact center reports it: how many callers were
+answered within `SERVICE_LEVEL_SECONDS`, the average speed of answer, the longest wait,
+abandoned calls and the abandon rate, per skill combination and overall, over the last
+15 minutes and today (UTC), with agent occupancy.
+
+Writing costs no request per call: `answered` and `abandoned` add to this process's
+counters, which are written every few seconds in one batch (`counters.MetricsStore.flush`),
+one UpdateItem per combination and minute and one per combination and day, plus one
+conditional UpdateItem when a longer wait was seen. Reading is two Queries: the last
+15 minutes' items (at most 15 x the combinations seen), and today's totals (one item
+per combination).
+
+Items in the metrics table:
+
+    pk SERVICE        sk <minute>#<combination>   a minute's figures of one combination
+    pk SERVICE_DAY    sk <day>#<combination>      a day's running figures of one combination
+
+Figures: `answered`, `answered_within` (waited at most the threshold in force when it
+was answered), `wait_sum` (seconds, answered calls), `abandoned`, `abandoned_wait_sum`,
+`wait_max` (longest wait of any caller who left the line, answered or not). Occupancy
+is sampled: `collect_metrics` adds the attending and the logged-in (not offline) agents
+it counts at each pass under the combination `occupancy`, so occupancy over a window is
+the sum of attending agents over the sum of logged-in agents across its samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now
+from queues_app.ddb.codec import unmarshal
+from queues_app.monitoring import counters
+
+MINUTE_PK = "SERVICE"
+DAY_PK = "SERVICE_DAY"
+OCCUPANCY = "occupancy"  # the pseudo-combination of the occupancy samples
+RECENT_MINUTES = 15
+DEFAULT_THRESHOLD_SECONDS = 20
+
+
+def threshold_seconds() -> float:
+    from django.conf import settings
+
+    return float(getattr(settings, "SERVICE_LEVEL_SECONDS", DEFAULT_THRESHOLD_SECONDS))
+
+
+def combination_name(combination) -> str:
+    """`{"language": "Spanish", "gender": None}`, `("Spanish", None)` or `"Spanish#any"`
+    -> `"Spanish#any"`: the values in the order of the skill dimensions, `any` for no
+    preference."""
+    if isinstance(combination, str):
+        return combination or "any"
+    values = combination.values() if isinstance(combination, dict) else combination
+    return "#".join(str(v) if v is not None else "any" for v in values) or "any"
+
+
+def _record(db: Dynamo, moment: datetime, combination: str, values: dict[str, float], peaks: dict[str, float]) -> None:
+    minute = counters.minute_of(moment)
+    counters.note_tally(db, MINUTE_PK, f"{minute}#{combination}", values, peaks)
+    counters.note_tally(db, DAY_PK, f"{minute[:10]}#{combination}", values, peaks)
+
+
+def answered(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
+    """A caller was given an agent after waiting `wait_seconds`."""
+    wait = max(0.0, float(wait_seconds))
+    values = {"answered": 1, "answered_within": 1 if wait <= threshold_seconds() else 0, "wait_sum": wait}
+    _record(db, moment or now(), combination_name(combination), values, {"wait_max": wait})
+
+
+def abandoned(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
+    """A caller hung up (or was ended by a supervisor) while waiting, after `wait_seconds`."""
+    wait = max(0.0, float(wait_seconds))
+    values = {"abandoned": 1, "abandoned_wait_sum": wait}
+    _record(db, moment or now(), combination_name(combination), values, {"wait_max": wait})
+
+
+def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: datetime | None = None) -> None:
+    """One sample of the agents attending a call and the agents logged in (not offline)."""
+    values = {"occupancy_attending": attending, "occupancy_logged_in": logged_in, "occupancy_samples": 1}
+    _record(db, moment or now(), OCCUPANCY, values, {})
+
+
+@dataclass
+class Figures:
+    """The service figures of one combination (or all of them) over one window."""
+
+    answered: int = 0
+    answered_within: int = 0
+    wait_sum: float = 0.0
+    abandoned: int = 0
+    abandoned_wait_sum: float = 0.0
+    wait_max: float | None = None
+
+    def add(self, values: dict[str, float]) -> None:
+        self.answered += int(values.get("answered", 0))
+        self.answered_within += int(values.get("answered_within", 0))
+        self.wait_sum += values.get("wait_sum", 0.0)
+        self.abandoned += int(values.get("abandoned", 0))
+        self.abandoned_wait_sum += values.get("abandoned_wait_sum", 0.0)
+        peak = values.get("wait_max")
+        if peak is not None and (self.wait_max is None or peak > self.wait_max):
+            self.wait_max = peak
+
+    @property
+    def left_the_line(self) -> int:
+        """Callers who stopped waiting in the window: answered or abandoned."""
+        return self.answered + self.abandoned
+
+    @property
+    def service_level(self) -> float | None:
+        """Share of the callers who left the line that were answered within the threshold."""
+        return self.answered_within / self.left_the_line if self.left_the_line else None
+
+    @property
+    def average_speed_of_answer(self) -> float | None:
+        return self.wait_sum / self.answered if self.answered else None
+
+    @property
+    def abandon_rate(self) -> float | None:
+        return self.abandoned / self.left_the_line if self.left_the_line else None
+
+    @property
+    def service_level_percent(self) -> float | None:
+        return None if self.service_level is None else self.service_level * 100
+
+    @property
+    def abandon_rate_percent(self) -> float | None:
+        return None if self.abandon_rate is None else self.abandon_rate * 100
+
+
+@dataclass
+class Occupancy:
+    attending: float = 0.0
+    logged_in: float = 0.0
+    samples: int = 0
+
+    def add(self, values: dict[str, float]) -> None:
+        self.attending += values.get("occupancy_attending", 0.0)
+        self.logged_in += values.get("occupancy_logged_in", 0.0)
+        self.samples += int(values.get("occupancy_samples", 0))
+
+    @property
+    def share(self) -> float | None:
+        """Attending agents over logged-in agents, summed across the samples."""
+        return self.attending / self.logged_in if self.logged_in else None
+
+    @property
+    def percent(self) -> float | None:
+        return None if self.share is None else self.share * 100
+
+
+@dataclass
+class Window:
+    name: str  # "15 minutes" | "today"
+    threshold_seconds: float
+    overall: Figures = field(default_factory=Figures)
+    by_combination: dict[str, Figures] = field(default_factory=dict)
+    occupancy: Occupancy = field(default_factory=Occupancy)
+
+    def add(self, combination: str, values: dict[str, float]) -> None:
+        if combination == OCCUPANCY:
+            self.occupancy.add(values)
+            return
+        self.by_combination.setdefault(combination, Figures()).add(values)
+        self.overall.add(values)
+
+    @property
+    def rows(self) -> list[tuple[str, Figures]]:
+        """(combination as people read it, figures), in name order."""
+        return [(name.replace("#", " · "), figures) for name, figures in sorted(self.by_combination.items())]
+
+
+@dataclass
+class ServiceLevel:
+    recent: Window
+    today: Window
+
+
+def figures_from(rows: list[tuple[str, dict[str, float]]], name: str, threshold: float) -> Window:
+    """A window's figures from its items, each (combination, values)."""
+    window = Window(name, threshold)
+    for combination, values in rows:
+        window.add(combination, values)
+    return window
+
+
+class ServiceLevelReader:
+    def __init__(self, db: Dynamo, clock: Callable[[], datetime] = now):
+        self.db = db
+        self.clock = clock
+
+    @property
+    def table(self) -> str:
+        return self.db.table("metrics")
+
+    def _items(self, pk: str, since: str, prefix: str | None = None) -> list[tuple[str, dict[str, float]]]:
+        """(combination, values) of a partition's items from `since` on: one Query per page
+        (a page holds about 5,000 of these small items, more than a day has combinations)."""
+        params: dict = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND sk >= :since",
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":since": {"S": since}},
+        }
+        if prefix:
+            params["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :since)"
+            params["ExpressionAttributeValues"][":since"] = {"S": prefix}
+        rows = []
+        for response in self.db.pages("query", **params):
+            for item in (unmarshal(raw) for raw in response.get("Items", [])):
+                combination = item["sk"].split("#", 1)[1]
+                rows.append(
+                    (combination, {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
+                )
+        return rows
+
+    def read(self) -> ServiceLevel:
+        """The last `RECENT_MINUTES` minutes (this one included) and today, UTC: two Queries."""
+        moment = self.clock()
+        threshold = threshold_seconds()
+        since = counters.minute_of(moment - timedelta(minutes=RECENT_MINUTES - 1))
+        recent = figures_from(self._items(MINUTE_PK, since), f"{RECENT_MINUTES} minutes", threshold)
+        today = figures_from(self._items(DAY_PK, "", prefix=f"{moment:%Y-%m-%d}#"), "today", threshold)
+        return ServiceLevel(recent, today)
