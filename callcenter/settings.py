@@ -268,6 +268,8 @@ SWITCHBOARD_TASK_EXPIRY = {
 
 # Audit trail entries are kept this many days (DynamoDB TTL deletes them afterwards).
 SWITCHBOARD_AUDIT_RETENTION_DAYS = env.int("SWITCHBOARD_AUDIT_RETENTION_DAYS", default=90)
+# A call answered within this many seconds of arriving counts towards the service level.
+SERVICE_LEVEL_SECONDS = env.int("SERVICE_LEVEL_SECONDS", default=20)
 
 # Operating under backlog (queues_app.dynamo.fairness): enqueues are refused with 429
 # while a queue holds more than its bound; each tenant may put so many shipments a

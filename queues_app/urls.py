@@ -14,6 +14,7 @@ urlpatterns = [
     path("calls/", calls.calls, name="calls"),
     path("calls/find", calls.call_lookup, name="call-lookup"),
     path("calls/<str:call_id>/", calls.call_detail, name="call-detail"),
+    path("calls/<str:call_id>/abandon", calls.call_abandon, name="call-abandon"),
     path("queues/", overview.queue_metadata, name="queues"),
     path("shipments/", shipments.shipment_list, name="shipments"),
     path("shipments/bulk", shipments.shipment_bulk, name="shipment-bulk"),

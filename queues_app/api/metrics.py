@@ -5,7 +5,8 @@ Gauges come from the latest sample in the metrics history (`collect_metrics` wri
 every 15 seconds); when the newest is older than two minutes, this request reads the
 queues' figures itself and writes nothing: a scrape only ever reads. Counters are the
 running totals every process adds to; the workers' heartbeats are one Query. A scrape
-costs about seven requests, however large the queues (a few more when nobody samples).
+costs about nine requests, however large the queues (a few more when nobody samples):
+the service level of the calls adds two Queries (see `ServiceLevelCollector`).
 
 Failures answer as a program expects, never as an HTML page: text when the scraper asks
 for text (Prometheus does), otherwise the API's JSON error shape; an outage is a 503
@@ -32,6 +33,7 @@ from queues_app.middleware import problem_answer
 from queues_app.monitoring import heartbeats
 from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
 from queues_app.monitoring.sampler import MetricsCollector
+from queues_app.monitoring.service_level import ServiceLevelReader, Window
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +122,77 @@ class QueueCollector:
         yield failures
 
 
+class ServiceLevelCollector:
+    """The calls' service level, per skill combination (`combination="all"` for every
+    call) and window (`window="15m"`: the last 15 minutes; `"today"`: since midnight UTC),
+    from the counters every process writes (two Queries). A ratio with no calls in its
+    window is left out rather than reported as 0.
+
+    - switchboard_calls_service_level_ratio: answered within SERVICE_LEVEL_SECONDS over
+      calls that left the line (answered or abandoned)
+    - switchboard_calls_answer_speed_seconds: average wait of the answered calls
+    - switchboard_calls_longest_wait_seconds: longest wait of a call that left the line
+    - switchboard_calls_answered, switchboard_calls_abandoned: calls in the window
+    - switchboard_calls_abandon_ratio: abandoned over calls that left the line
+    - switchboard_agent_occupancy_ratio: attending agents over logged-in agents, summed
+      over collect_metrics' samples in the window (`window` label only)
+    - switchboard_calls_service_level_threshold_seconds: SERVICE_LEVEL_SECONDS
+    """
+
+    WINDOWS = {"15 minutes": "15m", "today": "today"}
+
+    def __init__(self, reader: ServiceLevelReader):
+        self.reader = reader
+
+    def collect(self):
+        figures = self.reader.read()
+        windows: list[Window] = [figures.recent, figures.today]
+        labels = ["window", "combination"]
+        level = GaugeMetricFamily(
+            "switchboard_calls_service_level_ratio",
+            "Calls answered within the service-level threshold over calls that left the line",
+            labels=labels,
+        )
+        speed = GaugeMetricFamily(
+            "switchboard_calls_answer_speed_seconds", "Average wait of the calls answered", labels=labels
+        )
+        longest = GaugeMetricFamily(
+            "switchboard_calls_longest_wait_seconds", "Longest wait of a call that left the line", labels=labels
+        )
+        answered = GaugeMetricFamily("switchboard_calls_answered", "Calls answered in the window", labels=labels)
+        abandoned = GaugeMetricFamily("switchboard_calls_abandoned", "Calls abandoned in the window", labels=labels)
+        abandon_rate = GaugeMetricFamily(
+            "switchboard_calls_abandon_ratio", "Calls abandoned over calls that left the line", labels=labels
+        )
+        occupancy = GaugeMetricFamily(
+            "switchboard_agent_occupancy_ratio",
+            "Attending agents over logged-in agents, over the samples in the window",
+            labels=["window"],
+        )
+        for window in windows:
+            name = self.WINDOWS[window.name]
+            for combination, f in [("all", window.overall), *sorted(window.by_combination.items())]:
+                key = [name, combination]
+                answered.add_metric(key, f.answered)
+                abandoned.add_metric(key, f.abandoned)
+                for family, value in (
+                    (level, f.service_level),
+                    (speed, f.average_speed_of_answer),
+                    (longest, f.wait_max),
+                    (abandon_rate, f.abandon_rate),
+                ):
+                    if value is not None:
+                        family.add_metric(key, round(value, 4))
+            if window.occupancy.share is not None:
+                occupancy.add_metric([name], round(window.occupancy.share, 4))
+        yield from (level, speed, longest, answered, abandoned, abandon_rate, occupancy)
+        threshold = GaugeMetricFamily(
+            "switchboard_calls_service_level_threshold_seconds", "The service level's answer threshold (seconds)"
+        )
+        threshold.add_metric([], figures.recent.threshold_seconds)
+        yield threshold
+
+
 class WorkerCollector:
     """The processes' heartbeats (one Query): age of each one's last beat, and how many
     of each kind report (neither stale nor stopped)."""
@@ -163,6 +236,7 @@ def prometheus(request):
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
     registry.register(WorkerCollector())
+    registry.register(ServiceLevelCollector(ServiceLevelReader(MetricsStore().db)))
     try:
         body = generate_latest(registry)
     except DynamoError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.matching import WHY_OUTCOMES
@@ -15,7 +16,7 @@ from queues_app.audit_trail import AuditTrail, target
 from queues_app.ddb.clock import from_iso, now
 from queues_app.forms import CallForm, CallLookupForm
 from queues_app.roles import require_supervisor
-from queues_app.views.common import capped, check_id, operations, save_form
+from queues_app.views.common import back_url, capped, check_id, confirm, operations, save_form, supervisor_action
 
 WAITING_PAGE = 50
 WHAT_WAS_SEARCHED = {CallStatus.WAITING: "waiting calls", CallStatus.ASSIGNED: "calls in progress"}
@@ -89,6 +90,24 @@ def call_detail(request, call_id: str):
             "history_more": history.next_cursor is not None,
         },
     )
+
+
+@supervisor_action(default_back="/calls/")
+def call_abandon(request, call_id: str):
+    """End a waiting call as abandoned (the caller hung up): asks first."""
+    call_id = check_id("call", call_id)
+    if request.POST.get("confirmed") != "1":
+        return confirm(
+            request,
+            title="Confirm",
+            count=1,
+            question=f"End waiting call {call_id} as abandoned (the caller hung up)?",
+            action_url=reverse("call-abandon", args=[call_id]),
+            back=back_url(request, reverse("call-detail", args=[call_id])),
+            fields=[],
+        )
+    call = operations(request).abandon_call(call_id)
+    return f"Call {call.call_id} ended as abandoned."
 
 
 @require_GET
