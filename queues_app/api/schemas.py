@@ -182,7 +182,7 @@ class WhyOut(Schema):
 
 class CallOut(Schema):
     call_id: str
-    status: Literal["waiting", "assigned", "ended"]
+    status: Literal["waiting", "assigned", "ended", "abandoned"]
     preferences: dict[str, str] = Field(description="Each skill dimension's value, or `any`.")
     priority: int
     order: Literal["fifo", "lifo"]

@@ -146,6 +146,7 @@ AGENTS_PER_PAGE = Query(50, description="Agents per page, 1 to 100 (a filtered p
 
 READS = (401, 503)
 CHANGES = (400, 401, 403, 413, 415, 503)
+CALL_CHANGES = (*CHANGES, 404, 409)
 
 # --- calls ----------------------------------------------------------------------------
 
@@ -229,6 +230,23 @@ def list_calls(
 def call_detail(request: HttpRequest, call_id: ItemId):
     """The call: its status, preferences, the agent who took it and why."""
     return call_to_json(get_router().get_call(call_id))
+
+
+@endpoints.post(
+    "calls/{call_id}/abandon",
+    url_name="api-call-abandon",
+    operation_id="abandonCall",
+    summary="The caller hung up while waiting",
+    **answers({200: (CallOut, "The call, abandoned: out of line, with how long it waited.", ())}, *CALL_CHANGES),
+)
+def abandon_call(request: HttpRequest, call_id: ItemId, payload: NothingIn | None = None):
+    """Take a waiting caller out of line at once, recorded as abandoned with their wait.
+    A call that is no longer waiting answers 409 saying what happened instead (assigned
+    to whom, ended, abandoned already): of an abandon and an assignment at the same
+    moment, exactly one wins."""
+    call = api_operations(request).abandon_call(call_id)
+    note_change(request, "call.abandon", call_id, f"abandoned after {call.waited_seconds or 0:.0f} s")
+    return call_to_json(call)
 
 
 # --- shipments ------------------------------------------------------------------------
@@ -316,7 +334,7 @@ def shipment_detail(request: HttpRequest, shipment_id: ItemId):
 
 # --- agents ---------------------------------------------------------------------------
 
-AGENT_CHANGES = (*CHANGES, 404, 409)
+AGENT_CHANGES = CALL_CHANGES
 
 
 @endpoints.get(

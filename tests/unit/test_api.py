@@ -558,3 +558,42 @@ def test_a_shipments_failure_history_keeps_the_last_ten_through_restores(moto_db
     assert body["receive_count"] == 12
     assert [f["reason"] for f in body["failures"]] == [f"failure {n}" for n in range(2, 12)]
     assert [f["receive"] for f in body["failures"]] == list(range(3, 13))
+
+
+# --- hang-ups -------------------------------------------------------------------------
+
+
+def test_a_caller_who_hangs_up_leaves_the_line_at_once_and_counts_as_abandoned(moto_db, api):
+    from queues_app.monitoring import counters
+    from queues_app.monitoring.service_level import ServiceLevelReader
+
+    call = api.post("/api/calls", {"preferences": {"language": "French", "gender": "X"}}).json()
+    other = api.post("/api/calls", {"preferences": {"language": "French", "gender": "X"}}).json()
+    assert Router().line.count_waiting() == (2, False)
+
+    response = api.post(f"/api/calls/{call['call_id']}/abandon")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "abandoned" and body["ended_at"] and body["agent_id"] is None
+    assert Router().line.count_waiting() == (1, False)
+    assert [w["call_id"] for w in Router().line.waiting_calls()[0]] == [other["call_id"]]
+    assert api.get(f"/api/calls/{call['call_id']}").json()["status"] == "abandoned"
+
+    counters.MetricsStore(moto_db).flush()
+    level = ServiceLevelReader(moto_db).read()
+    assert level.recent.overall.abandoned == 1
+    assert level.today.overall.abandoned == 1
+
+
+def test_hanging_up_a_call_that_no_longer_waits_is_a_409_saying_what_happened(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    api.post(f"/api/agents/{ana.agent_id}/available")
+    taken = api.post("/api/calls", {"preferences": {"language": "English"}}).json()
+    body = assert_problem(api.post(f"/api/calls/{taken['call_id']}/abandon"), 409)
+    assert "assigned to Ana" in body["message"]
+
+    waiting = api.post("/api/calls", {"preferences": {"language": "French"}}).json()
+    assert api.post(f"/api/calls/{waiting['call_id']}/abandon").status_code == 200
+    again = assert_problem(api.post(f"/api/calls/{waiting['call_id']}/abandon"), 409)
+    assert "abandoned" in again["message"]
+    assert_problem(api.post("/api/calls/nosuchcall00/abandon"), 404)
