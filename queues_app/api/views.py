@@ -204,6 +204,7 @@ def create_call(
 
 @endpoints.get(
     "calls",
+    url_name="api-calls",
     operation_id="listCalls",
     summary="List waiting or assigned calls",
     **answers({200: (CallsPageOut, "A page of calls, and the cursor of the next page.", ())}, 400, *READS),

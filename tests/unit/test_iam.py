@@ -86,6 +86,8 @@ def web(db, staff, token) -> None:
     call, _ = router.create_call({"language": "Spanish", "gender": "any"})
     router.create_call({"language": "English", "gender": "any"})
     waiting, _ = router.create_call({"language": "French", "gender": "M"})
+    hangs_up, _ = router.create_call({"language": "French", "gender": "F"})
+    hangs_up_too, _ = router.create_call({"language": "French", "gender": "F"})
     shipments = ShipmentQueue()
     queued = [shipments.submit({"destination": city}) for city in ("Paris", "Lyon", "Nice", "Bonn")]
     dead = [shipments.submit({"destination": city}) for city in ("Oslo", "Rome", "Kiev")]
@@ -166,6 +168,7 @@ def web(db, staff, token) -> None:
         (reverse("admin:queues_app_shipmententry_changelist"), {"action": "dlq", "ids": [s[1]], "confirmed": "1"}),
         (reverse("admin:queues_app_shipmententry_changelist"), {"action": "restore", "ids": [s[1]], "confirmed": "1"}),
         ("/system/htmx-check/", {}),
+        (f"/calls/{hangs_up.call_id}/abandon", {"confirmed": "1"}),
     ]
     api = Client()
     bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
@@ -179,6 +182,11 @@ def web(db, staff, token) -> None:
         ("post", f"/api/agents/{a0}/release", {"then": "offline"}),
         ("post", f"/api/agents/{a1}/offline", {}),
         ("get", "/api/queues", None),
+        ("get", "/api/agents?status=queued", None),
+        ("get", f"/api/agents/{a0}", None),
+        ("get", "/api/calls?status=waiting", None),
+        ("get", "/api/calls?status=assigned", None),
+        ("post", f"/api/calls/{hangs_up_too.call_id}/abandon", {}),
     ]
     with meter.record_access(db.prefix) as log:
         for url, params in gets:
@@ -197,7 +205,7 @@ def web(db, staff, token) -> None:
     RECORDED["web"] = log.accesses
     # Every page and action of the site, and every API operation, was visited.
     visited = {resolve(url.split("?")[0]).url_name for url, _ in gets + posts}
-    visited |= {resolve(url).url_name for _, url, _ in api_calls}
+    visited |= {resolve(url.split("?")[0]).url_name for _, url, _ in api_calls}
     routes = {p.name for p in queues_app_urls.urlpatterns} | {p.name for p in machine_urls()}
     assert routes <= visited, f"the web workload misses {sorted(routes - visited)}"
 
