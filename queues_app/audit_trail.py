@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import from_iso, now, to_iso
@@ -136,7 +137,10 @@ def _status(value: object) -> str:
 def _preferences(value: object) -> str:
     if not isinstance(value, dict):
         return _plain(value)
-    return ", ".join(f"{name}: {wanted or 'any'}" for name, wanted in value.items()) or "any"
+    # Entries store their fields sorted by name: show them in the catalog's order.
+    order = {name: i for i, name in enumerate(SkillCatalog.from_settings().names)}
+    ordered = sorted(value.items(), key=lambda pair: order.get(pair[0], len(order)))
+    return ", ".join(f"{name}: {wanted or 'any'}" for name, wanted in ordered) or "any"
 
 
 def _skills(value: object) -> str:
@@ -243,7 +247,7 @@ class TrailFilter:
         """The sort key range of the time filter (sort keys start with the time)."""
         if not (self.since or self.until):
             return None
-        low = to_iso(self.since) if self.since else ""
+        low = to_iso(self.since) if self.since else "0"  # a key may not be empty; "0" sorts before any time
         high = to_iso(self.until) + "~" if self.until else "~"  # "~" sorts after "#<entry id>"
         return low, high
 

@@ -1,0 +1,309 @@
+"""The audit trail as people read it: what the queues do on their own is on the items it
+concerns (system events), before/after in the domain's words with the raw fields
+behind a toggle, search by id, prefix or name, filters, and an agent's day."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from queues_app.actions import Operations, RecordedShipmentQueue, RecordedTaskQueue
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.roster import Agents
+from queues_app.agents.router import Router
+from queues_app.audit_trail import AuditTrail, TrailEntry, TrailFilter, agent_day, target
+from queues_app.ddb import batch
+from queues_app.ddb.client import default
+from queues_app.shipments.queue import ShipmentQueue, ShipmentStatus
+from queues_app.tasks.queue import TaskQueue
+from queues_app.tasks.records import ExpiryPolicy
+
+ACTOR = "sam-supervisor"
+
+
+def agent(name="Ana", languages=("Spanish",), gender="F"):
+    return Agents().create(name, {"language": list(languages), "gender": [gender]})
+
+
+def history(kind, item_id):
+    return AuditTrail().for_target(target(kind, item_id)).entries
+
+
+def actions(entries):
+    return [(e.action, e.actor, e.source) for e in entries]
+
+
+# --- what the queues do on their own ---------------------------------------------------
+
+
+def test_a_caller_assigned_on_arrival_is_on_the_agents_history_too(moto_db):
+    ana = agent()
+    Router().make_available(ana.agent_id)
+    call, _ = Operations(ACTOR, "page").create_call({"language": "Spanish", "gender": "any"})
+    assert actions(history("agent", ana.agent_id)) == [("agent.assigned", "matcher", "system")]
+    [taken] = history("agent", ana.agent_id)
+    assert taken.call_taken == call.call_id
+    assert f"took call {call.call_id}" in taken.summary
+    assert actions(history("call", call.call_id)) == [("call.create", ACTOR, "page")]
+
+
+def test_an_agent_taking_a_waiting_caller_is_on_the_calls_history(moto_db):
+    waiting, _ = Router().create_call({"language": "Spanish", "gender": "any"})
+    ana = agent()
+    Operations(ACTOR, "page").make_available(ana.agent_id)
+    [assigned] = history("call", waiting.call_id)
+    assert (assigned.action, assigned.actor, assigned.source) == ("call.assigned", "matcher", "system")
+    assert assigned.described[:2] == [("status", "waiting", "assigned"), ("agent", "–", "Ana")]
+    [available] = history("agent", ana.agent_id)
+    assert available.summary.startswith(f"Ana took waiting call {waiting.call_id}")
+
+
+def test_a_release_that_took_a_waiting_caller_says_so_and_ends_the_first_call(moto_db):
+    ana = agent()
+    router = Router()
+    router.make_available(ana.agent_id)
+    first, _ = router.create_call({"language": "Spanish", "gender": "any"})
+    second, _ = router.create_call({"language": "Spanish", "gender": "any"})
+    assert second.status == CallStatus.WAITING
+    _, took = Operations(ACTOR, "page").release(ana.agent_id, then="queue")
+    assert took and took.call_id == second.call_id
+    [release] = history("agent", ana.agent_id)
+    assert f"took waiting call {second.call_id}" in release.summary and "then queue" not in release.summary
+    assert actions(history("call", first.call_id)) == [("call.end", ACTOR, "page")]
+    assert actions(history("call", second.call_id)) == [("call.assigned", "matcher", "system")]
+
+
+def test_escalation_records_the_relaxed_preferences_and_the_assignment(moto_db, settings):
+    settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
+    call, _ = Router().create_call({"language": "Spanish", "gender": "F"})
+    carlos = agent("Carlos", gender="M")
+    Router().make_available(carlos.agent_id)
+    import time
+
+    time.sleep(0.05)
+    call_command("escalate_callers", stdout=__import__("io").StringIO())
+    entries = {e.action: e for e in history("call", call.call_id)}
+    relaxed = entries["call.relaxed"]
+    assert (relaxed.actor, relaxed.source) == ("escalation", "system")
+    assert relaxed.described == [("preferences", "language: Spanish, gender: F", "language: Spanish, gender: any")]
+    assert entries["call.assigned"].actor == "escalation"
+    assert actions(history("agent", carlos.agent_id)) == [("agent.assigned", "escalation", "system")]
+
+
+def test_the_worker_dead_lettering_a_shipment_puts_it_on_its_history(moto_db, settings):
+    settings.SWITCHBOARD_SHIPMENT_RETRY = {"max_receives": 1}
+    queue = RecordedShipmentQueue()
+    shipment = queue.submit({"n": 1})
+    lease = queue.receive()
+    after = queue.fail(shipment.shipment_id, lease.receipt, "carrier refused")
+    assert after.status == ShipmentStatus.IN_DLQ
+    [entry] = history("shipment", shipment.shipment_id)
+    assert (entry.action, entry.actor, entry.source) == ("shipment.dlq", "shipment worker", "system")
+    assert "carrier refused" in entry.summary
+
+
+def test_the_sweeper_shedding_tasks_leaves_one_entry_with_the_total(moto_db):
+    TaskQueue(expiry=ExpiryPolicy(pending_seconds=-60)).create({"n": 1})
+    TaskQueue(expiry=ExpiryPolicy(pending_seconds=-60)).create({"n": 2})
+    report = RecordedTaskQueue().sweep_expired()
+    assert report.shed == 2
+    [entry] = history("queue", "tasks")
+    assert (entry.action, entry.actor, entry.source) == ("tasks.shed", "task processor", "system")
+    assert entry.summary.startswith("shed 2 expired tasks")
+
+
+# --- before and after in the domain's words ----------------------------------------------
+
+
+def test_a_priority_change_reads_as_priorities_with_the_sort_keys_left_to_the_raw_fields(moto_db):
+    queue = ShipmentQueue()
+    shipment = queue.enqueue(queue.create({"n": 1}, ready=True).shipment_id)
+    Operations(ACTOR, "page").set_priority(shipment.shipment_id, 7)
+    [entry] = history("shipment", shipment.shipment_id)
+    assert ("priority", "0", "7") in entry.described
+    assert all("#" not in old + new for _, old, new in entry.described)
+    assert {"ready_sk", "version"} <= {name for name, _, _ in entry.internal_changes}
+    assert not {"priority"} & {name for name, _, _ in entry.internal_changes}
+
+
+def test_an_agent_status_reads_as_people_say_it():
+    entry = TrailEntry(
+        "e1",
+        "2026-11-22T10:00:00.000000Z",
+        ACTOR,
+        "page",
+        "agent.release",
+        "agent:a1",
+        before={"status": "attending", "call_id": "c1", "queue_token": "x#y"},
+        after={"status": "wrap_up", "call_id": None, "queue_token": None},
+    )
+    assert entry.described == [("status", "attending", "wrap-up"), ("call", "c1", "–")]
+    assert [name for name, _, _ in entry.internal_changes] == ["queue_token"]
+
+
+def test_the_trail_page_hides_internal_fields_behind_a_toggle(supervisor_client, moto_db):
+    queue = ShipmentQueue()
+    shipment = queue.enqueue(queue.create({"n": 1}, ready=True).shipment_id)
+    Operations(ACTOR, "page").set_priority(shipment.shipment_id, 3)
+    html = supervisor_client.get(reverse("audit")).content.decode()
+    shown, raw = html.split('<details class="raw">', 1)
+    assert "<th>priority</th>" in shown and "ready_sk" not in shown
+    assert "<code>ready_sk</code>" in raw.split("</details>", 1)[0]
+
+
+# --- search and filters ------------------------------------------------------------------
+
+
+@pytest.fixture
+def acted(moto_db):
+    """Ana and Bea with a little history each; a call assigned to Ana by the matcher."""
+    ana, bea = agent("Ana Lopez"), agent("Bea", ("French",))
+    sam, api = Operations(ACTOR, "page"), Operations("phone-system", "api")
+    sam.make_available(ana.agent_id)
+    api.make_available(bea.agent_id)
+    call, _ = api.create_call({"language": "Spanish", "gender": "any"})
+    return {"ana": ana, "bea": bea, "call": call}
+
+
+def page(client, **query):
+    response = client.get(reverse("audit"), query)
+    return response.status_code, response.content.decode()
+
+
+def test_a_bare_id_finds_the_item_it_names(supervisor_client, acted):
+    status, html = page(supervisor_client, target=acted["call"].call_id)
+    assert status == 200
+    assert f"History of call:{acted['call'].call_id}" in html
+    assert "<code>call.create</code>" in html and "<code>agent.available</code>" not in html
+
+
+def test_a_name_finds_the_agent(supervisor_client, acted):
+    status, html = page(supervisor_client, target="lopez")
+    assert status == 200
+    assert f"History of agent:{acted['ana'].agent_id}" in html
+    assert "<code>agent.assigned</code>" in html and "<code>agent.available</code>" in html
+
+
+def test_an_id_prefix_finds_the_entries_of_the_items_it_starts(supervisor_client, acted):
+    prefix = acted["bea"].agent_id[:5]
+    status, html = page(supervisor_client, target=prefix)
+    assert status == 200
+    assert "Items whose id starts with" in html
+    assert 'data-entry="' in html and f"agent {prefix}" in html
+
+
+def test_filters_by_who_where_from_and_action(moto_db, acted):
+    trail = AuditTrail()
+    by_sam = trail.recent(filters=TrailFilter(actor=ACTOR)).entries
+    assert {e.actor for e in by_sam} == {ACTOR} and len(by_sam) == 1
+    system = trail.recent(filters=TrailFilter(source="system")).entries
+    assert actions(system) == [("agent.assigned", "matcher", "system")]
+    calls = trail.recent(filters=TrailFilter(action="call.")).entries
+    assert [e.action for e in calls] == ["call.create"]
+    ana = trail.for_target(target("agent", acted["ana"].agent_id), filters=TrailFilter(source="system")).entries
+    assert actions(ana) == [("agent.assigned", "matcher", "system")]
+
+
+def test_a_time_range_reads_only_entries_inside_it(moto_db, acted):
+    trail = AuditTrail()
+    everything = trail.recent().entries
+    newest, oldest = everything[0].moment, everything[-1].moment
+    assert trail.recent(filters=TrailFilter(since=newest + timedelta(seconds=1))).entries == []
+    assert trail.recent(filters=TrailFilter(until=oldest - timedelta(seconds=1))).entries == []
+    assert len(trail.recent(filters=TrailFilter(since=oldest, until=newest)).entries) == len(everything)
+
+
+def test_the_page_filters_and_says_what_is_wrong_with_a_filter(supervisor_client, acted):
+    status, html = page(supervisor_client, source="system")
+    assert status == 200 and "<code>agent.assigned</code>" in html and "<code>agent.available</code>" not in html
+    status, html = page(supervisor_client, since="2026-11-22T10:00", until="2026-11-21T10:00")
+    assert status == 400 and "The start of the time range is after its end." in html
+    status, _ = page(supervisor_client, source="carrier-pigeon")
+    assert status == 400
+
+
+def test_a_filter_that_matches_little_reads_a_bounded_number_of_pages(moto_db):
+    trail = AuditTrail()
+    batch.put_items(
+        default(),
+        trail.table,
+        (
+            trail.entry_item(actor="loader", source="command", action="agent.update", target="agent:x")
+            for _ in range(60)
+        ),
+    )
+    from queues_app.ddb import meter
+
+    with meter.measure() as seen:
+        result = trail.recent(filters=TrailFilter(actor="nobody"), limit=10, max_reads=3)
+    assert result.entries == [] and result.next_cursor
+    assert seen.calls_of("Query") == 3
+
+
+# --- an agent's day ------------------------------------------------------------------------
+
+
+def test_an_agents_day_is_the_stretches_between_its_status_changes(moto_db):
+    noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    trail = AuditTrail(clock=lambda: noon)
+
+    def at(hour, minute, before, after, action="agent.update"):
+        moment = noon.replace(hour=hour, minute=minute)
+        return trail.entry_item(
+            actor=ACTOR,
+            source="page",
+            action=action,
+            target="agent:a1",
+            before=before,
+            after=after,
+            moment=moment,
+        )
+
+    batch.put_items(
+        default(),
+        trail.table,
+        [
+            at(8, 0, {"status": "offline"}, {"status": "queued"}),
+            at(9, 0, {"status": "queued"}, {"status": "attending", "call_id": "c1"}, "agent.assigned"),
+            at(9, 30, {"status": "attending", "call_id": "c1"}, {"status": "wrap_up"}),
+            at(10, 0, {"status": "wrap_up"}, {"status": "offline"}),
+        ],
+    )
+    day = agent_day(trail, "a1", current_status=AgentStatus.OFFLINE, current_since="2026-11-22T10:00:00.000000Z")
+    assert [(s.status, s.start.hour, s.start.minute, s.seconds, s.call_id) for s in day.stretches] == [
+        ("offline", 0, 0, 8 * 3600, None),
+        ("queued", 8, 0, 3600, None),
+        ("attending", 9, 0, 1800, "c1"),
+        ("wrap_up", 9, 30, 1800, None),
+        ("offline", 10, 0, 2 * 3600, None),
+    ]
+    assert dict(day.totals) == {"queued": 3600, "attending": 1800, "wrap_up": 1800, "offline": 10 * 3600}
+    assert [call_id for call_id, _ in day.calls] == ["c1"]
+
+
+def test_an_agent_with_nothing_recorded_today_is_in_their_last_status_all_day(moto_db):
+    noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    trail = AuditTrail(clock=lambda: noon)
+    yesterday = trail.entry_item(
+        actor=ACTOR,
+        source="page",
+        action="agent.available",
+        target="agent:a2",
+        before={"status": "offline"},
+        after={"status": "queued"},
+        moment=noon - timedelta(days=1),
+    )
+    batch.put_items(default(), trail.table, [yesterday])
+    day = agent_day(trail, "a2", current_status=AgentStatus.QUEUED, current_since="2026-11-21T12:00:00.000000Z")
+    assert [(s.status, s.seconds) for s in day.stretches] == [("queued", 12 * 3600)]
+
+
+def test_the_agent_page_shows_the_day_and_the_calls_taken(supervisor_client, moto_db):
+    ana = agent()
+    Operations(ACTOR, "page").make_available(ana.agent_id)
+    call, _ = Operations(ACTOR, "page").create_call({"language": "Spanish", "gender": "any"})
+    html = supervisor_client.get(reverse("agent-detail", args=[ana.agent_id])).content.decode()
+    assert "Calls taken today (1)" in html
+    assert reverse("call-detail", args=[call.call_id]) in html.split("Calls taken today", 1)[1]
+    assert "<svg" in html.split('class="card agent-day"', 1)[1]
