@@ -267,7 +267,11 @@ class Dispatcher:
         if not self.lease.held:
             return {"here": True}
         try:
-            assigned = self.matcher.match_here(call_from_item(json.loads(body)), new_call=True)
+            call = call_from_item(json.loads(body))
+        except (ValueError, KeyError, TypeError):
+            return {"error": "not a call"}
+        try:
+            assigned = self.matcher.match_here(call, new_call=True)
         except CallExists:
             return {"exists": True}
         except errors.DynamoError as exc:

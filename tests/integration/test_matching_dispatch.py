@@ -113,6 +113,10 @@ def test_the_holder_answers_only_signed_requests(local_db):
     assert wait_for(lambda: dispatcher.lease.held, timeout=10)
 
     assert dispatcher.answer(b'0123 {"call_id": "x"}') == {"error": "bad signature"}
+    unreadable = b'{"call_id": "x"}'
+    assert dispatcher.answer(dispatch._sign(dispatcher.secret, unreadable).encode() + b" " + unreadable) == {
+        "error": "not a call"
+    }
     assert Agents(local_db, router.catalog).get(agent_id).status == AgentStatus.QUEUED
 
 
