@@ -567,12 +567,12 @@ def test_make_available_never_reports_a_call_another_agent_took(local_db, monkey
     cy, _ = bo_router.create_call({"language": "English", "gender": "any"})
     assert cy.status == CallStatus.WAITING
 
-    real_waiting_calls_for, real_find_call = ana_router.line.waiting_calls_for, ana_router.calls.find
+    real_heads_for, real_find_call = ana_router.line.heads_for, ana_router.calls.find
     looks = []
 
-    def waiting_calls_for(skills):  # Ana's first look comes before Cy starts waiting
+    def heads_for(skills, **options):  # Ana's first look comes before Cy starts waiting
         looks.append(skills)
-        return [] if len(looks) == 1 else real_waiting_calls_for(skills)
+        return [] if len(looks) == 1 else real_heads_for(skills, **options)
 
     def find_call(call_id):  # Ana reads Cy's call as waiting; then Bo takes Cy
         call = real_find_call(call_id)
@@ -581,7 +581,7 @@ def test_make_available_never_reports_a_call_another_agent_took(local_db, monkey
             assert taken.call_id == cy.call_id and taken.agent_id == bo.agent_id
         return call
 
-    monkeypatch.setattr(ana_router.line, "waiting_calls_for", waiting_calls_for)
+    monkeypatch.setattr(ana_router.line, "heads_for", heads_for)
     monkeypatch.setattr(ana_router.calls, "find", find_call)
     agent, call = ana_router.make_available(ana.agent_id)
 
