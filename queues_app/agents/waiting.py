@@ -151,20 +151,30 @@ class WaitingLine:
             )
         return heapq.merge(*partitions, key=lambda item: item["sk"])
 
-    def _by_arrival(self, page_size: int = 100) -> Iterator[dict]:
-        """Every waiting caller by arrival (the `waiting_by_arrival` index's partitions, merged)."""
-        shards = [
-            self.db.items(
-                "query",
-                TableName=self.table.name,
-                IndexName=BY_ARRIVAL,
-                KeyConditionExpression="wait_q = :q",
-                ExpressionAttributeValues={":q": {"S": shard}},
-                PaginationConfig={"PageSize": page_size},
+    def _across_shards(
+        self, index: str, shard_key: str, sort_key: str, *, below: str | None = None, page_size: int = 100
+    ) -> Iterator[dict]:
+        """Every item of a sparse waiting-line index in `sort_key` order (below `below`,
+        when given): its `keys.LINE_SHARDS` partitions read a page at a time and merged."""
+        condition = f"{shard_key} = :q" + (f" AND {sort_key} < :below" if below is not None else "")
+        shards = []
+        for shard in keys.line_shards():
+            values = {":q": {"S": shard}, **({":below": {"S": below}} if below is not None else {})}
+            shards.append(
+                self.db.items(
+                    "query",
+                    TableName=self.table.name,
+                    IndexName=index,
+                    KeyConditionExpression=condition,
+                    ExpressionAttributeValues=values,
+                    PaginationConfig={"PageSize": page_size},
+                )
             )
-            for shard in keys.line_shards()
-        ]
-        return heapq.merge(*shards, key=lambda item: item["wait_since"])
+        return heapq.merge(*shards, key=lambda item: item[sort_key])
+
+    def _by_arrival(self, page_size: int = 100) -> Iterator[dict]:
+        """Every waiting caller by arrival (`waiting_by_arrival`)."""
+        return self._across_shards(BY_ARRIVAL, "wait_q", "wait_since", page_size=page_size)
 
     def everyone(self, page_size: int = 100) -> Iterator[dict]:
         """The whole waiting line in order, read a page at a time as it is consumed."""
@@ -188,18 +198,8 @@ class WaitingLine:
     def longest_waiting_since(self) -> str | None:
         """When the caller who has waited longest arrived (one Limit-1 Query per index
         partition of `waiting_by_arrival`), or None when nobody waits."""
-        oldest = []
-        for shard in keys.line_shards():
-            response = self.db.call(
-                "query",
-                TableName=self.table.name,
-                IndexName=BY_ARRIVAL,
-                Limit=1,
-                KeyConditionExpression="wait_q = :q",
-                ExpressionAttributeValues={":q": {"S": shard}},
-            )
-            oldest += [unmarshal(i)["wait_since"] for i in response.get("Items", [])]
-        return min(oldest).rsplit("#", 1)[0] if oldest else None
+        oldest = next(self._by_arrival(page_size=1), None)
+        return oldest["wait_since"].rsplit("#", 1)[0] if oldest else None
 
     def oldest_by_partition(self, partitions: set[tuple[str, ...]], *, cap: int = 1000) -> dict:
         """When the longest-waiting caller of each partition arrived: the line by arrival,
@@ -219,19 +219,7 @@ class WaitingLine:
     def due_for_relaxing(self, before: datetime, page_size: int = 100) -> Iterator[dict]:
         """Callers with preferences left to relax whose last change (or arrival) came
         before `before`, oldest first: escalation reads only these."""
-        stamp = to_iso(before)
-        shards = [
-            self.db.items(
-                "query",
-                TableName=self.table.name,
-                IndexName=TO_RELAX,
-                KeyConditionExpression="relax_q = :q AND relax_at < :before",
-                ExpressionAttributeValues={":q": {"S": shard}, ":before": {"S": stamp}},
-                PaginationConfig={"PageSize": page_size},
-            )
-            for shard in keys.line_shards()
-        ]
-        return heapq.merge(*shards, key=lambda item: item["relax_at"])
+        return self._across_shards(TO_RELAX, "relax_q", "relax_at", below=to_iso(before), page_size=page_size)
 
     # --- callers written by an earlier version ----------------------------------------------
 
