@@ -31,7 +31,8 @@ def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser
     actor.goto(f"{live_server.url}/agents/")
     row = actor.locator(f'tr[data-agent="{ada.agent_id}"]')
     row.get_by_role("button", name="Make available").click()
-    expect(actor.locator("#messages")).to_contain_text("Ada Lovelace is queued")
+    # The message sits in the row it is about.
+    expect(actor.locator(f'tr[data-agent="{ada.agent_id}"] .row-note')).to_contain_text("Ada Lovelace is queued")
     # The agents table refreshed itself after the change (HX-Trigger), without a reload.
     expect(row.locator(".status")).to_have_text("Queued")
 
@@ -66,18 +67,18 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
     queue.enqueue("ship-lisbon")
     log_in(page, live_server, supervisor)
     page.goto(f"{live_server.url}/shipments/")
-    page.locator('tr[data-shipment="ship-lisbon"]').get_by_role("button", name="Send to DLQ…").click()
-    expect(page.locator(".confirm-question")).to_contain_text("Send shipment ship-lisbon to the dead-letter queue?")
-    expect(page.locator("[data-count]")).to_have_text("1")
+    queued_row = page.locator('tr[data-shipment="ship-lisbon"]')
+    queued_row.get_by_text("Send to DLQ…").click()  # asked in place, in the row
+    expect(queued_row.get_by_role("button", name="Send ship-lisbon to the DLQ")).to_be_visible()
     assert queue.get("ship-lisbon").state == ShipmentState.QUEUED  # asking changed nothing
-    page.get_by_role("button", name="Yes, go ahead").click()
-    expect(page.locator("#messages")).to_contain_text("Shipment ship-lisbon is in the DLQ")
+    queued_row.get_by_role("button", name="Send ship-lisbon to the DLQ").click()
+    expect(queued_row).to_contain_text("Shipment ship-lisbon is in the DLQ")
 
     page.get_by_role("link", name=re.compile("Dead-letter queue")).click()
     row = page.locator('tr[data-shipment="ship-lisbon"]')
     expect(row).to_contain_text("Sent to the DLQ by a supervisor")
     row.get_by_role("button", name="Restore").click()
-    expect(page.locator("#messages")).to_contain_text("restored from the DLQ")
+    expect(row).to_contain_text("restored from the DLQ")
     assert queue.get("ship-lisbon").state == ShipmentState.QUEUED
     page.goto(f"{live_server.url}/audit/")
     expect(page.locator(".trail")).to_contain_text("shipment.restore")
@@ -138,7 +139,7 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
     expect(page.locator("[data-count]")).to_have_text("2")
     page.screenshot(path=str(folder / "confirm.png"), full_page=True)
     page.get_by_role("button", name="Yes, go ahead").click()
-    expect(page.locator("#messages")).to_contain_text("Log off: 2 done")
+    expect(page.locator("#messages")).to_contain_text("Log off: 2 logged off.")
     for name, path in shots.items():
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, (name, response.status)
