@@ -22,6 +22,9 @@ class FaviconRedirect(RedirectView):
 admin.site.site_header = "Switchboard administration"
 admin.site.site_title = "Switchboard admin"
 
+# A request Django refuses before any view (a bad Host header) still gets the API's JSON.
+handler400 = "queues_app.middleware.bad_request"
+
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

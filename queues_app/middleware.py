@@ -82,3 +82,18 @@ class LoginRequiredMiddleware(_LoginRequired):
             back = request.htmx.current_url_abs_path or "/"
             return HttpResponseClientRedirect(f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back})}")
         return super().handle_no_permission(request, view_func)
+
+
+def bad_request(request, exception):
+    """Django's answer to a request it cannot take at all (a Host header that is empty or
+    not allowed, a malformed cookie...): to a program, the same JSON problem as any other
+    refusal; to a person, Django's own page."""
+    from django.views import defaults
+
+    if wants_machine_answer(request):
+        return problem_answer(
+            request,
+            UserError(400, "Bad request", "The request could not be read: check its Host header and its headers."),
+            machine=True,
+        )
+    return defaults.bad_request(request, exception)

@@ -343,3 +343,11 @@ def test_a_503_always_says_when_to_retry():
     response = problem_response(UserError(503, "DynamoDB table missing", "The table is missing."))
     assert response["Retry-After"] == str(DEFAULT_RETRY_AFTER_SECONDS)
     assert problem_response(UserError(503, "busy", "busy", retry_after=2))["Retry-After"] == "2"
+
+
+@pytest.mark.parametrize("host", ["", "evil.example.com"])
+def test_a_request_with_a_host_it_cannot_take_is_a_json_400(moto_db, client, host):
+    response = client.get("/api/queues", HTTP_HOST=host)
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert "Host header" in response.json()["message"]
