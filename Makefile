@@ -4,10 +4,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run serve test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench load vendor clean screenshots
+.PHONY: run demo serve test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench load vendor clean screenshots
 
 run: setup .env
 	$(PY) manage.py run_local
+
+# `make run` with traffic: a shipment worker and demo_load (callers arriving, calls ending,
+# shipments and tasks), so the overview moves on its own.
+demo: setup .env
+	$(PY) manage.py run_local --demo-worker --demo-load
 
 # The production shape on this machine: DEBUG off, collectstatic, gunicorn (WEB_CONCURRENCY
 # workers, 2 by default) on PORT (8000), the background workers, a local DynamoDB.

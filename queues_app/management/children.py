@@ -21,6 +21,17 @@ from django.core.management.base import CommandError
 
 from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
 
+# The processes a deployment runs beside the web server: `manage.py` commands by name.
+# `serve` starts every one; `run_local` every one but the shipment worker (its --demo-worker
+# starts one). A new kind of worker added here runs in both.
+SHIPMENT_WORKER = "run_shipment_worker"
+BACKGROUND: dict[str, list[str]] = {
+    "collect_metrics": ["collect_metrics", "--every", "15"],
+    SHIPMENT_WORKER: [SHIPMENT_WORKER],
+    "run_task_processor": ["run_task_processor"],
+    "escalate_callers": ["escalate_callers", "--every", "5"],
+}
+
 
 def raise_keyboard_interrupt(signum, frame):
     """A SIGTERM handler: the parent stops its children as on Ctrl-C."""

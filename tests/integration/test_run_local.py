@@ -1,6 +1,7 @@
 """`manage.py run_local` (what `make run` calls) prepares everything and keeps data across restarts."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,9 +40,10 @@ def test_run_local_prepares_and_keeps_data_across_restarts(tmp_path):
     assert "Demo supervisor login: supervisor (exists" in second.stdout
 
 
-def test_sigterm_stops_the_dashboard_the_sampler_and_dynamodb_local(tmp_path):
+def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local(tmp_path):
     """Started the way a script or a process manager starts it (SIGINT ignored, as a
-    non-interactive shell does for background jobs), SIGTERM still stops everything."""
+    non-interactive shell does for background jobs), SIGTERM still stops everything:
+    here `make demo`'s run, with the shipment worker and the demo load."""
     import signal
     import time
     import urllib.request
@@ -66,6 +68,8 @@ def test_sigterm_stops_the_dashboard_the_sampler_and_dynamodb_local(tmp_path):
             f"127.0.0.1:{port}",
             "--data-dir",
             str(tmp_path / "dynamodb"),
+            "--demo-worker",
+            "--demo-load",
         ],
         cwd=ROOT,
         env=env,
@@ -75,13 +79,14 @@ def test_sigterm_stops_the_dashboard_the_sampler_and_dynamodb_local(tmp_path):
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
-        for _ in range(240):  # until the dashboard answers (its login page)
+        for _ in range(240):  # until the dashboard answers (its login page) and the demo load runs
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=1) as answer:
-                    if answer.status == 200:
+                    if answer.status == 200 and "Demo load: on average" in (tmp_path / "run_local.log").read_text():
                         break
             except OSError:
-                time.sleep(0.5)
+                pass
+            time.sleep(0.5)
         else:
             raise AssertionError((tmp_path / "run_local.log").read_text())
         os.killpg(process.pid, signal.SIGTERM)
@@ -92,6 +97,12 @@ def test_sigterm_stops_the_dashboard_the_sampler_and_dynamodb_local(tmp_path):
         log.close()
     output = (tmp_path / "run_local.log").read_text()
     assert "DynamoDB Local stopped" in output
+    names = ("collect_metrics", "run_task_processor", "escalate_callers", "run_shipment_worker", "demo_load", "server")
+    for name in names:
+        assert re.search(rf"^started {name} \(pid \d+\)$", output, re.M), output
+    # The demo load stops on SIGTERM by itself (not killed after the timeout).
+    assert re.search(r"^demo_load \(pid \d+\) exited with code 0$", output, re.M), output
+    assert "Demo load stopped:" in output
     # Nothing it started is left: no dashboard, no sampler, no DynamoDB Local on its data.
     # (`ps eww` also shows each process's environment, which names this test's folder.)
     table = subprocess.run(["ps", "eww", "-A", "-o", "pid=,args="], capture_output=True, text=True).stdout

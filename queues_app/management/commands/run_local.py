@@ -1,4 +1,5 @@
-"""Everything `make run` does after installing: DynamoDB Local, tables, users, demo data, server."""
+"""Everything `make run` does after installing: DynamoDB Local, tables, users, demo data,
+the background processes and the server; `make demo` adds a shipment worker and demo traffic."""
 
 import sys
 from pathlib import Path
@@ -8,11 +9,33 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from queues_app.management.children import Children, start_local_dynamodb, stop_on_sigterm
+from queues_app.management.children import (
+    BACKGROUND,
+    SHIPMENT_WORKER,
+    Children,
+    start_local_dynamodb,
+    stop_on_sigterm,
+)
+
+
+def background(*, demo_worker: bool = False, demo_load: bool = False) -> dict[str, list[str]]:
+    """The `manage.py` commands started beside runserver, by name: a deployment's background
+    processes (shared with `serve`) but the shipment worker, which only `demo_worker` adds;
+    `demo_load` adds the demo traffic."""
+    processes = {name: args for name, args in BACKGROUND.items() if name != SHIPMENT_WORKER}
+    if demo_worker:
+        # --fair: it drains the spillover queue too, so sidelined shipments get done.
+        processes[SHIPMENT_WORKER] = [SHIPMENT_WORKER, "--fair"]
+    if demo_load:
+        processes["demo_load"] = ["demo_load"]
+    return processes
 
 
 class Command(BaseCommand):
-    help = "Start DynamoDB Local (data under var/), prepare tables, users and demo data, and serve the dashboard."
+    help = (
+        "Start DynamoDB Local (data under var/), prepare tables, users and demo data, and serve the dashboard "
+        "with the background processes (metrics collector, caller escalation, task processor)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--addrport", default="127.0.0.1:8000")
@@ -21,8 +44,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
         )
+        parser.add_argument("--demo-worker", action="store_true", help="also run a shipment worker (--fair)")
+        parser.add_argument(
+            "--demo-load", action="store_true", help="also run demo_load: callers, handled calls, shipments, tasks"
+        )
 
-    def handle(self, addrport, agents, no_server, data_dir=None, **options):
+    def handle(self, addrport, agents, no_server, data_dir=None, demo_worker=False, demo_load=False, **options):
         if not settings.DEBUG:
             # Off, the development server would serve no static files and redirect to HTTPS.
             raise CommandError(
@@ -47,19 +74,25 @@ class Command(BaseCommand):
             call_command("seed_demo", agents=agents, if_empty=True)
             if no_server:
                 return
-            self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops both servers)\n"))
-            # The metrics collector fills the overview's charts.
-            children.start(
-                "collector", [sys.executable, "manage.py", "collect_metrics", "--every", "15"], cwd=settings.BASE_DIR
-            )
-            server = children.start(
-                "server", [sys.executable, "manage.py", "runserver", addrport], cwd=settings.BASE_DIR
-            )
-            server.wait()
+            manage = [sys.executable, "manage.py"]
+            for name, args in background(demo_worker=demo_worker, demo_load=demo_load).items():
+                self._start(children, name, manage + args)
+            self._start(children, "server", manage + ["runserver", addrport])
+            self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops everything)\n"))
+            # Each of them runs until stopped: one that ends is a failure, and the rest stop too.
+            name, code = children.first_exit()
+            raise CommandError(f"{name} exited with code {code}; stopping everything.")
         except KeyboardInterrupt:
             self.stdout.write("\nStopping ...")
         finally:
             children.stop()
+            for name, process in children.processes.items():
+                self.stdout.write(f"{name} (pid {process.pid}) exited with code {process.returncode}")
             if local:
                 local.stop()
                 self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
+
+    def _start(self, children: Children, name: str, args: list[str]) -> None:
+        process = children.start(name, args, cwd=settings.BASE_DIR)
+        self.stdout.write(f"started {name} (pid {process.pid})")
+        self.stdout.flush()

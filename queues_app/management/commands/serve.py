@@ -21,17 +21,15 @@ from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
 from queues_app.management.arguments import CheckedCommand, int_range
-from queues_app.management.children import Children, start_local_dynamodb, stop_on_sigterm, wait_for_port_to_free
+from queues_app.management.children import (
+    BACKGROUND,
+    Children,
+    start_local_dynamodb,
+    stop_on_sigterm,
+    wait_for_port_to_free,
+)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-# The processes a deployment runs beside the web server (`manage.py` commands).
-BACKGROUND = {
-    "collect_metrics": ["collect_metrics", "--every", "15"],
-    "run_shipment_worker": ["run_shipment_worker"],
-    "run_task_processor": ["run_task_processor"],
-    "escalate_callers": ["escalate_callers", "--every", "5"],
-}
 
 
 def production_env(base: dict[str, str]) -> dict[str, str]:

@@ -1,0 +1,187 @@
+"""`manage.py demo_load` (what `make demo` adds): callers arrive, calls end after their
+handle time and the agents queue again, shipments and tasks come in; DynamoDB trouble
+pauses it longer each time, never a traceback; bad options are refused."""
+
+import io
+import threading
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.roster import Agents
+from queues_app.agents.router import Router
+from queues_app.audit_trail import AuditTrail, target
+from queues_app.ddb import errors
+from queues_app.management.commands import demo_load
+from queues_app.shipments.queue import ShipmentQueue
+from queues_app.tasks.queue import TaskQueue, TaskStatus
+
+
+def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_db):
+    router = Router()
+    every_skill = {name: list(values) for name, values in router.catalog.dimensions}
+    anyone = {name: None for name, _ in router.catalog.dimensions}
+    busy = Agents().create("Ada", every_skill)
+    router.make_available(busy.agent_id)
+    earlier, _ = router.create_call(anyone)  # on a call before the load starts
+    assert earlier.agent_id == busy.agent_id
+    free = Agents().create("Bo", every_skill)
+    router.make_available(free.agent_id)
+
+    out = io.StringIO()
+    call_command(
+        "demo_load",
+        *["--rate", "600", "--handle-seconds", "0.1", "0.3", "--shipment-rate", "600", "--task-rate", "600"],
+        *["--seed", "7", "--max-seconds", "3"],
+        stdout=out,
+    )
+
+    calls = {status: router.calls.with_status(status, limit=1000).items for status in CallStatus.ALL}
+    new = [call for found in calls.values() for call in found if call.call_id != earlier.call_id]
+    assert len(new) >= 2  # callers arrived
+    # A call the load saw assigned ended after its handle time; so did the one it found on.
+    assert [call for call in calls[CallStatus.ENDED] if call.call_id != earlier.call_id]
+    assert router.get_call(earlier.call_id).status == CallStatus.ENDED
+    # Ended through the audited operations, by the demo's system actor.
+    history = AuditTrail().for_target(target("call", earlier.call_id)).entries
+    assert [(e.action, e.actor, e.source) for e in history if e.action == "call.end"] == [
+        ("call.end", "demo load", "system")
+    ]
+    # Released agents queue again (or took the next caller): none left out of work.
+    for agent in Agents().get_many([busy.agent_id, free.agent_id]):
+        assert agent.status in (AgentStatus.QUEUED, AgentStatus.ATTENDING)
+    assert ShipmentQueue().counts().queued >= 1
+    assert TaskQueue().count(TaskStatus.PENDING)[0] >= 1
+    assert "Demo load stopped:" in out.getvalue()
+
+
+class Waits(threading.Event):
+    """Stands in for the stop event: records each wait, returns at once, and stops the
+    load after `Waits.limit` of them."""
+
+    limit = 7
+    seen: list[float] = []
+
+    def wait(self, timeout=None):
+        Waits.seen.append(timeout)
+        if len(Waits.seen) >= Waits.limit:
+            self.set()
+        return self.is_set()
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    Waits.seen = []
+    monkeypatch.setattr("queues_app.management.commands.demo_load.threading.Event", Waits)
+    return Waits.seen
+
+
+def test_without_tables_it_says_so_and_waits_longer_each_time_up_to_30_seconds(moto_empty, waits):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("demo_load", "--max-seconds", "3600", stdout=out, stderr=err)
+    assert waits == [1, 2, 4, 8, 16, 30, 30]
+    lines = err.getvalue().splitlines()
+    assert len(lines) == 7
+    assert lines[0].startswith("demo load: DynamoDB table 'test-callcenter' does not exist")
+    assert lines[0].endswith("; create the tables with `python manage.py dynamo_tables create`; trying again in 1 s")
+    assert lines[-1].endswith("trying again in 30 s")
+    assert "Traceback" not in err.getvalue() + out.getvalue()
+    assert "Demo load stopped: 0 callers" in out.getvalue()
+
+
+def test_the_pause_starts_over_once_dynamodb_answers(moto_db, waits, monkeypatch):
+    outage = errors.Unavailable("DynamoDB request failed: connection refused")
+    script = [outage, outage, 5.0, outage, errors.Throttled("slow down"), 2.5, outage]
+
+    def step(self):
+        result = script.pop(0)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    monkeypatch.setattr(demo_load.Traffic, "step", step)
+    err = io.StringIO()
+    call_command("demo_load", "--max-seconds", "3600", stdout=io.StringIO(), stderr=err)
+    assert waits == [1, 2, 5.0, 1, 2, 2.5, 1]
+    assert "demo load: slow down (endpoint: " in err.getvalue()
+
+
+def test_an_agent_released_elsewhere_is_left_alone(moto_db, waits, monkeypatch):
+    """A supervisor ended the call first: the load's release meets a Conflict, drops the
+    agent and goes on (no pause, nothing on stderr)."""
+    router = Router()
+    every_skill = {name: list(values) for name, values in router.catalog.dimensions}
+    ada = Agents().create("Ada", every_skill)
+    router.make_available(ada.agent_id)
+    call, _ = router.create_call({name: None for name, _ in router.catalog.dimensions})
+    out, err = io.StringIO(), io.StringIO()
+    Waits.limit = 3
+    try:
+        original = demo_load.Traffic._look_for_calls
+
+        def look_then_release_elsewhere(self, now):
+            original(self, now)
+            if ada.agent_id in self.on_call:
+                router.release(ada.agent_id, then="wrap_up")  # the supervisor's release
+                self.on_call[ada.agent_id] = now  # due at once
+
+        monkeypatch.setattr(demo_load.Traffic, "_look_for_calls", look_then_release_elsewhere)
+        call_command(
+            "demo_load",
+            *["--rate", "0.001", "--shipment-rate", "0", "--task-rate", "0", "--max-seconds", "3600", "-v", "2"],
+            stdout=out,
+            stderr=err,
+        )
+    finally:
+        Waits.limit = 7
+    assert f"agent {ada.agent_id} left alone: Ada is not attending a call." in out.getvalue()
+    assert err.getvalue() == ""
+    assert Agents().get(ada.agent_id).status == AgentStatus.WRAP_UP  # not queued by the load
+    assert router.get_call(call.call_id).status == CallStatus.ENDED
+
+
+BAD = [
+    (["--rate", "0"], "argument --rate: expected a number above 0 and at most 6000, got '0'"),
+    (["--rate", "many"], "argument --rate: expected a number above 0"),
+    (["--handle-seconds", "5", "1"], "--handle-seconds 5 1: LOW must not be above HIGH."),
+    (["--handle-seconds", "-1", "3"], "argument --handle-seconds: expected a number of at least 0, got '-1'"),
+    (["--handle-seconds", "1"], "argument --handle-seconds: expected 2 arguments"),
+    (["--shipment-rate", "-1"], "argument --shipment-rate: expected a number from 0 to 6000, got '-1'"),
+    (["--task-rate", "nan"], "argument --task-rate: expected a number from 0 to 6000, got 'nan'"),
+    (["--seed", "abc"], "argument --seed: expected a whole number, got 'abc'"),
+    (["--max-seconds", "0"], "argument --max-seconds: expected a number above 0"),
+]
+
+
+@pytest.mark.parametrize(("args", "reason"), BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_a_bad_option_is_refused_with_its_reason(moto_db, waits, args, reason):
+    # Were the check to go, the run would end at once (one wait) and the test fail.
+    Waits.limit = 1
+    try:
+        with pytest.raises(CommandError) as caught:
+            call_command("demo_load", *args, stdout=io.StringIO(), stderr=io.StringIO())
+    finally:
+        Waits.limit = 7
+    assert reason in str(caught.value)
+    assert waits == []  # refused before anything ran
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"handle_seconds": [3, 1]}, "LOW must not be above HIGH"),
+        ({"handle_seconds": [1]}, "--handle-seconds takes two numbers: LOW HIGH."),
+        ({"handle_seconds": [1, -2]}, "argument --handle-seconds: expected a number of at least 0"),
+        ({"rate": 0}, "argument --rate"),
+    ],
+)
+def test_keyword_options_get_the_same_checks(moto_db, waits, options, reason):
+    Waits.limit = 1
+    try:
+        with pytest.raises(CommandError, match=reason):
+            call_command("demo_load", stdout=io.StringIO(), **options)
+    finally:
+        Waits.limit = 7
+    assert waits == []

@@ -1,0 +1,70 @@
+"""What `run_local` (`make run`, `make demo`) starts beside runserver, and what it does
+when one of them exits: says which, and stops everything."""
+
+import io
+import re
+
+import pytest
+from django.core.management import call_command, load_command_class
+from django.core.management.base import CommandError
+
+from queues_app.ddb.local import free_port
+from queues_app.management import children
+from queues_app.management.commands import run_local, serve
+from queues_app.management.commands.run_local import background
+
+
+def test_make_run_starts_the_escalation_and_the_task_processor_beside_the_collector():
+    assert background() == {
+        "collect_metrics": ["collect_metrics", "--every", "15"],
+        "run_task_processor": ["run_task_processor"],
+        "escalate_callers": ["escalate_callers", "--every", "5"],
+    }
+
+
+def test_the_demo_processes_only_with_their_flags():
+    assert background(demo_worker=True)["run_shipment_worker"] == ["run_shipment_worker", "--fair"]
+    assert "demo_load" not in background(demo_worker=True)
+    assert background(demo_load=True)["demo_load"] == ["demo_load"]
+    assert "run_shipment_worker" not in background(demo_load=True)
+    both = background(demo_worker=True, demo_load=True)
+    assert set(both) == {
+        "collect_metrics",
+        "run_task_processor",
+        "escalate_callers",
+        "run_shipment_worker",
+        "demo_load",
+    }
+
+
+def test_serve_and_run_local_share_one_list():
+    assert serve.BACKGROUND is children.BACKGROUND
+    assert set(background(demo_worker=True)) - {"demo_load"} == set(children.BACKGROUND)
+
+
+@pytest.mark.parametrize("args", list(background(demo_worker=True, demo_load=True).values()), ids=lambda a: a[0])
+def test_each_process_is_a_command_that_takes_its_arguments(args):
+    name, *rest = args
+    parser = load_command_class("queues_app", name).create_parser("manage.py", name)
+    parser.parse_args(rest)  # an unknown option would exit (SystemExit)
+
+
+def test_a_process_that_exits_is_named_and_everything_stops(settings, monkeypatch):
+    settings.DEBUG = True
+    settings.DYNAMODB_ENDPOINT_URL = "http://127.0.0.1:8421"
+    # Nothing prepared, no DynamoDB Local: only the supervision of the children runs.
+    monkeypatch.setattr(run_local, "start_local_dynamodb", lambda *args: None)
+    monkeypatch.setattr(run_local, "call_command", lambda *args, **kwargs: None)
+    monkeypatch.setattr(run_local, "stop_on_sigterm", lambda: None)
+    # A background process that ends at once (manage.py knows no such command: status 1).
+    monkeypatch.setattr(run_local, "background", lambda **flags: {"quitter": ["no_such_command"]})
+    out = io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command("run_local", addrport=f"127.0.0.1:{free_port()}", stdout=out)
+    assert str(caught.value) == "quitter exited with code 1; stopping everything."
+    output = out.getvalue()
+    assert re.search(r"^started quitter \(pid \d+\)$", output, re.M)
+    assert re.search(r"^started server \(pid \d+\)$", output, re.M)
+    # The server was stopped (it runs until stopped otherwise), and each exit is shown.
+    assert re.search(r"^quitter \(pid \d+\) exited with code 1$", output, re.M)
+    assert re.search(r"^server \(pid \d+\) exited with code -?\d+$", output, re.M)
