@@ -9,4 +9,11 @@
       if (note) { note.remove(); }
     }
   });
+  // On a phone the table scrolls inside its card: after an action, scroll the card (and the
+  // page) just enough that the row's new message shows. "nearest" leaves it alone if it does.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var row = event.target;
+    var note = row.querySelector && row.querySelector(".row-note, .row-gone-note");
+    if (note) { note.scrollIntoView({ block: "nearest", inline: "nearest" }); }
+  });
 })();

@@ -1,6 +1,6 @@
 """Actions on a list's rows change the row and the tabs' counts at once, without a reload;
-the message sits in the row and never moves the table (Chromium via Playwright, on
-DynamoDB Local)."""
+the message sits in the row and never moves the table, and on a phone it shows within the
+part of the card in view (Chromium via Playwright, on DynamoDB Local)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from queues_app.agents.roster import Agents
@@ -129,3 +130,59 @@ def test_agent_actions_change_the_row_and_the_status_counts(page, live_server, l
     expect(counts.locator('[data-tab="offline"] .count')).to_have_text("2")
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "agents.png"), full_page=True)
+
+
+PHONE = {"width": 390, "height": 844}
+
+# Where the message is, against what can be seen of it: the card, the table that scrolls
+# inside it (it clips what lies beyond its edges) and the screen.
+BOXES = """note => {
+  const table = note.closest("table"), card = table.closest(".card");
+  const box = e => {
+    const r = e.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+  };
+  const n = box(note), t = box(table), c = box(card);
+  const within = o => n.left >= o.left - 0.5 && n.right <= o.right + 0.5
+    && n.top >= o.top - 0.5 && n.bottom <= o.bottom + 0.5;
+  const screen = {left: 0, top: 0, right: innerWidth, bottom: innerHeight};
+  return {note: n, table: t, card: c, scrolled: table.scrollLeft,
+          seen: within(c) && within(t) && within(screen)};
+}"""
+
+
+@pytest.mark.parametrize(
+    "path, row, button, note, text",
+    [
+        ("/agents/", "tr[data-agent]", "Make available", ".row-note", "is queued"),
+        ("/shipments/", 'tr[data-shipment="s-2"]', "Touch", ".row-note", "moved to the back"),
+        ("/shipments/?view=dlq", 'tr[data-shipment="s-2"]', "Restore", ".row-gone-note", "restored from the DLQ"),
+    ],
+    ids=["agent", "shipment", "dlq"],
+)
+def test_on_a_phone_the_message_shows_in_the_visible_part_of_the_card(
+    page, live_server, local_db, supervisor, path, row, button, note, text
+):
+    Agents().create("Ana Lima", SKILLS)
+    shipments("s-1", "s-2", "s-3", dlq=("s-1", "s-2", "s-3") if "dlq" in path else ())
+    page.set_viewport_size(PHONE)
+    log_in(page, live_server, supervisor)
+    page.goto(f"{live_server.url}{path}")
+    table = page.locator(".list-table")
+    # The actions are the last column: scrolled to them, the row's start is out of sight.
+    scrolled = table.evaluate("t => { t.scrollLeft = t.scrollWidth; return t.scrollLeft; }")
+    assert scrolled > 0  # the table is wider than the phone, or this proves nothing
+    # The table's top within the page (the page itself may scroll to show the row).
+    where = "t => t.getBoundingClientRect().top + window.scrollY"
+    top = table.evaluate(where)
+    target = page.locator(row).first
+    target.get_by_role("button", name=button).click()
+    message = target.locator(note)
+    expect(message).to_contain_text(text)
+    try:
+        page.wait_for_function(f"note => ({BOXES})(note).seen", arg=message.element_handle(), timeout=3000)
+    except PlaywrightTimeout:
+        pytest.fail(f"the message is out of sight: {message.evaluate(BOXES)}")
+    # Nothing else moved to make room for it, and no page is wider than the phone.
+    assert table.evaluate(where) == top
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
