@@ -33,6 +33,7 @@ from queues_app.shipments.records import (
     ShipmentState,
     ShipmentStatus,
     check_priority,
+    queued_shipment,
     ready_sort_key,
     shipment_from_item,
     shipment_to_item,
@@ -104,41 +105,33 @@ class ShipmentQueue(Consuming, Supervising, Listing):
     ) -> Shipment:
         """Create a shipment ready to ship and queued (visible after `delay_seconds`), in
         one PutItem: what the API's enqueue does."""
-        check_priority(priority)
-        if not isinstance(data, dict):
-            raise errors.InvalidRequest("Shipment data must be a map of fields.")
-        moment = self.clock()
-        stamp = to_iso(moment)
-        shipment = Shipment(
-            shipment_id=shipment_id or uuid.uuid4().hex[:16],
-            data=data,
-            status=ShipmentStatus.READY_TO_SHIP,
+        shipment = queued_shipment(
+            data,
+            moment=self.clock(),
             priority=priority,
-            queue=queue,
-            created_at=stamp,
-            updated_at=stamp,
             tenant=tenant,
+            queue=queue,
+            delay_seconds=delay_seconds,
+            shipment_id=shipment_id,
             trace_id=trace_id,
-            enqueued_at=stamp,
-            first_enqueued_at=stamp,
         )
-        if delay_seconds and delay_seconds > 0:
-            shipment.visible_at = to_iso(moment + timedelta(seconds=delay_seconds))
-            shipment.invisible_sk = timed_sort_key(shipment.visible_at, shipment.shipment_id)
-        else:
-            shipment.ready_sk = ready_sort_key(priority, stamp, shipment.shipment_id)
         self._put_new(shipment)
         counters.note(self.db, queue, "enqueued")
         return shipment
 
+    def put_new_action(self, shipment: Shipment) -> dict:
+        """The Put of a new shipment, for a transaction that writes it with other items."""
+        return {
+            "Put": {
+                "TableName": self.table,
+                "Item": marshal(shipment_to_item(shipment)),
+                "ConditionExpression": "attribute_not_exists(id)",
+            }
+        }
+
     def _put_new(self, shipment: Shipment) -> None:
         try:
-            self.db.call(
-                "put_item",
-                TableName=self.table,
-                Item=marshal(shipment_to_item(shipment)),
-                ConditionExpression="attribute_not_exists(id)",
-            )
+            self.db.call("put_item", **self.put_new_action(shipment)["Put"])
         except errors.Conflict as exc:
             raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
 

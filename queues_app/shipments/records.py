@@ -7,11 +7,12 @@ The index layout is explained in docs/architecture.md.
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from queues_app.ddb import errors
-from queues_app.ddb.clock import from_iso
+from queues_app.ddb.clock import from_iso, to_iso
 
 DEFAULT_QUEUE = "live"
 SPILLOVER_QUEUE = "spillover"  # sidelined work, taken only when the live queue is caught up
@@ -153,10 +154,10 @@ class RetryPolicy:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     @classmethod
-    def from_settings(cls) -> RetryPolicy:
+    def from_settings(cls, name: str = "SWITCHBOARD_SHIPMENT_RETRY") -> RetryPolicy:
         from django.conf import settings
 
-        config = getattr(settings, "SWITCHBOARD_SHIPMENT_RETRY", {}) or {}
+        config = getattr(settings, name, {}) or {}
         return cls(
             max_receives=int(config.get("max_receives", 5)),
             backoff_base_seconds=float(config.get("backoff_base_seconds", 2.0)),
@@ -177,6 +178,43 @@ class Counts:
 class RestoreReport:
     restored: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def queued_shipment(
+    data: dict,
+    *,
+    moment: datetime,
+    priority: int = 0,
+    tenant: str | None = None,
+    queue: str = DEFAULT_QUEUE,
+    delay_seconds: float = 0,
+    shipment_id: str | None = None,
+    trace_id: str | None = None,
+) -> Shipment:
+    """A new shipment, ready to ship and queued at `moment` (visible after `delay_seconds`)."""
+    check_priority(priority)
+    if not isinstance(data, dict):
+        raise errors.InvalidRequest("Shipment data must be a map of fields.")
+    stamp = to_iso(moment)
+    shipment = Shipment(
+        shipment_id=shipment_id or uuid.uuid4().hex[:16],
+        data=data,
+        status=ShipmentStatus.READY_TO_SHIP,
+        priority=priority,
+        queue=queue,
+        created_at=stamp,
+        updated_at=stamp,
+        tenant=tenant,
+        trace_id=trace_id,
+        enqueued_at=stamp,
+        first_enqueued_at=stamp,
+    )
+    if delay_seconds and delay_seconds > 0:
+        shipment.visible_at = to_iso(moment + timedelta(seconds=delay_seconds))
+        shipment.invisible_sk = timed_sort_key(shipment.visible_at, shipment.shipment_id)
+    else:
+        shipment.ready_sk = ready_sort_key(priority, stamp, shipment.shipment_id)
+    return shipment
 
 
 def check_priority(priority) -> None:

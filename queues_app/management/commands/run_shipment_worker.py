@@ -1,5 +1,6 @@
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import fields
 
 from django.core.management.base import CommandError
@@ -17,8 +18,8 @@ from queues_app.management.arguments import (
 from queues_app.management.outcomes import require_tables
 from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.shipments.fairness import FairConsumer
-from queues_app.shipments.queue import DEFAULT_QUEUE
-from queues_app.shipments.worker import ShipmentWorker, WorkerStats, demo_handler
+from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
+from queues_app.shipments.worker import Handler, ShipmentWorker, WorkerStats, demo_handler
 
 MAX_VISIBILITY = 12 * 3600  # as SQS: a lease may run twelve hours at most
 MAX_CONCURRENCY = 64
@@ -85,6 +86,38 @@ class Command(CheckedCommand):
             raise CommandError("--fair takes the live queue and then the spillover queue: leave out --queue.")
         queue = queue or DEFAULT_QUEUE
         shipments = RecordedShipmentQueue()  # dead-lettered shipments go on their history
+        where = "live, then spillover" if fair else repr(queue)
+        self.consume(
+            shipments,
+            lambda: demo_handler(fail_share=fail_share, work_seconds=work_seconds),
+            queue=queue,
+            fair=fair,
+            visibility=visibility,
+            grace=grace,
+            max=max,
+            until_empty=until_empty,
+            concurrency=concurrency,
+            liveness=Heartbeat(SHIPMENT_WORKER, shipments.db),
+            title=f"Shipment worker on queue {where}",
+        )
+
+    def consume(
+        self,
+        shipments: ShipmentQueue,
+        handler: Callable[[], Handler],
+        *,
+        queue: str,
+        visibility: float,
+        grace: float,
+        max: int | None,
+        until_empty: bool,
+        concurrency: int,
+        liveness: Heartbeat,
+        title: str,
+        fair: bool = False,
+    ) -> WorkerStats:
+        """Run `concurrency` workers with a handler each until stopped (SIGTERM, Ctrl-C,
+        --max, --until-empty); one liveness heartbeat for the process."""
         if until_empty:
             require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
         # --max is shared: each thread takes its part (no thread when there is none left).
@@ -93,12 +126,10 @@ class Command(CheckedCommand):
             if max is None
             else [max // concurrency + (i < max % concurrency) for i in range(concurrency)]
         )
-        # One heartbeat for the process, however many threads: their counts add up.
-        liveness = Heartbeat(SHIPMENT_WORKER, shipments.db)
         workers = [
             ShipmentWorker(
                 shipments,  # one client per process: boto3 clients are thread-safe
-                demo_handler(fail_share=fail_share, work_seconds=work_seconds),
+                handler(),
                 queue_name=queue,
                 visibility_timeout=visibility,
                 grace_seconds=grace,
@@ -114,9 +145,8 @@ class Command(CheckedCommand):
                 worker.stop()
 
         previous = {signum: signal.signal(signum, stop_all) for signum in (signal.SIGTERM, signal.SIGINT)}
-        where = "live, then spillover" if fair else repr(queue)
         threads = f", {len(workers)} at once" if concurrency > 1 else ""
-        self.stdout.write(f"Shipment worker on queue {where} (lease {visibility:g}s{threads}); stop with SIGTERM.")
+        self.stdout.write(f"{title} (lease {visibility:g}s{threads}); stop with SIGTERM.")
         try:
             if len(workers) == 1:
                 stats = workers[0].run(max_shipments=max, stop_when_empty=until_empty)
@@ -124,12 +154,13 @@ class Command(CheckedCommand):
                 stats = self._run_threads(workers, [s for s in shares if s != 0], until_empty, stop_all)
         finally:
             liveness.stopped()
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            for signum, handler_ in previous.items():
+                signal.signal(signum, handler_)
         self.stdout.write(
             f"Stopped: {stats.completed} completed, {stats.failed} failed, {stats.released} given back, "
             f"{stats.lost_leases} lost leases, {stats.heartbeats} heartbeats."
         )
+        return stats
 
     @staticmethod
     def _run_threads(workers, shares, until_empty, stop_all) -> WorkerStats:
