@@ -316,6 +316,21 @@ class Switchboard:
         """The shipment with its state, `receive_count` and `failures` (time and reason)."""
         return self._request("GET", f"shipments/{_segment(shipment_id)}")
 
+    # --- callbacks ------------------------------------------------------------------
+
+    def get_callback(self) -> dict:
+        """Where this token's call events go (`url` None: nowhere)."""
+        return self._request("GET", "callback")
+
+    def set_callback(self, url: str, secret: str | None = None) -> dict:
+        """Send this token's call events to `url` from now on; the answer holds the secret
+        that signs them (made up when none is given). Setting it again is harmless."""
+        body: dict[str, Any] = {"url": url} if secret is None else {"url": url, "secret": secret}
+        return self._request("PUT", "callback", json=body)
+
+    def remove_callback(self) -> dict:
+        return self._request("DELETE", "callback")
+
     # --- requests -------------------------------------------------------------------
 
     def _pages(self, fetch: Callable[[str | None], dict], key: str) -> Iterator[dict]:

@@ -260,6 +260,18 @@ SWITCHBOARD_SHIPMENT_RETRY = {
     "backoff_max_seconds": env.float("SHIPMENT_BACKOFF_MAX_SECONDS", default=300.0),
 }
 
+# Call events for API tokens with a callback (docs/callbacks.md): written to an outbox in
+# the same transaction as the change (this hook), delivered by `run_webhook_worker` with
+# these attempts and backoff before the event goes to the callbacks queue's DLQ.
+SWITCHBOARD_CALL_EVENTS = "queues_app.callbacks.events.outbox"
+SWITCHBOARD_CALLBACK_RETRY = {
+    "max_receives": env.int("CALLBACK_MAX_ATTEMPTS", default=10),
+    "backoff_base_seconds": env.float("CALLBACK_BACKOFF_BASE_SECONDS", default=2.0),
+    "backoff_max_seconds": env.float("CALLBACK_BACKOFF_MAX_SECONDS", default=600.0),
+}
+# Callback URLs must use https, unless this is on (local development and tests).
+SWITCHBOARD_CALLBACK_ALLOW_HTTP = env.bool("CALLBACK_ALLOW_HTTP", default=DEBUG)
+
 # Tasks: unprocessed work is shed after this long; finished tasks are kept this long.
 SWITCHBOARD_TASK_EXPIRY = {
     "pending_seconds": env.float("TASK_PENDING_EXPIRY_SECONDS", default=300.0),

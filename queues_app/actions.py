@@ -408,11 +408,17 @@ class Operations:
     # --- calls ----------------------------------------------------------------------
 
     def create_call(
-        self, preferences: dict, *, priority: int = 0, order: str | None = None, idempotency_key: str | None = None
+        self,
+        preferences: dict,
+        *,
+        priority: int = 0,
+        order: str | None = None,
+        idempotency_key: str | None = None,
+        callback: str | None = None,
     ) -> tuple[Call, bool]:
         BackpressureGate(self.db).check(counters.CALLS)
         call, created = self.router.create_call(
-            preferences, priority=priority, order=order, idempotency_key=idempotency_key
+            preferences, priority=priority, order=order, idempotency_key=idempotency_key, callback=callback
         )
         if created and call.agent_id:
             summary = f"new call, assigned to {call.agent_name} after waiting {_waited(call)}"

@@ -39,12 +39,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
     """Tokens are created with `manage.py create_api_token` (the only time the raw token
     is shown); here they are listed and revoked. The hash is never displayed."""
 
-    list_display = ("name", "user", "prefix", "created", "expires_at", "last_used_at", "revoked")
+    list_display = ("name", "user", "prefix", "created", "expires_at", "last_used_at", "revoked", "callback_url")
     list_filter = ("revoked",)
     search_fields = ("name", "prefix", "user__username")
-    fields = ("name", "user", "prefix", "created", "expires_at", "last_used_at", "revoked")
+    # The callback is the token holder's to set (PUT /api/callback); its secret is never shown.
+    fields = ("name", "user", "prefix", "created", "expires_at", "last_used_at", "revoked", "callback_url")
     # Revoking is final (a revoked token may have leaked): only the action sets it.
-    readonly_fields = ("user", "prefix", "created", "expires_at", "last_used_at", "revoked")
+    readonly_fields = ("user", "prefix", "created", "expires_at", "last_used_at", "revoked", "callback_url")
     actions = ("revoke",)
 
     def has_add_permission(self, request):

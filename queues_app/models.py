@@ -54,6 +54,11 @@ class ApiToken(models.Model):
         null=True, blank=True, help_text="From this moment the token is refused; empty: it does not expire."
     )
 
+    # Where call events of the calls this token created are POSTed (docs/callbacks.md),
+    # signed with the secret; the secret is kept as given, since signing needs it.
+    callback_url = models.URLField(max_length=500, blank=True, help_text="Where call events are sent; empty: none.")
+    callback_secret = models.CharField(max_length=200, blank=True, editable=False)
+
     objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
@@ -94,6 +99,17 @@ class ApiToken(models.Model):
         if not raw:
             return None
         return cls.objects.expired().filter(key_hash=hash_token(raw)).first()
+
+    def set_callback(self, url: str, secret: str | None = None) -> str:
+        """Register the callback (a new secret when none is given); returns the secret."""
+        self.callback_url = url
+        self.callback_secret = secret or "whsec_" + secrets.token_urlsafe(32)
+        self.save(update_fields=["callback_url", "callback_secret"])
+        return self.callback_secret
+
+    def clear_callback(self) -> None:
+        self.callback_url, self.callback_secret = "", ""
+        self.save(update_fields=["callback_url", "callback_secret"])
 
     def touch(self, moment=None) -> None:
         """Record use, at most once per LAST_USED_RESOLUTION, without saving other fields."""

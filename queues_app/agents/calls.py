@@ -16,6 +16,9 @@ from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 
 ENDED_CALL_RETENTION = timedelta(days=30)
 
+# The events a call's listener hears of (see CallCenterTable.event_actions).
+ASSIGNED, ABANDONED, RELAXED = "call.assigned", "call.abandoned", "call.relaxed"
+
 
 class CallExists(Exception):
     """The call item exists already (an idempotent retry won the race)."""
@@ -45,6 +48,7 @@ def call_to_item(call: Call) -> dict:
         "wait_sk": call.wait_sk,
         "relaxed": call.relaxed,
         "why": call.why,
+        "callback": call.callback,
     }
 
 
@@ -66,6 +70,7 @@ def call_from_item(item: dict) -> Call:
         wait_sk=item.get("wait_sk"),
         relaxed=list(item.get("relaxed") or []),
         why=list(item.get("why") or []),
+        callback=item.get("callback"),
     )
 
 
@@ -165,7 +170,8 @@ class Calls:
                         "Item": marshal(call_to_item(assigned)),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
-                }
+                },
+                *self.table.event_actions(ASSIGNED, assigned),
             ]
         assigned.version = call.version + 1
         return [
@@ -186,4 +192,5 @@ class Calls:
                 condition="#status = :waiting AND version = :version",
             ),
             *self.table.leave_line_actions(call),
+            *self.table.event_actions(ASSIGNED, assigned),
         ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from queues_app.agents import keys
-from queues_app.agents.calls import Calls
+from queues_app.agents.calls import RELAXED, Calls
 from queues_app.agents.matching import Matcher
 from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.skills import ANY
@@ -133,6 +133,7 @@ class Escalator:
                     *self.table.leave_line_actions(call),
                     {"Put": {"TableName": self.table.name, "Item": marshal(new_place)}},
                     self.table.count_update(self.table.wanted(preferences), +1),
+                    *self.table.event_actions(RELAXED, relaxed),
                 ]
             )
         except errors.TransactionCancelled:

@@ -79,6 +79,7 @@ class Call:
     wait_sk: str | None = None
     relaxed: list[dict] = field(default_factory=list)  # [{"dimension", "from", "at"}]
     why: list[dict] = field(default_factory=list)  # candidates considered at assignment
+    callback: str | None = None  # the API token whose callback hears of this call's changes
 
     @property
     def waited_seconds(self) -> float | None:

@@ -10,7 +10,13 @@ from collections.abc import Callable
 from datetime import datetime
 
 from queues_app.agents import keys
-from queues_app.agents.calls import ENDED_CALL_RETENTION, CallExists, Calls, call_id_for_idempotency_key
+from queues_app.agents.calls import (
+    ABANDONED,
+    ENDED_CALL_RETENTION,
+    CallExists,
+    Calls,
+    call_id_for_idempotency_key,
+)
 from queues_app.agents.escalation import EscalationPolicy, Escalator
 from queues_app.agents.matching import Matcher
 from queues_app.agents.queues import list_queues
@@ -18,7 +24,7 @@ from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, Queu
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog, validate_preferences
 from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable, agent_changed
+from queues_app.agents.writes import CallCenterTable, CallEvents, agent_changed, events_from_settings
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
@@ -52,6 +58,7 @@ class Router:
         max_rounds: int = 6,
         escalation: EscalationPolicy | None = None,
         clock: Callable[[], datetime] = now,
+        events: CallEvents | None = None,
     ):
         self.db = db or default()
         self.catalog = catalog or SkillCatalog.from_settings()
@@ -61,7 +68,7 @@ class Router:
             default_order = getattr(settings, "SWITCHBOARD_AGENT_ORDER", QueueOrder.FIFO)
         self.default_order = default_order
         self.clock = clock
-        self.writes = CallCenterTable(self.db, self.catalog, clock)
+        self.writes = CallCenterTable(self.db, self.catalog, clock, events or events_from_settings(self.db))
         self.agents = Agents(self.db, self.catalog)
         self.calls = Calls(self.writes)
         self.line = WaitingLine(self.writes)
@@ -238,11 +245,13 @@ class Router:
         order: str | None = None,
         call_id: str | None = None,
         idempotency_key: str | None = None,
+        callback: str | None = None,
     ) -> tuple[Call, bool]:
         """Assign the caller at once or make them wait. Returns (call, created).
 
         With an idempotency key, a retried request returns the first request's call
-        (created False) instead of making a second one.
+        (created False) instead of making a second one. With `callback` (an API token's
+        id), the token's callback hears when the call is assigned, abandoned or relaxed.
         """
         preferences = validate_preferences(self.catalog, preferences)
         if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
@@ -262,6 +271,7 @@ class Router:
             priority=priority,
             order=order,
             arrived_at=to_iso(self.clock()),
+            callback=callback,
         )
         try:
             counters.note(self.db, counters.CALLS, "enqueued")
@@ -289,6 +299,9 @@ class Router:
                 raise errors.Conflict(_not_waiting(call), current={"status": call.status, "agent_id": call.agent_id})
             moment = self.clock()
             stamp = to_iso(moment)
+            after = dataclasses.replace(
+                call, status=CallStatus.ABANDONED, ended_at=stamp, version=call.version + 1, wait_sk=None
+            )
             try:
                 self.writes.transact(
                     [
@@ -307,13 +320,13 @@ class Router:
                             condition="#status = :waiting AND version = :version",
                         ),
                         *self.writes.leave_line_actions(call),
+                        *self.writes.event_actions(ABANDONED, after),
                     ]
                 )
             except errors.TransactionCancelled:
                 continue  # assigned, relaxed or abandoned meanwhile: look again
-            call.status, call.ended_at, call.version, call.wait_sk = CallStatus.ABANDONED, stamp, call.version + 1, None
             counters.note(self.db, counters.CALLS, "abandoned")
-            return call
+            return after
         raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
 
     def get_call(self, call_id: str) -> Call:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from django.conf import settings
+from django.utils.module_loading import import_string
+
 from queues_app.agents import keys
 from queues_app.agents.records import Agent, AgentStatus, Call
 from queues_app.agents.skills import SkillCatalog
@@ -12,13 +15,39 @@ from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal
 
+# What a change of a call also writes, in the same transaction, for whoever listens to
+# the call (the event's type, the call as it is after the change, the time): the actions
+# of an outbox item. Set by SWITCHBOARD_CALL_EVENTS (a dotted path), so the call center
+# does not depend on where the outbox lives.
+CallEvents = Callable[[str, Call, datetime], list[dict]]
+
+
+def events_from_settings(db: Dynamo) -> CallEvents | None:
+    path = getattr(settings, "SWITCHBOARD_CALL_EVENTS", None)
+    return import_string(path)(db) if path else None
+
 
 class CallCenterTable:
     """The callcenter table as the call center's services share it: the client, the
-    skill catalog, the clock, and builders of conditional transaction actions."""
+    skill catalog, the clock, builders of conditional transaction actions, and the
+    outbox of call events."""
 
-    def __init__(self, db: Dynamo, catalog: SkillCatalog, clock: Callable[[], datetime]):
+    def __init__(
+        self,
+        db: Dynamo,
+        catalog: SkillCatalog,
+        clock: Callable[[], datetime],
+        events: CallEvents | None = None,
+    ):
         self.db, self.catalog, self.clock = db, catalog, clock
+        self.events = events
+
+    def event_actions(self, kind: str, call: Call) -> list[dict]:
+        """The outbox item telling the call's listener about this change (`call` as it is
+        after it), to write in the change's own transaction; none when nobody listens."""
+        if not call.callback or self.events is None:
+            return []
+        return self.events(kind, call, self.clock())
 
     @property
     def name(self) -> str:

@@ -153,6 +153,45 @@ class ReleaseIn(InputSchema):
     PROBLEMS: ClassVar[dict[str, str]] = {"then": "must be one of queue, wrap_up, offline"}
 
 
+class CallbackIn(InputSchema):
+    """Where this token's call events go, and the secret that signs them."""
+
+    url: str = Field(
+        min_length=1,
+        max_length=500,
+        description="An absolute `https://` URL (`http://` too where `CALLBACK_ALLOW_HTTP` is on, as in "
+        "local development). Events are POSTed to it as JSON.",
+        examples=["https://phones.example.com/switchboard/events"],
+    )
+    secret: str | None = Field(
+        None,
+        min_length=16,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="16 to 200 printable characters without spaces; leave out to get a new random one.",
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "url": "must be an absolute https:// URL of at most 500 characters",
+        "secret": "must be 16 to 200 printable characters without spaces",
+    }
+
+    @field_validator("url")
+    @classmethod
+    def _callback_url(cls, url: str) -> str:
+        from django.conf import settings
+        from django.core.exceptions import ValidationError
+        from django.core.validators import URLValidator
+
+        schemes = ["https", "http"] if settings.SWITCHBOARD_CALLBACK_ALLOW_HTTP else ["https"]
+        try:
+            URLValidator(schemes=schemes)(url)
+        except ValidationError as exc:
+            problem = f"must be an absolute {' or '.join(s + '://' for s in schemes)} URL"
+            raise PydanticCustomError("url", "{message}", {"problems": {"url": problem}, "message": problem}) from exc
+        return url
+
+
 class NothingIn(InputSchema):
     """No fields: an empty body, `{}` or no body at all."""
 
@@ -242,6 +281,25 @@ class AgentsPageOut(Schema):
 class CallsPageOut(Schema):
     calls: list[CallOut]
     next_cursor: str | None = Field(description="Send as `cursor` for the next page; null on the last page.")
+
+
+class CallbackOut(Schema):
+    url: str | None = Field(description="Where this token's call events are POSTed; null: nowhere.")
+    events: list[str] = Field(description="The event types sent: `call.assigned`, `call.abandoned`, `call.relaxed`.")
+
+
+class CallbackSetOut(CallbackOut):
+    secret: str = Field(description="Signs every event (HMAC-SHA256); keep it, it is not shown again.")
+
+
+class CallEventOut(Schema):
+    """What a token's callback URL receives (POST, JSON), signed: `Switchboard-Signature:
+    v1=<hex>` is HMAC-SHA256 of `<Switchboard-Timestamp>.<body>` with the secret."""
+
+    id: str = Field(description="The event's id: the same on every delivery of this event (drop repeats by it).")
+    type: Literal["call.assigned", "call.abandoned", "call.relaxed"]
+    created_at: str = Field(description="When the change happened (ISO 8601, UTC).")
+    call: CallOut = Field(description="The call right after the change, as `GET /api/calls/{call_id}` shows it.")
 
 
 class FailureOut(Schema):

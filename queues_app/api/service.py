@@ -38,8 +38,9 @@ from queues_app.api.problems import (
     too_large,
     unsupported_media_type,
 )
-from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, InputSchema
+from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, CallEventOut, InputSchema
 from queues_app.api.views import endpoints
+from queues_app.callbacks.signing import EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from queues_app.ddb.errors import DynamoError
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,10 @@ Every request needs `Authorization: Bearer <token>` (`python manage.py create_ap
 Bodies are `application/json` (415 otherwise). Every refusal is JSON: `{"error",
 "message", "hint", "fields"}`; `fields` names each bad input field. Send
 `Idempotency-Key` when creating, and the same key when retrying.
+
+Instead of polling waiting calls, register a callback (`PUT /api/callback`): the calls
+the token creates then POST `call.assigned`, `call.abandoned` and `call.relaxed` events
+to it, signed (the `callEvent` webhook below; docs/callbacks.md).
 """
 
 
@@ -276,4 +281,39 @@ def openapi_document(path_prefix: str) -> dict:
     schema = dict(api.get_openapi_schema(path_prefix=path_prefix))
     if not schema.get("servers"):
         schema.pop("servers", None)
+    schema["webhooks"] = callback_webhooks(schema.setdefault("components", {}).setdefault("schemas", {}))
     return schema
+
+
+def callback_webhooks(components: dict) -> dict:
+    """The callback's request (OpenAPI 3.1 `webhooks`): what Switchboard POSTs to a
+    token's callback URL; its schemas join `components`."""
+    event = CallEventOut.model_json_schema(ref_template="#/components/schemas/{model}")
+    components.update(event.pop("$defs", {}))
+    components["CallEventOut"] = event
+    header = {"required": True, "schema": {"type": "string"}}
+    return {
+        "callEvent": {
+            "post": {
+                "summary": "A call of this token was assigned, abandoned or had its preferences relaxed",
+                "description": "Sent to the URL registered with `PUT /api/callback`, at least once: retried "
+                "with backoff until a 2xx answer (5 s timeout), then dead-lettered. docs/callbacks.md shows "
+                "how to check the signature.",
+                "parameters": [
+                    {"in": "header", "name": EVENT_HEADER, "description": "The event's id.", **header},
+                    {"in": "header", "name": TIMESTAMP_HEADER, "description": "Unix seconds, signed.", **header},
+                    {
+                        "in": "header",
+                        "name": SIGNATURE_HEADER,
+                        "description": "`v1=` and the hex HMAC-SHA256 of `<timestamp>.<body>` with the secret.",
+                        **header,
+                    },
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CallEventOut"}}},
+                },
+                "responses": {"2XX": {"description": "Received; any other answer is retried."}},
+            }
+        }
+    }

@@ -25,6 +25,9 @@ from queues_app.api.schemas import (
     AgentOut,
     AgentsPageOut,
     AgentStatusName,
+    CallbackIn,
+    CallbackOut,
+    CallbackSetOut,
     CallIn,
     CallListName,
     CallOut,
@@ -41,8 +44,9 @@ from queues_app.api.schemas import (
     ShipmentIn,
     ShipmentOut,
 )
-from queues_app.api.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
+from queues_app.callbacks.events import EVENT_TYPES
 from queues_app.ddb.errors import Conflict, NotFound
+from queues_app.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
 from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
 
 log = logging.getLogger(__name__)
@@ -191,8 +195,13 @@ def create_call(
             response["Location"] = f"/api/calls/{existing.call_id}"
             response["Idempotent-Replayed"] = "true"
             return Status(200, call_to_json(existing))
+    token = request.api_token  # type: ignore[attr-defined]  # set by BearerToken
     call, created = api_operations(request).create_call(
-        payload.preferences, priority=payload.priority, order=payload.order, idempotency_key=scoped_key
+        payload.preferences,
+        priority=payload.priority,
+        order=payload.order,
+        idempotency_key=scoped_key,
+        callback=str(token.pk) if token.callback_url else None,
     )
     if created:
         note_change(request, "call.create", call.call_id, call.status)
@@ -248,6 +257,58 @@ def abandon_call(request: HttpRequest, call_id: ItemId, payload: NothingIn | Non
     call = api_operations(request).abandon_call(call_id)
     note_change(request, "call.abandon", call_id, f"abandoned after {call.waited_seconds or 0:.0f} s")
     return call_to_json(call)
+
+
+# --- the token's callback ----------------------------------------------------------------
+
+
+def callback_json(token) -> dict:
+    return {"url": token.callback_url or None, "events": list(EVENT_TYPES)}
+
+
+@endpoints.get(
+    "callback",
+    url_name="api-callback",
+    operation_id="getCallback",
+    summary="Read this token's callback",
+    **answers({200: (CallbackOut, "The callback URL (null: none) and the events sent to it.", ())}, *READS),
+)
+def callback_detail(request: HttpRequest):
+    """Where this token's call events go. The secret is shown only when it is set."""
+    return callback_json(request.api_token)  # type: ignore[attr-defined]
+
+
+@endpoints.put(
+    "callback",
+    url_name="api-callback",
+    operation_id="setCallback",
+    summary="Register this token's callback",
+    **answers({200: (CallbackSetOut, "The callback, with the secret that signs its events.", ())}, *CHANGES),
+)
+def set_callback(request: HttpRequest, payload: CallbackIn):
+    """From now on, calls this token creates send their events (`call.assigned`,
+    `call.abandoned`, `call.relaxed`) to `url`, signed with the secret (given, or made up
+    and shown once here). docs/callbacks.md shows how to check a signature."""
+    token = request.api_token  # type: ignore[attr-defined]
+    secret = token.set_callback(payload.url, payload.secret)
+    note_change(request, "callback.set", str(token.pk), payload.url)
+    return {**callback_json(token), "secret": secret}
+
+
+@endpoints.delete(
+    "callback",
+    url_name="api-callback",
+    operation_id="removeCallback",
+    summary="Remove this token's callback",
+    **answers({200: (CallbackOut, "No callback any more: events not yet delivered go to the DLQ.", ())}, *CHANGES),
+)
+def remove_callback(request: HttpRequest):
+    """No more events for this token's calls; those not yet delivered fail and end in the
+    callbacks queue's DLQ, from where a supervisor may restore them once a callback is set."""
+    token = request.api_token  # type: ignore[attr-defined]
+    token.clear_callback()
+    note_change(request, "callback.remove", str(token.pk), "removed")
+    return callback_json(token)
 
 
 # --- shipments ------------------------------------------------------------------------

@@ -24,6 +24,7 @@ ROLE_DESCRIPTIONS: dict[str, str] = {
     "task-processor": "run_task_processor: its lease, the tasks' stream, the sweeper",
     "collector": "collect_metrics",
     "escalator": "escalate_callers: relaxes waiting callers' preferences and runs the matcher",
+    "callback-worker": "run_webhook_worker: delivers call events to the API tokens' callbacks",
     "admin-setup": "dynamo_tables create, describe and delete (one-off setup, by an administrator)",
 }
 ROLES: tuple[str, ...] = tuple(ROLE_DESCRIPTIONS)
@@ -54,6 +55,10 @@ _COUNTERS = _table("metrics", "UpdateItem")  # every process adds its counts eve
 _DESCRIBE = "DescribeTable DescribeTimeToLive"
 # What the queues do on their own (dead-lettering, shedding, escalation) goes on the audit trail.
 _SYSTEM_EVENTS = _table("audit", "PutItem")
+# A change of a call whose token has a callback puts the event in the callbacks queue.
+_CALL_EVENTS = _table("shipments", "PutItem")
+# Consuming a shipment queue: receive, heartbeat, complete, fail (to the DLQ on its history).
+_CONSUMING = _table("shipments", "GetItem UpdateItem DescribeTable", indexes={"ready": "Query", "invisible": "Query"})
 
 GRANTS: dict[str, frozenset[Access]] = {
     "web": _role(
@@ -76,11 +81,8 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table("metrics", f"Query UpdateItem {_DESCRIBE}"),
         {Access("dynamodb:ListTables", None)},  # the system page's check: which tables exist
     ),
-    "shipment-worker": _role(
-        _table("shipments", "GetItem UpdateItem DescribeTable", indexes={"ready": "Query", "invisible": "Query"}),
-        _COUNTERS,
-        _SYSTEM_EVENTS,
-    ),
+    "shipment-worker": _role(_CONSUMING, _COUNTERS, _SYSTEM_EVENTS),
+    "callback-worker": _role(_CONSUMING, _COUNTERS, _SYSTEM_EVENTS),
     "task-processor": _role(
         _table(
             "tasks",
@@ -107,6 +109,7 @@ GRANTS: dict[str, frozenset[Access]] = {
             "GetItem Query PutItem UpdateItem DeleteItem",
             indexes={"waiting_to_relax": "Query"},
         ),
+        _CALL_EVENTS,
         _COUNTERS,
         _SYSTEM_EVENTS,
     ),

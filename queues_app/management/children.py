@@ -30,6 +30,7 @@ BACKGROUND: dict[str, list[str]] = {
     SHIPMENT_WORKER: [SHIPMENT_WORKER],
     "run_task_processor": ["run_task_processor"],
     "escalate_callers": ["escalate_callers", "--every", "5"],
+    "run_webhook_worker": ["run_webhook_worker"],  # the API tokens' callbacks
 }
 
 

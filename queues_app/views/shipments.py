@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from queues_app.audit_trail import AuditTrail, target
+from queues_app.callbacks.events import CALLBACK_QUEUE
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import (
@@ -66,14 +67,15 @@ def _filters(query) -> tuple[ShipmentFilter, str]:
     return filters, urlencode(kept)
 
 
+QUEUES = (DEFAULT_QUEUE, SPILLOVER_QUEUE, CALLBACK_QUEUE)
+
+
 def _tabs(service: ShipmentQueue, queue: str) -> dict:
-    """The tabs' figures: each list of this queue, and the other queue (live or spillover)
-    beside them. Five COUNT queries, each stopping at its cap."""
-    other = SPILLOVER_QUEUE if queue != SPILLOVER_QUEUE else DEFAULT_QUEUE
+    """The tabs' figures: each list of this queue, and the other queues (live, spillover,
+    the callbacks' events) beside them. Six COUNT queries, each stopping at its cap."""
     return {
         "counts": service.counts(queue),
-        "other_queue": other,
-        "other_count": service.count_queued(other),
+        "other_queues": [(other, service.count_queued(other)) for other in QUEUES if other != queue],
         "views": {k: v[0] for k, v in LISTS.items()},
     }
 

@@ -97,7 +97,15 @@ def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local
         log.close()
     output = (tmp_path / "run_local.log").read_text()
     assert "DynamoDB Local stopped" in output
-    names = ("collect_metrics", "run_task_processor", "escalate_callers", "run_shipment_worker", "demo_load", "server")
+    names = (
+        "collect_metrics",
+        "run_task_processor",
+        "escalate_callers",
+        "run_shipment_worker",
+        "demo_load",
+        "run_webhook_worker",
+        "server",
+    )
     for name in names:
         assert re.search(rf"^started {name} \(pid \d+\)$", output, re.M), output
     # The demo load stops on SIGTERM by itself (not killed after the timeout).

@@ -16,7 +16,14 @@ from pathlib import Path
 from queues_app.ddb.local import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-CHILDREN = ("gunicorn", "collect_metrics", "run_shipment_worker", "run_task_processor", "escalate_callers")
+CHILDREN = (
+    "gunicorn",
+    "collect_metrics",
+    "run_shipment_worker",
+    "run_task_processor",
+    "escalate_callers",
+    "run_webhook_worker",
+)
 
 
 def fetch(url, headers=None):

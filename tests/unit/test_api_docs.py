@@ -22,6 +22,9 @@ OPERATIONS = {
     ("get", "/api/queues"),
     ("post", "/api/shipments"),
     ("get", "/api/shipments/{shipment_id}"),
+    ("get", "/api/callback"),
+    ("put", "/api/callback"),
+    ("delete", "/api/callback"),
 }
 
 

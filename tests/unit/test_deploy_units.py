@@ -22,6 +22,7 @@ def test_there_is_a_unit_for_the_web_and_each_background_process():
         "switchboard-task-processor",
         "switchboard-collector",
         "switchboard-escalator",
+        "switchboard-callback-worker",
     }
 
 

@@ -39,6 +39,7 @@ from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
+from tests.receiver import Receiver
 from tests.unit.test_tables import make_old_style
 
 RECORDED: dict[str, set[Access]] = {}
@@ -187,6 +188,11 @@ def web(db, staff, token) -> None:
         ("get", "/api/calls?status=waiting", None),
         ("get", "/api/calls?status=assigned", None),
         ("post", f"/api/calls/{hangs_up_too.call_id}/abandon", {}),
+        # With a callback, a new call's assignment also writes its event.
+        ("put", "/api/callback", {"url": "https://phones.example.com/events"}),
+        ("get", "/api/callback", None),
+        ("post", "/api/calls", {"preferences": {"language": "French", "gender": "any"}}),
+        ("delete", "/api/callback", None),
     ]
     with meter.record_access(db.prefix) as log:
         for url, params in gets:
@@ -197,10 +203,10 @@ def web(db, staff, token) -> None:
                 headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
                 assert client.post(url, data, **headers).status_code < 500, url
         for method, url, body in api_calls:
-            if method == "get":
-                response = api.get(url, **bearer)
+            if body is None:
+                response = getattr(api, method)(url, **bearer)
             else:
-                response = api.post(url, json.dumps(body), content_type="application/json", **bearer)
+                response = getattr(api, method)(url, json.dumps(body), content_type="application/json", **bearer)
             assert response.status_code < 500, (url, response.content)
     RECORDED["web"] = log.accesses
     # Every page and action of the site, and every API operation, was visited.
@@ -233,6 +239,25 @@ def shipment_worker(db, settings) -> None:
                 stdout=io.StringIO(),
             )
     RECORDED["shipment-worker"] = log.accesses
+
+
+def callback_worker(db, settings, django_user_model) -> None:
+    """run_webhook_worker delivering one event to a receiver that answers 204, and one for
+    a token revoked since, which fails and goes to the DLQ (on its history)."""
+    settings.SWITCHBOARD_CALLBACK_RETRY = {"max_receives": 1}
+    with Receiver() as receiver:
+        user = django_user_model.objects.create_user("phones")
+        kept, revoked = ApiToken.issue(user, "kept")[0], ApiToken.issue(user, "revoked")[0]
+        for token in (kept, revoked):
+            token.set_callback(receiver.url)
+            Router().create_call({"language": "Spanish", "gender": "F"}, callback=str(token.pk))
+            Router().abandon(Router().line.waiting_calls()[0][0]["call_id"])
+        revoked.revoked = True
+        revoked.save()
+        with meter.record_access(db.prefix) as log:
+            call_command("run_webhook_worker", "--until-empty", "--concurrency", "1", stdout=io.StringIO())
+        assert len(receiver.received) == 1
+    RECORDED["callback-worker"] = log.accesses
 
 
 def stream_answers(client, stream_arn: str) -> None:
@@ -312,10 +337,10 @@ def collector(db) -> None:
 
 def escalator(db, settings) -> None:
     """The escalation loop (`--every`, stopped by SIGTERM after its first pass): it beats,
-    relaxes a caller's preferences and assigns them."""
+    relaxes a caller's preferences and assigns them (the call's callback hears of both)."""
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
     router = Router()
-    router.create_call({"language": "Spanish", "gender": "F"})
+    router.create_call({"language": "Spanish", "gender": "F"}, callback="1")
     router.create_call({"language": "French", "gender": "F"})
     carlos = Agents().create("Carlos", {"language": ["Spanish"], "gender": ["M"]})
     router.make_available(carlos.agent_id)
@@ -356,6 +381,7 @@ def workloads(settings, django_user_model, monkeypatch) -> dict[str, Callable[[]
         "task-processor": lambda db: task_processor(db, monkeypatch),
         "collector": collector,
         "escalator": lambda db: escalator(db, settings),
+        "callback-worker": lambda db: callback_worker(db, settings, django_user_model),
         "admin-setup": admin_setup,
     }
 
@@ -375,8 +401,15 @@ def check(role: str) -> None:
     assert not unused, f"{role}'s policy grants what its workload never used: {unused}"
 
 
-@pytest.mark.django_db
-@pytest.mark.parametrize("role", [r for r in iam.ROLES if r != "admin-setup"])
+@pytest.mark.parametrize(
+    "role",
+    [
+        # The callback worker's handler threads read the tokens: they must be committed.
+        pytest.param(r, marks=pytest.mark.django_db(transaction=r == "callback-worker"))
+        for r in iam.ROLES
+        if r != "admin-setup"
+    ],
+)
 def test_the_policy_allows_what_the_role_does_and_nothing_else(moto_db, workloads, role):
     workloads[role](moto_db)
     check(role)

@@ -19,6 +19,7 @@ def test_make_run_starts_the_escalation_and_the_task_processor_beside_the_collec
         "collect_metrics": ["collect_metrics", "--every", "15"],
         "run_task_processor": ["run_task_processor"],
         "escalate_callers": ["escalate_callers", "--every", "5"],
+        "run_webhook_worker": ["run_webhook_worker"],
     }
 
 
@@ -34,6 +35,7 @@ def test_the_demo_processes_only_with_their_flags():
         "escalate_callers",
         "run_shipment_worker",
         "demo_load",
+        "run_webhook_worker",
     }
 
 

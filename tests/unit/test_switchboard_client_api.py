@@ -76,6 +76,21 @@ def test_the_waiting_line_is_read_page_after_page(switchboard):
     assert [c["call_id"] for c in switchboard.iter_calls("waiting", limit=2)] == placed
 
 
+def test_a_callback_is_set_read_and_removed_and_hears_of_the_calls(switchboard, settings):
+    settings.SWITCHBOARD_CALLBACK_ALLOW_HTTP = False
+    with pytest.raises(sc.InvalidInput) as refused:
+        switchboard.set_callback("http://phones.example.com/events")
+    assert "url" in refused.value.fields
+    secret = switchboard.set_callback("https://phones.example.com/events", secret="x" * 20)["secret"]
+    assert secret == "x" * 20
+    assert switchboard.get_callback()["url"] == "https://phones.example.com/events"
+    call = switchboard.create_call({"language": "Spanish"})
+    switchboard.abandon_call(call["call_id"])
+    [event] = ShipmentQueue().list_queue("callbacks").items
+    assert (event.data["event"]["type"], event.data["event"]["call"]["call_id"]) == ("call.abandoned", call["call_id"])
+    assert switchboard.remove_callback()["url"] is None
+
+
 def test_a_given_idempotency_key_makes_one_call(switchboard):
     first = switchboard.create_call({}, idempotency_key="pbx-7")
     again = switchboard.create_call({}, idempotency_key="pbx-7")

@@ -1,5 +1,6 @@
 from django.core.management.base import CommandError
 
+from queues_app.callbacks.events import CALLBACK_QUEUE
 from queues_app.ddb import errors
 from queues_app.management.arguments import (
     SHIPMENT_QUEUES,
@@ -29,7 +30,12 @@ class Command(CheckedCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("ids", nargs="*", type=text(200), help="shipment ids to restore")
-        parser.add_argument("--queue", choices=SHIPMENT_QUEUES, default=DEFAULT_QUEUE, help="the DLQ of this queue")
+        parser.add_argument(
+            "--queue",
+            choices=(*SHIPMENT_QUEUES, CALLBACK_QUEUE),
+            default=DEFAULT_QUEUE,
+            help="the DLQ of this queue (callbacks: the call events no callback took)",
+        )
         parser.add_argument("--reason", type=text(500), help="only those whose DLQ reason contains this text")
         parser.add_argument("--older-than", type=age, help="only those in the DLQ for at least this many seconds")
         parser.add_argument("--newer-than", type=age, help="only those in the DLQ for at most this many seconds")

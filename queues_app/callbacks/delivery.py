@@ -1,0 +1,55 @@
+"""Delivering call events: the handler the callback worker runs on each event of the
+`callbacks` queue. A 2xx answer completes the event; anything else (an error status, a
+timeout, a refused connection, a token without a callback) fails it, so the queue retries
+it with backoff and dead-letters it after SWITCHBOARD_CALLBACK_RETRY's attempts."""
+
+from __future__ import annotations
+
+import json
+import threading
+from urllib.parse import urlsplit
+
+import httpx
+
+from queues_app.callbacks.signing import signed_headers
+from queues_app.models import ApiToken
+from queues_app.shipments.records import Shipment
+from queues_app.shipments.worker import HandlerFailed
+
+TIMEOUT_SECONDS = 5.0
+USER_AGENT = "Switchboard-Callbacks/1"
+
+
+def target(token_id) -> tuple[str, str]:
+    """The callback URL and secret of the token the event is for; HandlerFailed when the
+    token was deleted, revoked or its callback removed since the event was written."""
+    found = ApiToken.objects.usable().filter(pk=token_id).values_list("callback_url", "callback_secret").first()
+    if not found or not found[0]:
+        raise HandlerFailed(f"API token {token_id} has no callback any more (revoked, deleted or removed)")
+    return found[0], found[1]
+
+
+class Deliverer:
+    """POSTs events, signed, one at a time; one per worker thread (httpx clients keep
+    connections to the receiver open between events)."""
+
+    def __init__(self, client: httpx.Client | None = None):
+        self.client = client or httpx.Client(
+            timeout=TIMEOUT_SECONDS, follow_redirects=False, headers={"User-Agent": USER_AGENT}
+        )
+
+    def __call__(self, shipment: Shipment, stop: threading.Event) -> None:
+        event = shipment.data.get("event")
+        if not isinstance(event, dict) or "id" not in event:
+            raise HandlerFailed("not a call event (no event in the shipment's data)")
+        url, secret = target(shipment.data.get("token"))
+        body = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
+        host = urlsplit(url).netloc
+        try:
+            response = self.client.post(url, content=body, headers=signed_headers(secret, body, event["id"]))
+        except httpx.TimeoutException as exc:
+            raise HandlerFailed(f"{host} did not answer within {TIMEOUT_SECONDS:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise HandlerFailed(f"could not reach {host}: {exc.__class__.__name__}") from exc
+        if not 200 <= response.status_code < 300:
+            raise HandlerFailed(f"{host} answered {response.status_code}")
