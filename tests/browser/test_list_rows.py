@@ -186,3 +186,29 @@ def test_on_a_phone_the_message_shows_in_the_visible_part_of_the_card(
     # Nothing else moved to make room for it, and no page is wider than the phone.
     assert table.evaluate(where) == top
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_waiting_caller_who_hung_up_is_ended_from_the_line_in_three_interactions(
+    page, live_server, local_db, supervisor, width
+):
+    """From the overview: Calls, "Hung up…" on the caller's row, then "End … as abandoned"."""
+    router = Router()
+    kept, _ = router.create_call({"language": "French", "gender": "X"})
+    gone, _ = router.create_call({"language": "French", "gender": "X"})
+    log_in(page, live_server, supervisor)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/")
+    menu = page.get_by_role("button", name="Menu")
+    if menu.is_visible():
+        menu.click()  # on a phone the menu is folded: not one of the job's steps
+    page.locator("#site-menu a", has_text="Calls").click()
+    row = page.locator(f'#waiting-list tr[data-call="{gone.call_id}"]')
+    row.get_by_text("Hung up…").click()
+    row.get_by_role("button", name=f"End {gone.call_id} as abandoned").click()
+
+    expect(page.locator("#messages")).to_contain_text(f"Call {gone.call_id} ended as abandoned.")
+    expect(page.locator(f'#waiting-list tr[data-call="{gone.call_id}"]')).to_have_count(0)
+    expect(page.locator(f'#waiting-list tr[data-call="{kept.call_id}"]')).to_have_count(1)
+    assert router.get_call(gone.call_id).status == "abandoned"
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
