@@ -3,7 +3,8 @@ producer at once, the call rate stepped up until the API slows down or fails.
 
     .venv/bin/python -m bench.load [--json] [--rates 5,10,20,40,80,160] [--step-seconds 60]
                                    [--supervisors 20] [--shipment-rate 5] [--agents 400]
-                                   [--handle-seconds 4] [--web-workers 4] [--shipment-workers 2]
+                                   [--handle-seconds 4] [--web-workers 4] [--web-threads 1]
+                                   [--shipment-workers 2]
                                    [--p95-limit 1.0] [--no-meter] [--seed 7] [--warmup 1]
                                    [--endpoint URL] [--smoke]
 
@@ -107,6 +108,7 @@ class LoadParameters:
     agents: int = 400
     handle_seconds: float = 4.0
     web_workers: int = 4
+    web_threads: int = 1  # more than 1: gunicorn's gthread workers, each serving this many requests at once
     shipment_workers: int = 2
     p95_limit: float = 1.0
     meter: bool = True
@@ -808,12 +810,18 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
         gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
         gunicorn += ["--workers", str(params.web_workers), "--no-control-socket", "--timeout", "60"]
+        if params.web_threads > 1:
+            gunicorn += ["--worker-class", "gthread", "--threads", str(params.web_threads)]
         children.start("gunicorn", gunicorn, env)
         children.start("escalate_callers", [*manage, *BACKGROUND["escalate_callers"]], env)
         for index in range(params.shipment_workers):
             children.start(f"run_shipment_worker-{index + 1}", [*manage, *BACKGROUND["run_shipment_worker"]], env)
         wait_until_up(base_url, children)
-        log(f"serving at {base_url}: gunicorn x{params.web_workers}, escalation, {params.shipment_workers} workers")
+        threads = f" ({params.web_threads} threads each)" if params.web_threads > 1 else ""
+        log(
+            f"serving at {base_url}: gunicorn x{params.web_workers}{threads}, escalation, "
+            f"{params.shipment_workers} workers"
+        )
 
         recorder = Recorder()
         http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=200, max_keepalive_connections=200))
@@ -967,6 +975,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=LoadParameters.agents)
     parser.add_argument("--handle-seconds", type=float, default=LoadParameters.handle_seconds)
     parser.add_argument("--web-workers", type=int, default=LoadParameters.web_workers)
+    parser.add_argument(
+        "--web-threads", type=int, default=LoadParameters.web_threads, help="threads per web worker (gthread)"
+    )
     parser.add_argument("--shipment-workers", type=int, default=LoadParameters.shipment_workers)
     parser.add_argument("--p95-limit", type=float, default=LoadParameters.p95_limit)
     parser.add_argument("--no-meter", dest="meter", action="store_false", help="no DynamoDB meter between the servers")
@@ -975,6 +986,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rates takes positive integers, --step-seconds and --agents positive numbers")
     if args.supervisors < 0 or args.shipment_rate < 0 or not 1 <= args.web_workers <= 64:
         parser.error("--supervisors and --shipment-rate take zero or more, --web-workers 1 to 64")
+    if not 1 <= args.web_threads <= 64:
+        parser.error("--web-threads takes 1 to 64")
     params = harness.from_args(LoadParameters, args)
     workdir = Path(tempfile.mkdtemp(prefix="switchboard-load-"))
     # This run's own Django database: users, sessions and tokens of the load, nobody else's.
