@@ -3,7 +3,7 @@ producer at once, the call rate stepped up until the API slows down or fails.
 
     .venv/bin/python -m bench.load [--json] [--rates 5,10,20,40,80,160] [--step-seconds 60]
                                    [--supervisors 20] [--shipment-rate 5] [--agents 400]
-                                   [--handle-seconds 4] [--web-workers 4] [--web-threads 1]
+                                   [--handle-seconds 4] [--web-workers 4] [--web-threads 8]
                                    [--shipment-workers 2]
                                    [--p95-limit 1.0] [--no-meter] [--seed 7] [--warmup 1]
                                    [--endpoint URL] [--smoke]
@@ -12,7 +12,7 @@ What runs, as `manage.py serve` runs it (DEBUG off, a generated SECRET_KEY, stat
 collected and served by WhiteNoise), on fresh tables under a prefix of their own and a
 Django database of its own (SQLite in a temporary folder; users, sessions, API tokens):
 
-- gunicorn with `--web-workers` sync workers, `escalate_callers` and
+- gunicorn with `--web-workers` workers of `--web-threads` threads (gthread; 1: sync workers), `escalate_callers` and
   `--shipment-workers` `run_shipment_worker` processes, each in a process group of its
   own (`queues_app.management.children`), all stopped at the end, on Ctrl-C or failure;
 - `--agents` agents (one to three languages, one gender), made available before the run.
@@ -108,7 +108,7 @@ class LoadParameters:
     agents: int = 400
     handle_seconds: float = 4.0
     web_workers: int = 4
-    web_threads: int = 1  # more than 1: gunicorn's gthread workers, each serving this many requests at once
+    web_threads: int = 8  # more than 1: gunicorn's gthread workers (as deployed), each serving this many at once
     shipment_workers: int = 2
     p95_limit: float = 1.0
     meter: bool = True
@@ -817,9 +817,9 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         for index in range(params.shipment_workers):
             children.start(f"run_shipment_worker-{index + 1}", [*manage, *BACKGROUND["run_shipment_worker"]], env)
         wait_until_up(base_url, children)
-        threads = f" ({params.web_threads} threads each)" if params.web_threads > 1 else ""
+        per_worker = f" ({params.web_threads} threads each)" if params.web_threads > 1 else ""
         log(
-            f"serving at {base_url}: gunicorn x{params.web_workers}{threads}, escalation, "
+            f"serving at {base_url}: gunicorn x{params.web_workers}{per_worker}, escalation, "
             f"{params.shipment_workers} workers"
         )
 

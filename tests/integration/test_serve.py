@@ -113,6 +113,7 @@ def test_serve_answers_with_debug_off_serves_compressed_static_files_and_stops_e
         output = log_path.read_text()
         pids = {name: int(re.search(rf"started {name} \(pid (\d+)\)", output).group(1)) for name in CHILDREN}
         assert all(alive(pid) for pid in pids.values()), output
+        assert "Using worker: gthread" in output  # threaded: a request mostly waits on DynamoDB
 
         stopping = time.monotonic()
         os.killpg(process.pid, signal.SIGTERM)

@@ -67,10 +67,16 @@ class Command(CheckedCommand):
             help="gunicorn workers (WEB_CONCURRENCY, else 2)",
         )
         parser.add_argument(
+            "--threads",
+            type=int_range(1, 64),
+            default=int(os.environ.get("WEB_THREADS") or 8),
+            help="requests each worker serves at once (WEB_THREADS, else 8): a request mostly waits on DynamoDB",
+        )
+        parser.add_argument(
             "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
         )
 
-    def handle(self, *, port: int, workers: int, data_dir: str | None = None, **options) -> None:
+    def handle(self, *, port: int, workers: int, threads: int, data_dir: str | None = None, **options) -> None:
         endpoint = settings.DYNAMODB_ENDPOINT_URL
         if not endpoint:
             raise CommandError("DYNAMODB_ENDPOINT_URL is empty (real AWS); serve runs on the local DynamoDB.")
@@ -96,6 +102,7 @@ class Command(CheckedCommand):
 
             gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application"]
             gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--access-logfile", "-"]
+            gunicorn += ["--worker-class", "gthread", "--threads", str(threads)]
             # No control socket: its default path is one per user, shared by every gunicorn.
             gunicorn += ["--no-control-socket"]
             children.start("gunicorn", gunicorn, cwd=root, env=env)
@@ -105,7 +112,8 @@ class Command(CheckedCommand):
                 self.stdout.write(f"started {name} (pid {process.pid})")
             self.stdout.write(
                 self.style.SUCCESS(
-                    f"\nSwitchboard (DEBUG off, gunicorn with {workers} workers): http://127.0.0.1:{port}/"
+                    f"\nSwitchboard (DEBUG off, gunicorn with {workers} workers of {threads} threads): "
+                    f"http://127.0.0.1:{port}/"
                     "   (Ctrl-C stops everything)\n"
                 )
             )
