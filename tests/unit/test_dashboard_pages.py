@@ -152,9 +152,15 @@ def panel(client, name):
 
 
 def figure(html, name):
-    match = re.search(rf'data-figure="{name}"[^>]*>([^<]*)<', html)
+    """The figure's text, whether or not it links to the list behind it."""
+    match = re.search(rf'data-figure="{name}"[^>]*>(?:<a href="([^"]*)">)?([^<]*)<', html)
     assert match, name
-    return match.group(1).strip()
+    return match.group(2).strip()
+
+
+def figure_link(html, name):
+    match = re.search(rf'data-figure="{name}"[^>]*><a href="([^"]*)">', html)
+    return match.group(1) if match else None
 
 
 @pytest.mark.parametrize("name", ["calls", "shipments", "tasks", "grid", "history", "capacity", "service_level"])
@@ -337,3 +343,15 @@ def test_finding_a_call_by_an_id_with_a_slash_is_not_a_server_error(supervisor_c
     response = supervisor_client.get(reverse("call-lookup"), {"call_id": "a/b"}, follow=True)
     assert response.status_code == 400  # a message on the search page: ids are letters, digits, - and _
     assert "a/b" in response.content.decode()
+
+
+def test_figures_open_the_lists_behind_them(supervisor_client, moto_db):
+    """From the overview a figure is one click from its list (an offline agent made
+    available in two clicks: the Offline figure, then the row's button)."""
+    html = supervisor_client.get(reverse("home")).content.decode()
+    assert figure_link(html, "callers-waiting") == reverse("calls")
+    assert figure_link(html, "agents-offline") == reverse("agents") + "?status=offline"
+    assert figure_link(html, "agents-queued") == reverse("agents") + "?status=queued"
+    assert figure_link(html, "shipments-dlq") == reverse("shipments") + "?view=dlq"
+    assert figure_link(html, "shipments-in-flight") == reverse("shipments") + "?view=in_flight"
+    assert figure_link(html, "shipments-spillover") == reverse("shipments") + "?queue=spillover"
