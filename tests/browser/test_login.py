@@ -20,7 +20,7 @@ def test_supervisor_logs_in_and_sees_agents(page, live_server, local_db, supervi
     Agents().create("Grace Hopper", {"language": ["English", "French"], "gender": ["F"]})
     log_in(page, live_server, supervisor)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
-    page.get_by_role("link", name="Agents").click()
+    page.get_by_role("link", name="Agents", exact=True).click()  # the menu's, not "Calls and agents"
     expect(page.get_by_text("Grace Hopper")).to_be_visible()
     expect(page.locator(".badge")).to_have_text("supervisor")
 
