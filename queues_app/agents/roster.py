@@ -299,16 +299,7 @@ class Agents:
         index. Each value is (count, more): `more` means at least `cap`."""
         counts = {}
         for status in statuses:
-            response = self.db.call(
-                "query",
-                TableName=self.table,
-                IndexName="by_status",
-                KeyConditionExpression="#status = :status AND begins_with(sk, :prefix)",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":status": {"S": status}, ":prefix": {"S": keys.AGENT_PREFIX}},
-                Select="COUNT",
-                Limit=cap,
-            )
+            response = self._with_status(status, Select="COUNT", Limit=cap)
             counts[status] = (response["Count"], bool(response.get("LastEvaluatedKey")))
         return counts
 
@@ -319,18 +310,22 @@ class Agents:
         for status in AgentStatus.ALL:
             if status == AgentStatus.OFFLINE:
                 continue
-            response = self.db.call(
-                "query",
-                TableName=self.table,
-                IndexName="by_status",
-                KeyConditionExpression="#status = :status AND begins_with(sk, :prefix)",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":status": {"S": status}, ":prefix": {"S": keys.AGENT_PREFIX}},
-                Limit=cap,
-            )
+            response = self._with_status(status, Limit=cap)
             agents += [agent_from_item(unmarshal(i)) for i in response.get("Items", [])]
             more = more or bool(response.get("LastEvaluatedKey"))
         return agents, more
+
+    def _with_status(self, status: str, **query) -> dict:
+        """One Query of the `by_status` index for the agents in `status`."""
+        return self.db.call(
+            "query",
+            TableName=self.table,
+            IndexName="by_status",
+            KeyConditionExpression="#status = :status AND begins_with(sk, :prefix)",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":status": {"S": status}, ":prefix": {"S": keys.AGENT_PREFIX}},
+            **query,
+        )
 
     def any_exist(self) -> bool:
         response = self.db.call(

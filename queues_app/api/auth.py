@@ -26,6 +26,7 @@ __all__ = [
     "bearer_token",
     "not_found",
     "problem_response",
+    "token_of",
 ]
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -62,10 +63,15 @@ def authenticate(request) -> ApiToken:
     return token
 
 
+def token_of(request) -> ApiToken | None:
+    """The token `BearerToken` authenticated the request with (None before it ran)."""
+    return getattr(request, "api_token", None)
+
+
 def actor_of(request) -> str:
     """Who made a change through the API, as the audit trail and the log name them:
     the token's user and the token (its name and prefix)."""
-    token: ApiToken | None = getattr(request, "api_token", None)
+    token = token_of(request)
     username = request.user.get_username()
     return f"{username} via token {token.label}" if token else username
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Header, Query, Router, Status
@@ -18,7 +18,7 @@ from queues_app.actions import Operations
 from queues_app.agents.calls import call_id_for_idempotency_key
 from queues_app.agents.router import Router as CallRouter
 from queues_app.api import listing
-from queues_app.api.auth import actor_of
+from queues_app.api.auth import actor_of, token_of
 from queues_app.api.schemas import (
     AgentAndCallOut,
     AgentOnlyOut,
@@ -46,6 +46,7 @@ from queues_app.api.schemas import (
 )
 from queues_app.callbacks.events import EVENT_TYPES
 from queues_app.ddb.errors import Conflict, NotFound
+from queues_app.models import ApiToken
 from queues_app.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
 from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
 
@@ -195,7 +196,7 @@ def create_call(
             response["Location"] = f"/api/calls/{existing.call_id}"
             response["Idempotent-Replayed"] = "true"
             return Status(200, call_to_json(existing))
-    token = request.api_token  # type: ignore[attr-defined]  # set by BearerToken
+    token = _token(request)
     call, created = api_operations(request).create_call(
         payload.preferences,
         priority=payload.priority,
@@ -262,7 +263,11 @@ def abandon_call(request: HttpRequest, call_id: ItemId, payload: NothingIn | Non
 # --- the token's callback ----------------------------------------------------------------
 
 
-def callback_json(token) -> dict:
+def _token(request) -> ApiToken:
+    return cast(ApiToken, token_of(request))  # every operation runs behind BearerToken
+
+
+def callback_json(token: ApiToken) -> dict:
     return {"url": token.callback_url or None, "events": list(EVENT_TYPES)}
 
 
@@ -275,7 +280,7 @@ def callback_json(token) -> dict:
 )
 def callback_detail(request: HttpRequest):
     """Where this token's call events go. The secret is shown only when it is set."""
-    return callback_json(request.api_token)  # type: ignore[attr-defined]
+    return callback_json(_token(request))
 
 
 @endpoints.put(
@@ -289,7 +294,7 @@ def set_callback(request: HttpRequest, payload: CallbackIn):
     """From now on, calls this token creates send their events (`call.assigned`,
     `call.abandoned`, `call.relaxed`) to `url`, signed with the secret (given, or made up
     and shown once here). docs/callbacks.md shows how to check a signature."""
-    token = request.api_token  # type: ignore[attr-defined]
+    token = _token(request)
     secret = token.set_callback(payload.url, payload.secret)
     note_change(request, "callback.set", str(token.pk), payload.url)
     return {**callback_json(token), "secret": secret}
@@ -305,7 +310,7 @@ def set_callback(request: HttpRequest, payload: CallbackIn):
 def remove_callback(request: HttpRequest):
     """No more events for this token's calls; those not yet delivered fail and end in the
     callbacks queue's DLQ, from where a supervisor may restore them once a callback is set."""
-    token = request.api_token  # type: ignore[attr-defined]
+    token = _token(request)
     token.clear_callback()
     note_change(request, "callback.remove", str(token.pk), "removed")
     return callback_json(token)
