@@ -780,6 +780,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
     env = production_env(dict(os.environ))
     env.update(
         STATIC_ROOT=str(workdir / "static"),
+        CACHE_URL=f"filecache://{workdir / 'cache'}",  # one panel cache for the workers, as `serve` has
         DYNAMODB_ENDPOINT_URL=endpoint,
         DYNAMODB_TABLE_PREFIX=prefix,
         LOG_LEVEL="WARNING",

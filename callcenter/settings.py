@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "queues_app.middleware.DynamoErrorMiddleware",
+    "queues_app.middleware.ReadYourWritesMiddleware",
     # Last, as django-axes asks: answers a locked-out login with the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -307,6 +308,9 @@ SWITCHBOARD_ALARMS = {
     },
 }
 
-# Overview panels are read at most once per this many seconds per process, however
-# many tabs poll them (0: every poll reads DynamoDB).
+# Overview panels are read at most once per this many seconds per cache, however many
+# supervisors poll them (0: every poll reads DynamoDB).
 SWITCHBOARD_PANEL_CACHE_SECONDS = env.float("SWITCHBOARD_PANEL_CACHE_SECONDS", default=1.5)
+# Where those figures are cached: each process's memory by default; a cache shared by the
+# workers (`filecache:///var/cache/switchboard`, `rediscache://...`) reads once for all.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}

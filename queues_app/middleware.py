@@ -1,5 +1,6 @@
 """Turns any DynamoDB domain error that reaches the top into a clear page, or a JSON (or
-text) body for programs: the API, /metrics, and requests that ask for JSON."""
+text) body for programs: the API, /metrics, and requests that ask for JSON; and marks a
+supervisor's session that has just written, so that their panels show it at once."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import logging
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render, resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
-from queues_app.ddb import errors
+from queues_app.ddb import errors, meter
+from queues_app.ddb.clock import now
 from queues_app.http_errors import UserError, describe
 
 log = logging.getLogger(__name__)
@@ -97,3 +100,38 @@ def bad_request(request, exception):
             machine=True,
         )
     return defaults.bad_request(request, exception)
+
+
+# When a supervisor's session last changed something (seconds since the epoch, on the
+# project's clock): their panels read afresh for a while, the others keep the shared cache.
+WROTE_AT = "switchboard_wrote_at"
+
+
+class ReadYourWritesMiddleware:
+    """Marks a logged-in session that has just written to DynamoDB (a page or admin
+    action), so that its next panel polls, on whichever worker process, skip the shared
+    panel cache and show the change at once. Phone-system and worker writes do not drop
+    the cache: the figures catch up within its few seconds."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        before = meter.writes_seen()
+        response = self.get_response(request)
+        session = getattr(request, "session", None)
+        if (
+            request.method not in ("GET", "HEAD", "OPTIONS")
+            and session is not None
+            and SESSION_KEY in session
+            and meter.writes_seen() > before
+        ):
+            session[WROTE_AT] = now().timestamp()
+        return response
+
+
+def wrote_recently(request, seconds: float) -> bool:
+    """True while the session's own last write is less than `seconds` old."""
+    session = getattr(request, "session", None)
+    wrote_at = session.get(WROTE_AT) if session is not None else None
+    return wrote_at is not None and 0 <= now().timestamp() - wrote_at < seconds

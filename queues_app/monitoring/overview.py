@@ -18,7 +18,6 @@ from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY, fits
-from queues_app.ddb import meter
 from queues_app.ddb.clock import from_iso, now
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
@@ -253,15 +252,20 @@ def alarms_for(
     return found
 
 
-def cached_panel(prefix: str, name: str, read: Callable[[], dict], seconds: float) -> dict:
-    """A panel's figures, read at most once per `seconds` in this process however many
-    tabs poll it, and read again after any write this process makes (pages, admin, API
-    or a worker thread alike)."""
+def cached_panel(prefix: str, name: str, read: Callable[[], dict], seconds: float, *, fresh: bool = False) -> dict:
+    """A panel's figures, read at most once per `seconds` per cache however many
+    supervisors poll it, whatever else writes in the meantime: under a busy phone system
+    every request writes, and dropping the figures on each write would make every poll
+    read again. `fresh` reads now (and refills the cache for everyone): for a supervisor
+    who has just changed something and expects to see it."""
     if not seconds:
         return read()
-    key = f"panel:{prefix}:{name}:{meter.writes_seen()}"
-    cached = cache.get(key)
-    if cached is None:
-        cached = read()
-        cache.set(key, cached, seconds)
-    return cached
+    key = f"panel:{prefix}:{name}"
+    moment = now().timestamp()
+    cached = None if fresh else cache.get(key)
+    if cached is not None and 0 <= moment - cached[0] < seconds:
+        return cached[1]
+    figures = read()
+    # The cache's own expiry is a backstop; freshness is judged on the project's clock.
+    cache.set(key, (moment, figures), seconds + 1)
+    return figures

@@ -20,6 +20,7 @@ from queues_app.ddb import meter
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError
 from queues_app.http_errors import describe
+from queues_app.middleware import wrote_recently
 from queues_app.monitoring import heartbeats
 from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
 from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
@@ -187,7 +188,7 @@ PANELS = {
 }
 
 
-def _read(dashboard: Dashboard, name: str) -> dict:
+def _read(request, dashboard: Dashboard, name: str) -> dict:
     """A panel's figures and when they were read (`<name>_read_at`: a cached panel says
     when the cache was filled), or the problem that kept us from reading them: a panel
     that cannot read shows a banner in its place and keeps polling."""
@@ -196,7 +197,11 @@ def _read(dashboard: Dashboard, name: str) -> dict:
         return {**PANELS[name](dashboard), f"{name}_read_at": now()}
 
     try:
-        return cached_panel(dashboard.router.db.prefix, name, read, settings.SWITCHBOARD_PANEL_CACHE_SECONDS)
+        seconds = settings.SWITCHBOARD_PANEL_CACHE_SECONDS
+        # Figures cached before the session's write expire within `seconds` of it (a
+        # second more for clocks of several hosts sharing a cache).
+        fresh = wrote_recently(request, seconds + 1)
+        return cached_panel(dashboard.router.db.prefix, name, read, seconds, fresh=fresh)
     except DynamoError as exc:
         return {f"{name}_problem": describe(exc), f"{name}_error": exc}
 
@@ -208,14 +213,14 @@ def overview(request):
     if panel:
         if panel not in PANELS:
             raise Http404("No such panel.")
-        context = _read(dashboard, panel)
+        context = _read(request, dashboard, panel)
         problem = context.get(f"{panel}_problem")
         return render(
             request, f"queues_app/overview.html#{panel}-panel", context, status=problem.status if problem else 200
         )
     context: dict = {}
     for name in PANELS:
-        context.update(_read(dashboard, name))
+        context.update(_read(request, dashboard, name))
     failures = [context[f"{name}_error"] for name in PANELS if f"{name}_error" in context]
     if len(failures) == len(PANELS):
         # Nothing could be read: one clear error page (or JSON) instead of a banner per panel.

@@ -89,6 +89,8 @@ class Command(CheckedCommand):
         var = root / "var"
         var.mkdir(exist_ok=True)
         env = production_env(dict(os.environ))
+        # The workers share the overview's cached figures, as the systemd unit has them.
+        env.setdefault("CACHE_URL", f"filecache://{var / 'cache'}")
         manage = [sys.executable, str(root / "manage.py")]
         local = None
         children = Children()
