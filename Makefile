@@ -24,8 +24,9 @@ serve: setup .env
 .env:
 	$(PY) -m callcenter.local_env $@
 
+# The suite in one process per core (at most 4: each starts its own DynamoDB Local).
 test: setup browser lint
-	$(PY) -m pytest
+	$(PY) -m pytest --numprocesses auto --maxprocesses 4
 
 # Static checks (configured in pyproject.toml): ruff's lint rules and formatting, mypy on
 # the packages listed under [tool.mypy], import-linter's contracts. Every check runs;

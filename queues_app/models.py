@@ -81,6 +81,8 @@ class ApiToken(models.Model):
     def issue(cls, user, name: str, *, expires_at=None) -> tuple[ApiToken, str]:
         """Create a token for `user`; returns it and the raw token (never stored)."""
         raw = secrets.token_urlsafe(32)
+        while raw.startswith("-"):  # a command line would take it for an option (`--token -x...`)
+            raw = secrets.token_urlsafe(32)
         token = cls.objects.create(
             name=name, user=user, key_hash=hash_token(raw), prefix=raw[:PREFIX_LENGTH], expires_at=expires_at
         )

@@ -143,3 +143,13 @@ def test_a_read_writes_no_change_line(moto_db, api, caplog):
     with caplog.at_level(logging.INFO, logger="queues_app.api"):
         api.get("/api/queues")
     assert not [r for r in caplog.records if r.name.startswith("queues_app.api")]
+
+
+def test_a_token_never_begins_with_a_dash_that_a_command_line_would_take_for_an_option(supervisor, monkeypatch):
+    from queues_app import models
+
+    drawn = iter(["-starts-like-an-option", "Abc-def_ghi"])
+    monkeypatch.setattr(models.secrets, "token_urlsafe", lambda size: next(drawn))
+    token, raw = ApiToken.issue(supervisor, name="cli")
+    assert raw == "Abc-def_ghi"
+    assert ApiToken.find(raw) == token
