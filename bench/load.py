@@ -71,7 +71,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -295,6 +295,12 @@ def phone_client(base_url: str, token: str, client: httpx.Client) -> Any:
     return Switchboard(base_url, token, timeout=30.0, max_retries=0)
 
 
+def describe_failure(exc: BaseException) -> str:
+    """What came instead of an answer, in a few words: the exception behind it, if any."""
+    cause = exc.__cause__ or exc
+    return f"{type(cause).__name__}: {str(cause)[:80]}".rstrip(": ")
+
+
 def failure_status(exc: BaseException) -> int:
     """The HTTP status a client's exception carries (0: no answer, or unknown)."""
     for name in ("status", "status_code"):
@@ -314,6 +320,7 @@ class Sample:
     at: float  # when it was due (arrivals) or sent (the rest), time.time()
     seconds: float
     status: int  # the HTTP status; 0 when nothing answered
+    error: str = ""  # what happened instead of an answer (status 0)
 
 
 class Recorder:
@@ -322,9 +329,9 @@ class Recorder:
         self.samples: list[Sample] = []
         self.lag_max = 0.0
 
-    def add(self, endpoint: str, at: float, seconds: float, status: int) -> None:
+    def add(self, endpoint: str, at: float, seconds: float, status: int, error: str = "") -> None:
         with self.lock:
-            self.samples.append(Sample(endpoint, at, seconds, status))
+            self.samples.append(Sample(endpoint, at, seconds, status, error))
 
     def between(self, began: float, ended: float) -> list[Sample]:
         with self.lock:
@@ -350,6 +357,9 @@ def endpoint_figures(samples: list[Sample]) -> dict:
             "5xx": sum(1 for s in mine if s.status >= 500),
             "statuses": dict(statuses),
         }
+        unanswered = Counter(s.error or "unknown" for s in mine if s.status == 0)
+        if unanswered:
+            figures[endpoint]["no_answer"] = dict(unanswered)
     return figures
 
 
@@ -394,7 +404,8 @@ class PhoneSystem:
         try:
             answer = action()
         except Exception as exc:  # the API's refusal or no answer: recorded, the load goes on
-            self.recorder.add(endpoint, due, time.time() - due, failure_status(exc))
+            status = failure_status(exc)
+            self.recorder.add(endpoint, due, time.time() - due, status, "" if status else describe_failure(exc))
             return None
         self.recorder.add(endpoint, due, time.time() - due, 200)
         return answer
@@ -518,9 +529,11 @@ class Supervisor(threading.Thread):
         sent = time.time()
         try:
             status = self.client.get(path, headers=headers).status_code
-        except httpx.HTTPError:
-            status = 0
-        self.recorder.add(endpoint, sent, time.time() - sent, status)
+        except httpx.HTTPError as exc:
+            status, error = 0, describe_failure(exc)
+        else:
+            error = ""
+        self.recorder.add(endpoint, sent, time.time() - sent, status, error)
 
     def run(self) -> None:
         self.stopping.wait(self.rng.uniform(0, 2.0))  # tabs opened at different moments
@@ -558,8 +571,10 @@ class ShipmentProducer(threading.Thread):
             self.phone.create_shipment(data, tenant=tenant)
             status = 201
         except Exception as exc:  # recorded; the load goes on
-            status = failure_status(exc)
-        self.recorder.add(SHIPMENT, due, time.time() - due, status)
+            status, error = failure_status(exc), describe_failure(exc)
+        else:
+            error = ""
+        self.recorder.add(SHIPMENT, due, time.time() - due, status, "" if status else error)
 
 
 # --- the servers ------------------------------------------------------------------------------
