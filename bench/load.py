@@ -827,7 +827,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
         gunicorn += ["--workers", str(params.web_workers), "--no-control-socket", "--timeout", "60"]
         if params.web_threads > 1:
-            gunicorn += ["--worker-class", "gthread", "--threads", str(params.web_threads), "--keep-alive", "75"]
+            gunicorn += ["--worker-class", "gthread", "--threads", str(params.web_threads)]
         children.start("gunicorn", gunicorn, env)
         children.start("escalate_callers", [*manage, *BACKGROUND["escalate_callers"]], env)
         for index in range(params.shipment_workers):

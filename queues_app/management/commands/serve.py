@@ -105,10 +105,6 @@ class Command(CheckedCommand):
             gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application"]
             gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--access-logfile", "-"]
             gunicorn += ["--worker-class", "gthread", "--threads", str(threads)]
-            # Idle connections stay open longer than a client waits between requests (the
-            # overview polls every 2 s, a proxy keeps its upstream connections 60 s):
-            # gunicorn's 2 s default closes them just as the next request is sent.
-            gunicorn += ["--keep-alive", "75"]
             # No control socket: its default path is one per user, shared by every gunicorn.
             gunicorn += ["--no-control-socket"]
             children.start("gunicorn", gunicorn, cwd=root, env=env)
