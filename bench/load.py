@@ -29,7 +29,8 @@ Then, at once, from this process (threads, httpx):
   about every two seconds until an agent has it (the escalation loop may assign it);
 - `--supervisors` supervisors, each logged in with a session of their own, asking for
   every overview panel (`/?panel=<name>`, as htmx does) every 2 s, and now and then (one
-  round in ten) opening a list page;
+  round in ten) opening a list page; a GET whose kept-alive connection the server closed
+  as it went out is sent again once, as a browser does (`retried_after_reset`);
 - a shipment producer at `--shipment-rate` a second through `POST /api/shipments`.
 
 The call rate goes through `--rates` one step of `--step-seconds` each (after
@@ -42,7 +43,8 @@ failures and 5xx; the highest rate held (p95 within the limit, no failure, and a
 90% of the due calls placed); the machine's CPU use and load average.
 
 DynamoDB's side is metered between the servers and DynamoDB: every process's requests
-go through a small counting proxy (a separate process), which adds up, per second,
+go through a small counting proxy (a separate process, in Python: it adds latency and
+takes CPU from the servers, so `--no-meter` gives the latencies and the rate held), which adds up, per second,
 requests by operation and the capacity units DynamoDB returns (the clients ask for
 them), by table, read or write. DynamoDB Local reports capacity for queries, scans and
 transactions only; single-item reads and writes are counted as real DynamoDB would
@@ -327,11 +329,16 @@ class Recorder:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.samples: list[Sample] = []
+        self.retries: list[tuple[str, float]] = []  # (endpoint, when): GETs sent again after a reset
         self.lag_max = 0.0
 
     def add(self, endpoint: str, at: float, seconds: float, status: int, error: str = "") -> None:
         with self.lock:
             self.samples.append(Sample(endpoint, at, seconds, status, error))
+
+    def retried(self, endpoint: str) -> None:
+        with self.lock:
+            self.retries.append((endpoint, time.time()))
 
     def between(self, began: float, ended: float) -> list[Sample]:
         with self.lock:
@@ -527,13 +534,22 @@ class Supervisor(threading.Thread):
 
     def _get(self, endpoint: str, path: str, **headers: str) -> None:
         sent = time.time()
-        try:
-            status = self.client.get(path, headers=headers).status_code
-        except httpx.HTTPError as exc:
-            status, error = 0, describe_failure(exc)
-        else:
-            error = ""
-        self.recorder.add(endpoint, sent, time.time() - sent, status, error)
+        error = ""
+        for attempt in (1, 2):
+            try:
+                status = self.client.get(path, headers=headers).status_code
+                break
+            except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
+                # The server closed an idle kept-alive connection as the poll went out (its
+                # keep-alive is as long as the polling interval): a browser sends such a
+                # GET again on a new connection, and so does the supervisor here, once.
+                status, error = 0, describe_failure(exc)
+                if attempt == 1:
+                    self.recorder.retried(endpoint)
+            except httpx.HTTPError as exc:
+                status, error = 0, describe_failure(exc)
+                break
+        self.recorder.add(endpoint, sent, time.time() - sent, status, "" if status else error)
 
     def run(self) -> None:
         self.stopping.wait(self.rng.uniform(0, 2.0))  # tabs opened at different moments
@@ -731,6 +747,11 @@ def step_figures(
 ) -> dict:
     samples = recorder.between(began, ended)
     endpoints = endpoint_figures(samples)
+    with recorder.lock:
+        retried = Counter(endpoint for endpoint, at in recorder.retries if began <= at < ended)
+    for endpoint, count in retried.items():
+        if endpoint in endpoints:
+            endpoints[endpoint]["retried_after_reset"] = count
     seconds = ended - began
     calls = endpoints.get(CREATE_CALL, {}).get("count", 0)
     figures: dict[str, Any] = {

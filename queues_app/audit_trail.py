@@ -1,4 +1,5 @@
-"""The audit trail: who did what to which item, when, with the item before and after.
+"""The audit trail: who did what to which item, when, with the fields that changed,
+before and after (the whole item when it was created or deleted).
 
 Entries live in the `audit` table, one partition per UTC day (`AUDIT#2026-11-21`),
 sorted by time, so the newest entries are one Query away; the `by_target` index gives
@@ -41,6 +42,9 @@ from queues_app.ddb.paging import INVALID, decode_cursor, decode_state, encode_c
 
 DAY_PREFIX = "AUDIT#"
 SNAPSHOT_LIMIT = 16_000  # characters of JSON kept for each of before and after
+# Kept in an entry whenever the item has them, changed or not: an agent's day follows
+# status and call from entry to entry.
+ALWAYS_KEPT = ("status", "call_id")
 DEFAULT_RETENTION_DAYS = 90
 # Cursor purposes (each signs with its own salt): the trail across days carries the day
 # it reached and DynamoDB's key within it; one item's history is a plain key cursor.
@@ -286,6 +290,20 @@ def _query_params(params: dict, key_range: tuple[str, str] | None, filters: Trai
     return params
 
 
+def changed_fields(before: dict | None, after: dict | None) -> tuple[dict | None, dict | None]:
+    """`before` and `after` narrowed to the fields that differ, and `ALWAYS_KEPT`. The
+    whole item would make each entry 2-5 KB (3-5 write units, on the one partition of
+    the day: docs/scale.md); what changed is what the trail shows."""
+    if before is None or after is None:
+        return before, after
+    names = {name for name in set(before) | set(after) if before.get(name) != after.get(name)}
+    names |= {name for name in ALWAYS_KEPT if name in before or name in after}
+    return (
+        {name: before[name] for name in sorted(names) if name in before},
+        {name: after[name] for name in sorted(names) if name in after},
+    )
+
+
 def _snapshot(value: dict | None) -> tuple[str | None, bool]:
     if value is None:
         return None, False
@@ -389,6 +407,7 @@ class AuditTrail:
         moment = moment or self.clock()
         stamp = to_iso(moment)
         entry_id = uuid.uuid4().hex[:12]
+        before, after = changed_fields(before, after)
         before_text, cut_before = _snapshot(before)
         after_text, cut_after = _snapshot(after)
         item = {

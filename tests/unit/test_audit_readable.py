@@ -127,6 +127,24 @@ def test_a_priority_change_reads_as_priorities_with_the_sort_keys_left_to_the_ra
     assert not {"priority"} & {name for name, _, _ in entry.internal_changes}
 
 
+def test_an_entry_stores_only_what_changed_and_the_status(moto_db):
+    queue = ShipmentQueue()
+    shipment = queue.enqueue(queue.create({"to": "Porto", "notes": "x" * 2000}, ready=True).shipment_id)
+    Operations(ACTOR, "page").set_priority(shipment.shipment_id, 7)
+    [entry] = history("shipment", shipment.shipment_id)
+    changed = {name for name, _, _ in entry.changes}
+    # The 2 KB payload did not change, so the entry does not carry it (nor anything else
+    # unchanged but the status, which an item's timeline follows).
+    assert set(entry.before) == set(entry.after) == changed | {"status"}
+    assert "data" not in entry.after and entry.before["status"] == entry.after["status"]
+    assert {"priority", "ready_sk", "version"} <= changed
+    # A new item keeps all of it.
+    created = AuditTrail().entry_item(
+        actor="a", source="page", action="x", target="shipment:s", before=None, after={"data": {"n": 1}, "status": "q"}
+    )
+    assert '"data"' in created["after"]
+
+
 def test_an_agent_status_reads_as_people_say_it():
     entry = TrailEntry(
         "e1",
