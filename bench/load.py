@@ -287,6 +287,13 @@ class HttpPhone:
         return self._send("POST", "/api/shipments", {"data": data, "tenant": tenant, "priority": priority})
 
 
+# The clients here talk to gunicorn itself, which closes a connection idle for 2 s
+# (its keep-alive): a client that kept one longer (httpx: 5 s) would now and then send on
+# a connection the server is closing, and get "connection reset". In production a proxy
+# sits in between and keeps idle connections far longer.
+CONNECTIONS = httpx.Limits(max_connections=200, max_keepalive_connections=200, keepalive_expiry=1.5)
+
+
 def phone_client(base_url: str, token: str, client: httpx.Client) -> Any:
     """`switchboard_client.Switchboard` when the repository has it, else `HttpPhone`."""
     try:
@@ -294,7 +301,8 @@ def phone_client(base_url: str, token: str, client: httpx.Client) -> Any:
     except ImportError:
         return HttpPhone(base_url, token, client=client)
     # No retries: a refusal is counted, not hidden in a longer latency.
-    return Switchboard(base_url, token, timeout=30.0, max_retries=0)
+    transport = httpx.HTTPTransport(limits=CONNECTIONS)
+    return Switchboard(base_url, token, timeout=30.0, max_retries=0, transport=transport)
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -517,7 +525,7 @@ class Supervisor(threading.Thread):
         super().__init__(name=f"supervisor-{username}", daemon=True)
         self.base_url, self.username, self.recorder, self.stopping = base_url, username, recorder, stopping
         self.rng = random.Random(seed)
-        self.client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False)
+        self.client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False, limits=CONNECTIONS)
 
     def log_in(self) -> None:
         self.client.get("/login/")
@@ -540,9 +548,9 @@ class Supervisor(threading.Thread):
                 status = self.client.get(path, headers=headers).status_code
                 break
             except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
-                # The server closed an idle kept-alive connection as the poll went out (its
-                # keep-alive is as long as the polling interval): a browser sends such a
-                # GET again on a new connection, and so does the supervisor here, once.
+                # The server closed an idle kept-alive connection as the poll went out: a
+                # browser sends such a GET again on a new connection, and so does the
+                # supervisor here, once.
                 status, error = 0, describe_failure(exc)
                 if attempt == 1:
                     self.recorder.retried(endpoint)
@@ -861,7 +869,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         )
 
         recorder = Recorder()
-        http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=200, max_keepalive_connections=200))
+        http = httpx.Client(timeout=60, limits=CONNECTIONS)
         phone = phone_client(base_url, token, http)
         run.client = type(phone).__module__ + "." + type(phone).__name__
         phone_system = PhoneSystem(phone, recorder, params, rng, SkillCatalog.from_settings())
