@@ -193,20 +193,34 @@ def test_open_tabs_share_one_read_of_a_panel_until_a_change(supervisor_client, m
     cache.clear()
 
 
-@pytest.mark.parametrize("source", ["page", "admin"])
-def test_a_supervisors_own_change_shows_at_once_for_them_then_for_everyone(
-    client, staff, supervisor, moto_db, settings, source
-):
+CALLS_PANEL = "/?panel=calls"
+
+
+def queued_on_the_panel(client) -> str:
+    return figure(client.get(CALLS_PANEL, HTTP_HX_REQUEST="true").content.decode(), "agents-queued")
+
+
+@pytest.fixture
+def cached_panels(client, staff, moto_db, settings):
+    """A staff member's client with the calls panel cached (no agent queued) and an
+    offline agent; the cache emptied before and after."""
     from django.core.cache import cache
 
+    assert reverse("home") + "?panel=calls" == CALLS_PANEL
     cache.clear()
     settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 60
     agent = Router(moto_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
     client.force_login(staff)
+    assert queued_on_the_panel(client) == "0"
+    yield client, agent
+    cache.clear()
+
+
+@pytest.mark.parametrize("source", ["page", "admin"])
+def test_a_supervisors_own_change_shows_at_once_for_them_then_for_everyone(cached_panels, supervisor, source):
+    client, agent = cached_panels
     other = type(client)()
     other.force_login(supervisor)
-    url = reverse("home") + "?panel=calls"
-    assert figure(client.get(url, HTTP_HX_REQUEST="true").content.decode(), "agents-queued") == "0"
     if source == "page":
         response = client.post(reverse("agent-available", args=[agent.agent_id]), HTTP_HX_REQUEST="true")
         assert response.status_code == 200
@@ -217,32 +231,28 @@ def test_a_supervisors_own_change_shows_at_once_for_them_then_for_everyone(
         )
         assert response.status_code == 302
     # Another supervisor's poll before the change is seen keeps the shared figures...
-    assert figure(other.get(url, HTTP_HX_REQUEST="true").content.decode(), "agents-queued") == "0"
+    assert queued_on_the_panel(other) == "0"
     # ...the one who made it reads afresh, and that read is everyone's from then on.
-    assert figure(client.get(url, HTTP_HX_REQUEST="true").content.decode(), "agents-queued") == "1"
+    assert queued_on_the_panel(client) == "1"
     with meter.measure() as seen:
-        assert figure(other.get(url, HTTP_HX_REQUEST="true").content.decode(), "agents-queued") == "1"
+        assert queued_on_the_panel(other) == "1"
     assert seen.calls == 0
-    cache.clear()
 
 
 @pytest.mark.parametrize("source", ["api", "worker"])
 def test_changes_from_the_phone_system_or_a_worker_show_when_the_cache_expires(
-    client, staff, moto_db, settings, monkeypatch, source
+    cached_panels, staff, moto_db, settings, monkeypatch, source
 ):
     from django.core.cache import cache
 
     from queues_app.monitoring import overview as figures
 
-    cache.clear()
+    client, agent = cached_panels
     settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 2
     moment = [figures.now()]
     monkeypatch.setattr(figures, "now", lambda: moment[0])
-    router = Router(moto_db)
-    agent = router.agents.create("Ada", {"language": ["French"], "gender": ["F"]})
-    client.force_login(staff)
-    url = reverse("home") + "?panel=calls"
-    assert figure(client.get(url, HTTP_HX_REQUEST="true").content.decode(), "agents-queued") == "0"
+    cache.clear()  # filled again on the clock of this test
+    assert queued_on_the_panel(client) == "0"
     if source == "api":
         token = ApiToken.issue(staff, name="phone")[1]
         phone_system = type(client)()  # no session: a token only
@@ -254,16 +264,15 @@ def test_changes_from_the_phone_system_or_a_worker_show_when_the_cache_expires(
         )
         assert response.status_code == 200
     else:  # a worker thread of this process, straight through the service
-        router.make_available(agent.agent_id)
+        Router(moto_db).make_available(agent.agent_id)
     # A busy phone system writes on every request: polls keep the cached figures...
     moment[0] += timedelta(seconds=1.9)
     with meter.measure() as seen:
-        assert figure(client.get(url, HTTP_HX_REQUEST="true").content.decode(), "agents-queued") == "0"
+        assert queued_on_the_panel(client) == "0"
     assert seen.calls == 0
     # ...until they are SWITCHBOARD_PANEL_CACHE_SECONDS old.
     moment[0] += timedelta(seconds=0.2)
-    assert figure(client.get(url, HTTP_HX_REQUEST="true").content.decode(), "agents-queued") == "1"
-    cache.clear()
+    assert queued_on_the_panel(client) == "1"
 
 
 def test_writing_the_metrics_is_not_counted_as_the_cost_of_an_operation(moto_db):
