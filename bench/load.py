@@ -330,7 +330,7 @@ class Sample:
     at: float  # when it was due (arrivals) or sent (the rest), time.time()
     seconds: float
     status: int  # the HTTP status; 0 when nothing answered
-    error: str = ""  # what happened instead of an answer (status 0)
+    error: str = ""  # what happened instead of an answer (read only when status is 0)
 
 
 class Recorder:
@@ -419,8 +419,7 @@ class PhoneSystem:
         try:
             answer = action()
         except Exception as exc:  # the API's refusal or no answer: recorded, the load goes on
-            status = failure_status(exc)
-            self.recorder.add(endpoint, due, time.time() - due, status, "" if status else describe_failure(exc))
+            self.recorder.add(endpoint, due, time.time() - due, failure_status(exc), describe_failure(exc))
             return None
         self.recorder.add(endpoint, due, time.time() - due, 200)
         return answer
@@ -557,7 +556,7 @@ class Supervisor(threading.Thread):
             except httpx.HTTPError as exc:
                 status, error = 0, describe_failure(exc)
                 break
-        self.recorder.add(endpoint, sent, time.time() - sent, status, "" if status else error)
+        self.recorder.add(endpoint, sent, time.time() - sent, status, error)
 
     def run(self) -> None:
         self.stopping.wait(self.rng.uniform(0, 2.0))  # tabs opened at different moments
@@ -591,14 +590,12 @@ class ShipmentProducer(threading.Thread):
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _send(self, due: float, data: dict, tenant: str) -> None:
+        status, error = 201, ""
         try:
             self.phone.create_shipment(data, tenant=tenant)
-            status = 201
         except Exception as exc:  # recorded; the load goes on
             status, error = failure_status(exc), describe_failure(exc)
-        else:
-            error = ""
-        self.recorder.add(SHIPMENT, due, time.time() - due, status, "" if status else error)
+        self.recorder.add(SHIPMENT, due, time.time() - due, status, error)
 
 
 # --- the servers ------------------------------------------------------------------------------

@@ -113,8 +113,8 @@ _writes = 0  # successful writes by this process, housekeeping left out
 
 
 def writes_seen() -> int:
-    """How many writes this process has made so far: cached figures read before the
-    last write may be out of date, whichever page, API call or worker made it."""
+    """How many writes this process has made so far (any thread): compared before and
+    after a request, whether it may have written (`ReadYourWritesMiddleware`)."""
     return _writes
 
 
