@@ -69,8 +69,9 @@ class ArticleMatcher:
         response = self.db.call(
             "transact_get_items",
             TransactItems=[
-                {"Get": {"TableName": self.table, "Key": marshal({"pk": keys.QUEUES_PK, "sk": name})}}
-                for name in self.all_queues
+                # The article keeps one metadata item per queue: shard 0 of ours.
+                {"Get": {"TableName": self.table, "Key": marshal(keys.queue_meta(combo))}}
+                for combo in self.catalog.all_combinations()
             ],
         )
         versions: dict[str, int | None] = {}

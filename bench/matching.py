@@ -199,6 +199,11 @@ class RunResult:
         }
 
 
+def roster_items(db: Dynamo) -> list[dict]:
+    """Every agent item, from each roster partition."""
+    return [item for pk in keys.agent_partitions() for item in queue_items(db, pk)]
+
+
 def queue_items(db: Dynamo, pk: str, **extra) -> list[dict]:
     """Every item of one partition of the callcenter table, strongly consistent."""
     return list(
@@ -334,7 +339,7 @@ def check_table(
 ) -> list[str]:
     """What the table says after a drain, compared with what the matchers reported."""
     problems = []
-    stored = {a["agent_id"]: a for a in queue_items(db, keys.AGENTS_PK)}
+    stored = {a["agent_id"]: a for a in roster_items(db)}
     not_attending = [a for a, item in stored.items() if item.get("status") != AgentStatus.ATTENDING]
     if not_attending:
         problems.append(f"{len(not_attending)} agents not attending, e.g. {sorted(not_attending)[:5]}")
@@ -350,9 +355,11 @@ def check_table(
         left = queue_items(db, keys.queue_name(combo))
         if left:
             problems.append(f"{keys.queue_name(combo)} still holds {len(left)} message items")
-    for meta in queue_items(db, keys.QUEUES_PK):
-        if int(meta.get("depth", 0)) != 0:
-            problems.append(f"metadata {meta['sk']} has depth {meta['depth']}")
+    depth: dict[str, int] = defaultdict(int)
+    for pk in keys.queue_meta_partitions():
+        for meta in queue_items(db, pk):
+            depth[meta["sk"]] += int(meta.get("depth", 0))
+    problems += [f"metadata {name} has depth {n}" for name, n in sorted(depth.items()) if n]
     return problems
 
 
@@ -508,7 +515,7 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
     skill_catalog = catalog()
     context = multiprocessing.get_context("spawn")
     with queued_tables(endpoint, algorithm, processes, agent_specs, "p") as db:
-        tokens = {item["agent_id"]: item["queue_token"] for item in queue_items(db, keys.AGENTS_PK)}
+        tokens = {item["agent_id"]: item["queue_token"] for item in roster_items(db)}
         queues: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
         for agent_id, _name, skills in agent_specs:
             for combo in skill_catalog.combinations(skills):

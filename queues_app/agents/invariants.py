@@ -16,7 +16,7 @@ from queues_app.ddb.scan import Violation, scan_all
 @dataclass
 class CallCenterSnapshot:
     agents: dict[str, dict] = field(default_factory=dict)  # agent_id -> item
-    metas: dict[str, dict] = field(default_factory=dict)  # queue name -> item
+    metas: dict[str, dict] = field(default_factory=dict)  # queue name -> depth and version, summed
     messages: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))  # queue name -> items
     waiting: list[dict] = field(default_factory=list)
     waiting_counts: dict[str, int] = field(default_factory=dict)  # WAIT#... partition -> stored count
@@ -34,10 +34,13 @@ def read_callcenter(db: Dynamo) -> CallCenterSnapshot:
 
 def _sort_item(snap: CallCenterSnapshot, item: dict) -> None:
     pk, sk = item.get("pk", ""), item.get("sk", "")
-    if pk == keys.AGENTS_PK and sk.startswith(keys.AGENT_PREFIX):
+    if pk.startswith(keys.AGENTS_PK) and sk.startswith(keys.AGENT_PREFIX):
         snap.agents[keys.agent_id_from_sk(sk)] = item
-    elif pk == keys.QUEUES_PK:
-        snap.metas[sk] = item
+    elif pk.startswith(keys.QUEUE_META_PREFIX) or pk == keys.QUEUES_PK:
+        # A queue's metadata is the sum of its shards (and of an item not yet moved).
+        meta = snap.metas.setdefault(sk, {"depth": 0, "version": 0})
+        meta["depth"] += int(item.get("depth", 0))
+        meta["version"] += int(item.get("version", 0))
     elif pk.startswith(keys.QUEUE_PREFIX):
         snap.messages[pk].append(item)
     elif pk.startswith(keys.WAIT_PREFIX) or pk == keys.OLD_WAITING_PK:

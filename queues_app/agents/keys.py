@@ -2,8 +2,10 @@
 
 Call-center table layout (pk / sk):
 
-    AGENTS          AGENT#<agent_id>             an agent (one partition: listing is one Query)
-    QUEUES          Q#<value>#<value>...         metadata of one skill-combination queue
+    AGENTS#<n>      AGENT#<agent_id>             an agent, in one of AGENT_SHARDS partitions (n: a hash
+                                                 of the id); lists go through the agents' indexes
+    QUEUES#<n>      Q#<value>#<value>...         one of QUEUE_META_SHARDS counters of a skill-combination
+                                                 queue's metadata (depth, version: the sums over n)
     Q#<v>#<v>...    <queued_at>#<agent_id>       a message: an agent waiting in that queue;
                                                  the sort key is the agent's queue token
     WAIT#<v>#<v>... <9-priority>#<arrived>#<id>  a caller waiting for an agent, in the partition of
@@ -21,9 +23,13 @@ from __future__ import annotations
 
 import hashlib
 
-AGENTS_PK = "AGENTS"
+AGENTS_PK = "AGENTS"  # before the roster was spread over AGENT_SHARDS partitions
+AGENT_PARTITION_PREFIX = "AGENTS#"
+AGENT_SHARDS = 16
 AGENT_PREFIX = "AGENT#"
-QUEUES_PK = "QUEUES"
+QUEUES_PK = "QUEUES"  # before the metadata was spread over QUEUE_META_SHARDS partitions
+QUEUE_META_PREFIX = "QUEUES#"
+QUEUE_META_SHARDS = 16
 QUEUE_PREFIX = "Q#"
 OLD_WAITING_PK = "WAITING"  # the single partition of the line before it was split
 WAIT_PREFIX = "WAIT#"
@@ -37,8 +43,18 @@ LEASE_PK = "LEASE"
 MAX_PRIORITY = 9
 
 
+def _shard(text: str, shards: int) -> int:
+    """A stable spread of ids over `shards` partitions (the same in every process)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest()) % shards
+
+
 def agent(agent_id: str) -> dict[str, str]:
-    return {"pk": AGENTS_PK, "sk": AGENT_PREFIX + agent_id}
+    # Spread, so that no single partition takes every agent's writes (docs/scale.md).
+    return {"pk": f"{AGENT_PARTITION_PREFIX}{_shard(agent_id, AGENT_SHARDS)}", "sk": AGENT_PREFIX + agent_id}
+
+
+def agent_partitions() -> list[str]:
+    return [f"{AGENT_PARTITION_PREFIX}{n}" for n in range(AGENT_SHARDS)]
 
 
 def agent_id_from_sk(sk: str) -> str:
@@ -50,8 +66,15 @@ def queue_name(combination: tuple[str, ...]) -> str:
     return QUEUE_PREFIX + "#".join(combination)
 
 
-def queue_meta(combination: tuple[str, ...]) -> dict[str, str]:
-    return {"pk": QUEUES_PK, "sk": queue_name(combination)}
+def queue_meta(combination: tuple[str, ...], shard: int = 0) -> dict[str, str]:
+    """One of a queue's metadata counters. Every enqueue and dequeue adds to a counter
+    picked at random, so that no single partition takes every queue's writes
+    (docs/scale.md); the depth and version are the sums over the shards."""
+    return {"pk": f"{QUEUE_META_PREFIX}{shard}", "sk": queue_name(combination)}
+
+
+def queue_meta_partitions() -> list[str]:
+    return [f"{QUEUE_META_PREFIX}{n}" for n in range(QUEUE_META_SHARDS)]
 
 
 def queue_token(queued_at: str, agent_id: str) -> str:
@@ -92,8 +115,7 @@ def waiting_count(wanted: tuple[str, ...]) -> dict[str, str]:
 def line_shard(call_id: str) -> str:
     """The index partition of a waiting caller: a stable hash of the call id, so that the
     line's index writes spread over LINE_SHARDS partitions."""
-    digest = hashlib.blake2b(call_id.encode(), digest_size=4).digest()
-    return f"LINE#{int.from_bytes(digest) % LINE_SHARDS}"
+    return f"LINE#{_shard(call_id, LINE_SHARDS)}"
 
 
 def line_shards() -> list[str]:

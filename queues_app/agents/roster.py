@@ -328,12 +328,59 @@ class Agents:
         )
 
     def any_exist(self) -> bool:
-        response = self.db.call(
+        """Whether any agent exists: a Limit-1 COUNT of each roster partition until one
+        answers yes (one query when there are agents, all of them when there are none)."""
+        for pk in keys.agent_partitions():
+            response = self.db.call(
+                "query",
+                TableName=self.table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": pk}},
+                Limit=1,
+                Select="COUNT",
+            )
+            if response["Count"] > 0:
+                return True
+        return False
+
+    def move_to_shards(self) -> int:
+        """Agents written before the roster was spread live in the single `AGENTS`
+        partition: move each to its own partition (a put and a delete in one transaction,
+        conditioned on the agent as read). Returns how many moved."""
+        moved = 0
+        old = self.db.items(
             "query",
             TableName=self.table,
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues={":pk": {"S": keys.AGENTS_PK}},
-            Limit=1,
-            Select="COUNT",
+            ConsistentRead=True,
         )
-        return response["Count"] > 0
+        for item in old:
+            if not item["sk"].startswith(keys.AGENT_PREFIX):
+                continue
+            moved_item = {**item, **keys.agent(keys.agent_id_from_sk(item["sk"]))}
+            try:
+                self.db.call(
+                    "transact_write_items",
+                    TransactItems=[
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": marshal(moved_item),
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        {
+                            "Delete": {
+                                "TableName": self.table,
+                                "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
+                                "ConditionExpression": "version = :version",
+                                "ExpressionAttributeValues": marshal({":version": item.get("version", 0)}),
+                            }
+                        },
+                    ],
+                )
+                moved += 1
+            except errors.TransactionCancelled:
+                continue  # changed meanwhile by a process of the earlier version: the next run moves it
+        return moved

@@ -19,7 +19,7 @@ from queues_app.agents.calls import (
 )
 from queues_app.agents.escalation import EscalationPolicy, Escalator
 from queues_app.agents.matching import Matcher
-from queues_app.agents.queues import list_queues
+from queues_app.agents.queues import list_queues, spread_old_metadata
 from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueInfo, QueueOrder
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog, validate_preferences
@@ -342,6 +342,15 @@ class Router:
     def queues(self) -> list[QueueInfo]:
         """Every combination's metadata and its oldest agent."""
         return list_queues(self.writes)
+
+    def move_old_layouts(self) -> dict[str, int]:
+        """Items written by an earlier version, moved where this one reads them (each
+        step idempotent): how many waiting callers, agents and queue metadata items moved."""
+        return {
+            "callers": self.line.move_old_line(),
+            "agents": self.agents.move_to_shards(),
+            "queue_metadata": spread_old_metadata(self.writes),
+        }
 
 
 def _not_waiting(call: Call) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from datetime import datetime
 
@@ -93,9 +94,10 @@ class CallCenterTable:
 
     def meta_update(self, combo: tuple[str, ...], delta: int) -> dict:
         # No condition: the agent's own condition already makes the change safe, and a
-        # version condition here would make matchers of unrelated agents collide.
+        # version condition here would make matchers of unrelated agents collide. Any
+        # shard will do: only the sum means anything.
         return self.update(
-            keys.queue_meta(combo),
+            keys.queue_meta(combo, random.randrange(keys.QUEUE_META_SHARDS)),
             "ADD #depth :delta, version :one SET combination = :combo",
             {":delta": delta, ":one": 1, ":combo": list(combo)},
             names={"#depth": "depth"},

@@ -210,3 +210,91 @@ def test_missing_tables_reads_every_page_of_table_names(moto_db):
     assert seen.calls_of("ListTables") == 1
     moto_db.call("delete_table", TableName=moto_db.table("audit"))
     assert schema.missing_tables(moto_db) == [moto_db.table("audit")]
+
+
+# --- the roster and the queue metadata, spread over partitions ----------------------------
+
+
+def partitions_holding(db, pks: list[str]) -> dict[str, int]:
+    table = db.table("callcenter")
+    counts = {}
+    for pk in pks:
+        response = db.call(
+            "query",
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            Select="COUNT",
+        )
+        if response["Count"]:
+            counts[pk] = response["Count"]
+    return counts
+
+
+def test_agents_and_queue_metadata_are_spread_over_partitions(moto_db):
+    from queues_app.agents import keys
+    from queues_app.agents.router import Router
+
+    router = Router(moto_db)
+    agents = [router.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["M"]}) for n in range(40)]
+    for agent in agents:
+        router.make_available(agent.agent_id)
+    for _ in range(10):
+        router.create_call({"language": "French", "gender": "M"})
+
+    roster = partitions_holding(moto_db, keys.agent_partitions())
+    assert sum(roster.values()) == 40 and len(roster) > 4
+    assert partitions_holding(moto_db, [keys.AGENTS_PK]) == {}
+    metadata = partitions_holding(moto_db, keys.queue_meta_partitions())
+    assert len(metadata) > 4  # 50 changes of one queue, each on a shard picked at random
+    assert partitions_holding(moto_db, [keys.QUEUES_PK]) == {}
+
+    (french_m,) = [q for q in router.queues() if q.combination == ("French", "M")]
+    assert (french_m.depth, french_m.version) == (30, 50)
+    assert router.agents.any_exist()
+
+
+def make_old_roster_and_metadata(db, router) -> tuple[str, str]:
+    """An agent and a queue's metadata as an earlier version wrote them: the agent in the
+    single AGENTS partition, the metadata in the single QUEUES partition."""
+    from queues_app.agents import keys
+    from queues_app.agents.roster import agent_to_item
+    from queues_app.ddb.codec import marshal
+
+    table = db.table("callcenter")
+    agent = router.agents.create("Old Timer", {"language": ["Spanish"], "gender": ["F"]})
+    router.make_available(agent.agent_id)
+    current = router.agents.get(agent.agent_id)
+    db.call("delete_item", TableName=table, Key=marshal(keys.agent(agent.agent_id)))
+    old_agent = {**agent_to_item(current), "queued_at": current.queued_at, "queue_token": current.queue_token}
+    db.call("put_item", TableName=table, Item=marshal({**old_agent, "pk": keys.AGENTS_PK}))
+    for pk in keys.queue_meta_partitions():
+        db.call("delete_item", TableName=table, Key=marshal({"pk": pk, "sk": "Q#Spanish#F"}))
+    old_meta = {"pk": keys.QUEUES_PK, "sk": "Q#Spanish#F", "depth": 1, "version": 7, "combination": ["Spanish", "F"]}
+    db.call("put_item", TableName=table, Item=marshal(old_meta))
+    return agent.agent_id, current.queue_token or ""
+
+
+def test_agents_and_metadata_in_the_old_single_partitions_are_moved_by_create(moto_db):
+    from queues_app.agents.router import Router
+    from queues_app.monitoring.invariants import check_once
+
+    router = Router(moto_db)
+    agent_id, token = make_old_roster_and_metadata(moto_db, router)
+    with pytest.raises(errors.NotFound):
+        router.agents.get(agent_id)
+
+    out = io.StringIO()
+    call_command("dynamo_tables", "create", stdout=out)
+    assert "1 agent(s) moved into the roster's partitions." in out.getvalue()
+    assert "1 queue metadata item(s) spread over the metadata shards." in out.getvalue()
+
+    moved = router.agents.get(agent_id)
+    assert (moved.name, moved.status, moved.queue_token) == ("Old Timer", "queued", token)
+    (spanish_f,) = [q for q in router.queues() if q.combination == ("Spanish", "F")]
+    assert (spanish_f.depth, spanish_f.version) == (1, 7)
+    assert check_once(moto_db, router.catalog).ok
+    call, _ = router.create_call({"language": "Spanish", "gender": "F"})
+    assert call.agent_id == agent_id  # the moved agent is matched from its queue as before
+
+    assert router.move_old_layouts() == {"callers": 0, "agents": 0, "queue_metadata": 0}

@@ -75,9 +75,14 @@ class Command(CheckedCommand):
             if action == "create":
                 created = schema.create_tables(db, log=self.stdout.write)
                 self.stdout.write(self.style.SUCCESS(f"{len(created)} table(s) created at {db.endpoint}."))
-                moved = Router(db).line.move_old_line()
-                if moved:
-                    self.stdout.write(f"{moved} waiting caller(s) moved into the partition of their preferences.")
+                moved = Router(db).move_old_layouts()
+                for what, text in (
+                    ("callers", "waiting caller(s) moved into the partition of their preferences"),
+                    ("agents", "agent(s) moved into the roster's partitions"),
+                    ("queue_metadata", "queue metadata item(s) spread over the metadata shards"),
+                ):
+                    if moved[what]:
+                        self.stdout.write(f"{moved[what]} {text}.")
             elif action == "describe":
                 self._describe(db, exact)
             else:
