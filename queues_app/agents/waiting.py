@@ -114,7 +114,11 @@ class WaitingLine:
 
     def heads_for(self, skills: dict[str, list[str]], *, consistent: bool = True) -> list[dict]:
         """The first caller of every partition the agent fits, in line order: the first
-        of them is the longest-waiting caller (priority, then arrival) they fit."""
+        of them is the longest-waiting caller (priority, then arrival) they fit. Read
+        eventually consistently when `consistent` is false, as the counts are (half the
+        read units): a head already taken is skipped when its call is read strongly; a
+        caller who joined in the last moments may be missed, as by the counts, and is
+        found by the look after queueing, which reads strongly."""
         heads = []
         for wanted in self.counts(self.partitions_for(skills), consistent=consistent):
             response = self.db.call(
@@ -122,7 +126,7 @@ class WaitingLine:
                 TableName=self.table.name,
                 KeyConditionExpression="pk = :pk",
                 ExpressionAttributeValues={":pk": {"S": keys.waiting_caller(wanted, "")["pk"]}},
-                ConsistentRead=True,
+                ConsistentRead=consistent,
                 Limit=1,
             )
             heads += [unmarshal(i) for i in response.get("Items", [])]

@@ -179,6 +179,36 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
     assert depth(router, ("English", "F")) == 0
 
 
+def test_the_look_before_queueing_reads_the_line_eventually_and_the_look_after_strongly(router):
+    """The look before queueing may miss a caller who just joined (the look after finds
+    them), so it reads the counts and the heads at half the units; the look after may not."""
+    router.create_call({"language": "French", "gender": "M"})
+    ana = agent(router, "Ana", ["Spanish"], "F")
+    marie = agent(router, "Marie", ["French"], "M")
+    reads: list[tuple[str, bool]] = []
+
+    def note(params, model, **kwargs):
+        if model.name == "Query" and params.get("KeyConditionExpression") == "pk = :pk":
+            if params["ExpressionAttributeValues"][":pk"]["S"].startswith(keys.WAIT_PREFIX):
+                reads.append(("head", bool(params.get("ConsistentRead"))))
+        if model.name == "BatchGetItem":
+            (request,) = params["RequestItems"].values()
+            if all(k["pk"]["S"].startswith(keys.WAIT_COUNT_PREFIX) for k in request["Keys"]):
+                reads.append(("counts", bool(request.get("ConsistentRead"))))
+
+    router.db.client.meta.events.register("provide-client-params.dynamodb", note)
+    try:
+        _queued, nothing = router.make_available(ana.agent_id)  # fits nobody: looks before and after
+        assert nothing is None
+        assert reads == [("counts", False), ("counts", True)]  # no partition she fits has callers
+        reads.clear()
+        _attending, call = router.make_available(marie.agent_id)  # takes the caller at the first look
+    finally:
+        router.db.client.meta.events.unregister("provide-client-params.dynamodb", note)
+    assert call is not None
+    assert reads == [("counts", False), ("head", False)]
+
+
 def test_idempotency_key_returns_the_same_call(router):
     first, created = router.create_call({"language": "English", "gender": "F"}, idempotency_key="req-1")
     again, created_again = router.create_call({"language": "English", "gender": "F"}, idempotency_key="req-1")
