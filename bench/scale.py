@@ -22,7 +22,7 @@ a strongly consistent read 1 RCU per 4 KB, an eventually consistent one half, a
 transaction's read 2; a Query what DynamoDB reported, to the partition it read), and each
 index whose key the written item carries (before or after the write: the item is read
 around it, unmetered) gets a write on that index key's partition. Partition keys are
-shown as patterns (`CALL#<id>`, `AUDIT#<day>`), with the hottest value of each pattern.
+shown as patterns (`CALL#<id>`, `AUDIT#<day>#<n>`), with the hottest value of each pattern.
 
 Then, for a steady phone system at R calls a second where every call brings one agent
 cycle (`release` + `available`) and a share `--waiting-share` of callers wait
@@ -76,7 +76,9 @@ def pattern(key: str) -> str:
     """A partition key as a pattern: ids and days replaced, fixed names kept."""
     key = re.sub(r"^(CALL#|AGENT#).+", r"\1<id>", key)
     key = re.sub(r"^RATE#.+", "RATE#<tenant>", key)
-    key = re.sub(r"^AUDIT#.+", "AUDIT#<day>", key)
+    # The audit day's shards apart from the unsharded day (entries written before sharding).
+    key = re.sub(r"^AUDIT#[^#]+#\d+$", "AUDIT#<day>#<n>", key)
+    key = re.sub(r"^AUDIT#[^#]+$", "AUDIT#<day>", key)
     key = re.sub(r"^SAMPLE#.+", "SAMPLE#<queue>", key)
     key = re.sub(r"^(agent|call|shipment):.+", r"\1:<id>", key)
     key = re.sub(r"^[0-9a-z]{16,}$", "<id>", key)
@@ -373,8 +375,8 @@ def _limits(per_unit: dict[str, dict], mix: dict[str, float], params: ScaleParam
     rows: dict[str, dict[str, float]] = defaultdict(lambda: {"read": 0.0, "write": 0.0})
     for unit, share in mix.items():
         for row, entry in per_unit[unit].items():
-            # A pattern with one value (AGENTS, WAITING, AUDIT#<day>) takes all of it; a
-            # pattern of many values (CALL#<id>, Q#...) only its hottest value's share.
+            # A pattern with one value (AGENTS, WAITING) takes all of it; a pattern of many
+            # values (CALL#<id>, Q#..., AUDIT#<day>#<n>) only its hottest value's share.
             single = entry["values"] == 1
             rows[row]["read"] += share * (entry["read"] if single else entry["hottest_read"])
             rows[row]["write"] += share * (entry["write"] if single else entry["hottest_write"])

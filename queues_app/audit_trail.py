@@ -1,9 +1,12 @@
 """The audit trail: who did what to which item, when, with the fields that changed,
 before and after (the whole item when it was created or deleted).
 
-Entries live in the `audit` table, one partition per UTC day (`AUDIT#2026-11-21`),
-sorted by time, so the newest entries are one Query away; the `by_target` index gives
-one item's history. Entries expire after a retention period (TTL).
+Entries live in the `audit` table, sorted by time in the partitions of their UTC day:
+16 shards (`AUDIT#2026-11-21#0` to `#15`, chosen by a hash of the entry id), so that a
+day's writes spread over 16 partitions instead of meeting one partition's 1,000 WCU a
+second (docs/scale.md), and the unsharded `AUDIT#2026-11-21` of entries written before
+the day was sharded (nothing moves them: they expire). The `by_target` index gives one
+item's history. Entries expire after a retention period (TTL).
 
 People and the API act through `actions.Operations` (source page, admin or api; the
 commands: command). What the queues do on their own is recorded as system events
@@ -14,12 +17,16 @@ complete.
 What each read costs (every read is bounded; a page that is not full carries on from
 its cursor):
 
-- the trail, newest first: one Query per day partition, at most `max_reads` per page;
+- the trail, newest first: a round of 17 Queries (in parallel) of the day's partitions,
+  each shard for about its share of the page, merged newest first; a shard whose share
+  ran out before the page was full is read again (one Query more, rarely), and a day
+  with no entries costs a round: at most `max_reads` rounds (17 Queries each) a page;
 - a time range: the same Queries with a key condition on the time (sort key), so
   nothing outside the range is read;
-- by actor, action or source: a filter on those Queries: DynamoDB reads (and bills)
-  every entry in the range and returns those that match, so a rare actor may take a
-  few pages of `max_reads` Queries each;
+- by actor, action or source: a filter on those Queries (each asking for the whole
+  page: a Limit counts entries before the filter): DynamoDB reads (and bills) every
+  entry in the range and returns those that match, so a rare actor may take a few
+  pages of `max_reads` rounds each;
 - one item's history: one Query of the `by_target` index per page (filters as above);
 - a bare id: up to four Limit-1 Queries of the index (agent, call, shipment, task)
   to find which item it is; an id prefix: the trail filtered on the target.
@@ -27,9 +34,14 @@ its cursor):
 
 from __future__ import annotations
 
+import hashlib
+import heapq
 import json
+import math
 import uuid
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -38,16 +50,20 @@ from queues_app.ddb import batch, errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import from_iso, now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.ddb.paging import INVALID, decode_cursor, decode_state, encode_cursor, encode_state, is_key
+from queues_app.ddb.paging import INVALID, decode_cursor, decode_state, encode_cursor, encode_state
 
 DAY_PREFIX = "AUDIT#"
+# A day's entries spread over this many partitions: every call writes ~6 entries, and one
+# partition takes at most 1,000 WCU a second (docs/scale.md).
+AUDIT_SHARDS = 16
 SNAPSHOT_LIMIT = 16_000  # characters of JSON kept for each of before and after
 # Kept in an entry whenever the item has them, changed or not: an agent's day follows
 # status and call from entry to entry.
 ALWAYS_KEPT = ("status", "call_id")
 DEFAULT_RETENTION_DAYS = 90
 # Cursor purposes (each signs with its own salt): the trail across days carries the day
-# it reached and DynamoDB's key within it; one item's history is a plain key cursor.
+# it reached and the sort key it read down to (on every partition of the day); one
+# item's history is a plain key cursor.
 RECENT_CURSOR = "audit-recent"
 TARGET_CURSOR = "audit-target"
 _DAY_FORMAT = "%Y-%m-%d"
@@ -122,6 +138,17 @@ class TrailPage:
 
 def target(kind: str, item_id: str) -> str:
     return f"{kind}:{item_id}"
+
+
+def day_shard(entry_id: str) -> int:
+    """The shard of its day an entry goes to: a stable hash of its id (the same in every process)."""
+    return int.from_bytes(hashlib.blake2b(entry_id.encode(), digest_size=4).digest()) % AUDIT_SHARDS
+
+
+def day_partitions(day: str) -> list[str]:
+    """Every partition holding a day's entries: its shards, then the unsharded day of the
+    entries written before the day was sharded."""
+    return [f"{DAY_PREFIX}{day}#{n}" for n in range(AUDIT_SHARDS)] + [DAY_PREFIX + day]
 
 
 # --- before and after in the domain's words --------------------------------------------
@@ -292,8 +319,8 @@ def _query_params(params: dict, key_range: tuple[str, str] | None, filters: Trai
 
 def changed_fields(before: dict | None, after: dict | None) -> tuple[dict | None, dict | None]:
     """`before` and `after` narrowed to the fields that differ, and `ALWAYS_KEPT`. The
-    whole item would make each entry 2-5 KB (3-5 write units, on the one partition of
-    the day: docs/scale.md); what changed is what the trail shows."""
+    whole item would make each entry 2-5 KB (3-5 write units, on the day's partitions:
+    docs/scale.md); what changed is what the trail shows."""
     if before is None or after is None:
         return before, after
     names = {name for name in set(before) | set(after) if before.get(name) != after.get(name)}
@@ -329,19 +356,116 @@ def _entry_from_item(item: dict) -> TrailEntry:
     )
 
 
-def _decode_recent(cursor: str) -> tuple[str, dict | None]:
-    """The day and the key within it that a `recent` cursor carries on from."""
+def _decode_recent(cursor: str) -> tuple[str, str | None]:
+    """The day and the sort key (exclusive) that a `recent` cursor carries on from."""
     state = decode_state(cursor, purpose=RECENT_CURSOR)
-    day, key = state.get("day"), state.get("key")
+    day, sk = state.get("day"), state.get("sk")
     if not isinstance(day, str) or len(day) != 10:
         raise errors.InvalidRequest(INVALID)
     try:
         datetime.strptime(day, _DAY_FORMAT)
     except ValueError as exc:
         raise errors.InvalidRequest(INVALID) from exc
-    if key is not None and not is_key(key):
+    # A day's sort keys start with the day. A `key` within the day is a cursor of the
+    # unsharded trail: refused (cursors are short-lived), not followed.
+    if state.get("key") is not None or (sk is not None and not (isinstance(sk, str) and sk.startswith(day))):
         raise errors.InvalidRequest(INVALID)
-    return day, key
+    return day, sk
+
+
+def _recent_cursor(day: str, sk: str | None) -> str:
+    return encode_state({"day": day, "sk": sk}, purpose=RECENT_CURSOR)
+
+
+def _sort_key_condition(key_range: tuple[str, str] | None, before: str | None) -> tuple[str, dict] | None:
+    """The condition on the sort key of a day's Queries: the time range, and below the
+    cursor's `before`; None when nothing of the day is left. A key condition compares the
+    sort key once, so within a range it is `BETWEEN low AND before`, and the entry at
+    `before` (returned by the page before) is dropped from what comes back."""
+    low, high = key_range or (None, None)
+    if before is not None and (high is None or before <= high):
+        if low is None:
+            return "sk < :high", {":high": {"S": before}}
+        if before <= low:
+            return None
+        high = before
+    if low is None or high is None:
+        return "", {}
+    return "sk BETWEEN :low AND :high", {":low": {"S": low}, ":high": {"S": high}}
+
+
+@dataclass
+class _Partition:
+    """One partition of a day as a page reads it: the entries read and not returned yet
+    (newest first), and where its next Query starts (None once read to its end)."""
+
+    pk: str
+    legacy: bool = False  # the unsharded day
+    pending: deque[dict] = field(default_factory=deque)
+    start: dict | None = None
+    read: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.read and self.start is None and not self.pending
+
+    def holds_back(self, sk: str | None) -> bool:
+        """Whether entries it has not read yet may be newer than `sk` (than anything, None)."""
+        if self.pending:
+            return False
+        if not self.read:
+            return True
+        if self.start is None:
+            return False
+        return sk is None or self.start["sk"]["S"] > sk
+
+    def limit(self, room: int, filtered: bool) -> int:
+        """A shard's first Query asks for its share of the page, twice over and two more (a
+        shard rarely holds more of the page's entries; one that does is read again). Other
+        Queries ask for the room left: the unsharded day may hold the whole page, a
+        partition read again holds the page back, and a filter's Limit counts entries
+        before the filter."""
+        if self.read or self.legacy or filtered:
+            return room
+        return min(room, 2 * math.ceil(room / AUDIT_SHARDS) + 2)
+
+
+class _DayMerge:
+    """A day's partitions merged newest first. An entry is returned only when no partition
+    may hold a newer one unread: one whose read entries are all returned and whose
+    reading stopped (Limit, 1 MB) above it; that partition is read again first."""
+
+    def __init__(self, day: str):
+        pks = day_partitions(day)
+        self.partitions = [_Partition(pk, legacy=pk == DAY_PREFIX + day) for pk in pks]
+
+    def due(self) -> list[_Partition]:
+        """The partitions to read before the next entry can be returned (none: day done)."""
+        newest = max((p.pending[0]["sk"] for p in self.partitions if p.pending), default=None)
+        return [p for p in self.partitions if p.holds_back(newest)]
+
+    def take(self, count: int) -> list[dict]:
+        """Up to `count` entries, newest first, as long as none is held back."""
+        taken: list[dict] = []
+        runs = ([(item["sk"], n) for item in p.pending] for n, p in enumerate(self.partitions))
+        for sk, n in heapq.merge(*runs, reverse=True):
+            if len(taken) >= count or any(p.holds_back(sk) for p in self.partitions):
+                break
+            taken.append(self.partitions[n].pending.popleft())
+        return taken
+
+    @property
+    def finished(self) -> bool:
+        return all(p.finished for p in self.partitions)
+
+    def resume_at(self, before: str | None) -> str | None:
+        """Where a page that stops here carries on (below): the newest sort key at which a
+        partition with all its read entries returned stopped reading; everything newer
+        was returned or filtered out, and what is pending is older (else it would have
+        been returned). `before` while a partition is not read yet."""
+        if not all(p.read for p in self.partitions):
+            return before
+        return max((p.start["sk"]["S"] for p in self.partitions if p.start and not p.pending), default=before)
 
 
 def entry_key(item: dict) -> dict:
@@ -411,7 +535,7 @@ class AuditTrail:
         before_text, cut_before = _snapshot(before)
         after_text, cut_after = _snapshot(after)
         item = {
-            "pk": DAY_PREFIX + stamp[:10],
+            "pk": f"{DAY_PREFIX}{stamp[:10]}#{day_shard(entry_id)}",
             "sk": f"{stamp}#{entry_id}",
             "entry_id": entry_id,
             "at": stamp,
@@ -432,7 +556,7 @@ class AuditTrail:
         """Several entries (each a `record` keyword set) in one request: an action and
         what it brought about (a call assigned, a call ended). A BatchWriteItem, which
         resends what DynamoDB leaves unprocessed, and bills 1 WCU an entry where a
-        transaction would bill 2, on the day's one partition (docs/scale.md)."""
+        transaction would bill 2, spread over the day's shards (docs/scale.md)."""
         items = [self.entry_item(**entry) for entry in entries]
         if len(items) == 1:
             self.db.call("put_item", TableName=self.table, Item=marshal(items[0]))
@@ -448,54 +572,81 @@ class AuditTrail:
         filters: TrailFilter | None = None,
         target_prefixes: tuple[str, ...] = (),
     ) -> TrailPage:
-        """Newest first, across days. At most `max_reads` queries per page: days with
-        no entries (or none that match the filters) cost one query each, and the cursor
-        carries on from there. A time range reads only the days and times in it."""
+        """Newest first, across days, each day's 16 shards and unsharded partition merged.
+
+        `max_reads` counts rounds: in a round the page reads, in parallel, once each of
+        the day's partitions that may hold its next entry (all 17 in a day's first round,
+        usually none or one or two after that), so a page makes at most 17 x `max_reads`
+        Queries. A day with no entries (or none that match the filters) costs a round.
+        The cursor carries the day and the sort key the page read down to, and carries on
+        below it on every partition of that day. A time range reads only the days and
+        times in it."""
         filters = filters or TrailFilter()
         moment = self.clock()
         newest_day = to_iso(min(filters.until, moment) if filters.until else moment)[:10]
-        day, key = _decode_recent(cursor) if cursor else (newest_day, None)
+        day, before = _decode_recent(cursor) if cursor else (newest_day, None)
         oldest_day = (moment - timedelta(days=self.retention_days)).strftime(_DAY_FORMAT)
         if filters.since:
             oldest_day = max(oldest_day, to_iso(filters.since)[:10])
+        expression = filters.expression(target_prefixes)
         entries: list[TrailEntry] = []
-        reads = 0
-        while reads < max_reads and len(entries) < limit:
-            if day < oldest_day:
-                return TrailPage(entries, None)
-            params = _query_params(
-                {
-                    "TableName": self.table,
-                    "KeyConditionExpression": "pk = :pk",
-                    "ExpressionAttributeValues": {":pk": {"S": DAY_PREFIX + day}},
-                    "ScanIndexForward": False,
-                    "Limit": limit - len(entries),
-                },
-                filters.key_range(),
-                filters,
-                target_prefixes,
-            )
-            if key:
-                params["ExclusiveStartKey"] = key
-            key = None
-            for response in self.db.pages("query", **params):
-                reads += 1
-                items = [unmarshal(i) for i in response.get("Items", [])]
+        rounds = 0
+        while day >= oldest_day and len(entries) < limit:
+            condition = _sort_key_condition(filters.key_range(), before)
+            merge = _DayMerge(day)
+            last = before
+            while condition is not None and len(entries) < limit and (due := merge.due()):
+                if rounds >= max_reads:
+                    return TrailPage(entries, _recent_cursor(day, merge.resume_at(before)))
+                rounds += 1
                 room = limit - len(entries)
-                if len(items) > room:
-                    # A later page of the day asks for the first page's Limit: keep what
-                    # fits and carry on after the last entry kept.
-                    items = items[:room]
-                    key = entry_key(items[-1])
-                else:
-                    key = response.get("LastEvaluatedKey")
-                entries += [_entry_from_item(item) for item in items]
-                if not key or len(entries) >= limit or reads >= max_reads:
-                    break
-            if not key:
-                day = (datetime.strptime(day, _DAY_FORMAT) - timedelta(days=1)).strftime(_DAY_FORMAT)
-        more = day >= oldest_day
-        return TrailPage(entries, encode_state({"day": day, "key": key}, purpose=RECENT_CURSOR) if more else None)
+                self._read_round(due, condition, before, expression, room)
+                taken = merge.take(room)
+                if taken:
+                    last = taken[-1]["sk"]
+                entries += [_entry_from_item(item) for item in taken]
+            if condition is not None and not merge.finished:  # full within the day
+                return TrailPage(entries, _recent_cursor(day, last))
+            day, before = (datetime.strptime(day, _DAY_FORMAT) - timedelta(days=1)).strftime(_DAY_FORMAT), None
+        return TrailPage(entries, _recent_cursor(day, None) if day >= oldest_day else None)
+
+    def _read_round(
+        self,
+        due: list[_Partition],
+        condition: tuple[str, dict],
+        before: str | None,
+        expression: tuple[str, dict, dict],
+        room: int,
+    ) -> None:
+        """One Query of each partition due, in parallel (one round trip, not 17)."""
+        key_condition, key_values = condition
+        filter_expression, names, values = expression
+
+        def query(partition: _Partition) -> dict:
+            params: dict = {
+                "TableName": self.table,
+                "KeyConditionExpression": "pk = :pk" + (f" AND {key_condition}" if key_condition else ""),
+                "ExpressionAttributeValues": {":pk": {"S": partition.pk}, **key_values, **values},
+                "ScanIndexForward": False,
+                "Limit": partition.limit(room, bool(filter_expression)),
+            }
+            if filter_expression:
+                params["FilterExpression"] = filter_expression
+                params["ExpressionAttributeNames"] = names
+            if partition.start:
+                params["ExclusiveStartKey"] = partition.start
+            return self.db.call("query", **params)
+
+        if len(due) == 1:
+            responses = [query(due[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(due)) as pool:
+                responses = list(pool.map(query, due))
+        for partition, response in zip(due, responses, strict=True):
+            items = [unmarshal(i) for i in response.get("Items", [])]
+            partition.pending.extend(item for item in items if before is None or item["sk"] < before)
+            partition.start = response.get("LastEvaluatedKey")
+            partition.read = True
 
     def for_target(
         self,
