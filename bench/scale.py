@@ -22,7 +22,9 @@ a strongly consistent read 1 RCU per 4 KB, an eventually consistent one half, a
 transaction's read 2; a Query what DynamoDB reported, to the partition it read), and each
 index whose key the written item carries (before or after the write: the item is read
 around it, unmetered) gets a write on that index key's partition. Partition keys are
-shown as patterns (`CALL#<id>`, `AUDIT#<day>#<n>`), with the hottest value of each pattern.
+shown as patterns (`CALL#<id>`, `AUDIT#<day>#<n>`), with the hottest value of each pattern;
+the shards of a spread (`AGENTS#<n>`, `QUEUES#<n>`, `AUDIT#<day>#<n>`) each with an even
+share, as they take in the long run (`spread`).
 
 Then, for a steady phone system at R calls a second where every call brings one agent
 cycle (`release` + `available`) and a share `--waiting-share` of callers wait
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import harness
+from queues_app.agents import keys
 
 WCU_LIMIT, RCU_LIMIT = 1000.0, 3000.0
 UNITS = ("call", "release", "available", "call_waits", "available_takes", "shipment")
@@ -72,8 +75,19 @@ def item_size(item: dict | None) -> int:
     return len(json.dumps(item, separators=(",", ":")).encode())
 
 
+def spread() -> dict[str, int]:
+    """Patterns whose values are shards of one spread (a random pick or a hash of an id),
+    and how many: in the long run each shard takes an even share, which a benchmark of a
+    few dozen rounds does not show (its hottest shard is chance), so a shard's units are
+    the pattern's divided by the count."""
+    from queues_app.audit_trail import AUDIT_SHARDS
+
+    return {"AGENTS#<n>": keys.AGENT_SHARDS, "QUEUES#<n>": keys.QUEUE_META_SHARDS, "AUDIT#<day>#<n>": AUDIT_SHARDS}
+
+
 def pattern(key: str) -> str:
-    """A partition key as a pattern: ids and days replaced, fixed names kept."""
+    """A partition key as a pattern: ids, days and shard numbers replaced, fixed names kept."""
+    key = re.sub(r"^(AGENTS|QUEUES)#\d+$", r"\1#<n>", key)
     key = re.sub(r"^(CALL#|AGENT#).+", r"\1<id>", key)
     key = re.sub(r"^RATE#.+", "RATE#<tenant>", key)
     # The audit day's shards apart from the unsharded day (entries written before sharding).
@@ -354,7 +368,12 @@ def summarise(charges: Charges, count: int) -> dict:
         if weight > entry["hottest_units"]:
             entry["hottest"], entry["hottest_units"] = key, weight
             entry["hottest_read"], entry["hottest_write"] = units["read"] / count, units["write"] / count
-    for entry in rows.values():
+    shard_counts = spread()
+    for row, entry in rows.items():
+        shards = shard_counts.get(row.rsplit("|", 1)[-1])
+        if shards:
+            entry["values"], entry["hottest"] = shards, f"each of {shards} shards"
+            entry["hottest_read"], entry["hottest_write"] = entry["read"] / shards, entry["write"] / shards
         for name in ("read", "write", "hottest_read", "hottest_write"):
             entry[name] = round(entry.get(name, 0.0), 3)
         entry.pop("hottest_units")

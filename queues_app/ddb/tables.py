@@ -111,7 +111,7 @@ AUDIT = TableSpec(
         "The audit trail: every supervisor action (pages, admin, API) with who, what, "
         "when, before and after; newest first per day, and per target through an index."
     ),
-    # pk AUDIT#<day>, sk <at>#<entry id>.
+    # pk AUDIT#<day>#<n> (16 shards a day; AUDIT#<day> before them), sk <at>#<entry id>.
     indexes=(Index("by_target", "target", "sk", projection="ALL"),),
     ttl_attribute="expires_at",
 )
