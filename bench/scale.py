@@ -20,11 +20,12 @@ client): each item it reads or writes is charged to its table's partition key as
 DynamoDB charges it (a write 1 WCU per KB, a transaction's write or condition check 2;
 a strongly consistent read 1 RCU per 4 KB, an eventually consistent one half, a
 transaction's read 2; a Query what DynamoDB reported, to the partition it read), and each
-index whose key the written item carries (before or after the write: the item is read
-around it, unmetered) gets a write on that index key's partition. Partition keys are
-shown as patterns (`CALL#<id>`, `AUDIT#<day>#<n>`), with the hottest value of each pattern;
-the shards of a spread (`AGENTS#<n>`, `QUEUES#<n>`, `AUDIT#<day>#<n>`) each with an even
-share, as they take in the long run (`spread`).
+index whose entry the write changes (the item is read around it, unmetered: an entry
+changes when the item enters or leaves the index, or its keys or projected attributes
+change) gets a write on that index key's partition, two when the entry moves (a delete
+and a put). Partition keys are shown as patterns (`CALL#<id>`, `AUDIT#<day>#<n>`), with
+the hottest value of each pattern; the shards of a spread (`AGENTS#<n>`, `QUEUES#<n>`,
+`AUDIT#<day>#<n>`) each with an even share, as they take in the long run (`spread`).
 
 Then, for a steady phone system at R calls a second where every call brings one agent
 cycle (`release` + `available`) and a share `--waiting-share` of callers wait
@@ -192,12 +193,15 @@ class PartitionMeter:
             if kind == "ConditionCheck":
                 continue
             for index in spec.indexes:
-                before, after = index_key(index, old), index_key(index, new)
+                before, after = index_entry(index, spec, old), index_entry(index, spec, new)
+                if before == after:
+                    continue  # neither its keys nor what it projects changed: DynamoDB writes nothing
                 index_units = math.ceil(max(item_size(old), item_size(new), 1) / 1024)
-                if before and before != after:
-                    charges.add(logical, index.name, before, "write", index_units)
-                if after:
-                    charges.add(logical, index.name, after, "write", index_units)
+                moved = before is not None and after is not None and _keys(index, before) != _keys(index, after)
+                if before is not None and (after is None or moved):  # the old entry is deleted
+                    charges.add(logical, index.name, index_key(index, old) or "", "write", index_units)
+                if after is not None:
+                    charges.add(logical, index.name, index_key(index, new) or "", "write", index_units)
         self._reads(operation, params, parsed)
 
     def _reads(self, operation: str, params: dict, parsed: dict) -> None:
@@ -229,6 +233,24 @@ class PartitionMeter:
             units = float(capacity.get("CapacityUnits") or 0)
             value = "(scan)" if operation == "Scan" else query_partition(params, partition_key)
             charges.add(spec.logical_name, index_name, value, "read", units)
+
+
+def index_entry(index, spec, item: dict | None) -> dict | None:
+    """What an index holds of an item (its keys, the table's keys, what it projects), or
+    None when the item is not in it (sparse)."""
+    if index_key(index, item) is None:
+        return None
+    assert item is not None
+    kept = {index.partition_key, index.sort_key, spec.partition_key, spec.sort_key}
+    if index.projection == "ALL":
+        return dict(item)
+    if index.projection == "INCLUDE":
+        kept |= set(index.include)
+    return {name: value for name, value in item.items() if name in kept}
+
+
+def _keys(index, entry: dict) -> tuple:
+    return entry.get(index.partition_key), entry.get(index.sort_key) if index.sort_key else None
 
 
 def index_key(index, item: dict | None) -> str | None:

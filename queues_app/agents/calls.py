@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from queues_app.agents import keys
-from queues_app.agents.records import Call, CallStatus, QueueOrder
+from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
+from queues_app.agents.roster import STATUS_INDEX as AGENTS_BY_STATUS
+from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY
 from queues_app.agents.writes import CallCenterTable
 from queues_app.ddb import batch, errors
 from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
+from queues_app.ddb.paging import Page
 
 ENDED_CALL_RETENTION = timedelta(days=30)
 
@@ -75,7 +77,9 @@ def call_from_item(item: dict) -> Call:
 
 
 PREFIX_MATCHES = 20  # calls listed for a prefix that several ids start with
-PREFIX_READ = 1_000  # calls a prefix search evaluates per status (one Query each)
+PREFIX_READ = 1_000  # calls a prefix search evaluates per status
+WAITING_INDEX = "waiting_by_arrival"
+IN_PROGRESS = "calls:in-progress"  # the cursor's purpose: a place among the attending agents
 
 
 @dataclass
@@ -108,54 +112,66 @@ class Calls:
         )
         return call_from_item(unmarshal(response["Item"])) if "Item" in response else None
 
-    def with_status(self, status: str, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
-        """Calls in one status (from the `by_status` index), then read in one batch."""
-        params = {
-            "TableName": self.table.name,
-            "IndexName": "by_status",
-            "Limit": limit,
-            "KeyConditionExpression": "#status = :status AND sk = :call",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {":status": {"S": status}, ":call": {"S": keys.CALL_SK}},
-        }
-        purpose = f"calls:{status}"  # a cursor serves the list it came from
-        start = decode_cursor(cursor, purpose=purpose)
-        if start:
-            params["ExclusiveStartKey"] = start
-        response = self.db.call("query", **params)
-        wanted = [{"pk": unmarshal(i)["pk"], "sk": keys.CALL_SK} for i in response.get("Items", [])]
+    def in_progress(self, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
+        """Calls in progress, a page at a time, through their agents: every assigned call's
+        agent is attending and holds it (`audit_queues` checks it), so a page is a Query of
+        the attending agents in name order (`agents_by_status`) and one BatchGetItem of
+        their calls, whatever the number of calls. Calls are not indexed by status: that
+        would cost every assignment an index write. Newest assignment first within a page."""
+        agents = Agents(self.db, self.table.catalog).list(
+            status=AgentStatus.ATTENDING, cursor=cursor, limit=limit, purpose=IN_PROGRESS
+        )
+        wanted = [keys.call(agent.call_id) for agent in agents.items if agent.call_id]
         calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
+        calls = [call for call in calls if call.status == CallStatus.ASSIGNED]
         calls.sort(key=lambda c: c.assigned_at or c.arrived_at or "", reverse=True)
-        return Page(calls, encode_cursor(response.get("LastEvaluatedKey"), purpose=purpose))
+        return Page(calls, agents.next_cursor)
 
     def find_by_prefix(self, prefix: str, *, limit: int = PREFIX_MATCHES, read_cap: int = PREFIX_READ) -> PrefixSearch:
         """Calls whose id starts with `prefix`: a whole id is one GetItem and finds any
-        call; otherwise the waiting calls and the calls in progress are searched, one
-        Query each on `by_status` (the call's key is in the index) with the prefix as a
-        FilterExpression, evaluating at most `read_cap` calls each, so the cost is bounded
-        however many calls there are. Ended calls are found by their whole id only."""
+        call; otherwise the waiting calls (the waiting line's `waiting_by_arrival` index,
+        whose entries carry the caller's place, which ends with the call id) and the calls
+        in progress (their attending agents on `agents_by_status`, which carry the call
+        id) are searched with the prefix as a FilterExpression, evaluating at most
+        `read_cap` of each, so the cost is bounded however many calls there are. Ended
+        calls are found by their whole id only."""
         exact = self.find(prefix)
         if exact:
             return PrefixSearch(prefix, [exact], {})
         searched: dict[str, tuple[int, bool]] = {}
         ids: list[str] = []
-        for status in (CallStatus.WAITING, CallStatus.ASSIGNED):
-            response = self.db.call(
-                "query",
-                TableName=self.table.name,
-                IndexName="by_status",
-                KeyConditionExpression="#status = :status AND sk = :call",
-                FilterExpression="begins_with(pk, :prefix)",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":status": {"S": status},
-                    ":call": {"S": keys.CALL_SK},
-                    ":prefix": {"S": keys.CALL_PREFIX + prefix},
-                },
-                Limit=read_cap,
-            )
-            searched[status] = (response["ScannedCount"], bool(response.get("LastEvaluatedKey")))
-            ids += [unmarshal(i)["pk"].removeprefix(keys.CALL_PREFIX) for i in response.get("Items", [])]
+        waiting = [
+            {
+                "IndexName": WAITING_INDEX,
+                "KeyConditionExpression": "wait_q = :q",
+                "FilterExpression": "contains(sk, :needle)",
+                "ExpressionAttributeValues": {":q": {"S": shard}, ":needle": {"S": "#" + prefix}},
+            }
+            for shard in keys.line_shards()
+        ]
+        in_progress = [
+            {
+                "IndexName": AGENTS_BY_STATUS,
+                "KeyConditionExpression": "#status = :attending",
+                "FilterExpression": "begins_with(call_id, :prefix)",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {":attending": {"S": AgentStatus.ATTENDING}, ":prefix": {"S": prefix}},
+            }
+        ]
+        for status, queries in ((CallStatus.WAITING, waiting), (CallStatus.ASSIGNED, in_progress)):
+            scanned, more = 0, False
+            for query in queries:
+                response = self.db.call(
+                    "query", TableName=self.table.name, Limit=max(1, read_cap // len(queries)), **query
+                )
+                scanned += response["ScannedCount"]
+                more = more or bool(response.get("LastEvaluatedKey"))
+                for raw in response.get("Items", []):
+                    item = unmarshal(raw)
+                    call_id = item["sk"].rsplit("#", 1)[-1] if status == CallStatus.WAITING else item["call_id"]
+                    if call_id.startswith(prefix):  # "#<prefix>" may also match inside the arrival time
+                        ids.append(call_id)
+            searched[status] = (scanned, more)
         wanted = [keys.call(i) for i in sorted(ids)[:limit]]
         calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
         calls.sort(key=lambda c: c.call_id)

@@ -18,7 +18,8 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 
 AGENT_TYPE = "agent"
-NAME_INDEX = "by_name"
+NAME_INDEX = "agents_by_name"  # name and skills only: the list reads the page's agents after
+STATUS_INDEX = "agents_by_status"  # by status, then name: the agent's fields
 FILTERED_READ = 200  # agents a filtered list evaluates per Query (about 60 KB, 8 read units)
 COUNT_CAP = 1_000  # a total beyond this shows as "1,000+"
 # Cursors of the name-ordered list: after the last agent shown, or before the first.
@@ -31,15 +32,17 @@ class NamePage(Page[Agent]):
 
 
 def named(agent: Agent, search: str | None) -> bool:
-    """A name search, matched on the agents read: `name_lower` is the `by_name` index's sort
+    """A name search, matched on the agents read: `name_lower` is the name indexes' sort
     key, which DynamoDB does not let a FilterExpression name. It costs the same: DynamoDB
     charges for every item a Query evaluates, filtered or not."""
     return not search or search.lower() in agent.name.lower()
 
 
-def name_key(agent: Agent) -> dict[str, Any]:
-    """The `by_name` index key of an agent (where a page starts or ends)."""
-    return marshal({"type": AGENT_TYPE, "name_lower": agent.name.lower(), **keys.agent(agent.agent_id)})
+def name_key(agent: Agent, status: str | None = None) -> dict[str, Any]:
+    """An agent's key in the index a list in name order reads (where a page starts or
+    ends): `agents_by_status` for a status, `agents_by_name` otherwise."""
+    partition = {"status": status} if status else {"type": AGENT_TYPE}
+    return marshal({**partition, "name_lower": agent.name.lower(), **keys.agent(agent.agent_id)})
 
 
 def new_agent_id() -> str:
@@ -179,10 +182,10 @@ class Agents:
             raise errors.NotFound(f"No agent with id {agent_id!r}.")
         return agent_from_item(unmarshal(response["Item"]))
 
-    def get_many(self, agent_ids: Iterable[str]) -> builtins.list[Agent]:
+    def get_many(self, agent_ids: Iterable[str], *, consistent: bool = True) -> builtins.list[Agent]:
         """The agents that exist among `agent_ids` (BatchGetItem, 100 a request), any order."""
         wanted = [keys.agent(i) for i in dict.fromkeys(agent_ids)]
-        return [agent_from_item(item) for item in batch.get_items(self.db, self.table, wanted, consistent=True)]
+        return [agent_from_item(item) for item in batch.get_items(self.db, self.table, wanted, consistent=consistent)]
 
     def list(
         self,
@@ -194,19 +197,27 @@ class Agents:
         search: str | None = None,
         skill: tuple[str, str] | None = None,
         max_reads: int = 4,
+        purpose: str = "",
     ) -> NamePage:
-        """A page of agents in name order, from the `by_name` index: after `cursor` (the
-        next page) or before `before` (the previous one).
+        """A page of agents in name order: after `cursor` (the next page) or before `before`
+        (the previous one). With a status, from `agents_by_status` (that status's agents in
+        name order); otherwise from `agents_by_name`, then the page's agents in one
+        BatchGetItem (the index leaves out what changes with their status).
 
-        Cost: without a filter, one Query of `limit + 1` items (the extra one says whether
-        there is a next page). A status, name or skill filter is a FilterExpression: each
-        Query evaluates up to FILTERED_READ agents and reads go on (at most `max_reads`)
-        until the page is full, so a sparse filter still shows a page while the cost stays
-        bounded; the page then ends where the reading stopped."""
+        Cost: without a name or skill filter, one Query of `limit + 1` items (the extra one
+        says whether there is a next page). A name or skill filter is matched on what is
+        read: each Query evaluates up to FILTERED_READ agents and reads go on (at most
+        `max_reads`) until the page is full, so a sparse filter still shows a page while
+        the cost stays bounded; the page then ends where the reading stopped."""
         params = self._name_query(status=status, search=search, skill=skill)
         filtered = "FilterExpression" in params or bool(search)
         backwards = bool(before)
-        start = decode_cursor(before, purpose=BEFORE) if backwards else decode_cursor(cursor, purpose=AFTER)
+        # A cursor serves the list it came from: this index and status (and `purpose`, a
+        # list of something else read through the agents).
+        after_purpose, before_purpose = f"{AFTER}:{status or ''}{purpose}", f"{BEFORE}:{status or ''}{purpose}"
+        start = (
+            decode_cursor(before, purpose=before_purpose) if backwards else decode_cursor(cursor, purpose=after_purpose)
+        )
         params["ScanIndexForward"] = not backwards
         found: builtins.list[Agent] = []
         last_read = start
@@ -221,21 +232,35 @@ class Agents:
                 break
         further: dict[str, Any] | None = last_read  # every agent up to there was read: go on from it
         if len(found) > limit:
-            found, further = found[:limit], name_key(found[limit - 1])
+            found, further = found[:limit], name_key(found[limit - 1], status)
         if backwards:
             found.reverse()
             if not found and not further:  # nothing before: show the first page instead
-                return self.list(limit=limit, status=status, search=search, skill=skill, max_reads=max_reads)
+                return self.list(
+                    limit=limit, status=status, search=search, skill=skill, max_reads=max_reads, purpose=purpose
+                )
+        if not status:
+            found = self._whole(found)
+        if backwards:
             return NamePage(
                 items=found,
-                next_cursor=encode_cursor(name_key(found[-1]) if found else start, purpose=AFTER),
-                previous_cursor=encode_cursor(further, purpose=BEFORE),
+                next_cursor=encode_cursor(name_key(found[-1], status) if found else start, purpose=after_purpose),
+                previous_cursor=encode_cursor(further, purpose=before_purpose),
             )
         return NamePage(
             items=found,
-            next_cursor=encode_cursor(further, purpose=AFTER),
-            previous_cursor=encode_cursor(name_key(found[0]) if found else start, purpose=BEFORE) if start else None,
+            next_cursor=encode_cursor(further, purpose=after_purpose),
+            previous_cursor=(
+                encode_cursor(name_key(found[0], status) if found else start, purpose=before_purpose) if start else None
+            ),
         )
+
+    def _whole(self, listed: builtins.list[Agent]) -> builtins.list[Agent]:
+        """The agents of a page read from `agents_by_name`, whole (one BatchGetItem, read
+        eventually consistently as the index is), in the page's order; one deleted since
+        is left out."""
+        whole = {a.agent_id: a for a in self.get_many((a.agent_id for a in listed), consistent=False)}
+        return [whole[a.agent_id] for a in listed if a.agent_id in whole]
 
     def count(
         self,
@@ -263,17 +288,19 @@ class Agents:
         return found, bool(response.get("LastEvaluatedKey"))
 
     def _name_query(self, *, status: str | None, search: str | None, skill: tuple[str, str] | None) -> dict[str, Any]:
-        """Query parameters for agents in name order, with the status and skill filters as a
-        FilterExpression (a name search is matched on what is read: see `named`)."""
+        """Query parameters for agents in name order: of one status (`agents_by_status`) or
+        all (`agents_by_name`), with the skill filter as a FilterExpression (a name search
+        is matched on what is read: see `named`)."""
         if status is not None and status not in AgentStatus.ALL:
             raise errors.InvalidRequest(f"Unknown agent status {status!r}.")
-        names: dict[str, str] = {"#type": "type"}
-        values: dict[str, dict] = {":agent": {"S": AGENT_TYPE}}
-        filters = []
         if status:
-            filters.append("#status = :status")
-            names["#status"] = "status"
-            values[":status"] = {"S": status}
+            index, key_condition = STATUS_INDEX, "#status = :status"
+            names: dict[str, str] = {"#status": "status"}
+            values: dict[str, dict] = {":status": {"S": status}}
+        else:
+            index, key_condition = NAME_INDEX, "#type = :agent"
+            names, values = {"#type": "type"}, {":agent": {"S": AGENT_TYPE}}
+        filters = []
         if skill:
             dimension, value = skill
             if value not in self.catalog.values(dimension):
@@ -283,8 +310,8 @@ class Agents:
             values[":skill"] = {"S": value}
         params: dict[str, Any] = {
             "TableName": self.table,
-            "IndexName": NAME_INDEX,
-            "KeyConditionExpression": "#type = :agent",
+            "IndexName": index,
+            "KeyConditionExpression": key_condition,
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
@@ -295,8 +322,8 @@ class Agents:
     def count_by_status(
         self, cap: int = 10_000, statuses: Iterable[str] = AgentStatus.ALL
     ) -> dict[str, tuple[int, bool]]:
-        """Agents per status: one capped COUNT query per status on the `by_status`
-        index. Each value is (count, more): `more` means at least `cap`."""
+        """Agents per status: one capped COUNT query per status on `agents_by_status`.
+        Each value is (count, more): `more` means at least `cap`."""
         counts = {}
         for status in statuses:
             response = self._with_status(status, Select="COUNT", Limit=cap)
@@ -316,14 +343,14 @@ class Agents:
         return agents, more
 
     def _with_status(self, status: str, **query) -> dict:
-        """One Query of the `by_status` index for the agents in `status`."""
+        """One Query of `agents_by_status` for the agents in `status`."""
         return self.db.call(
             "query",
             TableName=self.table,
-            IndexName="by_status",
-            KeyConditionExpression="#status = :status AND begins_with(sk, :prefix)",
+            IndexName=STATUS_INDEX,
+            KeyConditionExpression="#status = :status",
             ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":status": {"S": status}, ":prefix": {"S": keys.AGENT_PREFIX}},
+            ExpressionAttributeValues={":status": {"S": status}},
             **query,
         )
 

@@ -1,12 +1,12 @@
 """The API's lists of agents and calls, a page at a time with signed cursors.
 
-- agents: the roster's own list (`Agents.list`: the `by_status` index for a status, the
-  agents' partition otherwise; a skill filter applies within what is read);
+- agents: the roster's own list (`Agents.list`: `agents_by_status` for a status,
+  `agents_by_name` otherwise; a skill filter applies within what is read);
 - waiting calls: the waiting line in order (`WaitingLine.waiting_calls`), then the page's
   call records in one BatchGetItem; a caller assigned between the two reads is left out;
-- assigned calls: the `by_status` index of the call items (`Calls.with_status`): one
-  Query and one BatchGetItem a page, whatever the number of calls or agents. Newest
-  assignment first within a page; the pages follow the index, in no meaningful order.
+- assigned calls: through their attending agents (`Calls.in_progress`: `agents_by_status`
+  in name order, then the page's calls in one BatchGetItem), whatever the number of calls
+  or agents. Newest assignment first within a page; the pages follow the agents' names.
 
 A cursor serves only the list it came from (each is signed for its purpose), so a
 cursor of another list, or one tampered with, is a 400 naming `cursor`.
@@ -54,7 +54,7 @@ def calls_page(router: Router, status: str, *, cursor: str | None, limit: int) -
     if status == CallStatus.WAITING:
         return _waiting_page(router, cursor=cursor, limit=limit)
     try:
-        return router.calls.with_status(status, cursor=cursor, limit=limit)
+        return router.calls.in_progress(cursor=cursor, limit=limit)
     except errors.InvalidRequest as exc:
         raise invalid({"cursor": exc.message}) from exc
 

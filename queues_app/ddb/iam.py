@@ -66,8 +66,8 @@ GRANTS: dict[str, frozenset[Access]] = {
             "callcenter",
             f"GetItem BatchGetItem Query PutItem UpdateItem DeleteItem {_DESCRIBE}",
             indexes={
-                "by_status": "Query",
-                "by_name": "Query",
+                "agents_by_status": "Query",
+                "agents_by_name": "Query",
                 "waiting_by_arrival": "Query",
             },
         ),
@@ -98,7 +98,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table(
             "callcenter",
             "BatchGetItem",
-            indexes={"by_status": "Query", "waiting_by_arrival": "Query"},
+            indexes={"agents_by_status": "Query", "waiting_by_arrival": "Query"},
         ),
         _table("shipments", indexes={"ready": "Query", "invisible": "Query", "dlq": "Query"}),
         _table("tasks", "BatchGetItem", indexes={"by_status": "Query"}),
@@ -122,7 +122,10 @@ GRANTS: dict[str, frozenset[Access]] = {
             )
             for name, spec in TABLES.items()
         ),
-        # `create` moves callers written before the line was split into their partitions.
+        # The indexes this version added to the callcenter table, and those they replaced.
+        _table("callcenter", "UpdateTable"),
+        # `create` moves items an earlier version wrote where this one reads them (callers
+        # into their partitions, agents into the roster's, queue metadata into its shards).
         _table("callcenter", "BatchGetItem Query PutItem UpdateItem DeleteItem"),
     ),
 }

@@ -86,6 +86,35 @@ def _add_missing_indexes(db: Dynamo, spec: TableSpec, name: str, log) -> list[st
     return added
 
 
+def _drop_retired_indexes(db: Dynamo, spec: TableSpec, name: str, log) -> list[str]:
+    """Delete the indexes an earlier version defined and this one replaced (after the
+    replacements were added: `_add_missing_indexes` waits for them), one UpdateTable each."""
+    table = db.call("describe_table", TableName=name)["Table"]
+    present = {gsi["IndexName"] for gsi in table.get("GlobalSecondaryIndexes", [])}
+    dropped = []
+    for index in spec.retired_indexes:
+        if index not in present:
+            continue
+        db.call("update_table", TableName=name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": index}}])
+        _wait_index_gone(db, name, index)
+        dropped.append(index)
+        log(f"deleted index {index} of {name}")
+    return dropped
+
+
+def _wait_index_gone(db: Dynamo, name: str, index: str, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        table = db.call("describe_table", TableName=name)["Table"]
+        if index not in {g["IndexName"] for g in table.get("GlobalSecondaryIndexes", [])}:
+            return
+        if time.monotonic() > deadline:
+            raise errors.Unavailable(
+                f"index {index} of {name} is still being deleted after {timeout:.0f}s", endpoint=db.endpoint
+            )
+        time.sleep(0.5)
+
+
 def create_tables(db: Dynamo, *, wait: bool = True, log=lambda message: None) -> list[str]:
     """Create every missing table (idempotent). Returns the names it created."""
     created = []
@@ -100,6 +129,7 @@ def create_tables(db: Dynamo, *, wait: bool = True, log=lambda message: None) ->
             if wait:
                 _wait_active(db, name)
             _add_missing_indexes(db, spec, name, log)
+            _drop_retired_indexes(db, spec, name, log)
         if wait:
             _wait_active(db, name)
         if spec.ttl_attribute:

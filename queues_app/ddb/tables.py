@@ -30,6 +30,9 @@ class TableSpec:
     # Attribute types for keys; every key attribute in this project is a string
     # unless listed here.
     number_attributes: tuple[str, ...] = field(default=())
+    # Indexes an earlier version defined: `dynamo_tables create` deletes them from a live
+    # table once the indexes that replace them are active.
+    retired_indexes: tuple[str, ...] = ()
 
     def key_attributes(self) -> list[str]:
         names = [self.partition_key] + ([self.sort_key] if self.sort_key else [])
@@ -47,14 +50,26 @@ CALLCENTER = TableSpec(
         "calls and waiting callers (single-table design, as in the FIFO article)."
     ),
     indexes=(
-        # Agents (and calls) by status, for status filters and capped status counts
-        # that cost the same with ten agents as with ten thousand.
+        # Agents by status in name order, for status filters of the list and capped
+        # status counts that cost the same with ten agents as with ten thousand. Sparse:
+        # only agents have `name_lower`.
         Index(
-            "by_status",
+            "agents_by_status",
             "status",
-            "sk",
+            "name_lower",
             projection="INCLUDE",
-            include=("agent_id", "name", "name_lower", "skills", "queued_at", "call_id", "version", "updated_at"),
+            include=("agent_id", "name", "skills", "queued_at", "call_id", "version", "updated_at", "created_at"),
+        ),
+        # Agents in name order, for the agents list: a page of names is one Query however
+        # many agents there are. It projects only what does not change with an agent's
+        # status, so that taking or ending a call does not rewrite the entry (the list
+        # reads the page's agents in one BatchGetItem). Sparse like the one above.
+        Index(
+            "agents_by_name",
+            "type",
+            "name_lower",
+            projection="INCLUDE",
+            include=("agent_id", "name", "skills", "created_at"),
         ),
         # Waiting callers, sparse (only their items carry these keys), each index spread
         # over a few partitions (`LINE#0`..): by arrival alone (the longest wait: one
@@ -62,11 +77,10 @@ CALLCENTER = TableSpec(
         # (escalation reads only those due). The line in order is its partitions merged.
         Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY"),
         Index("waiting_to_relax", "relax_q", "relax_at", projection="KEYS_ONLY"),
-        # Agents in name order, for the agents list: a page of names is one Query however
-        # many agents there are. Sparse: only agents have `name_lower`; every agent item has
-        # `type` "agent", so the index has one partition, as the table's AGENTS has.
-        Index("by_name", "type", "name_lower", projection="ALL"),
     ),
+    # Agents and calls shared `by_status` (status, sk): calls in progress are now read
+    # through their attending agents. `by_name` projected the whole agent.
+    retired_indexes=("by_status", "by_name"),
     # Ended calls expire after a retention period.
     ttl_attribute="expires_at",
 )

@@ -19,7 +19,10 @@ from queues_app.roles import require_supervisor
 from queues_app.views.common import back_url, capped, check_id, confirm, operations, save_form, supervisor_action
 
 WAITING_PAGE = 50
-WHAT_WAS_SEARCHED = {CallStatus.WAITING: "waiting calls", CallStatus.ASSIGNED: "calls in progress"}
+WHAT_WAS_SEARCHED = {  # one, several
+    CallStatus.WAITING: ("waiting call", "waiting calls"),
+    CallStatus.ASSIGNED: ("call in progress", "calls in progress"),
+}
 
 
 def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
@@ -59,7 +62,7 @@ def calls(request):
                 messages.warning(request, f"No agent fits right now: call {call.call_id} is waiting.")
             return redirect("call-detail", call_id=call.call_id)
     waiting, more = router.line.waiting_calls(limit=WAITING_PAGE)
-    in_progress = router.calls.with_status(CallStatus.ASSIGNED, cursor=request.GET.get("cursor"), limit=25)
+    in_progress = router.calls.in_progress(cursor=request.GET.get("cursor"), limit=25)
     return render(
         request,
         "queues_app/calls.html",
@@ -122,7 +125,7 @@ def call_lookup(request):
     if len(search.calls) == 1 and not search.more:
         return redirect("call-detail", call_id=search.calls[0].call_id)
     searched = [
-        f"{capped(read, more)} {WHAT_WAS_SEARCHED[status]}{'' if not more else ' (the first read)'}"
+        f"{capped(read, more)} {WHAT_WAS_SEARCHED[status][read != 1 or more]}{'' if not more else ' (the first read)'}"
         for status, (read, more) in search.searched.items()
     ]
     return render(

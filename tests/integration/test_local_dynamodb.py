@@ -22,12 +22,14 @@ def test_meter_counts_requests_and_capacity_per_operation(local_db):
         agents.get(agent.agent_id)
         agents.list(limit=10)
     snapshot = measured.snapshot()
-    assert measured.calls == 3
+    assert measured.calls == 4
     assert snapshot["PutItem"]["calls"] == 1
     assert snapshot["PutItem"]["capacity"] >= 1.0
     assert snapshot["GetItem"]["capacity"] == pytest.approx(1.0)  # strongly consistent, < 4 KB
-    assert snapshot["Query"]["calls"] == 1
+    assert snapshot["Query"]["calls"] == 1  # the name index's page
     assert snapshot["Query"]["capacity"] > 0
+    assert snapshot["BatchGetItem"]["calls"] == 1  # the page's agents, whole
+    assert snapshot["BatchGetItem"]["capacity"] == pytest.approx(0.5)  # eventually consistent, one agent
 
 
 def test_conditional_failure_returns_the_item_as_it_was(local_db):

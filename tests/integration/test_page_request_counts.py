@@ -40,21 +40,21 @@ LANGUAGES, GENDERS = ("English", "French", "Spanish"), ("F", "M", "X")
 # over days without entries (at most 8 rounds a page, each a Query of each of a day's 17
 # partitions: 16 shards and the unsharded day). Bounded, but not equal.
 # The agents page also counts agents per status for its tabs (5 capped COUNT queries),
-# and a name or skill filter once more for its total; a status filter is a filter on the
-# name-ordered index, so it reads on too. A filtered shipment list reads at most 4 index
-# pages, each with one BatchGetItem, besides the tabs' 6 COUNT queries (4 lists of this
-# queue, and the two other queues).
+# and a name or skill filter once more for its total, and reads the page's agents in one
+# BatchGetItem (the name index leaves out what changes with their status); a status
+# filter is a key condition on `agents_by_status`, so it does not read on. A filtered
+# shipment list reads at most 4 index pages, each with one BatchGetItem, besides the tabs'
+# 6 COUNT queries (4 lists of this queue, and the two other queues).
 # The calls page's waiting list is the line's non-empty preference sets merged: one
 # BatchGetItem of their counts and one Query per non-empty set. It grows with how many
 # sets have callers (at most 16 for this catalog: 3 languages or any, 3 genders or any),
 # never with the line's length.
 READ_ON_LIMITS = {
     "calls": 14 + 4,
-    "agents: status filter": 5 + 4,
-    "agents: skill filter": 5 + 4 + 1,
-    "agents: name search": 5 + 4 + 1,
+    "agents: skill filter": 5 + 4 + 1 + 1,
+    "agents: name search": 5 + 4 + 1 + 1,
     "shipments: filtered": 6 + 4 * 2,
-    "admin: agents searched": 4,
+    "admin: agents searched": 4 + 1,
     "audit trail": 8 * (AUDIT_SHARDS + 1),
 }
 

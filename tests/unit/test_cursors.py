@@ -208,10 +208,8 @@ def test_a_cursor_of_another_list_is_a_400(supervisor_client, moto_db):
     for i in range(30):
         agents.create(f"Agent {i:02d}", {"language": ["English"], "gender": ["X"]})
     cursor = supervisor_client.get(reverse("agents")).context["page"].next_cursor
-    # A status filter is a filter on the same name-ordered list: its cursor is a place in
-    # that list, valid there too.
-    assert supervisor_client.get(with_cursor(reverse("agents") + "?status=offline", cursor)).status_code == 200
     for url in (
+        reverse("agents") + "?status=offline",  # another index: agents of one status by name
         reverse("calls"),
         reverse("shipments") + "?view=dlq",
         reverse("tasks") + f"?view={TaskStatus.PENDING}",

@@ -25,7 +25,6 @@ from django.urls import resolve, reverse
 
 from queues_app import urls as queues_app_urls
 from queues_app.actions import Operations, RecordedTaskQueue
-from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.api.service import machine_urls
@@ -40,7 +39,7 @@ from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
 from tests.receiver import Receiver
-from tests.unit.test_tables import make_old_style
+from tests.unit.test_tables import OLDER_INDEXES, make_old_style
 
 RECORDED: dict[str, set[Access]] = {}
 
@@ -100,7 +99,7 @@ def web(db, staff, token) -> None:
     Operations("sam", "page").touch(queued[0].shipment_id)
     cursors = {
         "agents": Agents().list(limit=1).next_cursor,
-        "calls": router.calls.with_status(CallStatus.ASSIGNED, limit=1).next_cursor,
+        "calls": router.calls.in_progress(limit=1).next_cursor,
         "tasks": tasks.list(TaskStatus.PENDING, limit=1).next_cursor,
         "queue": shipments.list_queue(limit=1).next_cursor,
         "dlq": shipments.list_dlq(limit=1).next_cursor,
@@ -354,9 +353,20 @@ def escalator(db, settings) -> None:
 
 
 def admin_setup(db) -> None:
-    """`dynamo_tables create` (twice: idempotent, and moving a caller written before the
-    line was split into their partition), `describe --exact` and `delete --yes`."""
+    """`dynamo_tables create` (on a callcenter table with an earlier version's indexes,
+    which it replaces; then again, moving a caller written before the line was split into
+    their partition), `describe --exact` and `delete --yes`."""
+    import dataclasses
+    from unittest import mock
+
+    from queues_app.ddb import tables
+
+    older = dataclasses.replace(
+        tables.CALLCENTER, indexes=tuple(tables.Index(*index) for index in OLDER_INDEXES), retired_indexes=()
+    )
     with meter.record_access(db.prefix) as first:
+        with mock.patch.dict(tables.TABLES, {"callcenter": older}):
+            call_command("dynamo_tables", "create", stdout=io.StringIO())
         call_command("dynamo_tables", "create", stdout=io.StringIO())
     router = Router()
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})

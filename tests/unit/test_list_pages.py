@@ -326,6 +326,20 @@ def test_a_prefix_no_call_has_says_what_was_searched(supervisor_client, calls):
     assert "3 waiting calls and 0 calls in progress" in html
 
 
+def test_a_prefix_finds_calls_in_progress_and_not_a_waiting_callers_arrival_time(supervisor_client, calls):
+    router = Router()
+    agent = router.agents.create("Ana", {"language": ["Spanish"], "gender": ["F"]})
+    router.make_available(agent.agent_id)  # takes abcd1111, the first in line
+    assert router.get_call("abcd1111").status == "assigned"
+    response = supervisor_client.get(reverse("call-lookup"), {"call_id": "abcd"})
+    assert re.findall(r'<tr data-call="([^"]+)"', response.content.decode()) == ["abcd1111", "abcd2222"]
+    # A waiting caller's place in line holds their arrival time ("#2026-…") before their id.
+    year = router.get_call("ffff0000").arrived_at[:4]
+    response = supervisor_client.get(reverse("call-lookup"), {"call_id": year})
+    assert response.status_code == 404
+    assert "2 waiting calls and 1 call in progress" in response.content.decode()
+
+
 def test_a_prefix_shorter_than_four_characters_is_refused(supervisor_client, calls):
     response = supervisor_client.get(reverse("call-lookup"), {"call_id": "abc"})
     assert response.status_code == 400

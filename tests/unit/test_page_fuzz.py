@@ -29,7 +29,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queues_app.actions import Operations
-from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.audit_trail import AuditTrail, target
@@ -217,7 +216,7 @@ def world(moto_db):
         "dlq": shipments.list_dlq(limit=1).next_cursor,
         "audit": trail.recent(limit=1).next_cursor,
         "audit of cid": trail.for_target(target("agent", agents[2].agent_id), limit=1).next_cursor,
-        "calls": router.calls.with_status(CallStatus.ASSIGNED, limit=1).next_cursor,
+        "calls": router.calls.in_progress(limit=1).next_cursor,
     }
     assert all(cursors.values()), cursors
     forged = [tampered(c) for c in cursors.values() if c]

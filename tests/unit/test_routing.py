@@ -487,3 +487,29 @@ def test_a_caller_alone_always_reads_the_queue(router):
         with meter.measure() as measured:
             router.create_call({"language": "English", "gender": "F"})
         assert measured.calls_of("Query") == 1
+
+
+def test_calls_in_progress_page_through_their_agents_without_loss_or_repeat(router):
+    made = set()
+    for n in range(30):
+        a = agent(router, f"Agent {n:02d}", ["English"], "F")
+        router.make_available(a.agent_id)
+        call, _ = router.create_call({"language": "English", "gender": "F"})
+        made.add(call.call_id)
+    router.release(a.agent_id, then="offline")  # the last call ended: no longer in progress
+    made.discard(call.call_id)
+    router.create_call({"language": "French", "gender": "M"})  # waits: not in progress
+    seen: list[str] = []
+    cursor = None
+    for _ in range(20):
+        page = router.calls.in_progress(cursor=cursor, limit=7)
+        assert all(c.status == CallStatus.ASSIGNED for c in page.items)
+        seen += [c.call_id for c in page.items]
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    assert sorted(seen) == sorted(made)
+    # A cursor serves the list it came from, not the agents' list of the same index.
+    agents_cursor = router.agents.list(status=AgentStatus.ATTENDING, limit=3).next_cursor
+    with pytest.raises(errors.InvalidRequest):
+        router.calls.in_progress(cursor=agents_cursor)

@@ -54,12 +54,23 @@ def test_create_command_reports_what_it_did(moto_empty):
     assert "exists  test-callcenter" in out.getvalue()
 
 
-def test_create_adds_indexes_that_an_older_table_lacks(moto_empty, monkeypatch):
+# The callcenter table's indexes before agents and calls had their own.
+OLDER_INDEXES = (
+    ("by_status", "status", "sk", "INCLUDE", ("agent_id", "name", "name_lower", "skills", "call_id", "version")),
+    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
+    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
+    ("by_name", "type", "name_lower", "ALL", ()),
+)
+
+
+def test_create_adds_the_indexes_an_older_table_lacks_and_deletes_the_ones_it_replaced(moto_empty, monkeypatch):
     import dataclasses
 
     from queues_app.ddb import tables
 
-    older = dataclasses.replace(tables.CALLCENTER, indexes=())
+    older = dataclasses.replace(
+        tables.CALLCENTER, indexes=tuple(tables.Index(*index) for index in OLDER_INDEXES), retired_indexes=()
+    )
     monkeypatch.setitem(tables.TABLES, "callcenter", older)
     schema.create_tables(moto_empty)
     monkeypatch.setitem(tables.TABLES, "callcenter", tables.CALLCENTER)
@@ -69,7 +80,15 @@ def test_create_adds_indexes_that_an_older_table_lacks(moto_empty, monkeypatch):
     assert sorted(g["IndexName"] for g in described["GlobalSecondaryIndexes"]) == sorted(
         index.name for index in tables.CALLCENTER.indexes
     )
-    assert "added index by_status to test-callcenter" in lines
+    assert "added index agents_by_status to test-callcenter" in lines
+    assert "deleted index by_status of test-callcenter" in lines
+    assert "deleted index by_name of test-callcenter" in lines
+    assert lines.index("added index agents_by_name to test-callcenter") < lines.index(
+        "deleted index by_name of test-callcenter"
+    )  # the replacement first
+    again: list[str] = []
+    schema.create_tables(moto_empty, log=again.append)
+    assert not [line for line in again if "index" in line]
 
 
 def make_old_style(db, router, call) -> None:
