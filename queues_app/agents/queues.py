@@ -27,13 +27,7 @@ def list_queues(table: CallCenterTable) -> list[QueueInfo]:
         name = keys.queue_name(combo)
         info = QueueInfo(combination=combo, name=name, depth=depth[name], version=version[name])
         if info.depth > 0:
-            head = table.db.call(
-                "query",
-                TableName=table.name,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": name}},
-                Limit=1,
-            )
+            head = table.db.query_partition(table.name, name, Limit=1)
             if head.get("Items"):
                 info.oldest_queued_at = unmarshal(head["Items"][0])["sk"].rsplit("#", 1)[0]
         infos.append(info)
@@ -45,14 +39,7 @@ def spread_old_metadata(table: CallCenterTable) -> int:
     partition: add each item's depth and version to shard 0 and delete it, in one
     transaction each (conditioned on the item as read). Returns how many moved."""
     moved = 0
-    old = table.db.items(
-        "query",
-        TableName=table.name,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": keys.QUEUES_PK}},
-        ConsistentRead=True,
-    )
-    for item in old:
+    for item in table.db.partition_items(table.name, keys.QUEUES_PK, ConsistentRead=True):
         combo = tuple(item.get("combination") or item["sk"].removeprefix(keys.QUEUE_PREFIX).split("#"))
         depth, version = int(item.get("depth", 0)), int(item.get("version", 0))
         try:

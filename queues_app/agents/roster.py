@@ -357,32 +357,17 @@ class Agents:
     def any_exist(self) -> bool:
         """Whether any agent exists: a Limit-1 COUNT of each roster partition until one
         answers yes (one query when there are agents, all of them when there are none)."""
-        for pk in keys.agent_partitions():
-            response = self.db.call(
-                "query",
-                TableName=self.table,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": pk}},
-                Limit=1,
-                Select="COUNT",
-            )
-            if response["Count"] > 0:
-                return True
-        return False
+        return any(
+            self.db.query_partition(self.table, pk, Limit=1, Select="COUNT")["Count"] > 0
+            for pk in keys.agent_partitions()
+        )
 
     def move_to_shards(self) -> int:
         """Agents written before the roster was spread live in the single `AGENTS`
         partition: move each to its own partition (a put and a delete in one transaction,
         conditioned on the agent as read). Returns how many moved."""
         moved = 0
-        old = self.db.items(
-            "query",
-            TableName=self.table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.AGENTS_PK}},
-            ConsistentRead=True,
-        )
-        for item in old:
+        for item in self.db.partition_items(self.table, keys.AGENTS_PK, ConsistentRead=True):
             if not item["sk"].startswith(keys.AGENT_PREFIX):
                 continue
             moved_item = {**item, **keys.agent(keys.agent_id_from_sk(item["sk"]))}

@@ -232,13 +232,7 @@ class WaitingLine:
         partition: move each into the partition of their preferences (one transaction
         each). Returns how many moved."""
         moved = 0
-        old = self.db.items(
-            "query",
-            TableName=self.table.name,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.OLD_WAITING_PK}},
-        )
-        for item in old:
+        for item in self.db.partition_items(self.table.name, keys.OLD_WAITING_PK):
             found = batch.get_items(self.db, self.table.name, [keys.call(item["call_id"])], consistent=True)
             call = call_from_item(found[0]) if found else None
             actions: list[dict] = [

@@ -135,6 +135,18 @@ class Dynamo:
             for raw in page.get("Items", []):
                 yield unmarshal(raw)
 
+    def query_partition(self, table: str, pk: str, **params) -> dict[str, Any]:
+        """One Query of the partition `pk` (every table here keys its items on `pk`)."""
+        return self.call("query", **_partition(table, pk), **params)
+
+    def partition_items(self, table: str, pk: str, **params) -> Iterator[dict[str, Any]]:
+        """Every item of the partition `pk`, unmarshalled, a page at a time (see `items`)."""
+        return self.items("query", **_partition(table, pk), **params)
+
+
+def _partition(table: str, pk: str) -> dict[str, Any]:
+    return {"TableName": table, "KeyConditionExpression": "pk = :pk", "ExpressionAttributeValues": {":pk": {"S": pk}}}
+
 
 def _table_of(params: dict) -> str | None:
     if "TableName" in params:
