@@ -204,18 +204,9 @@ def roster_items(db: Dynamo) -> list[dict]:
     return [item for pk in keys.agent_partitions() for item in queue_items(db, pk)]
 
 
-def queue_items(db: Dynamo, pk: str, **extra) -> list[dict]:
+def queue_items(db: Dynamo, pk: str) -> list[dict]:
     """Every item of one partition of the callcenter table, strongly consistent."""
-    return list(
-        db.items(
-            "query",
-            TableName=db.table("callcenter"),
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": pk}},
-            ConsistentRead=True,
-            **extra,
-        )
-    )
+    return list(db.partition_items(db.table("callcenter"), pk, ConsistentRead=True))
 
 
 def queue_is_empty(db: Dynamo, combo: tuple[str, ...]) -> bool:
@@ -355,11 +346,9 @@ def check_table(
         left = queue_items(db, keys.queue_name(combo))
         if left:
             problems.append(f"{keys.queue_name(combo)} still holds {len(left)} message items")
-    depth: dict[str, int] = defaultdict(int)
-    for pk in keys.queue_meta_partitions():
-        for meta in queue_items(db, pk):
-            depth[meta["sk"]] += int(meta.get("depth", 0))
-    problems += [f"metadata {name} has depth {n}" for name, n in sorted(depth.items()) if n]
+    problems += [
+        f"metadata {info.name} has depth {info.depth}" for info in Router(db, skill_catalog).queues() if info.depth
+    ]
     return problems
 
 

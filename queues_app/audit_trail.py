@@ -468,11 +468,6 @@ class _DayMerge:
         return max((p.start["sk"]["S"] for p in self.partitions if p.start and not p.pending), default=before)
 
 
-def entry_key(item: dict) -> dict:
-    """An entry's primary key in wire form, as DynamoDB's LastEvaluatedKey gives it."""
-    return marshal({"pk": item["pk"], "sk": item["sk"]})
-
-
 class AuditTrail:
     def __init__(
         self, db: Dynamo | None = None, *, retention_days: int | None = None, clock: Callable[[], datetime] = now

@@ -121,14 +121,8 @@ class WaitingLine:
         found by the look after queueing, which reads strongly."""
         heads = []
         for wanted in self.counts(self.partitions_for(skills), consistent=consistent):
-            response = self.db.call(
-                "query",
-                TableName=self.table.name,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": keys.waiting_caller(wanted, "")["pk"]}},
-                ConsistentRead=consistent,
-                Limit=1,
-            )
+            pk = keys.waiting_caller(wanted, "")["pk"]
+            response = self.db.query_partition(self.table.name, pk, ConsistentRead=consistent, Limit=1)
             heads += [unmarshal(i) for i in response.get("Items", [])]
         return sorted(heads, key=lambda item: item["sk"])
 

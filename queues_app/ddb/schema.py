@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,19 +103,6 @@ def _drop_retired_indexes(db: Dynamo, spec: TableSpec, name: str, log) -> list[s
     return dropped
 
 
-def _wait_index_gone(db: Dynamo, name: str, index: str, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        table = db.call("describe_table", TableName=name)["Table"]
-        if index not in {g["IndexName"] for g in table.get("GlobalSecondaryIndexes", [])}:
-            return
-        if time.monotonic() > deadline:
-            raise errors.Unavailable(
-                f"index {index} of {name} is still being deleted after {timeout:.0f}s", endpoint=db.endpoint
-            )
-        time.sleep(0.5)
-
-
 def create_tables(db: Dynamo, *, wait: bool = True, log=lambda message: None) -> list[str]:
     """Create every missing table (idempotent). Returns the names it created."""
     created = []
@@ -157,16 +145,26 @@ def _wait_active(db: Dynamo, name: str, timeout: float = 60.0, index: str | None
 
 def _wait_index_active(db: Dynamo, name: str, index: str, timeout: float) -> None:
     # No botocore waiter covers a new index of a live table (table_exists only reads TableStatus).
+    _wait_for_index(db, name, index, lambda status: status == "ACTIVE", timeout)
+
+
+def _wait_index_gone(db: Dynamo, name: str, index: str, timeout: float = 300.0) -> None:
+    _wait_for_index(db, name, index, lambda status: status is None, timeout)
+
+
+def _wait_for_index(db: Dynamo, name: str, index: str, done: Callable[[str | None], bool], timeout: float) -> None:
+    """Read the table's description every half second until `done(the index's status)`
+    (None once it is gone), or Unavailable after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
         table = db.call("describe_table", TableName=name)["Table"]
         gsis = {g["IndexName"]: g.get("IndexStatus", "ACTIVE") for g in table.get("GlobalSecondaryIndexes", [])}
-        status = gsis.get(index, "CREATING")
-        if status == "ACTIVE":
+        status = gsis.get(index)
+        if done(status):
             return
         if time.monotonic() > deadline:
             raise errors.Unavailable(
-                f"index {index} of {name} is still {status} after {timeout:.0f}s", endpoint=db.endpoint
+                f"index {index} of {name} is still {status or 'missing'} after {timeout:.0f}s", endpoint=db.endpoint
             )
         time.sleep(0.5)
 

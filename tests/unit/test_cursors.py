@@ -11,7 +11,6 @@ from django.urls import reverse
 from queues_app.agents.roster import Agents
 from queues_app.audit_trail import RECENT_CURSOR, TARGET_CURSOR, AuditTrail
 from queues_app.ddb import errors, paging
-from queues_app.ddb.codec import marshal
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 KEY = {"pk": {"S": "AGENT#1"}, "sk": {"S": "AGENT"}}
@@ -294,14 +293,6 @@ def test_a_later_page_of_a_day_that_returns_more_than_fits_is_cut_and_carried_on
     monkeypatch.undo()
     rest = trail.recent(cursor=page.next_cursor, limit=10)
     assert [e.summary for e in rest.entries] == [f"n{n}" for n in range(5, -1, -1)]
-
-
-def test_the_key_of_an_entry_is_what_dynamodb_would_give():
-    from queues_app.audit_trail import entry_key
-
-    assert entry_key({"pk": "AUDIT#2026-11-21", "sk": "x#1", "actor": "sam"}) == marshal(
-        {"pk": "AUDIT#2026-11-21", "sk": "x#1"}
-    )
 
 
 def test_a_stale_audit_cursor_ends_the_trail(moto_db, clock):
