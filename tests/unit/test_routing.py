@@ -454,10 +454,13 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
     assert call.agent_id == third.agent_id  # no transaction spent on First
 
 
-def test_matchers_running_at_the_same_moment_share_a_fresh_read(router):
+def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, monkeypatch):
+    from queues_app.agents import matching
     from queues_app.agents.matching import claims_for
     from queues_app.ddb import meter
 
+    # "A moment" is long here so that a slow machine still shares; the age is checked below.
+    monkeypatch.setattr(matching, "SHARED_READ_AGE", 60.0)
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
     for a in (first, second):
@@ -476,6 +479,25 @@ def test_matchers_running_at_the_same_moment_share_a_fresh_read(router):
         claims.leave()
     assert (one.agent_id, two.agent_id) == (first.agent_id, second.agent_id)
     assert three.status == CallStatus.WAITING
+
+
+def test_a_read_older_than_a_moment_is_not_shared(router, monkeypatch):
+    from queues_app.agents import matching
+    from queues_app.agents.matching import claims_for
+    from queues_app.ddb import meter
+
+    monkeypatch.setattr(matching, "SHARED_READ_AGE", 0.0)
+    for name in ("First", "Second"):
+        router.make_available(agent(router, name, ["English"], "F").agent_id)
+    claims = claims_for(router.db)
+    claims.enter()  # another matcher of this process is running
+    try:
+        router.create_call({"language": "English", "gender": "F"})
+        with meter.measure() as measured:
+            router.create_call({"language": "English", "gender": "F"})
+        assert measured.calls_of("Query") == 1
+    finally:
+        claims.leave()
 
 
 def test_a_caller_alone_always_reads_the_queue(router):
