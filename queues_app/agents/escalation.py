@@ -132,7 +132,7 @@ class Escalator:
                     ),
                     *self.table.leave_line_actions(call),
                     {"Put": {"TableName": self.table.name, "Item": marshal(new_place)}},
-                    self.table.count_update(self.table.wanted(preferences), +1),
+                    *self.table.count_updates(self.table.wanted(preferences), +1),
                     *self.table.event_actions(RELAXED, relaxed),
                 ]
             )

@@ -19,7 +19,8 @@ class CallCenterSnapshot:
     metas: dict[str, dict] = field(default_factory=dict)  # queue name -> depth and version, summed
     messages: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))  # queue name -> items
     waiting: list[dict] = field(default_factory=list)
-    waiting_counts: dict[str, int] = field(default_factory=dict)  # WAIT#... partition -> stored count
+    # (WAIT#... partition, copy) -> the stored count
+    waiting_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     calls: dict[str, dict] = field(default_factory=dict)  # call_id -> item
     other: int = 0
 
@@ -46,7 +47,7 @@ def _sort_item(snap: CallCenterSnapshot, item: dict) -> None:
     elif pk.startswith(keys.WAIT_PREFIX) or pk == keys.OLD_WAITING_PK:
         snap.waiting.append(item)
     elif pk.startswith(keys.WAIT_COUNT_PREFIX):
-        snap.waiting_counts[keys.WAIT_PREFIX + pk.removeprefix(keys.WAIT_COUNT_PREFIX)] = int(item.get("waiting", 0))
+        snap.waiting_counts[keys.waiting_count_copy(pk)] = int(item.get("waiting", 0))
     elif pk.startswith(keys.CALL_PREFIX) and sk == keys.CALL_SK:
         snap.calls[pk.removeprefix(keys.CALL_PREFIX)] = item
     else:
@@ -166,15 +167,15 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
                 f"points at call {item.get('call_id')}, which waits under {call.get('wait_sk')}",
             )
     in_partition = Counter(item["pk"] for item in snap.waiting)
-    for partition in sorted(set(in_partition) | set(snap.waiting_counts)):
+    for partition in sorted(set(in_partition) | {p for p, _ in snap.waiting_counts}):
         if partition == keys.OLD_WAITING_PK:
             add("line", partition, f"{in_partition[partition]} caller(s) in the old line: run `dynamo_tables create`")
-        elif in_partition[partition] != snap.waiting_counts.get(partition, 0):
-            add(
-                "line",
-                partition,
-                f"count says {snap.waiting_counts.get(partition, 0)}, {in_partition[partition]} caller(s) wait there",
-            )
+            continue
+        for copy in range(keys.WAIT_COUNT_COPIES):
+            stored = snap.waiting_counts.get((partition, copy), 0)
+            if in_partition[partition] != stored:
+                which = f"count copy {copy}" if copy else "count"
+                add("line", partition, f"{which} says {stored}, {in_partition[partition]} caller(s) wait there")
     for item in snap.waiting:
         call = snap.calls.get(item.get("call_id", ""))
         if call and call.get("status") == CallStatus.WAITING and item["pk"] != keys.OLD_WAITING_PK:

@@ -10,7 +10,9 @@ Call-center table layout (pk / sk):
                                                  the sort key is the agent's queue token
     WAIT#<v>#<v>... <9-priority>#<arrived>#<id>  a caller waiting for an agent, in the partition of
                                                  their preferences (`*` for "any"), by priority then arrival
-    WAITCOUNT#<v>.. COUNT                        how many callers wait in that partition
+    WAITCOUNT#<v>.. COUNT                        how many callers wait in that partition, kept in
+    WAITCOUNT#<v>..@1                            WAIT_COUNT_COPIES partitions written together (the
+                                                 count of `*#*` is read by nearly every agent)
     CALL#<call_id>  CALL                         a call and its assignment record
     LEASE           matching-dispatcher          the matching dispatcher's lease (holder, address, lease_until)
 
@@ -35,6 +37,7 @@ OLD_WAITING_PK = "WAITING"  # the single partition of the line before it was spl
 WAIT_PREFIX = "WAIT#"
 WAIT_COUNT_PREFIX = "WAITCOUNT#"
 WAIT_COUNT_SK = "COUNT"
+WAIT_COUNT_COPIES = 2
 ANY_VALUE = "*"
 LINE_SHARDS = 4
 CALL_PREFIX = "CALL#"
@@ -108,8 +111,18 @@ def waiting_caller(wanted: tuple[str, ...], position: str) -> dict[str, str]:
     return {"pk": WAIT_PREFIX + "#".join(wanted), "sk": position}
 
 
-def waiting_count(wanted: tuple[str, ...]) -> dict[str, str]:
-    return {"pk": WAIT_COUNT_PREFIX + "#".join(wanted), "sk": WAIT_COUNT_SK}
+def waiting_count(wanted: tuple[str, ...], copy: int = 0) -> dict[str, str]:
+    """One copy of a waiting partition's count. Every change writes all copies in its
+    transaction and a reader reads any one, so that an agent's reads of the busiest counts
+    spread over partitions (docs/scale.md). Copy 0 is where the count lived before."""
+    pk = WAIT_COUNT_PREFIX + "#".join(wanted)
+    return {"pk": f"{pk}@{copy}" if copy else pk, "sk": WAIT_COUNT_SK}
+
+
+def waiting_count_copy(pk: str) -> tuple[str, int]:
+    """(the waiting partition's pk, the copy) of a count item's pk."""
+    partition, _, copy = pk.removeprefix(WAIT_COUNT_PREFIX).partition("@")
+    return WAIT_PREFIX + partition, int(copy or 0)
 
 
 def line_shard(call_id: str) -> str:

@@ -345,9 +345,11 @@ class Router:
 
     def move_old_layouts(self) -> dict[str, int]:
         """Items written by an earlier version, moved where this one reads them (each
-        step idempotent): how many waiting callers, agents and queue metadata items moved."""
+        step idempotent): how many waiting callers, agents and queue metadata items moved,
+        and how many copies of the waiting counts were written."""
         return {
             "callers": self.line.move_old_line(),
+            "waiting_counts": self.line.copy_counts(),
             "agents": self.agents.move_to_shards(),
             "queue_metadata": spread_old_metadata(self.writes),
         }

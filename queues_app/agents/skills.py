@@ -31,8 +31,9 @@ class SkillCatalog:
             if not values:
                 raise SkillError(name, f"skill dimension {name!r} has no values")
             for value in values:
-                if "#" in value or not value.strip():
-                    raise SkillError(name, f"skill value {value!r} may not be blank or contain '#'")
+                if "#" in value or "@" in value or not value.strip():
+                    # Both separate the parts of partition keys (keys.py).
+                    raise SkillError(name, f"skill value {value!r} may not be blank or contain '#' or '@'")
             dims.append((name, tuple(values)))
         if not dims:
             raise SkillError("", "at least one skill dimension is needed")

@@ -1,7 +1,7 @@
 """The line of callers waiting for an agent, in order of priority then arrival.
 
 Callers wait in one partition per preference set (`WAIT#French#*`), each with a small
-count item (`WAITCOUNT#French#*`). An agent coming back reads the counts of the
+count item (`WAITCOUNT#French#*`, in `keys.WAIT_COUNT_COPIES` copies). An agent coming back reads the counts of the
 partitions they fit in one BatchGetItem and the head of each non-empty one with a
 Limit-1 Query, so the cost does not grow with the line's length. The whole line, in
 order, is the non-empty partitions merged; by arrival, and the callers due for relaxing,
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import random
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -52,7 +53,7 @@ class WaitingLine:
                         }
                     },
                     {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
-                    self.table.count_update(self.table.wanted(call.preferences), +1),
+                    *self.table.count_updates(self.table.wanted(call.preferences), +1),
                 ]
             )
         except errors.TransactionCancelled as exc:
@@ -93,7 +94,7 @@ class WaitingLine:
             counts[wanted] = counts.get(wanted, 0) + 1
         batch.put_items(self.db, self.table.name, items)
         for wanted, n in counts.items():
-            self.table.transact([self.table.count_update(wanted, n)])
+            self.table.transact(self.table.count_updates(wanted, n))
         return len(calls)
 
     # --- an agent coming back ---------------------------------------------------------
@@ -105,10 +106,12 @@ class WaitingLine:
 
     def counts(self, partitions: list[tuple[str, ...]] | None = None, *, consistent: bool = True) -> dict:
         """How many callers wait in each partition (all of them by default; empty ones are
-        left out), read with one BatchGetItem per hundred partitions."""
+        left out), read with one BatchGetItem per hundred partitions, from one copy of the
+        counts picked at random (every copy holds the same counts)."""
         if partitions is None:
             partitions = self.partitions_for({name: list(values) for name, values in self.catalog.dimensions})
-        wanted = [keys.waiting_count(p) for p in partitions]
+        copy = random.randrange(keys.WAIT_COUNT_COPIES)
+        wanted = [keys.waiting_count(p, copy) for p in partitions]
         found = batch.get_items(self.db, self.table.name, wanted, consistent=consistent)
         return {tuple(item["wanted"]): int(item["waiting"]) for item in found if int(item.get("waiting", 0)) > 0}
 
@@ -241,7 +244,7 @@ class WaitingLine:
             if call and call.status == CallStatus.WAITING and call.wait_sk == item["sk"]:
                 actions += [
                     {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
-                    self.table.count_update(self.table.wanted(call.preferences), +1),
+                    *self.table.count_updates(self.table.wanted(call.preferences), +1),
                 ]
             try:
                 self.table.transact(actions)
@@ -249,3 +252,43 @@ class WaitingLine:
             except errors.TransactionCancelled:
                 continue  # assigned meanwhile
         return moved
+
+    def copy_counts(self) -> int:
+        """Counts written before they were kept in copies exist only as copy 0: write the
+        missing copies with its value (one transaction each, conditioned on copy 0 as read
+        and on the copy not existing yet). Returns how many copies were written."""
+        partitions = self.partitions_for({name: list(values) for name, values in self.catalog.dimensions})
+        wanted = [keys.waiting_count(p, copy) for p in partitions for copy in range(keys.WAIT_COUNT_COPIES)]
+        found = {item["pk"]: item for item in batch.get_items(self.db, self.table.name, wanted, consistent=True)}
+        written = 0
+        for partition in partitions:
+            first = found.get(keys.waiting_count(partition)["pk"])
+            if first is None:
+                continue
+            for copy in range(1, keys.WAIT_COUNT_COPIES):
+                key = keys.waiting_count(partition, copy)
+                if key["pk"] in found:
+                    continue
+                actions = [
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.table.name,
+                            "Key": marshal(keys.waiting_count(partition)),
+                            "ConditionExpression": "waiting = :n",
+                            "ExpressionAttributeValues": marshal({":n": first.get("waiting", 0)}),
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self.table.name,
+                            "Item": marshal({**key, "waiting": first.get("waiting", 0), "wanted": list(partition)}),
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                ]
+                try:
+                    self.table.transact(actions)
+                    written += 1
+                except errors.TransactionCancelled:
+                    continue  # changed meanwhile by a process of the earlier version: the next run copies it
+        return written

@@ -113,13 +113,17 @@ class CallCenterTable:
     def wanted(self, preferences: dict) -> tuple[str, ...]:
         return keys.wanted(self.catalog.names, preferences)
 
-    def count_update(self, wanted: tuple[str, ...], delta: int) -> dict:
-        # No condition, like the queue metadata: the waiting item's own condition makes it safe.
-        return self.update(
-            keys.waiting_count(wanted),
-            "ADD waiting :delta SET wanted = :wanted",
-            {":delta": delta, ":wanted": list(wanted)},
-        )
+    def count_updates(self, wanted: tuple[str, ...], delta: int) -> list[dict]:
+        """Every copy of a waiting partition's count, changed by `delta`. No condition, like
+        the queue metadata: the waiting item's own condition makes it safe."""
+        return [
+            self.update(
+                keys.waiting_count(wanted, copy),
+                "ADD waiting :delta SET wanted = :wanted",
+                {":delta": delta, ":wanted": list(wanted)},
+            )
+            for copy in range(keys.WAIT_COUNT_COPIES)
+        ]
 
     def leave_line_actions(self, call: Call) -> list[dict]:
         """Take a waiting caller out of line: their waiting item (which must still be
@@ -133,7 +137,7 @@ class CallCenterTable:
                     "ConditionExpression": "attribute_exists(pk)",
                 }
             },
-            self.count_update(wanted, -1),
+            *self.count_updates(wanted, -1),
         ]
 
 

@@ -100,13 +100,14 @@ def make_old_style(db, router, call) -> None:
     wanted = router.writes.wanted(call.preferences)
     table = db.table("callcenter")
     db.call("delete_item", TableName=table, Key=marshal(keys.waiting_caller(wanted, call.wait_sk)))
-    db.call(
-        "update_item",
-        TableName=table,
-        Key=marshal(keys.waiting_count(wanted)),
-        UpdateExpression="ADD waiting :minus",
-        ExpressionAttributeValues=marshal({":minus": -1}),
-    )
+    for copy in range(keys.WAIT_COUNT_COPIES):
+        db.call(
+            "update_item",
+            TableName=table,
+            Key=marshal(keys.waiting_count(wanted, copy)),
+            UpdateExpression="ADD waiting :minus",
+            ExpressionAttributeValues=marshal({":minus": -1}),
+        )
     old = {"pk": keys.OLD_WAITING_PK, "sk": call.wait_sk, "type": "waiting", "call_id": call.call_id}
     db.call("put_item", TableName=table, Item=marshal(old))
 
@@ -127,6 +128,61 @@ def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_
     assert [h["call_id"] for h in router.line.heads_for({"language": ["Spanish"], "gender": ["F"]})] == [call.call_id]
     assert router.line.move_old_line() == 0
     assert check_once(moto_db, router.catalog).ok
+
+
+def test_waiting_counts_kept_in_one_copy_get_their_other_copies_from_create(moto_db):
+    from queues_app.agents import keys
+    from queues_app.agents.router import Router
+    from queues_app.ddb.codec import marshal
+    from queues_app.monitoring.invariants import check_once
+
+    router = Router(moto_db)
+    for _ in range(3):
+        router.create_call({"language": "Spanish", "gender": "F"})
+    router.create_call({"language": "French", "gender": None})
+    wanted = [("Spanish", "F"), ("French", "*")]
+    for partition in wanted:  # as an earlier version kept them: copy 0 only
+        for copy in range(1, keys.WAIT_COUNT_COPIES):
+            key = keys.waiting_count(partition, copy)
+            moto_db.call("delete_item", TableName=moto_db.table("callcenter"), Key=marshal(key))
+    assert {v.check for v in check_once(moto_db, router.catalog).violations} == {"line"}
+
+    out = io.StringIO()
+    call_command("dynamo_tables", "create", stdout=out)
+    written = len(wanted) * (keys.WAIT_COUNT_COPIES - 1)
+    assert f"{written} copies of the waiting counts written." in out.getvalue()
+    assert check_once(moto_db, router.catalog).ok
+    for copy in range(keys.WAIT_COUNT_COPIES):
+        found = moto_db.call(
+            "get_item", TableName=moto_db.table("callcenter"), Key=marshal(keys.waiting_count(("Spanish", "F"), copy))
+        )
+        assert found["Item"]["waiting"] == {"N": "3"}
+    assert router.line.copy_counts() == 0
+
+
+def test_every_copy_of_a_waiting_count_moves_with_the_line_and_any_one_is_read(moto_db, monkeypatch):
+    from queues_app.agents import keys, waiting
+    from queues_app.agents.router import Router
+    from queues_app.ddb.codec import marshal
+
+    router = Router(moto_db)
+    calls = [router.create_call({"language": "English", "gender": "M"})[0] for _ in range(2)]
+    router.abandon(calls[0].call_id)
+    table = moto_db.table("callcenter")
+    for copy in range(keys.WAIT_COUNT_COPIES):
+        item = moto_db.call("get_item", TableName=table, Key=marshal(keys.waiting_count(("English", "M"), copy)))
+        assert item["Item"]["waiting"] == {"N": "1"}
+    # A reader reads the copy it picks: set copy 1 apart to see which was read.
+    moto_db.call(
+        "update_item",
+        TableName=table,
+        Key=marshal(keys.waiting_count(("English", "M"), 1)),
+        UpdateExpression="SET waiting = :n",
+        ExpressionAttributeValues={":n": {"N": "5"}},
+    )
+    for copy, expected in ((0, 1), (1, 5)):
+        monkeypatch.setattr(waiting.random, "randrange", lambda n, copy=copy: copy)
+        assert router.line.counts([("English", "M")]) == {("English", "M"): expected}
 
 
 # --- waiting for tables, counting, listing -------------------------------------------
@@ -316,4 +372,4 @@ def test_agents_and_metadata_in_the_old_single_partitions_are_moved_by_create(mo
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     assert call.agent_id == agent_id  # the moved agent is matched from its queue as before
 
-    assert router.move_old_layouts() == {"callers": 0, "agents": 0, "queue_metadata": 0}
+    assert router.move_old_layouts() == {"callers": 0, "agents": 0, "queue_metadata": 0, "waiting_counts": 0}

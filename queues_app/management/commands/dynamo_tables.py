@@ -80,6 +80,7 @@ class Command(CheckedCommand):
                     ("callers", "waiting caller(s) moved into the partition of their preferences"),
                     ("agents", "agent(s) moved into the roster's partitions"),
                     ("queue_metadata", "queue metadata item(s) spread over the metadata shards"),
+                    ("waiting_counts", "copies of the waiting counts written"),
                 ):
                     if moved[what]:
                         self.stdout.write(f"{moved[what]} {text}.")
