@@ -78,3 +78,11 @@ def test_list_filters_by_name(moto_db):
 def test_a_forged_cursor_is_a_clear_error(moto_db):
     with pytest.raises(errors.InvalidRequest, match="page link"):
         Agents().list(cursor="not-a-cursor!!")
+
+
+@pytest.mark.parametrize("value", ["Sp#nish", "Sp@nish", " "])
+def test_a_skill_value_that_would_break_a_partition_key_is_refused(value):
+    from queues_app.agents.skills import SkillCatalog
+
+    with pytest.raises(SkillError, match="may not be blank or contain"):
+        SkillCatalog.from_mapping({"language": ["English", value]})
