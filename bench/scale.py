@@ -25,7 +25,8 @@ changes when the item enters or leaves the index, or its keys or projected attri
 change) gets a write on that index key's partition, two when the entry moves (a delete
 and a put). Partition keys are shown as patterns (`CALL#<id>`, `AUDIT#<day>#<n>`), with
 the hottest value of each pattern; the shards of a spread (`AGENTS#<n>`, `QUEUES#<n>`,
-`AUDIT#<day>#<n>`) each with an even share, as they take in the long run (`spread`).
+`AUDIT#<day>#<n>`) and the copies of a count (`WAITCOUNT#…@<copy>`) each with an even
+share, as they take in the long run (`shards_of`).
 
 Then, for a steady phone system at R calls a second where every call brings one agent
 cycle (`release` + `available`) and a share `--waiting-share` of callers wait
@@ -76,14 +77,21 @@ def item_size(item: dict | None) -> int:
     return len(json.dumps(item, separators=(",", ":")).encode())
 
 
-def spread() -> dict[str, int]:
-    """Patterns whose values are shards of one spread (a random pick or a hash of an id),
-    and how many: in the long run each shard takes an even share, which a benchmark of a
-    few dozen rounds does not show (its hottest shard is chance), so a shard's units are
-    the pattern's divided by the count."""
+def shards_of(pattern: str) -> int | None:
+    """How many shards a pattern's values are, when they are the shards of one spread (a
+    random pick, or a hash of an id or token): in the long run each takes an even share,
+    which a benchmark of a few dozen rounds does not show (its hottest shard is chance),
+    so a shard's units are the pattern's divided by the count. Copies written together
+    and read one at a time (`@<copy>`) divide the same way: each copy takes every write,
+    and its share of the reads."""
     from queues_app.audit_trail import AUDIT_SHARDS
 
-    return {"AGENTS#<n>": keys.AGENT_SHARDS, "QUEUES#<n>": keys.QUEUE_META_SHARDS, "AUDIT#<day>#<n>": AUDIT_SHARDS}
+    fixed = {"AGENTS#<n>": keys.AGENT_SHARDS, "QUEUES#<n>": keys.QUEUE_META_SHARDS, "AUDIT#<day>#<n>": AUDIT_SHARDS}
+    if pattern in fixed:
+        return fixed[pattern]
+    if pattern.startswith(keys.WAIT_COUNT_PREFIX) and pattern.endswith("@<copy>"):
+        return keys.WAIT_COUNT_COPIES
+    return None
 
 
 def pattern(key: str) -> str:
@@ -95,6 +103,7 @@ def pattern(key: str) -> str:
     key = re.sub(r"^AUDIT#[^#]+#\d+$", "AUDIT#<day>#<n>", key)
     key = re.sub(r"^AUDIT#[^#]+$", "AUDIT#<day>", key)
     key = re.sub(r"^SAMPLE#.+", "SAMPLE#<queue>", key)
+    key = re.sub(r"^(WAITCOUNT#[^@]+)(@\d+)?$", r"\1@<copy>", key)
     key = re.sub(r"^(agent|call|shipment):.+", r"\1:<id>", key)
     key = re.sub(r"^[0-9a-z]{16,}$", "<id>", key)
     return key
@@ -390,9 +399,8 @@ def summarise(charges: Charges, count: int) -> dict:
         if weight > entry["hottest_units"]:
             entry["hottest"], entry["hottest_units"] = key, weight
             entry["hottest_read"], entry["hottest_write"] = units["read"] / count, units["write"] / count
-    shard_counts = spread()
     for row, entry in rows.items():
-        shards = shard_counts.get(row.rsplit("|", 1)[-1])
+        shards = shards_of(row.rsplit("|", 1)[-1])
         if shards:
             entry["values"], entry["hottest"] = shards, f"each of {shards} shards"
             entry["hottest_read"], entry["hottest_write"] = entry["read"] / shards, entry["write"] / shards
