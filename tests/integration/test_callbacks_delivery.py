@@ -27,7 +27,7 @@ from tests.receiver import Receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-DOWN_SECONDS = 1.5  # the receiver answers 503 to everything at first
+DOWN_SECONDS = 1.5  # the receiver answers 503 to everything at first, from the first request on
 TAKEN_BUT_500 = 5  # then it processes this many events but answers 500 to them once
 RACES = 10
 
@@ -77,10 +77,12 @@ def test_every_change_is_delivered_exactly_once_through_outages(local_db, settin
         "backoff_base_seconds": 0.05,
         "backoff_max_seconds": 0.4,
     }
-    up_at = [float("inf")]  # set when the worker starts
+    up_at: list[float] = []  # set by the first request: however late the worker's first delivery, it is refused
     failed_once: set[str] = set()
 
     def answer(event: dict) -> int:
+        if not up_at:
+            up_at.append(time.monotonic() + DOWN_SECONDS)
         if time.monotonic() < up_at[0]:
             return 503
         if len(failed_once) < TAKEN_BUT_500 and event["id"] not in failed_once:
@@ -136,7 +138,6 @@ def test_every_change_is_delivered_exactly_once_through_outages(local_db, settin
 
         worker = ShipmentWorker(events, Deliverer(), queue_name=CALLBACK_QUEUE, visibility_timeout=5, idle_sleep=0.05)
         running = threading.Thread(target=worker.run)
-        up_at[0] = time.monotonic() + DOWN_SECONDS
         running.start()
         deadline = time.monotonic() + 90
         while len({e["id"] for e in receiver.events(204)}) < len(expected) and time.monotonic() < deadline:

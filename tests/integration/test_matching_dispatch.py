@@ -44,13 +44,15 @@ def queued_agents(router: Router, count: int) -> list[str]:
 
 
 def test_callers_of_several_processes_are_matched_by_the_holder_of_the_lease(local_db, monkeypatch):
+    # A lease of a minute (3 s in production): a holder whose renewals a slow or paused
+    # machine holds back for a few seconds keeps it (the lease passing on is tested below).
     holder = process_like(local_db)
-    holder.matcher.use_dispatcher(bound=30)
+    holder.matcher.use_dispatcher(bound=30, lease_seconds=60)
     assert wait_for(lambda: holder.matcher.dispatcher.lease.held, timeout=10)
     others = [process_like(local_db) for _ in range(2)]
     matched_here: list[str] = []
     for router in others:
-        router.matcher.use_dispatcher(bound=30)
+        router.matcher.use_dispatcher(bound=30, lease_seconds=60)
         monkeypatch.setattr(router.matcher, "match_here", lambda call, **kw: matched_here.append(call.call_id))
     agent_ids = queued_agents(holder, 12)
     given: list[str] = []

@@ -35,7 +35,10 @@ ALWAYS_FAIL_SHARE = 0.1
 DELAYED_SHARE = 0.1
 VISIBILITY = 0.4  # seconds: abandoned shipments come back quickly
 QUIET_FOR = 1.0  # drained: nothing queued, in flight or delayed, and no receive found anything, this long
-TIME_LIMIT = 45.0  # seconds for production and drain together; the test fails beyond it
+# Seconds for production and drain together; the test fails beyond it. A bound for a run
+# that never drains, not a pace to keep: about 15 s on 2 cores, and a slow or busy machine
+# may take several times that.
+TIME_LIMIT = 300.0
 
 # What a consumer does with a shipment it received (weights); always-failing ones are never completed.
 # "release" gives the shipment back untouched, as a worker shutting down does.
@@ -200,7 +203,7 @@ def run_until_drained(db, journal: Journal) -> float:
             thread.join(timeout=max(deadline - time.monotonic(), 0))
             assert not thread.is_alive(), f"producers still running after {TIME_LIMIT}s"
         producers_done.set()
-        boss.join(timeout=5)
+        boss.join(timeout=30)
         quiet_since = None
         while True:
             assert time.monotonic() < deadline, (
@@ -219,7 +222,7 @@ def run_until_drained(db, journal: Journal) -> float:
         stop.set()
         producers_done.set()
         for thread in consumers + [boss]:
-            thread.join(timeout=5)
+            thread.join(timeout=30)
     assert not any(t.is_alive() for t in consumers + [boss]), "a consumer or the supervisor did not stop"
     return time.monotonic() - began
 

@@ -44,12 +44,15 @@ def test_two_processors_are_never_active_at_once(tasks):
         tasks.create({"n": i}, task_id=f"early{i:02d}")
     downstream = Watched(RateLimitedDownstream(rate=40, burst=5, fail_share=0.1, seed=7))
     stop = threading.Event()
+    # The lease is renewed once in each time box (at a third of it), and it lasts long enough
+    # that a holder stalled for a few seconds (a slow or paused machine) still holds it: the
+    # lease changes hands when a time box ends, never because a stall let it run out.
     processors = [
         TaskProcessor(
             tasks,
             downstream.for_holder(name),
             holder=name,
-            lease_seconds=2.0,
+            lease_seconds=6.0,
             poll_seconds=0.5,
             sweep_every=1.0,
             acquire_retry=0.1,
@@ -57,21 +60,21 @@ def test_two_processors_are_never_active_at_once(tasks):
         )
         for name in ("alpha", "beta")
     ]
-    runs = [in_thread(p.run_forever, 0.8, stop, rest=0.3) for p in processors]
+    runs = [in_thread(p.run_forever, 2.4, stop, rest=0.3) for p in processors]
 
     created = [f"early{i:02d}" for i in range(20)]
     started = time.monotonic()
-    while time.monotonic() - started < 3.0:  # work keeps arriving while they take turns
+    while time.monotonic() - started < 6.0:  # work keeps arriving while they take turns
         created.append(tasks.create(task_id=f"late{len(created):03d}").task_id)
         time.sleep(0.1)
 
     def all_finished():
         return sum(len(p.stats.finished_ids) for p in processors) >= len(created)
 
-    drained = wait_for(all_finished, 20, step=0.1)
+    drained = wait_for(all_finished, 120, step=0.1)
     stop.set()
     for thread, failures in runs:
-        thread.join(10)
+        thread.join(60)
         assert not thread.is_alive() and not failures
     assert drained, [p.stats for p in processors]
 
@@ -93,85 +96,114 @@ def test_two_processors_are_never_active_at_once(tasks):
 
 
 def test_the_stream_wakes_an_idle_processor(tasks):
+    # The poll, the renewals (a third of the lease) and the sweeps, each of which would end
+    # an idle wait without the stream, and the time box, are minutes away: however slow the
+    # machine, only the stream can end the wait before the test is over.
     processor = TaskProcessor(
         tasks,
         RateLimitedDownstream(rate=10),
         holder="solo",
-        lease_seconds=30,
-        poll_seconds=30,
-        sweep_every=30,
+        lease_seconds=600,
+        poll_seconds=600,
+        sweep_every=600,
         acquire_retry=0.1,
     )
     stop = threading.Event()
-    thread, failures = in_thread(processor.run, 15, stop)
-    assert wait_for(lambda: processor.stats.leases_acquired == 1 and processor.stats.sweeps == 1, 5)
-    # Idle, waiting on the stream with a poll interval of 30 s. Writes that are not
-    # pending work do not wake it: another lease's item, a task finished elsewhere.
-    unrelated = ProcessorLease(tasks.db, name="some-other-role", holder="x", duration=5)
-    assert unrelated.acquire() and unrelated.renew()
-    time.sleep(1.0)
-    assert processor.stats.stream_wakeups == 0
+    thread, failures = in_thread(processor.run, 1200, stop)
+    try:
+        assert wait_for(lambda: processor.stats.leases_acquired == 1 and processor.stats.sweeps == 1, 60)
+        # Idle, waiting on the stream with a poll interval of 600 s. Writes that are not
+        # pending work do not wake it: another lease's item, a task finished elsewhere.
+        unrelated = ProcessorLease(tasks.db, name="some-other-role", holder="x", duration=5)
+        assert unrelated.acquire() and unrelated.renew()
+        time.sleep(1.0)
+        assert processor.stats.stream_wakeups == 0
 
-    tasks.create(task_id="wake-me")
-    # Done well before the 30 s poll would have looked: the stream is what woke it (the
-    # stats below say so; no figure of elapsed time is asserted).
-    assert wait_for(lambda: tasks.get("wake-me").status == TaskStatus.SUCCESS, 10)
-    time.sleep(0.6)  # its own TAKEN and SUCCESS records come through the stream: no wake-up
-    assert processor.stats.stream_wakeups == 1
-    stop.set()
-    thread.join(10)
+        tasks.create(task_id="wake-me")
+        # Done well before the 600 s poll would have looked: the stream is what woke it (the
+        # stats below say so; no figure of elapsed time is asserted).
+        assert wait_for(lambda: tasks.get("wake-me").status == TaskStatus.SUCCESS, 60)
+        time.sleep(0.6)  # its own TAKEN and SUCCESS records come through the stream: no wake-up
+        assert processor.stats.stream_wakeups == 1
+    finally:
+        stop.set()  # a failed check must not leave it running for its long time box
+        thread.join(60)
     assert not failures
     assert processor.streams, processor.waker.reason
     assert processor.stats.stream_wakeups >= 1 and processor.stats.idle_timeouts == 0
     assert processor.stats.processed == 1
 
 
+class LeaseClock:
+    """Epoch seconds for the processors' leases that move only when the test says so: a
+    lease runs out when the test decides, not when a slow machine has used it up."""
+
+    def __init__(self):
+        self.value = time.time()
+
+    def __call__(self):
+        return self.value
+
+    def advance(self, seconds):
+        self.value += seconds
+
+
 def test_a_dead_processors_lease_passes_on(tasks):
     for i in range(5):
         tasks.create(task_id=f"t{i}")
     hang, resumed = threading.Event(), threading.Event()
+    now = LeaseClock()
 
     class Hangs:
         """The first call never returns in time: the processor is as good as dead."""
 
         def process(self, task):
-            hang.wait(15)
+            hang.wait(300)
             resumed.set()
             return "too late"
 
     dead = TaskProcessor(
-        tasks, Hangs(), holder="dead", lease_seconds=1.5, poll_seconds=0.2, sweep_every=60, use_streams=False
+        tasks, Hangs(), holder="dead", lease_seconds=1.5, poll_seconds=0.2, sweep_every=60, use_streams=False, now=now
     )
     stop = threading.Event()
-    dead_thread, dead_failures = in_thread(dead.run, 20, stop)
-    assert wait_for(lambda: tasks.count(TaskStatus.TAKEN)[0] == 1, 5)
-    dead_until = dead.lease.until  # hung in the call: it renews no more
+    dead_thread, dead_failures = in_thread(dead.run, 600, stop)
+    threads = [dead_thread]
+    try:
+        assert wait_for(lambda: tasks.count(TaskStatus.TAKEN)[0] == 1, 60)
+        dead_until = dead.lease.until  # hung in the call: it renews no more
 
-    survivor = TaskProcessor(
-        tasks,
-        RateLimitedDownstream(rate=50),
-        holder="survivor",
-        lease_seconds=3,
-        poll_seconds=0.2,
-        sweep_every=0.3,
-        acquire_retry=0.2,
-        recover_after=1.0,
-    )
-    thread, failures = in_thread(survivor.run, 20, stop)
-    assert wait_for(lambda: survivor.stats.processed == 5, 10), survivor.stats
-    assert survivor.stats.lease_refused >= 1  # it had to wait for the dead lease to run out
-    assert survivor.stats.recovered == 1  # the dead processor's task in hand, back to PENDING
-    assert all(tasks.get(f"t{i}").status == TaskStatus.SUCCESS for i in range(5))
-    holder = ProcessorLease(tasks.db, holder="x").current()
-    assert holder.holder == "survivor" and holder.acquired_at >= dead_until
+        survivor = TaskProcessor(
+            tasks,
+            RateLimitedDownstream(rate=50),
+            holder="survivor",
+            lease_seconds=3,
+            poll_seconds=0.2,
+            sweep_every=0.3,
+            acquire_retry=0.2,
+            recover_after=1.0,
+            now=now,
+        )
+        thread, failures = in_thread(survivor.run, 600, stop)
+        threads.append(thread)
+        # It has to wait for the dead lease to run out ...
+        assert wait_for(lambda: survivor.stats.lease_refused >= 1, 60)
+        assert survivor.stats.leases_acquired == 0 and survivor.stats.processed == 0
+        now.advance(2.0)  # ... which it now has
+        assert wait_for(lambda: survivor.stats.processed == 5, 60), survivor.stats
+        assert survivor.stats.recovered == 1  # the dead processor's task in hand, back to PENDING
+        assert all(tasks.get(f"t{i}").status == TaskStatus.SUCCESS for i in range(5))
+        holder = ProcessorLease(tasks.db, holder="x").current()
+        assert holder.holder == "survivor" and holder.acquired_at >= dead_until
 
-    # The hung call returns at last: the zombie's late result is refused and it stops.
-    hang.set()
-    assert resumed.wait(5)
-    assert wait_for(lambda: dead.stats.lease_lost == 1, 5)
-    assert dead.stats.processed == 0 and dead.stats.errors >= 1
-    stop.set()
-    for t in (thread, dead_thread):
-        t.join(10)
+        # The hung call returns at last: the zombie's late result is refused and it stops.
+        hang.set()
+        assert resumed.wait(60)
+        assert wait_for(lambda: dead.stats.lease_lost == 1, 60)
+        assert dead.stats.processed == 0 and dead.stats.errors >= 1
+    finally:
+        hang.set()  # a failed check must not leave them running for their long time boxes
+        stop.set()
+        for t in threads:
+            t.join(60)
     assert not failures and not dead_failures
     assert survivor.stats.lease_intervals[0][1] >= dead_until

@@ -1,8 +1,36 @@
 import threading
 import time
+from types import SimpleNamespace
 
+import pytest
+
+from queues_app.agents import claims as claims_module
 from queues_app.agents.claims import Claims
+from queues_app.ddb import contention
 from queues_app.ddb.contention import ContentionGauge
+
+
+class Moments:
+    """Monotonic seconds that only move when the test says so."""
+
+    def __init__(self):
+        self.value = 1000.0
+
+    def monotonic(self):
+        return self.value
+
+    def advance(self, seconds):
+        self.value += seconds
+
+
+@pytest.fixture
+def moments(monkeypatch):
+    """The clock of the contention gauge and of the claims: however slow the machine, no
+    time passes between two lines of a test unless it says so."""
+    clock = Moments()
+    for module in (contention, claims_module):
+        monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=clock.monotonic))
+    return clock
 
 
 def test_it_keeps_the_head_first_when_uncontended():
@@ -11,14 +39,14 @@ def test_it_keeps_the_head_first_when_uncontended():
         assert gauge.order([1, 2, 3, 4])[0] == 1
 
 
-def test_it_spreads_after_many_lost_races_and_forgets_them_with_time():
+def test_it_spreads_after_many_lost_races_and_forgets_them_with_time(moments):
     gauge = ContentionGauge(half_life=0.05)
     for _ in range(30):
         gauge.observe(lost=True)
     assert gauge.contended
     firsts = {gauge.order(list(range(10)))[0] for _ in range(50)}
     assert len(firsts) > 1
-    time.sleep(0.3)
+    moments.advance(0.3)
     assert not gauge.contended
     assert gauge.order([1, 2, 3])[0] == 1
 
@@ -44,11 +72,11 @@ def test_claims_pass_over_entries_held_or_gone():
     assert claims.claim_first(["a", "b"]) is None
 
 
-def test_gone_entries_are_forgotten_after_a_while():
+def test_gone_entries_are_forgotten_after_a_while(moments):
     claims = Claims(memory=0.05)
     claims.mark_gone("a")
     assert claims.is_gone("a")
-    time.sleep(0.1)
+    moments.advance(0.1)
     assert not claims.is_gone("a")
     assert claims.claim("a")
 
@@ -58,6 +86,7 @@ def test_waiting_for_held_entries_ends_when_one_is_released():
     assert claims.claim("a") and claims.claim("b")
     threading.Timer(0.05, claims.release, args=("b",)).start()
     began = time.monotonic()
-    assert claims.wait_while_held(["a", "b"], timeout=5)
-    assert time.monotonic() - began < 2
+    # Released after 0.05 s: the wait ends then (True), long before its timeout would.
+    assert claims.wait_while_held(["a", "b"], timeout=60)
+    assert time.monotonic() - began < 30
     assert not claims.wait_while_held(["a"], timeout=0.05)  # still held: times out

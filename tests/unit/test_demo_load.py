@@ -4,6 +4,7 @@ pauses it longer each time, never a traceback; bad options are refused."""
 
 import io
 import threading
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -19,7 +20,37 @@ from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 
-def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_db):
+class VirtualSeconds:
+    """The demo load's clock in a test: its waits move it on instead of sleeping, so that
+    a run of a few seconds does as much however fast the machine is."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+@pytest.fixture
+def virtual_seconds(monkeypatch):
+    seconds = VirtualSeconds()
+
+    class Tick(threading.Event):
+        def wait(self, timeout=None):
+            seconds.now += timeout or 0.0
+            return self.is_set()
+
+    class OnTheVirtualClock(demo_load.Traffic):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, clock=seconds.monotonic, **kwargs)
+
+    monkeypatch.setattr(demo_load, "time", SimpleNamespace(monotonic=seconds.monotonic))  # --max-seconds
+    monkeypatch.setattr(demo_load, "threading", SimpleNamespace(Event=Tick))  # the load's stop event only
+    monkeypatch.setattr(demo_load, "Traffic", OnTheVirtualClock)  # arrivals and handle times
+    return seconds
+
+
+def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_db, virtual_seconds):
     router = Router()
     every_skill = {name: list(values) for name, values in router.catalog.dimensions}
     anyone = {name: None for name, _ in router.catalog.dimensions}
@@ -31,9 +62,10 @@ def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_
     router.make_available(free.agent_id)
 
     out = io.StringIO()
+    # Per minute, on the load's clock: each arrival is made however long it takes.
     call_command(
         "demo_load",
-        *["--rate", "600", "--handle-seconds", "0.1", "0.3", "--shipment-rate", "600", "--task-rate", "600"],
+        *["--rate", "120", "--handle-seconds", "0.1", "0.3", "--shipment-rate", "60", "--task-rate", "60"],
         *["--seed", "7", "--max-seconds", "3"],
         stdout=out,
     )
@@ -58,6 +90,7 @@ def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_
     assert ShipmentQueue().counts().queued >= 1
     assert TaskQueue().count(TaskStatus.PENDING)[0] >= 1
     assert "Demo load stopped:" in out.getvalue()
+    assert virtual_seconds.now == pytest.approx(3.0)  # three seconds of the load, on its clock
 
 
 class Waits(threading.Event):

@@ -1,6 +1,7 @@
 """Backpressure, tenant rate limits, sidelining and the fair consumer."""
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -8,6 +9,7 @@ from queues_app.admission import BackpressureGate, ShipmentAdmission
 from queues_app.ddb import meter
 from queues_app.ddb.errors import Backpressure
 from queues_app.monitoring import counters
+from queues_app.shipments import fairness
 from queues_app.shipments.fairness import FairConsumer, FairnessPolicy, SweepSchedule, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue, ShipmentState
 
@@ -107,7 +109,11 @@ def test_sideline_reads_only_stale_entries(moto_db, clock):
     assert queue.count_queued() == 3
 
 
-def test_consumers_of_one_process_take_turns_to_sweep(moto_db, clock):
+def test_consumers_of_one_process_take_turns_to_sweep(moto_db, clock, monkeypatch):
+    # The schedule's monotonic clock moves only when the test says so: however slow the
+    # machine, the second receive comes before the next sweep is due.
+    moment = [1000.0]
+    monkeypatch.setattr(fairness, "time", SimpleNamespace(monotonic=lambda: moment[0]))
     queue = ShipmentQueue(moto_db, clock=clock)
     schedule = SweepSchedule()
     rules = policy(spillover_after_seconds=8)
@@ -119,3 +125,7 @@ def test_consumers_of_one_process_take_turns_to_sweep(moto_db, clock):
         second.receive()  # does not sweep again
     # one sweep (a Query per priority level), then two receives of two queues (due, then ready)
     assert seen.calls_of("Query") == 10 + 4 + 4
+    moment[0] += 2.0  # two seconds later: the next sweep is due, whichever consumer comes
+    with meter.measure() as seen:
+        second.receive()
+    assert seen.calls_of("Query") == 10 + 4

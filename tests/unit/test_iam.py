@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 from botocore.awsrequest import AWSResponse
@@ -30,6 +31,7 @@ from queues_app.agents.router import Router
 from queues_app.api.service import machine_urls
 from queues_app.ddb import iam, meter
 from queues_app.ddb.meter import Access
+from queues_app.management import loops
 from queues_app.models import ApiToken
 from queues_app.monitoring import counters
 from queues_app.shipments.queue import ShipmentQueue
@@ -334,8 +336,8 @@ def collector(db) -> None:
     RECORDED["collector"] = log.accesses
 
 
-def escalator(db, settings) -> None:
-    """The escalation loop (`--every`, stopped by SIGTERM after its first pass): it beats,
+def escalator(db, settings, monkeypatch) -> None:
+    """The escalation loop (`--every`, stopped by SIGTERM after its second pass): it beats,
     relaxes a caller's preferences and assigns them (the call's callback hears of both)."""
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
     router = Router()
@@ -344,11 +346,23 @@ def escalator(db, settings) -> None:
     carlos = Agents().create("Carlos", {"language": ["Spanish"], "gender": ["M"]})
     router.make_available(carlos.agent_id)
     time.sleep(0.05)
-    stopper = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    waits = []
+
+    class SigtermAfterTwoPasses(threading.Event):
+        """The loop's stop event: SIGTERM comes in its wait after the second pass, with the
+        command's handler in place, rather than after a fixed time that a slow machine may
+        spend starting the command or in its first pass."""
+
+        def wait(self, timeout=None):
+            waits.append(timeout)
+            if len(waits) == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return super().wait(timeout)
+
+    monkeypatch.setattr(loops, "threading", SimpleNamespace(Event=SigtermAfterTwoPasses))
     with meter.record_access(db.prefix) as log:
-        stopper.start()
         call_command("escalate_callers", "--every", "0.2", stdout=io.StringIO())
-    stopper.join()
+    assert len(waits) == 2
     RECORDED["escalator"] = log.accesses
 
 
@@ -390,7 +404,7 @@ def workloads(settings, django_user_model, monkeypatch) -> dict[str, Callable[[]
         "shipment-worker": lambda db: shipment_worker(db, settings),
         "task-processor": lambda db: task_processor(db, monkeypatch),
         "collector": collector,
-        "escalator": lambda db: escalator(db, settings),
+        "escalator": lambda db: escalator(db, settings, monkeypatch),
         "callback-worker": lambda db: callback_worker(db, settings, django_user_model),
         "admin-setup": admin_setup,
     }

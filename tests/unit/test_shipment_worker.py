@@ -43,7 +43,11 @@ def test_it_heartbeats_during_long_work(moto_db):
     queue = make_queue(moto_db, n=1)
 
     def slow(shipment, stop):
-        stop.wait(0.5)
+        # Works until the worker has heartbeated twice meanwhile (30 s at most), rather than
+        # a fixed 0.5 s that a slow or paused machine may spend before the first beat.
+        for _ in range(3000):
+            if worker.stats.heartbeats >= 2 or stop.wait(0.01):
+                return
 
     worker = ShipmentWorker(queue, slow, visibility_timeout=0.15, idle_sleep=0.01)
     stats = worker.run(max_shipments=1)
@@ -57,15 +61,16 @@ def test_on_stop_it_gives_back_what_it_holds(moto_db):
 
     def stuck(shipment, stop):
         started.set()
-        stop.wait(5)
+        stop.wait(60)  # until the worker gives it back and tells the handler to stop
         raise HandlerFailed("interrupted")
 
     worker = ShipmentWorker(queue, stuck, visibility_timeout=0.1, grace_seconds=0.05, idle_sleep=0.01)
     thread = threading.Thread(target=worker.run, kwargs={"max_shipments": 1})
     thread.start()
-    started.wait(2)
+    assert started.wait(60)  # the shipment is in hand, however long that took
     worker.stop()
-    thread.join(5)
+    thread.join(60)
+    assert not thread.is_alive()
     assert worker.stats.released == 1
     back = queue.get("s0")
     assert back.state == ShipmentState.QUEUED

@@ -53,6 +53,28 @@ class Recording:
         return "ok"
 
 
+def stop_at_refusal(worker, refusals=1):
+    """A stop event for `worker.run`, set once the lease has been refused `refusals` times:
+    the run ends then, however long the machine took to get there."""
+    stop, acquire, refused = threading.Event(), worker.lease.acquire, []
+
+    def acquire_or_count():
+        held = acquire()
+        if not held:
+            refused.append(True)
+            if len(refused) >= refusals:
+                stop.set()
+        return held
+
+    worker.lease.acquire = acquire_or_count
+    return stop
+
+
+# Runs end when the queue is empty (or on a stop event); their time box only ends a broken
+# run, so that a slow machine cannot make a test fail.
+BOX = 30.0
+
+
 def processor(tasks, downstream, **options):
     options = {
         "holder": "p1",
@@ -181,7 +203,7 @@ def test_it_processes_newest_first(tasks, clock):
             tasks.create(task_id="t9")  # newer than everything left: it goes next
 
     downstream = Recording(then=newer_work_arrives)
-    stats = processor(tasks, downstream).run(5, until_empty=True)
+    stats = processor(tasks, downstream).run(BOX, until_empty=True)
     assert downstream.calls == ["t4", "t9", "t3", "t2", "t1", "t0"]
     assert stats.processed == 6 and list(stats.finished_ids) == downstream.calls
     assert all(tasks.get(i).status == TaskStatus.SUCCESS for i in downstream.calls)
@@ -194,7 +216,7 @@ def test_failures_end_in_failure(tasks, clock):
     tasks.create({"fail": True}, task_id="bad")
     clock.advance(1)
     tasks.create(task_id="good")
-    stats = processor(tasks, Recording()).run(5, until_empty=True)
+    stats = processor(tasks, Recording()).run(BOX, until_empty=True)
     assert (stats.processed, stats.failed) == (1, 1)
     assert tasks.get("bad").status == TaskStatus.FAILURE and tasks.get("bad").result == "no"
     assert tasks.get("good").status == TaskStatus.SUCCESS
@@ -207,7 +229,7 @@ def test_a_downstream_crash_is_a_failed_task(tasks):
         def process(self, task):
             raise RuntimeError("boom")
 
-    stats = processor(tasks, Broken()).run(5, until_empty=True)
+    stats = processor(tasks, Broken()).run(BOX, until_empty=True)
     assert stats.failed == 1 and "boom" in tasks.get("t").result
 
 
@@ -217,7 +239,18 @@ def test_at_capacity_tasks_go_back_to_pending(tasks, clock):
         clock.advance(1)
     frozen = FakeTime(0.0)  # the bucket never refills
     downstream = RateLimitedDownstream(rate=1, burst=2, clock=frozen)
-    stats = processor(tasks, downstream).run(1.0)
+    stop, process = threading.Event(), downstream.process
+
+    def refuse_then_stop(task):  # the run ends once a task was refused
+        try:
+            return process(task)
+        except AtCapacity:
+            stop.set()
+            raise
+
+    downstream.process = refuse_then_stop
+    stats = processor(tasks, downstream).run(BOX, stop)
+    downstream.process = process
     assert stats.processed == 2 and stats.released_at_capacity >= 1
     assert [tasks.get(f"t{i}").status for i in (4, 3)] == [TaskStatus.SUCCESS] * 2
     pending = [f"t{i}" for i in (2, 1, 0)]
@@ -230,7 +263,7 @@ def test_at_capacity_tasks_go_back_to_pending(tasks, clock):
     recorder_order = []
     original = downstream.process
     downstream.process = lambda task: (recorder_order.append(task.task_id), original(task))[1]
-    processor(tasks, downstream).run(5, until_empty=True)
+    processor(tasks, downstream).run(BOX, until_empty=True)
     assert recorder_order == pending
 
 
@@ -239,7 +272,8 @@ def test_without_the_lease_it_does_nothing(tasks):
     other = ProcessorLease(tasks.db, holder="other", duration=30)
     assert other.acquire()
     downstream = Recording()
-    stats = processor(tasks, downstream, acquire_retry=0.05).run(1.0)
+    worker = processor(tasks, downstream, acquire_retry=0.05)
+    stats = worker.run(BOX, stop_at_refusal(worker, 2))
     assert downstream.calls == [] and stats.processed == 0
     assert stats.lease_refused >= 2 and stats.leases_acquired == 0 and not stats.lease_intervals
     assert tasks.get("t").status == TaskStatus.PENDING
@@ -258,7 +292,7 @@ def test_a_lost_lease_stops_processing_at_once(tasks, clock):
 
     downstream = Recording(then=stall_and_lose)
     worker = processor(tasks, downstream, lease=lease(tasks.db, "p1", now), acquire_retry=0.05)
-    stats = worker.run(1.0)
+    stats = worker.run(BOX, stop_at_refusal(worker))  # refused once it has lost the lease
     assert downstream.calls == ["t2"]  # the call in hand is recorded; nothing after it
     assert stats.processed == 1 and stats.lease_lost == 1
     assert tasks.get("t1").status == TaskStatus.PENDING and tasks.get("t0").status == TaskStatus.PENDING
@@ -281,7 +315,7 @@ def test_a_task_in_hand_goes_back_when_the_lease_is_lost_before_the_call(tasks, 
         return task
 
     worker.tasks.take_next = take_then_stall
-    stats = worker.run(1.0)
+    stats = worker.run(BOX, stop_at_refusal(worker))  # refused once it has lost the lease
     assert downstream.calls == [] and stats.given_back == 1 and stats.lease_lost == 1
     assert tasks.get("t").status == TaskStatus.PENDING
 
@@ -292,7 +326,7 @@ def test_the_sweeper_counts_shed_tasks(tasks, clock):
     clock.advance(120)  # past the pending expiry
     tasks.create(task_id="fresh")
     downstream = Recording()
-    stats = processor(tasks, downstream).run(5, until_empty=True)
+    stats = processor(tasks, downstream).run(BOX, until_empty=True)
     assert stats.shed == 3 and stats.sweeps == 1
     assert downstream.calls == ["fresh"]
     assert sum(row["shed"] for row in tasks.shed_history(minutes=5)) == 3
@@ -306,7 +340,7 @@ def test_a_dead_processors_task_in_hand_is_recovered(tasks, clock):
     tasks.take("recent")  # taken a moment ago (by someone alive, for all we know): left alone
     tasks.create(task_id="fresh")
     downstream = Recording()
-    stats = processor(tasks, downstream, lease_seconds=15).run(5, until_empty=True)
+    stats = processor(tasks, downstream, lease_seconds=15).run(BOX, until_empty=True)
     assert stats.recovered == 1 and downstream.calls == ["fresh", "orphan"]
     assert tasks.get("orphan").status == TaskStatus.SUCCESS and tasks.get("orphan").attempts == 2
     assert tasks.get("recent").status == TaskStatus.TAKEN

@@ -2,6 +2,7 @@
 and trace id, and a standby processor saying whom it waits for (once per change)."""
 
 import logging
+import threading
 
 from queues_app.shipments.queue import RetryPolicy, ShipmentQueue
 from queues_app.shipments.worker import ShipmentWorker, demo_handler
@@ -16,8 +17,12 @@ def lines(caplog, logger):
     return [(r.levelname, r.getMessage(), getattr(r, "trace_id", None)) for r in caplog.records if r.name == logger]
 
 
-def test_shipment_outcomes_are_logged_with_duration_backoff_and_trace_id(moto_db, caplog):
-    queue = ShipmentQueue(moto_db, retry=RetryPolicy(max_receives=2, backoff_base_seconds=8, backoff_max_seconds=8))
+def test_shipment_outcomes_are_logged_with_duration_backoff_and_trace_id(moto_db, caplog, clock):
+    # The queue's clock stands still (the retry is due 4 to 8 s after the failure, and the
+    # log says how far off it is): a slow machine cannot take time off it.
+    queue = ShipmentQueue(
+        moto_db, clock=clock, retry=RetryPolicy(max_receives=2, backoff_base_seconds=8, backoff_max_seconds=8)
+    )
     queue.submit({}, shipment_id="ok", trace_id="trace-ok")
     queue.create({"always_fail": True}, shipment_id="bad", ready=True)
     queue.enqueue("bad")
@@ -82,11 +87,21 @@ def test_a_standby_processor_says_so_once_then_that_it_took_the_lease(moto_db, c
     other = ProcessorLease(tasks.db, holder="other-host:1", duration=30)
     assert other.acquire()
     processor = TaskProcessor(tasks, Scripted(), holder="p1", use_streams=False, acquire_retry=0.02)
+    # Three refusals, however long they take (the time boxes only end a broken run).
+    standing_by, acquire = threading.Event(), processor.lease.acquire
+
+    def acquire_or_count():
+        held = acquire()
+        if processor.stats.lease_refused >= 2 and not held:  # the third refusal
+            standing_by.set()
+        return held
+
+    processor.lease.acquire = acquire_or_count
     with caplog.at_level(logging.INFO, logger="queues_app"):
-        processor.run(0.3)
+        processor.run(30, standing_by)
         assert processor.stats.lease_refused >= 3
         other.release()
-        processor.run(0.3, until_empty=True)
+        processor.run(30, until_empty=True)
     messages = [m for _, m, _ in lines(caplog, "queues_app.tasks.processor")]
     standby = [m for m in messages if m.startswith("standing by")]
     assert len(standby) == 1

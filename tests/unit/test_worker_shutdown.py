@@ -7,26 +7,65 @@ import os
 import signal
 import threading
 
+import pytest
 from django.core.management import call_command
 
+from queues_app.management.commands import run_shipment_worker
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
+from queues_app.shipments.worker import ShipmentWorker, demo_handler
+from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 
-def sigterm_after(seconds):
-    """Only the signal comes from another thread: moto stays with the main thread."""
-    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGTERM))
-    timer.start()
-    return timer
+def sigterm_when(ready: threading.Event) -> threading.Thread:
+    """SIGTERM once `ready` is set (the command has work in hand), however long it took to
+    get there, rather than after a fixed time. Only the signal comes from another thread:
+    moto stays with the main thread."""
+
+    def send():
+        ready.wait(60)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
 
 
-def test_sigterm_makes_the_worker_give_back_the_shipment_in_hand(moto_db, caplog):
+@pytest.fixture
+def in_hand(monkeypatch):
+    """Set once the worker's demo handler has a shipment in hand; the handler then does its
+    work (`--work-seconds`) only after SIGTERM has reached the worker, so the signal always
+    lands in the middle of the work."""
+    holding, stopped = threading.Event(), threading.Event()
+    stop = ShipmentWorker.stop
+
+    def stop_and_say(self):
+        stop(self)
+        stopped.set()
+
+    def handler_after_the_signal(**options):
+        work = demo_handler(**options)
+
+        def handle(shipment, stop_event):
+            holding.set()
+            if not stopped.wait(60):
+                raise AssertionError("SIGTERM never stopped the worker")
+            work(shipment, stop_event)
+
+        return handle
+
+    monkeypatch.setattr(ShipmentWorker, "stop", stop_and_say)
+    monkeypatch.setattr(run_shipment_worker, "demo_handler", handler_after_the_signal)
+    return holding
+
+
+def test_sigterm_makes_the_worker_give_back_the_shipment_in_hand(moto_db, caplog, in_hand):
     queue = ShipmentQueue(moto_db)
     queue.submit({}, shipment_id="held")
     before = signal.getsignal(signal.SIGTERM)
     out = io.StringIO()
-    timer = sigterm_after(1.0)
+    timer = sigterm_when(in_hand)
     with caplog.at_level(logging.INFO, logger="queues_app"):
         call_command(
             "run_shipment_worker",
@@ -41,11 +80,11 @@ def test_sigterm_makes_the_worker_give_back_the_shipment_in_hand(moto_db, caplog
     assert any(r.getMessage().startswith("shipment held given back after ") for r in caplog.records)
 
 
-def test_sigterm_lets_the_worker_finish_within_the_grace(moto_db):
+def test_sigterm_lets_the_worker_finish_within_the_grace(moto_db, in_hand):
     queue = ShipmentQueue(moto_db)
     queue.submit({}, shipment_id="quick")
     out = io.StringIO()
-    timer = sigterm_after(0.3)
+    timer = sigterm_when(in_hand)
     call_command(
         "run_shipment_worker",
         *("--fail-share", "0", "--work-seconds", "1", "--grace", "30", "--visibility", "1", "--max", "1"),
@@ -56,11 +95,19 @@ def test_sigterm_lets_the_worker_finish_within_the_grace(moto_db):
     assert queue.get("quick").state == ShipmentState.COMPLETED
 
 
-def test_sigterm_makes_the_processor_release_its_lease(moto_db, caplog):
+def test_sigterm_makes_the_processor_release_its_lease(moto_db, caplog, monkeypatch):
     tasks = TaskQueue(moto_db)
     tasks.create(task_id="t1")
     out = io.StringIO()
-    timer = sigterm_after(1.0)
+    finished = threading.Event()  # t1 is done: the processor holds the lease, with nothing left
+    finish = TaskProcessor._finish
+
+    def finish_and_say(self, *args, **kwargs):
+        finish(self, *args, **kwargs)
+        finished.set()
+
+    monkeypatch.setattr(TaskProcessor, "_finish", finish_and_say)
+    timer = sigterm_when(finished)
     with caplog.at_level(logging.INFO, logger="queues_app"):
         call_command(
             "run_task_processor",
