@@ -6,7 +6,9 @@ attempt:
 
 1. TransactGetItems of the metadata of ALL queues: a snapshot of their versions;
 2. a strongly consistent Query on the caller's one queue partition; the first item is
-   the agent (an empty result: nobody in that queue);
+   the agent (an empty result: nobody in that queue). Here a queue is split over
+   `keys.QUEUE_SPLIT` sub-queues: one Query (Limit 1) of each, and the oldest of their
+   heads is the queue's first item;
 3. one TransactWriteItems that deletes the agent's message item in every queue the
    agent is in, updates the metadata of every one of those queues (depth - 1,
    version + 1) on the condition that its version is still the snapshot's, and sets
@@ -16,7 +18,8 @@ A cancelled transaction starts over from step 1.
 
 It runs on the project's item layout, which is the article's (agents in `AGENTS`,
 metadata `QUEUES / Q#<lang>#<gender>` with `depth` and `version`, message items
-`Q#<lang>#<gender> / <token>` holding `agent_id`, `name` and `skills`), so agents can be
+`Q#<lang>#<gender> / <token>` holding `agent_id`, `name` and `skills`; ours sit in the
+queue's sub-queues `Q#<lang>#<gender>@<n>`), so agents can be
 queued for it with the project's Router. Every request goes through `Dynamo.call`, so
 the request meter counts it.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from queues_app.agents import keys
+from queues_app.agents.queues import queue_heads
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb import errors
@@ -81,17 +85,10 @@ class ArticleMatcher:
         return versions
 
     def first_in_queue(self, combo: tuple[str, ...]) -> dict | None:
-        """Step 2: the first message of the queue, strongly consistent."""
-        response = self.db.call(
-            "query",
-            TableName=self.table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
-            ConsistentRead=True,
-            Limit=1,
-        )
-        items = response.get("Items", [])
-        return unmarshal(items[0]) if items else None
+        """Step 2: the first message of the queue, strongly consistent: the oldest of
+        its sub-queues' heads."""
+        (head,) = queue_heads(self.db, self.table, [combo], 1)
+        return head[0] if head else None
 
     def assignment_actions(self, message: dict, versions: dict[str, int | None], call_id: str) -> list[dict]:
         """Step 3: deletes, version-conditioned metadata updates, the agent's status."""

@@ -17,7 +17,8 @@ from queues_app.ddb.scan import Violation, scan_all
 class CallCenterSnapshot:
     agents: dict[str, dict] = field(default_factory=dict)  # agent_id -> item
     metas: dict[str, dict] = field(default_factory=dict)  # queue name -> depth and version, summed
-    messages: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))  # queue name -> items
+    # queue name -> items, from every sub-queue (and from the unsplit partition of an earlier version)
+    messages: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     waiting: list[dict] = field(default_factory=list)
     # (WAIT#... partition, copy) -> the stored count
     waiting_counts: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -43,7 +44,7 @@ def _sort_item(snap: CallCenterSnapshot, item: dict) -> None:
         meta["depth"] += int(item.get("depth", 0))
         meta["version"] += int(item.get("version", 0))
     elif pk.startswith(keys.QUEUE_PREFIX):
-        snap.messages[pk].append(item)
+        snap.messages[keys.queue_of_partition(pk)].append(item)
     elif pk.startswith(keys.WAIT_PREFIX) or pk == keys.OLD_WAITING_PK:
         snap.waiting.append(item)
     elif pk.startswith(keys.WAIT_COUNT_PREFIX):
@@ -70,16 +71,25 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
             add(
                 "depth",
                 name,
-                f"{where} depth {stored} but {actual} message item(s) in the partition (off by {stored - actual:+d})",
+                f"{where} depth {stored} but {actual} message item(s) in the queue (off by {stored - actual:+d})",
             )
 
     # messages and orphans -------------------------------------------------------------
-    present = {(name, item["sk"]): item for name, items in snap.messages.items() for item in items}
+    # Keyed by partition, so that a message in the wrong sub-queue is not taken for the right one.
+    present = {(item["pk"], item["sk"]): item for items in snap.messages.values() for item in items}
     expected: set[tuple[str, str]] = set()
     messages_of: dict[str, list[tuple[str, str]]] = defaultdict(list)  # agent_id -> message keys
-    for (name, sk), item in present.items():
+    for (pk, sk), item in present.items():
         owner = item.get("agent_id") or sk.rsplit("#", 1)[-1]
-        messages_of[owner].append((name, sk))
+        messages_of[owner].append((pk, sk))
+    for name, items in sorted(snap.messages.items()):
+        unsplit = sum(1 for item in items if item["pk"] == name)
+        if unsplit:
+            add(
+                "messages",
+                name,
+                f"{unsplit} message(s) in the queue's partition from before it was split: run `dynamo_tables create`",
+            )
     for agent_id, agent in sorted(snap.agents.items()):
         if agent.get("status") != AgentStatus.QUEUED:
             continue
@@ -93,13 +103,16 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
             add("messages", f"agent {agent_id}", f"skills miss the dimension {exc}")
             continue
         for combo in combos:
-            message_key = (keys.queue_name(combo), token)
+            name = keys.queue_name(combo)
+            message_key = (keys.queue_message(combo, token)["pk"], token)
+            if message_key not in present and (name, token) in present:
+                message_key = (name, token)  # not moved yet: reported with its queue above
             expected.add(message_key)
             message = present.get(message_key)
             if message is None:
                 add(
                     "messages",
-                    f"agent {agent_id} in {message_key[0]}",
+                    f"agent {agent_id} in {name}",
                     f"queued with token {token} but has no message item there",
                 )
             elif message.get("agent_id") != agent_id:
@@ -108,20 +121,23 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
                     f"message {message_key[0]} / {token}",
                     f"belongs to agent {agent_id} but names agent {message.get('agent_id')}",
                 )
-    for (name, sk), item in sorted(present.items()):
-        if (name, sk) in expected:
+    for (pk, sk), item in sorted(present.items()):
+        if (pk, sk) in expected:
             continue
         owner_id = item.get("agent_id")
         owner = snap.agents.get(owner_id or "")
+        combo = tuple(keys.queue_of_partition(pk).removeprefix(keys.QUEUE_PREFIX).split("#"))
         if owner is None:
             why = f"agent {owner_id} does not exist"
         elif owner.get("status") != AgentStatus.QUEUED:
             why = f"agent {owner_id} is {owner.get('status')}, not queued"
         elif owner.get("queue_token") != sk:
             why = f"agent {owner_id} is queued with another token ({owner.get('queue_token')})"
+        elif keys.queue_message(combo, sk)["pk"] != pk:
+            why = f"in the wrong sub-queue: its token puts it in {keys.queue_message(combo, sk)['pk']}"
         else:
             why = f"agent {owner_id}'s skills do not fit this queue"
-        add("orphan", f"message {name} / {sk}", f"no queued agent owns it: {why}")
+        add("orphan", f"message {pk} / {sk}", f"no queued agent owns it: {why}")
 
     # attending agents -------------------------------------------------------------------
     for agent_id, agent in sorted(snap.agents.items()):

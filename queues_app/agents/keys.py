@@ -6,7 +6,8 @@ Call-center table layout (pk / sk):
                                                  of the id); lists go through the agents' indexes
     QUEUES#<n>      Q#<value>#<value>...         one of QUEUE_META_SHARDS counters of a skill-combination
                                                  queue's metadata (depth, version: the sums over n)
-    Q#<v>#<v>...    <queued_at>#<agent_id>       a message: an agent waiting in that queue;
+    Q#<v>#<v>..@<n> <queued_at>#<agent_id>       a message: an agent waiting in that queue, in one of
+                                                 its QUEUE_SPLIT sub-queues (n: a hash of the token);
                                                  the sort key is the agent's queue token
     WAIT#<v>#<v>... <9-priority>#<arrived>#<id>  a caller waiting for an agent, in the partition of
                                                  their preferences (`*` for "any"), by priority then arrival
@@ -33,6 +34,8 @@ QUEUES_PK = "QUEUES"  # before the metadata was spread over QUEUE_META_SHARDS pa
 QUEUE_META_PREFIX = "QUEUES#"
 QUEUE_META_SHARDS = 16
 QUEUE_PREFIX = "Q#"
+QUEUE_SPLIT = 4
+SUB_QUEUE_SEPARATOR = "@"  # not in any skill value, so the queue name is what comes before it
 OLD_WAITING_PK = "WAITING"  # the single partition of the line before it was split
 WAIT_PREFIX = "WAIT#"
 WAIT_COUNT_PREFIX = "WAITCOUNT#"
@@ -86,7 +89,26 @@ def queue_token(queued_at: str, agent_id: str) -> str:
 
 
 def queue_message(combination: tuple[str, ...], token: str) -> dict[str, str]:
-    return {"pk": queue_name(combination), "sk": token}
+    """A message item, in the sub-queue a hash of its token picks: whoever writes or
+    deletes it finds the same partition from the token alone. One partition per queue
+    would take more than half of DynamoDB's per-partition write limit at 1,000 calls a
+    second (docs/scale.md); the readers merge the sub-queues' heads by token."""
+    return {"pk": _sub_queue(queue_name(combination), _shard(token, QUEUE_SPLIT)), "sk": token}
+
+
+def queue_partitions(combination: tuple[str, ...]) -> list[str]:
+    """The partitions of a queue's sub-queues."""
+    return [_sub_queue(queue_name(combination), n) for n in range(QUEUE_SPLIT)]
+
+
+def queue_of_partition(pk: str) -> str:
+    """`"Q#Spanish#F@2"` -> `"Q#Spanish#F"`; an unsplit queue partition (an earlier
+    version's) is its own name."""
+    return pk.rsplit(SUB_QUEUE_SEPARATOR, 1)[0]
+
+
+def _sub_queue(name: str, n: int) -> str:
+    return f"{name}{SUB_QUEUE_SEPARATOR}{n}"
 
 
 def wait_position(priority: int, arrived_at: str, call_id: str) -> str:

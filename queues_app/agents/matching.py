@@ -16,6 +16,7 @@ from queues_app.agents import keys
 from queues_app.agents.calls import CallExists, Calls
 from queues_app.agents.claims import Claims
 from queues_app.agents.dispatch import HERE, Dispatcher, dispatcher_for
+from queues_app.agents.queues import queue_heads
 from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueOrder
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, matching_combinations
@@ -23,7 +24,6 @@ from queues_app.agents.waiting import WaitingLine
 from queues_app.agents.writes import CallCenterTable, agent_changed
 from queues_app.ddb import errors
 from queues_app.ddb.clock import to_iso
-from queues_app.ddb.codec import unmarshal
 from queues_app.ddb.contention import ContentionGauge
 
 WHY_LIMIT = 8
@@ -52,7 +52,7 @@ class Candidate:
     agent_id: str
     name: str
     skills: dict
-    queue: str
+    queue: str  # the queue's name, whichever of its sub-queues the agent was read from
 
     @property
     def queued_at(self) -> str:
@@ -235,20 +235,15 @@ class Matcher:
         return left
 
     def queue_candidates(self, preferences: dict, order: str = QueueOrder.FIFO) -> list[Candidate]:
-        """Heads of every queue that fits, merged in queue order (one Query per queue)."""
+        """Heads of every queue that fits, merged in queue order: one Query of each of
+        their sub-queues, all sent at once (`queue_heads`)."""
+        combos = matching_combinations(self.catalog, preferences)
+        heads = queue_heads(
+            self.db, self.table.name, combos, self.candidate_limit, newest_first=order == QueueOrder.LIFO
+        )
         seen: dict[str, Candidate] = {}
-        for combo in matching_combinations(self.catalog, preferences):
-            response = self.db.call(
-                "query",
-                TableName=self.table.name,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
-                ConsistentRead=True,
-                ScanIndexForward=order == QueueOrder.FIFO,
-                Limit=self.candidate_limit,
-            )
-            for raw in response.get("Items", []):
-                item = unmarshal(raw)
+        for combo, head in zip(combos, heads, strict=True):
+            for item in head:
                 seen.setdefault(
                     item["agent_id"],
                     Candidate(
@@ -256,7 +251,7 @@ class Matcher:
                         agent_id=item["agent_id"],
                         name=item.get("name", ""),
                         skills=item.get("skills") or {},
-                        queue=item["pk"],
+                        queue=keys.queue_name(combo),
                     ),
                 )
         return sorted(seen.values(), key=lambda c: c.token, reverse=order == QueueOrder.LIFO)

@@ -1,20 +1,60 @@
-"""Each skill combination's queue: its metadata and its oldest agent."""
+"""Each skill combination's queue: its metadata, its oldest agent, and the heads of its
+sub-queues merged into the head of the queue."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from queues_app.agents import keys
 from queues_app.agents.records import QueueInfo
 from queues_app.agents.writes import CallCenterTable
-from queues_app.ddb import batch, errors
+from queues_app.ddb import batch, errors, parallel
+from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal, unmarshal
+
+
+def queue_heads(
+    db: Dynamo,
+    table: str,
+    combos: Sequence[tuple[str, ...]],
+    limit: int,
+    *,
+    newest_first: bool = False,
+    at_once: bool = True,
+) -> list[list[dict]]:
+    """The first messages of each combination's queue, oldest first (newest first with
+    `newest_first`): at least `limit` of them when the queue holds that many. One strongly
+    consistent Query of each sub-queue, all sent at once (`at_once`) or one after another."""
+    partitions = [pk for combo in combos for pk in keys.queue_partitions(combo)]
+
+    def read(pk: str) -> dict:
+        return db.query_partition(table, pk, ConsistentRead=True, ScanIndexForward=not newest_first, Limit=limit)
+
+    pages = parallel.each(read, partitions) if at_once else [read(pk) for pk in partitions]
+    split = keys.QUEUE_SPLIT
+    return [merge_heads(pages[n * split : (n + 1) * split], newest_first=newest_first) for n in range(len(combos))]
+
+
+def merge_heads(pages: Sequence[dict], *, newest_first: bool = False) -> list[dict]:
+    """One queue's head from a page of each of its sub-queues, in token order. A sub-queue
+    that holds more than its page stops the merge at the page's last token: past it, a
+    message of that sub-queue could be missing, so the result is the queue's own first
+    messages, none skipped (FIFO across sub-queues)."""
+    items = [unmarshal(raw) for page in pages for raw in page.get("Items", [])]
+    ends = [unmarshal(page["LastEvaluatedKey"])["sk"] for page in pages if page.get("LastEvaluatedKey")]
+    if ends:
+        if newest_first:
+            items = [item for item in items if item["sk"] >= max(ends)]
+        else:
+            items = [item for item in items if item["sk"] <= min(ends)]
+    return sorted(items, key=lambda item: item["sk"], reverse=newest_first)
 
 
 def list_queues(table: CallCenterTable) -> list[QueueInfo]:
     """Every combination's metadata (its shards, read in BatchGetItems of a hundred keys)
-    and its oldest agent (one Query each), so the cost depends on the number of
-    combinations, not of agents."""
+    and its oldest agent (the oldest of its sub-queues' heads: one Query of each), so the
+    cost depends on the number of combinations, not of agents."""
     combos = table.catalog.all_combinations()
     wanted = [keys.queue_meta(combo, shard) for combo in combos for shard in range(keys.QUEUE_META_SHARDS)]
     depth: Counter[str] = Counter()
@@ -25,12 +65,11 @@ def list_queues(table: CallCenterTable) -> list[QueueInfo]:
     infos = []
     for combo in combos:
         name = keys.queue_name(combo)
-        info = QueueInfo(combination=combo, name=name, depth=depth[name], version=version[name])
-        if info.depth > 0:
-            head = table.db.query_partition(table.name, name, Limit=1)
-            if head.get("Items"):
-                info.oldest_queued_at = unmarshal(head["Items"][0])["sk"].rsplit("#", 1)[0]
-        infos.append(info)
+        infos.append(QueueInfo(combination=combo, name=name, depth=depth[name], version=version[name]))
+    queued = [info for info in infos if info.depth > 0]
+    for info, head in zip(queued, queue_heads(table.db, table.name, [i.combination for i in queued], 1), strict=True):
+        if head:
+            info.oldest_queued_at = head[0]["sk"].rsplit("#", 1)[0]
     return infos
 
 
@@ -64,4 +103,39 @@ def spread_old_metadata(table: CallCenterTable) -> int:
             moved += 1
         except errors.TransactionCancelled:
             continue  # changed meanwhile by a process of the earlier version: the next run moves it
+    return moved
+
+
+def split_old_queues(table: CallCenterTable) -> int:
+    """Messages written before the queues were split live in the queue's own partition
+    (`Q#<combo>`): move each to its sub-queue, in one transaction each (a Put where nothing
+    is, and a Delete of the item as read). A message changed or taken meanwhile (by a
+    process of the earlier version) is left for the next run. Returns how many moved."""
+    moved = 0
+    for combo in table.catalog.all_combinations():
+        for item in table.db.partition_items(table.name, keys.queue_name(combo), ConsistentRead=True):
+            moved_item = {**item, **keys.queue_message(combo, item["sk"])}
+            try:
+                table.transact(
+                    [
+                        {
+                            "Put": {
+                                "TableName": table.name,
+                                "Item": marshal(moved_item),
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        {
+                            "Delete": {
+                                "TableName": table.name,
+                                "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
+                                # A message never changes: still there is still as read.
+                                "ConditionExpression": "attribute_exists(pk)",
+                            }
+                        },
+                    ]
+                )
+                moved += 1
+            except errors.TransactionCancelled:
+                continue  # taken or changed meanwhile: the next run moves what is left
     return moved

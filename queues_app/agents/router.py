@@ -19,7 +19,7 @@ from queues_app.agents.calls import (
 )
 from queues_app.agents.escalation import EscalationPolicy, Escalator
 from queues_app.agents.matching import Matcher
-from queues_app.agents.queues import list_queues, spread_old_metadata
+from queues_app.agents.queues import list_queues, split_old_queues, spread_old_metadata
 from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueInfo, QueueOrder
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog, validate_preferences
@@ -345,13 +345,14 @@ class Router:
 
     def move_old_layouts(self) -> dict[str, int]:
         """Items written by an earlier version, moved where this one reads them (each
-        step idempotent): how many waiting callers, agents and queue metadata items moved,
-        and how many copies of the waiting counts were written."""
+        step idempotent): how many waiting callers, agents, queue metadata items and queue
+        messages moved, and how many copies of the waiting counts were written."""
         return {
             "callers": self.line.move_old_line(),
             "waiting_counts": self.line.copy_counts(),
             "agents": self.agents.move_to_shards(),
             "queue_metadata": spread_old_metadata(self.writes),
+            "queue_messages": split_old_queues(self.writes),
         }
 
 

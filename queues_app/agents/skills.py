@@ -31,8 +31,8 @@ class SkillCatalog:
             if not values:
                 raise SkillError(name, f"skill dimension {name!r} has no values")
             for value in values:
+                # `#` joins the parts of a queue name, `@` ends it in a sub-queue's partition key.
                 if "#" in value or "@" in value or not value.strip():
-                    # Both separate the parts of partition keys (keys.py).
                     raise SkillError(name, f"skill value {value!r} may not be blank or contain '#' or '@'")
             dims.append((name, tuple(values)))
         if not dims:

@@ -17,6 +17,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 
@@ -122,7 +123,9 @@ process_meter = RequestMeter()
 recent_meter = TimedMeter()
 _open_meters: set[RequestMeter] = set()
 _open_lock = threading.Lock()
-_housekeeping = threading.local()
+# A context variable, not a thread-local: requests a caller hands to pool threads
+# (`parallel.each`) run in a copy of its context, so they stay housekeeping too.
+_housekeeping: ContextVar[bool] = ContextVar("housekeeping", default=False)
 
 
 @contextmanager
@@ -130,11 +133,11 @@ def housekeeping():
     """Requests made in the block (writing the metrics themselves) count in the process
     totals and per-minute figures, but not in meters opened with `measure()`, which
     measure the queue operations under test; their cost is by time, not per operation."""
-    _housekeeping.active = True
+    token = _housekeeping.set(True)
     try:
         yield
     finally:
-        _housekeeping.active = False
+        _housekeeping.reset(token)
 
 
 @contextmanager
@@ -167,7 +170,7 @@ def _after_call(http_response, parsed, model, **kwargs):
     fields = dict(retries=retries, capacity=capacity, error_code=error_code, cancellation_codes=cancellation_codes)
     process_meter.record(model.name, **fields)
     recent_meter.bucket().record(model.name, **fields)
-    if getattr(_housekeeping, "active", False):
+    if _housekeeping.get():
         return
     global _writes
     with _open_lock:

@@ -28,6 +28,7 @@ from django.core.management.base import CommandError
 
 from queues_app.agents import keys
 from queues_app.agents.calls import call_from_item, call_to_item
+from queues_app.agents.queues import queue_heads
 from queues_app.agents.records import AgentStatus, Call, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
@@ -415,17 +416,10 @@ def article_match(db, catalog, combo: tuple[str, ...], call_id: str) -> str | No
     """The article's matcher: snapshot the metadata versions, take the head of the queue,
     and write conditioned on those versions (not on the agent)."""
     table = db.table("callcenter")
-    head = db.call(
-        "query",
-        TableName=table,
-        KeyConditionExpression="pk = :pk",
-        ConsistentRead=True,
-        Limit=1,
-        ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
-    ).get("Items")
+    (head,) = queue_heads(db, table, [combo], 1)  # the oldest of the sub-queues' heads
     if not head:
         return None
-    message = unmarshal(head[0])
+    message = head[0]
     combos = catalog.combinations(message["skills"])
     snapshot = db.call(
         "transact_get_items",
@@ -473,6 +467,12 @@ def article_match(db, catalog, combo: tuple[str, ...], call_id: str) -> str | No
     return message["agent_id"]
 
 
+def queue_messages(db, combo: tuple[str, ...]) -> list[dict]:
+    """Every message of a queue, from each of its sub-queues."""
+    table = db.table("callcenter")
+    return [m for pk in keys.queue_partitions(combo) for m in db.partition_items(table, pk, ConsistentRead=True)]
+
+
 def make_available_agent(db, name="Ana"):
     agent = Agents(db).create(name, {"language": ["English", "Spanish"], "gender": ["F"]})
     db.call(
@@ -497,14 +497,8 @@ def test_the_articles_enqueue_queues_an_agent_twice_and_gives_them_to_two_caller
     time.sleep(0.001)
     second_token = article_enqueue_write(local_db, router.catalog, seen_by_second, to_iso(now()))
     assert first_token != second_token
-    messages = local_db.call(
-        "query",
-        TableName=router.table,
-        KeyConditionExpression="pk = :pk",
-        ConsistentRead=True,
-        ExpressionAttributeValues={":pk": {"S": "Q#English#F"}},
-    )["Items"]
-    assert sorted(unmarshal(m)["sk"] for m in messages) == [first_token, second_token]  # queued twice
+    messages = queue_messages(local_db, ("English", "F"))
+    assert sorted(m["sk"] for m in messages) == [first_token, second_token]  # queued twice
     assert {q.name: q.depth for q in router.queues()}["Q#English#F"] == 2
 
     # The article's matcher, run for two callers one after the other, gives Ana to both:
@@ -537,14 +531,8 @@ def test_router_refuses_the_second_enqueue_under_the_same_interleaving(local_db,
     with pytest.raises(errors.Conflict, match="changed meanwhile"):
         second_router.make_available(ana.agent_id)
 
-    messages = local_db.call(
-        "query",
-        TableName=first_router.table,
-        KeyConditionExpression="pk = :pk",
-        ConsistentRead=True,
-        ExpressionAttributeValues={":pk": {"S": "Q#English#F"}},
-    )["Items"]
-    assert [unmarshal(m)["sk"] for m in messages] == [queued.queue_token]  # one set of messages only
+    messages = queue_messages(local_db, ("English", "F"))
+    assert [m["sk"] for m in messages] == [queued.queue_token]  # one set of messages only
     assert invariants.find_violations(local_db, first_router.catalog, passes=1) == []
 
     # Two callers: Ana takes one, the other waits.

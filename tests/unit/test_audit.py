@@ -114,9 +114,7 @@ def test_an_empty_table_is_clean(moto_db, capsys):
 
 def test_wrong_depth_is_reported(router, busy, capsys):
     update(router, keys.queue_meta(("French", "M")), "ADD #d :one", {":one": 1}, {"#d": "depth"})
-    assert violations(router) == [
-        "[depth] Q#French#M: metadata depth 2 but 1 message item(s) in the partition (off by +1)"
-    ]
+    assert violations(router) == ["[depth] Q#French#M: metadata depth 2 but 1 message item(s) in the queue (off by +1)"]
     assert_command_fails()
     assert "[depth] Q#French#M" in capsys.readouterr().out
 
@@ -136,7 +134,8 @@ def test_an_orphan_message_is_reported(router, busy, capsys):
     update(router, keys.queue_meta(("English", "X")), "ADD #d :one", {":one": 1}, {"#d": "depth"})
     found = violations(router)
     assert len(found) == 1
-    assert found[0].startswith(f"[orphan] message Q#English#X / 2020-01-01T00:00:00.000000Z#{cy.agent_id}")
+    token = keys.queue_token("2020-01-01T00:00:00.000000Z", cy.agent_id)
+    assert found[0].startswith(f"[orphan] message {keys.queue_message(('English', 'X'), token)['pk']} / {token}")
     assert "is offline, not queued" in found[0]
     assert_command_fails()
     assert "[orphan]" in capsys.readouterr().out
@@ -191,9 +190,8 @@ def test_an_attending_agent_with_a_message_is_reported(router, busy):
     put(router, {**keys.queue_message(("English", "F"), token), "type": "message", "agent_id": ana.agent_id})
     update(router, keys.queue_meta(("English", "F")), "ADD #d :one", {":one": 1}, {"#d": "depth"})
     found = violations(router)
-    assert (
-        f"[attending] agent {ana.agent_id}: attending but still has 1 message item(s) (Q#English#F / {token})" in found
-    )
+    where = keys.queue_message(("English", "F"), token)["pk"]
+    assert f"[attending] agent {ana.agent_id}: attending but still has 1 message item(s) ({where} / {token})" in found
     assert any(v.startswith("[orphan]") and "is attending, not queued" in v for v in found)
     assert checks(router) == {"attending", "orphan"}
     assert_command_fails()

@@ -25,14 +25,12 @@ def agent(router, name, languages, gender):
 
 
 def queue_items(router, combo):
-    response = router.db.call(
-        "query",
-        TableName=router.table,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": keys.queue_name(combo)}},
-        ConsistentRead=True,
-    )
-    return response["Items"]
+    """Every message of the queue, from each of its sub-queues."""
+    return [
+        item
+        for pk in keys.queue_partitions(combo)
+        for item in router.db.partition_items(router.table, pk, ConsistentRead=True)
+    ]
 
 
 def depth(router, combo):
@@ -343,15 +341,18 @@ def test_a_lost_transaction_conflict_is_retried(clock):
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
     router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
+    token = "2026-01-01T00:00:00.000000Z#a1"
     message = {
-        "pk": "Q#English#F",
-        "sk": "2026-01-01T00:00:00.000000Z#a1",
+        **keys.queue_message(("English", "F"), token),
         "agent_id": "a1",
         "name": "Ana",
         "skills": {"language": ["English"], "gender": ["F"]},
     }
     with Stubber(client) as stub:
+        # One Query of each sub-queue, sent at once: which one gets the message does not matter.
         stub.add_response("query", {"Items": [marshal(message)]}, None)
+        for _ in range(keys.QUEUE_SPLIT - 1):
+            stub.add_response("query", {"Items": []}, None)
         stub.add_client_error(
             "transact_write_items",
             service_error_code="TransactionCanceledException",
@@ -370,11 +371,11 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
     router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
     skills = {"language": ["English"], "gender": ["F"]}
+    tokens = [f"2026-01-01T00:00:0{i}.000000Z#a{i}" for i in (1, 2)]
     items = [
         marshal(
             {
-                "pk": "Q#English#F",
-                "sk": f"2026-01-01T00:00:0{i}.000000Z#a{i}",
+                **keys.queue_message(("English", "F"), tokens[i - 1]),
                 "agent_id": f"a{i}",
                 "name": f"A{i}",
                 "skills": skills,
@@ -384,6 +385,8 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
     ]
     with Stubber(client) as stub:
         stub.add_response("query", {"Items": items}, None)
+        for _ in range(keys.QUEUE_SPLIT - 1):
+            stub.add_response("query", {"Items": []}, None)
         stub.add_client_error(
             "transact_write_items",
             service_error_code="TransactionCanceledException",
@@ -392,7 +395,7 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
         )
         stub.add_response("transact_write_items", {}, None)
         call, _ = router.create_call({"language": "English", "gender": "F"})
-        stub.assert_no_pending_responses()  # one Query only: no starting over
+        stub.assert_no_pending_responses()  # one read of the sub-queues only: no starting over
     assert call.agent_id == "a2"
     assert call.why[1] == {
         "agent_id": "a1",
@@ -495,7 +498,7 @@ def test_a_read_older_than_a_moment_is_not_shared(router, monkeypatch):
         router.create_call({"language": "English", "gender": "F"})
         with meter.measure() as measured:
             router.create_call({"language": "English", "gender": "F"})
-        assert measured.calls_of("Query") == 1
+        assert measured.calls_of("Query") == keys.QUEUE_SPLIT  # a fresh read: one Query of each sub-queue
     finally:
         claims.leave()
 
@@ -508,7 +511,7 @@ def test_a_caller_alone_always_reads_the_queue(router):
     for _ in range(2):
         with meter.measure() as measured:
             router.create_call({"language": "English", "gender": "F"})
-        assert measured.calls_of("Query") == 1
+        assert measured.calls_of("Query") == keys.QUEUE_SPLIT  # one of each sub-queue of English#F
 
 
 def test_calls_in_progress_page_through_their_agents_without_loss_or_repeat(router):

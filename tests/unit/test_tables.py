@@ -287,7 +287,7 @@ def test_missing_tables_reads_every_page_of_table_names(moto_db):
     assert schema.missing_tables(moto_db) == [moto_db.table("audit")]
 
 
-# --- the roster and the queue metadata, spread over partitions ----------------------------
+# --- the roster, the queue metadata and the queues, spread over partitions ------------------
 
 
 def partitions_holding(db, pks: list[str]) -> dict[str, int]:
@@ -306,7 +306,7 @@ def partitions_holding(db, pks: list[str]) -> dict[str, int]:
     return counts
 
 
-def test_agents_and_queue_metadata_are_spread_over_partitions(moto_db):
+def test_agents_queue_metadata_and_queues_are_spread_over_partitions(moto_db):
     from queues_app.agents import keys
     from queues_app.agents.router import Router
 
@@ -323,15 +323,19 @@ def test_agents_and_queue_metadata_are_spread_over_partitions(moto_db):
     metadata = partitions_holding(moto_db, keys.queue_meta_partitions())
     assert len(metadata) > 4  # 50 changes of one queue, each on a shard picked at random
     assert partitions_holding(moto_db, [keys.QUEUES_PK]) == {}
+    queue = partitions_holding(moto_db, keys.queue_partitions(("French", "M")))
+    assert sum(queue.values()) == 30 and len(queue) > 2  # 30 tokens hashed over 4 sub-queues
+    assert partitions_holding(moto_db, [keys.queue_name(("French", "M"))]) == {}
 
     (french_m,) = [q for q in router.queues() if q.combination == ("French", "M")]
     assert (french_m.depth, french_m.version) == (30, 50)
     assert router.agents.any_exist()
 
 
-def make_old_roster_and_metadata(db, router) -> tuple[str, str]:
-    """An agent and a queue's metadata as an earlier version wrote them: the agent in the
-    single AGENTS partition, the metadata in the single QUEUES partition."""
+def make_old_layout(db, router) -> tuple[str, str]:
+    """A queued agent, its message and its queue's metadata as an earlier version wrote
+    them: the agent in the single AGENTS partition, the message in the queue's single
+    partition, the metadata in the single QUEUES partition."""
     from queues_app.agents import keys
     from queues_app.agents.roster import agent_to_item
     from queues_app.ddb.codec import marshal
@@ -347,15 +351,20 @@ def make_old_roster_and_metadata(db, router) -> tuple[str, str]:
         db.call("delete_item", TableName=table, Key=marshal({"pk": pk, "sk": "Q#Spanish#F"}))
     old_meta = {"pk": keys.QUEUES_PK, "sk": "Q#Spanish#F", "depth": 1, "version": 7, "combination": ["Spanish", "F"]}
     db.call("put_item", TableName=table, Item=marshal(old_meta))
+    message = keys.queue_message(("Spanish", "F"), current.queue_token)
+    item = db.call("get_item", TableName=table, Key=marshal(message), ConsistentRead=True)["Item"]
+    db.call("delete_item", TableName=table, Key=marshal(message))
+    db.call("put_item", TableName=table, Item={**item, "pk": {"S": "Q#Spanish#F"}})
     return agent.agent_id, current.queue_token or ""
 
 
-def test_agents_and_metadata_in_the_old_single_partitions_are_moved_by_create(moto_db):
+def test_agents_metadata_and_messages_in_the_old_single_partitions_are_moved_by_create(moto_db):
+    from queues_app.agents import keys
     from queues_app.agents.router import Router
     from queues_app.monitoring.invariants import check_once
 
     router = Router(moto_db)
-    agent_id, token = make_old_roster_and_metadata(moto_db, router)
+    agent_id, token = make_old_layout(moto_db, router)
     with pytest.raises(errors.NotFound):
         router.agents.get(agent_id)
 
@@ -363,6 +372,11 @@ def test_agents_and_metadata_in_the_old_single_partitions_are_moved_by_create(mo
     call_command("dynamo_tables", "create", stdout=out)
     assert "1 agent(s) moved into the roster's partitions." in out.getvalue()
     assert "1 queue metadata item(s) spread over the metadata shards." in out.getvalue()
+    assert "1 queued agent message(s) moved into their sub-queues." in out.getvalue()
+    assert partitions_holding(moto_db, ["Q#Spanish#F"]) == {}
+    assert partitions_holding(moto_db, keys.queue_partitions(("Spanish", "F"))) == {
+        keys.queue_message(("Spanish", "F"), token)["pk"]: 1
+    }
 
     moved = router.agents.get(agent_id)
     assert (moved.name, moved.status, moved.queue_token) == ("Old Timer", "queued", token)
@@ -371,5 +385,13 @@ def test_agents_and_metadata_in_the_old_single_partitions_are_moved_by_create(mo
     assert check_once(moto_db, router.catalog).ok
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     assert call.agent_id == agent_id  # the moved agent is matched from its queue as before
+    assert partitions_holding(moto_db, keys.queue_partitions(("Spanish", "F"))) == {}  # and dequeued
+    assert check_once(moto_db, router.catalog).ok
 
-    assert router.move_old_layouts() == {"callers": 0, "agents": 0, "queue_metadata": 0, "waiting_counts": 0}
+    assert router.move_old_layouts() == {
+        "callers": 0,
+        "waiting_counts": 0,
+        "agents": 0,
+        "queue_metadata": 0,
+        "queue_messages": 0,
+    }

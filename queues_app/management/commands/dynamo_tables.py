@@ -81,6 +81,7 @@ class Command(CheckedCommand):
                     ("agents", "agent(s) moved into the roster's partitions"),
                     ("queue_metadata", "queue metadata item(s) spread over the metadata shards"),
                     ("waiting_counts", "copies of the waiting counts written"),
+                    ("queue_messages", "queued agent message(s) moved into their sub-queues"),
                 ):
                     if moved[what]:
                         self.stdout.write(f"{moved[what]} {text}.")
