@@ -116,12 +116,13 @@ class ArticleMatcher:
                 "Update": {
                     "TableName": self.table,
                     "Key": marshal(keys.agent(message["agent_id"])),
-                    "UpdateExpression": "SET #status = :attending, call_id = :call, updated_at = :now, "
-                    "version = version + :one REMOVE queue_token",
+                    "UpdateExpression": "SET #status = :attending, status_q = :status_q, call_id = :call, "
+                    "updated_at = :now, version = version + :one REMOVE queue_token",
                     "ExpressionAttributeNames": {"#status": "status"},
                     "ExpressionAttributeValues": marshal(
                         {
                             ":attending": AgentStatus.ATTENDING,
+                            ":status_q": keys.status_partition(AgentStatus.ATTENDING, message["agent_id"]),
                             ":call": call_id,
                             ":now": to_iso(now()),
                             ":one": 1,

@@ -14,6 +14,7 @@ from queues_app.agents.skills import ANY
 from queues_app.agents.writes import CallCenterTable
 from queues_app.ddb import batch, errors
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.merge import query_each
 from queues_app.ddb.paging import Page
 
 ENDED_CALL_RETENTION = timedelta(days=30)
@@ -115,7 +116,8 @@ class Calls:
     def in_progress(self, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
         """Calls in progress, a page at a time, through their agents: every assigned call's
         agent is attending and holds it (`audit_queues` checks it), so a page is a Query of
-        the attending agents in name order (`agents_by_status`) and one BatchGetItem of
+        the attending agents in name order (their partitions of the status index, merged)
+        and one BatchGetItem of
         their calls, whatever the number of calls. Calls are not indexed by status: that
         would cost every assignment an index write. Newest assignment first within a page."""
         agents = Agents(self.db, self.table.catalog).list(
@@ -131,10 +133,11 @@ class Calls:
         """Calls whose id starts with `prefix`: a whole id is one GetItem and finds any
         call; otherwise the waiting calls (the waiting line's `waiting_by_arrival` index,
         whose entries carry the caller's place, which ends with the call id) and the calls
-        in progress (their attending agents on `agents_by_status`, which carry the call
+        in progress (their attending agents on the status index, which carry the call
         id) are searched with the prefix as a FilterExpression, evaluating at most
-        `read_cap` of each, so the cost is bounded however many calls there are. Ended
-        calls are found by their whole id only."""
+        `read_cap` of each (shared by their partitions, all queried in parallel), so the
+        cost is bounded however many calls there are. Ended calls are found by their whole
+        id only."""
         exact = self.find(prefix)
         if exact:
             return PrefixSearch(prefix, [exact], {})
@@ -152,18 +155,27 @@ class Calls:
         in_progress = [
             {
                 "IndexName": AGENTS_BY_STATUS,
-                "KeyConditionExpression": "#status = :attending",
+                "KeyConditionExpression": "status_q = :attending",
                 "FilterExpression": "begins_with(call_id, :prefix)",
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": {":attending": {"S": AgentStatus.ATTENDING}, ":prefix": {"S": prefix}},
+                "ExpressionAttributeValues": {":attending": {"S": partition}, ":prefix": {"S": prefix}},
             }
+            for partition in keys.status_partitions(AgentStatus.ATTENDING)
         ]
-        for status, queries in ((CallStatus.WAITING, waiting), (CallStatus.ASSIGNED, in_progress)):
+        searches = ((CallStatus.WAITING, waiting), (CallStatus.ASSIGNED, in_progress))
+        responses = iter(
+            query_each(
+                self.db,
+                [
+                    {"TableName": self.table.name, "Limit": max(1, read_cap // len(queries)), **query}
+                    for _, queries in searches
+                    for query in queries
+                ],
+            )
+        )
+        for status, queries in searches:
             scanned, more = 0, False
-            for query in queries:
-                response = self.db.call(
-                    "query", TableName=self.table.name, Limit=max(1, read_cap // len(queries)), **query
-                )
+            for _query in queries:
+                response = next(responses)
                 scanned += response["ScannedCount"]
                 more = more or bool(response.get("LastEvaluatedKey"))
                 for raw in response.get("Items", []):

@@ -139,6 +139,12 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
             why = f"agent {owner_id}'s skills do not fit this queue"
         add("orphan", f"message {pk} / {sk}", f"no queued agent owns it: {why}")
 
+    # the status index ---------------------------------------------------------------------
+    for agent_id, agent in sorted(snap.agents.items()):
+        expected_q = keys.status_partition(agent.get("status", ""), agent_id)
+        if agent.get("status_q") != expected_q:
+            add("status_q", f"agent {agent_id}", f"status_q is {agent.get('status_q')}, its status says {expected_q}")
+
     # attending agents -------------------------------------------------------------------
     for agent_id, agent in sorted(snap.agents.items()):
         if agent.get("status") != AgentStatus.ATTENDING:

@@ -17,6 +17,12 @@ Call-center table layout (pk / sk):
     CALL#<call_id>  CALL                         a call and its assignment record
     LEASE           matching-dispatcher          the matching dispatcher's lease (holder, address, lease_until)
 
+Agents carry `status_q` = `<status>#<n>`, the partition of the `agents_by_status_shard`
+index they are in: n is a hash of the agent id over STATUS_SHARDS, so that the agents
+moving through one status (every call moves one queued -> attending -> wrap-up) spread
+their index writes over 8 partitions. Every write of an agent's status writes it too
+(`writes.status_clause`); a status's agents in name order are its partitions merged.
+
 Waiting callers carry keys of two sparse indexes, spread over LINE_SHARDS index
 partitions by a hash of the call id: by arrival (`waiting_by_arrival`), and by when
 their preferences are next relaxed (`waiting_to_relax`). Design: docs/architecture.md, "The waiting line".
@@ -30,6 +36,7 @@ AGENTS_PK = "AGENTS"  # before the roster was spread over AGENT_SHARDS partition
 AGENT_PARTITION_PREFIX = "AGENTS#"
 AGENT_SHARDS = 16
 AGENT_PREFIX = "AGENT#"
+STATUS_SHARDS = 8
 QUEUES_PK = "QUEUES"  # before the metadata was spread over QUEUE_META_SHARDS partitions
 QUEUE_META_PREFIX = "QUEUES#"
 QUEUE_META_SHARDS = 16
@@ -61,6 +68,15 @@ def agent(agent_id: str) -> dict[str, str]:
 
 def agent_partitions() -> list[str]:
     return [f"{AGENT_PARTITION_PREFIX}{n}" for n in range(AGENT_SHARDS)]
+
+
+def status_partition(status: str, agent_id: str) -> str:
+    """The agent's partition of the status index: `queued#3`."""
+    return f"{status}#{_shard(agent_id, STATUS_SHARDS)}"
+
+
+def status_partitions(status: str) -> list[str]:
+    return [f"{status}#{n}" for n in range(STATUS_SHARDS)]
 
 
 def agent_id_from_sk(sk: str) -> str:

@@ -21,7 +21,7 @@ from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, Queu
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, matching_combinations
 from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable, agent_changed
+from queues_app.agents.writes import CallCenterTable, agent_changed, status_clause
 from queues_app.ddb import errors
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.contention import ContentionGauge
@@ -274,13 +274,13 @@ class Matcher:
             assigned.agent_id, assigned.agent_name, assigned.assigned_at = candidate.agent_id, candidate.name, stamp
             assigned.why = self._why(candidate, considered, others)
             assigned.wait_sk = None
+            attending, values = status_clause(candidate.agent_id, AgentStatus.ATTENDING)
             actions = [
                 self.table.update(
                     keys.agent(candidate.agent_id),
-                    "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
-                    "REMOVE queue_token",
+                    f"SET {attending}, call_id = :call, version = version + :one, updated_at = :now REMOVE queue_token",
                     {
-                        ":attending": AgentStatus.ATTENDING,
+                        **values,
                         ":call": call.call_id,
                         ":one": 1,
                         ":now": stamp,
@@ -376,12 +376,12 @@ class Matcher:
         assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
         assigned.assigned_at, assigned.wait_sk = stamp, None
         assigned.why = [why_entry(agent.agent_id, agent.name, stamp, "returned")]
+        attending, values = status_clause(agent.agent_id, AgentStatus.ATTENDING)
         actions = [
             self.table.agent_update(
                 agent,
-                "SET #status = :attending, call_id = :call, version = version + :one, updated_at = :now "
-                "REMOVE queue_token",
-                {":attending": AgentStatus.ATTENDING, ":call": call.call_id, ":now": stamp},
+                f"SET {attending}, call_id = :call, version = version + :one, updated_at = :now REMOVE queue_token",
+                {**values, ":call": call.call_id, ":now": stamp},
             )
         ]
         actions += self.calls.assignment_actions(call, assigned, new_call=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,12 +16,14 @@ from queues_app.ddb import batch, errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
+from queues_app.ddb.merge import SortedMerge, query_each
+from queues_app.ddb.paging import INVALID, Page, decode_cursor, encode_cursor
 
 AGENT_TYPE = "agent"
 NAME_INDEX = "agents_by_name"  # name and skills only: the list reads the page's agents after
-STATUS_INDEX = "agents_by_status"  # by status, then name: the agent's fields
+STATUS_INDEX = "agents_by_status_shard"  # by status (8 partitions each), then name: the agent's fields
 FILTERED_READ = 200  # agents a filtered list evaluates per Query (about 60 KB, 8 read units)
+LAST = "\U0010ffff"  # after any key: a position past every agent of a name
 COUNT_CAP = 1_000  # a total beyond this shows as "1,000+"
 # Cursors of the name-ordered list: after the last agent shown, or before the first.
 AFTER, BEFORE = "agents:by-name", "agents:by-name:before"
@@ -38,11 +41,23 @@ def named(agent: Agent, search: str | None) -> bool:
     return not search or search.lower() in agent.name.lower()
 
 
-def name_key(agent: Agent, status: str | None = None) -> dict[str, Any]:
-    """An agent's key in the index a list in name order reads (where a page starts or
-    ends): `agents_by_status` for a status, `agents_by_name` otherwise."""
-    partition = {"status": status} if status else {"type": AGENT_TYPE}
-    return marshal({**partition, "name_lower": agent.name.lower(), **keys.agent(agent.agent_id)})
+def name_key(agent: Agent) -> dict[str, Any]:
+    """An agent's key in `agents_by_name` (where a page of the list of all agents starts
+    or ends)."""
+    return marshal({"type": AGENT_TYPE, "name_lower": agent.name.lower(), **keys.agent(agent.agent_id)})
+
+
+def status_position(agent: Agent) -> dict[str, Any]:
+    """Where an agent stands in a status's list (name, then key): the status's partitions
+    are merged in this order, and a page of it starts or ends there."""
+    return marshal({"name_lower": agent.name.lower(), **keys.agent(agent.agent_id)})
+
+
+def shard_cap(cap: int) -> int:
+    """What one of a status's partitions counts or reads of a total capped at `cap`: its
+    share twice over and a few more. The hash spreads agents evenly, so a partition
+    reaching it means the status is near `cap` anyway; the sum is what is capped."""
+    return min(cap, 2 * math.ceil(cap / keys.STATUS_SHARDS) + 8)
 
 
 def new_agent_id() -> str:
@@ -58,6 +73,7 @@ def agent_to_item(agent: Agent) -> dict:
         "name_lower": agent.name.lower(),
         "skills": agent.skills,
         "status": agent.status,
+        "status_q": keys.status_partition(agent.status, agent.agent_id),
         "version": agent.version,
         "created_at": agent.created_at,
         "updated_at": agent.updated_at,
@@ -200,17 +216,18 @@ class Agents:
         purpose: str = "",
     ) -> NamePage:
         """A page of agents in name order: after `cursor` (the next page) or before `before`
-        (the previous one). With a status, from `agents_by_status` (that status's agents in
-        name order); otherwise from `agents_by_name`, then the page's agents in one
-        BatchGetItem (the index leaves out what changes with their status).
+        (the previous one). With a status, from the status index (that status's partitions
+        merged: see `_status_page`); otherwise from `agents_by_name`, then the page's agents
+        in one BatchGetItem (the index leaves out what changes with their status).
 
-        Cost: without a name or skill filter, one Query of `limit + 1` items (the extra one
-        says whether there is a next page). A name or skill filter is matched on what is
-        read: each Query evaluates up to FILTERED_READ agents and reads go on (at most
-        `max_reads`) until the page is full, so a sparse filter still shows a page while
-        the cost stays bounded; the page then ends where the reading stopped."""
-        params = self._name_query(status=status, search=search, skill=skill)
-        filtered = "FilterExpression" in params or bool(search)
+        Cost without a status: without a name or skill filter, one Query of `limit + 1`
+        items (the extra one says whether there is a next page). A name or skill filter is
+        matched on what is read: each Query evaluates up to FILTERED_READ agents and reads
+        go on (at most `max_reads`) until the page is full, so a sparse filter still shows
+        a page while the cost stays bounded; the page then ends where the reading stopped.
+        With a status, the same a round at a time, a round being one Query of each of the
+        status's partitions that may hold the page's next agent, in parallel."""
+        self._check_status(status)
         backwards = bool(before)
         # A cursor serves the list it came from: this index and status (and `purpose`, a
         # list of something else read through the agents).
@@ -218,6 +235,52 @@ class Agents:
         start = (
             decode_cursor(before, purpose=before_purpose) if backwards else decode_cursor(cursor, purpose=after_purpose)
         )
+        if status:
+            found, further = self._status_page(
+                status, start, backwards=backwards, limit=limit, search=search, skill=skill, max_reads=max_reads
+            )
+            edge = status_position
+        else:
+            found, further = self._name_page(
+                start, backwards=backwards, limit=limit, search=search, skill=skill, max_reads=max_reads
+            )
+            edge = name_key
+        if backwards:
+            found.reverse()
+            if not found and not further:  # nothing before: show the first page instead
+                return self.list(
+                    limit=limit, status=status, search=search, skill=skill, max_reads=max_reads, purpose=purpose
+                )
+        if not status:
+            found = self._whole(found)
+        if backwards:
+            return NamePage(
+                items=found,
+                next_cursor=encode_cursor(edge(found[-1]) if found else start, purpose=after_purpose),
+                previous_cursor=encode_cursor(further, purpose=before_purpose),
+            )
+        return NamePage(
+            items=found,
+            next_cursor=encode_cursor(further, purpose=after_purpose),
+            previous_cursor=(
+                encode_cursor(edge(found[0]) if found else start, purpose=before_purpose) if start else None
+            ),
+        )
+
+    def _name_page(
+        self,
+        start: dict[str, Any] | None,
+        *,
+        backwards: bool,
+        limit: int,
+        search: str | None,
+        skill: tuple[str, str] | None,
+        max_reads: int,
+    ) -> tuple[builtins.list[Agent], dict[str, Any] | None]:
+        """A page of `agents_by_name` from `start` (its key), in reading order, and the key
+        a further page starts from (None: nothing further)."""
+        params = self._name_query(search=search, skill=skill)
+        filtered = "FilterExpression" in params or bool(search)
         params["ScanIndexForward"] = not backwards
         found: builtins.list[Agent] = []
         last_read = start
@@ -232,28 +295,46 @@ class Agents:
                 break
         further: dict[str, Any] | None = last_read  # every agent up to there was read: go on from it
         if len(found) > limit:
-            found, further = found[:limit], name_key(found[limit - 1], status)
-        if backwards:
-            found.reverse()
-            if not found and not further:  # nothing before: show the first page instead
-                return self.list(
-                    limit=limit, status=status, search=search, skill=skill, max_reads=max_reads, purpose=purpose
-                )
-        if not status:
-            found = self._whole(found)
-        if backwards:
-            return NamePage(
-                items=found,
-                next_cursor=encode_cursor(name_key(found[-1], status) if found else start, purpose=after_purpose),
-                previous_cursor=encode_cursor(further, purpose=before_purpose),
-            )
-        return NamePage(
-            items=found,
-            next_cursor=encode_cursor(further, purpose=after_purpose),
-            previous_cursor=(
-                encode_cursor(name_key(found[0], status) if found else start, purpose=before_purpose) if start else None
-            ),
-        )
+            found, further = found[:limit], name_key(found[limit - 1])
+        return found, further
+
+    def _status_page(
+        self,
+        status: str,
+        start: dict[str, Any] | None,
+        *,
+        backwards: bool,
+        limit: int,
+        search: str | None,
+        skill: tuple[str, str] | None,
+        max_reads: int,
+    ) -> tuple[builtins.list[Agent], dict[str, Any] | None]:
+        """A page of the agents in `status` after `start` (a position: see `status_position`;
+        before it, backwards), in reading order, and the position a further page starts
+        from (None: nothing further).
+
+        The status's partitions are merged in name order (`SortedMerge`; agents of one name
+        by partition, then as DynamoDB orders them in it). Without a filter, each
+        partition's Query asks for `limit + 1` (the page and one more, to see beyond it),
+        so one round fills the page however the agents spread. A filter reads
+        FILTERED_READ a Query, at most `max_reads` rounds; a page left short then ends
+        where every partition is read up to."""
+        queries = self._status_queries(status, skill=skill, backwards=backwards, after=_position(start))
+        merge = SortedMerge(self.db, queries, sort_key="name_lower", descending=backwards)
+        filtered = skill is not None or bool(search)
+        found: builtins.list[Agent] = []
+        for _ in range(max_reads):
+            due = merge.due(limit - len(found))
+            if not due or len(found) >= limit:
+                break
+            merge.read(due, FILTERED_READ if filtered else limit + 1, lambda item: named(agent_from_item(item), search))
+            found += map(agent_from_item, merge.take(limit - len(found)))
+        if not merge.more:
+            return found, None
+        if len(found) >= limit:
+            return found, status_position(found[-1])
+        stop = unmarshal(merge.stop() or {})  # short: every agent up to there was read
+        return found, marshal({"name_lower": stop["name_lower"], "pk": stop["pk"], "sk": stop["sk"]})
 
     def _whole(self, listed: builtins.list[Agent]) -> builtins.list[Agent]:
         """The agents of a page read from `agents_by_name`, whole (one BatchGetItem, read
@@ -270,89 +351,128 @@ class Agents:
         skill: tuple[str, str] | None = None,
         cap: int = COUNT_CAP,
     ) -> tuple[int, bool]:
-        """How many agents match, as (count, more): one COUNT Query that evaluates at most
-        `cap` agents, so `more` means "at least": 1,000+ without a filter; with a name or
-        skill filter, the matches among the first `cap` agents read."""
+        """How many agents match, as (count, more): capped COUNT queries, so `more` means
+        "at least": 1,000+ without a filter; with a name or skill filter, the matches among
+        the agents read (at most `cap`, or `shard_cap(cap)` of each of a status's
+        partitions)."""
+        self._check_status(status)
         if status and not search and not skill:
             return self.count_by_status(cap=cap, statuses=(status,))[status]
-        params = self._name_query(status=status, search=search, skill=skill)
-        params["Limit"] = cap
+        if status:
+            queries = self._status_queries(status, skill=skill, Limit=shard_cap(cap))
+        else:
+            queries = [{**self._name_query(search=search, skill=skill), "Limit": cap}]
         if not search:
-            response = self.db.call("query", **params, Select="COUNT")
-            return response["Count"], bool(response.get("LastEvaluatedKey"))
-        # The name is the index's sort key, which a FilterExpression may not name: the
-        # names are read (only they: about 30 bytes an agent) and matched here.
-        params["ProjectionExpression"] = "name_lower"
-        response = self.db.call("query", **params)
-        found = sum(search.lower() in unmarshal(i).get("name_lower", "") for i in response.get("Items", []))
-        return found, bool(response.get("LastEvaluatedKey"))
+            responses = query_each(self.db, [{**q, "Select": "COUNT"} for q in queries])
+            found = sum(r["Count"] for r in responses)
+        else:
+            # The name is the indexes' sort key, which a FilterExpression may not name: the
+            # names are read (only they: about 30 bytes an agent) and matched here.
+            responses = query_each(self.db, [{**q, "ProjectionExpression": "name_lower"} for q in queries])
+            needle = search.lower()
+            found = sum(needle in unmarshal(i).get("name_lower", "") for r in responses for i in r.get("Items", []))
+        more = any(r.get("LastEvaluatedKey") for r in responses)
+        return min(found, cap), more or found >= cap
 
-    def _name_query(self, *, status: str | None, search: str | None, skill: tuple[str, str] | None) -> dict[str, Any]:
-        """Query parameters for agents in name order: of one status (`agents_by_status`) or
-        all (`agents_by_name`), with the skill filter as a FilterExpression (a name search
-        is matched on what is read: see `named`)."""
+    @staticmethod
+    def _check_status(status: str | None) -> None:
         if status is not None and status not in AgentStatus.ALL:
             raise errors.InvalidRequest(f"Unknown agent status {status!r}.")
-        if status:
-            index, key_condition = STATUS_INDEX, "#status = :status"
-            names: dict[str, str] = {"#status": "status"}
-            values: dict[str, dict] = {":status": {"S": status}}
-        else:
-            index, key_condition = NAME_INDEX, "#type = :agent"
-            names, values = {"#type": "type"}, {":agent": {"S": AGENT_TYPE}}
-        filters = []
-        if skill:
-            dimension, value = skill
-            if value not in self.catalog.values(dimension):
-                raise errors.InvalidRequest(f"Unknown {dimension} {value!r}.")
-            filters.append("contains(skills.#dim, :skill)")
-            names["#dim"] = dimension
-            values[":skill"] = {"S": value}
-        params: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": index,
-            "KeyConditionExpression": key_condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
+
+    def _skill_filter(self, skill: tuple[str, str] | None) -> dict[str, Any]:
+        """The skill filter as a FilterExpression and its names and values (none without)."""
+        if not skill:
+            return {}
+        dimension, value = skill
+        if value not in self.catalog.values(dimension):
+            raise errors.InvalidRequest(f"Unknown {dimension} {value!r}.")
+        return {
+            "FilterExpression": "contains(skills.#dim, :skill)",
+            "ExpressionAttributeNames": {"#dim": dimension},
+            "ExpressionAttributeValues": {":skill": {"S": value}},
         }
-        if filters:
-            params["FilterExpression"] = " AND ".join(filters)
-        return params
+
+    def _name_query(self, *, search: str | None, skill: tuple[str, str] | None) -> dict[str, Any]:
+        """Query parameters for all agents in name order (`agents_by_name`), with the skill
+        filter as a FilterExpression (a name search is matched on what is read: see `named`)."""
+        filters = self._skill_filter(skill)
+        return {
+            "TableName": self.table,
+            "IndexName": NAME_INDEX,
+            "KeyConditionExpression": "#type = :agent",
+            **filters,
+            "ExpressionAttributeNames": {"#type": "type", **filters.get("ExpressionAttributeNames", {})},
+            "ExpressionAttributeValues": {":agent": {"S": AGENT_TYPE}, **filters.get("ExpressionAttributeValues", {})},
+        }
+
+    def _status_queries(
+        self,
+        status: str,
+        *,
+        skill: tuple[str, str] | None = None,
+        after: tuple[str, str, str] | None = None,
+        backwards: bool = False,
+        **query,
+    ) -> builtins.list[dict[str, Any]]:
+        """One Query per partition of `status` on the status index: its agents in name order
+        (after the position `after`, or before it backwards), with the skill filter as a
+        FilterExpression. Agents of one name are in partition order, so past a position,
+        the partition of its agent goes on from that agent, the partitions before it from
+        the next name, the partitions after it from the same name (backwards, the other
+        way round)."""
+        filters = self._skill_filter(skill)
+        partitions = keys.status_partitions(status)
+        at = partitions.index(keys.status_partition(status, keys.agent_id_from_sk(after[2]))) if after else None
+        queries = []
+        for n, partition in enumerate(partitions):
+            condition, values = (
+                "status_q = :q",
+                {":q": {"S": partition}, **filters.get("ExpressionAttributeValues", {})},
+            )
+            params: dict[str, Any] = {"TableName": self.table, "IndexName": STATUS_INDEX, **filters, **query}
+            if after and n == at:
+                name, pk, sk = after
+                params["ExclusiveStartKey"] = marshal({"status_q": partition, "name_lower": name, "pk": pk, "sk": sk})
+            elif after:
+                same_name = (n > (at or 0)) != backwards  # its agents of the name come after the position
+                condition += f" AND name_lower {'<' if backwards else '>'}{'=' if same_name else ''} :name"
+                values[":name"] = {"S": after[0]}
+            queries.append(
+                {
+                    **params,
+                    "KeyConditionExpression": condition,
+                    "ExpressionAttributeValues": values,
+                    "ScanIndexForward": not backwards,
+                }
+            )
+        return queries
 
     def count_by_status(
         self, cap: int = 10_000, statuses: Iterable[str] = AgentStatus.ALL
     ) -> dict[str, tuple[int, bool]]:
-        """Agents per status: one capped COUNT query per status on `agents_by_status`.
-        Each value is (count, more): `more` means at least `cap`."""
+        """Agents per status: a capped COUNT query of each of the status's partitions (each
+        counting at most `shard_cap(cap)`), summed, all in parallel. Each value is
+        (count, more): `more` means at least `count` (at least `cap`, but for an uneven
+        spread)."""
+        statuses = builtins.list(statuses)
+        queries = [q for s in statuses for q in self._status_queries(s, Select="COUNT", Limit=shard_cap(cap))]
+        responses = iter(query_each(self.db, queries))
         counts = {}
         for status in statuses:
-            response = self._with_status(status, Select="COUNT", Limit=cap)
-            counts[status] = (response["Count"], bool(response.get("LastEvaluatedKey")))
+            shards = [next(responses) for _ in range(keys.STATUS_SHARDS)]
+            total = sum(r["Count"] for r in shards)
+            counts[status] = (min(total, cap), total >= cap or any(r.get("LastEvaluatedKey") for r in shards))
         return counts
 
     def logged_in(self, cap: int = 2_000) -> tuple[builtins.list[Agent], bool]:
-        """Agents who are not offline (at most `cap` per status, read from the index).
-        Returns (agents, more): `more` means some status had more than `cap`."""
-        agents, more = [], False
-        for status in AgentStatus.ALL:
-            if status == AgentStatus.OFFLINE:
-                continue
-            response = self._with_status(status, Limit=cap)
-            agents += [agent_from_item(unmarshal(i)) for i in response.get("Items", [])]
-            more = more or bool(response.get("LastEvaluatedKey"))
-        return agents, more
-
-    def _with_status(self, status: str, **query) -> dict:
-        """One Query of `agents_by_status` for the agents in `status`."""
-        return self.db.call(
-            "query",
-            TableName=self.table,
-            IndexName=STATUS_INDEX,
-            KeyConditionExpression="#status = :status",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":status": {"S": status}},
-            **query,
-        )
+        """Agents who are not offline, read from the status index (at most `shard_cap(cap)`
+        of each of a status's partitions, all in parallel). Returns (agents, more): `more`
+        means some partition had more."""
+        statuses = [s for s in AgentStatus.ALL if s != AgentStatus.OFFLINE]
+        queries = [q for s in statuses for q in self._status_queries(s, Limit=shard_cap(cap))]
+        responses = query_each(self.db, queries)
+        agents = [agent_from_item(unmarshal(i)) for r in responses for i in r.get("Items", [])]
+        return agents, any(r.get("LastEvaluatedKey") for r in responses)
 
     def any_exist(self) -> bool:
         """Whether any agent exists: a Limit-1 COUNT of each roster partition until one
@@ -370,7 +490,9 @@ class Agents:
         for item in self.db.partition_items(self.table, keys.AGENTS_PK, ConsistentRead=True):
             if not item["sk"].startswith(keys.AGENT_PREFIX):
                 continue
-            moved_item = {**item, **keys.agent(keys.agent_id_from_sk(item["sk"]))}
+            agent_id = keys.agent_id_from_sk(item["sk"])
+            status_q = keys.status_partition(item.get("status", AgentStatus.OFFLINE), agent_id)
+            moved_item = {**item, **keys.agent(agent_id), "status_q": status_q}
             try:
                 self.db.call(
                     "transact_write_items",
@@ -396,3 +518,47 @@ class Agents:
             except errors.TransactionCancelled:
                 continue  # changed meanwhile by a process of the earlier version: the next run moves it
         return moved
+
+    def add_status_partitions(self) -> int:
+        """Agents written before the status index was spread lack `status_q`, so no status
+        list or count sees them (and a process of that version changing an agent's status
+        leaves it behind): give each the partition its status says, conditioned on the
+        agent as read (a conflict is left for the next run). Returns how many changed."""
+        added = 0
+        for pk in keys.agent_partitions():
+            for item in self.db.partition_items(self.table, pk, ConsistentRead=True):
+                if not item["sk"].startswith(keys.AGENT_PREFIX):
+                    continue
+                status_q = keys.status_partition(item["status"], keys.agent_id_from_sk(item["sk"]))
+                if item.get("status_q") == status_q:
+                    continue
+                try:
+                    self.db.call(
+                        "update_item",
+                        TableName=self.table,
+                        Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
+                        UpdateExpression="SET status_q = :status_q",
+                        ConditionExpression="version = :version AND #status = :status",
+                        ExpressionAttributeNames={"#status": "status"},
+                        ExpressionAttributeValues=marshal(
+                            {
+                                ":status": item["status"],
+                                ":status_q": status_q,
+                                ":version": item["version"],
+                            }
+                        ),
+                    )
+                    added += 1
+                except errors.Conflict:
+                    continue  # changed meanwhile: the next run gives it its partition
+        return added
+
+
+def _position(start: dict[str, Any] | None) -> tuple[str, str, str] | None:
+    """A status list's position from its cursor (see `status_position`)."""
+    if not start:
+        return None
+    try:
+        return start["name_lower"]["S"], start["pk"]["S"], start["sk"]["S"]
+    except KeyError as exc:
+        raise errors.InvalidRequest(INVALID) from exc

@@ -24,7 +24,7 @@ from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, Queu
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog, validate_preferences
 from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable, CallEvents, agent_changed, events_from_settings
+from queues_app.agents.writes import CallCenterTable, CallEvents, agent_changed, events_from_settings, status_clause
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
@@ -143,12 +143,13 @@ class Router:
         stamp = to_iso(self.clock())
         token = keys.queue_token(stamp, agent.agent_id)
         combos = self.catalog.combinations(agent.skills)
+        queued, values = status_clause(agent.agent_id, AgentStatus.QUEUED)
         actions = [
             self.writes.agent_update(
                 agent,
-                "SET #status = :queued, queued_at = :now, queue_token = :token, "
+                f"SET {queued}, queued_at = :now, queue_token = :token, "
                 "version = version + :one, updated_at = :now REMOVE call_id",
-                {":queued": AgentStatus.QUEUED, ":now": stamp, ":token": token},
+                {**values, ":now": stamp, ":token": token},
             )
         ]
         message = {"type": "message", "agent_id": agent.agent_id, "name": agent.name, "skills": agent.skills}
@@ -181,11 +182,12 @@ class Router:
             raise errors.Conflict(f"{agent.name} is not attending a call.")
         stamp = to_iso(self.clock())
         next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
+        after, values = status_clause(agent.agent_id, next_status)
         actions = [
             self.writes.agent_update(
                 agent,
-                "SET #status = :next, version = version + :one, updated_at = :now REMOVE call_id",
-                {":next": next_status, ":now": stamp},
+                f"SET {after}, version = version + :one, updated_at = :now REMOVE call_id",
+                {**values, ":now": stamp},
             )
         ]
         if agent.call_id:
@@ -220,11 +222,12 @@ class Router:
         if agent.status == AgentStatus.ATTENDING:
             raise errors.Conflict(f"{agent.name} is attending call {agent.call_id}; release the call first.")
         stamp = to_iso(self.clock())
+        offline, values = status_clause(agent.agent_id, AgentStatus.OFFLINE)
         actions = [
             self.writes.agent_update(
                 agent,
-                "SET #status = :offline, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
-                {":offline": AgentStatus.OFFLINE, ":now": stamp},
+                f"SET {offline}, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
+                {**values, ":now": stamp},
             )
         ]
         if agent.status == AgentStatus.QUEUED and agent.queue_token:
@@ -346,13 +349,15 @@ class Router:
     def move_old_layouts(self) -> dict[str, int]:
         """Items written by an earlier version, moved where this one reads them (each
         step idempotent): how many waiting callers, agents, queue metadata items and queue
-        messages moved, and how many copies of the waiting counts were written."""
+        messages moved, how many copies of the waiting counts were written, and how many
+        agents were given their partition of the status index."""
         return {
             "callers": self.line.move_old_line(),
             "waiting_counts": self.line.copy_counts(),
             "agents": self.agents.move_to_shards(),
             "queue_metadata": spread_old_metadata(self.writes),
             "queue_messages": split_old_queues(self.writes),
+            "status_partitions": self.agents.add_status_partitions(),
         }
 
 

@@ -141,6 +141,16 @@ class CallCenterTable:
         ]
 
 
+def status_clause(agent_id: str, status: str) -> tuple[str, dict]:
+    """The SET clause of a change of an agent's status, and its values: the status and,
+    with it, the agent's partition of the status index (`status_q`), which must always
+    say the same status."""
+    return "#status = :status, status_q = :status_q", {
+        ":status": status,
+        ":status_q": keys.status_partition(status, agent_id),
+    }
+
+
 def agent_changed(agent: Agent, exc: errors.TransactionCancelled) -> errors.DynamoError:
     if exc.lost_race:
         return errors.Conflict(f"{agent.name} was being changed at the same moment; try again.")

@@ -1,10 +1,10 @@
 """The API's lists of agents and calls, a page at a time with signed cursors.
 
-- agents: the roster's own list (`Agents.list`: `agents_by_status` for a status,
+- agents: the roster's own list (`Agents.list`: the status index for a status,
   `agents_by_name` otherwise; a skill filter applies within what is read);
 - waiting calls: the waiting line in order (`WaitingLine.waiting_calls`), then the page's
   call records in one BatchGetItem; a caller assigned between the two reads is left out;
-- assigned calls: through their attending agents (`Calls.in_progress`: `agents_by_status`
+- assigned calls: through their attending agents (`Calls.in_progress`: the status index
   in name order, then the page's calls in one BatchGetItem), whatever the number of calls
   or agents. Newest assignment first within a page; the pages follow the agents' names.
 

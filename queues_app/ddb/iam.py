@@ -66,7 +66,7 @@ GRANTS: dict[str, frozenset[Access]] = {
             "callcenter",
             f"GetItem BatchGetItem Query PutItem UpdateItem DeleteItem {_DESCRIBE}",
             indexes={
-                "agents_by_status": "Query",
+                "agents_by_status_shard": "Query",
                 "agents_by_name": "Query",
                 "waiting_by_arrival": "Query",
             },
@@ -98,7 +98,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table(
             "callcenter",
             "BatchGetItem",
-            indexes={"agents_by_status": "Query", "waiting_by_arrival": "Query"},
+            indexes={"agents_by_status_shard": "Query", "waiting_by_arrival": "Query"},
         ),
         _table("shipments", indexes={"ready": "Query", "invisible": "Query", "dlq": "Query"}),
         _table("tasks", "BatchGetItem", indexes={"by_status": "Query"}),

@@ -51,14 +51,27 @@ CALLCENTER = TableSpec(
     ),
     indexes=(
         # Agents by status in name order, for status filters of the list and capped
-        # status counts that cost the same with ten agents as with ten thousand. Sparse:
-        # only agents have `name_lower`.
+        # status counts that cost the same with ten agents as with ten thousand. Each
+        # status is spread over 8 partitions (`status_q` = `<status>#<n>`, n a hash of the
+        # agent id), since every call moves an agent through three statuses: a status's
+        # list is its partitions merged, its count their sum. Sparse: only agents have
+        # `status_q` and `name_lower`.
         Index(
-            "agents_by_status",
-            "status",
+            "agents_by_status_shard",
+            "status_q",
             "name_lower",
             projection="INCLUDE",
-            include=("agent_id", "name", "skills", "queued_at", "call_id", "version", "updated_at", "created_at"),
+            include=(
+                "agent_id",
+                "name",
+                "status",
+                "skills",
+                "queued_at",
+                "call_id",
+                "version",
+                "updated_at",
+                "created_at",
+            ),
         ),
         # Agents in name order, for the agents list: a page of names is one Query however
         # many agents there are. It projects only what does not change with an agent's
@@ -80,7 +93,8 @@ CALLCENTER = TableSpec(
     ),
     # Agents and calls shared `by_status` (status, sk): calls in progress are now read
     # through their attending agents. `by_name` projected the whole agent.
-    retired_indexes=("by_status", "by_name"),
+    # `agents_by_status` (status, name_lower) took every write of a status in one partition.
+    retired_indexes=("by_status", "by_name", "agents_by_status"),
     # Ended calls expire after a retention period.
     ttl_attribute="expires_at",
 )

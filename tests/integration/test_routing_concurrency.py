@@ -374,9 +374,16 @@ def article_enqueue_write(db, catalog, agent: dict, stamp: str) -> str:
             "Update": {
                 "TableName": table,
                 "Key": marshal(keys.agent(agent["agent_id"])),
-                "UpdateExpression": "SET #s = :queued, queue_token = :token, queued_at = :at",
+                "UpdateExpression": "SET #s = :queued, status_q = :q, queue_token = :token, queued_at = :at",
                 "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": marshal({":queued": AgentStatus.QUEUED, ":token": token, ":at": stamp}),
+                "ExpressionAttributeValues": marshal(
+                    {
+                        ":queued": AgentStatus.QUEUED,
+                        ":q": keys.status_partition(AgentStatus.QUEUED, agent["agent_id"]),
+                        ":token": token,
+                        ":at": stamp,
+                    }
+                ),
             }
         }
     ]
@@ -431,9 +438,15 @@ def article_match(db, catalog, combo: tuple[str, ...], call_id: str) -> str | No
             "Update": {
                 "TableName": table,
                 "Key": marshal(keys.agent(message["agent_id"])),
-                "UpdateExpression": "SET #s = :attending, call_id = :call REMOVE queue_token",
+                "UpdateExpression": "SET #s = :attending, status_q = :q, call_id = :call REMOVE queue_token",
                 "ExpressionAttributeNames": {"#s": "status"},
-                "ExpressionAttributeValues": marshal({":attending": AgentStatus.ATTENDING, ":call": call_id}),
+                "ExpressionAttributeValues": marshal(
+                    {
+                        ":attending": AgentStatus.ATTENDING,
+                        ":q": keys.status_partition(AgentStatus.ATTENDING, message["agent_id"]),
+                        ":call": call_id,
+                    }
+                ),
             }
         }
     ]
@@ -479,9 +492,11 @@ def make_available_agent(db, name="Ana"):
         "update_item",
         TableName=db.table("callcenter"),
         Key=marshal(keys.agent(agent.agent_id)),
-        UpdateExpression="SET #s = :available",
+        UpdateExpression="SET #s = :available, status_q = :q",
         ExpressionAttributeNames={"#s": "status"},
-        ExpressionAttributeValues=marshal({":available": AgentStatus.AVAILABLE}),
+        ExpressionAttributeValues=marshal(
+            {":available": AgentStatus.AVAILABLE, ":q": keys.status_partition(AgentStatus.AVAILABLE, agent.agent_id)}
+        ),
     )
     return agent
 

@@ -110,7 +110,9 @@ class Waits(threading.Event):
 @pytest.fixture
 def waits(monkeypatch):
     Waits.seen = []
-    monkeypatch.setattr("queues_app.management.commands.demo_load.threading.Event", Waits)
+    # Only the load's own stop event: every thread start waits on a threading.Event too,
+    # and the load's reads of a status's partitions run on threads.
+    monkeypatch.setattr(demo_load, "threading", SimpleNamespace(Event=Waits))
     return Waits.seen
 
 

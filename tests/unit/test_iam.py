@@ -41,7 +41,7 @@ from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
 from tests.receiver import Receiver
-from tests.unit.test_tables import OLDER_INDEXES, make_old_style
+from tests.unit.test_tables import PREVIOUS_INDEXES, make_old_style, without_status_partition
 
 RECORDED: dict[str, set[Access]] = {}
 
@@ -369,14 +369,15 @@ def escalator(db, settings, monkeypatch) -> None:
 def admin_setup(db) -> None:
     """`dynamo_tables create` (on a callcenter table with an earlier version's indexes,
     which it replaces; then again, moving a caller written before the line was split into
-    their partition), `describe --exact` and `delete --yes`."""
+    their partition and giving an agent written before the status index was spread its
+    partition), `describe --exact` and `delete --yes`."""
     import dataclasses
     from unittest import mock
 
     from queues_app.ddb import tables
 
     older = dataclasses.replace(
-        tables.CALLCENTER, indexes=tuple(tables.Index(*index) for index in OLDER_INDEXES), retired_indexes=()
+        tables.CALLCENTER, indexes=tuple(tables.Index(*index) for index in PREVIOUS_INDEXES), retired_indexes=()
     )
     with meter.record_access(db.prefix) as first:
         with mock.patch.dict(tables.TABLES, {"callcenter": older}):
@@ -385,11 +386,14 @@ def admin_setup(db) -> None:
     router = Router()
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     make_old_style(db, router, call)
+    without_status_partition(db, Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]}).agent_id)
     with meter.record_access(db.prefix) as log:
         for args in (["create"], ["describe", "--exact"], ["delete", "--yes"]):
             out = io.StringIO()
             call_command("dynamo_tables", *args, stdout=out)
-            assert args != ["create"] or "1 waiting caller(s) moved" in out.getvalue()
+            if args == ["create"]:
+                assert "1 waiting caller(s) moved" in out.getvalue()
+                assert "1 agent(s) given their partition of the status index" in out.getvalue()
     RECORDED["admin-setup"] = first.accesses | log.accesses
 
 

@@ -61,15 +61,33 @@ OLDER_INDEXES = (
     ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
     ("by_name", "type", "name_lower", "ALL", ()),
 )
+# Before the status index was spread over partitions.
+AGENT_FIELDS = ("agent_id", "name", "skills", "queued_at", "call_id", "version", "updated_at", "created_at")
+PREVIOUS_INDEXES = (
+    ("agents_by_status", "status", "name_lower", "INCLUDE", AGENT_FIELDS),
+    ("agents_by_name", "type", "name_lower", "INCLUDE", ("agent_id", "name", "skills", "created_at")),
+    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
+    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
+)
 
 
-def test_create_adds_the_indexes_an_older_table_lacks_and_deletes_the_ones_it_replaced(moto_empty, monkeypatch):
+@pytest.mark.parametrize(
+    "layout, added, deleted",
+    [
+        (OLDER_INDEXES, ["agents_by_status_shard", "agents_by_name"], ["by_status", "by_name"]),
+        (PREVIOUS_INDEXES, ["agents_by_status_shard"], ["agents_by_status"]),
+    ],
+    ids=["before agents had their own indexes", "before the status index was spread"],
+)
+def test_create_adds_the_indexes_an_older_table_lacks_and_deletes_the_ones_it_replaced(
+    moto_empty, monkeypatch, layout, added, deleted
+):
     import dataclasses
 
     from queues_app.ddb import tables
 
     older = dataclasses.replace(
-        tables.CALLCENTER, indexes=tuple(tables.Index(*index) for index in OLDER_INDEXES), retired_indexes=()
+        tables.CALLCENTER, indexes=tuple(tables.Index(*index) for index in layout), retired_indexes=()
     )
     monkeypatch.setitem(tables.TABLES, "callcenter", older)
     schema.create_tables(moto_empty)
@@ -80,15 +98,22 @@ def test_create_adds_the_indexes_an_older_table_lacks_and_deletes_the_ones_it_re
     assert sorted(g["IndexName"] for g in described["GlobalSecondaryIndexes"]) == sorted(
         index.name for index in tables.CALLCENTER.indexes
     )
-    assert "added index agents_by_status to test-callcenter" in lines
-    assert "deleted index by_status of test-callcenter" in lines
-    assert "deleted index by_name of test-callcenter" in lines
-    assert lines.index("added index agents_by_name to test-callcenter") < lines.index(
-        "deleted index by_name of test-callcenter"
-    )  # the replacement first
+    assert [line for line in lines if "index" in line] == [
+        *(f"added index {name} to test-callcenter" for name in added),
+        *(f"deleted index {name} of test-callcenter" for name in deleted),
+    ]  # the replacements first
     again: list[str] = []
     schema.create_tables(moto_empty, log=again.append)
     assert not [line for line in again if "index" in line]
+
+
+def test_the_status_index_projects_what_a_status_list_shows():
+    from queues_app.ddb import tables
+
+    (index,) = [i for i in tables.CALLCENTER.indexes if i.name == "agents_by_status_shard"]
+    assert (index.partition_key, index.sort_key) == ("status_q", "name_lower")
+    # The old index's key was the status, projected without being listed; this one's is not.
+    assert set(index.include) == {*AGENT_FIELDS, "status"}
 
 
 def make_old_style(db, router, call) -> None:
@@ -394,4 +419,69 @@ def test_agents_metadata_and_messages_in_the_old_single_partitions_are_moved_by_
         "agents": 0,
         "queue_metadata": 0,
         "queue_messages": 0,
+        "status_partitions": 0,
     }
+
+
+def without_status_partition(db, agent_id: str) -> None:
+    """An agent as a version before the spread status index wrote it: no `status_q`."""
+    from queues_app.agents import keys
+    from queues_app.ddb.codec import marshal
+
+    db.call(
+        "update_item",
+        TableName=db.table("callcenter"),
+        Key=marshal(keys.agent(agent_id)),
+        UpdateExpression="REMOVE status_q",
+    )
+
+
+def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):
+    from queues_app.agents.router import Router
+    from queues_app.monitoring.invariants import check_once
+
+    router = Router(moto_db)
+    skills = {"language": ["Spanish"], "gender": ["F"]}
+    queued = [router.agents.create(f"Queued {n}", skills) for n in range(12)]
+    for agent in queued:
+        router.make_available(agent.agent_id)
+    offline = [router.agents.create(f"Offline {n}", skills) for n in range(3)]
+    for agent in queued[:10] + offline:
+        without_status_partition(moto_db, agent.agent_id)
+    assert [a.agent_id for a in router.agents.list(status="queued").items] == [a.agent_id for a in queued[10:]]
+    assert router.agents.count(status="queued") == (2, False)
+    assert router.agents.count(status="offline") == (0, False)
+    assert {v.check for v in check_once(moto_db, router.catalog).violations} == {"status_q"}
+
+    out = io.StringIO()
+    call_command("dynamo_tables", "create", stdout=out)
+    assert "13 agent(s) given their partition of the status index." in out.getvalue()
+
+    assert [a.name for a in router.agents.list(status="queued").items] == sorted(a.name for a in queued)
+    assert router.agents.count(status="queued") == (12, False)
+    assert [a.name for a in router.agents.list(status="offline").items] == sorted(a.name for a in offline)
+    assert check_once(moto_db, router.catalog).ok
+    assert router.move_old_layouts()["status_partitions"] == 0
+
+
+def test_a_status_partition_left_behind_by_an_older_process_is_mended(moto_db):
+    from queues_app.agents import keys
+    from queues_app.agents.router import Router
+    from queues_app.ddb.codec import marshal
+
+    router = Router(moto_db)
+    ana = router.agents.create("Ana", {"language": ["Spanish"], "gender": ["F"]})
+    router.make_available(ana.agent_id)
+    # A process of the earlier version logs her off: the status changes, status_q does not.
+    moto_db.call(
+        "update_item",
+        TableName=moto_db.table("callcenter"),
+        Key=marshal(keys.agent(ana.agent_id)),
+        UpdateExpression="SET #s = :offline",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues=marshal({":offline": "offline"}),
+    )
+    assert [a.status for a in router.agents.list(status="queued").items] == ["offline"]
+    assert router.agents.add_status_partitions() == 1
+    assert router.agents.list(status="queued").items == []
+    assert [a.name for a in router.agents.list(status="offline").items] == ["Ana"]

@@ -82,6 +82,7 @@ class Command(CheckedCommand):
                     ("queue_metadata", "queue metadata item(s) spread over the metadata shards"),
                     ("waiting_counts", "copies of the waiting counts written"),
                     ("queue_messages", "queued agent message(s) moved into their sub-queues"),
+                    ("status_partitions", "agent(s) given their partition of the status index"),
                 ):
                     if moved[what]:
                         self.stdout.write(f"{moved[what]} {text}.")
