@@ -23,7 +23,6 @@ AGENT_TYPE = "agent"
 NAME_INDEX = "agents_by_name"  # name and skills only: the list reads the page's agents after
 STATUS_INDEX = "agents_by_status_shard"  # by status (8 partitions each), then name: the agent's fields
 FILTERED_READ = 200  # agents a filtered list evaluates per Query (about 60 KB, 8 read units)
-LAST = "\U0010ffff"  # after any key: a position past every agent of a name
 COUNT_CAP = 1_000  # a total beyond this shows as "1,000+"
 # Cursors of the name-ordered list: after the last agent shown, or before the first.
 AFTER, BEFORE = "agents:by-name", "agents:by-name:before"
@@ -333,8 +332,10 @@ class Agents:
             return found, None
         if len(found) >= limit:
             return found, status_position(found[-1])
-        stop = unmarshal(merge.stop() or {})  # short: every agent up to there was read
-        return found, marshal({"name_lower": stop["name_lower"], "pk": stop["pk"], "sk": stop["sk"]})
+        stop = merge.stop()  # short: every agent up to there was read
+        if stop is None:
+            return found, None
+        return found, {name: stop[name] for name in ("name_lower", "pk", "sk")}
 
     def _whole(self, listed: builtins.list[Agent]) -> builtins.list[Agent]:
         """The agents of a page read from `agents_by_name`, whole (one BatchGetItem, read
