@@ -41,12 +41,11 @@ import math
 import uuid
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from queues_app.agents.skills import SkillCatalog
-from queues_app.ddb import batch, errors
+from queues_app.ddb import batch, errors, parallel
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import from_iso, now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
@@ -632,11 +631,7 @@ class AuditTrail:
                 params["ExclusiveStartKey"] = partition.start
             return self.db.call("query", **params)
 
-        if len(due) == 1:
-            responses = [query(due[0])]
-        else:
-            with ThreadPoolExecutor(max_workers=len(due)) as pool:
-                responses = list(pool.map(query, due))
+        responses = parallel.each(query, due)
         for partition, response in zip(due, responses, strict=True):
             items = [unmarshal(i) for i in response.get("Items", [])]
             partition.pending.extend(item for item in items if before is None or item["sk"] < before)

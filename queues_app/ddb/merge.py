@@ -9,23 +9,18 @@ merges them (`SortedMerge`), and a count sums them (`query_each`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from queues_app.ddb import parallel
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import unmarshal
-
-MAX_PARALLEL = 8  # Queries one call runs at once (threads, and pooled connections)
 
 
 def query_each(db: Dynamo, queries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One Query per set of parameters, run in parallel (one round trip rather than one
     per partition); the responses in the order of `queries`."""
-    if len(queries) <= 1:
-        return [db.call("query", **query) for query in queries]
-    with ThreadPoolExecutor(max_workers=min(len(queries), MAX_PARALLEL)) as pool:
-        return list(pool.map(lambda query: db.call("query", **query), queries))
+    return parallel.each(lambda query: db.call("query", **query), queries)
 
 
 @dataclass

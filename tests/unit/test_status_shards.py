@@ -50,8 +50,16 @@ def roster_with_equal_names(db) -> list[Agent]:
     """45 queued agents over every partition: distinct names, a name shared across
     partitions (and by case), and a name shared by 9 agents of one partition (more than
     a page, so a read stops inside it), besides offline agents that no queued list shows."""
-    distinct = put_agents(db, AgentStatus.QUEUED, [f"Agent {n:02d}" for n in range(24)])
-    shared = put_agents(db, AgentStatus.QUEUED, ["Kim Lee", "kim lee", "KIM LEE", "Kim Lee", "Kim Lee", "Kim Lee"])
+    # Fixed ids, so that every partition holds some of them whatever the run.
+    distinct = put_agents(
+        db, AgentStatus.QUEUED, [f"Agent {n:02d}" for n in range(24)], ids=[f"distinct{n:02d}" for n in range(24)]
+    )
+    shared = put_agents(
+        db,
+        AgentStatus.QUEUED,
+        ["Kim Lee", "kim lee", "KIM LEE", "Kim Lee", "Kim Lee", "Kim Lee"],
+        ids=[f"shared{n}" for n in range(6)],
+    )
     crowded = put_agents(db, AgentStatus.QUEUED, ["Sam"] * 9, ids=ids_in_shard(3, 9))
     tail = put_agents(db, AgentStatus.QUEUED, ["Zed", "Zoe", "Sam", "Sammy", "Aaron", "Kim"])
     put_agents(db, AgentStatus.OFFLINE, [f"Agent {n:02d}" for n in range(5)])
