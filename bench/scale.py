@@ -25,7 +25,8 @@ changes when the item enters or leaves the index, or its keys or projected attri
 change) gets a write on that index key's partition, two when the entry moves (a delete
 and a put). Partition keys are shown as patterns (`CALL#<id>`, `AUDIT#<day>#<n>`), with
 the hottest value of each pattern; the shards of a spread (`AGENTS#<n>`, `QUEUES#<n>`,
-`AUDIT#<day>#<n>`, a queue's sub-queues `Q#…@<n>`) and the copies of a count (`WAITCOUNT#…@<copy>`) each with an even
+`AUDIT#<day>#<n>`, a queue's sub-queues `Q#…@<n>`, a status's partitions of the status
+index `<status>#<n>`) and the copies of a count (`WAITCOUNT#…@<copy>`) each with an even
 share, as they take in the long run (`shards_of`).
 
 Then, for a steady phone system at R calls a second where every call brings one agent
@@ -51,6 +52,7 @@ from typing import Any
 
 from bench import harness
 from queues_app.agents import keys
+from queues_app.agents.records import AgentStatus
 
 WCU_LIMIT, RCU_LIMIT = 1000.0, 3000.0
 UNITS = ("call", "release", "available", "call_waits", "available_takes", "shipment")
@@ -93,6 +95,8 @@ def shards_of(pattern: str) -> int | None:
         return keys.WAIT_COUNT_COPIES
     if pattern.startswith(keys.QUEUE_PREFIX) and pattern.endswith("@<n>"):
         return keys.QUEUE_SPLIT
+    if pattern.split("#")[0] in AgentStatus.ALL and pattern.endswith("#<n>"):
+        return keys.STATUS_SHARDS
     return None
 
 
@@ -107,6 +111,7 @@ def pattern(key: str) -> str:
     key = re.sub(r"^SAMPLE#.+", "SAMPLE#<queue>", key)
     key = re.sub(r"^(WAITCOUNT#[^@]+)(@\d+)?$", r"\1@<copy>", key)
     key = re.sub(r"^(Q#[^@]+)@\d+$", r"\1@<n>", key)
+    key = re.sub(r"^(offline|queued|attending|wrap_up)#\d+$", r"\1#<n>", key)  # the status index's spread
     key = re.sub(r"^(agent|call|shipment):.+", r"\1:<id>", key)
     key = re.sub(r"^[0-9a-z]{16,}$", "<id>", key)
     return key
