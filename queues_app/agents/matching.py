@@ -179,7 +179,11 @@ class Matcher:
                 ):
                     found = shared
             if found is None:
-                found = self.queue_candidates(call.preferences, call.order)
+                # A new caller's look may read eventually consistently (half the units):
+                # a head already taken fails its conditioned transaction, and an agent
+                # who queued a moment ago and is missed is found by the look after the
+                # caller joins the line, which reads strongly (new_call false).
+                found = self.queue_candidates(call.preferences, call.order, consistent=not new_call)
                 claims.publish_read(shared_key, found)
             read = [c for c in found if c.agent_id not in tried]
             if not read:
@@ -234,12 +238,19 @@ class Matcher:
                 left.append(candidate)
         return left
 
-    def queue_candidates(self, preferences: dict, order: str = QueueOrder.FIFO) -> list[Candidate]:
+    def queue_candidates(
+        self, preferences: dict, order: str = QueueOrder.FIFO, *, consistent: bool = True
+    ) -> list[Candidate]:
         """Heads of every queue that fits, merged in queue order: one Query of each of
         their sub-queues, all sent at once (`queue_heads`)."""
         combos = matching_combinations(self.catalog, preferences)
         heads = queue_heads(
-            self.db, self.table.name, combos, self.candidate_limit, newest_first=order == QueueOrder.LIFO
+            self.db,
+            self.table.name,
+            combos,
+            self.candidate_limit,
+            newest_first=order == QueueOrder.LIFO,
+            consistent=consistent,
         )
         seen: dict[str, Candidate] = {}
         for combo, head in zip(combos, heads, strict=True):

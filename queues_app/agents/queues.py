@@ -22,14 +22,16 @@ def queue_heads(
     *,
     newest_first: bool = False,
     at_once: bool = True,
+    consistent: bool = True,
 ) -> list[list[dict]]:
     """The first messages of each combination's queue, oldest first (newest first with
-    `newest_first`): at least `limit` of them when the queue holds that many. One strongly
-    consistent Query of each sub-queue, all sent at once (`at_once`) or one after another."""
+    `newest_first`): at least `limit` of them when the queue holds that many. One Query of
+    each sub-queue (strongly consistent unless `consistent` is false), all sent at once
+    (`at_once`) or one after another."""
     partitions = [pk for combo in combos for pk in keys.queue_partitions(combo)]
 
     def read(pk: str) -> dict:
-        return db.query_partition(table, pk, ConsistentRead=True, ScanIndexForward=not newest_first, Limit=limit)
+        return db.query_partition(table, pk, ConsistentRead=consistent, ScanIndexForward=not newest_first, Limit=limit)
 
     pages = parallel.each(read, partitions) if at_once else [read(pk) for pk in partitions]
     split = keys.QUEUE_SPLIT

@@ -9,7 +9,7 @@ from queues_app.agents.escalation import EscalationPolicy
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import AgentTooBroad, Router
-from queues_app.agents.skills import SkillCatalog, SkillError
+from queues_app.agents.skills import SkillCatalog, SkillError, matching_combinations
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal
@@ -205,6 +205,32 @@ def test_the_look_before_queueing_reads_the_line_eventually_and_the_look_after_s
         router.db.client.meta.events.unregister("provide-client-params.dynamodb", note)
     assert call is not None
     assert reads == [("counts", False), ("head", False)]
+
+
+def test_a_new_callers_look_reads_the_queues_eventually_and_the_look_after_joining_strongly(router):
+    """A new caller's look may miss an agent who queued a moment ago: the look after the
+    caller joins the line finds them, so only that look pays for strong reads."""
+    ana = agent(router, "Ana", ["English"], "F")
+    router.make_available(ana.agent_id)
+    reads: list[bool] = []
+
+    def note(params, model, **kwargs):
+        if model.name == "Query" and params.get("KeyConditionExpression") == "pk = :pk":
+            if params["ExpressionAttributeValues"][":pk"]["S"].startswith(keys.QUEUE_PREFIX):
+                reads.append(bool(params.get("ConsistentRead")))
+
+    router.db.client.meta.events.register("provide-client-params.dynamodb", note)
+    try:
+        call, _ = router.create_call({"language": "English", "gender": "F"})  # Ana, at the first look
+        assert call.agent_id == ana.agent_id
+        assert reads and not any(reads)
+        reads.clear()
+        waiting, _ = router.create_call({"language": "English", "gender": "F"})  # nobody: joins, looks again
+    finally:
+        router.db.client.meta.events.unregister("provide-client-params.dynamodb", note)
+    assert waiting.status == CallStatus.WAITING
+    looks = keys.QUEUE_SPLIT * len(matching_combinations(router.catalog, {"language": "English", "gender": "F"}))
+    assert reads == [False] * looks + [True] * looks
 
 
 def test_idempotency_key_returns_the_same_call(router):
