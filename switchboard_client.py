@@ -6,17 +6,19 @@
         call = sb.create_call({"language": "Spanish"})
         call = sb.wait_for_call(call["call_id"])
         ...
-        sb.release(call["agent_id"])
+        sb.end_call(call["call_id"])
 
 Answers are the API's JSON objects (dicts), as `/api/docs` describes them.
 
-Retries: 429 and 503 answers and connection failures are tried again, up to
-`max_retries` times, after the `Retry-After` the server sent (seconds) or else after a
-capped exponential backoff with full jitter. A request is only resent when resending is
-safe: reads, creations (which always carry an `Idempotency-Key`; one is made up when the
-caller gives none, and the same key is sent on every retry), and any request that never
-reached the server (it could not connect). An agent action whose answer was lost on the
-way back is not resent: `Unreachable` says so and the agent can be read to see.
+Retries: 429 and 503 answers and connection failures (a timeout included) are tried
+again, up to `max_retries` times, after the `Retry-After` the server sent (seconds) or
+else after a capped exponential backoff with full jitter. Every request is safe to send
+again, so every request is retried: reads; creations, which always carry an
+`Idempotency-Key` (one is made up when the caller gives none, and the same key is sent
+on every retry); and changes, which name what they were decided on (the agent's
+`version`, the call being ended), so that a change the server made before its answer was
+lost is answered as done (`Idempotent-Replayed: true`) instead of made twice, and one
+that meets a change made since is refused (`Conflict`, with `current`).
 
 Refusals raise `ApiError` subclasses (`NotFound`, `Conflict`, `InvalidInput`...)
 carrying the problem body: `error`, `message`, `hint`, `fields`.
@@ -39,6 +41,7 @@ __all__ = [
     "Conflict",
     "Forbidden",
     "InvalidInput",
+    "KeyReused",
     "NotFound",
     "ServerError",
     "Switchboard",
@@ -74,6 +77,8 @@ class ApiError(SwitchboardError):
         self.message: str = str(self.problem.get("message") or "")
         self.hint: str | None = self.problem.get("hint")
         self.fields: dict[str, str] = dict(self.problem.get("fields") or {})
+        # On a 409: the items the request named as they are now, by kind (`agent`, `call`...).
+        self.current: dict[str, Any] = dict(self.problem.get("current") or {})
         self.trace_id: str | None = response.headers.get("X-Trace-Id") if response is not None else None
         super().__init__(f"{status} {self.error}: {self.message}" if self.message else f"{status} {self.error}")
 
@@ -95,7 +100,12 @@ class NotFound(ApiError):
 
 
 class Conflict(ApiError):
-    """409: the item's state does not allow it (e.g. the agent is already queued)."""
+    """409: the item's state does not allow it (e.g. the agent is already queued), or it
+    changed since the version or call the request named; `current` holds it as it is now."""
+
+
+class KeyReused(ApiError):
+    """422: an `Idempotency-Key` sent again with a different request."""
 
 
 class TooLarge(ApiError):
@@ -126,6 +136,7 @@ ERRORS: dict[int, type[ApiError]] = {
     409: Conflict,
     413: TooLarge,
     415: UnsupportedMediaType,
+    422: KeyReused,
     429: Backpressure,
     503: Unavailable,
 }
@@ -229,7 +240,14 @@ class Switchboard:
 
     def abandon_call(self, call_id: str) -> dict:
         """The caller hung up before being answered."""
-        return self._request("POST", f"calls/{_segment(call_id)}/abandon", retry_unsent_only=True)
+        return self._request("POST", f"calls/{_segment(call_id)}/abandon")
+
+    def end_call(self, call_id: str, then: str = "queue") -> dict:
+        """End the call named; its agent then goes back to the `queue` (and perhaps takes
+        the next caller: `call`), or to `wrap_up`, or `offline`. `{"agent": ..., "call": ...}`."""
+        if then not in RELEASE_TARGETS:
+            raise ValueError(f"then must be one of {', '.join(RELEASE_TARGETS)}")
+        return self._request("POST", f"calls/{_segment(call_id)}/end", json={"then": then})
 
     def list_calls(self, status: str, cursor: str | None = None, *, limit: int | None = None) -> dict:
         """One page of calls: `{"calls": [...], "next_cursor": ...}`. `status` is `waiting`
@@ -273,22 +291,21 @@ class Switchboard:
     def get_agent(self, agent_id: str) -> dict:
         return self._request("GET", f"agents/{_segment(agent_id)}")
 
-    def make_available(self, agent_id: str) -> dict:
-        """`{"agent": ..., "call": ...}`: the agent took the longest-waiting caller they
-        fit (`call`), or was queued (`call` null)."""
-        return self._request("POST", f"agents/{_segment(agent_id)}/available", retry_unsent_only=True)
+    def make_available(self, agent_id: str, version: int) -> dict:
+        """`{"agent": ..., "call": ...}`: the agent, at the `version` you last read, took the
+        longest-waiting caller they fit (`call`), or was queued (`call` null)."""
+        return self._request("POST", f"agents/{_segment(agent_id)}/available", json={"version": version})
 
-    def release(self, agent_id: str, then: str = "queue") -> dict:
-        """End the agent's call; then `queue` them again (and perhaps give them the next
-        caller: `call`), or `wrap_up`, or `offline`."""
+    def release(self, agent_id: str, call_id: str, then: str = "queue") -> dict:
+        """End the agent's call `call_id` (the one you last read); then `queue` them again
+        (and perhaps give them the next caller: `call`), or `wrap_up`, or `offline`."""
         if then not in RELEASE_TARGETS:
             raise ValueError(f"then must be one of {', '.join(RELEASE_TARGETS)}")
-        return self._request(
-            "POST", f"agents/{_segment(agent_id)}/release", json={"then": then}, retry_unsent_only=True
-        )
+        return self._request("POST", f"agents/{_segment(agent_id)}/release", json={"call_id": call_id, "then": then})
 
-    def log_off(self, agent_id: str) -> dict:
-        return self._request("POST", f"agents/{_segment(agent_id)}/offline", retry_unsent_only=True)
+    def log_off(self, agent_id: str, version: int) -> dict:
+        """Log the agent off, from the `version` you last read."""
+        return self._request("POST", f"agents/{_segment(agent_id)}/offline", json={"version": version})
 
     def queues(self) -> dict:
         """Every skill combination's queue and the number of callers waiting."""
@@ -350,19 +367,18 @@ class Switchboard:
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
-        retry_unsent_only: bool = False,
     ) -> dict:
-        """Send, retrying what is safe to retry; the answer's JSON, or a typed error."""
+        """Send, retrying 429, 503 and failures to connect or to answer; the answer's JSON,
+        or a typed error."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         attempt = 0
         while True:
             try:
                 response = self._http.request(method, path, json=json, params=params, headers=headers)
             except httpx.TransportError as exc:
-                # Only a request that never left (no connection) may be sent again when
-                # sending it twice could act twice.
-                unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
-                if attempt >= self.max_retries or (retry_unsent_only and not unsent):
+                # Sent twice, a request acts once: creations carry their key, changes name
+                # what they were decided on.
+                if attempt >= self.max_retries:
                     raise Unreachable(f"{method} /api/{path}: {exc!r}") from exc
                 self._sleep(self._backoff(attempt))
                 attempt += 1

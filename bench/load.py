@@ -23,9 +23,10 @@ Then, at once, from this process (threads, httpx):
   `POST /api/calls` with random preferences (`switchboard_client.Switchboard` when the
   module is importable, else the same calls made here); an assigned call's agent is
   released after a handle time drawn uniformly from 0.5x to 1.5x `--handle-seconds`
-  (`POST /api/agents/<id>/release` with `then: wrap_up`), then made available again
-  after a wrap-up of up to a second (`POST /api/agents/<id>/available`, which may hand
-  them a waiting caller at once); a waiting call is read again (`GET /api/calls/<id>`)
+  (`POST /api/agents/<id>/release` naming the call, with `then: wrap_up`), then made
+  available again after a wrap-up of up to a second (`POST /api/agents/<id>/available`
+  naming the version the release answered with, which may hand them a waiting caller at
+  once); a waiting call is read again (`GET /api/calls/<id>`)
   about every two seconds until an agent has it (the escalation loop may assign it);
 - `--supervisors` supervisors, each logged in with a session of their own, asking for
   every overview panel (`/?panel=<name>`, as htmx does) every 2 s, and now and then (one
@@ -277,11 +278,11 @@ class HttpPhone:
     def get_call(self, call_id: str) -> dict:
         return self._send("GET", f"/api/calls/{call_id}")
 
-    def make_available(self, agent_id: str) -> dict:
-        return self._send("POST", f"/api/agents/{agent_id}/available", {})
+    def make_available(self, agent_id: str, version: int) -> dict:
+        return self._send("POST", f"/api/agents/{agent_id}/available", {"version": version})
 
-    def release(self, agent_id: str, then: str = "queue") -> dict:
-        return self._send("POST", f"/api/agents/{agent_id}/release", {"then": then})
+    def release(self, agent_id: str, call_id: str, then: str = "queue") -> dict:
+        return self._send("POST", f"/api/agents/{agent_id}/release", {"call_id": call_id, "then": then})
 
     def create_shipment(self, data: dict, tenant: str | None = None, priority: int = 0) -> dict:
         return self._send("POST", "/api/shipments", {"data": data, "tenant": tenant, "priority": priority})
@@ -467,13 +468,13 @@ class PhoneSystem:
                 self.handled_calls.add(call_id)
                 self.waiting.pop(call_id, None)
             handle = self.params.handle_seconds * self.rng.uniform(0.5, 1.5)
-            self._later(handle, "release", call["agent_id"])
+            self._later(handle, "release", (call["agent_id"], call_id))
         elif call.get("status") == "waiting":
             with self.timers_lock:
                 if call_id not in self.handled_calls:
                     self.waiting.setdefault(call_id, time.time() + 2.0)
 
-    def _later(self, seconds: float, action: str, target: str) -> None:
+    def _later(self, seconds: float, action: str, target: tuple[str, Any]) -> None:
         with self.timers_lock:
             self.seq += 1
             heapq.heappush(self.timers, (time.time() + seconds, self.seq, action, target))
@@ -490,13 +491,17 @@ class PhoneSystem:
                 due, _, action, target = heapq.heappop(self.timers)
             self.pool.submit(self._agent_step, action, target)
 
-    def _agent_step(self, action: str, agent_id: str) -> None:
+    def _agent_step(self, action: str, target: tuple[str, Any]) -> None:
+        """A release names the call it ends; making the agent available names the version
+        the release answered with."""
         sent = time.time()
+        agent_id, named = target
         if action == "release":
-            if self._timed(RELEASE, sent, lambda: self.phone.release(agent_id, then="wrap_up")) is not None:
-                self._later(self.rng.uniform(0.0, 1.0), "available", agent_id)
+            released = self._timed(RELEASE, sent, lambda: self.phone.release(agent_id, named, then="wrap_up"))
+            if released is not None:
+                self._later(self.rng.uniform(0.0, 1.0), "available", (agent_id, released["agent"]["version"]))
             return
-        answer = self._timed(AVAILABLE, sent, lambda: self.phone.make_available(agent_id))
+        answer = self._timed(AVAILABLE, sent, lambda: self.phone.make_available(agent_id, named))
         if answer and answer.get("call"):
             self._follow(answer["call"])
 

@@ -22,7 +22,7 @@ from switchboard_client import ApiError, Switchboard, SwitchboardError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Place one caller, wait for an agent, then release the agent.")
+    parser = argparse.ArgumentParser(description="Place one caller, wait for an agent, then end the call.")
     parser.add_argument("--url", default=os.environ.get("SWITCHBOARD_URL", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("SWITCHBOARD_TOKEN"), help="or SWITCHBOARD_TOKEN")
     parser.add_argument("--language", help="the caller's language, e.g. Spanish (default: any)")
@@ -52,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"agent {call['agent_name']} ({call['agent_id']}) answers after {call['waited_seconds']} s")
             time.sleep(args.talk_seconds)  # the conversation
-            released = switchboard.release(call["agent_id"], then="queue")
-            agent, next_call = released["agent"], released["call"]
+            # The call is ended by naming it: sent again after a timeout, it is answered as done.
+            ended = switchboard.end_call(call["call_id"], then="queue")
+            agent, next_call = ended["agent"], ended["call"]
             print(f"{agent['name']} is {agent['status_label'].lower()}", end="")
             print(f" and took call {next_call['call_id']}" if next_call else "")
     except ApiError as exc:

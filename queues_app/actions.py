@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from queues_app.admission import Admitted, BackpressureGate, ShipmentAdmission
-from queues_app.agents.records import Agent, AgentStatus, Call
+from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, Outcome
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.audit_trail import AuditTrail, target
-from queues_app.ddb import errors
+from queues_app.ddb import errors, replay
 from queues_app.ddb.client import Dynamo, default
+from queues_app.ddb.clock import now
+from queues_app.ddb.replay import Done
 from queues_app.monitoring import counters, service_level
 from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentState, ShipmentStatus
 from queues_app.tasks.queue import TaskQueue
@@ -45,6 +48,15 @@ def asked_for(call: Call) -> dict:
     for relaxed in reversed(call.relaxed):
         original[relaxed["dimension"]] = relaxed.get("from")
     return original
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _waited(call: Call) -> str:
@@ -169,8 +181,9 @@ class RecordedShipmentQueue(ShipmentQueue):
         self.events = events or SystemEvents(AuditTrail(self.db))
 
     def fail(self, shipment_id: str, receipt: str, reason: str) -> Shipment:
-        after = super().fail(shipment_id, receipt, reason)
-        if after.status == ShipmentStatus.IN_DLQ:
+        done = self.fail_once(shipment_id, receipt, reason)
+        after = done.item
+        if after.status == ShipmentStatus.IN_DLQ and not done.replayed:
             try:
                 self.events.dead_lettered(None, after)
             except errors.DynamoError:
@@ -199,6 +212,18 @@ def _count(n: int, singular: str, plural: str) -> str:
     return f"{n} {singular if n == 1 else plural}"
 
 
+CHANGED_LISTED = 10  # items changed since they were shown, named in a bulk action's message
+
+
+def _reason(n: int, reason: Reason, changed: list[tuple[str, str]]) -> str:
+    """ "2 are on a call"; those changed since they were shown are named with what they are now."""
+    text = _count(n, *reason)
+    if reason == CHANGED_SINCE and changed:
+        named = "; ".join(f"{name}: {now}" for name, now in changed[:CHANGED_LISTED])
+        text += f" ({named}{'; ...' if len(changed) > CHANGED_LISTED else ''})"
+    return text
+
+
 # Why a bulk action passes over an item: (said of one, said of several).
 Reason = tuple[str, str]
 GONE: Reason = ("no longer exists", "no longer exist")
@@ -225,6 +250,21 @@ SHIPMENT_STATES: dict[str, Reason] = {
     ShipmentState.COMPLETED: ("is completed", "are completed"),
     ShipmentState.IN_DLQ: ("is in the DLQ already", "are in the DLQ already"),
 }
+
+
+# What each bulk action leaves on an agent it changed, from the version (or call) shown.
+def _agent_change(action: str, seen: Seen) -> str:
+    if action == "release":
+        return replay.change_id("end", seen.call_id or "", "queue")
+    return replay.change_id(action, seen.version)
+
+
+# action -> the change a shipment is left with, from the version shown (shipments/supervising.py).
+SHIPMENT_CHANGES: dict[str, Callable[[int], str]] = {
+    "restore": lambda version: replay.change_id("restore", version),
+    "touch": lambda version: replay.change_id("touch", version),
+    "dlq": lambda version: replay.change_id("send-to-the-DLQ", version),
+}
 # action -> (what it does, the states it acts on); the same rules as the service's conditions.
 SHIPMENT_EFFECTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "restore": ("restored", (ShipmentState.IN_DLQ,)),
@@ -236,14 +276,45 @@ SHIPMENT_EFFECTS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+CHANGED_SINCE: Reason = ("changed since you looked", "changed since you looked")
+DONE_ALREADY: Reason = ("was done already (by this same request)", "were done already (by this same request)")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """An item as a list showed it to the person acting on it: its id, the version shown,
+    and, for an agent on a call, that call. A bulk action acts on each item only as seen."""
+
+    item_id: str
+    version: int
+    call_id: str | None = None
+
+    @classmethod
+    def parse(cls, token: str) -> Seen:
+        """`<id>/<version>[/<call id>]`, as a list's checkbox carries it (ids never hold a
+        slash). InvalidRequest for anything else: the page is older than this version."""
+        parts = token.split("/")
+        if len(parts) not in (2, 3) or not parts[0] or not parts[1].isdigit():
+            raise errors.InvalidRequest(
+                "The selection does not say which version of each item you saw; reload the page and select again."
+            )
+        return cls(parts[0], int(parts[1]), (parts[2] or None) if len(parts) == 3 else None)
+
+    @property
+    def token(self) -> str:
+        return "/".join([self.item_id, str(self.version), *([self.call_id] if self.call_id else [])])
+
+
 @dataclass
 class Effect:
     """What a bulk action would do to each selected item, read from the items as they are
-    now: the ids it would change, and the others grouped by why it would pass them over."""
+    now: the ids it would change, the others grouped by why it would pass them over, and
+    those changed since they were shown, by name with what they are now."""
 
     did: str  # what happens to the ones it changes: "released"
-    acting: list[str] = field(default_factory=list)
+    acting: list[Seen] = field(default_factory=list)
     passed: dict[Reason, list[str]] = field(default_factory=dict)
+    changed: list[tuple[str, str]] = field(default_factory=list)  # (name, what it is now)
 
     @property
     def selected(self) -> int:
@@ -252,8 +323,12 @@ class Effect:
     def pass_over(self, item_id: str, reason: Reason) -> None:
         self.passed.setdefault(reason, []).append(item_id)
 
+    def changed_since(self, item_id: str, name: str, now: str) -> None:
+        self.pass_over(item_id, CHANGED_SINCE)
+        self.changed.append((name, now))
+
     def reasons(self) -> list[str]:
-        return [_count(len(ids), *reason) for reason, ids in self.passed.items()]
+        return [_reason(len(ids), reason, self.changed) for reason, ids in self.passed.items()]
 
     @property
     def question(self) -> str:
@@ -265,18 +340,23 @@ class Effect:
 @dataclass
 class BulkReport:
     """What a bulk action did: the ids it changed, and why it skipped the others (those it
-    passed over from the start, grouped in `passed`, and those that failed)."""
+    passed over from the start, grouped in `passed`, those changed since they were shown,
+    by name, and those that failed)."""
 
     done: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     did: str = "done"
     passed: dict[Reason, list[str]] = field(default_factory=dict)
+    changed: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def summary(self) -> str:
         passed = {i for ids in self.passed.values() for i in ids}
         failed = [(i, why) for i, why in self.skipped if i not in passed]
-        parts = [f"{len(self.done)} {self.did}", *(_count(len(ids), *r) for r, ids in self.passed.items())]
+        parts = [
+            f"{len(self.done)} {self.did}",
+            *(_reason(len(ids), r, self.changed) for r, ids in self.passed.items()),
+        ]
         text = ", ".join(parts)
         if failed:
             text += f", {len(failed)} failed ({'; '.join(f'{i}: {why}' for i, why in failed[:3])}"
@@ -340,26 +420,38 @@ class Operations:
         self._record("agent.create", "agent", agent.agent_id, f"created agent {agent.name}", None, agent)
         return agent
 
-    def update_agent(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Agent:
+    def update_agent(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Outcome:
         before = self.agents.get(agent_id)
-        after = self.agents.update(agent_id, name=name, skills=skills, expected_version=expected_version)
-        self._record("agent.update", "agent", agent_id, f"edited agent {after.name}", before, after)
-        return after
+        with self._telling_what_changed("agent", agent_id):
+            outcome = self.agents.edit(agent_id, name=name, skills=skills, expected_version=expected_version)
+        if not outcome.replayed and outcome.agent:
+            after = outcome.agent
+            self._record("agent.update", "agent", agent_id, f"edited agent {after.name}", before, after)
+        return outcome
 
-    def make_available(self, agent_id: str) -> tuple[Agent, Call | None]:
+    def make_available(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         before = self.agents.get(agent_id)
-        agent, call = self.router.make_available(agent_id)
+        with self._telling_what_changed("agent", agent_id):
+            outcome = self.router.make_available(agent_id, expected_version=expected_version)
+        agent, call = outcome
+        if outcome.replayed or agent is None:
+            return outcome
         if call:
             summary = f"{agent.name} took waiting call {call.call_id} (the caller waited {_waited(call)})"
             self._record("agent.available", "agent", agent_id, summary, before, agent, self.system.call_assigned(call))
             answered(self.db, call)
         else:
             self._record("agent.available", "agent", agent_id, f"{agent.name} queued", before, agent)
-        return agent, call
+        return outcome
 
-    def release(self, agent_id: str, then: str = "queue") -> tuple[Agent, Call | None]:
+    def release(self, agent_id: str, then: str = "queue", *, call_id: str | None = None) -> Outcome:
+        """End the agent's call (the one named, when `call_id` is given), then `then`."""
         before = self.agents.get(agent_id)
-        agent, call = self.router.release(agent_id, then=then)
+        with self._telling_what_changed("call", call_id) if call_id else self._telling_what_changed("agent", agent_id):
+            outcome = self.router.release(agent_id, then=then, call_id=call_id)
+        agent, call = outcome
+        if outcome.replayed or agent is None:
+            return outcome
         summary = f"released {agent.name} from call {before.call_id}, then "
         if call:
             summary += f"took waiting call {call.call_id} (the caller waited {_waited(call)})"
@@ -371,39 +463,58 @@ class Operations:
         self._record(
             "agent.release", "agent", agent_id, summary, before, agent, *self._ended(agent, before.call_id), *assigned
         )
-        return agent, call
+        return outcome
 
-    def log_off(self, agent_id: str) -> Agent:
+    def end_call(self, call_id: str, then: str = "queue") -> Outcome:
+        """End a call in progress by naming it; its agent then goes `then`."""
+        call = self.router.get_call(call_id)
+        if call.status not in (CallStatus.ASSIGNED, CallStatus.ENDED) or not call.agent_id:
+            with self._telling_what_changed("call", call_id):
+                return self.router.end_call(call_id, then)  # refused: says why
+        return self.release(call.agent_id, then, call_id=call_id)
+
+    def log_off(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         before = self.agents.get(agent_id)
-        agent = self.router.log_off(agent_id)
-        self._record("agent.offline", "agent", agent_id, f"logged {agent.name} off", before, agent)
-        return agent
+        with self._telling_what_changed("agent", agent_id):
+            outcome = self.router.log_off(agent_id, expected_version=expected_version)
+        agent = outcome.agent
+        if not outcome.replayed and agent is not None and agent.version != before.version:
+            self._record("agent.offline", "agent", agent_id, f"logged {agent.name} off", before, agent)
+        return outcome
 
-    def agents_effect(self, action: str, agent_ids: Iterable[str]) -> Effect:
-        """What `on_agents` would do to each agent, from their records now (one BatchGetItem)."""
+    def agents_effect(self, action: str, selection: Iterable[Seen]) -> Effect:
+        """What `on_agents` would do to each agent, from their records now (one BatchGetItem):
+        agents changed since they were shown are passed over, named with what they are now."""
         if action not in AGENT_REASONS:
             raise errors.InvalidRequest(f"Unknown agent action {action!r}.")
-        ids = list(dict.fromkeys(agent_ids))
-        found = {a.agent_id: a for a in self.agents.get_many(ids)}
+        seen = {s.item_id: s for s in selection}
+        found = {a.agent_id: a for a in self.agents.get_many(list(seen))}
         effect = Effect(AGENT_EFFECTS[action])
-        for agent_id in ids:
+        for agent_id, shown in seen.items():
             agent = found.get(agent_id)
+            if agent is not None and agent.version != shown.version:
+                if agent.change == _agent_change(action, shown):
+                    effect.pass_over(agent_id, DONE_ALREADY)
+                else:
+                    effect.changed_since(agent_id, agent.name, agent.doing)
+                continue
             reason = GONE if agent is None else AGENT_REASONS[action].get(agent.status)
             if reason:
                 effect.pass_over(agent_id, reason)
             else:
-                effect.acting.append(agent_id)
+                effect.acting.append(Seen(agent_id, shown.version, agent.call_id if agent else None))
         return effect
 
-    def on_agents(self, action: str, agent_ids: Iterable[str]) -> BulkReport:
-        """The same agent action on a selection: on those it applies to as they are now,
-        the others passed over with the reason; one agent's conflict does not stop the rest."""
-        do: dict[str, Callable[[str], object]] = {
-            "available": self.make_available,
-            "release": self.release,
-            "offline": self.log_off,
+    def on_agents(self, action: str, selection: Iterable[Seen]) -> BulkReport:
+        """The same agent action on a selection, each agent only as it was shown: those it
+        applies to as they are now, the others passed over with the reason; one agent's
+        conflict does not stop the rest."""
+        do: dict[str, Callable[[Seen], object]] = {
+            "available": lambda seen: self.make_available(seen.item_id, expected_version=seen.version),
+            "release": lambda seen: self.release(seen.item_id, call_id=seen.call_id),
+            "offline": lambda seen: self.log_off(seen.item_id, expected_version=seen.version),
         }
-        return self._apply(self.agents_effect(action, agent_ids), do[action])
+        return self._apply(self.agents_effect(action, selection), do[action])
 
     # --- calls ----------------------------------------------------------------------
 
@@ -416,6 +527,14 @@ class Operations:
         idempotency_key: str | None = None,
         callback: str | None = None,
     ) -> tuple[Call, bool]:
+        if idempotency_key:
+            # A retry is answered before the backlog gate: its call exists already, so a
+            # refusal would only make the client retry something that has been done.
+            retried = self.router.find_retry(
+                preferences, priority=priority, order=order, idempotency_key=idempotency_key
+            )
+            if retried:
+                return retried, False
         BackpressureGate(self.db).check(counters.CALLS)
         call, created = self.router.create_call(
             preferences, priority=priority, order=order, idempotency_key=idempotency_key, callback=callback
@@ -428,10 +547,15 @@ class Operations:
             self._record("call.create", "call", call.call_id, "new call, waiting", None, call)
         return call, created
 
-    def abandon_call(self, call_id: str) -> Call:
+    def abandon_call(self, call_id: str) -> Outcome:
         """The caller hung up while waiting (the phone system, or a supervisor ending a
-        waiting call as abandoned): out of line, counted in the service level."""
-        call = self.router.abandon(call_id)
+        waiting call as abandoned): out of line, counted in the service level. Sent again,
+        answered as done."""
+        with self._telling_what_changed("call", call_id):
+            outcome = self.router.abandon(call_id)
+        call = outcome.call
+        if outcome.replayed or call is None:
+            return outcome
         waited = call.waited_seconds
         self._record(
             "call.abandon",
@@ -443,7 +567,7 @@ class Operations:
         )
         if waited is not None:
             service_level.abandoned(self.db, waited, asked_for(call))
-        return call
+        return outcome
 
     # --- shipments ------------------------------------------------------------------
 
@@ -455,6 +579,7 @@ class Operations:
         priority: int = 0,
         delay_seconds: float = 0,
         shipment_id: str | None = None,
+        request_digest: str | None = None,
     ) -> Admitted:
         admitted = ShipmentAdmission(self.db).submit(
             data,
@@ -463,6 +588,7 @@ class Operations:
             delay_seconds=delay_seconds,
             shipment_id=shipment_id,
             trace_id=self.trace_id,
+            request_digest=request_digest,
         )
         where = "the spillover queue (tenant over its rate)" if admitted.sidelined else "the live queue"
         delay = f", visible in {delay_seconds:g} s" if delay_seconds else ""
@@ -481,15 +607,17 @@ class Operations:
         action: str,
         shipment_id: str,
         summary: Callable[[Shipment], str],
-        change: Callable[[], Shipment],
+        change: Callable[[], Done[Shipment]],
         before: Shipment | None = None,
-    ) -> Shipment:
+    ) -> Done[Shipment]:
         before = before or self.shipments.get(shipment_id)
-        after = change()
-        self._record(action, "shipment", shipment_id, summary(after), before, after)
-        return after
+        with self._telling_what_changed("shipment", shipment_id):
+            done = change()
+        if not done.replayed:
+            self._record(action, "shipment", shipment_id, summary(done.item), before, done.item)
+        return done
 
-    def touch(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
+    def touch(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         return self._shipment_change(
             "shipment.touch",
             shipment_id,
@@ -497,7 +625,7 @@ class Operations:
             lambda: self.shipments.touch(shipment_id, expected_version=expected_version),
         )
 
-    def set_priority(self, shipment_id: str, priority: int, *, expected_version: int | None = None) -> Shipment:
+    def set_priority(self, shipment_id: str, priority: int, *, expected_version: int | None = None) -> Done[Shipment]:
         return self._shipment_change(
             "shipment.priority",
             shipment_id,
@@ -505,7 +633,7 @@ class Operations:
             lambda: self.shipments.set_priority(shipment_id, priority, expected_version=expected_version),
         )
 
-    def send_to_dlq(self, shipment_id: str, reason: str, *, expected_version: int | None = None) -> Shipment:
+    def send_to_dlq(self, shipment_id: str, reason: str, *, expected_version: int | None = None) -> Done[Shipment]:
         return self._shipment_change(
             "shipment.dlq",
             shipment_id,
@@ -515,7 +643,7 @@ class Operations:
 
     def restore(
         self, shipment_id: str, *, expected_version: int | None = None, before: Shipment | None = None
-    ) -> Shipment:
+    ) -> Done[Shipment]:
         return self._shipment_change(
             "shipment.restore",
             shipment_id,
@@ -524,7 +652,7 @@ class Operations:
             before,
         )
 
-    def remove(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
+    def remove(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         return self._shipment_change(
             "shipment.remove",
             shipment_id,
@@ -532,59 +660,87 @@ class Operations:
             lambda: self.shipments.remove(shipment_id, expected_version=expected_version),
         )
 
-    def shipments_effect(self, action: str, shipment_ids: Iterable[str]) -> Effect:
+    def shipments_effect(self, action: str, selection: Iterable[Seen]) -> Effect:
         """What a bulk shipment action would do to each shipment, from the shipments now
-        (one BatchGetItem per 100)."""
+        (one BatchGetItem per 100): those changed since they were shown are passed over."""
         if action not in SHIPMENT_EFFECTS:
             raise errors.InvalidRequest(f"Unknown shipment action {action!r}.")
         did, acts_on = SHIPMENT_EFFECTS[action]
-        ids = list(dict.fromkeys(shipment_ids))
-        found = {s.shipment_id: s for s in self.shipments.get_many(ids)}
+        seen = {s.item_id: s for s in selection}
+        found = {s.shipment_id: s for s in self.shipments.get_many(list(seen))}
         effect = Effect(did)
-        for shipment_id in ids:
+        for shipment_id, shown in seen.items():
             shipment = found.get(shipment_id)
             if shipment is None:
                 effect.pass_over(shipment_id, GONE)
+            elif shipment.version != shown.version:
+                if shipment.change == SHIPMENT_CHANGES[action](shown.version):
+                    effect.pass_over(shipment_id, DONE_ALREADY)
+                else:
+                    effect.changed_since(shipment_id, shipment_id, shipment.state.replace("_", " "))
             elif shipment.state in acts_on:
-                effect.acting.append(shipment_id)
+                effect.acting.append(shown)
             else:
                 effect.pass_over(shipment_id, SHIPMENT_STATES[shipment.state])
         return effect
 
-    def on_shipments(self, action: str, shipment_ids: Iterable[str], reason: str = "") -> BulkReport:
-        """Restore, touch or send to the DLQ a selection: the shipments it applies to as
-        they are now, the others passed over with the reason."""
-        do: dict[str, Callable[[str], object]] = {
-            "restore": self.restore,
-            "touch": self.touch,
-            "dlq": lambda shipment_id: self.send_to_dlq(shipment_id, reason or "Sent to the DLQ by a supervisor"),
+    def on_shipments(self, action: str, selection: Iterable[Seen], reason: str = "") -> BulkReport:
+        """Restore, touch or send to the DLQ a selection, each shipment only as it was shown:
+        the shipments it applies to as they are now, the others passed over with the reason."""
+        do: dict[str, Callable[[Seen], object]] = {
+            "restore": lambda seen: self.restore(seen.item_id, expected_version=seen.version),
+            "touch": lambda seen: self.touch(seen.item_id, expected_version=seen.version),
+            "dlq": lambda seen: self.send_to_dlq(
+                seen.item_id, reason or "Sent to the DLQ by a supervisor", expected_version=seen.version
+            ),
         }
-        return self._apply(self.shipments_effect(action, shipment_ids), do[action])
+        return self._apply(self.shipments_effect(action, selection), do[action])
 
-    def restore_many(self, shipment_ids: Iterable[str]) -> BulkReport:
-        return self.on_shipments("restore", shipment_ids)
+    def restore_many(self, selection: Iterable[Seen]) -> BulkReport:
+        return self.on_shipments("restore", selection)
 
-    def send_many_to_dlq(self, shipment_ids: Iterable[str], reason: str) -> BulkReport:
-        return self.on_shipments("dlq", shipment_ids, reason)
+    def send_many_to_dlq(self, selection: Iterable[Seen], reason: str) -> BulkReport:
+        return self.on_shipments("dlq", selection, reason)
 
-    def touch_many(self, shipment_ids: Iterable[str]) -> BulkReport:
-        return self.on_shipments("touch", shipment_ids)
+    def touch_many(self, selection: Iterable[Seen]) -> BulkReport:
+        return self.on_shipments("touch", selection)
 
-    def _apply(self, effect: Effect, action: Callable[[str], object]) -> BulkReport:
+    # --- what changed ---------------------------------------------------------------
+
+    @contextmanager
+    def _telling_what_changed(self, kind: str, item_id: str):
+        """A refusal because the item changed is told with its last recorded change: what,
+        by whom, from where and how long ago (one Query of the item's history, only then)."""
+        try:
+            yield
+        except errors.Conflict as exc:
+            try:
+                last = self.trail.for_target(target(kind, item_id), limit=1).entries
+            except errors.DynamoError:
+                last = []
+            if last:
+                entry = last[0]
+                moment = entry.moment
+                ago = f", {_ago((now() - moment).total_seconds())} ago" if moment else ""
+                exc.message = f"{exc.message} Last change: {entry.summary} ({entry.actor}, {entry.source}{ago})."
+                exc.args = (exc.message,)
+            raise
+
+    def _apply(self, effect: Effect, action: Callable[[Seen], object]) -> BulkReport:
         report = self._each(effect.acting, action)
-        report.did, report.passed = effect.did, effect.passed
+        report.did, report.passed, report.changed = effect.did, effect.passed, effect.changed
         report.skipped += [(i, reason[0]) for reason, ids in effect.passed.items() for i in ids]
         return report
 
     @staticmethod
-    def _each(ids: Iterable[str], action: Callable[[str], object]) -> BulkReport:
+    def _each(selection: Iterable[Seen], action: Callable[[Seen], object]) -> BulkReport:
         report = BulkReport()
-        for item_id in dict.fromkeys(ids):
+        for seen in {s.item_id: s for s in selection}.values():
             try:
-                action(item_id)
-                report.done.append(item_id)
+                action(seen)
+                report.done.append(seen.item_id)
             except (errors.Unavailable, errors.Throttled, errors.TableMissing):
                 raise  # an outage stops the batch; what was done is in `report` and the trail
             except errors.DynamoError as exc:
-                report.skipped.append((item_id, exc.message))
+                report.skipped.append((seen.item_id, exc.message))
         return report

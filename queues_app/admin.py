@@ -15,7 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from queues_app.actions import BulkReport, Operations
+from queues_app.actions import BulkReport, Operations, Seen
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
@@ -66,7 +66,7 @@ class Column:
 @dataclass
 class BulkAction:
     label: str
-    run: Callable[[Operations, list[str]], BulkReport]
+    run: Callable[[Operations, list[Seen]], BulkReport]
     destructive: bool = False
 
 
@@ -108,6 +108,11 @@ class DynamoAdmin(admin.ModelAdmin):
     def item_link(self, item) -> str | None:
         return None
 
+    def item_seen(self, item) -> str:
+        """What a row's checkbox carries: the item as shown (`<id>/<version>`), so that an
+        action acts on it only if it has not changed since."""
+        return Seen(self.item_id(item), int(getattr(item, "version", 0))).token
+
     # --- the change list ------------------------------------------------------------
 
     def changelist_view(self, request, extra_context=None):
@@ -122,6 +127,7 @@ class DynamoAdmin(admin.ModelAdmin):
         rows = [
             {
                 "id": self.item_id(item),
+                "seen": self.item_seen(item),
                 "link": self.item_link(item),
                 "cells": [column.value(item) for column in self.columns],
             }
@@ -154,13 +160,19 @@ class DynamoAdmin(admin.ModelAdmin):
         if not can_act(request.user):
             raise PermissionDenied("Only supervisors may change queues.")
         name = request.POST.get("action", "")
-        ids = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
+        tokens = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
         back = request.get_full_path()
-        if len(ids) > MAX_SELECTED or not all(is_item_id(i) for i in ids):
+        try:
+            selection = [Seen.parse(token) for token in tokens]
+        except InvalidRequest as exc:
+            self.message_user(request, exc.message, messages.WARNING)
+            return redirect(back)
+        if len(selection) > MAX_SELECTED or not all(is_item_id(s.item_id) for s in selection):
             self.message_user(
                 request, f"Select at most {MAX_SELECTED} items, by their ids; reload the page.", messages.WARNING
             )
             return redirect(back)
+        ids = [s.item_id for s in selection]
         if name not in self.bulk_actions:
             self.message_user(request, "Choose an action.", messages.WARNING)
             return redirect(back)
@@ -179,13 +191,14 @@ class DynamoAdmin(admin.ModelAdmin):
                     "action": name,
                     "action_label": action.label,
                     "ids": ids,
+                    "tokens": [s.token for s in selection],
                     "count": len(ids),
                     "destructive": action.destructive,
                 },
             )
         ops = Operations(request.user.get_username(), "admin", trace_id=getattr(request, "trace_id", None))
         try:
-            report = action.run(ops, ids)
+            report = action.run(ops, selection)
         except DynamoError as exc:
             problem = describe(exc)
             self.message_user(request, f"{problem.title}: {problem.message}", messages.ERROR)
@@ -234,6 +247,9 @@ class AgentAdmin(DynamoAdmin):
 
     def item_link(self, item) -> str:
         return reverse("agent-detail", args=[item.agent_id])
+
+    def item_seen(self, item) -> str:
+        return Seen(item.agent_id, item.version, item.call_id).token
 
 
 @admin.register(QueueEntry)

@@ -81,6 +81,7 @@ class ShipmentAdmission:
         delay_seconds: float = 0,
         shipment_id: str | None = None,
         trace_id: str | None = None,
+        request_digest: str | None = None,
     ) -> Admitted:
         self.gate.check(counters.LIVE)
         sidelined = bool(tenant) and not self.limiter.admit(tenant)
@@ -93,6 +94,7 @@ class ShipmentAdmission:
             delay_seconds=delay_seconds,
             shipment_id=shipment_id,
             trace_id=trace_id,
+            request_digest=request_digest,
         )
         if sidelined:
             counters.note(self.db, DEFAULT_QUEUE, "sidelined")

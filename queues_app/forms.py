@@ -6,6 +6,7 @@ its SkillError lands on the field it names."""
 from __future__ import annotations
 
 import re
+import uuid
 
 from django import forms
 
@@ -114,10 +115,15 @@ class AgentForm(SkillFields, VersionForm):
 class CallForm(SkillFields, forms.Form):
     priority = forms.IntegerField(min_value=0, max_value=keys.MAX_PRIORITY, initial=0)
     order = forms.ChoiceField(choices=[(o, o.upper()) for o in QueueOrder.ALL], initial=QueueOrder.FIFO)
+    # Made when the form is drawn: the same form posted twice (a double click, a reload)
+    # places one caller, as an API client's Idempotency-Key does.
+    request_key = forms.RegexField(regex=r"^[0-9a-f]{32}$", required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):
         super().__init__(*args, **kwargs)
         self.catalog = catalog
+        if not self.is_bound:
+            self.initial["request_key"] = uuid.uuid4().hex
         for dimension, values in catalog.dimensions:
             self.fields[skill_field_name(dimension)] = forms.ChoiceField(
                 label=dimension.capitalize(),

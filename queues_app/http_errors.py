@@ -18,6 +18,7 @@ from django.conf import settings
 
 from queues_app.agents.skills import SkillError
 from queues_app.ddb import errors
+from queues_app.serializers import current_json
 from queues_app.tracing import current_trace_id
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ class UserError:
     retry_after: int | None = None
     fields: dict[str, str] | None = None  # input field -> what is wrong with it
     trace_id: str | None = None  # on 5xx: where the operators find the details in the log
+    current: dict | None = None  # on a conflict: the items named, as they are now, by kind
 
     def as_json(self) -> dict:
         body: dict[str, object] = {"error": self.title, "message": self.message}
@@ -39,6 +41,8 @@ class UserError:
             body["hint"] = self.hint
         if self.fields:
             body["fields"] = dict(self.fields)
+        if self.current:
+            body["current"] = self.current
         if self.trace_id:
             body["trace_id"] = self.trace_id
         return body
@@ -174,7 +178,21 @@ def _describe(exc: errors.DynamoError | SkillError) -> UserError:
     if isinstance(exc, errors.NotFound):
         return UserError(404, "Not found", exc.message)
     if isinstance(exc, errors.Conflict):
-        return UserError(409, "Conflict", exc.message, hint="Reload to see the current state and try again.")
+        return UserError(
+            409,
+            "Conflict",
+            exc.message,
+            hint="Reload to see the current state and try again.",
+            current=current_json(exc.now),
+        )
+    if isinstance(exc, errors.KeyReused):
+        return UserError(
+            422,
+            "Idempotency key reused",
+            exc.message,
+            hint="Send a new Idempotency-Key for a new request; resend a key only with the request it was made for.",
+            fields={"Idempotency-Key": "was used for a different request"},
+        )
     if isinstance(exc, errors.InvalidRequest):
         return UserError(400, "Invalid request", exc.message)
     return UserError(500, "DynamoDB error", exc.message)

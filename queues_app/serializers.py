@@ -86,4 +86,14 @@ def shipment_to_json(shipment) -> dict:
         ],
         "dlq_reason": shipment.dlq_reason,
         "trace_id": shipment.trace_id,
+        "version": shipment.version,
     }
+
+
+SERIALIZERS = {"agent": agent_to_json, "call": call_to_json, "shipment": shipment_to_json}
+
+
+def current_json(now: dict) -> dict | None:
+    """The items a refused request named, as they are now (`Conflict.now`), by kind."""
+    shown = {kind: SERIALIZERS[kind](record) for kind, record in now.items() if kind in SERIALIZERS and record}
+    return shown or None

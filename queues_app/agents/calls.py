@@ -52,6 +52,9 @@ def call_to_item(call: Call) -> dict:
         "relaxed": call.relaxed,
         "why": call.why,
         "callback": call.callback,
+        "end_then": call.end_then,
+        "next_call_id": call.next_call_id,
+        "request_digest": call.request_digest,
     }
 
 
@@ -74,6 +77,9 @@ def call_from_item(item: dict) -> Call:
         relaxed=list(item.get("relaxed") or []),
         why=list(item.get("why") or []),
         callback=item.get("callback"),
+        end_then=item.get("end_then"),
+        next_call_id=item.get("next_call_id"),
+        request_digest=item.get("request_digest"),
     )
 
 
@@ -188,6 +194,13 @@ class Calls:
         calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
         calls.sort(key=lambda c: c.call_id)
         return PrefixSearch(prefix, calls, searched, more=len(ids) > limit)
+
+    def next_call_action(self, ended_call_id: str, next_call_id: str) -> dict:
+        """The ended call records the call its agent took next (for an assignment's
+        transaction), so that the ending, sent again, is answered as it first was."""
+        return self.table.update(
+            keys.call(ended_call_id), "SET next_call_id = :next_call", {":next_call": next_call_id}
+        )
 
     def assignment_actions(self, call: Call, assigned: Call, *, new_call: bool) -> list[dict]:
         if new_call:

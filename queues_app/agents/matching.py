@@ -22,7 +22,7 @@ from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, matching_combinations
 from queues_app.agents.waiting import WaitingLine
 from queues_app.agents.writes import CallCenterTable, agent_changed, status_clause
-from queues_app.ddb import errors
+from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.contention import ContentionGauge
 
@@ -57,6 +57,11 @@ class Candidate:
     @property
     def queued_at(self) -> str:
         return self.token.rsplit("#", 1)[0]
+
+
+def assignment_change(call_id: str) -> str:
+    """The change an agent is marked with when a caller is given to them (ddb/replay.py)."""
+    return replay.change_id("assign", call_id)
 
 
 def why_entry(agent_id: str, name: str, queued_at: str, outcome: str) -> dict:
@@ -275,9 +280,13 @@ class Matcher:
         new_call: bool,
         considered: list[dict],
         others: list[Candidate],
+        change: str | None = None,
+        also: list[dict] | None = None,
     ) -> Call | None:
         """One assignment transaction. Returns the assigned call, or None to try the next
-        candidate. A lost TransactionConflict is retried on the same candidate."""
+        candidate. A lost TransactionConflict is retried on the same candidate. `change`
+        is the request the agent's new version is marked with (the caller's assignment by
+        default), `also` more actions for the same transaction."""
         for attempt in range(4):
             stamp = to_iso(self.clock())
             assigned = Call(**call.__dict__)
@@ -285,7 +294,9 @@ class Matcher:
             assigned.agent_id, assigned.agent_name, assigned.assigned_at = candidate.agent_id, candidate.name, stamp
             assigned.why = self._why(candidate, considered, others)
             assigned.wait_sk = None
-            attending, values = status_clause(candidate.agent_id, AgentStatus.ATTENDING)
+            attending, values = status_clause(
+                candidate.agent_id, AgentStatus.ATTENDING, change or assignment_change(call.call_id)
+            )
             actions = [
                 self.table.update(
                     keys.agent(candidate.agent_id),
@@ -303,6 +314,7 @@ class Matcher:
             ]
             actions += self.table.dequeue_actions(candidate.skills, candidate.token)
             actions += self.calls.assignment_actions(call, assigned, new_call=new_call)
+            actions += also or []
             try:
                 self.table.transact(actions)
                 claims_for(self.db).mark_gone((self.table.name, candidate.token))
@@ -313,7 +325,7 @@ class Matcher:
                     continue
                 failed = set(exc.failed_indexes())
                 call_index = 1 + 2 * len(self.catalog.combinations(candidate.skills))
-                if failed & set(range(call_index, len(actions))):
+                if failed & set(range(call_index, len(actions) - len(also or []))):
                     # The call itself changed: assigned elsewhere, created by a retry, or escalated.
                     if new_call:
                         raise CallExists() from exc
@@ -339,26 +351,34 @@ class Matcher:
                 passed.add(other.agent_id)
         return why[:WHY_LIMIT]
 
-    def offer_waiting_callers(self, agent: Agent, *, from_queue: bool) -> Call | None:
+    def offer_waiting_callers(
+        self, agent: Agent, *, from_queue: bool, change: str | None = None, after_call: str | None = None
+    ) -> Call | None:
         """Give the agent the first waiting caller (priority, then arrival) they fit.
 
         The look before queueing may read the line's counts eventually consistently (a
         caller it misses is found by the look after); the look after reads them strongly.
-        When every head read was taken meanwhile, the line is read again, a few times."""
+        When every head read was taken meanwhile, the line is read again, a few times.
+        `change` marks the agent's new version with the request being served; with
+        `after_call` (the call the agent just ended), that call records the one taken in
+        the same transaction, so that the ending, sent again, is answered as it was."""
         for _round in range(OFFER_ROUNDS):
             heads = self.line.heads_for(agent.skills, consistent=from_queue)
             if not heads:
                 return None
-            outcome = self._offer_heads(agent, heads, from_queue=from_queue)
+            outcome = self._offer_heads(agent, heads, from_queue=from_queue, change=change, after_call=after_call)
             if outcome is not _TAKEN:
                 return cast(Call | None, outcome)
         return None
 
-    def _offer_heads(self, agent: Agent, heads: list[dict], *, from_queue: bool) -> object:
+    def _offer_heads(
+        self, agent: Agent, heads: list[dict], *, from_queue: bool, change: str | None, after_call: str | None
+    ) -> object:
         for waiting in heads:
             call = self.calls.find(waiting["call_id"])
             if not call or call.status != CallStatus.WAITING:
                 continue
+            also = [self.calls.next_call_action(after_call, call.call_id)] if after_call else []
             if from_queue:
                 candidate = Candidate(
                     token=agent.queue_token or "",
@@ -367,7 +387,15 @@ class Matcher:
                     skills=agent.skills,
                     queue="(agent came back)",
                 )
-                assigned = self._try_assign(call, candidate, new_call=False, considered=[], others=[])
+                assigned = self._try_assign(
+                    call,
+                    candidate,
+                    new_call=False,
+                    considered=[],
+                    others=[],
+                    change=change,
+                    also=also,
+                )
                 # `_try_assign` also returns the call when another agent took it meanwhile.
                 if assigned and assigned.agent_id == agent.agent_id:
                     return assigned
@@ -375,19 +403,23 @@ class Matcher:
                 if current.status != AgentStatus.QUEUED or current.queue_token != agent.queue_token:
                     return None  # someone else took the agent first
                 continue
-            assigned = self._give_free_agent(agent, call)
+            assigned = self._give_free_agent(agent, call, change=change, also=also)
             if assigned:
                 return assigned
         return _TAKEN
 
-    def _give_free_agent(self, agent: Agent, call: Call) -> Call | None:
+    def _give_free_agent(
+        self, agent: Agent, call: Call, *, change: str | None = None, also: list[dict] | None = None
+    ) -> Call | None:
         """Assign a caller to an agent who is not queued (offline, available, wrap-up)."""
         stamp = to_iso(self.clock())
         assigned = Call(**call.__dict__)
         assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
         assigned.assigned_at, assigned.wait_sk = stamp, None
         assigned.why = [why_entry(agent.agent_id, agent.name, stamp, "returned")]
-        attending, values = status_clause(agent.agent_id, AgentStatus.ATTENDING)
+        attending, values = status_clause(
+            agent.agent_id, AgentStatus.ATTENDING, change or assignment_change(call.call_id)
+        )
         actions = [
             self.table.agent_update(
                 agent,
@@ -396,6 +428,7 @@ class Matcher:
             )
         ]
         actions += self.calls.assignment_actions(call, assigned, new_call=False)
+        actions += also or []
         try:
             self.table.transact(actions)
         except errors.TransactionCancelled as exc:

@@ -39,10 +39,20 @@ class Agent:
     queued_at: str | None = None
     queue_token: str | None = None  # sort key of the agent's message items while queued
     call_id: str | None = None
+    change: str | None = None  # the request that made this version (ddb/replay.py)
 
     @property
     def status_label(self) -> str:
         return AgentStatus.LABELS.get(self.status, self.status)
+
+    @property
+    def doing(self) -> str:
+        """What the agent is doing, for a sentence: "on call 3f2a…", "queued", "in wrap-up"."""
+        if self.status == AgentStatus.ATTENDING:
+            return f"on call {self.call_id}" if self.call_id else "attending a call"
+        if self.status == AgentStatus.WRAP_UP:
+            return "in wrap-up"
+        return self.status_label.lower()
 
 
 class CallStatus:
@@ -80,6 +90,9 @@ class Call:
     relaxed: list[dict] = field(default_factory=list)  # [{"dimension", "from", "at"}]
     why: list[dict] = field(default_factory=list)  # candidates considered at assignment
     callback: str | None = None  # the API token whose callback hears of this call's changes
+    end_then: str | None = None  # where the agent went when the call ended: queue, wrap_up or offline
+    next_call_id: str | None = None  # the call the agent took on ending this one, if any
+    request_digest: str | None = None  # the body of the request that created it under an idempotency key
 
     @property
     def waited_seconds(self) -> float | None:
@@ -87,6 +100,32 @@ class Call:
         left = self.ended_at if self.status == CallStatus.ABANDONED else None
         end = from_iso(self.assigned_at) or from_iso(left) or now()
         return (end - start).total_seconds() if start else None
+
+
+# Where an agent goes once their call ends, in words.
+AFTER_CALL = {"queue": "back to the queue", AgentStatus.WRAP_UP: "to wrap-up", AgentStatus.OFFLINE: "offline"}
+
+
+@dataclass
+class Outcome:
+    """What an action on an agent or a call left: the agent as it is now, the call it
+    concerns (the one taken, ended or abandoned), and whether this answered a repeat of a
+    request that had already taken effect (`replayed`: nothing changed this time).
+    Reads as the pair `agent, call`, as these actions answered before they could be
+    replayed."""
+
+    agent: Agent | None = None
+    call: Call | None = None
+    replayed: bool = False
+
+    def __iter__(self):
+        return iter((self.agent, self.call))
+
+    def __getitem__(self, index: int):
+        return (self.agent, self.call)[index]
+
+    def __len__(self) -> int:
+        return 2
 
 
 @dataclass

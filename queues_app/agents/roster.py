@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from queues_app.agents import keys
-from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.records import Agent, AgentStatus, Outcome
 from queues_app.agents.skills import SkillCatalog
-from queues_app.ddb import batch, errors
+from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
@@ -79,6 +79,7 @@ def agent_to_item(agent: Agent) -> dict:
         "queued_at": agent.queued_at,
         "queue_token": agent.queue_token,
         "call_id": agent.call_id,
+        "change": agent.change,
     }
 
 
@@ -94,6 +95,7 @@ def agent_from_item(item: dict) -> Agent:
         queued_at=item.get("queued_at"),
         queue_token=item.get("queue_token"),
         call_id=item.get("call_id"),
+        change=item.get("change"),
     )
 
 
@@ -135,19 +137,24 @@ class Agents:
         return agent
 
     def update(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Agent:
-        """Rename or change skills. Refused while the agent is queued or attending, because
-        their message items were written for the old skills."""
+        return self.edit(agent_id, name=name, skills=skills, expected_version=expected_version).agent  # type: ignore[return-value]
+
+    def edit(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Outcome:
+        """Rename or change skills, from the version the editor saw. Refused while the agent
+        is queued or attending, because their message items were written for the old
+        skills. The same edit sent again once it took effect is answered as done."""
         name = (name or "").strip()
         if not name:
             raise errors.InvalidRequest("An agent needs a name.")
         clean = self.catalog.validate_agent_skills(skills)
+        change = replay.change_id("edit", expected_version, replay.digest({"name": name, "skills": clean}))
         try:
             response = self.db.call(
                 "update_item",
                 TableName=self.table,
                 Key=marshal(keys.agent(agent_id)),
                 UpdateExpression="SET #name = :name, name_lower = :lower, skills = :skills, "
-                "version = version + :one, updated_at = :now",
+                "version = version + :one, updated_at = :now, change = :change",
                 ConditionExpression="attribute_exists(pk) AND version = :expected "
                 "AND NOT #status IN (:queued, :attending)",
                 ExpressionAttributeNames={"#name": "name", "#status": "status"},
@@ -161,28 +168,35 @@ class Agents:
                         ":expected": expected_version,
                         ":queued": AgentStatus.QUEUED,
                         ":attending": AgentStatus.ATTENDING,
+                        ":change": change,
                     }
                 ),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except errors.Conflict as exc:
+            if replay.made_by(exc.current, change):
+                return Outcome(agent_from_item(exc.current or {}), replayed=True)
             raise self._edit_conflict(agent_id, exc.current, expected_version) from exc
-        return agent_from_item(unmarshal(response["Attributes"]))
+        return Outcome(agent_from_item(unmarshal(response["Attributes"])))
 
     @staticmethod
     def _edit_conflict(agent_id: str, current: dict | None, expected_version: int) -> errors.DynamoError:
         if not current:
             return errors.NotFound(f"No agent with id {agent_id!r}.")
+        agent = agent_from_item(current)
         if current.get("status") in (AgentStatus.QUEUED, AgentStatus.ATTENDING):
             label = AgentStatus.LABELS[current["status"]].lower()
             return errors.Conflict(
-                f"{current['name']} is {label}; log them off before changing their skills.", current=current
+                f"{current['name']} is {label}; log them off before changing their skills.",
+                current=current,
+                now={"agent": agent},
             )
         return errors.Conflict(
             f"{current['name']} was changed by someone else (version {current.get('version')}, "
             f"you edited version {expected_version}); reload and try again.",
             current=current,
+            now={"agent": agent},
         )
 
     def create_many(self, agents: Iterable[Agent], on_batch=None) -> int:

@@ -20,12 +20,19 @@ from queues_app.agents.calls import (
 from queues_app.agents.escalation import EscalationPolicy, Escalator
 from queues_app.agents.matching import Matcher
 from queues_app.agents.queues import list_queues, split_old_queues, spread_old_metadata
-from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueInfo, QueueOrder
+from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, Call, CallStatus, Outcome, QueueInfo, QueueOrder
 from queues_app.agents.roster import Agents
-from queues_app.agents.skills import SkillCatalog, validate_preferences
+from queues_app.agents.skills import ANY, SkillCatalog, validate_preferences
 from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable, CallEvents, agent_changed, events_from_settings, status_clause
-from queues_app.ddb import errors
+from queues_app.agents.writes import (
+    CallCenterTable,
+    CallEvents,
+    agent_changed,
+    events_from_settings,
+    stale,
+    status_clause,
+)
+from queues_app.ddb import errors, replay
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal
@@ -100,17 +107,32 @@ class Router:
             )
         return combos
 
-    def make_available(self, agent_id: str) -> tuple[Agent, Call | None]:
+    def make_available(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         """Give the agent the longest-waiting caller they fit, or queue them.
 
-        Returns the agent as it is now and the call they took, if any. An agent who is
-        queued or attending already gets a Conflict, never a second set of messages.
+        Returns the agent as it is now and the call they took, if any. With
+        `expected_version` (the version the person or the phone system saw), the change
+        is made only from that version: the same request sent again once it took effect
+        is answered as done (`replayed`), any other change since is refused saying what it
+        was. An agent who is queued or attending already gets a Conflict, never a second
+        set of messages.
         """
         agent = self.agents.get(agent_id)
+        change = replay.change_id("available", agent.version if expected_version is None else expected_version)
+        if expected_version is not None and agent.version != expected_version:
+            return self._done_or_stale(agent, change, expected_version)
         self._check_can_queue(agent)
         self.check_fits_in_a_transaction(agent.skills)
+        try:
+            return self._make_available(agent, change)
+        except errors.Conflict:
+            if expected_version is None:
+                raise
+            # A copy of this request sent at the same moment may have made the change.
+            return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
 
-        call = self.matcher.offer_waiting_callers(agent, from_queue=False)
+    def _make_available(self, agent: Agent, change: str, after_call: str | None = None) -> Outcome:
+        call = self.matcher.offer_waiting_callers(agent, from_queue=False, change=change, after_call=after_call)
         if call:
             counters.note(self.db, counters.CALLS, "completed")
             # The assignment changed exactly these fields of the agent as read.
@@ -121,29 +143,41 @@ class Router:
                 version=agent.version + 1,
                 updated_at=call.assigned_at or agent.updated_at,
                 queue_token=None,
+                change=change,
             )
-            return taken, call
+            return Outcome(taken, call)
 
-        agent = self.enqueue(agent)
+        agent = self.enqueue(agent, change)
         # Look once more: a caller may have started waiting while we queued.
-        call = self.matcher.offer_waiting_callers(agent, from_queue=True)
+        call = self.matcher.offer_waiting_callers(agent, from_queue=True, change=change, after_call=after_call)
         if call:
             counters.note(self.db, counters.CALLS, "completed")
-            return self.agents.get(agent_id), call
-        return agent, None
+            return Outcome(self.agents.get(agent.agent_id), call)
+        return Outcome(agent)
+
+    def _done_or_stale(self, agent: Agent, change: str, seen_version: int) -> Outcome:
+        """An agent no longer at the version a request names: done by that very request
+        (answered as it was, with the call they are on), or refused as stale."""
+        if agent.change != change:
+            raise stale(agent, seen_version)
+        call = self.calls.find(agent.call_id) if agent.call_id and agent.status == AgentStatus.ATTENDING else None
+        return Outcome(agent, call, replayed=True)
 
     @staticmethod
     def _check_can_queue(agent: Agent) -> None:
         if agent.status == AgentStatus.QUEUED:
-            raise errors.Conflict(f"{agent.name} is already queued.")
+            raise errors.Conflict(f"{agent.name} is already queued.", now={"agent": agent})
         if agent.status == AgentStatus.ATTENDING:
-            raise errors.Conflict(f"{agent.name} is attending call {agent.call_id}; release the call first.")
+            raise errors.Conflict(
+                f"{agent.name} is attending call {agent.call_id}; release the call first.", now={"agent": agent}
+            )
 
-    def enqueue(self, agent: Agent) -> Agent:
+    def enqueue(self, agent: Agent, change: str | None = None) -> Agent:
         stamp = to_iso(self.clock())
         token = keys.queue_token(stamp, agent.agent_id)
         combos = self.catalog.combinations(agent.skills)
-        queued, values = status_clause(agent.agent_id, AgentStatus.QUEUED)
+        change = change or replay.change_id("available", agent.version)
+        queued, values = status_clause(agent.agent_id, AgentStatus.QUEUED, change)
         actions = [
             self.writes.agent_update(
                 agent,
@@ -171,18 +205,30 @@ class Router:
         agent.status, agent.queued_at, agent.queue_token = AgentStatus.QUEUED, stamp, token
         agent.version += 1
         agent.call_id = None
+        agent.change, agent.updated_at = change, stamp
         return agent
 
-    def release(self, agent_id: str, then: str = "queue") -> tuple[Agent, Call | None]:
-        """End the agent's call; then queue them again (at the back), or wrap-up, or offline."""
-        if then not in ("queue", AgentStatus.WRAP_UP, AgentStatus.OFFLINE):
+    def release(self, agent_id: str, then: str = "queue", *, call_id: str | None = None) -> Outcome:
+        """End the agent's call; then queue them again (at the back), or wrap-up, or offline.
+
+        With `call_id` (the call the person or the phone system saw), only that call is
+        ended: the same request sent again once it took effect is answered as it was (the
+        call the agent took next, `replayed`), and a call that ended otherwise, or is not
+        the agent's, is refused saying what happened. Without it (commands of our own),
+        whatever call the agent is on ends."""
+        if then not in AFTER_CALL:
             raise errors.InvalidRequest("After a call an agent goes to 'queue', 'wrap_up' or 'offline'.")
         agent = self.agents.get(agent_id)
-        if agent.status != AgentStatus.ATTENDING:
-            raise errors.Conflict(f"{agent.name} is not attending a call.")
+        if call_id is None:
+            if agent.status != AgentStatus.ATTENDING:
+                raise errors.Conflict(f"{agent.name} is not attending a call.", now={"agent": agent})
+            call_id = agent.call_id
+        elif agent.status != AgentStatus.ATTENDING or agent.call_id != call_id:
+            return self._ended_or_stale(agent, call_id, then)
+        change = replay.change_id("end", call_id or "", then)
         stamp = to_iso(self.clock())
         next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
-        after, values = status_clause(agent.agent_id, next_status)
+        after, values = status_clause(agent.agent_id, next_status, change)
         actions = [
             self.writes.agent_update(
                 agent,
@@ -190,15 +236,17 @@ class Router:
                 {**values, ":now": stamp},
             )
         ]
-        if agent.call_id:
+        if call_id:
             actions.append(
                 self.writes.update(
-                    keys.call(agent.call_id),
-                    "SET #status = :ended, ended_at = :now, expires_at = :expires, version = version + :one",
+                    keys.call(call_id),
+                    "SET #status = :ended, ended_at = :now, expires_at = :expires, end_then = :then, "
+                    "version = version + :one",
                     {
                         ":ended": CallStatus.ENDED,
                         ":now": stamp,
                         ":one": 1,
+                        ":then": then,
                         ":assigned": CallStatus.ASSIGNED,
                         ":agent": agent.agent_id,
                         ":expires": int((self.clock() + ENDED_CALL_RETENTION).timestamp()),
@@ -209,20 +257,67 @@ class Router:
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
+            now = self.agents.get(agent_id)
+            if call_id and (now.status != AgentStatus.ATTENDING or now.call_id != call_id):
+                # Ended meanwhile: by a copy of this request (answered as done), or otherwise.
+                return self._ended_or_stale(now, call_id, then)
             raise agent_changed(agent, exc) from exc
+        agent.status, agent.call_id, agent.change, agent.updated_at = next_status, None, change, stamp
+        agent.version += 1
         if then == "queue":
-            return self.make_available(agent_id)
-        return self.agents.get(agent_id), None
+            return self._make_available(agent, change, after_call=call_id)
+        return Outcome(agent)
 
-    def log_off(self, agent_id: str) -> Agent:
-        """Take the agent out of every queue at once and mark them offline."""
+    def _ended_or_stale(self, agent: Agent, call_id: str, then: str) -> Outcome:
+        """A release naming a call the agent is not on: the call ended by this very request
+        (answered as it was: the agent now, and the call they took next), or a refusal
+        saying what became of the call and what the agent is doing now."""
+        call = self.calls.find(call_id)
+        if call is None:
+            raise errors.NotFound(f"No call with id {call_id!r}.")
+        now = {"agent": agent, "call": call}
+        if call.agent_id != agent.agent_id:
+            whose = f"it is {call.agent_name}'s" if call.agent_id else f"it is {call.status}"
+            raise errors.Conflict(f"Call {call_id} is not {agent.name}'s call: {whose}.", now=now)
+        if call.status == CallStatus.ENDED and call.end_then == then:
+            taken = self.calls.find(call.next_call_id) if call.next_call_id else None
+            return Outcome(agent, taken, replayed=True)
+        if call.status == CallStatus.ENDED:
+            went = f" ({agent.name} went {AFTER_CALL[call.end_then]})" if call.end_then in AFTER_CALL else ""
+            raise errors.Conflict(f"Call {call_id} already ended{went}; {agent.name} is {agent.doing} now.", now=now)
+        raise errors.Conflict(f"Call {call_id} is {call.status}; {agent.name} is {agent.doing} now.", now=now)
+
+    def end_call(self, call_id: str, then: str = "queue") -> Outcome:
+        """End a call in progress by naming it (the phone system's hang-up): its agent then
+        goes back to the queue, to wrap-up or offline, as `release` with the call named."""
+        call = self.calls.get(call_id)
+        if call.status == CallStatus.WAITING:
+            raise errors.Conflict(
+                f"Call {call_id} is still waiting for an agent: a caller who hangs up while waiting is abandoned.",
+                now={"call": call},
+            )
+        if call.status == CallStatus.ABANDONED or not call.agent_id:
+            raise errors.Conflict(f"Call {call_id} was abandoned while waiting; no agent took it.", now={"call": call})
+        return self.release(call.agent_id, then, call_id=call_id)
+
+    def log_off(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
+        """Take the agent out of every queue at once and mark them offline. With
+        `expected_version`, only from that version (as `make_available`), and an agent
+        offline already at that version is refused like one queued already is."""
         agent = self.agents.get(agent_id)
+        change = replay.change_id("offline", agent.version if expected_version is None else expected_version)
+        if expected_version is not None and agent.version != expected_version:
+            return self._done_or_stale(agent, change, expected_version)
         if agent.status == AgentStatus.OFFLINE:
-            return agent
+            if expected_version is None:
+                return Outcome(agent)
+            raise errors.Conflict(f"{agent.name} is already offline.", now={"agent": agent})
         if agent.status == AgentStatus.ATTENDING:
-            raise errors.Conflict(f"{agent.name} is attending call {agent.call_id}; release the call first.")
+            raise errors.Conflict(
+                f"{agent.name} is attending call {agent.call_id}; release the call first.", now={"agent": agent}
+            )
         stamp = to_iso(self.clock())
-        offline, values = status_clause(agent.agent_id, AgentStatus.OFFLINE)
+        offline, values = status_clause(agent.agent_id, AgentStatus.OFFLINE, change)
         actions = [
             self.writes.agent_update(
                 agent,
@@ -235,8 +330,10 @@ class Router:
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
+            if expected_version is not None:
+                return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
             raise agent_changed(agent, exc) from exc
-        return self.agents.get(agent_id)
+        return Outcome(self.agents.get(agent_id))
 
     # --- calls --------------------------------------------------------------------
 
@@ -253,18 +350,21 @@ class Router:
         """Assign the caller at once or make them wait. Returns (call, created).
 
         With an idempotency key, a retried request returns the first request's call
-        (created False) instead of making a second one. With `callback` (an API token's
-        id), the token's callback hears when the call is assigned, abandoned or relaxed.
+        (created False) instead of making a second one; the same key with another request
+        (other preferences, priority or order) is refused (`KeyReused`). With `callback`
+        (an API token's id), the token's callback hears when the call is assigned,
+        abandoned or relaxed.
         """
         preferences = validate_preferences(self.catalog, preferences)
         if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
             raise errors.InvalidRequest(f"priority must be a whole number from 0 to {keys.MAX_PRIORITY}.")
-        order = order or self.default_order
-        if order not in QueueOrder.ALL:
+        if order is not None and order not in QueueOrder.ALL:
             raise errors.InvalidRequest("order must be 'fifo' or 'lifo'.")
+        request_digest = call_request_digest(preferences, priority, order)
+        order = order or self.default_order
         if idempotency_key:
             call_id = call_id_for_idempotency_key(idempotency_key)
-            existing = self.find_call(call_id)
+            existing = self.find_keyed_call(idempotency_key, request_digest)
             if existing:
                 return existing, False
         call = Call(
@@ -275,6 +375,7 @@ class Router:
             order=order,
             arrived_at=to_iso(self.clock()),
             callback=callback,
+            request_digest=request_digest if idempotency_key else None,
         )
         try:
             counters.note(self.db, counters.CALLS, "enqueued")
@@ -289,17 +390,43 @@ class Router:
                 counters.note(self.db, counters.CALLS, "completed")
             return (assigned or waiting), True
         except CallExists:
-            return self.get_call(call.call_id), False
+            # A copy of this request with the same key got there first.
+            existing = self.find_keyed_call(idempotency_key or "", request_digest) if idempotency_key else None
+            return existing or self.get_call(call.call_id), False
 
-    def abandon(self, call_id: str) -> Call:
+    def find_retry(
+        self, preferences: dict, *, priority: int = 0, order: str | None = None, idempotency_key: str
+    ) -> Call | None:
+        """The call an earlier request with this idempotency key made, if any (`KeyReused`
+        when that request asked for something else)."""
+        preferences = validate_preferences(self.catalog, preferences)
+        return self.find_keyed_call(idempotency_key, call_request_digest(preferences, priority, order))
+
+    def find_keyed_call(self, idempotency_key: str, request_digest: str | None) -> Call | None:
+        """The call an idempotency key made, if any; `KeyReused` when that call was made by
+        another request (`request_digest` differs): the first request's call is never the
+        answer to a different one."""
+        existing = self.find_call(call_id_for_idempotency_key(idempotency_key))
+        if existing and request_digest and existing.request_digest and existing.request_digest != request_digest:
+            raise errors.KeyReused(
+                "This idempotency key was first sent with a different request (other preferences, priority or order)."
+            )
+        return existing
+
+    def abandon(self, call_id: str) -> Outcome:
         """The caller hung up while waiting: out of line at once (their waiting item and
         the count in the same transaction as the call), recorded as abandoned with their
-        wait. A call that is no longer waiting gets a Conflict saying what happened; a
-        race with an assignment ends with exactly one of the two."""
+        wait. A call abandoned already is answered as done (`replayed`: the hang-up sent
+        again); one that is no longer waiting otherwise gets a Conflict saying what
+        happened; a race with an assignment ends with exactly one of the two."""
         for _attempt in range(3):
             call = self.calls.get(call_id)
+            if call.status == CallStatus.ABANDONED:
+                return Outcome(call=call, replayed=True)
             if call.status != CallStatus.WAITING:
-                raise errors.Conflict(_not_waiting(call), current={"status": call.status, "agent_id": call.agent_id})
+                raise errors.Conflict(
+                    _not_waiting(call), current={"status": call.status, "agent_id": call.agent_id}, now={"call": call}
+                )
             moment = self.clock()
             stamp = to_iso(moment)
             after = dataclasses.replace(
@@ -329,7 +456,7 @@ class Router:
             except errors.TransactionCancelled:
                 continue  # assigned, relaxed or abandoned meanwhile: look again
             counters.note(self.db, counters.CALLS, "abandoned")
-            return after
+            return Outcome(call=after)
         raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
 
     def get_call(self, call_id: str) -> Call:
@@ -359,6 +486,17 @@ class Router:
             "queue_messages": split_old_queues(self.writes),
             "status_partitions": self.agents.add_status_partitions(),
         }
+
+
+def call_request_digest(preferences: dict, priority: int, order: str | None) -> str:
+    """What a new caller's request asked for, as an idempotency key's record of it."""
+    return replay.digest(
+        {
+            "preferences": {k: (None if v is ANY else v) for k, v in preferences.items()},
+            "priority": priority,
+            "order": order,
+        }
+    )
 
 
 def _not_waiting(call: Call) -> str:

@@ -141,13 +141,15 @@ class CallCenterTable:
         ]
 
 
-def status_clause(agent_id: str, status: str) -> tuple[str, dict]:
+def status_clause(agent_id: str, status: str, change: str) -> tuple[str, dict]:
     """The SET clause of a change of an agent's status, and its values: the status and,
     with it, the agent's partition of the status index (`status_q`), which must always
-    say the same status."""
-    return "#status = :status, status_q = :status_q", {
+    say the same status, and the request that made the change (`change`, ddb/replay.py),
+    which every change of status overwrites."""
+    return "#status = :status, status_q = :status_q, change = :change", {
         ":status": status,
         ":status_q": keys.status_partition(status, agent_id),
+        ":change": change,
     }
 
 
@@ -161,3 +163,13 @@ def agent_changed(agent: Agent, exc: errors.TransactionCancelled) -> errors.Dyna
             f"{agent.name} changed meanwhile (now {status.lower()}); reload and try again.", current=current
         )
     return errors.Conflict(f"Could not change {agent.name}: {exc.message}")
+
+
+def stale(agent: Agent, seen_version: int) -> errors.Conflict:
+    """The refusal of a request decided on an earlier version of the agent: what they are
+    doing now, and the agent as they are (`now`)."""
+    return errors.Conflict(
+        f"{agent.name} changed since you looked (version {seen_version}, now {agent.version}): "
+        f"{agent.name} is {agent.doing} now.",
+        now={"agent": agent},
+    )

@@ -143,8 +143,41 @@ class ShipmentIn(InputSchema):
         return data
 
 
+Version = Annotated[int, Field(ge=1, le=2**53, strict=True)]
+VERSION_PROBLEM = "required: the agent's `version` as you last read it (a whole number from 1)"
+
+
+class VersionIn(InputSchema):
+    """The version of the agent the request was decided on, as `GET /api/agents/{agent_id}`
+    (or the answer of the last change) showed it: the change is made only from that
+    version. Sent again after it took effect, the request is answered as it was
+    (`Idempotent-Replayed: true`); after any other change, 409 with the agent as now."""
+
+    version: Version = Field(description="The agent's `version` as you last read it.", examples=[7])
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"version": VERSION_PROBLEM}
+
+
 class ReleaseIn(InputSchema):
-    """What the agent does once their call has ended."""
+    """The call to end, and what the agent does once it has ended."""
+
+    call_id: ItemId = Field(
+        description="The call you are ending: the agent's `call_id` as you last read it. Only that call is ended; "
+        "if it already ended, the request is answered as it was (same `then`) or refused (409).",
+        examples=["3f2a9c1e0b7d4a65"],
+    )
+    then: Literal["queue", "wrap_up", "offline"] = Field(
+        "queue", description="`queue` (available again), `wrap_up` or `offline`."
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "then": "must be one of queue, wrap_up, offline",
+        "call_id": "required: the id of the call you are ending (the agent's call_id as you last read it)",
+    }
+
+
+class EndIn(InputSchema):
+    """What the call's agent does once the call has ended."""
 
     then: Literal["queue", "wrap_up", "offline"] = Field(
         "queue", description="`queue` (available again), `wrap_up` or `offline`."
@@ -208,6 +241,11 @@ class Problem(Schema):
     fields: dict[str, str] | None = Field(
         None, description="Each bad input field (or `body`) and what is wrong with it."
     )
+    current: dict[str, Any] | None = Field(
+        None,
+        description="On a 409: the items the request named as they are now, by kind (`agent`, `call`, "
+        "`shipment`), shaped as their own reads answer them.",
+    )
     trace_id: str | None = Field(None, description="On a server-side failure: where the operators find it in the log.")
 
 
@@ -252,6 +290,11 @@ class AgentOut(Schema):
 class AgentAndCallOut(Schema):
     agent: AgentOut
     call: CallOut | None = Field(description="The call the agent took, or null when they were queued.")
+
+
+class CallEndedOut(Schema):
+    agent: AgentOut = Field(description="The call's agent, as they are now.")
+    call: CallOut | None = Field(description="The next call the agent took on ending this one, or null.")
 
 
 class AgentOnlyOut(Schema):
@@ -326,6 +369,7 @@ class ShipmentOut(Schema):
     )
     dlq_reason: str | None
     trace_id: str | None
+    version: int = Field(description="Goes up with every change of the shipment.")
 
 
 class ShipmentCreatedOut(ShipmentOut):

@@ -121,8 +121,11 @@ def _named(source: str, loc: tuple, error: Mapping[str, Any], schema: type[Input
     if loc and loc[0] == BODY_PARAM:
         loc = loc[1:]
     if not loc:
-        # The body as a whole: absent when required, or not an object.
+        # The body as a whole: absent when required (naming the fields it must hold), or not an object.
         if error["type"] == "missing" or error.get("input") is None:
+            required = [name for name, field in schema.model_fields.items() if field.is_required()] if schema else []
+            if schema and required:
+                return {name: schema.PROBLEMS.get(name, "required") for name in required}
             return {"body": "a JSON object is required"}
         return {"body": "must be a JSON object"}
     name = str(loc[0])

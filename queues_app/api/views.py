@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from contextlib import contextmanager
 from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Header, Query, Router, Status
 
 from queues_app.actions import Operations
-from queues_app.agents.calls import call_id_for_idempotency_key
+from queues_app.agents.records import Agent, Call, Outcome
 from queues_app.agents.router import Router as CallRouter
 from queues_app.api import listing
 from queues_app.api.auth import actor_of, token_of
@@ -28,11 +29,13 @@ from queues_app.api.schemas import (
     CallbackIn,
     CallbackOut,
     CallbackSetOut,
+    CallEndedOut,
     CallIn,
     CallListName,
     CallOut,
     CallsPageOut,
     Cursor,
+    EndIn,
     IdempotencyKey,
     ItemId,
     NothingIn,
@@ -43,12 +46,14 @@ from queues_app.api.schemas import (
     ShipmentCreatedOut,
     ShipmentIn,
     ShipmentOut,
+    VersionIn,
 )
 from queues_app.callbacks.events import EVENT_TYPES
-from queues_app.ddb.errors import Conflict, NotFound
+from queues_app.ddb.errors import Conflict, KeyReused, NotFound
+from queues_app.ddb.replay import digest
 from queues_app.models import ApiToken
 from queues_app.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
-from queues_app.shipments.queue import SPILLOVER_QUEUE, ShipmentQueue
+from queues_app.shipments.queue import SPILLOVER_QUEUE, Shipment, ShipmentQueue
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +79,11 @@ def note_change(request, action: str, item_id: str, outcome: str) -> None:
 
 HEADER = {
     "Location": ("The item's URL under /api/.", True),
-    "Idempotent-Replayed": ("`true` when this answers a retry of an earlier request with the same key.", False),
+    "Idempotent-Replayed": (
+        "`true` when this answers a repeat of an earlier request that had already taken effect (the same key, or "
+        "the same change named again): nothing changed this time.",
+        False,
+    ),
     "Retry-After": ("Seconds to wait before trying again.", True),
     "WWW-Authenticate": ('`Bearer realm="switchboard"`.', True),
     "X-Trace-Id": ("The request's trace id: the one sent, or one made up.", True),
@@ -85,9 +94,11 @@ REFUSALS = {
     401: "No bearer token, or one that is unknown, revoked, expired or whose user is inactive.",
     403: "The token's user may only read (a viewer's token).",
     404: "No such item (or no such API path).",
-    409: "The item's state does not allow it (already queued, not attending a call, changed meanwhile).",
+    409: "The item's state does not allow it (already queued, not attending a call), or it changed since the "
+    "version or call the request names: `current` holds the items as they are now, the message says what changed.",
     413: "The request body is larger than the API accepts.",
     415: "The request body is not `application/json` (a charset, when given, must be UTF-8).",
+    422: "`Idempotency-Key` sent again with a different request: never answered with the first request's result.",
     429: "Backpressure: the queue is past its bound; `Retry-After` says when to try again.",
     503: "DynamoDB is unreachable, throttling, or a table is missing; `Retry-After` says when to try again.",
 }
@@ -149,6 +160,8 @@ CURSOR = Query(None, description="`next_cursor` of the previous page; leave out 
 CALLS_PER_PAGE = Query(50, description="Calls per page, 1 to 100 (a page may hold fewer).")
 AGENTS_PER_PAGE = Query(50, description="Agents per page, 1 to 100 (a filtered page may hold fewer).")
 
+KEY_SHOWN = 64  # characters of a reused idempotency key named in the refusal
+
 READS = (401, 503)
 CHANGES = (400, 401, 403, 413, 415, 503)
 CALL_CHANGES = (*CHANGES, 404, 409)
@@ -172,6 +185,7 @@ CALL_CHANGES = (*CHANGES, 404, 409)
         },
         *CHANGES,
         409,
+        422,
         429,
     ),
 )
@@ -183,33 +197,37 @@ def create_call(
 ):
     """Assigned at once to the earliest-queued agent who fits every preference (201,
     `status` `assigned`), or waiting (201, `waiting`). With an `Idempotency-Key` seen
-    before, the first call again (200, `Idempotent-Replayed: true`)."""
+    before, the first call again (200, `Idempotent-Replayed: true`); with the same key and
+    a different body, 422."""
     key = idempotency_key
     # Keys are scoped to the token's user, so two clients choosing the same key never
     # receive each other's call.
     scoped_key = f"api:{request.user.pk}:{key}" if key else None
-    if scoped_key:
-        # A retry is answered before the backlog gate: its call exists already, so a 429
-        # would only make the client retry something that has been done.
-        existing = get_router().find_call(call_id_for_idempotency_key(scoped_key))
-        if existing:
-            response["Location"] = f"/api/calls/{existing.call_id}"
-            response["Idempotent-Replayed"] = "true"
-            return Status(200, call_to_json(existing))
     token = _token(request)
-    call, created = api_operations(request).create_call(
-        payload.preferences,
-        priority=payload.priority,
-        order=payload.order,
-        idempotency_key=scoped_key,
-        callback=str(token.pk) if token.callback_url else None,
-    )
+    with _naming_key(key):
+        call, created = api_operations(request).create_call(
+            payload.preferences,
+            priority=payload.priority,
+            order=payload.order,
+            idempotency_key=scoped_key,
+            callback=str(token.pk) if token.callback_url else None,
+        )
     if created:
         note_change(request, "call.create", call.call_id, call.status)
     response["Location"] = f"/api/calls/{call.call_id}"
     if key:
         response["Idempotent-Replayed"] = "false" if created else "true"
     return Status(201 if created else 200, call_to_json(call))
+
+
+@contextmanager
+def _naming_key(key: str | None):
+    """A reused idempotency key is refused naming it (its first characters)."""
+    try:
+        yield
+    except KeyReused as exc:
+        shown = key if key and len(key) <= KEY_SHOWN else f"{(key or '')[:KEY_SHOWN]}…"
+        raise KeyReused(f"Idempotency-Key {shown!r}: {exc.message[0].lower()}{exc.message[1:]}") from exc
 
 
 @endpoints.get(
@@ -248,16 +266,59 @@ def call_detail(request: HttpRequest, call_id: ItemId):
     url_name="api-call-abandon",
     operation_id="abandonCall",
     summary="The caller hung up while waiting",
-    **answers({200: (CallOut, "The call, abandoned: out of line, with how long it waited.", ())}, *CALL_CHANGES),
+    **answers(
+        {
+            200: (
+                CallOut,
+                "The call, abandoned: out of line, with how long it waited (`Idempotent-Replayed: true` when it "
+                "was abandoned already).",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *CALL_CHANGES,
+    ),
 )
-def abandon_call(request: HttpRequest, call_id: ItemId, payload: NothingIn | None = None):
+def abandon_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: NothingIn | None = None):
     """Take a waiting caller out of line at once, recorded as abandoned with their wait.
-    A call that is no longer waiting answers 409 saying what happened instead (assigned
-    to whom, ended, abandoned already): of an abandon and an assignment at the same
-    moment, exactly one wins."""
-    call = api_operations(request).abandon_call(call_id)
-    note_change(request, "call.abandon", call_id, f"abandoned after {call.waited_seconds or 0:.0f} s")
+    The same hang-up sent again answers as the first did (`Idempotent-Replayed: true`). A
+    call that is no longer waiting otherwise answers 409 saying what happened instead
+    (assigned to whom, ended): of an abandon and an assignment at the same moment,
+    exactly one wins."""
+    outcome = api_operations(request).abandon_call(call_id)
+    call = cast(Call, outcome.call)
+    if not outcome.replayed:
+        note_change(request, "call.abandon", call_id, f"abandoned after {call.waited_seconds or 0:.0f} s")
+    _replayed(response, outcome.replayed)
     return call_to_json(call)
+
+
+@endpoints.post(
+    "calls/{call_id}/end",
+    url_name="api-call-end",
+    operation_id="endCall",
+    summary="End a call in progress",
+    **answers(
+        {
+            200: (
+                CallEndedOut,
+                "The call's agent, and the next call they took (null when none). `Idempotent-Replayed: true` when "
+                "the call had already ended with the same `then`: the answer is the first one's, as things are now.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *CALL_CHANGES,
+    ),
+)
+def end_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: EndIn | None = None):
+    """End the call named, then put its agent back in the queue (`then`: `queue`, the
+    default), in wrap-up, or offline. Only that call ends: a retry after it ended is
+    answered as the first request was; a call that ended otherwise (another `then`), is
+    waiting or was abandoned answers 409 saying what happened."""
+    then = payload.then if payload else "queue"
+    outcome = api_operations(request).end_call(call_id, then)
+    if not outcome.replayed:
+        note_change(request, "call.end", call_id, f"then {then}")
+    return _agent_and_call(response, outcome)
 
 
 # --- the token's callback ----------------------------------------------------------------
@@ -340,6 +401,7 @@ def remove_callback(request: HttpRequest):
         },
         *CHANGES,
         409,
+        422,
         429,
     ),
 )
@@ -354,11 +416,9 @@ def create_shipment(
     shipment again (200)."""
     key = idempotency_key
     shipment_id = "k" + hashlib.sha256(f"api:{request.user.pk}:{key}".encode()).hexdigest()[:23] if key else None
+    body = digest(payload.model_dump(mode="json")) if key else None
     if shipment_id:
-        try:
-            existing = ShipmentQueue().get(shipment_id)
-        except NotFound:
-            existing = None
+        existing = _keyed_shipment(shipment_id, body, key)
         if existing:
             return _shipment_answer(response, existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
     try:
@@ -368,15 +428,30 @@ def create_shipment(
             priority=payload.priority,
             delay_seconds=payload.delay_seconds,
             shipment_id=shipment_id,
+            request_digest=body,
         )
     except Conflict:
         if not shipment_id:
             raise
-        existing = ShipmentQueue().get(shipment_id)  # a retry with the same key won the race
+        existing = _keyed_shipment(shipment_id, body, key)  # a retry with the same key won the race
+        if existing is None:
+            raise
         return _shipment_answer(response, existing, existing.queue == SPILLOVER_QUEUE, status=200, key=key)
     shipment = admitted.shipment
     note_change(request, "shipment.enqueue", shipment.shipment_id, f"{shipment.state} in {shipment.queue}")
     return _shipment_answer(response, shipment, admitted.sidelined, status=201, key=key)
+
+
+def _keyed_shipment(shipment_id: str, body: str | None, key: str | None) -> Shipment | None:
+    """The shipment an idempotency key made, if any; a different body is refused (422)."""
+    try:
+        existing = ShipmentQueue().get(shipment_id)
+    except NotFound:
+        return None
+    if body and existing.request_digest and existing.request_digest != body:
+        with _naming_key(key):
+            raise KeyReused("This idempotency key was first sent with a different request (another body).")
+    return existing
 
 
 def _shipment_answer(response: HttpResponse, shipment, sidelined: bool, *, status: int, key: str | None) -> Status:
@@ -455,15 +530,26 @@ def agent_detail(request: HttpRequest, agent_id: ItemId):
     operation_id="makeAgentAvailable",
     summary="Make an agent available",
     **answers(
-        {200: (AgentAndCallOut, "The agent, and the call they took (null when they were queued).", ())},
+        {
+            200: (
+                AgentAndCallOut,
+                "The agent, and the call they took (null when they were queued). `Idempotent-Replayed: true` when "
+                "this very request had already made them available.",
+                ("Idempotent-Replayed",),
+            )
+        },
         *AGENT_CHANGES,
     ),
 )
-def agent_available(request: HttpRequest, agent_id: ItemId, payload: NothingIn | None = None):
-    """Give the agent the longest-waiting caller they fit, or queue them (`call` null)."""
-    agent, call = api_operations(request).make_available(agent_id)
-    note_change(request, "agent.available", agent_id, f"took call {call.call_id}" if call else "queued")
-    return {"agent": agent_to_json(agent), "call": call_to_json(call) if call else None}
+def agent_available(request: HttpRequest, agent_id: ItemId, payload: VersionIn, response: HttpResponse):
+    """Give the agent the longest-waiting caller they fit, or queue them (`call` null),
+    from the `version` named: an agent changed since answers 409 with the agent as now."""
+    outcome = api_operations(request).make_available(agent_id, expected_version=payload.version)
+    if not outcome.replayed:
+        note_change(
+            request, "agent.available", agent_id, f"took call {outcome.call.call_id}" if outcome.call else "queued"
+        )
+    return _agent_and_call(response, outcome)
 
 
 @endpoints.post(
@@ -472,17 +558,26 @@ def agent_available(request: HttpRequest, agent_id: ItemId, payload: NothingIn |
     operation_id="releaseAgent",
     summary="End an agent's call",
     **answers(
-        {200: (AgentAndCallOut, "The agent, and the next call they took (null when none).", ())},
+        {
+            200: (
+                CallEndedOut,
+                "The agent, and the next call they took (null when none). `Idempotent-Replayed: true` when the call "
+                "had already ended with the same `then`: the answer is the first one's, as things are now.",
+                ("Idempotent-Replayed",),
+            )
+        },
         *AGENT_CHANGES,
     ),
 )
-def agent_release(request: HttpRequest, agent_id: ItemId, payload: ReleaseIn | None = None):
-    """End the agent's call, then queue them again (`then`: `queue`, the default), or
-    wrap-up, or offline."""
-    then = payload.then if payload else "queue"
-    agent, call = api_operations(request).release(agent_id, then=then)
-    note_change(request, "agent.release", agent_id, f"then {then}")
-    return {"agent": agent_to_json(agent), "call": call_to_json(call) if call else None}
+def agent_release(request: HttpRequest, agent_id: ItemId, payload: ReleaseIn, response: HttpResponse):
+    """End the call named (`call_id`), then queue the agent again (`then`: `queue`, the
+    default), or wrap-up, or offline. A call that is not the agent's current call answers
+    409 (saying what became of it and what the agent is doing), unless it ended by this
+    same request, which is answered as it first was."""
+    outcome = api_operations(request).release(agent_id, then=payload.then, call_id=payload.call_id)
+    if not outcome.replayed:
+        note_change(request, "agent.release", agent_id, f"call {payload.call_id}, then {payload.then}")
+    return _agent_and_call(response, outcome)
 
 
 @endpoints.post(
@@ -490,13 +585,37 @@ def agent_release(request: HttpRequest, agent_id: ItemId, payload: ReleaseIn | N
     url_name="api-agent-offline",
     operation_id="takeAgentOffline",
     summary="Log an agent off",
-    **answers({200: (AgentOnlyOut, "The agent, offline.", ())}, *AGENT_CHANGES),
+    **answers(
+        {
+            200: (
+                AgentOnlyOut,
+                "The agent, offline. `Idempotent-Replayed: true` when this very request had logged them off already.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *AGENT_CHANGES,
+    ),
 )
-def agent_offline(request: HttpRequest, agent_id: ItemId, payload: NothingIn | None = None):
-    """Take the agent out of every queue and mark them offline."""
-    agent = api_operations(request).log_off(agent_id)
-    note_change(request, "agent.offline", agent_id, "offline")
-    return {"agent": agent_to_json(agent)}
+def agent_offline(request: HttpRequest, agent_id: ItemId, payload: VersionIn, response: HttpResponse):
+    """Take the agent out of every queue and mark them offline, from the `version` named:
+    an agent offline already at that version, attending a call, or changed since answers 409."""
+    outcome = api_operations(request).log_off(agent_id, expected_version=payload.version)
+    if not outcome.replayed:
+        note_change(request, "agent.offline", agent_id, "offline")
+    _replayed(response, outcome.replayed)
+    return {"agent": agent_to_json(cast(Agent, outcome.agent))}
+
+
+def _replayed(response: HttpResponse, replayed: bool) -> None:
+    response["Idempotent-Replayed"] = "true" if replayed else "false"
+
+
+def _agent_and_call(response: HttpResponse, outcome: Outcome) -> dict:
+    _replayed(response, outcome.replayed)
+    return {
+        "agent": agent_to_json(cast(Agent, outcome.agent)),
+        "call": call_to_json(outcome.call) if outcome.call else None,
+    }
 
 
 # --- queues ---------------------------------------------------------------------------

@@ -43,12 +43,17 @@ class Conflict(DynamoError):
     """A condition failed: the item changed since it was read, or is in another state.
 
     `current` holds the item as DynamoDB saw it when the condition failed (from
-    `ReturnValuesOnConditionCheckFailure=ALL_OLD`), when there was one.
+    `ReturnValuesOnConditionCheckFailure=ALL_OLD`), when there was one. `now` holds the
+    items the refused request named as they are now, as records by kind (`agent`,
+    `call`, `shipment`, `task`), when the domain read them to say what changed.
     """
 
-    def __init__(self, message: str, *, current: dict | None = None, detail: dict | None = None):
+    def __init__(
+        self, message: str, *, current: dict | None = None, detail: dict | None = None, now: dict | None = None
+    ):
         super().__init__(message, detail=detail)
         self.current = current
+        self.now = now or {}
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,11 @@ class TransactionCancelled(Conflict):
         """True when the only failures are concurrent writers (real DynamoDB's
         TransactionConflict), not a condition on the data."""
         return bool(self.reasons) and all(r.code == "TransactionConflict" for r in self.reasons if r.failed)
+
+
+class KeyReused(DynamoError):
+    """An idempotency key sent again with a different request: never answered with the
+    first request's result."""
 
 
 class AlreadyExists(DynamoError):

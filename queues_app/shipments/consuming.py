@@ -11,10 +11,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from queues_app.ddb import errors
+from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.contention import ContentionGauge
+from queues_app.ddb.replay import Done
 from queues_app.monitoring import counters
 from queues_app.shipments.records import (
     DEFAULT_QUEUE,
@@ -105,6 +106,7 @@ class Consuming(ShipmentStore):
             "last_attempt_at = :now",
             "first_attempt_at = if_not_exists(first_attempt_at, :now)",
             "updated_at = :now",
+            "change = :change",
         ]
         removes = ["ready_q", "ready_sk"]
         values = {
@@ -114,6 +116,7 @@ class Consuming(ShipmentStore):
             ":one": 1,
             ":seen": seen,
             ":expired": 1 if expired_lease else 0,
+            ":change": replay.change_id("receive", receipt),
         }
         if final:
             sets += ["completed_at = :now"]
@@ -150,7 +153,12 @@ class Consuming(ShipmentStore):
         reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.retry.max_receives})"
         try:
             self._to_dlq_update(
-                entry["id"], reason, stamp, condition="invisible_sk = :seen", values={":seen": entry["invisible_sk"]}
+                entry["id"],
+                reason,
+                stamp,
+                condition="invisible_sk = :seen",
+                values={":seen": entry["invisible_sk"]},
+                change=replay.change_id("lease-expired", entry["invisible_sk"]),
             )
         except errors.Conflict:
             pass  # someone else moved it first
@@ -179,7 +187,7 @@ class Consuming(ShipmentStore):
                 ":isk": timed_sort_key(to_iso(deadline), shipment_id),
                 ":now": to_iso(moment),
             },
-        )
+        ).item
         return Receipt(shipment, receipt, deadline)
 
     def release(self, shipment_id: str, receipt: str) -> Shipment:
@@ -187,6 +195,8 @@ class Consuming(ShipmentStore):
         place in the queue at once, and the receive does not count as a failure."""
         for attempt in range(5):
             current = self.get(shipment_id)
+            if current.change == replay.change_id("release", receipt):
+                return current  # given back already: this is the same request again
             self._check_receipt(current, receipt, "release")
             position = current.enqueued_at or to_iso(self.clock())
             try:
@@ -205,7 +215,7 @@ class Consuming(ShipmentStore):
                     },
                     names={"#queue": "queue"},
                     extra_condition="version = :v",
-                )
+                ).item
             except ReceiptInvalid as exc:
                 # Still ours but changed since we read it (a supervisor set its priority): read again.
                 if attempt == 4 or not exc.current or receipt_problem(exc.current, receipt):
@@ -213,7 +223,8 @@ class Consuming(ShipmentStore):
         raise AssertionError("unreachable")
 
     def complete(self, shipment_id: str, receipt: str) -> Shipment:
-        """Done: the shipment leaves the queue and stays in the table."""
+        """Done: the shipment leaves the queue and stays in the table. Completed again with
+        the same receipt (a retry whose first answer was lost), it is answered as done."""
         done = self._with_receipt(
             shipment_id,
             receipt,
@@ -222,13 +233,21 @@ class Consuming(ShipmentStore):
             "REMOVE receipt, visible_at, invisible_q, invisible_sk",
             {":completed": ShipmentStatus.COMPLETED, ":now": to_iso(self.clock())},
         )
-        counters.note(self.db, done.queue, "completed")
-        return done
+        if not done.replayed:
+            counters.note(self.db, done.item.queue, "completed")
+        return done.item
 
     def fail(self, shipment_id: str, receipt: str, reason: str) -> Shipment:
         """Processing failed: retry after an exponential backoff, or after the maximum
         number of receives, to the DLQ with the reason."""
+        return self.fail_once(shipment_id, receipt, reason).item
+
+    def fail_once(self, shipment_id: str, receipt: str, reason: str) -> Done[Shipment]:
+        """`fail`, saying whether this was the same failure reported again (`replayed`)."""
         current = self.get(shipment_id)
+        change = replay.change_id("fail", receipt)
+        if current.change == change:
+            return Done(current, replayed=True)
         self._check_receipt(current, receipt, "fail")
         moment = self.clock()
         stamp = to_iso(moment)
@@ -244,6 +263,7 @@ class Consuming(ShipmentStore):
                 values={":processing": ShipmentStatus.PROCESSING, ":receipt": receipt},
                 failures=reasons,
                 receipt_check=(receipt, "fail"),
+                change=change,
             )
         visible = to_iso(moment + timedelta(seconds=self.retry.delay_after(current.attempts)))
         return self._with_receipt(
@@ -275,16 +295,24 @@ class Consuming(ShipmentStore):
         values: dict,
         names: dict | None = None,
         extra_condition: str | None = None,
-    ) -> Shipment:
+    ) -> Done[Shipment]:
+        """A change only the holder of `receipt` may make; the same change made already with
+        it (a retry whose answer was lost) is answered as done."""
+        change = replay.change_id(action, receipt)
         try:
-            return self._update(
-                shipment_id,
-                update + " ADD version :one",
-                "#st = :processing AND receipt = :receipt" + (f" AND {extra_condition}" if extra_condition else ""),
-                {**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING, ":receipt": receipt},
-                names,
+            return Done(
+                self._update(
+                    shipment_id,
+                    update + " ADD version :one",
+                    "#st = :processing AND receipt = :receipt" + (f" AND {extra_condition}" if extra_condition else ""),
+                    {**values, ":one": 1, ":processing": ShipmentStatus.PROCESSING, ":receipt": receipt},
+                    names,
+                    change=change,
+                )
             )
         except errors.Conflict as exc:
+            if replay.made_by(exc.current, change):
+                return Done(shipment_from_item(exc.current or {}), replayed=True)
             problem = receipt_problem(exc.current, receipt) or "it changed meanwhile"
             raise ReceiptInvalid(f"Cannot {action} shipment {shipment_id}: {problem}", current=exc.current) from exc
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import timedelta
 
-from queues_app.ddb import batch, errors
+from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.monitoring import counters
@@ -102,6 +102,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
         delay_seconds: float = 0,
         shipment_id: str | None = None,
         trace_id: str | None = None,
+        request_digest: str | None = None,
     ) -> Shipment:
         """Create a shipment ready to ship and queued (visible after `delay_seconds`), in
         one PutItem: what the API's enqueue does."""
@@ -115,6 +116,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
             shipment_id=shipment_id,
             trace_id=trace_id,
         )
+        shipment.request_digest = request_digest
         self._put_new(shipment)
         counters.note(self.db, queue, "enqueued")
         return shipment
@@ -148,7 +150,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
             allowed="#st = :uc",
             allowed_values={":uc": ShipmentStatus.UNDER_CONSTRUCTION},
             expected_version=expected_version,
-        )
+        ).item
 
     def enqueue(self, shipment_id: str, *, expected_version: int | None = None, delay_seconds: float = 0) -> Shipment:
         """Put a ready shipment in its queue (visible after `delay_seconds`)."""
@@ -181,8 +183,9 @@ class ShipmentQueue(Consuming, Supervising, Listing):
             expected_version=expected_version if expected_version is not None else current.version,
             names={"#queue": "queue"},
         )
-        counters.note(self.db, queued.queue, "enqueued")
-        return queued
+        if not queued.replayed:
+            counters.note(self.db, queued.item.queue, "enqueued")
+        return queued.item
 
     def sideline_stale(
         self, older_than_seconds: float, *, source: str = DEFAULT_QUEUE, target: str = SPILLOVER_QUEUE, limit: int = 100
@@ -211,7 +214,8 @@ class ShipmentQueue(Consuming, Supervising, Listing):
                         "update_item",
                         TableName=self.table,
                         Key=marshal({"id": entry["id"]}),
-                        UpdateExpression="SET #queue = :target, ready_q = :target, updated_at = :now ADD version :one",
+                        UpdateExpression="SET #queue = :target, ready_q = :target, updated_at = :now, "
+                        "change = :change ADD version :one",
                         ConditionExpression="ready_q = :source AND ready_sk = :seen",
                         ExpressionAttributeNames={"#queue": "queue"},
                         ExpressionAttributeValues=marshal(
@@ -221,6 +225,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
                                 ":one": 1,
                                 ":seen": entry["ready_sk"],
                                 ":now": to_iso(self.clock()),
+                                ":change": replay.change_id("sideline", target),
                             }
                         ),
                     )

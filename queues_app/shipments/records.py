@@ -103,6 +103,8 @@ class Shipment:
     ready_sk: str | None = None
     invisible_sk: str | None = None
     dlq_sk: str | None = None
+    change: str | None = None  # the request that made this version (ddb/replay.py)
+    request_digest: str | None = None  # the body of the request that created it under an idempotency key
 
     @property
     def state(self) -> str:
@@ -259,6 +261,8 @@ def shipment_from_item(item: dict) -> Shipment:
         ready_sk=item.get("ready_sk"),
         invisible_sk=item.get("invisible_sk"),
         dlq_sk=item.get("dlq_sk"),
+        change=item.get("change"),
+        request_digest=item.get("request_digest"),
     )
 
 
@@ -292,6 +296,8 @@ def shipment_to_item(shipment: Shipment) -> dict:
         "ready_sk": shipment.ready_sk,
         "invisible_sk": shipment.invisible_sk,
         "dlq_sk": shipment.dlq_sk,
+        "change": shipment.change,
+        "request_digest": shipment.request_digest,
     }
     for index_pk, attr in INDEX_KEYS.values():
         if item[attr]:

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from queues_app.ddb import batch, errors
+from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.replay import Done
 from queues_app.shipments.records import (
     InvalidTransition,
     ReceiptInvalid,
@@ -18,6 +19,7 @@ from queues_app.shipments.records import (
     Shipment,
     ShipmentStatus,
     shipment_from_item,
+    shipment_to_item,
     timed_sort_key,
 )
 
@@ -66,10 +68,21 @@ class ShipmentStore:
     # --- conditional updates ------------------------------------------------------------
 
     def _update(
-        self, shipment_id: str, update: str, condition: str, values: dict, names: dict | None = None
+        self,
+        shipment_id: str,
+        update: str,
+        condition: str,
+        values: dict,
+        names: dict | None = None,
+        *,
+        change: str,
     ) -> Shipment:
-        """One conditional UpdateItem returning the new shipment. A failed condition raises
-        Conflict carrying the item as it was, or NotFound when there is no such item."""
+        """One conditional UpdateItem returning the new shipment, marked with the request
+        that made it (`change`, ddb/replay.py: every write of a shipment passes one). A
+        failed condition raises Conflict carrying the item as it was, or NotFound when
+        there is no such item."""
+        update = with_change(update)
+        values = {**values, ":change": change}
         params = {}
         used = _used_names({"#st": "status", **(names or {})}, update, condition)
         if used:  # DynamoDB refuses an empty map as well as unused names
@@ -103,9 +116,14 @@ class ShipmentStore:
         allowed_values: dict | None = None,
         expected_version: int | None = None,
         names: dict | None = None,
-    ) -> Shipment:
+        named: tuple = (),
+    ) -> Done[Shipment]:
         """An update allowed from some states (`allowed`), and only at `expected_version`
-        when given; refused with a conflict that says why."""
+        when given; refused with a conflict that says why. The same request sent again
+        (the action, the version and what it `named`) once it took effect is answered as
+        done (`replayed`)."""
+        seen = () if expected_version is None else (expected_version,)
+        change = replay.change_id(action.replace(" ", "-"), *seen, *named)
         condition = f"({allowed})"
         all_values = {**values, **(allowed_values or {}), ":one": 1, ":now": values.get(":now") or to_iso(self.clock())}
         if expected_version is not None:
@@ -113,10 +131,19 @@ class ShipmentStore:
             all_values[":v"] = expected_version
         update = update if "updated_at" in update else update.replace("SET ", "SET updated_at = :now, ", 1)
         try:
-            return self._update(
-                shipment_id, _add_version(update), "attribute_exists(id) AND " + condition, all_values, names
+            return Done(
+                self._update(
+                    shipment_id,
+                    _add_version(update),
+                    "attribute_exists(id) AND " + condition,
+                    all_values,
+                    names,
+                    change=change,
+                )
             )
         except errors.Conflict as exc:
+            if expected_version is not None and replay.made_by(exc.current, change):
+                return Done(shipment_from_item(exc.current or {}), replayed=True)
             raise self._stale(shipment_id, action, exc.current, expected_version) from exc
 
     def _to_dlq_update(
@@ -130,9 +157,11 @@ class ShipmentStore:
         failures: list[dict] | None = None,
         receipt_check: tuple[str, str] | None = None,
         conflict_version: int | None = None,
-    ) -> Shipment:
+        change: str,
+    ) -> Done[Shipment]:
         """Into the DLQ, out of every other index: by a supervisor, after the last failure,
-        or when a lease ran out for the last time."""
+        or when a lease ran out for the last time; answered as done when `change` made it
+        already."""
         sets = "#st = :dlq, dlq_at = :now, dlq_reason = :reason, dlq_q = #queue, dlq_sk = :dsk, updated_at = :now"
         all_values = {
             **values,
@@ -148,20 +177,31 @@ class ShipmentStore:
             sets += ", failure_reasons = :failures"
             all_values[":failures"] = failures
         try:
-            return self._update(
+            moved = self._update(
                 shipment_id,
                 f"SET {sets} REMOVE ready_q, ready_sk, invisible_q, invisible_sk, visible_at, receipt ADD version :one",
                 condition,
                 all_values,
                 {"#queue": "queue"},
+                change=change,
             )
         except errors.Conflict as exc:
+            if replay.made_by(exc.current, change):
+                return Done(shipment_from_item(exc.current or {}), replayed=True)
             if receipt_check:
                 problem = receipt_problem(exc.current, receipt_check[0]) or "it changed meanwhile"
                 raise ReceiptInvalid(
                     f"Cannot {receipt_check[1]} shipment {shipment_id}: {problem}", current=exc.current
                 ) from exc
             raise self._stale(shipment_id, "send to the DLQ", exc.current, conflict_version) from exc
+        return Done(moved)
+
+    def _done_or_stale(self, current: Shipment, action: str, seen_version: int, *named) -> Done[Shipment]:
+        """A shipment no longer at the version a request names: made so by that very
+        request (answered as done), or changed otherwise (refused, saying how)."""
+        if current.change == replay.change_id(action.replace(" ", "-"), seen_version, *named):
+            return Done(current, replayed=True)
+        raise self._stale(current.shipment_id, action, shipment_to_item(current), seen_version)
 
     @staticmethod
     def _stale(shipment_id: str, action: str, current: dict | None, expected_version: int | None) -> errors.Conflict:
@@ -170,13 +210,15 @@ class ShipmentStore:
         current = current or {}
         state = _state_of(current)
         version = current.get("version")
+        now = {"shipment": shipment_from_item(current)} if current else {}
         if expected_version is not None and version != expected_version:
             return errors.Conflict(
                 f"Cannot {action} shipment {shipment_id}: it changed since you saw it "
                 f"(version {expected_version} -> {version}, now {state}). Reload and try again.",
                 current=current,
+                now=now,
             )
-        return InvalidTransition(f"Cannot {action} shipment {shipment_id}: it is {state}.", current=current)
+        return InvalidTransition(f"Cannot {action} shipment {shipment_id}: it is {state}.", current=current, now=now)
 
 
 def receipt_problem(item: dict | None, receipt: str) -> str | None:
@@ -192,6 +234,13 @@ def receipt_problem(item: dict | None, receipt: str) -> str | None:
     if status == ShipmentStatus.IN_DLQ:
         return "it was sent to the DLQ"
     return f"it is {_state_of(item)} now (your lease ran out or it was taken back)"
+
+
+def with_change(update: str) -> str:
+    """The update expression, also setting `change` (an expression has one SET clause)."""
+    if update.startswith("SET "):
+        return update.replace("SET ", "SET change = :change, ", 1)
+    return "SET change = :change " + update
 
 
 def _add_version(update: str) -> str:

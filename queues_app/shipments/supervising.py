@@ -7,9 +7,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from queues_app.ddb import errors
+from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import unmarshal
+from queues_app.ddb.replay import Done
 from queues_app.shipments.records import (
     DEFAULT_QUEUE,
     InvalidTransition,
@@ -26,7 +27,7 @@ DLQ_PAGE_SIZE = 100  # entries read from the DLQ index per request when filterin
 
 
 class Supervising(ShipmentStore):
-    def remove(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
+    def remove(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Take the shipment off the queue (waiting, delayed or in flight); it stays in the
         table as ready to ship, and a consumer holding it can no longer complete it."""
         return self._change(
@@ -39,7 +40,7 @@ class Supervising(ShipmentStore):
             expected_version=expected_version,
         )
 
-    def restore(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
+    def restore(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Back to the queue from the DLQ or from processing, keeping its history (first
         enqueue time, receive count, failure reasons)."""
         current = self.get(shipment_id)
@@ -62,7 +63,7 @@ class Supervising(ShipmentStore):
             names={"#queue": "queue"},
         )
 
-    def touch(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
+    def touch(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Send a queued shipment to the back of its priority level."""
         current = self.get(shipment_id)
         stamp = to_iso(self.clock())
@@ -75,11 +76,13 @@ class Supervising(ShipmentStore):
             expected_version=expected_version if expected_version is not None else current.version,
         )
 
-    def set_priority(self, shipment_id: str, priority: int, *, expected_version: int | None = None) -> Shipment:
+    def set_priority(self, shipment_id: str, priority: int, *, expected_version: int | None = None) -> Done[Shipment]:
         """Change the priority (0-9, higher first); a queued shipment moves at once and keeps
         its time within the new level."""
         check_priority(priority)
         current = self.get(shipment_id)
+        if expected_version is not None and current.version != expected_version:
+            return self._done_or_stale(current, "set priority", expected_version, priority)
         if current.state in (ShipmentState.COMPLETED,):
             raise InvalidTransition(f"Shipment {shipment_id} is completed; its priority no longer matters.")
         values: dict = {":priority": priority}
@@ -97,11 +100,15 @@ class Supervising(ShipmentStore):
             values,
             allowed=allowed,
             expected_version=expected_version if expected_version is not None else current.version,
+            named=(priority,),
         )
 
-    def send_to_dlq(self, shipment_id: str, reason: str, *, expected_version: int | None = None) -> Shipment:
+    def send_to_dlq(self, shipment_id: str, reason: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Take a shipment that is queued, delayed, in flight or ready to the DLQ."""
         current = self.get(shipment_id)
+        version = expected_version if expected_version is not None else current.version
+        if current.version != version:
+            return self._done_or_stale(current, "send to the DLQ", version)
         if current.state not in (
             ShipmentState.QUEUED,
             ShipmentState.DELAYED,
@@ -112,7 +119,6 @@ class Supervising(ShipmentStore):
                 f"Shipment {shipment_id} is {current.state.replace('_', ' ')}; "
                 "only queued, delayed, in-flight or ready shipments go to the DLQ."
             )
-        version = expected_version if expected_version is not None else current.version
         return self._to_dlq_update(
             shipment_id,
             reason or "sent by a supervisor",
@@ -120,6 +126,7 @@ class Supervising(ShipmentStore):
             condition="version = :v",
             values={":v": version},
             conflict_version=version,
+            change=replay.change_id("send-to-the-DLQ", version),
         )
 
     def restore_many(

@@ -308,11 +308,11 @@ class TaskProcessor:
     def _finish(self, task: Task, status: str, result: str | None, took: float = 0.0) -> None:
         try:
             if status == TaskStatus.SUCCESS:
-                self.tasks.succeed(task.task_id, result)
+                self.tasks.succeed(task.task_id, result, take=task.attempts)
                 self.stats.processed += 1
                 log.info("task %s succeeded in %.2f s", task.task_id, took)
             else:
-                self.tasks.fail(task.task_id, result)
+                self.tasks.fail(task.task_id, result, take=task.attempts)
                 self.stats.failed += 1
                 log.warning("task %s failed (%s) in %.2f s", task.task_id, result, took)
             self.stats.finished_ids.append(task.task_id)
@@ -327,7 +327,7 @@ class TaskProcessor:
 
     def _give_back(self, task: Task, counter: str = "given_back") -> bool:
         try:
-            self.tasks.release(task.task_id)
+            self.tasks.release(task.task_id, take=task.attempts)
         except errors.DynamoError as exc:
             self.stats.errors += 1
             log.warning("task %s could not go back to PENDING: %s", task.task_id, exc.message)

@@ -13,6 +13,7 @@ from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
+from queues_app.ddb.replay import Done
 from queues_app.monitoring import counters
 from queues_app.tasks.records import (
     SHED_STATS_PREFIX,
@@ -102,22 +103,27 @@ class TaskQueue(Shedding):
             "SET taken_at = :now ADD attempts :one",
             {":one": 1, ":epoch": int(moment.timestamp())},
             extra_condition="expires_at > :epoch",
-        )
+        ).item
 
-    def succeed(self, task_id: str, result: str | None = None) -> Task:
-        return self._finish(task_id, TaskStatus.SUCCESS, result)
+    # A take is named by its number (`attempts` after it): finishing or releasing with
+    # `take` acts only on that take, so a processor whose take was given back and taken
+    # again by another never ends the other's; the same call sent again once it took
+    # effect is answered as done.
 
-    def fail(self, task_id: str, reason: str | None = None) -> Task:
-        return self._finish(task_id, TaskStatus.FAILURE, reason)
+    def succeed(self, task_id: str, result: str | None = None, *, take: int | None = None) -> Task:
+        return self._finish(task_id, TaskStatus.SUCCESS, result, take)
 
-    def release(self, task_id: str) -> Task:
+    def fail(self, task_id: str, reason: str | None = None, *, take: int | None = None) -> Task:
+        return self._finish(task_id, TaskStatus.FAILURE, reason, take)
+
+    def release(self, task_id: str, *, take: int | None = None) -> Task:
         """TAKEN -> PENDING: could not be processed now (the downstream is at capacity);
         it keeps its creation time, so its place in the LIFO order, and its expiry."""
-        return self._transition(task_id, TaskStatus.TAKEN, TaskStatus.PENDING, "REMOVE taken_at", {})
+        return self._transition(task_id, TaskStatus.TAKEN, TaskStatus.PENDING, "REMOVE taken_at", {}, take=take).item
 
-    def _finish(self, task_id: str, status: str, result: str | None) -> Task:
+    def _finish(self, task_id: str, status: str, result: str | None, take: int | None = None) -> Task:
         moment = self.clock()
-        task = self._transition(
+        done = self._transition(
             task_id,
             TaskStatus.TAKEN,
             status,
@@ -127,9 +133,11 @@ class TaskQueue(Shedding):
                 ":result": (result or "")[:500],
             },
             names={"#result": "result"},
+            take=take,
         )
-        counters.note(self.db, counters.TASKS, "completed")
-        return task
+        if not done.replayed:
+            counters.note(self.db, counters.TASKS, "completed")
+        return done.item
 
     def transition(self, task_id: str, to_status: str) -> Task:
         """Any transition by name; refused unless the lifecycle allows it from the current
@@ -152,8 +160,12 @@ class TaskQueue(Shedding):
         *,
         extra_condition: str | None = None,
         names: dict | None = None,
-    ) -> Task:
+        take: int | None = None,
+    ) -> Done[Task]:
         stamp = to_iso(self.clock())
+        if take is not None:
+            extra_condition = "attempts = :take" + (f" AND {extra_condition}" if extra_condition else "")
+            values = {**values, ":take": take}
         sets, _, rest = update.partition(" ADD ")
         set_clause = "SET task_status = :to, updated = :now"
         if sets.startswith("SET "):
@@ -182,13 +194,21 @@ class TaskQueue(Shedding):
             current = exc.current
             if not current:
                 raise errors.NotFound(f"No task with id {task_id!r} (it may have expired and been deleted).") from exc
+            if take is not None and current.get("task_status") == to_status and current.get("attempts") == take:
+                return Done(task_from_item(current), replayed=True)  # this very call, sent again
+            if take is not None and current.get("attempts") != take:
+                raise IllegalTransition(
+                    f"Task {task_id} was given back and taken again since take {take} "
+                    f"(it is {current.get('task_status')}, take {current.get('attempts')}).",
+                    current=current,
+                ) from exc
             if current.get("task_status") == from_status and extra_condition:
                 raise TaskExpired(f"Task {task_id} expired before it could be taken (shed).", current=current) from exc
             raise IllegalTransition(
                 f"Task {task_id} is {current.get('task_status')}; it cannot go from {from_status} to {to_status}.",
                 current=current,
             ) from exc
-        return task_from_item(unmarshal(response["Attributes"]))
+        return Done(task_from_item(unmarshal(response["Attributes"])))
 
     # --- reading ------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from queues_app.agents.records import AgentStatus
+from queues_app.agents.records import AFTER_CALL, AgentStatus
 from queues_app.agents.roster import COUNT_CAP, Agents
 from queues_app.agents.router import Router
 from queues_app.agents.skills import SkillCatalog
@@ -22,11 +22,14 @@ from queues_app.views.common import (
     capped,
     check_id,
     confirm,
+    confirmed,
     flash,
     list_filters,
     operations,
+    repeat_or_done,
     save_form,
-    selected_ids,
+    seen_version,
+    selected_items,
     supervisor_action,
 )
 
@@ -177,7 +180,7 @@ def agent_detail(request, agent_id: str):
     agent = agents.get(check_id("agent", agent_id))
     form = AgentForm(request.POST or None, catalog=catalog, initial=AgentForm.initial_for(agent))
     if request.method == "POST" and form.is_valid():
-        updated = save_form(
+        outcome = save_form(
             form,
             lambda: operations(request).update_agent(
                 agent_id,
@@ -186,8 +189,11 @@ def agent_detail(request, agent_id: str):
                 expected_version=form.expected_version or agent.version,
             ),
         )
-        if updated:
-            messages.success(request, f"Saved {updated.name}.")
+        if outcome:
+            if outcome.replayed:
+                messages.warning(request, f"{outcome.agent.name} was saved already; nothing changed.")
+            else:
+                messages.success(request, f"Saved {outcome.agent.name}.")
             return redirect("agent-detail", agent_id=agent_id)
     trail = AuditTrail()
     history = trail.for_target(target("agent", agent_id), limit=20)
@@ -225,37 +231,66 @@ def _call_note(call) -> str:
 
 @supervisor_action(default_back="/agents/", row=agent_row)
 def agent_available(request, agent_id: str):
-    agent, call = operations(request).make_available(check_id("agent", agent_id))
-    return f"{agent.name} is {'attending' if call else 'queued'}{_call_note(call)}."
+    outcome = operations(request).make_available(check_id("agent", agent_id), expected_version=seen_version(request))
+    agent, call = outcome
+    return repeat_or_done(
+        outcome.replayed,
+        f"{agent.name} is {'attending' if call else 'queued'}{_call_note(call)}.",
+        f"{agent.name} was made available already; {agent.name} is {agent.doing} now.",
+    )
 
 
 @supervisor_action(default_back="/agents/", row=agent_row)
 def agent_release(request, agent_id: str):
+    """End the agent's call named by the page (asks first), then queue them again, or
+    wrap-up, or offline."""
+    agent_id = check_id("agent", agent_id)
     then = request.POST.get("then", "queue")
     if then not in RELEASE_THEN:
         raise InvalidRequest(f"After a call an agent goes to one of: {', '.join(RELEASE_THEN)}.")
-    agent, call = operations(request).release(check_id("agent", agent_id), then=then)
-    return f"Released {agent.name}; now {agent.status_label.lower()}{_call_note(call)}."
+    call_id = request.POST.get("call_id") or ""
+    if not call_id:
+        raise InvalidRequest("This page did not say which call to end; reload the page and try again.")
+    call_id = check_id("call", call_id)
+    if not confirmed(request):
+        name = Agents().get(agent_id).name
+        return confirm(
+            request,
+            title="End the call",
+            count=1,
+            question=f"End {name}'s call {call_id}, then {RELEASE_THEN[then]}?",
+            action_url=reverse("agent-release", args=[agent_id]),
+            back=back_url(request, reverse("agents")),
+            fields=[("call_id", call_id), ("then", then)],
+        )
+    outcome = operations(request).release(agent_id, then=then, call_id=call_id)
+    agent, call = outcome
+    return repeat_or_done(
+        outcome.replayed,
+        f"Released {agent.name}; now {agent.status_label.lower()}{_call_note(call)}.",
+        f"Call {call_id} had already ended ({agent.name} went {AFTER_CALL[then]}); {agent.name} is {agent.doing} now.",
+    )
 
 
 @supervisor_action(default_back="/agents/", row=agent_row)
 def agent_offline(request, agent_id: str):
-    agent = operations(request).log_off(check_id("agent", agent_id))
-    return f"{agent.name} is offline."
+    outcome = operations(request).log_off(check_id("agent", agent_id), expected_version=seen_version(request))
+    agent = outcome.agent
+    return repeat_or_done(outcome.replayed, f"{agent.name} is offline.", f"{agent.name} was logged off already.")
 
 
 @supervisor_action(default_back="/agents/")
 def agent_bulk(request) -> HttpResponse | str:
     action = request.POST.get("action", "")
-    ids = selected_ids(request)
     if action not in BULK_ACTIONS:
         raise InvalidRequest("Choose what to do with the selected agents.")
-    if not ids:
+    selection = selected_items(request)
+    if not selection:
         raise InvalidRequest("Select at least one agent first.")
     back = back_url(request, reverse("agents"))
-    if request.POST.get("confirmed") != "1":
+    if not confirmed(request):
         # Said from the agents as they are now: what the action would do to each.
-        effect = operations(request).agents_effect(action, ids)
+        effect = operations(request).agents_effect(action, selection)
         if not effect.acting:
             return flash(request, f"{BULK_ACTIONS[action]}: {effect.question}.", level=messages.WARNING, back=back)
         return confirm(
@@ -265,8 +300,8 @@ def agent_bulk(request) -> HttpResponse | str:
             question=f"{effect.question}?",
             action_url=reverse("agent-bulk"),
             back=back,
-            fields=[("action", action), *(("ids", i) for i in ids)],
+            fields=[("action", action), *(("ids", seen.token) for seen in selection)],
             danger=action != "available",
         )
-    report = operations(request).on_agents(action, ids)
+    report = operations(request).on_agents(action, selection)
     return f"{BULK_ACTIONS[action]}: {report.summary}."

@@ -3,20 +3,33 @@ progress, and each call's "why this agent" record."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.matching import WHY_OUTCOMES
-from queues_app.agents.records import CallStatus
+from queues_app.agents.records import AFTER_CALL, CallStatus
 from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
 from queues_app.audit_trail import AuditTrail, target
 from queues_app.ddb.clock import from_iso, now
+from queues_app.ddb.errors import InvalidRequest, KeyReused
 from queues_app.forms import CallForm, CallLookupForm
 from queues_app.roles import require_supervisor
-from queues_app.views.common import back_url, capped, check_id, confirm, operations, save_form, supervisor_action
+from queues_app.views.common import (
+    back_url,
+    capped,
+    check_id,
+    confirm,
+    confirmed,
+    operations,
+    repeat_or_done,
+    save_form,
+    supervisor_action,
+)
 
 WAITING_PAGE = 50
 WHAT_WAS_SEARCHED = {  # one, several
@@ -48,15 +61,12 @@ def calls(request):
     form = CallForm(request.POST or None, catalog=router.catalog)
     if request.method == "POST":
         require_supervisor(request)
-        # "any" is the word the service takes for no preference.
-        call = form.is_valid() and save_form(
-            form,
-            lambda: operations(request).create_call(
-                form.preferences, priority=form.cleaned_data["priority"], order=form.cleaned_data["order"]
-            )[0],
-        )
-        if call:
-            if call.status == CallStatus.ASSIGNED:
+        placed = form.is_valid() and _place(request, form)
+        if placed:
+            call, created = placed
+            if not created:
+                messages.warning(request, f"This form had placed call {call.call_id} already; nothing changed.")
+            elif call.status == CallStatus.ASSIGNED:
                 messages.success(request, f"Call {call.call_id} assigned to {call.agent_name}.")
             else:
                 messages.warning(request, f"No agent fits right now: call {call.call_id} is waiting.")
@@ -78,6 +88,32 @@ def calls(request):
     )
 
 
+def _place(request, form: CallForm):
+    """Place the form's caller, once however many times the same form is sent (a retry
+    after an error too: the key stays with the form until it is answered)."""
+    key = form.cleaned_data.get("request_key")
+
+    def place():
+        try:
+            # "any" is the word the service takes for no preference.
+            return operations(request).create_call(
+                form.preferences,
+                priority=form.cleaned_data["priority"],
+                order=form.cleaned_data["order"],
+                idempotency_key=f"page:{request.user.pk}:{key}" if key else None,
+            )
+        except KeyReused:
+            # Drawn again with a new key: sent again, it places a new caller.
+            form.data = form.data.copy()
+            form.data["request_key"] = uuid.uuid4().hex
+            form.add_error(
+                None, "This form had placed a caller with other choices already; send it again for a new one."
+            )
+            return None
+
+    return save_form(form, place)
+
+
 @require_GET
 def call_detail(request, call_id: str):
     call = Router().get_call(check_id("call", call_id))
@@ -91,6 +127,7 @@ def call_detail(request, call_id: str):
             "any": ANY,
             "history": history.entries,
             "history_more": history.next_cursor is not None,
+            "after_call": AFTER_CALL,
         },
     )
 
@@ -99,18 +136,50 @@ def call_detail(request, call_id: str):
 def call_abandon(request, call_id: str):
     """End a waiting call as abandoned (the caller hung up): asks first."""
     call_id = check_id("call", call_id)
-    if request.POST.get("confirmed") != "1":
+    if not confirmed(request):
         return confirm(
             request,
-            title="Confirm",
+            title="The caller hung up",
             count=1,
             question=f"End waiting call {call_id} as abandoned (the caller hung up)?",
             action_url=reverse("call-abandon", args=[call_id]),
             back=back_url(request, reverse("call-detail", args=[call_id])),
             fields=[],
         )
-    call = operations(request).abandon_call(call_id)
-    return f"Call {call.call_id} ended as abandoned."
+    outcome = operations(request).abandon_call(call_id)
+    return repeat_or_done(
+        outcome.replayed, f"Call {call_id} ended as abandoned.", f"Call {call_id} had ended as abandoned already."
+    )
+
+
+@supervisor_action(default_back="/calls/")
+def call_end(request, call_id: str):
+    """End a call in progress by naming it (asks first); its agent then goes back to the
+    queue, to wrap-up or offline."""
+    call_id = check_id("call", call_id)
+    then = request.POST.get("then", "queue")
+    if then not in AFTER_CALL:
+        raise InvalidRequest(f"After a call an agent goes to one of: {', '.join(AFTER_CALL)}.")
+    if not confirmed(request):
+        call = Router().get_call(call_id)
+        return confirm(
+            request,
+            title="End the call",
+            count=1,
+            question=f"End call {call_id} of {call.agent_name or 'its agent'}, then {AFTER_CALL[then]}?",
+            action_url=reverse("call-end", args=[call_id]),
+            back=back_url(request, reverse("call-detail", args=[call_id])),
+            fields=[("then", then)],
+        )
+    outcome = operations(request).end_call(call_id, then)
+    agent, taken = outcome
+    name = agent.name if agent else "The agent"
+    took = f" and took call {taken.call_id}" if taken else ""
+    return repeat_or_done(
+        outcome.replayed,
+        f"Call {call_id} ended; {name} is {agent.doing if agent else 'free'} now{took}.",
+        f"Call {call_id} had already ended; {name} is {agent.doing if agent else 'free'} now.",
+    )
 
 
 @require_GET

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from urllib.parse import urlsplit
 
@@ -13,10 +14,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from queues_app.actions import Operations
+from queues_app.actions import Operations, Seen
 from queues_app.agents.skills import SkillError
 from queues_app.ddb.errors import DynamoError, InvalidRequest, NotFound
-from queues_app.forms import MAX_SELECTED, is_item_id
+from queues_app.forms import MAX_SELECTED, VersionForm, is_item_id
 from queues_app.http_errors import describe
 from queues_app.roles import supervisor_required
 
@@ -25,6 +26,44 @@ CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
 
 def operations(request, source: str = "page") -> Operations:
     return Operations.for_request(request, source)
+
+
+@dataclass
+class Told:
+    """An action's answer with its level: what a view returns when the change was not a
+    plain success, such as a repeat that changed nothing (a warning)."""
+
+    text: str
+    level: int = messages.SUCCESS
+
+    @property
+    def tag(self) -> str:
+        return messages.DEFAULT_TAGS.get(self.level, "info")
+
+
+def repeat_or_done(replayed: bool, done: str, repeat: str) -> str | Told:
+    """The message of a change, or of the same change found made already (by a form sent
+    twice, or another tab that showed the same): nothing happened this time."""
+    return Told(f"{repeat} Nothing changed.", messages.WARNING) if replayed else done
+
+
+NO_VERSION = "This page did not say which version of the item you saw; reload the page and try again."
+
+
+def seen_version(request) -> int:
+    """The version of the item the page showed (every action on one item sends it): the
+    change is made only from that version."""
+    form = VersionForm(request.POST)
+    if not form.is_valid():
+        raise InvalidRequest(form.problem())
+    if form.expected_version is None:
+        raise InvalidRequest(NO_VERSION)
+    return form.expected_version
+
+
+def confirmed(request) -> bool:
+    """The person confirmed (the page's dialog, or the confirmation page without scripts)."""
+    return request.POST.get("confirmed") == "1"
 
 
 MAX_NEXT_LENGTH = 2000
@@ -117,11 +156,12 @@ def supervisor_action(default_back: str, row: RowAnswer | None = None):
                 return answer or _to_messages(flash(request, text, level=messages.ERROR, status=status, back=back))
             if isinstance(result, HttpResponse):
                 return result
-            answer = _row(row, request, result, "success", 200, kwargs) if in_row else None
+            told = result if isinstance(result, Told) else Told(result)
+            answer = _row(row, request, told.text, told.tag, 200, kwargs) if in_row else None
             if answer is not None:
                 trigger_client_event(answer, CHANGED_EVENT)
                 return answer
-            response = flash(request, result, back=back, changed=True)
+            response = flash(request, told.text, level=told.level, back=back, changed=True)
             return _to_messages(response) if in_row else response
 
         return wrapper
@@ -162,10 +202,12 @@ def confirm(
     back: str,
     fields: list[tuple[str, str]],
     danger: bool = True,
+    reason: str = "",
 ) -> HttpResponse:
     """The confirmation step of a destructive or bulk action: says how many items it
     will touch and posts the same fields again with `confirmed=1`. `back` (the Cancel
-    link, and where the action returns) is checked again: only a URL on this site."""
+    link, and where the action returns) is checked again: only a URL on this site. With
+    `reason`, the reason it will be given is shown to edit."""
     if not is_safe_next(request, back):
         back = "/"
     return render(
@@ -179,6 +221,7 @@ def confirm(
             "back": back,
             "fields": fields,
             "danger": danger,
+            "reason": reason,
         },
     )
 
@@ -192,6 +235,19 @@ def selected_ids(request, limit: int = MAX_SELECTED) -> list[str]:
     if not all(is_item_id(i) for i in ids):
         raise InvalidRequest("The selection holds something that is not an id; reload the page and select again.")
     return ids
+
+
+def selected_items(request, limit: int = MAX_SELECTED) -> list[Seen]:
+    """The items ticked on a list, each as it was shown (`<id>/<version>[/<call id>]`),
+    each once; InvalidRequest as `selected_ids` does, and for a selection from a page that
+    does not say which version of each item it showed."""
+    tokens = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
+    if len(tokens) > limit:
+        raise InvalidRequest(f"Select at most {limit} items at a time (you sent {len(tokens)}).")
+    seen = [Seen.parse(token) for token in tokens]
+    if not all(is_item_id(s.item_id) and (s.call_id is None or is_item_id(s.call_id)) for s in seen):
+        raise InvalidRequest("The selection holds something that is not an id; reload the page and select again.")
+    return seen
 
 
 def capped(count: int, more: bool) -> str:

@@ -30,13 +30,17 @@ from queues_app.shipments.listing import LISTS, ShipmentFilter, in_list
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.shipments.records import SPILLOVER_QUEUE, ShipmentState
 from queues_app.views.common import (
+    NO_VERSION,
     back_url,
     check_id,
     confirm,
+    confirmed,
     flash,
     list_filters,
     operations,
-    selected_ids,
+    repeat_or_done,
+    seen_version,
+    selected_items,
     supervisor_action,
 )
 
@@ -171,18 +175,19 @@ def shipment_detail(request, shipment_id: str):
 def _checked(form: VersionForm) -> VersionForm:
     if not form.is_valid():
         raise InvalidRequest(form.problem())
+    if form.expected_version is None:
+        raise InvalidRequest(NO_VERSION)
     return form
-
-
-def _version(request) -> int | None:
-    """The version the page showed (checked: a whole number in range), or None."""
-    return _checked(VersionForm(request.POST)).expected_version
 
 
 @supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_touch(request, shipment_id: str):
-    operations(request).touch(check_id("shipment", shipment_id), expected_version=_version(request))
-    return f"Shipment {shipment_id} moved to the back of its priority."
+    done = operations(request).touch(check_id("shipment", shipment_id), expected_version=seen_version(request))
+    return repeat_or_done(
+        done.replayed,
+        f"Shipment {shipment_id} moved to the back of its priority.",
+        f"Shipment {shipment_id} was moved to the back already.",
+    )
 
 
 @supervisor_action(default_back="/shipments/", row=shipment_row)
@@ -192,16 +197,25 @@ def shipment_priority(request, shipment_id: str):
         if "priority" in form.errors:
             raise InvalidRequest("Priority must be a whole number from 0 to 9.")
         raise InvalidRequest(form.problem())
-    shipment = operations(request).set_priority(
+    _checked(form)
+    done = operations(request).set_priority(
         check_id("shipment", shipment_id), form.cleaned_data["priority"], expected_version=form.expected_version
     )
-    return f"Shipment {shipment_id} now has priority {shipment.priority}."
+    return repeat_or_done(
+        done.replayed,
+        f"Shipment {shipment_id} now has priority {done.item.priority}.",
+        f"Shipment {shipment_id} was given priority {done.item.priority} already.",
+    )
 
 
 @supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_restore(request, shipment_id: str):
-    operations(request).restore(check_id("shipment", shipment_id), expected_version=_version(request))
-    return f"Shipment {shipment_id} restored from the DLQ to the back of its queue."
+    done = operations(request).restore(check_id("shipment", shipment_id), expected_version=seen_version(request))
+    return repeat_or_done(
+        done.replayed,
+        f"Shipment {shipment_id} restored from the DLQ to the back of its queue.",
+        f"Shipment {shipment_id} was restored already.",
+    )
 
 
 @supervisor_action(default_back="/shipments/", row=shipment_row)
@@ -215,8 +229,8 @@ def shipment_dlq(request, shipment_id: str):
         if "reason" in form.errors:
             raise InvalidRequest("Give a reason of at most 300 characters.")
         raise InvalidRequest(form.problem())
-    version = form.expected_version
-    if request.POST.get("confirmed") != "1":
+    version = _checked(form).expected_version
+    if not confirmed(request):
         return confirm(
             request,
             title="Send to the DLQ",
@@ -224,17 +238,20 @@ def shipment_dlq(request, shipment_id: str):
             question=f"Send shipment {shipment_id} to the dead-letter queue?",
             action_url=reverse("shipment-dlq", args=[shipment_id]),
             back=back_url(request, reverse("shipments")),
-            fields=[("reason", form.cleaned_data["reason"]), ("version", "" if version is None else str(version))],
+            fields=[("version", str(version))],
+            reason=form.cleaned_data["reason"],
         )
-    operations(request).send_to_dlq(shipment_id, form.cleaned_data["reason"], expected_version=version)
-    return f"Shipment {shipment_id} is in the DLQ."
+    done = operations(request).send_to_dlq(shipment_id, form.cleaned_data["reason"], expected_version=version)
+    return repeat_or_done(
+        done.replayed, f"Shipment {shipment_id} is in the DLQ.", f"Shipment {shipment_id} was sent to the DLQ already."
+    )
 
 
 @supervisor_action(default_back="/shipments/", row=shipment_row)
 def shipment_remove(request, shipment_id: str):
     check_id("shipment", shipment_id)
-    version = _version(request)
-    if request.POST.get("confirmed") != "1":
+    version = seen_version(request)
+    if not confirmed(request):
         return confirm(
             request,
             title="Remove shipment",
@@ -242,10 +259,14 @@ def shipment_remove(request, shipment_id: str):
             question=f"Remove shipment {shipment_id} from its queue? It stays readable but will not be shipped.",
             action_url=reverse("shipment-remove", args=[shipment_id]),
             back=back_url(request, reverse("shipments")),
-            fields=[("version", "" if version is None else str(version))],
+            fields=[("version", str(version))],
         )
-    operations(request).remove(shipment_id, expected_version=version)
-    return f"Shipment {shipment_id} removed from the queue."
+    done = operations(request).remove(shipment_id, expected_version=version)
+    return repeat_or_done(
+        done.replayed,
+        f"Shipment {shipment_id} removed from the queue.",
+        f"Shipment {shipment_id} was removed from the queue already.",
+    )
 
 
 @supervisor_action(default_back="/shipments/?view=dlq")
@@ -256,13 +277,13 @@ def shipment_bulk(request):
     labels = {"restore": "Restore from the DLQ", "touch": "Send to the back", "dlq": "Send to the DLQ"}
     if action not in labels:
         raise InvalidRequest("Choose what to do with the selected shipments.")
-    ids = selected_ids(request)
-    if not ids:
+    selection = selected_items(request)
+    if not selection:
         raise InvalidRequest("Select at least one shipment first.")
     back = back_url(request, reverse("shipments"))
     ops = operations(request)
-    if request.POST.get("confirmed") != "1":
-        effect = ops.shipments_effect(action, ids)
+    if not confirmed(request):
+        effect = ops.shipments_effect(action, selection)
         if not effect.acting:
             return flash(request, f"{labels[action]}: {effect.question}.", level=messages.WARNING, back=back)
         return confirm(
@@ -272,10 +293,10 @@ def shipment_bulk(request):
             question=f"{labels[action]}: {effect.question}?",
             action_url=reverse("shipment-bulk"),
             back=back,
-            fields=[("action", action), *(("ids", i) for i in ids)],
+            fields=[("action", action), *(("ids", seen.token) for seen in selection)],
             danger=action == "dlq",
         )
-    report = ops.on_shipments(action, ids, "Sent to the DLQ by a supervisor")
+    report = ops.on_shipments(action, selection, "Sent to the DLQ by a supervisor")
     return f"{labels[action]}: {report.summary}."
 
 
@@ -297,7 +318,7 @@ def shipment_restore_matching(request):
             older_than_seconds=minutes * 60 if minutes else None,
             limit=FILTER_RESTORE_LIMIT + 1,
         )
-        ids = [s.shipment_id for s in matches[:FILTER_RESTORE_LIMIT]]
+        ids = [f"{s.shipment_id}/{s.version}" for s in matches[:FILTER_RESTORE_LIMIT]]
         more = len(matches) > FILTER_RESTORE_LIMIT
         described = (
             " and ".join(

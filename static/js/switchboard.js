@@ -251,6 +251,85 @@
     }
   });
 
+  // --- confirmations: a form with data-confirm asks in the page's <dialog> before it is sent.
+  // The dialog is modal, so it shows above every table and scroll box at any width. Confirmed,
+  // the form is sent again with confirmed=1 (by htmx when it has hx-post). Without this script
+  // the form posts unconfirmed and the server asks on a page of its own.
+
+  function confirmText(form) {
+    var text = form.getAttribute("data-confirm");
+    var choice = form.querySelector("select[data-confirm-choice]");
+    if (choice && choice.selectedIndex >= 0) {
+      text += " " + choice.getAttribute("data-confirm-choice") + ": " + choice.options[choice.selectedIndex].text + ".";
+    }
+    return text;
+  }
+
+  function ask(form) {
+    var dialog = document.getElementById("confirm-dialog");
+    if (!dialog || typeof dialog.showModal !== "function") {
+      return false; // no dialog support: the server asks instead
+    }
+    document.getElementById("confirm-title").textContent = form.getAttribute("data-confirm-title") || "Are you sure?";
+    document.getElementById("confirm-question").textContent = confirmText(form);
+    var ok = document.getElementById("confirm-ok");
+    ok.textContent = form.getAttribute("data-confirm-button") || "Confirm";
+    var reasonName = form.getAttribute("data-confirm-reason");
+    var reasonRow = document.getElementById("confirm-reason-row");
+    var reason = document.getElementById("confirm-reason");
+    reasonRow.hidden = !reasonName;
+    reason.value = "";
+    dialog.returnValue = "";
+    dialog.onclose = function () {
+      if (dialog.returnValue !== "ok" || !form.isConnected) {
+        return;
+      }
+      if (reasonName) {
+        form.elements[reasonName].value = reason.value;
+      }
+      var yes = form.querySelector("input[name=confirmed]");
+      if (!yes) {
+        yes = document.createElement("input");
+        yes.type = "hidden";
+        yes.name = "confirmed";
+        form.appendChild(yes);
+      }
+      yes.value = "1";
+      form.setAttribute("data-confirmed", "1");
+      form.requestSubmit();
+    };
+    dialog.showModal();
+    (reasonName ? reason : ok).focus();
+    return true;
+  }
+
+  // Capturing, so the question comes before htmx sees the submit.
+  document.addEventListener(
+    "submit",
+    function (event) {
+      var form = event.target;
+      if (!form.hasAttribute || !form.hasAttribute("data-confirm")) {
+        return;
+      }
+      if (form.getAttribute("data-confirmed") === "1") {
+        // This one goes (its values are read during this event); the next submit asks again.
+        form.removeAttribute("data-confirmed");
+        window.setTimeout(function () {
+          var yes = form.querySelector("input[name=confirmed]");
+          if (yes) {
+            yes.remove();
+          }
+        }, 0);
+        return;
+      }
+      if (ask(form)) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+      }
+    },
+    true
+  );
+
   document.addEventListener("DOMContentLoaded", function () {
     setUpMenu();
     setUpSkipLink();

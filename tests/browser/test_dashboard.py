@@ -68,10 +68,11 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
     log_in(page, live_server, supervisor)
     page.goto(f"{live_server.url}/shipments/")
     queued_row = page.locator('tr[data-shipment="ship-lisbon"]')
-    queued_row.get_by_text("Send to DLQ…").click()  # asked in place, in the row
-    expect(queued_row.get_by_role("button", name="Send ship-lisbon to the DLQ")).to_be_visible()
+    queued_row.get_by_role("button", name="Send to DLQ…").click()  # asked in the page's dialog
+    dialog = page.locator("#confirm-dialog")
+    expect(dialog).to_contain_text("Send shipment ship-lisbon to the dead-letter queue?")
     assert queue.get("ship-lisbon").state == ShipmentState.QUEUED  # asking changed nothing
-    queued_row.get_by_role("button", name="Send ship-lisbon to the DLQ").click()
+    dialog.get_by_role("button", name="Send to the DLQ").click()
     expect(queued_row).to_contain_text("Shipment ship-lisbon is in the DLQ")
 
     page.get_by_role("link", name=re.compile("Dead-letter queue")).click()

@@ -80,27 +80,48 @@ def test_touch_and_priority_answer_in_the_row(page, live_server, local_db, super
     assert ShipmentQueue().get("s-1").priority == 7
 
 
+def asked(page, question: str, width: int):
+    """The page's confirmation dialog: open, asking `question`, wholly on the screen."""
+    dialog = page.locator("#confirm-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text(question)
+    box = dialog.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
+    assert box["y"] >= 0 and box["y"] + box["height"] <= page.viewport_size["height"], box
+    return dialog
+
+
+@pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize(
-    "action, button, text", [("dlq", "Send s-1 to the DLQ", "is in the DLQ"), ("remove", "Remove s-1", "removed")]
+    "action, opener, button, text",
+    [("dlq", "Send to DLQ…", "Send to the DLQ", "is in the DLQ"), ("remove", "Remove…", "Remove", "removed")],
 )
-def test_dlq_and_remove_ask_in_place_then_take_the_row_out(
-    page, live_server, local_db, supervisor, action, button, text
+def test_dlq_and_remove_ask_in_a_dialog_then_take_the_row_out(
+    page, live_server, local_db, supervisor, action, opener, button, text, width
 ):
     shipments("s-1", "s-2")
     log_in(page, live_server, supervisor)
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{live_server.url}/shipments/")
     row = page.locator('tr[data-shipment="s-1"]')
-    row.locator("summary", has_text="Send to DLQ…" if action == "dlq" else "Remove…").click()
+    # Cancelled, nothing happens.
+    row.get_by_role("button", name=opener).click()
+    asked(page, "shipment s-1", width).get_by_role("button", name="Cancel").click()
+    expect(page.locator("#confirm-dialog")).to_be_hidden()
+    assert ShipmentQueue().get("s-1").state == ShipmentState.QUEUED
+    row.get_by_role("button", name=opener).click()
+    dialog = asked(page, "shipment s-1", width)
     if action == "dlq":
+        dialog.get_by_label("Reason").fill("carrier lost it")
         SHOTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(SHOTS / "ask-dlq.png"), full_page=True)
-    row.get_by_role("button", name=button).click()
+        page.screenshot(path=str(SHOTS / f"ask-dlq-{width}.png"), full_page=False)
+    dialog.get_by_role("button", name=button).click()
     expect(row).to_have_class(re.compile("row-gone"))
     expect(row).to_contain_text(text)
     expect(tab(page, "queue")).to_have_text("1")
     if action == "dlq":
         expect(tab(page, "dlq")).to_have_text("1")
+        assert ShipmentQueue().get("s-1").dlq_reason == "carrier lost it"
 
 
 def test_agent_actions_change_the_row_and_the_status_counts(page, live_server, local_db, supervisor):
@@ -118,9 +139,12 @@ def test_agent_actions_change_the_row_and_the_status_counts(page, live_server, l
     expect(counts.locator('[data-tab="queued"] .count')).to_have_text("1")
     expect(counts.locator('[data-tab="offline"] .count')).to_have_text("1")
 
-    Router().create_call({"language": "Spanish", "gender": "any"})  # Ana takes it
+    call, _ = Router().create_call({"language": "Spanish", "gender": "any"})  # Ana takes it
     page.reload()
     row.get_by_role("button", name="Release").click()
+    asked(page, f"End Ana Lima's call {call.call_id}? Then: back to the queue.", 1280).get_by_role(
+        "button", name="End the call"
+    ).click()
     expect(row.locator(".status")).to_have_text("Queued")
     expect(row.locator(".row-note")).to_contain_text("Released Ana Lima")
     expect(counts.locator('[data-tab="attending"] .count')).to_have_text("0")
@@ -192,7 +216,8 @@ def test_on_a_phone_the_message_shows_in_the_visible_part_of_the_card(
 def test_a_waiting_caller_who_hung_up_is_ended_from_the_line_in_three_interactions(
     page, live_server, local_db, supervisor, width
 ):
-    """From the overview: Calls, "Hung up…" on the caller's row, then "End … as abandoned"."""
+    """From the overview: Calls, "Hung up…" on the caller's row, then "End as abandoned" in
+    the dialog that names the call, whole on the screen whether one caller waits or many."""
     router = Router()
     kept, _ = router.create_call({"language": "French", "gender": "X"})
     gone, _ = router.create_call({"language": "French", "gender": "X"})
@@ -204,8 +229,10 @@ def test_a_waiting_caller_who_hung_up_is_ended_from_the_line_in_three_interactio
         menu.click()  # on a phone the menu is folded: not one of the job's steps
     page.locator("#site-menu a", has_text="Calls").click()
     row = page.locator(f'#waiting-list tr[data-call="{gone.call_id}"]')
-    row.get_by_text("Hung up…").click()
-    row.get_by_role("button", name=f"End {gone.call_id} as abandoned").click()
+    row.get_by_role("button", name="Hung up…").click()
+    asked(page, f"End waiting call {gone.call_id} as abandoned", width).get_by_role(
+        "button", name="End as abandoned"
+    ).click()
 
     expect(page.locator("#messages")).to_contain_text(f"Call {gone.call_id} ended as abandoned.")
     expect(page.locator(f'#waiting-list tr[data-call="{gone.call_id}"]')).to_have_count(0)

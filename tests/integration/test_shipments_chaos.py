@@ -169,7 +169,7 @@ def supervisor(db, start: threading.Barrier, producers_done: threading.Event, jo
                 queue.set_priority(sid, rng.randint(0, 9), expected_version=seen.version)
                 journal.count(f"supervisor:set_priority:{seen.state}")
             elif seen.state in (ShipmentState.QUEUED, ShipmentState.PROCESSING) and choice < 0.9:
-                removed = queue.remove(sid, expected_version=seen.version)
+                removed = queue.remove(sid, expected_version=seen.version).item
                 queue.enqueue(sid, expected_version=removed.version)  # back at the end of its level
                 journal.count(f"supervisor:remove_enqueue:{seen.state}")
             elif seen.state == ShipmentState.QUEUED and choice < 0.95:

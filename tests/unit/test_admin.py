@@ -10,6 +10,7 @@ from queues_app.agents.router import Router
 from queues_app.audit_trail import AuditTrail
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.tasks.queue import TaskQueue
+from tests.helpers.seen import ticked, ticked_shipment
 
 SKILLS = {"language": ["English"], "gender": ["F"]}
 CHANGELISTS = ("agententry", "queueentry", "shipmententry", "taskentry")
@@ -62,12 +63,17 @@ def test_agent_changelist_searches_and_filters_by_status(staff_client, moto_db):
 def test_enqueue_action_confirms_with_a_count_then_acts_and_is_audited(staff_client, moto_db):
     agents = [Agents().create(f"Agent {n}", SKILLS) for n in range(3)]
     ids = [a.agent_id for a in agents[:2]]
-    confirm = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids})
+    # The rows' checkboxes carry each agent as shown: id and version.
+    listed = staff_client.get(changelist("agententry")).content.decode()
+    assert all(f'value="{ticked(i)}"' in listed for i in ids)
+    confirm = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": [ticked(i) for i in ids]})
     assert confirm.status_code == 200
     assert b"data-count>2<" in confirm.content
     assert all(Agents().get(i).status == AgentStatus.OFFLINE for i in ids)  # nothing happened yet
 
-    done = staff_client.post(changelist("agententry"), {"action": "enqueue", "ids": ids, "confirmed": "1"}, follow=True)
+    done = staff_client.post(
+        changelist("agententry"), {"action": "enqueue", "ids": [ticked(i) for i in ids], "confirmed": "1"}, follow=True
+    )
     assert "2 made available" in done.content.decode()
     assert [Agents().get(i).status for i in ids] == [AgentStatus.QUEUED] * 2
     assert Agents().get(agents[2].agent_id).status == AgentStatus.OFFLINE
@@ -80,14 +86,19 @@ def test_shipment_actions_touch_send_to_dlq_and_restore(staff_client, moto_db):
     for sid in ("s-1", "s-2"):
         queue.create({"n": sid}, shipment_id=sid, ready=True)
         queue.enqueue(sid)
-    staff_client.post(changelist("shipmententry"), {"action": "dlq", "ids": ["s-1"], "confirmed": "1"})
+    staff_client.post(changelist("shipmententry"), {"action": "dlq", "ids": [ticked_shipment("s-1")], "confirmed": "1"})
     assert queue.get("s-1").state == ShipmentState.IN_DLQ
     html = staff_client.get(changelist("shipmententry"), {"view": "dlq"}).content.decode()
     assert "s-1" in html and "Sent to the DLQ from the admin" in html
-    staff_client.post(changelist("shipmententry"), {"action": "restore", "ids": ["s-1", "s-2"], "confirmed": "1"})
+    staff_client.post(
+        changelist("shipmententry"),
+        {"action": "restore", "ids": [ticked_shipment("s-1"), ticked_shipment("s-2")], "confirmed": "1"},
+    )
     assert queue.get("s-1").state == ShipmentState.QUEUED
     before = queue.get("s-2").version
-    staff_client.post(changelist("shipmententry"), {"action": "touch", "ids": ["s-2"], "confirmed": "1"})
+    staff_client.post(
+        changelist("shipmententry"), {"action": "touch", "ids": [ticked_shipment("s-2")], "confirmed": "1"}
+    )
     assert queue.get("s-2").version == before + 1
 
 
@@ -96,7 +107,9 @@ def test_restore_of_a_shipment_not_in_the_dlq_is_reported_as_skipped(staff_clien
     queue.create({}, shipment_id="s-ok", ready=True)
     queue.enqueue("s-ok")
     response = staff_client.post(
-        changelist("shipmententry"), {"action": "restore", "ids": ["s-ok"], "confirmed": "1"}, follow=True
+        changelist("shipmententry"),
+        {"action": "restore", "ids": [ticked_shipment("s-ok")], "confirmed": "1"},
+        follow=True,
     )
     assert "0 restored, 1 is queued" in response.content.decode()
 
@@ -124,7 +137,9 @@ def test_staff_who_is_not_a_supervisor_sees_no_actions_and_cannot_post_one(clien
     agent = Agents().create("Ada Admin", SKILLS)
     html = client.get(changelist("agententry")).content.decode()
     assert "Enqueue the selected agents" not in html
-    response = client.post(changelist("agententry"), {"action": "enqueue", "ids": [agent.agent_id], "confirmed": "1"})
+    response = client.post(
+        changelist("agententry"), {"action": "enqueue", "ids": [ticked(agent.agent_id)], "confirmed": "1"}
+    )
     assert response.status_code == 403
     assert Agents().get(agent.agent_id).status == AgentStatus.OFFLINE
 

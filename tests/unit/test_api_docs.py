@@ -16,6 +16,7 @@ OPERATIONS = {
     ("get", "/api/agents/{agent_id}"),
     ("get", "/api/calls/{call_id}"),
     ("post", "/api/calls/{call_id}/abandon"),
+    ("post", "/api/calls/{call_id}/end"),
     ("post", "/api/agents/{agent_id}/available"),
     ("post", "/api/agents/{agent_id}/release"),
     ("post", "/api/agents/{agent_id}/offline"),

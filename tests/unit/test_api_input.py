@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queues_app.admission import BackpressureGate
+from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import Agents
 from queues_app.agents.router import Router
 from queues_app.api.parsing import MAX_BODY_BYTES, MAX_DEPTH
 from queues_app.shipments.queue import ShipmentQueue
@@ -70,9 +72,11 @@ def test_an_unknown_skill_dimension_is_named_with_the_dimensions_allowed(moto_db
     [
         ("/api/calls", {"preferences": {}, "colour": "red"}, "allowed: preferences, priority, order"),
         ("/api/shipments", {"data": {}, "colour": "red"}, "allowed: data, tenant, priority, delay_seconds"),
-        ("/api/agents/{id}/release", {"colour": "red"}, "allowed: then"),
-        ("/api/agents/{id}/available", {"colour": "red"}, "this operation takes no fields"),
-        ("/api/agents/{id}/offline", {"colour": "red"}, "this operation takes no fields"),
+        ("/api/agents/{id}/release", {"call_id": "c1", "colour": "red"}, "allowed: call_id, then"),
+        ("/api/agents/{id}/available", {"version": 1, "colour": "red"}, "allowed: version"),
+        ("/api/agents/{id}/offline", {"version": 1, "colour": "red"}, "allowed: version"),
+        ("/api/calls/c1/end", {"colour": "red"}, "allowed: then"),
+        ("/api/calls/c1/abandon", {"colour": "red"}, "this operation takes no fields"),
     ],
 )
 def test_an_unknown_field_is_named_with_the_fields_allowed(moto_db, api, path, body, allowed):
@@ -116,12 +120,15 @@ def test_json_is_accepted_with_or_without_a_utf8_charset(moto_db, api, content_t
     assert response.status_code == 201, response.content
 
 
-def test_an_agent_action_without_a_body_needs_no_content_type(moto_db, api):
+def test_an_action_without_a_body_is_told_what_the_body_must_hold_not_its_content_type(moto_db, api):
     ana = agent("Ana", ["English"], "F")
     response = api.client.generic(
         "POST", f"/api/agents/{ana.agent_id}/available", HTTP_AUTHORIZATION=f"Bearer {api.token}"
     )
-    assert response.status_code == 200, response.content
+    assert set(assert_problem(response, 400)["fields"]) == {"version"}
+    waiting = api.post("/api/calls", {"preferences": {"language": "French"}}).json()
+    hung_up = api.client.generic("POST", f"/api/calls/{waiting['call_id']}/abandon", **api._headers({}))
+    assert hung_up.status_code == 200, hung_up.content
 
 
 # --- the body as a whole --------------------------------------------------------------
@@ -152,15 +159,32 @@ def test_malformed_json_is_400_naming_the_body(moto_db, api, raw):
 
 
 @pytest.mark.parametrize("raw", ["", "   ", "null"])
-def test_a_missing_body_is_400_where_one_is_required(moto_db, api, raw):
+def test_a_missing_body_is_400_naming_the_fields_it_must_hold(moto_db, api, raw):
     body = assert_problem(api.post("/api/shipments", raw=raw), 400)
-    assert body["fields"] == {"body": "a JSON object is required"}
+    assert set(body["fields"]) == {"data"}
+    ana = agent("Ana", ["English"], "F")
+    release = assert_problem(api.post(f"/api/agents/{ana.agent_id}/release", raw=raw), 400)
+    assert set(release["fields"]) == {"call_id"}
 
 
 @pytest.mark.parametrize("raw", ["", "{}", "null"])
-def test_agent_actions_take_no_body_or_an_empty_one(moto_db, api, raw):
+def test_agent_actions_without_the_version_they_were_decided_on_are_400_naming_it(moto_db, api, raw):
     ana = agent("Ana", ["English"], "F")
-    assert api.post(f"/api/agents/{ana.agent_id}/available", raw=raw or None).status_code == 200
+    for action in ("available", "offline"):
+        refused = assert_problem(api.post(f"/api/agents/{ana.agent_id}/{action}", raw=raw or None), 400)
+        assert set(refused["fields"]) == {"version"}
+        assert "version" in refused["fields"]["version"]
+    assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
+
+
+@pytest.mark.parametrize("raw", ["", "{}", "null"])
+def test_ending_a_call_takes_no_body_or_an_empty_one(moto_db, api, raw):
+    ana = agent("Ana", ["English"], "F")
+    api.available(ana.agent_id)
+    call = api.post("/api/calls", {"preferences": {}}).json()
+    ended = api.post(f"/api/calls/{call['call_id']}/end", raw=raw or None)
+    assert ended.status_code == 200, ended.content
+    assert ended.json()["agent"]["status"] == AgentStatus.QUEUED
 
 
 def test_a_3_mb_body_is_a_json_413(moto_db, api):

@@ -36,7 +36,7 @@ def test_a_token_is_accepted_until_it_expires_and_refused_after(moto_db, supervi
 def test_an_expired_token_may_not_act_either(moto_db, supervisor):
     _, raw = ApiToken.issue(supervisor, "phone system", expires_at=timezone.now() - timedelta(days=1))
     ana = agent("Ana", ["English"], "F")
-    assert_problem(Api(raw).post(f"/api/agents/{ana.agent_id}/available"), 401)
+    assert_problem(Api(raw).post(f"/api/agents/{ana.agent_id}/available", {"version": 1}), 401)
 
 
 def test_a_revoked_expired_token_is_not_told_apart_from_an_unknown_one(moto_db, supervisor):
@@ -97,7 +97,7 @@ def test_the_admin_lists_the_expiry(client, staff, supervisor):
 def test_the_audit_trail_names_the_token_that_made_a_change(moto_db, api, supervisor, client):
     token = ApiToken.objects.get()
     ana = agent("Ana", ["English"], "F")
-    assert api.post(f"/api/agents/{ana.agent_id}/available", HTTP_X_TRACE_ID="pbx-1").status_code == 200
+    assert api.available(ana.agent_id, HTTP_X_TRACE_ID="pbx-1").status_code == 200
     [entry] = AuditTrail().for_target(f"agent:{ana.agent_id}").entries
     assert entry.source == "api"
     assert entry.actor == f"{supervisor.username} via token phone system ({token.prefix})"
@@ -112,9 +112,9 @@ def test_the_audit_trail_names_the_token_that_made_a_change(moto_db, api, superv
 def test_every_kind_of_api_change_names_its_token(moto_db, api):
     token = ApiToken.objects.get()
     ana = agent("Ana", ["English"], "F")
-    api.post(f"/api/agents/{ana.agent_id}/available")
+    api.available(ana.agent_id)
     call = api.post("/api/calls", {"preferences": {}}).json()
-    api.post(f"/api/agents/{ana.agent_id}/release", {"then": "offline"})
+    api.release(ana.agent_id, "offline")
     shipment = api.post("/api/shipments", {"data": {"to": "Oslo"}}).json()
     entries = [
         *AuditTrail().for_target(f"agent:{ana.agent_id}").entries,

@@ -14,6 +14,7 @@ from queues_app.audit_trail import AuditTrail
 from queues_app.ddb.local import free_port
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue, ShipmentStatus
+from tests.helpers.seen import shown, ticked, ticked_shipment
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 ACTOR = "sam-supervisor"
@@ -29,10 +30,14 @@ def agent(name="Ana", languages=("Spanish",), gender="F"):
 
 
 def attending_agent():
-    ana = agent()
+    return attending_agent_named("Ana")
+
+
+def attending_agent_named(name, language="Spanish"):
+    ana = agent(name, languages=(language,))
     router = Router()
     router.make_available(ana.agent_id)
-    call, _ = router.create_call({"language": "Spanish", "gender": "any"})
+    call, _ = router.create_call({"language": language, "gender": "any"})
     assert call.agent_id == ana.agent_id
     return ana, call
 
@@ -45,7 +50,7 @@ def queued_shipment(data=None, priority=0):
 
 def dlq_shipment(reason="address unknown"):
     shipment = queued_shipment()
-    return ShipmentQueue().send_to_dlq(shipment.shipment_id, reason)
+    return ShipmentQueue().send_to_dlq(shipment.shipment_id, reason).item
 
 
 def trail():
@@ -78,7 +83,7 @@ def success_page(response, text, back):
 
 def test_make_available_by_plain_post_queues_the_agent_and_records_it(supervisor_client, moto_db):
     ana = agent()
-    response = supervisor_client.post(reverse("agent-available", args=[ana.agent_id]), follow=True)
+    response = supervisor_client.post(reverse("agent-available", args=[ana.agent_id]), shown(ana.agent_id), follow=True)
     success_page(response, "Ana is queued.", reverse("agents"))
     assert Agents().get(ana.agent_id).status == AgentStatus.QUEUED
     entry = only_entry("agent.available", f"agent:{ana.agent_id}")
@@ -97,7 +102,9 @@ def test_release_ends_the_call_then_queues_wraps_up_or_logs_off(supervisor_clien
     ana, call = attending_agent()
     here = reverse("agent-detail", args=[ana.agent_id])
     response = supervisor_client.post(
-        reverse("agent-release", args=[ana.agent_id]), {"then": then, "next": here}, follow=True
+        reverse("agent-release", args=[ana.agent_id]),
+        shown(ana.agent_id, then=then, next=here, confirmed="1"),
+        follow=True,
     )
     success_page(response, "Released Ana", here)
     assert Agents().get(ana.agent_id).status == status
@@ -112,7 +119,9 @@ def test_release_ends_the_call_then_queues_wraps_up_or_logs_off(supervisor_clien
 
 def test_release_with_an_unknown_next_step_changes_nothing(supervisor_client, moto_db):
     ana, _ = attending_agent()
-    response = supervisor_client.post(reverse("agent-release", args=[ana.agent_id]), {"then": "lunch"}, follow=True)
+    response = supervisor_client.post(
+        reverse("agent-release", args=[ana.agent_id]), shown(ana.agent_id, then="lunch", confirmed="1"), follow=True
+    )
     assert "After a call an agent goes to one of" in response.content.decode()
     assert Agents().get(ana.agent_id).status == AgentStatus.ATTENDING
     assert trail() == []
@@ -121,7 +130,7 @@ def test_release_with_an_unknown_next_step_changes_nothing(supervisor_client, mo
 def test_log_off_takes_a_queued_agent_out_and_records_it(supervisor_client, moto_db):
     ana = agent()
     Router().make_available(ana.agent_id)
-    response = supervisor_client.post(reverse("agent-offline", args=[ana.agent_id]), follow=True)
+    response = supervisor_client.post(reverse("agent-offline", args=[ana.agent_id]), shown(ana.agent_id), follow=True)
     success_page(response, "Ana is offline.", reverse("agents"))
     assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
     assert [q.depth for q in Router().queues() if q.depth] == []
@@ -132,7 +141,9 @@ def test_log_off_takes_a_queued_agent_out_and_records_it(supervisor_client, moto
 def test_an_off_site_next_is_ignored(supervisor_client, moto_db):
     ana = agent()
     for target in ("https://evil.example/", "//evil.example/agents/"):
-        response = supervisor_client.post(reverse("agent-available", args=[ana.agent_id]), {"next": target})
+        response = supervisor_client.post(
+            reverse("agent-available", args=[ana.agent_id]), shown(ana.agent_id, next=target)
+        )
         assert response.status_code == 302
         assert response["Location"] == reverse("agents")
         Router().log_off(ana.agent_id)
@@ -294,7 +305,9 @@ def test_set_priority_changes_the_priority_and_records_it(supervisor_client, mot
 def test_an_out_of_range_priority_is_refused_with_a_message(supervisor_client, moto_db):
     shipment = queued_shipment()
     response = supervisor_client.post(
-        reverse("shipment-priority", args=[shipment.shipment_id]), {"priority": 12}, follow=True
+        reverse("shipment-priority", args=[shipment.shipment_id]),
+        {"priority": 12, "version": shipment.version},
+        follow=True,
     )
     assert "Priority must be a whole number from 0 to 9." in response.content.decode()
     assert ShipmentQueue().get(shipment.shipment_id).priority == 0
@@ -356,14 +369,18 @@ def test_remove_asks_first_and_acts_only_when_confirmed(supervisor_client, moto_
 def test_bulk_restore_of_a_selection_asks_with_the_count_then_restores_them(supervisor_client, moto_db):
     chosen = [dlq_shipment().shipment_id for _ in range(2)]
     left = dlq_shipment().shipment_id
-    asked = supervisor_client.post(reverse("shipment-bulk"), {"action": "restore", "ids": chosen})
+    asked = supervisor_client.post(
+        reverse("shipment-bulk"), {"action": "restore", "ids": [ticked_shipment(i) for i in chosen]}
+    )
     html = asked.content.decode()
     assert "Restore from the DLQ: 2 selected; 2 will be restored?" in html and "<strong data-count>2</strong>" in html
     assert ShipmentQueue().counts().dlq == 3
     assert trail() == []
 
     response = supervisor_client.post(
-        reverse("shipment-bulk"), {"action": "restore", "ids": chosen, "confirmed": "1"}, follow=True
+        reverse("shipment-bulk"),
+        {"action": "restore", "ids": [ticked_shipment(i) for i in chosen], "confirmed": "1"},
+        follow=True,
     )
     success_page(response, "Restore from the DLQ: 2 restored.", reverse("shipments") + "?view=dlq")
     assert [s.shipment_id for s in ShipmentQueue().list_dlq().items] == [left]
@@ -383,7 +400,7 @@ def test_restore_matching_a_reason_asks_with_the_count_then_restores_only_those(
 
     fields = dict(re.findall(r'<input type="hidden" name="(action|confirmed|next)" value="([^"]*)">', html))
     ids = re.findall(r'<input type="hidden" name="ids" value="([^"]*)">', html)
-    assert set(ids) == timeouts and fields["confirmed"] == "1"
+    assert {i.split("/")[0] for i in ids} == timeouts and fields["confirmed"] == "1"
     action = re.search(r'<form method="post" action="([^"]+)">', html).group(1)
     response = supervisor_client.post(action, {**fields, "ids": ids}, follow=True)
     success_page(response, "Restore from the DLQ: 2 restored.", reverse("shipments") + "?view=dlq")
@@ -415,22 +432,30 @@ def test_htmx_actions_answer_a_message_fragment_and_tell_panels_to_refresh(super
     shipment = queued_shipment()
     dead = dlq_shipment()
     sid = shipment.shipment_id
+
+    def version(shipment_id):
+        return {"version": ShipmentQueue().get(shipment_id).version}
+
     posts = [
-        (reverse("agent-available", args=[ana.agent_id]), {}, "Ana is queued."),
-        (reverse("agent-offline", args=[ana.agent_id]), {}, "Ana is offline."),
-        (reverse("shipment-touch", args=[sid]), {}, "moved to the back"),
-        (reverse("shipment-priority", args=[sid]), {"priority": 4}, "now has priority 4"),
-        (reverse("shipment-restore", args=[dead.shipment_id]), {}, "restored from the DLQ"),
-        (reverse("shipment-dlq", args=[sid]), {"confirmed": "1", "reason": "r"}, "is in the DLQ"),
-        (reverse("shipment-remove", args=[dead.shipment_id]), {"confirmed": "1"}, "removed from the queue"),
+        (reverse("agent-available", args=[ana.agent_id]), lambda: shown(ana.agent_id), "Ana is queued."),
+        (reverse("agent-offline", args=[ana.agent_id]), lambda: shown(ana.agent_id), "Ana is offline."),
+        (reverse("shipment-touch", args=[sid]), lambda: version(sid), "moved to the back"),
+        (reverse("shipment-priority", args=[sid]), lambda: {"priority": 4, **version(sid)}, "now has priority 4"),
+        (reverse("shipment-restore", args=[dead.shipment_id]), lambda: version(dead.shipment_id), "restored from"),
+        (reverse("shipment-dlq", args=[sid]), lambda: {"confirmed": "1", "reason": "r", **version(sid)}, "in the DLQ"),
+        (
+            reverse("shipment-remove", args=[dead.shipment_id]),
+            lambda: {"confirmed": "1", **version(dead.shipment_id)},
+            "removed from the queue",
+        ),
         (
             reverse("agent-bulk"),
-            {"action": "available", "ids": [ana.agent_id], "confirmed": "1"},
+            lambda: {"action": "available", "ids": [ticked(ana.agent_id)], "confirmed": "1"},
             "Make available: 1 made available.",
         ),
     ]
     for url, data, text in posts:
-        response = supervisor_client.post(url, data, **HTMX)
+        response = supervisor_client.post(url, data(), **HTMX)
         assert_fragment(response, 200, "success", text)
         assert "queues-changed" in response["HX-Trigger"], url
     assert [e.action for e in reversed(trail())] == [
@@ -447,7 +472,9 @@ def test_htmx_actions_answer_a_message_fragment_and_tell_panels_to_refresh(super
 
 def test_htmx_release_answers_a_fragment(supervisor_client, moto_db):
     ana, _ = attending_agent()
-    response = supervisor_client.post(reverse("agent-release", args=[ana.agent_id]), {"then": "wrap_up"}, **HTMX)
+    response = supervisor_client.post(
+        reverse("agent-release", args=[ana.agent_id]), shown(ana.agent_id, then="wrap_up", confirmed="1"), **HTMX
+    )
     assert_fragment(response, 200, "success", "Released Ana; now wrap-up.")
     assert "queues-changed" in response["HX-Trigger"]
 
@@ -455,7 +482,7 @@ def test_htmx_release_answers_a_fragment(supervisor_client, moto_db):
 def test_htmx_conflict_is_409_with_an_error_fragment_and_no_refresh(supervisor_client, moto_db):
     ana = agent()
     Router().make_available(ana.agent_id)
-    response = supervisor_client.post(reverse("agent-available", args=[ana.agent_id]), **HTMX)
+    response = supervisor_client.post(reverse("agent-available", args=[ana.agent_id]), shown(ana.agent_id), **HTMX)
     assert_fragment(response, 409, "error", "Conflict: Ana is already queued.")
     assert "HX-Trigger" not in response
     assert trail() == []
@@ -474,7 +501,7 @@ def test_htmx_stale_shipment_version_is_409(supervisor_client, moto_db):
 
 @pytest.mark.parametrize("name", ["agent-available", "agent-offline", "shipment-touch", "shipment-restore"])
 def test_htmx_action_on_a_missing_item_is_a_404_fragment(supervisor_client, moto_db, name):
-    response = supervisor_client.post(reverse(name, args=["no-such-id"]), **HTMX)
+    response = supervisor_client.post(reverse(name, args=["no-such-id"]), {"version": 1}, **HTMX)
     assert_fragment(response, 404, "error", "Not found")
     assert "HX-Trigger" not in response
 
@@ -488,22 +515,27 @@ def test_viewer_gets_403_on_every_action(viewer_client, moto_db):
     dead = dlq_shipment()
     sid = shipment.shipment_id
     posts = [
-        (reverse("agent-available", args=[ana.agent_id]), {}),
-        (reverse("agent-release", args=[ana.agent_id]), {"then": "queue"}),
-        (reverse("agent-offline", args=[ana.agent_id]), {}),
-        (reverse("agent-bulk"), {"action": "available", "ids": [ana.agent_id], "confirmed": "1"}),
+        (reverse("agent-available", args=[ana.agent_id]), {"version": ana.version}),
+        (reverse("agent-release", args=[ana.agent_id]), {"then": "queue", "call_id": "c1", "confirmed": "1"}),
+        (reverse("agent-offline", args=[ana.agent_id]), {"version": ana.version}),
+        (reverse("agent-bulk"), {"action": "available", "ids": [ticked(ana.agent_id)], "confirmed": "1"}),
         (reverse("agent-create"), {"name": "Ines", "skill_language": ["English"], "skill_gender": ["F"]}),
         (
             reverse("agent-detail", args=[ana.agent_id]),
             {"name": "Ana B", "version": ana.version, "skill_language": ["English"], "skill_gender": ["F"]},
         ),
         (reverse("calls"), {"skill_language": "Spanish", "skill_gender": "any", "priority": 0, "order": "fifo"}),
-        (reverse("shipment-touch", args=[sid]), {}),
-        (reverse("shipment-priority", args=[sid]), {"priority": 5}),
-        (reverse("shipment-restore", args=[dead.shipment_id]), {}),
-        (reverse("shipment-dlq", args=[sid]), {"confirmed": "1", "reason": "r"}),
-        (reverse("shipment-remove", args=[sid]), {"confirmed": "1"}),
-        (reverse("shipment-bulk"), {"action": "restore", "ids": [dead.shipment_id], "confirmed": "1"}),
+        (reverse("shipment-touch", args=[sid]), {"version": shipment.version}),
+        (reverse("shipment-priority", args=[sid]), {"priority": 5, "version": shipment.version}),
+        (reverse("shipment-restore", args=[dead.shipment_id]), {"version": dead.version}),
+        (reverse("shipment-dlq", args=[sid]), {"confirmed": "1", "reason": "r", "version": shipment.version}),
+        (reverse("shipment-remove", args=[sid]), {"confirmed": "1", "version": shipment.version}),
+        (reverse("call-end", args=["c1"]), {"then": "queue", "confirmed": "1"}),
+        (reverse("call-abandon", args=["c1"]), {"confirmed": "1"}),
+        (
+            reverse("shipment-bulk"),
+            {"action": "restore", "ids": [ticked_shipment(dead.shipment_id)], "confirmed": "1"},
+        ),
         (reverse("shipment-restore-matching"), {"reason_contains": "address"}),
     ]
     for url, data in posts:
@@ -567,16 +599,16 @@ def test_a_post_without_the_csrf_token_is_refused_and_with_the_header_it_works(s
     client.force_login(supervisor)
     ana = agent()
     url = reverse("agent-available", args=[ana.agent_id])
-    assert client.post(url).status_code == 403
-    assert client.post(url, **HTMX).status_code == 403
+    assert client.post(url, shown(ana.agent_id)).status_code == 403
+    assert client.post(url, shown(ana.agent_id), **HTMX).status_code == 403
     assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
 
     client.get(reverse("agents"))
     token = client.cookies["csrftoken"].value
-    response = client.post(url, HTTP_X_CSRFTOKEN=token, **HTMX)
+    response = client.post(url, shown(ana.agent_id), HTTP_X_CSRFTOKEN=token, **HTMX)
     assert response.status_code == 200
     assert Agents().get(ana.agent_id).status == AgentStatus.QUEUED
-    response = client.post(reverse("agent-offline", args=[ana.agent_id]), HTTP_X_CSRFTOKEN=token)
+    response = client.post(reverse("agent-offline", args=[ana.agent_id]), shown(ana.agent_id), HTTP_X_CSRFTOKEN=token)
     assert response.status_code == 302
     assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
 
@@ -590,7 +622,7 @@ def test_api_actions_are_recorded_with_source_api(supervisor, moto_db):
     client = Client(enforce_csrf_checks=True)
     response = client.post(
         f"/api/agents/{ana.agent_id}/available",
-        data="",
+        data='{"version": 1}',
         content_type="application/json",
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )
@@ -634,12 +666,12 @@ def test_a_panel_shows_the_outage_in_its_own_section_and_keeps_polling(superviso
 
 
 def test_an_action_during_an_outage_answers_an_error_message(supervisor_client, outage):
-    response = supervisor_client.post(reverse("agent-available", args=["a1"]), **HTMX)
+    response = supervisor_client.post(reverse("agent-available", args=["a1"]), {"version": 1}, **HTMX)
     html = assert_fragment(response, 503, "error", "DynamoDB unavailable")
     assert "Traceback" not in html
     assert "HX-Trigger" not in response
 
-    response = supervisor_client.post(reverse("shipment-touch", args=["s1"]))
+    response = supervisor_client.post(reverse("shipment-touch", args=["s1"]), {"version": 1})
     assert response.status_code == 302
     page = supervisor_client.get(reverse("system"))
     assert '<li class="msg msg-error">DynamoDB unavailable' in page.content.decode()
@@ -700,10 +732,16 @@ def test_a_forged_number_on_a_shipment_action_is_a_400_message_and_changes_nothi
 
 def test_a_selection_of_things_that_are_not_ids_is_refused(supervisor_client, moto_db):
     ana = agent()
-    for ids in ([ana.agent_id, "a b"], [ana.agent_id, "x" * 500], [ana.agent_id, "tab\there"]):
+    mine = ticked(ana.agent_id)
+    for ids in ([mine, "a b/1"], [mine, "x" * 500 + "/1"], [mine, "tab\there/1"], [mine, "a1/1/c d"]):
         response = supervisor_client.post(reverse("agent-bulk"), {"action": "offline", "ids": ids}, **HTMX)
         assert_fragment(response, 400, "error", "not an id")
-    too_many = [f"s{n}" for n in range(501)]
+    # A selection that does not say which version of each agent was shown: an older page.
+    for ids in ([ana.agent_id], [f"{ana.agent_id}/v1"], [f"{ana.agent_id}/1/c/d"]):
+        response = supervisor_client.post(reverse("agent-bulk"), {"action": "offline", "ids": ids}, **HTMX)
+        assert_fragment(response, 400, "error", "reload the page")
+    assert Agents().get(ana.agent_id) == ana
+    too_many = [f"s{n}/1" for n in range(501)]
     response = supervisor_client.post(reverse("shipment-bulk"), {"action": "touch", "ids": too_many}, **HTMX)
     assert_fragment(response, 400, "error", "Select at most 500 items at a time (you sent 501).")
 
@@ -769,13 +807,23 @@ def confirmation_pages(moto_db):
     """(url, data, where Cancel goes by default) of every page that asks first."""
     ana = agent()
     Router().make_available(ana.agent_id)  # so that logging off would change something
+    bea, call = attending_agent_named("Bea", "English")
+    waiting, _ = Router().create_call({"language": "French", "gender": "any"})
     shipment = queued_shipment()
     dead = dlq_shipment("carrier timeout")
+    version = {"version": shipment.version}
     return [
-        (reverse("agent-bulk"), {"action": "offline", "ids": [ana.agent_id]}, reverse("agents")),
-        (reverse("shipment-bulk"), {"action": "touch", "ids": [shipment.shipment_id]}, reverse("shipments")),
-        (reverse("shipment-dlq", args=[shipment.shipment_id]), {"reason": "lost"}, reverse("shipments")),
-        (reverse("shipment-remove", args=[shipment.shipment_id]), {}, reverse("shipments")),
+        (reverse("agent-bulk"), {"action": "offline", "ids": [ticked(ana.agent_id)]}, reverse("agents")),
+        (reverse("agent-release", args=[bea.agent_id]), shown(bea.agent_id, then="queue"), reverse("agents")),
+        (reverse("call-end", args=[call.call_id]), {"then": "queue"}, reverse("call-detail", args=[call.call_id])),
+        (reverse("call-abandon", args=[waiting.call_id]), {}, reverse("call-detail", args=[waiting.call_id])),
+        (
+            reverse("shipment-bulk"),
+            {"action": "touch", "ids": [ticked_shipment(shipment.shipment_id)]},
+            reverse("shipments"),
+        ),
+        (reverse("shipment-dlq", args=[shipment.shipment_id]), {"reason": "lost", **version}, reverse("shipments")),
+        (reverse("shipment-remove", args=[shipment.shipment_id]), version, reverse("shipments")),
         (
             reverse("shipment-restore-matching"),
             {"reason_contains": "timeout"},
@@ -803,7 +851,9 @@ def test_a_confirmation_keeps_a_next_on_this_site(supervisor_client, moto_db):
     ana = agent()
     Router().make_available(ana.agent_id)
     back = "/agents/?status=offline&q=an"
-    response = supervisor_client.post(reverse("agent-bulk"), {"action": "offline", "ids": [ana.agent_id], "next": back})
+    response = supervisor_client.post(
+        reverse("agent-bulk"), {"action": "offline", "ids": [ticked(ana.agent_id)], "next": back}
+    )
     assert cancel_link(response.content.decode()) == html_escape(back)
 
 
@@ -811,12 +861,16 @@ def test_a_confirmation_keeps_a_next_on_this_site(supervisor_client, moto_db):
 def test_after_an_action_an_off_site_next_is_never_followed(supervisor_client, moto_db, hostile):
     ana = agent()
     dead = dlq_shipment()
-    for url, default in (
-        (reverse("agent-available", args=[ana.agent_id]), reverse("agents")),
-        (reverse("shipment-restore", args=[dead.shipment_id]), reverse("shipments")),
-        (reverse("agent-bulk"), reverse("agents")),  # refused (nothing selected): back all the same
+    for url, data, default in (
+        (reverse("agent-available", args=[ana.agent_id]), lambda: shown(ana.agent_id), reverse("agents")),
+        (
+            reverse("shipment-restore", args=[dead.shipment_id]),
+            lambda: {"version": ShipmentQueue().get(dead.shipment_id).version},
+            reverse("shipments"),
+        ),
+        (reverse("agent-bulk"), dict, reverse("agents")),  # refused (nothing selected): back all the same
     ):
-        response = supervisor_client.post(url, {"next": hostile})
+        response = supervisor_client.post(url, {**data(), "next": hostile})
         assert response.status_code == 302, url
         assert response["Location"] == default, url
 

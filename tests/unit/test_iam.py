@@ -86,7 +86,7 @@ def web(db, staff, token) -> None:
     router.make_available(agents[0].agent_id)
     router.make_available(agents[1].agent_id)
     call, _ = router.create_call({"language": "Spanish", "gender": "any"})
-    router.create_call({"language": "English", "gender": "any"})
+    call_two, _ = router.create_call({"language": "English", "gender": "any"})
     waiting, _ = router.create_call({"language": "French", "gender": "M"})
     hangs_up, _ = router.create_call({"language": "French", "gender": "F"})
     hangs_up_too, _ = router.create_call({"language": "French", "gender": "F"})
@@ -148,41 +148,66 @@ def web(db, staff, token) -> None:
         (reverse("admin:queues_app_agententry_changelist"), {"q": "an", "status": "queued"}),
         (reverse("admin:queues_app_shipmententry_changelist"), {"view": "dlq"}),
     ]
-    posts: list[tuple[str, dict]] = [
+
+    def version(agent_id):
+        return str(Agents().get(agent_id).version)
+
+    def shown(agent_id):
+        """The agent as a list's checkbox carries them."""
+        agent = Agents().get(agent_id)
+        return "/".join(filter(None, [agent_id, str(agent.version), agent.call_id]))
+
+    def shipment(shipment_id):
+        return str(shipments.get(shipment_id).version)
+
+    # Each action names what the page showed, read just before it is sent (a callable).
+    posts: list[tuple[str, dict | Callable[[], dict]]] = [
         ("/agents/new", {"name": "Dee", "skill_language": ["English"], "skill_gender": ["F"]}),
         (f"/agents/{a2}/", {"name": "Cid Two", "skill_language": ["French"], "skill_gender": ["X"], "version": "1"}),
-        (f"/agents/{a2}/available", {}),
-        (f"/agents/{a2}/offline", {}),
-        (f"/agents/{a0}/release", {"then": "queue"}),
-        ("/agents/bulk", {"action": "offline", "ids": [a1], "confirmed": "1"}),
-        ("/agents/bulk", {"action": "available", "ids": [a1, a2]}),
+        (f"/agents/{a2}/available", lambda: {"version": version(a2)}),
+        (f"/agents/{a2}/offline", lambda: {"version": version(a2)}),
+        (f"/agents/{a0}/release", {"then": "queue", "call_id": call.call_id, "confirmed": "1"}),
+        ("/agents/bulk", lambda: {"action": "offline", "ids": [shown(a1)], "confirmed": "1"}),
+        ("/agents/bulk", lambda: {"action": "available", "ids": [shown(a1), shown(a2)]}),
         ("/calls/", {"skill_language": "English", "skill_gender": "any", "priority": "1"}),
-        (f"/shipments/{s[0]}/touch", {}),
-        (f"/shipments/{s[1]}/priority", {"priority": "7"}),
-        (f"/shipments/{s[2]}/dlq", {"confirmed": "1", "reason": "no"}),
-        (f"/shipments/{s[4]}/restore", {}),
-        (f"/shipments/{s[3]}/remove", {"confirmed": "1"}),
-        ("/shipments/bulk", {"action": "restore", "ids": [s[5]], "confirmed": "1"}),
+        (f"/calls/{call.call_id}/end", {"then": "wrap_up", "confirmed": "1"}),
+        (f"/shipments/{s[0]}/touch", lambda: {"version": shipment(s[0])}),
+        (f"/shipments/{s[1]}/priority", lambda: {"priority": "7", "version": shipment(s[1])}),
+        (f"/shipments/{s[2]}/dlq", lambda: {"confirmed": "1", "reason": "no", "version": shipment(s[2])}),
+        (f"/shipments/{s[4]}/restore", lambda: {"version": shipment(s[4])}),
+        (f"/shipments/{s[3]}/remove", lambda: {"confirmed": "1", "version": shipment(s[3])}),
+        ("/shipments/bulk", lambda: {"action": "restore", "ids": [f"{s[5]}/{shipment(s[5])}"], "confirmed": "1"}),
         ("/shipments/restore-matching", {"reason": "address", "confirmed": "1"}),
-        (reverse("admin:queues_app_agententry_changelist"), {"action": "enqueue", "ids": [a2], "confirmed": "1"}),
-        (reverse("admin:queues_app_agententry_changelist"), {"action": "offline", "ids": [a2], "confirmed": "1"}),
-        (reverse("admin:queues_app_shipmententry_changelist"), {"action": "touch", "ids": [s[1]], "confirmed": "1"}),
-        (reverse("admin:queues_app_shipmententry_changelist"), {"action": "dlq", "ids": [s[1]], "confirmed": "1"}),
-        (reverse("admin:queues_app_shipmententry_changelist"), {"action": "restore", "ids": [s[1]], "confirmed": "1"}),
+        (
+            reverse("admin:queues_app_agententry_changelist"),
+            lambda: {"action": "enqueue", "ids": [shown(a2)], "confirmed": "1"},
+        ),
+        (
+            reverse("admin:queues_app_agententry_changelist"),
+            lambda: {"action": "offline", "ids": [shown(a2)], "confirmed": "1"},
+        ),
+        *[
+            (
+                reverse("admin:queues_app_shipmententry_changelist"),
+                lambda action=action: {"action": action, "ids": [f"{s[1]}/{shipment(s[1])}"], "confirmed": "1"},
+            )
+            for action in ("touch", "dlq", "restore")
+        ],
         ("/system/htmx-check/", {}),
         (f"/calls/{hangs_up.call_id}/abandon", {"confirmed": "1"}),
     ]
     api = Client()
     bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
-    api_calls: list[tuple[str, str, dict | None]] = [
+    api_calls: list[tuple[str, str, dict | Callable[[], dict] | None]] = [
         ("post", "/api/calls", {"preferences": {"language": "French", "gender": "any"}}),
         ("get", f"/api/calls/{call.call_id}", None),
         ("post", "/api/shipments", {"data": {"to": "Bern"}, "priority": 3}),
         ("post", "/api/shipments", {"data": {"to": "Graz"}, "tenant": "acme", "delay_seconds": 5}),
         ("get", f"/api/shipments/{s[0]}", None),
-        ("post", f"/api/agents/{a1}/available", {}),
-        ("post", f"/api/agents/{a0}/release", {"then": "offline"}),
-        ("post", f"/api/agents/{a1}/offline", {}),
+        ("post", f"/api/agents/{a1}/available", lambda: {"version": int(version(a1))}),
+        ("post", f"/api/agents/{a0}/release", lambda: {"then": "offline", "call_id": Agents().get(a0).call_id or "x"}),
+        ("post", f"/api/agents/{a1}/offline", lambda: {"version": int(version(a1))}),
+        ("post", f"/api/calls/{call_two.call_id}/end", {"then": "wrap_up"}),
         ("get", "/api/queues", None),
         ("get", "/api/agents?status=queued", None),
         ("get", f"/api/agents/{a0}", None),
@@ -202,12 +227,14 @@ def web(db, staff, token) -> None:
         for url, data in posts:
             for htmx in (False, True):
                 headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
-                assert client.post(url, data, **headers).status_code < 500, url
+                sent = data() if callable(data) else data
+                assert client.post(url, sent, **headers).status_code < 500, url
         for method, url, body in api_calls:
             if body is None:
                 response = getattr(api, method)(url, **bearer)
             else:
-                response = getattr(api, method)(url, json.dumps(body), content_type="application/json", **bearer)
+                sent = body() if callable(body) else body
+                response = getattr(api, method)(url, json.dumps(sent), content_type="application/json", **bearer)
             assert response.status_code < 500, (url, response.content)
     RECORDED["web"] = log.accesses
     # Every page and action of the site, and every API operation, was visited.

@@ -14,6 +14,7 @@ from queues_app.agents.router import Router
 from queues_app.shipments.listing import ShipmentFilter
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import SPILLOVER_QUEUE
+from tests.helpers.seen import shipment_version, shown, ticked, ticked_shipment
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 SKILLS = {"language": ["Spanish"], "gender": ["F"]}
@@ -29,7 +30,7 @@ def queued(shipment_id, priority=0, tenant=None, queue="live"):
 
 def in_dlq(shipment_id):
     queued(shipment_id)
-    return ShipmentQueue().send_to_dlq(shipment_id, "address unknown")
+    return ShipmentQueue().send_to_dlq(shipment_id, "address unknown").item
 
 
 def tab_count(html, tab):
@@ -122,7 +123,9 @@ def test_dlq_and_remove_confirmed_from_the_row_take_it_out_of_the_list(
     queued("s-a")
     queued("s-b")
     response = supervisor_client.post(
-        reverse(name, args=["s-a"]), {**data, "list": "queue", "queue": "live", "next": "/shipments/"}, **HTMX
+        reverse(name, args=["s-a"]),
+        {**data, **shipment_version("s-a"), "list": "queue", "queue": "live", "next": "/shipments/"},
+        **HTMX,
     )
     html = response.content.decode()
     assert 'class="row-gone' in html and gone_text in html
@@ -161,7 +164,7 @@ def test_releasing_an_agent_in_the_list_answers_the_row_and_the_status_counts(su
     router.create_call({"language": "Spanish", "gender": "any"})
     response = supervisor_client.post(
         reverse("agent-release", args=[ana.agent_id]),
-        {"then": "wrap_up", "list": "agents", "next": "/agents/"},
+        shown(ana.agent_id, then="wrap_up", confirmed="1", list="agents", next="/agents/"),
         **HTMX,
     )
     html = response.content.decode()
@@ -175,7 +178,7 @@ def test_an_agent_that_leaves_the_status_filter_is_answered_as_gone(supervisor_c
     ana = Agents().create("Ana", SKILLS)
     response = supervisor_client.post(
         reverse("agent-available", args=[ana.agent_id]),
-        {"list": "agents", "next": "/agents/?status=offline"},
+        shown(ana.agent_id, list="agents", next="/agents/?status=offline"),
         **HTMX,
     )
     html = response.content.decode()
@@ -191,7 +194,7 @@ def test_a_bulk_release_says_what_it_would_do_to_each_and_the_result_agrees(supe
     agents = [Agents().create(name, SKILLS) for name in ("Ana", "Bea", "Cy")]
     router.make_available(agents[0].agent_id)
     router.create_call({"language": "Spanish", "gender": "any"})
-    ids = [a.agent_id for a in agents]
+    ids = [ticked(a.agent_id) for a in agents]
     asked = supervisor_client.post(reverse("agent-bulk"), {"action": "release", "ids": ids})
     html = asked.content.decode()
     assert "3 selected; 1 will be released, 2 are not on a call?" in html
@@ -205,7 +208,7 @@ def test_a_bulk_release_says_what_it_would_do_to_each_and_the_result_agrees(supe
 
 
 def test_a_bulk_action_that_would_change_nothing_says_so_instead_of_asking(supervisor_client, moto_db):
-    ids = [Agents().create(name, SKILLS).agent_id for name in ("Ana", "Bea", "Cy")]
+    ids = [ticked(Agents().create(name, SKILLS).agent_id) for name in ("Ana", "Bea", "Cy")]
     response = supervisor_client.post(reverse("agent-bulk"), {"action": "release", "ids": ids}, follow=True)
     html = response.content.decode()
     assert "Yes, go ahead" not in html
@@ -215,7 +218,8 @@ def test_a_bulk_action_that_would_change_nothing_says_so_instead_of_asking(super
 def test_a_bulk_shipment_confirmation_counts_by_state(supervisor_client, moto_db):
     queued("s-a")
     in_dlq("s-b")
-    asked = supervisor_client.post(reverse("shipment-bulk"), {"action": "restore", "ids": ["s-a", "s-b", "s-zz"]})
+    ids = [ticked_shipment("s-a"), ticked_shipment("s-b"), "s-zz/1"]
+    asked = supervisor_client.post(reverse("shipment-bulk"), {"action": "restore", "ids": ids})
     html = asked.content.decode()
     assert "3 selected; 1 will be restored, 1 is queued, 1 no longer exists?" in html
     assert "<strong data-count>1</strong>" in html

@@ -15,6 +15,7 @@ from queues_app.monitoring.counters import LIVE, MetricsStore, recorder
 from queues_app.monitoring.sampler import MetricsCollector
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue
+from tests.helpers.seen import shown, ticked
 from tests.unit.test_dashboard_pages import figure
 
 
@@ -187,7 +188,9 @@ def test_open_tabs_share_one_read_of_a_panel_until_a_change(supervisor_client, m
     assert seen.calls == 0  # a second tab, or the next poll: no request
     assert figure(again, "agents-queued") == "0"
     # A change made through the pages forgets the cached figures.
-    supervisor_client.post(reverse("agent-available", args=[agent.agent_id]), HTTP_HX_REQUEST="true")
+    supervisor_client.post(
+        reverse("agent-available", args=[agent.agent_id]), shown(agent.agent_id), HTTP_HX_REQUEST="true"
+    )
     after = supervisor_client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert figure(after, "agents-queued") == "1"
     cache.clear()
@@ -222,12 +225,14 @@ def test_a_supervisors_own_change_shows_at_once_for_them_then_for_everyone(cache
     other = type(client)()
     other.force_login(supervisor)
     if source == "page":
-        response = client.post(reverse("agent-available", args=[agent.agent_id]), HTTP_HX_REQUEST="true")
+        response = client.post(
+            reverse("agent-available", args=[agent.agent_id]), shown(agent.agent_id), HTTP_HX_REQUEST="true"
+        )
         assert response.status_code == 200
     else:
         response = client.post(
             reverse("admin:queues_app_agententry_changelist"),
-            {"action": "enqueue", "ids": [agent.agent_id], "confirmed": "1"},
+            {"action": "enqueue", "ids": [ticked(agent.agent_id)], "confirmed": "1"},
         )
         assert response.status_code == 302
     # Another supervisor's poll before the change is seen keeps the shared figures...
@@ -260,7 +265,7 @@ def test_changes_from_the_phone_system_or_a_worker_show_when_the_cache_expires(
         phone_system = type(client)()  # no session: a token only
         response = phone_system.post(
             reverse("api-agent-available", args=[agent.agent_id]),
-            data="",
+            data=f'{{"version": {agent.version}}}',
             content_type="application/json",
             HTTP_AUTHORIZATION=f"Bearer {token}",
         )

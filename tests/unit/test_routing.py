@@ -153,10 +153,10 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
     real_enqueue = router.enqueue
     arrived = {}
 
-    def enqueue_while_a_caller_arrives(a):
+    def enqueue_while_a_caller_arrives(a, change=None):
         call = other_router.line.start_waiting(other_router_call())
         arrived["call"] = call
-        return real_enqueue(a)
+        return real_enqueue(a, change)
 
     def other_router_call():
         from queues_app.agents.records import Call
@@ -308,11 +308,11 @@ def test_release_of_an_agent_not_on_a_call_is_refused(router):
 def test_log_off_leaves_every_queue_at_once(router):
     poly = agent(router, "Poly", ["English", "French"], "M")
     router.make_available(poly.agent_id)
-    off = router.log_off(poly.agent_id)
+    off = router.log_off(poly.agent_id).agent
     assert off.status == AgentStatus.OFFLINE
     assert queue_items(router, ("English", "M")) == [] and queue_items(router, ("French", "M")) == []
     assert depth(router, ("English", "M")) == 0 and depth(router, ("French", "M")) == 0
-    assert router.log_off(poly.agent_id).status == AgentStatus.OFFLINE  # already offline: no-op
+    assert router.log_off(poly.agent_id).agent.status == AgentStatus.OFFLINE  # already offline: no-op
 
 
 def test_log_off_of_an_agent_on_a_call_is_refused(router):

@@ -220,11 +220,11 @@ def test_an_agent_made_available_meanwhile_by_someone_else_is_a_shortfall(moto_d
 
     original, raced = Router.make_available, []
 
-    def someone_was_quicker(self, agent_id):
+    def someone_was_quicker(self, agent_id, **named):
         if not raced:
             raced.append(agent_id)
             original(self, agent_id)  # the dashboard, a moment before the seed
-        return original(self, agent_id)
+        return original(self, agent_id, **named)
 
     monkeypatch.setattr(Router, "make_available", someone_was_quicker)
     out = io.StringIO()

@@ -60,8 +60,13 @@ def test_complete_with_the_receipt(queue):
     done = queue.complete("s1", lease.receipt)
     assert done.status == ShipmentStatus.COMPLETED and done.state == ShipmentState.COMPLETED
     assert queue.get("s1").data == {"to": "Lyon"}  # stays in the table
+    # Completed again with the same receipt (its first answer lost): answered as done, unchanged.
+    again = queue.complete("s1", lease.receipt)
+    assert again.status == ShipmentStatus.COMPLETED and again.version == done.version
     with pytest.raises(ReceiptInvalid, match="completed already"):
-        queue.complete("s1", lease.receipt)
+        queue.fail("s1", lease.receipt, "too late")
+    with pytest.raises(ReceiptInvalid, match="completed already"):
+        queue.heartbeat("s1", lease.receipt)
 
 
 def test_an_expired_lease_goes_to_the_next_consumer_and_the_old_receipt_is_dead(queue, clock):
@@ -124,7 +129,7 @@ def test_restore_from_the_dlq_keeps_history(queue, clock):
     queue.send_to_dlq("s1", "bad address")
     with pytest.raises(ReceiptInvalid, match="sent to the DLQ"):
         queue.complete("s1", lease.receipt)
-    restored = queue.restore("s1")
+    restored = queue.restore("s1").item
     assert restored.state == ShipmentState.QUEUED
     assert restored.first_enqueued_at == first_enqueued
     assert restored.receive_count == 1
@@ -175,7 +180,7 @@ def test_unknown_ids_are_not_found(queue):
 def test_remove_takes_it_off_the_queue_and_kills_the_receipt(queue):
     ready(queue, "s1")
     lease = queue.receive()
-    removed = queue.remove("s1")
+    removed = queue.remove("s1").item
     assert removed.state == ShipmentState.READY
     with pytest.raises(ReceiptInvalid):
         queue.complete("s1", lease.receipt)

@@ -154,27 +154,30 @@ def test_a_read_timeout_is_retried_for_a_creation_which_carries_its_key(waits):
     assert len(script.requests) == 2
 
 
-def test_an_agent_action_whose_answer_was_lost_is_not_sent_again(waits):
-    script = Script(httpx.ReadTimeout("slow"), ok({}))
-    with pytest.raises(sc.Unreachable):
-        client(script, waits).release("a1")
-    assert len(script.requests) == 1
+def test_a_change_whose_answer_was_lost_is_sent_again_naming_the_same_state(waits):
+    script = Script(httpx.ReadTimeout("slow"), ok({"agent": {"agent_id": "a1"}, "call": None}))
+    assert client(script, waits).release("a1", "c1")["call"] is None
+    assert len(script.requests) == 2
+    # The retry is the same request: it names the same call, so it cannot end another one.
+    assert [json.loads(r.content) for r in script.requests] == [{"call_id": "c1", "then": "queue"}] * 2
 
 
 def test_an_agent_action_that_could_not_connect_is_sent_again(waits):
     script = Script(httpx.ConnectError("refused"), ok({"agent": {"agent_id": "a1"}, "call": None}))
-    assert client(script, waits).make_available("a1")["call"] is None
+    assert client(script, waits).make_available("a1", 7)["call"] is None
     assert len(script.requests) == 2
+    assert [json.loads(r.content) for r in script.requests] == [{"version": 7}] * 2
 
 
-def test_agent_actions_use_their_paths_and_release_sends_then(waits):
-    script = Script(ok({}), ok({}), ok({}), ok({}), ok({}))
+def test_agent_and_call_actions_use_their_paths_and_name_what_they_were_decided_on(waits):
+    script = Script(*(ok({}) for _ in range(6)))
     sb = client(script, waits)
-    sb.make_available("a/1")
-    sb.release("a1", then="wrap_up")
-    sb.log_off("a1")
+    sb.make_available("a/1", 3)
+    sb.release("a1", "c9", then="wrap_up")
+    sb.log_off("a1", 5)
     sb.get_agent("a1")
     sb.abandon_call("c1")
+    sb.end_call("c2", then="offline")
     paths = [(r.method, r.url.raw_path.decode()) for r in script.requests]
     assert paths == [
         ("POST", "/api/agents/a%2F1/available"),
@@ -182,15 +185,34 @@ def test_agent_actions_use_their_paths_and_release_sends_then(waits):
         ("POST", "/api/agents/a1/offline"),
         ("GET", "/api/agents/a1"),
         ("POST", "/api/calls/c1/abandon"),
+        ("POST", "/api/calls/c2/end"),
     ]
-    assert json.loads(script.requests[1].content) == {"then": "wrap_up"}
+    bodies = [json.loads(r.content) if r.content else None for r in script.requests]
+    assert bodies == [
+        {"version": 3},
+        {"call_id": "c9", "then": "wrap_up"},
+        {"version": 5},
+        None,
+        None,
+        {"then": "offline"},
+    ]
+
+
+def test_a_conflict_carries_the_items_as_they_are_now(waits):
+    now = {"agent": {"agent_id": "a1", "version": 9}}
+    script = Script(httpx.Response(409, json={"error": "Conflict", "message": "changed", "current": now}))
+    with pytest.raises(sc.Conflict) as refused:
+        client(script, waits).make_available("a1", 7)
+    assert refused.value.current == now
 
 
 def test_a_bad_release_target_or_status_is_refused_before_sending(waits):
     script = Script()
     sb = client(script, waits)
     with pytest.raises(ValueError):
-        sb.release("a1", then="lunch")
+        sb.release("a1", "c1", then="lunch")
+    with pytest.raises(ValueError):
+        sb.end_call("c1", then="lunch")
     with pytest.raises(ValueError):
         sb.list_calls("ended")
     assert script.requests == []

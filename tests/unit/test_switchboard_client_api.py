@@ -59,14 +59,22 @@ def fresh_gate():
 
 def test_a_call_is_placed_assigned_and_the_agent_released(switchboard):
     ana = agent("Ana", ["French"], "F")
-    assert switchboard.make_available(ana.agent_id)["call"] is None
+    assert switchboard.make_available(ana.agent_id, ana.version)["call"] is None
     call = switchboard.create_call({"language": "French"})
     assert (call["status"], call["agent_id"]) == ("assigned", ana.agent_id)
     assert switchboard.get_call(call["call_id"])["agent_id"] == ana.agent_id
     assert [c["call_id"] for c in switchboard.iter_calls("assigned")] == [call["call_id"]]
-    released = switchboard.release(ana.agent_id, then="wrap_up")
+    released = switchboard.release(ana.agent_id, call["call_id"], then="wrap_up")
     assert released["agent"]["status"] == "wrap_up"
     assert switchboard.get_call(call["call_id"])["status"] == "ended"
+    # Sent again (its answer lost on the way back): answered as it was; nothing changes.
+    assert switchboard.release(ana.agent_id, call["call_id"], then="wrap_up") == released
+    # Made available, she takes the next caller; ending that call by its id queues her again.
+    again = switchboard.make_available(ana.agent_id, released["agent"]["version"])
+    assert again["agent"]["status"] == "queued"
+    second = switchboard.create_call({"language": "French"})
+    ended = switchboard.end_call(second["call_id"])
+    assert (ended["agent"]["status"], ended["call"]) == ("queued", None)
 
 
 def test_the_waiting_line_is_read_page_after_page(switchboard):
@@ -105,8 +113,15 @@ def test_refusals_arrive_as_typed_errors_with_the_problem(switchboard):
         switchboard.create_call({"language": "Klingon"})
     assert set(raised.value.fields) == {"language"}
     ana = agent("Ana", ["French"], "F")
-    with pytest.raises(sc.Conflict):
-        switchboard.release(ana.agent_id)
+    queued = switchboard.make_available(ana.agent_id, ana.version)["agent"]
+    switchboard.log_off(ana.agent_id, queued["version"])
+    with pytest.raises(sc.Conflict) as stale:
+        switchboard.make_available(ana.agent_id, ana.version)  # she changed since that version
+    assert stale.value.current["agent"]["status"] == "offline"
+    with pytest.raises(sc.KeyReused) as reused:
+        switchboard.create_call({}, idempotency_key="pbx-1")
+        switchboard.create_call({"language": "French"}, idempotency_key="pbx-1")
+    assert "Idempotency-Key" in reused.value.fields
     with pytest.raises(sc.InvalidInput) as raised:
         switchboard.list_agents(skill="language:Klingon")
     assert "English, French, Spanish" in raised.value.fields["skill"]
@@ -128,10 +143,10 @@ def test_backpressure_is_retried_after_retry_after_then_raised(switchboard, wait
 
 def test_agents_are_listed_by_status_and_read_one_by_one(switchboard):
     ana, bob = agent("Ana", ["French"], "F"), agent("Bob", ["English"], "M")
-    switchboard.make_available(ana.agent_id)
+    queued = switchboard.make_available(ana.agent_id, ana.version)["agent"]
     assert [a["agent_id"] for a in switchboard.iter_agents(status="queued")] == [ana.agent_id]
     assert switchboard.get_agent(bob.agent_id)["name"] == "Bob"
-    assert switchboard.log_off(ana.agent_id)["agent"]["status"] == "offline"
+    assert switchboard.log_off(ana.agent_id, queued["version"])["agent"]["status"] == "offline"
 
 
 def test_a_shipment_is_enqueued_and_read_with_its_failures(switchboard):
