@@ -20,7 +20,7 @@ It runs on the project's item layout, which is the article's (agents in `AGENTS`
 metadata `QUEUES / Q#<lang>#<gender>` with `depth` and `version`, message items
 `Q#<lang>#<gender> / <token>` holding `agent_id`, `name` and `skills`; ours sit in the
 queue's sub-queues `Q#<lang>#<gender>@<n>`), so agents can be
-queued for it with the project's Router. Every request goes through `Dynamo.call`, so
+queued for it with the project's CallCenter. Every request goes through `Dynamo.call`, so
 the request meter counts it.
 """
 

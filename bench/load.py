@@ -54,7 +54,7 @@ eventually consistent one) and reported apart as `estimated`. Per call means the
 step's DynamoDB traffic (supervisors, shipments and workers included) over the calls
 placed in it; `python -m bench.scale` measures each operation on its own.
 
-At the end `manage.py audit_queues` checks the stored data (0 violations expected).
+At the end `manage.py check_invariants` checks the stored data (0 violations expected).
 """
 
 from __future__ import annotations
@@ -720,8 +720,8 @@ def create_supervisors(count: int) -> list[str]:
 
 def seed_agents(db, count: int, rng: random.Random) -> None:
     """`count` agents (one to three languages, one gender), every one made available."""
+    from queues_app.agents.call_center import CallCenter
     from queues_app.agents.roster import Agents
-    from queues_app.agents.router import Router
 
     agents = Agents(db)
     dims = dict(agents.catalog.dimensions)
@@ -733,7 +733,7 @@ def seed_agents(db, count: int, rng: random.Random) -> None:
             skills[name] = rng.sample(list(values), size)
         built.append(agents.build(f"Agent {index:04d}", skills, agent_id=f"a{index:04d}"))
     agents.create_many(built)
-    router = Router(db)
+    router = CallCenter(db)
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda agent: router.make_available(agent.agent_id), built))
 
@@ -741,7 +741,7 @@ def seed_agents(db, count: int, rng: random.Random) -> None:
 def run_audit(manage: list[str], env: dict[str, str]) -> dict:
     began = time.perf_counter()
     finished = subprocess.run(
-        [*manage, "audit_queues"], cwd=harness.ROOT, env=env, capture_output=True, text=True, timeout=900
+        [*manage, "check_invariants"], cwd=harness.ROOT, env=env, capture_output=True, text=True, timeout=900
     )
     lines = (finished.stdout + finished.stderr).strip().splitlines()
     return {
@@ -955,10 +955,10 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                 shutil.rmtree(workdir, ignore_errors=True)
     try:
         env["DYNAMODB_ENDPOINT_URL"] = endpoint
-        log("audit_queues ...")
+        log("check_invariants ...")
         run.audit = run_audit(manage, env)
         if not run.audit["ok"]:
-            run.problems.append(f"audit_queues: {run.audit['summary']}")
+            run.problems.append(f"check_invariants: {run.audit['summary']}")
     finally:
         schema.delete_tables(db)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -1008,7 +1008,7 @@ def report(run: LoadRun, where: str) -> str:
             lines.append(f"  by operation per call: {d['by_operation_per_call']}")
         lines.append("")
     lines.append(f"Highest rate held: {run.highest_rate_held} calls/s")
-    lines.append(f"audit_queues: {run.audit.get('summary')}")
+    lines.append(f"check_invariants: {run.audit.get('summary')}")
     lines += harness.checks(run.problems)
     return "\n".join(lines)
 

@@ -50,10 +50,10 @@ from datetime import timedelta
 from bench import harness
 from bench.article_matching import ArticleMatcher
 from queues_app.agents import dispatch, keys
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.queues import queue_heads
 from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now, to_iso
@@ -89,13 +89,13 @@ def make_agents(count: int, seed: int) -> list[tuple[str, str, dict[str, list[st
 
 
 class DirectMatcher:
-    """The product's matcher with no dispatcher: `Router(...).matcher.match` on a new call
+    """The product's matcher with no dispatcher: `CallCenter(...).matcher.match` on a new call
     with both preferences set, in the caller's own process (one strongly consistent
     Query, one TransactWriteItems per success, the call item written in the same
     transaction; claims and reads shared by the threads of a process)."""
 
     def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
-        self.router = Router(db, skill_catalog, default_order=QueueOrder.FIFO)
+        self.router = CallCenter(db, skill_catalog, default_order=QueueOrder.FIFO)
 
     def assign(self, combo: tuple[str, ...], call_id: str) -> str | None:
         return self.assign_stamped(combo, call_id)[0]
@@ -218,14 +218,14 @@ def queue_is_empty(db: Dynamo, combo: tuple[str, ...]) -> bool:
 
 
 def queue_all(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list, workers: int = 8) -> None:
-    """Queue every agent with `Router.make_available`, a few at a time. Each agent gets
+    """Queue every agent with `CallCenter.make_available`, a few at a time. Each agent gets
     a fixed queue time (an hour ago plus its index in milliseconds), so the queue order
     is the order of `agent_specs` in every run, whatever order the requests finish in."""
     base = now() - timedelta(hours=1)
 
     def queue(index: int) -> None:
         agent_id = agent_specs[index][0]
-        router = Router(
+        router = CallCenter(
             db, skill_catalog, default_order=QueueOrder.FIFO, clock=lambda: base + timedelta(milliseconds=index)
         )
         _agent, call = router.make_available(agent_id)
@@ -342,7 +342,7 @@ def check_table(
         if left:
             problems.append(f"{keys.queue_name(combo)} still holds {len(left)} message items")
     problems += [
-        f"metadata {info.name} has depth {info.depth}" for info in Router(db, skill_catalog).queues() if info.depth
+        f"metadata {info.name} has depth {info.depth}" for info in CallCenter(db, skill_catalog).queues() if info.depth
     ]
     return problems
 

@@ -86,7 +86,7 @@ def shards_of(pattern: str) -> int | None:
     so a shard's units are the pattern's divided by the count. Copies written together
     and read one at a time (`@<copy>`) divide the same way: each copy takes every write,
     and its share of the reads."""
-    from queues_app.audit_trail import AUDIT_SHARDS
+    from queues_app.audit.store import AUDIT_SHARDS
 
     fixed = {"AGENTS#<n>": keys.AGENT_SHARDS, "QUEUES#<n>": keys.QUEUE_META_SHARDS, "AUDIT#<day>#<n>": AUDIT_SHARDS}
     if pattern in fixed:
@@ -302,9 +302,9 @@ class ScaleRun:
 def measure(endpoint: str, params: ScaleParameters) -> ScaleRun:
     import boto3
 
-    from queues_app.actions import Operations
     from queues_app.agents.records import AgentStatus
     from queues_app.agents.roster import Agents
+    from queues_app.operations import Operations
     from queues_app.shipments.queue import ShipmentQueue
 
     run = ScaleRun(params)

@@ -6,7 +6,7 @@ For each line length N, on fresh tables: N callers wait for (French, X) (loaded 
 batches, as demo data is: `WaitingLine.load`), then
 
 - fits none: an agent (English, F) who fits none of them is made available
-  (`Router.make_available`); they look at the line, queue, and look again;
+  (`CallCenter.make_available`); they look at the line, queue, and look again;
 - fits first: an agent (French, X) is made available and takes the first of them
   (with N = 0 there is nobody to take: the figure is reported as null);
 - escalation: one `escalate()` pass while every caller is due for relaxing after
@@ -17,7 +17,7 @@ Reported per N and case: DynamoDB requests and capacity units (the request meter
 in transactions count twice, as DynamoDB bills them). The goal (docs/benchmarks.md): at
 most 6 requests and 20 capacity units for one `make_available`, whatever N.
 Checks: the fitting agent took the longest-waiting caller, the other one is queued, and
-`audit_queues`' call-centre invariants hold at the end of each N.
+`check_invariants`' call-centre invariants hold at the end of each N.
 
 `--json` prints {"fits_none": {"0": {"requests", "capacity"}, ...}, "fits_first": {...},
 "escalation": {...}, "overview": {...}, "parameters": {...}}.
@@ -37,10 +37,10 @@ CASES = ("fits_none", "fits_first", "escalation", "overview")
 
 
 def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list[str]]:
+    from queues_app.agents.call_center import CallCenter
     from queues_app.agents.escalation import EscalationPolicy
     from queues_app.agents.records import AgentStatus, Call, CallStatus
     from queues_app.agents.roster import Agents
-    from queues_app.agents.router import Router
     from queues_app.agents.skills import SkillCatalog
     from queues_app.ddb.clock import now, to_iso
     from queues_app.monitoring import invariants
@@ -50,7 +50,7 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
     figures: dict[str, dict | None] = {}
     problems: list[str] = []
     with harness.fresh_tables(endpoint, "waiting", length) as db:
-        router = Router(db, catalog, escalation=EscalationPolicy(after_seconds=3600))
+        router = CallCenter(db, catalog, escalation=EscalationPolicy(after_seconds=3600))
         roster = Agents(db, catalog)
         moment = now()
         callers = [

@@ -15,15 +15,16 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from queues_app.actions import BulkReport, Operations, Seen
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.ddb.paging import Page
 from queues_app.forms import MAX_SELECTED, QUEUE_NAME, is_item_id
 from queues_app.http_errors import describe
 from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
+from queues_app.operations import Operations
+from queues_app.operations.bulk import BulkReport, Seen
 from queues_app.roles import can_act
 from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
@@ -262,7 +263,7 @@ class QueueAdmin(DynamoAdmin):
     ]
 
     def load(self, request) -> Page:
-        return Page(Router().queues(), None)
+        return Page(CallCenter().queues(), None)
 
     def item_id(self, item) -> str:
         return item.name

@@ -5,14 +5,38 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.errors import Backpressure
 from queues_app.monitoring import counters
 from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Shipment, ShipmentQueue
+
+
+@dataclass
+class BacklogBounds:
+    """How many callers may wait and live shipments may queue before enqueues are refused
+    (429 with `Retry-After`): `BACKLOG_BOUND_CALLS`, `BACKLOG_BOUND_SHIPMENTS`."""
+
+    bounds: dict[str, int] = field(default_factory=lambda: {counters.CALLS: 1000, counters.LIVE: 10_000})
+    retry_after_seconds: int = 5
+    depth_cache_seconds: float = 1.0  # one COUNT per queue and process per second at most
+
+    @classmethod
+    def from_settings(cls) -> BacklogBounds:
+        from django.conf import settings
+
+        config = getattr(settings, "SWITCHBOARD_FAIRNESS", {})
+        given = {"bounds": config.get("backlog_bounds"), **config}
+        return cls(
+            **{
+                name: given[name]
+                for name in ("bounds", "retry_after_seconds", "depth_cache_seconds")
+                if given.get(name) is not None
+            }
+        )
 
 
 class BackpressureGate:
@@ -23,26 +47,26 @@ class BackpressureGate:
     _cache: dict[tuple[str, str], tuple[float, int]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None):
+    def __init__(self, db: Dynamo | None = None, bounds: BacklogBounds | None = None):
         self.db = db or default()
-        self.policy = policy or FairnessPolicy.from_settings()
+        self.bounds = bounds or BacklogBounds.from_settings()
 
     def check(self, queue: str) -> None:
-        bound = self.policy.backlog_bounds.get(queue)
+        bound = self.bounds.bounds.get(queue)
         if bound is None:
             return
         depth = self.depth(queue, bound)
         if depth > bound:
-            raise Backpressure(queue, depth, bound, self.policy.retry_after_seconds)
+            raise Backpressure(queue, depth, bound, self.bounds.retry_after_seconds)
 
     def depth(self, queue: str, bound: int) -> int:
         key = (self.db.prefix, queue)
         with self._lock:
             cached = self._cache.get(key)
-        if cached and time.monotonic() - cached[0] < self.policy.depth_cache_seconds:
+        if cached and time.monotonic() - cached[0] < self.bounds.depth_cache_seconds:
             return cached[1]
         if queue == counters.CALLS:
-            depth, _more = Router(self.db).line.count_waiting(cap=bound + 1)
+            depth, _more = CallCenter(self.db).line.count_waiting(cap=bound + 1)
         else:
             depth = ShipmentQueue(self.db).count_queued(queue, cap=bound + 1)
         with self._lock:
@@ -65,11 +89,13 @@ class ShipmentAdmission:
     """Where a new shipment goes: refused under backpressure, live within its tenant's
     rate, spillover above it."""
 
-    def __init__(self, db: Dynamo | None = None, policy: FairnessPolicy | None = None):
+    def __init__(
+        self, db: Dynamo | None = None, policy: FairnessPolicy | None = None, bounds: BacklogBounds | None = None
+    ):
         self.db = db or default()
         self.policy = policy or FairnessPolicy.from_settings()
         self.shipments = ShipmentQueue(self.db)
-        self.gate = BackpressureGate(self.db, self.policy)
+        self.gate = BackpressureGate(self.db, bounds)
         self.limiter = TenantLimiter(self.db, self.policy)
 
     def submit(

@@ -13,6 +13,7 @@ from django import forms
 from queues_app.agents import keys
 from queues_app.agents.records import AgentStatus, QueueOrder
 from queues_app.agents.skills import SkillCatalog
+from queues_app.shipments.records import DEFAULT_DLQ_REASON
 
 ANY_CHOICE = "any"
 
@@ -155,9 +156,6 @@ class AgentFilterForm(forms.Form):
 
 class PriorityForm(VersionForm):
     priority = forms.IntegerField(min_value=0, max_value=keys.MAX_PRIORITY)
-
-
-DEFAULT_DLQ_REASON = "Sent to the DLQ by a supervisor"
 
 
 class ReasonForm(VersionForm):

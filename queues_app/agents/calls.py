@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
+from queues_app import event_names as named
 from queues_app.agents import keys
 from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
 from queues_app.agents.roster import STATUS_INDEX as AGENTS_BY_STATUS
@@ -20,7 +21,7 @@ from queues_app.ddb.paging import Page
 ENDED_CALL_RETENTION = timedelta(days=30)
 
 # The events a call's listener hears of (see CallCenterTable.event_actions).
-ASSIGNED, ABANDONED, RELAXED = "call.assigned", "call.abandoned", "call.relaxed"
+ASSIGNED, ABANDONED, RELAXED = named.CALL_ASSIGNED, named.CALL_ABANDONED, named.CALL_RELAXED
 
 
 class CallExists(Exception):
@@ -121,7 +122,7 @@ class Calls:
 
     def in_progress(self, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
         """Calls in progress, a page at a time, through their agents: every assigned call's
-        agent is attending and holds it (`audit_queues` checks it), so a page is a Query of
+        agent is attending and holds it (`check_invariants` checks it), so a page is a Query of
         the attending agents in name order (their partitions of the status index, merged)
         and one BatchGetItem of
         their calls, whatever the number of calls. Calls are not indexed by status: that

@@ -5,7 +5,7 @@ from django.urls import path, re_path
 
 from queues_app.api import auth as api_auth
 from queues_app.api import docs
-from queues_app.api.service import machine_urls
+from queues_app.api.application import machine_urls
 
 urlpatterns = [
     path("openapi.json", docs.openapi_json, name="api-openapi"),

@@ -1,4 +1,4 @@
-"""The JSON API's operations: HTTP only (the schemas validate, the router and the audited
+"""The JSON API's operations: HTTP only (the schemas validate, the center and the audited
 `Operations` act, the serializers answer).
 
 Authentication, permissions and every refusal are in `auth`, `problems` and `service`
@@ -15,9 +15,8 @@ from typing import Any, cast
 from django.http import HttpRequest, HttpResponse
 from ninja import Header, Query, Router, Status
 
-from queues_app.actions import Operations
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import Agent, Call, Outcome
-from queues_app.agents.router import Router as CallRouter
 from queues_app.api import listing
 from queues_app.api.auth import actor_of, token_of
 from queues_app.api.schemas import (
@@ -52,6 +51,7 @@ from queues_app.callbacks.events import EVENT_TYPES
 from queues_app.ddb.errors import Conflict, KeyReused, NotFound
 from queues_app.ddb.replay import digest
 from queues_app.models import ApiToken
+from queues_app.operations import Operations
 from queues_app.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
 from queues_app.shipments.queue import SPILLOVER_QUEUE, Shipment, ShipmentQueue
 
@@ -60,8 +60,8 @@ log = logging.getLogger(__name__)
 endpoints = Router()
 
 
-def get_router() -> CallRouter:
-    return CallRouter()
+def get_call_center() -> CallCenter:
+    return CallCenter()
 
 
 def api_operations(request) -> Operations:
@@ -245,7 +245,7 @@ def list_calls(
 ):
     """Waiting calls in the order they will be served, or assigned calls (newest
     assignment first within a page), a page at a time."""
-    page = listing.calls_page(get_router(), status, cursor=cursor, limit=limit)
+    page = listing.calls_page(get_call_center(), status, cursor=cursor, limit=limit)
     return {"calls": [call_to_json(call) for call in page.items], "next_cursor": page.next_cursor}
 
 
@@ -258,7 +258,7 @@ def list_calls(
 )
 def call_detail(request: HttpRequest, call_id: ItemId):
     """The call: its status, preferences, the agent who took it and why."""
-    return call_to_json(get_router().get_call(call_id))
+    return call_to_json(get_call_center().get_call(call_id))
 
 
 @endpoints.post(
@@ -505,9 +505,9 @@ def list_agents(
 ):
     """Agents in the roster's order (by name), a page at a time; filtered by status and
     by skill."""
-    router = get_router()
+    center = get_call_center()
     page = listing.agents_page(
-        router, status=status, skill=listing.parse_skill(router, skill), cursor=cursor, limit=limit
+        center, status=status, skill=listing.parse_skill(center, skill), cursor=cursor, limit=limit
     )
     return {"agents": [agent_to_json(agent) for agent in page.items], "next_cursor": page.next_cursor}
 
@@ -521,7 +521,7 @@ def list_agents(
 )
 def agent_detail(request: HttpRequest, agent_id: ItemId):
     """The agent: status, skills, the call they attend."""
-    return agent_to_json(get_router().agents.get(agent_id))
+    return agent_to_json(get_call_center().agents.get(agent_id))
 
 
 @endpoints.post(
@@ -631,10 +631,10 @@ def _agent_and_call(response: HttpResponse, outcome: Outcome) -> dict:
 def queues(request: HttpRequest):
     """Every queue combination with its depth and the age of its oldest agent, and the
     number of callers waiting (the count stops at 1000: `callers_waiting_capped`)."""
-    router = get_router()
-    infos = router.queues()
-    waiting, more = router.line.count_waiting()
-    dimensions = router.catalog.names
+    center = get_call_center()
+    infos = center.queues()
+    waiting, more = center.line.count_waiting()
+    dimensions = center.catalog.names
     return {
         "queues": [queue_to_json(info, dimensions) for info in infos],
         "callers_waiting": waiting,

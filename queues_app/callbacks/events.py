@@ -15,12 +15,13 @@ from queues_app.agents.records import Call
 from queues_app.agents.writes import CallEvents
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import to_iso
+from queues_app.event_names import CALL_EVENTS
 from queues_app.serializers import call_to_json
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import queued_shipment
 
 CALLBACK_QUEUE = "callbacks"
-EVENT_TYPES = ("call.assigned", "call.abandoned", "call.relaxed")
+EVENT_TYPES = CALL_EVENTS
 
 
 def event_id(kind: str, call: Call) -> str:

@@ -1,4 +1,4 @@
-"""Every invariant of the live tables, as `audit_queues` checks them: the call
+"""Every invariant of the live tables, as `check_invariants` checks them: the call
 center's and the shipments', passes repeated until what is found holds still (a Scan
 is not a snapshot; see docs/architecture.md)."""
 

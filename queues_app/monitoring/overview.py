@@ -13,10 +13,10 @@ from datetime import datetime
 
 from django.core.cache import cache
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.keys import ANY_VALUE
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY, fits
 from queues_app.ddb.clock import from_iso, now
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
@@ -127,21 +127,21 @@ class SupplyDemand:
 class Dashboard:
     def __init__(
         self,
-        router: Router | None = None,
+        center: CallCenter | None = None,
         shipments: ShipmentQueue | None = None,
         tasks: TaskQueue | None = None,
         clock: Callable[[], datetime] = now,
     ):
-        self.router = router or Router()
-        self.agents: Agents = self.router.agents
-        self.shipments = shipments or ShipmentQueue(self.router.db)
-        self.tasks = tasks or TaskQueue(self.router.db)
+        self.center = center or CallCenter()
+        self.agents: Agents = self.center.agents
+        self.shipments = shipments or ShipmentQueue(self.center.db)
+        self.tasks = tasks or TaskQueue(self.center.db)
         self.clock = clock
 
     def calls_panel(self) -> CallsPanel:
         agents = {status: Figure(*pair) for status, pair in self.agents.count_by_status(cap=COUNT_CAP).items()}
-        waiting, more = self.router.line.count_waiting(cap=COUNT_CAP)
-        oldest = self.router.line.longest_waiting_since()
+        waiting, more = self.center.line.count_waiting(cap=COUNT_CAP)
+        oldest = self.center.line.longest_waiting_since()
         return CallsPanel(Figure(waiting, more), _age(oldest, self.clock()), agents)
 
     def shipments_panel(self, queue: str = DEFAULT_QUEUE) -> ShipmentsPanel:
@@ -181,7 +181,7 @@ class Dashboard:
         Reads the waiting line's counts per preference set, the longest wait of each, and
         the logged-in agents (one capped page per status).
         """
-        catalog = self.router.catalog
+        catalog = self.center.catalog
         moment = self.clock()
         grid = SupplyDemand(dimensions=catalog.names)
         for combo in catalog.all_combinations():
@@ -191,8 +191,8 @@ class Dashboard:
         # The partitions' counts (one BatchGetItem) and, for the longest wait of each, the
         # line by arrival until every non-empty partition has shown up (at most a page
         # or so): the cost does not grow with the line's length.
-        counts = self.router.line.counts()
-        oldest = self.router.line.oldest_by_partition(set(counts), cap=WAITING_READ_CAP)
+        counts = self.center.line.counts()
+        oldest = self.center.line.oldest_by_partition(set(counts), cap=WAITING_READ_CAP)
         grid.waiting_capped = len(oldest) < len(counts)
         for wanted, waiting in counts.items():
             prefs = {name: (ANY if v == ANY_VALUE else v) for name, v in zip(catalog.names, wanted, strict=False)}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
-from queues_app.agents.router import Router
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
 from queues_app.monitoring import service_level
@@ -22,7 +22,7 @@ class MetricsCollector:
     def __init__(self, db: Dynamo | None = None, clock: Callable[[], datetime] = now):
         self.db = db or default()
         self.store = MetricsStore(self.db, clock)
-        self.dashboard = Dashboard(Router(self.db), clock=clock)
+        self.dashboard = Dashboard(CallCenter(self.db), clock=clock)
         self._agents: dict = {}  # agents by status, as the last `gauges` counted them
 
     def gauges(self) -> dict[str, dict[str, float | None]]:

@@ -1,6 +1,7 @@
-"""Operating under backlog: backpressure bounds, per-tenant rate limits, and sidelining
-old work to the spillover queue, which `FairConsumer` takes only when the live queue is
-caught up. Details in docs/architecture.md.
+"""Fairness between tenants under backlog: per-tenant rate limits into the live queue,
+and sidelining old work to the spillover queue, which `FairConsumer` takes only when the
+live queue is caught up (the bounds of what may enter at all are in `admission.py`).
+Details in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -16,26 +17,28 @@ from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
 from queues_app.ddb.codec import marshal
-from queues_app.monitoring import counters
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, Receipt
 
 
 @dataclass
 class FairnessPolicy:
-    backlog_bounds: dict[str, int] = field(default_factory=lambda: {counters.CALLS: 1000, counters.LIVE: 10_000})
-    retry_after_seconds: int = 5
     tenant_rate: float = 10.0  # shipments a second per tenant into the live queue
     tenant_rates: dict[str, float] = field(default_factory=dict)  # per-tenant overrides
     spillover_after_seconds: float = 300.0  # live work older than this is sidelined
-    depth_cache_seconds: float = 1.0  # one COUNT per queue and process per second at most
 
     @classmethod
     def from_settings(cls) -> FairnessPolicy:
         from django.conf import settings
 
         config = getattr(settings, "SWITCHBOARD_FAIRNESS", {})
-        return cls(**config)
+        return cls(
+            **{
+                name: config[name]
+                for name in ("tenant_rate", "tenant_rates", "spillover_after_seconds")
+                if name in config
+            }
+        )
 
     def rate_for(self, tenant: str) -> float:
         return float(self.tenant_rates.get(tenant, self.tenant_rate))

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso, to_iso
 
+DEFAULT_DLQ_REASON = "Sent to the DLQ by a supervisor"  # when a supervisor gives none
 DEFAULT_QUEUE = "live"
 SPILLOVER_QUEUE = "spillover"  # sidelined work, taken only when the live queue is caught up
 MAX_PRIORITY = 9  # priorities run from 0 to 9, higher first

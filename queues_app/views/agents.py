@@ -9,11 +9,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AFTER_CALL, AgentStatus
 from queues_app.agents.roster import COUNT_CAP, Agents
-from queues_app.agents.router import Router
 from queues_app.agents.skills import SkillCatalog
-from queues_app.audit_trail import AuditTrail, agent_day, target
+from queues_app.audit.day import agent_day
+from queues_app.audit.records import target
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import AgentFilterForm, AgentForm
 from queues_app.roles import require_supervisor
@@ -198,7 +200,7 @@ def agent_detail(request, agent_id: str):
     trail = AuditTrail()
     history = trail.for_target(target("agent", agent_id), limit=20)
     # The current call's record gives the start of the stretch in progress (one GetItem).
-    call = Router().find_call(agent.call_id) if agent.call_id else None
+    call = CallCenter().find_call(agent.call_id) if agent.call_id else None
     day = agent_day(
         trail,
         agent_id,

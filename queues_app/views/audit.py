@@ -1,7 +1,7 @@
 """The audit trail: newest first, or one item's history, found by id, id prefix or an
 agent's name, and filtered by who acted, the action, where from and a time range.
 
-What each search reads is in `queues_app/audit_trail.py`'s docstring; every one is
+What each search reads is in `queues_app/audit/store.py`'s docstring; every one is
 bounded, and a page that is not full links on to the next.
 """
 
@@ -14,25 +14,15 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from queues_app.agents.roster import Agents
-from queues_app.audit_trail import KINDS, SOURCES, AuditTrail, TrailFilter, TrailPage
+from queues_app.audit.records import KINDS, SOURCES, TrailFilter, TrailPage
+from queues_app.audit.store import AuditTrail
+from queues_app.event_names import AUDIT_ACTIONS
 from queues_app.forms import MAX_TARGET_LENGTH
 
 PAGE_SIZE = 50
 NAME_MATCHES = 10
 # What the action filter offers: each family, then each action people see in the trail.
-ACTIONS = {
-    "Agents": ["agent.create", "agent.update", "agent.available", "agent.assigned", "agent.release", "agent.offline"],
-    "Calls": ["call.create", "call.assigned", "call.relaxed", "call.end", "call.abandon"],
-    "Shipments": [
-        "shipment.enqueue",
-        "shipment.touch",
-        "shipment.priority",
-        "shipment.dlq",
-        "shipment.restore",
-        "shipment.remove",
-    ],
-    "Tasks": ["tasks.shed"],
-}
+ACTIONS = AUDIT_ACTIONS
 ACTION_CHOICES = [
     ("", "any action"),
     ("Families", [("agent.", "any agent action"), ("call.", "any call action"), ("shipment.", "any shipment action")]),

@@ -10,11 +10,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.matching import WHY_OUTCOMES
 from queues_app.agents.records import AFTER_CALL, CallStatus
-from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
-from queues_app.audit_trail import AuditTrail, target
+from queues_app.audit.records import target
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.errors import InvalidRequest, KeyReused
 from queues_app.forms import CallForm, CallLookupForm
@@ -38,7 +39,7 @@ WHAT_WAS_SEARCHED = {  # one, several
 }
 
 
-def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
+def _waiting_rows(center: CallCenter, items: list[dict]) -> list[dict]:
     moment = now()
     rows = []
     for item in items:
@@ -47,7 +48,7 @@ def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
             {
                 "call_id": item["call_id"],
                 "priority": int(item.get("priority", 0)),
-                "preferences": {d: (item.get("preferences") or {}).get(d) for d in router.catalog.names},
+                "preferences": {d: (item.get("preferences") or {}).get(d) for d in center.catalog.names},
                 "arrived_at": item.get("arrived_at"),
                 "waited": (moment - arrived).total_seconds() if arrived else None,
             }
@@ -57,8 +58,8 @@ def _waiting_rows(router: Router, items: list[dict]) -> list[dict]:
 
 @require_http_methods(["GET", "POST"])
 def calls(request):
-    router = Router()
-    form = CallForm(request.POST or None, catalog=router.catalog)
+    center = CallCenter()
+    form = CallForm(request.POST or None, catalog=center.catalog)
     if request.method == "POST":
         require_supervisor(request)
         placed = form.is_valid() and _place(request, form)
@@ -71,17 +72,17 @@ def calls(request):
             else:
                 messages.warning(request, f"No agent fits right now: call {call.call_id} is waiting.")
             return redirect("call-detail", call_id=call.call_id)
-    waiting, more = router.line.waiting_calls(limit=WAITING_PAGE)
-    in_progress = router.calls.in_progress(cursor=request.GET.get("cursor"), limit=25)
+    waiting, more = center.line.waiting_calls(limit=WAITING_PAGE)
+    in_progress = center.calls.in_progress(cursor=request.GET.get("cursor"), limit=25)
     return render(
         request,
         "queues_app/calls.html",
         {
             "form": form,
-            "waiting": _waiting_rows(router, waiting),
+            "waiting": _waiting_rows(center, waiting),
             "waiting_more": more is not None,
             "in_progress": in_progress,
-            "dimensions": router.catalog.names,
+            "dimensions": center.catalog.names,
             "any": ANY,
         },
         status=400 if form.errors else 200,
@@ -116,7 +117,7 @@ def _place(request, form: CallForm):
 
 @require_GET
 def call_detail(request, call_id: str):
-    call = Router().get_call(check_id("call", call_id))
+    call = CallCenter().get_call(check_id("call", call_id))
     history = AuditTrail().for_target(target("call", call.call_id), limit=20)
     return render(
         request,
@@ -161,7 +162,7 @@ def call_end(request, call_id: str):
     if then not in AFTER_CALL:
         raise InvalidRequest(f"After a call an agent goes to one of: {', '.join(AFTER_CALL)}.")
     if not confirmed(request):
-        call = Router().get_call(call_id)
+        call = CallCenter().get_call(call_id)
         return confirm(
             request,
             title="End the call",
@@ -190,7 +191,7 @@ def call_lookup(request):
     if not form.is_valid():
         return render(request, "queues_app/call_search.html", {"form": form, "search": None}, status=400)
     prefix = form.cleaned_data["call_id"]
-    search = Router().calls.find_by_prefix(prefix)
+    search = CallCenter().calls.find_by_prefix(prefix)
     if len(search.calls) == 1 and not search.more:
         return redirect("call-detail", call_id=search.calls[0].call_id)
     searched = [

@@ -14,11 +14,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from queues_app.actions import Operations, Seen
 from queues_app.agents.skills import SkillError
 from queues_app.ddb.errors import DynamoError, InvalidRequest, NotFound
 from queues_app.forms import MAX_SELECTED, VersionForm, is_item_id
 from queues_app.http_errors import describe
+from queues_app.operations import Operations
+from queues_app.operations.bulk import Seen
 from queues_app.roles import supervisor_required
 
 CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves

@@ -15,7 +15,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError
@@ -68,7 +68,7 @@ class Liveness:
 def liveness(dashboard: Dashboard, kind: str) -> Liveness:
     """The live (reporting, not stale, not stopped) processes of a kind and the freshest
     beat among them: one Query of the heartbeats."""
-    beats = [w for w in heartbeats.workers(dashboard.router.db) if w.kind == kind]
+    beats = [w for w in heartbeats.workers(dashboard.center.db) if w.kind == kind]
     live = [w for w in beats if not w.stale and w.state != heartbeats.STOPPED]
     freshest = min(live, key=lambda w: w.age_seconds, default=None)
     if freshest is None:
@@ -110,7 +110,7 @@ def grid_panel(dashboard: Dashboard) -> dict:
 
 def history_panel(dashboard: Dashboard) -> dict:
     """Depth and oldest age over the last hour, per queue (one Query per queue)."""
-    store = MetricsStore(dashboard.router.db)
+    store = MetricsStore(dashboard.center.db)
     moment = now()
     rows = []
     for queue, title in (
@@ -146,7 +146,7 @@ def capacity_panel(dashboard: Dashboard) -> dict:
     """Requests, capacity, throttles and transaction conflicts per operation over the
     last minutes (every process's finished minutes, plus this process's current one),
     and expired leases from the queue history."""
-    store = MetricsStore(dashboard.router.db)
+    store = MetricsStore(dashboard.center.db)
     totals: dict[str, dict[str, float]] = {}
     for row in store.capacity(CAPACITY_MINUTES):
         for key, value in row.values.items():
@@ -201,7 +201,7 @@ def _read(request, dashboard: Dashboard, name: str) -> dict:
         # Figures cached before the session's write expire within `seconds` of it (a
         # second more for clocks of several hosts sharing a cache).
         fresh = wrote_recently(request, seconds + 1)
-        return cached_panel(dashboard.router.db.prefix, name, read, seconds, fresh=fresh)
+        return cached_panel(dashboard.center.db.prefix, name, read, seconds, fresh=fresh)
     except DynamoError as exc:
         return {f"{name}_problem": describe(exc), f"{name}_error": exc}
 
@@ -231,5 +231,5 @@ def overview(request):
 @require_GET
 def queue_metadata(request):
     """Each skill combination's queue: depth, version, and its oldest queued agent."""
-    router = Router()
-    return render(request, "queues_app/queues.html", {"queues": router.queues(), "dimensions": router.catalog.names})
+    center = CallCenter()
+    return render(request, "queues_app/queues.html", {"queues": center.queues(), "dimensions": center.catalog.names})

@@ -8,5 +8,5 @@ from queues_app.monitoring.service_level import ServiceLevelReader
 
 
 def service_level_panel(dashboard: Dashboard) -> dict:
-    figures = ServiceLevelReader(dashboard.router.db).read()
+    figures = ServiceLevelReader(dashboard.center.db).read()
     return {"service_level": figures, "service_windows": (figures.recent, figures.today)}

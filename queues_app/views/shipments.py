@@ -13,7 +13,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from queues_app.audit_trail import AuditTrail, target
+from queues_app.audit.records import target
+from queues_app.audit.store import AuditTrail
 from queues_app.callbacks.events import CALLBACK_QUEUE
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import InvalidRequest, NotFound

@@ -9,9 +9,9 @@ from pathlib import Path
 from django.core.management import call_command
 from playwright.sync_api import expect
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.browser.test_login import log_in
 
@@ -45,7 +45,7 @@ def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser
 
 
 def test_a_supervisor_assigns_a_caller_and_sees_why(page, live_server, local_db, supervisor):
-    router = Router()
+    router = CallCenter()
     first = Agents().create("Grace Hopper", {"language": ["Spanish"], "gender": ["F"]})
     second = Agents().create("Frances Allen", {"language": ["Spanish", "English"], "gender": ["F"]})
     router.make_available(first.agent_id)

@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.browser.test_login import log_in
 
@@ -139,7 +139,7 @@ def test_agent_actions_change_the_row_and_the_status_counts(page, live_server, l
     expect(counts.locator('[data-tab="queued"] .count')).to_have_text("1")
     expect(counts.locator('[data-tab="offline"] .count')).to_have_text("1")
 
-    call, _ = Router().create_call({"language": "Spanish", "gender": "any"})  # Ana takes it
+    call, _ = CallCenter().create_call({"language": "Spanish", "gender": "any"})  # Ana takes it
     page.reload()
     row.get_by_role("button", name="Release").click()
     asked(page, f"End Ana Lima's call {call.call_id}? Then: back to the queue.", 1280).get_by_role(
@@ -218,7 +218,7 @@ def test_a_waiting_caller_who_hung_up_is_ended_from_the_line_in_three_interactio
 ):
     """From the overview: Calls, "Hung up…" on the caller's row, then "End as abandoned" in
     the dialog that names the call, whole on the screen whether one caller waits or many."""
-    router = Router()
+    router = CallCenter()
     kept, _ = router.create_call({"language": "French", "gender": "X"})
     gone, _ = router.create_call({"language": "French", "gender": "X"})
     log_in(page, live_server, supervisor)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from tests.browser.test_login import log_in
 
 SKILLS = {"language": ["Spanish"], "gender": ["F"]}
@@ -33,7 +33,7 @@ def release_in(tab, agent_id: str, width: int):
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_stale_tab_cannot_end_the_call_the_agent_took_since(page, live_server, local_db, supervisor, width):
-    router = Router()
+    router = CallCenter()
     ana = Agents().create("Ana Lima", SKILLS)
     router.make_available(ana.agent_id)
     first, _ = router.create_call({"language": "Spanish"})

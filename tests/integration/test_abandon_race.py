@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
-from queues_app.agents.router import Router
 from queues_app.ddb import errors
 from queues_app.monitoring import invariants
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 PAIRS = 30
 
 
-def race(router: Router, call_id: str, agent_id: str, delay: float) -> tuple[object, object]:
+def race(router: CallCenter, call_id: str, agent_id: str, delay: float) -> tuple[object, object]:
     """Abandon the call `delay` seconds after making the agent available starts (an
     abandon is quicker than an agent's look at the line: the delays spread the pairs over
     both orders and the moments in between)."""
@@ -30,13 +30,13 @@ def race(router: Router, call_id: str, agent_id: str, delay: float) -> tuple[obj
         start.wait()
         time.sleep(delay)
         try:
-            outcome["abandon"] = Router(router.db).abandon(call_id)
+            outcome["abandon"] = CallCenter(router.db).abandon(call_id)
         except errors.Conflict as exc:
             outcome["abandon"] = exc
 
     def come_back():
         start.wait()
-        outcome["available"] = Router(router.db).make_available(agent_id)[1]
+        outcome["available"] = CallCenter(router.db).make_available(agent_id)[1]
 
     threads = [threading.Thread(target=hang_up), threading.Thread(target=come_back)]
     for thread in threads:
@@ -47,7 +47,7 @@ def race(router: Router, call_id: str, agent_id: str, delay: float) -> tuple[obj
 
 
 def test_an_abandon_and_an_assignment_at_the_same_moment_end_with_exactly_one(local_db):
-    router = Router(local_db)
+    router = CallCenter(local_db)
     rng = random.Random(7)
     abandoned = assigned = 0
     for n in range(PAIRS):

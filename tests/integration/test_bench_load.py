@@ -1,7 +1,7 @@
 """`python -m bench.load --smoke`: the production shape (gunicorn, the escalation loop,
 shipment workers) under a phone system, supervisors and a shipment producer for one
 short step. --json prints one object of the documented shape, no answer is a 5xx, the
-DynamoDB meter saw the servers' requests, audit_queues finds nothing wrong, and no
+DynamoDB meter saw the servers' requests, check_invariants finds nothing wrong, and no
 server outlives the run.
 
 No latency is asserted: at these sizes and on a shared machine the figures mean nothing

@@ -12,15 +12,15 @@ import time
 
 import pytest
 
-from queues_app.actions import RecordedShipmentQueue
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.escalation import EscalationPolicy
 from queues_app.agents.records import CallStatus
-from queues_app.agents.router import Router
 from queues_app.callbacks import signing
 from queues_app.callbacks.delivery import Deliverer
 from queues_app.callbacks.events import CALLBACK_QUEUE, event_id
 from queues_app.ddb import errors
 from queues_app.models import ApiToken
+from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.records import RetryPolicy
 from queues_app.shipments.worker import ShipmentWorker
 from tests.receiver import Receiver
@@ -32,7 +32,7 @@ TAKEN_BUT_500 = 5  # then it processes this many events but answers 500 to them 
 RACES = 10
 
 
-def expected_events(router: Router, call_ids: list[str]) -> dict[str, str]:
+def expected_events(router: CallCenter, call_ids: list[str]) -> dict[str, str]:
     """Event id -> type for every change the calls went through, from their final state."""
     found = {}
     for call_id in call_ids:
@@ -56,13 +56,13 @@ def race(db, call_id: str, agent_id: str, delay: float) -> None:
         start.wait()
         time.sleep(delay)
         try:
-            Router(db).abandon(call_id)
+            CallCenter(db).abandon(call_id)
         except errors.Conflict:
             pass
 
     def come_back():
         start.wait()
-        Router(db).make_available(agent_id)
+        CallCenter(db).make_available(agent_id)
 
     threads = [threading.Thread(target=hang_up), threading.Thread(target=come_back)]
     for thread in threads:
@@ -94,7 +94,7 @@ def test_every_change_is_delivered_exactly_once_through_outages(local_db, settin
         token = ApiToken.issue(django_user_model.objects.create_user("phones"), "phone system")[0]
         secret = token.set_callback(receiver.url)
         callback = str(token.pk)
-        router = Router(local_db, escalation=EscalationPolicy(after_seconds=0.01, order=("gender",)))
+        router = CallCenter(local_db, escalation=EscalationPolicy(after_seconds=0.01, order=("gender",)))
         calls: list[str] = []
 
         # Assigned at once: agents queued first.

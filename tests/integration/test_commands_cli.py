@@ -41,7 +41,7 @@ def unreachable():
 @pytest.mark.parametrize(
     "args",
     [
-        ["audit_queues", "--once"],
+        ["check_invariants", "--once"],
         ["dynamo_tables", "describe"],
         ["dynamo_tables", "create"],
         ["escalate_callers", "--once"],
@@ -72,7 +72,7 @@ def test_an_unreachable_dynamodb_is_one_line_and_exit_status_1(unreachable, args
         (["run_task_processor", "--lease", "-1"], 2, "argument --lease: expected a number from 1 to 3600"),
         (["collect_metrics", "--every", "0"], 2, "argument --every: expected a number from 1 to 3600"),
         (["escalate_callers", "--every", "nan"], 2, "argument --every: expected a number"),
-        (["audit_queues", "--pause", "-1"], 2, "argument --pause: expected a number from 0 to 60"),
+        (["check_invariants", "--pause", "-1"], 2, "argument --pause: expected a number from 0 to 60"),
         (["seed_demo", "--tasks", "-3"], 2, "argument --tasks: expected a whole number from 0 to 100000"),
         (["restore_shipments", "--limit", "0", "--reason", "x"], 2, "argument --limit: expected a whole number"),
         (["dynamo_tables", "drop"], 2, "argument action: invalid choice: 'drop'"),

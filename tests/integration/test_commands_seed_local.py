@@ -1,5 +1,5 @@
 """`seed_demo` on DynamoDB Local while a task processor and a shipment worker run: it
-completes, and what it leaves behind satisfies the invariants `audit_queues` checks (and
+completes, and what it leaves behind satisfies the invariants `check_invariants` checks (and
 the tasks' own: a known status and the fields that go with it)."""
 
 import io
@@ -93,5 +93,5 @@ def test_seed_demo_completes_beside_a_running_processor_and_worker(local_db, set
     assert found == []
     assert seen == 600  # none lost, none written twice
     out = io.StringIO()
-    call_command("audit_queues", "--once", stdout=out)
+    call_command("check_invariants", "--once", stdout=out)
     assert out.getvalue().startswith("OK: no violations")

@@ -11,9 +11,9 @@ import threading
 import pytest
 
 from queues_app.agents import dispatch
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.ddb.client import Dynamo
 from queues_app.monitoring import invariants
 from tests.threads import wait_for
@@ -27,13 +27,13 @@ def no_dispatchers_left(local_db):
     dispatch.stop_dispatchers()
 
 
-def process_like(db: Dynamo) -> Router:
+def process_like(db: Dynamo) -> CallCenter:
     """A router on a client of its own, as another process would have (claims and the
     dispatcher are per client)."""
-    return Router(Dynamo(prefix=db.prefix, endpoint_url=db.endpoint_url, region=db.region))
+    return CallCenter(Dynamo(prefix=db.prefix, endpoint_url=db.endpoint_url, region=db.region))
 
 
-def queued_agents(router: Router, count: int) -> list[str]:
+def queued_agents(router: CallCenter, count: int) -> list[str]:
     agents = Agents(router.db, router.catalog)
     ids = []
     for i in range(count):
@@ -58,7 +58,7 @@ def test_callers_of_several_processes_are_matched_by_the_holder_of_the_lease(loc
     given: list[str] = []
     start = threading.Barrier(6)
 
-    def caller(router: Router) -> None:
+    def caller(router: CallCenter) -> None:
         start.wait()
         for _ in range(2):
             call, _created = router.create_call(SPANISH_F)
@@ -78,7 +78,7 @@ def test_callers_of_several_processes_are_matched_by_the_holder_of_the_lease(loc
 
 
 def test_with_nobody_holding_the_lease_a_process_matches_by_itself(local_db):
-    router = Router(local_db)
+    router = CallCenter(local_db)
     (agent_id,) = queued_agents(router, 1)
     other = dispatch.DispatchLease(local_db, holder="elsewhere", address="", duration=60)
     assert other.hold()  # held, but with no address to send callers to
@@ -90,7 +90,7 @@ def test_with_nobody_holding_the_lease_a_process_matches_by_itself(local_db):
 
 
 def test_a_holder_that_does_not_answer_in_time_leaves_the_caller_to_this_process(local_db):
-    router = Router(local_db)
+    router = CallCenter(local_db)
     (agent_id,) = queued_agents(router, 1)
     silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
     host, port = silent.getsockname()[:2]
@@ -109,7 +109,7 @@ def test_a_holder_that_does_not_answer_in_time_leaves_the_caller_to_this_process
 
 
 def test_the_holder_answers_only_signed_requests(local_db):
-    router = Router(local_db)
+    router = CallCenter(local_db)
     (agent_id,) = queued_agents(router, 1)
     dispatcher = router.matcher.use_dispatcher()
     assert wait_for(lambda: dispatcher.lease.held, timeout=10)

@@ -7,7 +7,7 @@ stale and repeated requests interleaved. After each step:
   nor an agent or shipment at a version other than the one it named; a refused or
   repeated request changed nothing at all;
 - a request whose item was as it named it went through;
-- the invariants `audit_queues` checks hold;
+- the invariants `check_invariants` checks hold;
 - each call's history in the audit trail reads in order (waiting, assigned, ended, or
   abandoned), each fact once.
 
@@ -27,16 +27,17 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from queues_app.actions import Operations, Seen
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.invariants import read_callcenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
 from queues_app.ddb.client import default
 from queues_app.models import ApiToken
 from queues_app.monitoring import invariants
+from queues_app.operations import Operations
+from queues_app.operations.bulk import Seen
 from queues_app.shipments.invariants import read_shipments
 from queues_app.shipments.queue import ShipmentQueue
 
@@ -364,12 +365,12 @@ class NamedChanges(RuleBasedStateMachine):
             assert statuses.count(CallStatus.ENDED) <= 1 and statuses.count(CallStatus.ABANDONED) <= 1
             actions = [e.action for e in entries]
             assert actions[:1] == ["call.create"], (call_id, actions)
-            stored = Router().get_call(call_id).status
+            stored = CallCenter().get_call(call_id).status
             assert statuses[-1] == stored, (call_id, statuses, stored)
 
     def teardown(self):
         """Leave no queued agent or waiting caller for the next example to meet."""
-        router = Router()
+        router = CallCenter()
         for agent_id in self.agent_ids:
             agent = Agents().get(agent_id)
             if agent.status == AgentStatus.ATTENDING:

@@ -15,10 +15,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, Call, CallStatus
 from queues_app.agents.roster import Agents, agent_to_item
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AUDIT_SHARDS, AuditTrail
+from queues_app.audit.store import AUDIT_SHARDS, AuditTrail
 from queues_app.ddb import batch, meter, schema
 from queues_app.ddb.client import default, reset_default
 from queues_app.ddb.clock import now, to_iso
@@ -75,7 +75,7 @@ def load(size: int) -> dict:
             agent.status, agent.call_id = AgentStatus.ATTENDING, f"c{n}"
         built.append(agent)
     batch.put_items(db, agents.table, (agent_to_item(a) for a in built))
-    router = Router()
+    router = CallCenter()
     for agent in built[:3]:
         if agent.status == AgentStatus.OFFLINE:
             router.make_available(agent.agent_id)

@@ -8,7 +8,7 @@ transactions, so none of this runs on moto).
 2. The article's claim that optimistic locking "ensures all race conditions are
    addressed": its enqueue step, which writes without a condition on the agent's
    status, queues an agent twice when two enqueuers interleave, and its matcher then
-   gives that agent to two callers. `Router.make_available` refuses the second
+   gives that agent to two callers. `CallCenter.make_available` refuses the second
    enqueue under the same interleaving.
 """
 
@@ -27,11 +27,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from queues_app.agents import keys
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.calls import call_from_item, call_to_item
 from queues_app.agents.queues import queue_heads
 from queues_app.agents.records import AgentStatus, Call, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.agents.skills import fits
 from queues_app.ddb import errors
 from queues_app.ddb.clock import now, to_iso
@@ -78,7 +78,7 @@ def make_agents(db, rng) -> dict[str, dict]:
     return made
 
 
-def caller_thread(router: Router, index: int, start: threading.Barrier, deadline: float, journal: Journal):
+def caller_thread(router: CallCenter, index: int, start: threading.Barrier, deadline: float, journal: Journal):
     rng = random.Random(SEED * 100 + index)
     start.wait()
     for made in range(CALLS_PER_CALLER_THREAD):
@@ -99,7 +99,7 @@ def caller_thread(router: Router, index: int, start: threading.Barrier, deadline
 
 
 def agent_thread(
-    router: Router,
+    router: CallCenter,
     index: int,
     agent_ids: list[str],
     start: threading.Barrier,
@@ -133,7 +133,7 @@ def agent_thread(
             journal.unexpected.append(f"agent op on {agent_id}: {exc!r}")
 
 
-def read_calls(router: Router, call_ids) -> dict[str, Call]:
+def read_calls(router: CallCenter, call_ids) -> dict[str, Call]:
     """Every call item, read back by id (strongly consistent BatchGetItem, 100 at a time)."""
     calls, ids = {}, sorted(set(call_ids))
     for first in range(0, len(ids), 100):
@@ -215,7 +215,7 @@ def check_agent_side_returns(journal: Journal) -> list[str]:
     ]
 
 
-def missed_wakeups(router: Router, calls: dict[str, Call]) -> list[str]:
+def missed_wakeups(router: CallCenter, calls: dict[str, Call]) -> list[str]:
     """At rest, no caller waits while a queued agent who fits them sits in a queue."""
     queued = [a for a in Agents(router.db, router.catalog).list(limit=1000).items if a.status == AgentStatus.QUEUED]
     problems = []
@@ -248,7 +248,7 @@ def all_call_ids(db) -> set[str]:
             return ids
 
 
-def assert_consistent(router: Router, journal: Journal, capsys, context: str) -> dict[str, Call]:
+def assert_consistent(router: CallCenter, journal: Journal, capsys, context: str) -> dict[str, Call]:
     stored_ids = all_call_ids(router.db)
     assert stored_ids == set(journal.call_ids), f"calls stored and calls created differ ({context})"
     calls = read_calls(router, journal.call_ids)
@@ -261,12 +261,12 @@ def assert_consistent(router: Router, journal: Journal, capsys, context: str) ->
     assert problems == [], context
     assert [str(v) for v in invariants.find_violations(router.db, router.catalog)] == [], context
     capsys.readouterr()
-    call_command("audit_queues")
+    call_command("check_invariants")
     assert capsys.readouterr().out.startswith("OK: no violations")
     return calls
 
 
-def waiting_preferences(router: Router) -> list[dict]:
+def waiting_preferences(router: CallCenter) -> list[dict]:
     """The preferences of every waiting caller, from the WAITING items (one Query a page)."""
     found, cursor = [], None
     while True:
@@ -276,7 +276,7 @@ def waiting_preferences(router: Router) -> list[dict]:
             return found
 
 
-def drain(router: Router, journal: Journal) -> int:
+def drain(router: CallCenter, journal: Journal) -> int:
     """Bring back every agent who fits a waiting caller (release attending ones to the
     queue, make offline and wrap-up ones available) until no waiting caller fits any
     agent. Returns the number of rounds."""
@@ -311,12 +311,12 @@ def test_concurrent_callers_and_agents_keep_every_invariant(local_db, capsys):
     began = time.monotonic()
     deadline = began + TIME_LIMIT
     callers = [
-        threading.Thread(target=caller_thread, args=(Router(local_db), i, start, deadline, journal))
+        threading.Thread(target=caller_thread, args=(CallCenter(local_db), i, start, deadline, journal))
         for i in range(CALLER_THREADS)
     ]
     agents = [
         threading.Thread(
-            target=agent_thread, args=(Router(local_db), i, agent_ids, start, deadline, callers_done, journal)
+            target=agent_thread, args=(CallCenter(local_db), i, agent_ids, start, deadline, callers_done, journal)
         )
         for i in range(AGENT_THREADS)
     ]
@@ -340,10 +340,10 @@ def test_concurrent_callers_and_agents_keep_every_invariant(local_db, capsys):
     assert assigned_during_run > 0, run
     assert any(by == "agent" for *_rest, by in journal.assignments), f"no agent took a waiting caller; {run}"
 
-    calls = assert_consistent(Router(local_db), journal, capsys, run)
-    assert missed_wakeups(Router(local_db), calls) == [], run
+    calls = assert_consistent(CallCenter(local_db), journal, capsys, run)
+    assert missed_wakeups(CallCenter(local_db), calls) == [], run
 
-    router = Router(local_db)
+    router = CallCenter(local_db)
     waiting_before = sum(c.status == CallStatus.WAITING for c in calls.values())
     rounds = drain(router, journal)
     drained = f"{run}; drain: {waiting_before} were waiting, {rounds} rounds"
@@ -502,7 +502,7 @@ def make_available_agent(db, name="Ana"):
 
 
 def test_the_articles_enqueue_queues_an_agent_twice_and_gives_them_to_two_callers(local_db):
-    router = Router(local_db)
+    router = CallCenter(local_db)
     ana = make_available_agent(local_db)
     # Two enqueuers interleaved by hand: both read Ana as available, then both write.
     seen_by_first = article_enqueue_read(local_db, ana.agent_id)
@@ -525,11 +525,11 @@ def test_the_articles_enqueue_queues_an_agent_twice_and_gives_them_to_two_caller
     found = [str(v) for v in invariants.find_violations(local_db, router.catalog, passes=1)]
     assert f"[holder] agent {ana.agent_id}: holds 2 assigned calls: c1, c2" in found
     with pytest.raises(CommandError):
-        call_command("audit_queues", "--once")
+        call_command("check_invariants", "--once")
 
 
 def test_router_refuses_the_second_enqueue_under_the_same_interleaving(local_db, monkeypatch):
-    first_router, second_router = Router(local_db), Router(local_db)
+    first_router, second_router = CallCenter(local_db), CallCenter(local_db)
     ana = make_available_agent(local_db)
     # Both read Ana as available before either writes.
     stale_first = first_router.agents.get(ana.agent_id)
@@ -566,7 +566,7 @@ def test_make_available_never_reports_a_call_another_agent_took(local_db, monkey
     reads Cy's call as waiting; Bo takes Cy's call before Ana's assignment transaction; that
     transaction fails on the call, the matcher's try returns the call as it is now (assigned to
     Bo), and `make_available(Ana)` returned it as the call Ana took."""
-    ana_router, bo_router = Router(local_db), Router(local_db)
+    ana_router, bo_router = CallCenter(local_db), CallCenter(local_db)
     directory = Agents(local_db)
     ana = directory.create("Ana", {"language": ["English"], "gender": ["F"]})
     bo = directory.create("Bo", {"language": ["English"], "gender": ["M"]})

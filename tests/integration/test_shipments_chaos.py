@@ -271,7 +271,7 @@ def test_chaos_every_shipment_is_completed_once_or_dead_lettered(local_db, capsy
     report = invariants.check(local_db)
     assert report.violations == [], [str(v) for v in report.violations]
     assert report.counts["shipments"] == len(created)
-    call_command("audit_queues")
+    call_command("check_invariants")
     out = capsys.readouterr().out
     assert out.startswith("OK: no violations")
     with capsys.disabled():

@@ -4,10 +4,10 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.tasks.queue import TaskQueue
 from tests.helpers.seen import ticked, ticked_shipment
@@ -53,7 +53,7 @@ def test_every_changelist_reads_dynamodb(staff_client, moto_db, model):
 def test_agent_changelist_searches_and_filters_by_status(staff_client, moto_db):
     ada = Agents().create("Ada Admin", SKILLS)
     Agents().create("Bob Builder", SKILLS)
-    Router().make_available(ada.agent_id)
+    CallCenter().make_available(ada.agent_id)
     html = staff_client.get(changelist("agententry"), {"q": "bob"}).content.decode()
     assert "Bob Builder" in html and "Ada Admin" not in html
     html = staff_client.get(changelist("agententry"), {"status": AgentStatus.QUEUED}).content.decode()

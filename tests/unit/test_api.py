@@ -9,9 +9,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.ddb.local import free_port
 from queues_app.models import ApiToken, hash_token
 
@@ -168,7 +168,7 @@ def test_a_viewers_token_may_not_write(moto_db, viewer_api):
         (f"/api/agents/{ana.agent_id}/offline", None),
     ]:
         assert_problem(viewer_api.post(path, body), 403, "Forbidden")
-    assert Router().line.waiting_calls()[0] == []
+    assert CallCenter().line.waiting_calls()[0] == []
     assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
 
 
@@ -189,13 +189,13 @@ def test_it_creates_a_waiting_call_when_no_agent_fits(moto_db, api):
     assert call["priority"] == 3
     assert call["agent_id"] is None
     assert response["Location"] == f"/api/calls/{call['call_id']}"
-    waiting, _ = Router().line.waiting_calls()
+    waiting, _ = CallCenter().line.waiting_calls()
     assert [w["call_id"] for w in waiting] == [call["call_id"]]
 
 
 def test_it_assigns_a_call_at_once_to_a_queued_agent_who_fits(moto_db, api):
     ana = agent("Ana", ["English", "Spanish"], "F")
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     response = api.post("/api/calls", {"preferences": {"language": "Spanish"}, "order": "fifo"})
     assert response.status_code == 201
     call = response.json()
@@ -237,7 +237,7 @@ def test_the_same_idempotency_key_twice_makes_one_call(moto_db, api):
     assert second.status_code == 200
     assert second.json()["call_id"] == first.json()["call_id"]
     assert second["Idempotent-Replayed"] == "true"
-    waiting, _ = Router().line.waiting_calls()
+    waiting, _ = CallCenter().line.waiting_calls()
     assert [w["call_id"] for w in waiting] == [first.json()["call_id"]]
 
 
@@ -256,7 +256,7 @@ def test_different_idempotency_keys_make_different_calls(moto_db, api):
     a = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="a").json()
     b = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="b").json()
     assert a["call_id"] != b["call_id"]
-    assert len(Router().line.waiting_calls()[0]) == 2
+    assert len(CallCenter().line.waiting_calls()[0]) == 2
 
 
 def test_idempotency_keys_of_different_clients_do_not_collide(moto_db, api, staff):
@@ -270,7 +270,7 @@ def test_idempotency_keys_of_different_clients_do_not_collide(moto_db, api, staf
 def test_without_an_idempotency_key_each_request_makes_a_call(moto_db, api):
     api.post("/api/calls", {"preferences": {}})
     api.post("/api/calls", {"preferences": {}})
-    assert len(Router().line.waiting_calls()[0]) == 2
+    assert len(CallCenter().line.waiting_calls()[0]) == 2
 
 
 # --- validation ---------------------------------------------------------------------
@@ -280,7 +280,7 @@ def test_it_rejects_an_unknown_language_naming_the_field(moto_db, api):
     response = api.post("/api/calls", {"preferences": {"language": "Klingon"}})
     body = assert_problem(response, 400, "Invalid request")
     assert body["fields"]["language"].startswith("unknown language 'Klingon'; allowed: English, French, Spanish")
-    assert Router().line.waiting_calls()[0] == []
+    assert CallCenter().line.waiting_calls()[0] == []
 
 
 def test_it_rejects_an_unknown_skill_dimension(moto_db, api):
@@ -291,7 +291,7 @@ def test_it_rejects_an_unknown_skill_dimension(moto_db, api):
 def test_it_rejects_malformed_json(moto_db, api):
     body = assert_problem(api.post("/api/calls", raw='{"preferences": {'), 400, "Invalid request")
     assert "body" in body["fields"]
-    assert Router().line.waiting_calls()[0] == []
+    assert CallCenter().line.waiting_calls()[0] == []
 
 
 def test_it_rejects_a_body_that_is_not_an_object(moto_db, api):
@@ -534,11 +534,11 @@ def test_a_retried_call_is_answered_even_while_new_calls_get_429(moto_db, api, c
     assert replay["Idempotent-Replayed"] == "true"
     assert replay["Location"] == f"/api/calls/{first.json()['call_id']}"
     assert replay.json()["call_id"] == first.json()["call_id"]
-    assert len(Router().line.waiting_calls()[0]) == 2
+    assert len(CallCenter().line.waiting_calls()[0]) == 2
 
 
 def test_a_replay_under_backpressure_is_not_recorded_again(moto_db, api, call_bound):
-    from queues_app.audit_trail import AuditTrail
+    from queues_app.audit.store import AuditTrail
 
     call_bound(5)
     call_id = api.post("/api/calls", {"preferences": {}}, HTTP_IDEMPOTENCY_KEY="pbx-9").json()["call_id"]
@@ -588,14 +588,14 @@ def test_a_caller_who_hangs_up_leaves_the_line_at_once_and_counts_as_abandoned(m
 
     call = api.post("/api/calls", {"preferences": {"language": "French", "gender": "X"}}).json()
     other = api.post("/api/calls", {"preferences": {"language": "French", "gender": "X"}}).json()
-    assert Router().line.count_waiting() == (2, False)
+    assert CallCenter().line.count_waiting() == (2, False)
 
     response = api.post(f"/api/calls/{call['call_id']}/abandon")
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["status"] == "abandoned" and body["ended_at"] and body["agent_id"] is None
-    assert Router().line.count_waiting() == (1, False)
-    assert [w["call_id"] for w in Router().line.waiting_calls()[0]] == [other["call_id"]]
+    assert CallCenter().line.count_waiting() == (1, False)
+    assert [w["call_id"] for w in CallCenter().line.waiting_calls()[0]] == [other["call_id"]]
     assert api.get(f"/api/calls/{call['call_id']}").json()["status"] == "abandoned"
 
     counters.MetricsStore(moto_db).flush()

@@ -41,7 +41,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from queues_app.admission import BackpressureGate
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.monitoring.counters import recorder
 from queues_app.shipments.queue import ShipmentQueue
@@ -118,7 +118,7 @@ def make_world(supervisor, viewer, settings):
     tables the test's fixtures made)."""
     settings.SWITCHBOARD_FAIRNESS = {**settings.SWITCHBOARD_FAIRNESS, "depth_cache_seconds": 0}
     BackpressureGate.forget()
-    router = Router()
+    router = CallCenter()
     agents = []
     for name, languages, gender in [
         ("Ana", ["English", "Spanish"], "F"),

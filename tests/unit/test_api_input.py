@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queues_app.admission import BackpressureGate
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.api.parsing import MAX_BODY_BYTES, MAX_DEPTH
 from queues_app.shipments.queue import ShipmentQueue
 from tests.unit.test_api import Api, agent, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401
@@ -41,7 +41,7 @@ def test_a_preference_that_is_not_a_string_is_400_naming_it(moto_db, api, value)
     body = assert_problem(api.post("/api/calls", {"preferences": {"language": value}}), 400, "Invalid request")
     assert set(body["fields"]) == {"language"}
     assert "one value" in body["fields"]["language"]
-    assert Router().line.waiting_calls()[0] == []
+    assert CallCenter().line.waiting_calls()[0] == []
 
 
 def test_preferences_that_are_not_an_object_are_400(moto_db, api):
@@ -59,7 +59,7 @@ def test_a_preference_of_null_is_400_naming_it(moto_db, api):
     body = assert_problem(api.post("/api/calls", {"preferences": {"language": None, "gender": "F"}}), 400)
     assert set(body["fields"]) == {"language"}
     assert "may not be null" in body["fields"]["language"] and "'any'" in body["fields"]["language"]
-    assert Router().line.waiting_calls()[0] == []
+    assert CallCenter().line.waiting_calls()[0] == []
 
 
 def test_an_unknown_skill_dimension_is_named_with_the_dimensions_allowed(moto_db, api):
@@ -107,7 +107,7 @@ def test_a_body_that_is_not_json_is_415_naming_the_type_expected(moto_db, api, c
     )
     body = assert_problem(response, 415, "Unsupported media type")
     assert "application/json" in body["message"]
-    assert Router().line.waiting_calls()[0] == []
+    assert CallCenter().line.waiting_calls()[0] == []
 
 
 @pytest.mark.parametrize(
@@ -351,7 +351,7 @@ def test_an_unexpected_failure_is_a_json_500_without_details_and_is_logged(moto_
     def broken():
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr(views, "get_router", broken)
+    monkeypatch.setattr(views, "get_call_center", broken)
     with caplog.at_level(logging.ERROR, logger="queues_app"):
         response = api.get("/api/queues")
     body = assert_problem(response, 500, "Internal error")

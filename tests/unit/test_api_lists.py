@@ -4,7 +4,7 @@ agent, calls waiting (in line order) or assigned, with signed cursors; bad filte
 
 import pytest
 
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from tests.unit.test_api import (  # noqa: F401
     agent,
     api,
@@ -51,7 +51,7 @@ def test_it_lists_agents_with_their_status_and_skills(moto_db, viewer_api):
 
 def test_it_filters_agents_by_status(moto_db, api):
     ana, bob = agent("Ana", ["English"], "F"), agent("Bob", ["English"], "M")
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     assert agent_ids(api.get("/api/agents?status=queued").json()) == [ana.agent_id]
     assert agent_ids(api.get("/api/agents?status=offline").json()) == [bob.agent_id]
 
@@ -128,7 +128,7 @@ def test_waiting_calls_come_a_page_at_a_time_in_order(moto_db, api):
 
 def test_assigned_calls_are_those_agents_attend(moto_db, api):
     ana = agent("Ana", ["French"], "F")
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     taken = place(api, "French")
     waiting = place(api, "Spanish")
     assigned = api.get("/api/calls?status=assigned").json()
@@ -140,7 +140,7 @@ def test_assigned_calls_come_a_page_at_a_time_each_once(moto_db, api):
     taken = set()
     for n in range(5):
         someone = agent(f"Agent {n}", ["French"], "F")
-        Router().make_available(someone.agent_id)
+        CallCenter().make_available(someone.agent_id)
         taken.add(place(api, "French"))
     pages = every_page(api, "/api/calls?status=assigned&limit=2", "calls", "call_id")
     listed = [call_id for page in pages for call_id in page]

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.models import ApiToken
 from tests.unit.test_api import Api, agent, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401
 

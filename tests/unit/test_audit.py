@@ -1,4 +1,4 @@
-"""`audit_queues`: the invariant checks, on moto, after real operations and after
+"""`check_invariants`: the invariant checks, on moto, after real operations and after
 corrupting the table by hand in each way the audit must catch."""
 
 from datetime import timedelta
@@ -8,10 +8,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from queues_app.agents import keys
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.escalation import EscalationPolicy
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.ddb.clock import now
 from queues_app.ddb.codec import marshal
 from queues_app.monitoring import invariants
@@ -28,7 +28,7 @@ class Clock:
 
 @pytest.fixture
 def router(moto_db):
-    return Router(moto_db, clock=Clock(), escalation=EscalationPolicy(after_seconds=60))
+    return CallCenter(moto_db, clock=Clock(), escalation=EscalationPolicy(after_seconds=60))
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def violations(router):
 
 def assert_command_fails():
     with pytest.raises(CommandError) as caught:
-        call_command("audit_queues", "--once")
+        call_command("check_invariants", "--once")
     assert "violation" in str(caught.value)
     return caught
 
@@ -101,15 +101,22 @@ def test_a_clean_table_after_operations_has_no_violations(router, busy, capsys):
     assert report.counts["agents_queued"] == 1  # Bo, back in the queue after his call
     assert report.counts["agents_attending"] == 2  # Ana and Dee
     assert report.counts["calls_waiting"] == 1
-    call_command("audit_queues")
+    call_command("check_invariants")
     out = capsys.readouterr().out
     assert out.startswith("OK: no violations; 5 agents (1 queued, 2 attending)")
     assert "4 calls (1 waiting, 2 assigned, 1 ended)" in out
 
 
 def test_an_empty_table_is_clean(moto_db, capsys):
-    call_command("audit_queues", "--once")
+    call_command("check_invariants", "--once")
     assert "OK: no violations; 0 agents" in capsys.readouterr().out
+
+
+def test_the_earlier_name_of_the_command_still_checks_and_names_the_new_one(moto_db, capsys):
+    call_command("audit_queues", "--once")
+    out, err = capsys.readouterr()
+    assert "OK: no violations; 0 agents" in out
+    assert "audit_queues is now check_invariants" in err
 
 
 def test_wrong_depth_is_reported(router, busy, capsys):
@@ -291,7 +298,7 @@ def test_the_command_exits_non_zero_from_the_shell(router, busy):
 
     delete(router, place_in_line(router, busy["waiting"]))
     with pytest.raises(SystemExit) as caught:
-        ManagementUtility(["manage.py", "audit_queues", "--once"]).execute()
+        ManagementUtility(["manage.py", "check_invariants", "--once"]).execute()
     assert caught.value.code == 1
 
 

@@ -8,13 +8,16 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from queues_app.actions import Operations, RecordedShipmentQueue, RecordedTaskQueue
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AUDIT_SHARDS, AuditTrail, TrailEntry, TrailFilter, agent_day, target
+from queues_app.audit.day import agent_day
+from queues_app.audit.records import TrailEntry, TrailFilter, target
+from queues_app.audit.store import AUDIT_SHARDS, AuditTrail
 from queues_app.ddb import batch
 from queues_app.ddb.client import default
+from queues_app.operations import Operations
+from queues_app.operations.system import RecordedShipmentQueue, RecordedTaskQueue
 from queues_app.shipments.queue import ShipmentQueue, ShipmentStatus
 from queues_app.tasks.queue import TaskQueue
 from queues_app.tasks.records import ExpiryPolicy
@@ -39,7 +42,7 @@ def actions(entries):
 
 def test_a_caller_assigned_on_arrival_is_on_the_agents_history_too(moto_db):
     ana = agent()
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     call, _ = Operations(ACTOR, "page").create_call({"language": "Spanish", "gender": "any"})
     assert actions(history("agent", ana.agent_id)) == [("agent.assigned", "matcher", "system")]
     [taken] = history("agent", ana.agent_id)
@@ -49,7 +52,7 @@ def test_a_caller_assigned_on_arrival_is_on_the_agents_history_too(moto_db):
 
 
 def test_an_agent_taking_a_waiting_caller_is_on_the_calls_history(moto_db):
-    waiting, _ = Router().create_call({"language": "Spanish", "gender": "any"})
+    waiting, _ = CallCenter().create_call({"language": "Spanish", "gender": "any"})
     ana = agent()
     Operations(ACTOR, "page").make_available(ana.agent_id)
     [assigned] = history("call", waiting.call_id)
@@ -61,7 +64,7 @@ def test_an_agent_taking_a_waiting_caller_is_on_the_calls_history(moto_db):
 
 def test_a_release_that_took_a_waiting_caller_says_so_and_ends_the_first_call(moto_db):
     ana = agent()
-    router = Router()
+    router = CallCenter()
     router.make_available(ana.agent_id)
     first, _ = router.create_call({"language": "Spanish", "gender": "any"})
     second, _ = router.create_call({"language": "Spanish", "gender": "any"})
@@ -76,9 +79,9 @@ def test_a_release_that_took_a_waiting_caller_says_so_and_ends_the_first_call(mo
 
 def test_escalation_records_the_relaxed_preferences_and_the_assignment(moto_db, settings):
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
-    call, _ = Router().create_call({"language": "Spanish", "gender": "F"})
+    call, _ = CallCenter().create_call({"language": "Spanish", "gender": "F"})
     carlos = agent("Carlos", gender="M")
-    Router().make_available(carlos.agent_id)
+    CallCenter().make_available(carlos.agent_id)
     import time
 
     time.sleep(0.05)

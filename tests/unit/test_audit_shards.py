@@ -8,15 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from queues_app.audit_trail import (
-    AUDIT_SHARDS,
-    DAY_PREFIX,
-    RECENT_CURSOR,
-    AuditTrail,
-    TrailEntry,
-    TrailFilter,
-    day_shard,
-)
+from queues_app.audit.records import TrailEntry, TrailFilter
+from queues_app.audit.store import AUDIT_SHARDS, DAY_PREFIX, RECENT_CURSOR, AuditTrail, day_shard
 from queues_app.ddb import errors, meter, paging
 from queues_app.ddb.codec import marshal, unmarshal
 

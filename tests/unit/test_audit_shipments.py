@@ -1,4 +1,4 @@
-"""`audit_queues` on the shipments table, on moto: clean after every kind of ordinary
+"""`check_invariants` on the shipments table, on moto: clean after every kind of ordinary
 operation, and each way of corrupting a shipment's index attributes by hand is found."""
 
 from datetime import timedelta
@@ -131,7 +131,7 @@ def violations(queue):
 
 def assert_command_fails(capsys, *expected):
     with pytest.raises(CommandError) as caught:
-        call_command("audit_queues", "--once")
+        call_command("check_invariants", "--once")
     assert "violation" in str(caught.value)
     out = capsys.readouterr().out
     for text in expected:
@@ -154,7 +154,7 @@ def test_a_clean_table_after_every_kind_of_operation(queue, busy, capsys):
         c["shipments_completed"],
         c["shipments_in_dlq"],
     ) == (1, 2, 4, 2, 2, 2, 1)
-    call_command("audit_queues")
+    call_command("check_invariants")
     out = capsys.readouterr().out
     assert out.startswith("OK: no violations; 0 agents")
     assert (
@@ -178,7 +178,7 @@ def test_leases_that_keep_expiring_end_in_the_dlq_and_stay_clean(queue, busy, cl
 
 def test_an_empty_shipments_table_is_clean(moto_db, capsys):
     assert invariants.check(moto_db, passes=1).counts["shipments"] == 0
-    call_command("audit_queues", "--once")
+    call_command("check_invariants", "--once")
     assert "WAITING items, 0 shipments." in capsys.readouterr().out
 
 
@@ -316,5 +316,5 @@ def test_every_corruption_at_once_is_listed_and_the_command_exits_non_zero(queue
     subjects = {v.subject for v in invariants.find_violations(queue.db, passes=1)}
     assert subjects == {"shipment dead", "shipment done", "shipment waiting-high"}
     with pytest.raises(SystemExit) as caught:
-        ManagementUtility(["manage.py", "audit_queues", "--once"]).execute()
+        ManagementUtility(["manage.py", "check_invariants", "--once"]).execute()
     assert caught.value.code == 1

@@ -6,9 +6,9 @@ import logging
 import pytest
 
 from queues_app.admission import BackpressureGate
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import CallStatus
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.monitoring.counters import recorder
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.unit.test_api import Api, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401  (fixtures below reuse its helpers)  # noqa: F401
@@ -105,18 +105,18 @@ def test_callers_get_429_while_too_many_wait(api, moto_db, fairness):
     refused = api.post("/api/calls", {"preferences": {}})
     assert_problem(refused, 429)
     assert refused["Retry-After"]
-    assert Router().line.count_waiting()[0] == 2
+    assert CallCenter().line.count_waiting()[0] == 2
 
 
 def test_the_calls_page_says_so_under_backpressure(supervisor_client, moto_db, fairness):
     fairness(backlog_bounds={"calls": 0, "live": 100})
-    Router().create_call({})
+    CallCenter().create_call({})
     response = supervisor_client.post(
         "/calls/", {"skill_language": "any", "skill_gender": "any", "priority": 0, "order": "fifo"}
     )
     assert response.status_code == 400
     assert "past its bound" in response.content.decode()
-    assert Router().line.count_waiting()[0] == 1
+    assert CallCenter().line.count_waiting()[0] == 1
 
 
 @pytest.mark.parametrize(

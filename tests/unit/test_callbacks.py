@@ -9,9 +9,9 @@ import threading
 import httpx
 import pytest
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.escalation import EscalationPolicy
 from queues_app.agents.records import CallStatus
-from queues_app.agents.router import Router
 from queues_app.callbacks import signing
 from queues_app.callbacks.delivery import Deliverer
 from queues_app.callbacks.events import CALLBACK_QUEUE, event_id
@@ -107,7 +107,7 @@ def test_a_viewer_token_may_not_register_a_callback(moto_db, db, viewer):
 def test_calls_of_a_token_with_a_callback_tell_of_their_assignment(moto_db, db, issued):
     token, raw = issued
     token.set_callback("https://phones.example.com/events")
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     router.make_available(router.agents.create("Ana", {"language": ["French"], "gender": ["X"]}).agent_id)
 
     created = Api(raw).post("/api/calls", {"preferences": FRENCH_X}).json()
@@ -125,7 +125,9 @@ def test_calls_of_a_token_without_a_callback_write_no_event(moto_db, db, issued)
 
 
 def test_waiting_relaxed_abandoned_and_assigned_each_write_one_event(moto_db, clock):
-    router = Router(moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=60, order=("gender", "language")))
+    router = CallCenter(
+        moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=60, order=("gender", "language"))
+    )
     kept, _ = router.create_call(FRENCH_X, callback="7")
     left, _ = router.create_call({"language": "English", "gender": "M"}, callback="7")
     silent, _ = router.create_call({"language": "English", "gender": "M"})
@@ -172,7 +174,7 @@ def test_a_signature_verifies_and_a_changed_body_or_old_timestamp_does_not():
 
 
 def delivery(moto_db, token, transport):
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     router.create_call(FRENCH_X, callback=str(token.pk))
     router.abandon(router.line.waiting_calls()[0][0]["call_id"])
     [shipment] = ShipmentQueue(moto_db).list_queue(CALLBACK_QUEUE).items

@@ -13,9 +13,9 @@ from queues_app.shipments.queue import ShipmentQueue
 
 BAD = [
     # command, arguments, what the error says
-    ("audit_queues", ["--once", "--pause", "-1"], "argument --pause: expected a number from 0 to 60, got '-1'"),
-    ("audit_queues", ["--once", "--pause", "soon"], "argument --pause: expected a number"),
-    ("audit_queues", ["--once", "--pause", "nan"], "argument --pause: expected a number"),
+    ("check_invariants", ["--once", "--pause", "-1"], "argument --pause: expected a number from 0 to 60, got '-1'"),
+    ("check_invariants", ["--once", "--pause", "soon"], "argument --pause: expected a number"),
+    ("check_invariants", ["--once", "--pause", "nan"], "argument --pause: expected a number"),
     ("collect_metrics", ["--every", "0"], "argument --every: expected a number from 1 to 3600, got '0'"),
     ("collect_metrics", ["--every", "inf"], "argument --every: expected a number from 1 to 3600, got 'inf'"),
     ("collect_metrics", ["--once", "--every", "5"], "argument --every: not allowed with argument --once"),
@@ -108,7 +108,7 @@ def test_nothing_is_done_when_an_option_is_refused(bounded):
 @pytest.mark.parametrize(
     ("name", "options", "reason"),
     [
-        ("audit_queues", {"once": True, "pause": -1}, "argument --pause"),
+        ("check_invariants", {"once": True, "pause": -1}, "argument --pause"),
         ("collect_metrics", {"every": 0}, "argument --every"),
         ("escalate_callers", {"every": -1}, "argument --every"),
         ("restore_shipments", {"reason": "x", "rate": 0}, "argument --rate"),

@@ -107,7 +107,7 @@ def test_describe_names_the_missing_tables(moto_empty):
 @pytest.mark.parametrize(
     ("name", "args"),
     [
-        ("audit_queues", ["--once"]),
+        ("check_invariants", ["--once"]),
         ("collect_metrics", ["--once"]),
         ("escalate_callers", ["--once"]),
         ("escalate_callers", []),

@@ -9,7 +9,7 @@ from django.core import signing
 from django.urls import reverse
 
 from queues_app.agents.roster import Agents
-from queues_app.audit_trail import RECENT_CURSOR, TARGET_CURSOR, AuditTrail
+from queues_app.audit.store import RECENT_CURSOR, TARGET_CURSOR, AuditTrail
 from queues_app.ddb import errors, paging
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 

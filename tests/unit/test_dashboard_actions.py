@@ -7,10 +7,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb.local import free_port
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue, ShipmentStatus
@@ -35,7 +35,7 @@ def attending_agent():
 
 def attending_agent_named(name, language="Spanish"):
     ana = agent(name, languages=(language,))
-    router = Router()
+    router = CallCenter()
     router.make_available(ana.agent_id)
     call, _ = router.create_call({"language": language, "gender": "any"})
     assert call.agent_id == ana.agent_id
@@ -108,7 +108,7 @@ def test_release_ends_the_call_then_queues_wraps_up_or_logs_off(supervisor_clien
     )
     success_page(response, "Released Ana", here)
     assert Agents().get(ana.agent_id).status == status
-    assert Router().get_call(call.call_id).status == CallStatus.ENDED
+    assert CallCenter().get_call(call.call_id).status == CallStatus.ENDED
     # The release is on the agent's history, and the call's end on the call's.
     ended, entry = trail()
     assert (ended.action, ended.target, ended.actor) == ("call.end", f"call:{call.call_id}", ACTOR)
@@ -129,11 +129,11 @@ def test_release_with_an_unknown_next_step_changes_nothing(supervisor_client, mo
 
 def test_log_off_takes_a_queued_agent_out_and_records_it(supervisor_client, moto_db):
     ana = agent()
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     response = supervisor_client.post(reverse("agent-offline", args=[ana.agent_id]), shown(ana.agent_id), follow=True)
     success_page(response, "Ana is offline.", reverse("agents"))
     assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
-    assert [q.depth for q in Router().queues() if q.depth] == []
+    assert [q.depth for q in CallCenter().queues() if q.depth] == []
     entry = only_entry("agent.offline", f"agent:{ana.agent_id}")
     assert changed(entry)["status"] == (AgentStatus.QUEUED, AgentStatus.OFFLINE)
 
@@ -146,7 +146,7 @@ def test_an_off_site_next_is_ignored(supervisor_client, moto_db):
         )
         assert response.status_code == 302
         assert response["Location"] == reverse("agents")
-        Router().log_off(ana.agent_id)
+        CallCenter().log_off(ana.agent_id)
 
 
 # --- creating and editing agents --------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_editing_an_agent_with_the_current_version_saves_and_records_the_change(
 
 def test_a_new_call_is_assigned_and_its_page_shows_why(supervisor_client, moto_db):
     ana = agent()
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     response = supervisor_client.post(
         reverse("calls"),
         {
@@ -270,7 +270,7 @@ def test_a_new_call_nobody_fits_waits_and_its_page_says_so(supervisor_client, mo
     html = response.content.decode()
     assert f'<li class="msg msg-warning">No agent fits right now: call {call_id} is waiting.' in html
     assert "Not assigned yet." in html
-    assert Router().get_call(call_id).status == CallStatus.WAITING
+    assert CallCenter().get_call(call_id).status == CallStatus.WAITING
     assert only_entry("call.create", f"call:{call_id}").after["status"] == CallStatus.WAITING
 
 
@@ -481,7 +481,7 @@ def test_htmx_release_answers_a_fragment(supervisor_client, moto_db):
 
 def test_htmx_conflict_is_409_with_an_error_fragment_and_no_refresh(supervisor_client, moto_db):
     ana = agent()
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     response = supervisor_client.post(reverse("agent-available", args=[ana.agent_id]), shown(ana.agent_id), **HTMX)
     assert_fragment(response, 409, "error", "Conflict: Ana is already queued.")
     assert "HX-Trigger" not in response
@@ -545,7 +545,7 @@ def test_viewer_gets_403_on_every_action(viewer_client, moto_db):
     assert len(Agents().list().items) == 1
     assert ShipmentQueue().get(sid) == shipment
     assert ShipmentQueue().get(dead.shipment_id) == dead
-    assert Router().line.waiting_calls()[0] == []
+    assert CallCenter().line.waiting_calls()[0] == []
     assert trail() == []
 
 
@@ -806,9 +806,9 @@ def cancel_link(html):
 def confirmation_pages(moto_db):
     """(url, data, where Cancel goes by default) of every page that asks first."""
     ana = agent()
-    Router().make_available(ana.agent_id)  # so that logging off would change something
+    CallCenter().make_available(ana.agent_id)  # so that logging off would change something
     bea, call = attending_agent_named("Bea", "English")
-    waiting, _ = Router().create_call({"language": "French", "gender": "any"})
+    waiting, _ = CallCenter().create_call({"language": "French", "gender": "any"})
     shipment = queued_shipment()
     dead = dlq_shipment("carrier timeout")
     version = {"version": shipment.version}
@@ -849,7 +849,7 @@ def test_a_confirmation_never_links_or_returns_off_site(supervisor_client, moto_
 
 def test_a_confirmation_keeps_a_next_on_this_site(supervisor_client, moto_db):
     ana = agent()
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     back = "/agents/?status=offline&q=an"
     response = supervisor_client.post(
         reverse("agent-bulk"), {"action": "offline", "ids": [ticked(ana.agent_id)], "next": back}

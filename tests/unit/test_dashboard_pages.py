@@ -6,10 +6,10 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues_app.actions import Operations
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
+from queues_app.operations import Operations
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue
 
@@ -31,7 +31,7 @@ def agent(name, languages, gender):
 def world(moto_db):
     """Something in every list: agents in each status, a call in progress, two callers
     waiting, shipments queued, in flight, delayed and in the DLQ, tasks in each status."""
-    router = Router()
+    router = CallCenter()
     ana = agent("Ana", ["Spanish"], "F")
     router.make_available(ana.agent_id)
     call, _ = router.create_call({"language": "Spanish", "gender": "any"})
@@ -222,7 +222,7 @@ def warnings(client):
 
 
 def test_a_caller_no_agent_fits_is_warned_of_until_a_fitting_agent_takes_the_call(supervisor_client, moto_db):
-    router = Router()
+    router = CallCenter()
     agent("Eve", ["English"], "F")
     call, _ = router.create_call({"language": "French", "gender": "X"})
     assert call.status == CallStatus.WAITING
@@ -238,7 +238,7 @@ def test_a_caller_no_agent_fits_is_warned_of_until_a_fitting_agent_takes_the_cal
 
 
 def test_the_warning_goes_once_a_fitting_agent_is_logged_in_even_if_busy(supervisor_client, moto_db):
-    router = Router()
+    router = CallCenter()
     first, _ = router.create_call({"language": "French", "gender": "X"})
     second, _ = router.create_call({"language": "French", "gender": "X"})
     assert "2 callers waiting for French · X" in panel(supervisor_client, "grid").content.decode()

@@ -10,10 +10,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail, target
+from queues_app.audit.records import target
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
 from queues_app.management.commands import demo_load
 from queues_app.shipments.queue import ShipmentQueue
@@ -51,7 +52,7 @@ def virtual_seconds(monkeypatch):
 
 
 def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_db, virtual_seconds):
-    router = Router()
+    router = CallCenter()
     every_skill = {name: list(values) for name, values in router.catalog.dimensions}
     anyone = {name: None for name, _ in router.catalog.dimensions}
     busy = Agents().create("Ada", every_skill)
@@ -149,7 +150,7 @@ def test_the_pause_starts_over_once_dynamodb_answers(moto_db, waits, monkeypatch
 def test_an_agent_released_elsewhere_is_left_alone(moto_db, waits, monkeypatch):
     """A supervisor ended the call first: the load's release meets a Conflict, drops the
     agent and goes on (no pause, nothing on stderr)."""
-    router = Router()
+    router = CallCenter()
     every_skill = {name: list(values) for name, values in router.catalog.dimensions}
     ada = Agents().create("Ada", every_skill)
     router.make_available(ada.agent_id)

@@ -206,14 +206,14 @@ def test_ids_and_numbers_that_are_not_secrets_are_left_alone():
 @pytest.fixture
 def denied(monkeypatch):
     """Every read of the agent roster and the queues is refused by IAM."""
+    from queues_app.agents.call_center import CallCenter
     from queues_app.agents.roster import Agents
-    from queues_app.agents.router import Router
 
     def refuse(*args, **kwargs):
         raise access_denied()
 
     monkeypatch.setattr(Agents, "list", refuse)
-    monkeypatch.setattr(Router, "queues", refuse)
+    monkeypatch.setattr(CallCenter, "queues", refuse)
     return refuse
 
 

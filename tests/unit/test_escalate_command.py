@@ -4,14 +4,14 @@ import time
 
 from django.core.management import call_command
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 
 
 def test_it_relaxes_long_waiting_callers_and_assigns_them(moto_db, settings):
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
-    router = Router()
+    router = CallCenter()
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     assert call.status == CallStatus.WAITING
     carlos = Agents().create("Carlos", {"language": ["Spanish"], "gender": ["M"]})
@@ -27,7 +27,7 @@ def test_it_relaxes_long_waiting_callers_and_assigns_them(moto_db, settings):
 
 def test_it_leaves_callers_who_have_not_waited_long(moto_db, settings):
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 3600, "order": ["gender"]}
-    router = Router()
+    router = CallCenter()
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     out = io.StringIO()
     call_command("escalate_callers", stdout=out)
@@ -37,7 +37,7 @@ def test_it_leaves_callers_who_have_not_waited_long(moto_db, settings):
 
 def test_once_is_a_single_pass(moto_db, settings):
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
-    router = Router()
+    router = CallCenter()
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     time.sleep(0.05)
     out = io.StringIO()

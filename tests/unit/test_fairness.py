@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from queues_app.admission import BackpressureGate, ShipmentAdmission
+from queues_app.admission import BacklogBounds, BackpressureGate, ShipmentAdmission
 from queues_app.ddb import meter
 from queues_app.ddb.errors import Backpressure
 from queues_app.monitoring import counters
@@ -22,7 +22,7 @@ def fresh_gate():
 
 
 def policy(**overrides) -> FairnessPolicy:
-    return FairnessPolicy(**{"depth_cache_seconds": 0, **overrides})
+    return FairnessPolicy(**overrides)
 
 
 def test_submit_queues_a_shipment_in_one_request_visible_at_once(moto_db):
@@ -46,7 +46,8 @@ def test_submit_with_a_delay_is_invisible_until_then(moto_db, clock):
 
 
 def test_backpressure_refuses_past_the_bound_with_a_retry_after(moto_db):
-    admission = ShipmentAdmission(moto_db, policy(backlog_bounds={"live": 2}, retry_after_seconds=7))
+    bounds = BacklogBounds({"live": 2}, retry_after_seconds=7, depth_cache_seconds=0)
+    admission = ShipmentAdmission(moto_db, policy(), bounds)
     for _ in range(3):
         admission.submit({})  # 0, 1, 2 queued before each: the third still fits (depth 2 is not past 2)
     with pytest.raises(Backpressure) as refused:

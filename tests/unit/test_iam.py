@@ -25,15 +25,16 @@ from django.test import Client
 from django.urls import resolve, reverse
 
 from queues_app import urls as queues_app_urls
-from queues_app.actions import Operations, RecordedTaskQueue
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.api.service import machine_urls
+from queues_app.api.application import machine_urls
 from queues_app.ddb import iam, meter
 from queues_app.ddb.meter import Access
 from queues_app.management import loops
 from queues_app.models import ApiToken
 from queues_app.monitoring import counters
+from queues_app.operations import Operations
+from queues_app.operations.system import RecordedTaskQueue
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks import streams
 from queues_app.tasks.downstream import RateLimitedDownstream
@@ -78,7 +79,7 @@ def streams_recorded(monkeypatch):
 def web(db, staff, token) -> None:
     """Every page (each view, filter, panel and cursor), the admin's change lists and
     actions, every page action and every API endpoint."""
-    router = Router()
+    router = CallCenter()
     agents = [
         Agents().create(name, {"language": [lang], "gender": [gender]})
         for name, lang, gender in (("Ana", "Spanish", "F"), ("Bea", "English", "M"), ("Cid", "French", "X"))
@@ -278,8 +279,8 @@ def callback_worker(db, settings, django_user_model) -> None:
         kept, revoked = ApiToken.issue(user, "kept")[0], ApiToken.issue(user, "revoked")[0]
         for token in (kept, revoked):
             token.set_callback(receiver.url)
-            Router().create_call({"language": "Spanish", "gender": "F"}, callback=str(token.pk))
-            Router().abandon(Router().line.waiting_calls()[0][0]["call_id"])
+            CallCenter().create_call({"language": "Spanish", "gender": "F"}, callback=str(token.pk))
+            CallCenter().abandon(CallCenter().line.waiting_calls()[0][0]["call_id"])
         revoked.revoked = True
         revoked.save()
         with meter.record_access(db.prefix) as log:
@@ -355,7 +356,7 @@ def task_processor(db, monkeypatch) -> None:
 
 def collector(db) -> None:
     """A metrics sample, as `collect_metrics --once` takes it."""
-    Router().create_call({"language": "Spanish", "gender": "F"})
+    CallCenter().create_call({"language": "Spanish", "gender": "F"})
     ShipmentQueue().submit({"n": 1})
     TaskQueue().create({"n": 1})
     with meter.record_access(db.prefix) as log:
@@ -367,7 +368,7 @@ def escalator(db, settings, monkeypatch) -> None:
     """The escalation loop (`--every`, stopped by SIGTERM after its second pass): it beats,
     relaxes a caller's preferences and assigns them (the call's callback hears of both)."""
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
-    router = Router()
+    router = CallCenter()
     router.create_call({"language": "Spanish", "gender": "F"}, callback="1")
     router.create_call({"language": "French", "gender": "F"})
     carlos = Agents().create("Carlos", {"language": ["Spanish"], "gender": ["M"]})
@@ -410,7 +411,7 @@ def admin_setup(db) -> None:
         with mock.patch.dict(tables.TABLES, {"callcenter": older}):
             call_command("dynamo_tables", "create", stdout=io.StringIO())
         call_command("dynamo_tables", "create", stdout=io.StringIO())
-    router = Router()
+    router = CallCenter()
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     make_old_style(db, router, call)
     without_status_partition(db, Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]}).agent_id)

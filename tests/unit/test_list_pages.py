@@ -8,9 +8,9 @@ import re
 import pytest
 from django.urls import reverse
 
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.shipments.listing import ShipmentFilter
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import SPILLOVER_QUEUE
@@ -158,7 +158,7 @@ def test_a_row_action_from_a_list_it_cannot_draw_puts_its_message_with_the_pages
 
 
 def test_releasing_an_agent_in_the_list_answers_the_row_and_the_status_counts(supervisor_client, moto_db):
-    router = Router()
+    router = CallCenter()
     ana = Agents().create("Ana", SKILLS)
     router.make_available(ana.agent_id)
     router.create_call({"language": "Spanish", "gender": "any"})
@@ -190,7 +190,7 @@ def test_an_agent_that_leaves_the_status_filter_is_answered_as_gone(supervisor_c
 
 
 def test_a_bulk_release_says_what_it_would_do_to_each_and_the_result_agrees(supervisor_client, moto_db):
-    router = Router()
+    router = CallCenter()
     agents = [Agents().create(name, SKILLS) for name in ("Ana", "Bea", "Cy")]
     router.make_available(agents[0].agent_id)
     router.create_call({"language": "Spanish", "gender": "any"})
@@ -302,7 +302,7 @@ def test_the_spillover_queue_has_a_tab_beside_the_lists(supervisor_client, moto_
 
 @pytest.fixture
 def calls(moto_db):
-    router = Router()
+    router = CallCenter()
     made = [
         router.create_call({"language": "Spanish", "gender": "any"}, call_id=cid)[0]
         for cid in ("abcd1111", "abcd2222", "ffff0000")
@@ -331,7 +331,7 @@ def test_a_prefix_no_call_has_says_what_was_searched(supervisor_client, calls):
 
 
 def test_a_prefix_finds_calls_in_progress_and_not_a_waiting_callers_arrival_time(supervisor_client, calls):
-    router = Router()
+    router = CallCenter()
     agent = router.agents.create("Ana", {"language": ["Spanish"], "gender": ["F"]})
     router.make_available(agent.agent_id)  # takes abcd1111, the first in line
     assert router.get_call("abcd1111").status == "assigned"

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from queues_app.ddb import meter
 from queues_app.models import ApiToken
 from queues_app.monitoring import counters
@@ -65,7 +65,7 @@ def test_a_failed_flush_keeps_the_counts(moto_empty):
 def test_the_collector_samples_every_queue(moto_db):
     ShipmentQueue(moto_db).submit({})
     TaskQueue(moto_db).create({"job": 1})
-    Router(moto_db).create_call({})
+    CallCenter(moto_db).create_call({})
     figures = MetricsCollector(moto_db).sample()
     assert figures[counters.LIVE]["depth"] == 1
     assert figures[counters.TASKS]["depth"] == 1
@@ -163,7 +163,7 @@ def test_alarms_show_the_dlq_and_backpressure(supervisor_client, moto_db, settin
 def test_an_old_item_raises_the_age_alarm(supervisor_client, moto_db, settings):
     settings.SWITCHBOARD_ALARMS = {"oldest_age_seconds": {"live": 0.0, "calls": 0.0, "tasks": 0.0}}
     ShipmentQueue(moto_db).submit({})
-    Router(moto_db).create_call({})
+    CallCenter(moto_db).create_call({})
     for name in ("shipments", "calls"):
         html = supervisor_client.get(reverse("home") + f"?panel={name}", HTTP_HX_REQUEST="true").content.decode()
         assert "oldest item waited" in html, name
@@ -180,7 +180,7 @@ def test_open_tabs_share_one_read_of_a_panel_until_a_change(supervisor_client, m
 
     cache.clear()
     settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 60
-    agent = Router(moto_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
+    agent = CallCenter(moto_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
     url = reverse("home") + "?panel=calls"
     supervisor_client.get(url, HTTP_HX_REQUEST="true")
     with meter.measure() as seen:
@@ -212,7 +212,7 @@ def cached_panels(client, staff, moto_db, settings):
     assert reverse("home") + "?panel=calls" == CALLS_PANEL
     cache.clear()
     settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 60
-    agent = Router(moto_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
+    agent = CallCenter(moto_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
     client.force_login(staff)
     assert queued_on_the_panel(client) == "0"
     yield client, agent
@@ -271,7 +271,7 @@ def test_changes_from_the_phone_system_or_a_worker_show_when_the_cache_expires(
         )
         assert response.status_code == 200
     else:  # a worker thread of this process, straight through the service
-        Router(moto_db).make_available(agent.agent_id)
+        CallCenter(moto_db).make_available(agent.agent_id)
     # A busy phone system writes on every request: polls keep the cached figures...
     moment[0] += timedelta(seconds=59.9)
     with meter.measure() as seen:

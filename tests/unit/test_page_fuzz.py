@@ -28,11 +28,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queues_app.actions import Operations
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail, target
+from queues_app.audit.records import target
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb import paging
+from queues_app.operations import Operations
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
@@ -186,7 +187,7 @@ def tampered(cursor: str) -> str:
 @pytest.fixture
 def world(moto_db):
     """Some of everything, and real cursors of every list (two of each kind at least)."""
-    router = Router()
+    router = CallCenter()
     agents = [
         Agents().create(name, {"language": [lang], "gender": [gender]})
         for name, lang, gender in (("Ana", "Spanish", "F"), ("Bea", "English", "M"), ("Cid", "French", "X"))

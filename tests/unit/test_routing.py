@@ -5,10 +5,10 @@ import pytest
 from botocore.stub import Stubber
 
 from queues_app.agents import keys
+from queues_app.agents.call_center import AgentTooBroad, CallCenter
 from queues_app.agents.escalation import EscalationPolicy
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import AgentTooBroad, Router
 from queues_app.agents.skills import SkillCatalog, SkillError, matching_combinations
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
@@ -17,7 +17,7 @@ from queues_app.ddb.codec import marshal
 
 @pytest.fixture
 def router(moto_db, clock):
-    return Router(moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=60, order=("gender", "language")))
+    return CallCenter(moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=60, order=("gender", "language")))
 
 
 def agent(router, name, languages, gender):
@@ -61,7 +61,7 @@ def test_enqueueing_a_queued_agent_is_refused_without_duplicates(router):
 
 def test_an_agent_over_the_transaction_limit_is_refused_up_front(moto_db):
     catalog = SkillCatalog.from_mapping({"language": [f"L{i}" for i in range(10)], "gender": list("ABCDE")})
-    router = Router(moto_db, catalog)
+    router = CallCenter(moto_db, catalog)
     wide = Agents(moto_db, catalog).create("Wide", {"language": [f"L{i}" for i in range(10)], "gender": list("ABCDE")})
     with pytest.raises(AgentTooBroad, match="50 skill combinations.*103 actions.*limit of 100"):
         router.make_available(wide.agent_id)
@@ -149,7 +149,7 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
     """The lost wake-up race: the agent looked for callers (none), a caller starts
     waiting, then the agent is queued. The agent's second look must find the caller."""
     ana = agent(router, "Ana", ["English"], "F")
-    other_router = Router(router.db, router.catalog, clock=router.clock)
+    other_router = CallCenter(router.db, router.catalog, clock=router.clock)
     real_enqueue = router.enqueue
     arrived = {}
 
@@ -366,7 +366,7 @@ def test_a_lost_transaction_conflict_is_retried(clock):
     does): the matcher retries the same candidate instead of failing."""
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
-    router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
+    router = CallCenter(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
     token = "2026-01-01T00:00:00.000000Z#a1"
     message = {
         **keys.queue_message(("English", "F"), token),
@@ -395,7 +395,7 @@ def test_a_lost_transaction_conflict_is_retried(clock):
 def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
-    router = Router(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
+    router = CallCenter(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
     skills = {"language": ["English"], "gender": ["F"]}
     tokens = [f"2026-01-01T00:00:0{i}.000000Z#a{i}" for i in (1, 2)]
     items = [

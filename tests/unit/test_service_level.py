@@ -8,17 +8,17 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from queues_app.actions import Operations
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
 from queues_app.ddb.client import default
 from queues_app.ddb.clock import now
 from queues_app.monitoring import counters, service_level
 from queues_app.monitoring.counters import MetricsStore, recorder
 from queues_app.monitoring.service_level import Figures, ServiceLevelReader, combination_name
+from queues_app.operations import Operations
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -121,7 +121,7 @@ def test_occupancy_is_attending_over_logged_in_agents_summed_over_the_samples(mo
 def test_collect_metrics_samples_occupancy_from_the_agents_it_counts(moto_db):
     from queues_app.monitoring.sampler import MetricsCollector
 
-    router = Router()
+    router = CallCenter()
     for name in ("Ana", "Bea"):
         agent = Agents().create(name, {"language": ["Spanish"], "gender": ["F"]})
         router.make_available(agent.agent_id)
@@ -133,7 +133,7 @@ def test_collect_metrics_samples_occupancy_from_the_agents_it_counts(moto_db):
 
 def answered_call(name="Ana"):
     agent = Agents().create(name, {"language": ["Spanish"], "gender": ["F"]})
-    Router().make_available(agent.agent_id)
+    CallCenter().make_available(agent.agent_id)
     call, _ = Operations("sam", "page").create_call({"language": "Spanish", "gender": "F"})
     assert call.status == CallStatus.ASSIGNED
     return call
@@ -170,7 +170,7 @@ def test_metrics_exposes_the_service_level_by_window_and_combination(supervisor_
 
 
 def waiting_call():
-    call, _ = Router().create_call({"language": "French", "gender": "M"})
+    call, _ = CallCenter().create_call({"language": "French", "gender": "M"})
     assert call.status == CallStatus.WAITING
     return call
 
@@ -180,7 +180,7 @@ def test_ending_a_waiting_call_as_abandoned_asks_first(supervisor_client, moto_d
     response = supervisor_client.post(reverse("call-abandon", args=[call.call_id]))
     assert response.status_code == 200
     assert f"End waiting call {call.call_id} as abandoned" in response.content.decode()
-    assert Router().get_call(call.call_id).status == CallStatus.WAITING
+    assert CallCenter().get_call(call.call_id).status == CallStatus.WAITING
 
 
 def test_ending_a_waiting_call_as_abandoned_records_and_counts_it(supervisor_client, moto_db):
@@ -189,9 +189,9 @@ def test_ending_a_waiting_call_as_abandoned_records_and_counts_it(supervisor_cli
     assert reverse("call-abandon", args=[call.call_id]) in page
     response = supervisor_client.post(reverse("call-abandon", args=[call.call_id]), {"confirmed": "1"}, follow=True)
     assert f"Call {call.call_id} ended as abandoned." in response.content.decode()
-    assert Router().get_call(call.call_id).status == CallStatus.ABANDONED
+    assert CallCenter().get_call(call.call_id).status == CallStatus.ABANDONED
     [entry] = AuditTrail().for_target(f"call:{call.call_id}").entries
-    assert (entry.action, entry.actor, entry.source) == ("call.abandon", "sam-supervisor", "page")
+    assert (entry.action, entry.actor, entry.source) == ("call.abandoned", "sam-supervisor", "page")
     figures = read(moto_db).recent.by_combination["French#M"]
     assert (figures.abandoned, figures.answered, figures.abandon_rate) == (1, 0, 1.0)
 
@@ -200,7 +200,7 @@ def test_a_call_no_longer_waiting_is_not_abandoned_and_the_page_says_why(supervi
     call = answered_call()
     response = supervisor_client.post(reverse("call-abandon", args=[call.call_id]), {"confirmed": "1"}, follow=True)
     assert f"Call {call.call_id} is no longer waiting: it was assigned to Ana." in response.content.decode()
-    assert Router().get_call(call.call_id).status == CallStatus.ASSIGNED
+    assert CallCenter().get_call(call.call_id).status == CallStatus.ASSIGNED
     assert read(moto_db).recent.overall.abandoned == 0
 
 
@@ -210,7 +210,7 @@ def test_a_viewer_may_not_end_a_call(viewer_client, moto_db):
     assert reverse("call-abandon", args=[call.call_id]) not in page
     response = viewer_client.post(reverse("call-abandon", args=[call.call_id]), {"confirmed": "1"})
     assert response.status_code == 403
-    assert Router().get_call(call.call_id).status == CallStatus.WAITING
+    assert CallCenter().get_call(call.call_id).status == CallStatus.WAITING
 
 
 def test_counting_never_makes_a_request_until_the_flush(moto_db):

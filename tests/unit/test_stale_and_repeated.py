@@ -10,13 +10,14 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.actions import Operations, Seen
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
 from queues_app.models import ApiToken
+from queues_app.operations import Operations
+from queues_app.operations.bulk import Seen
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.shipments.records import ReceiptInvalid
 from queues_app.tasks.queue import IllegalTransition, TaskQueue, TaskStatus
@@ -47,8 +48,8 @@ def spanish_agent(name="Ana"):
 def on_a_call(name="Ana"):
     """An agent attending a Spanish caller: (agent as now, the call)."""
     agent = spanish_agent(name)
-    Router().make_available(agent.agent_id)
-    call, _ = Router().create_call({"language": "Spanish"})
+    CallCenter().make_available(agent.agent_id)
+    call, _ = CallCenter().create_call({"language": "Spanish"})
     assert call.agent_id == agent.agent_id
     return Agents().get(agent.agent_id), call
 
@@ -59,7 +60,7 @@ def trail_of(kind, item_id):
 
 def snapshot():
     """Every agent, call and shipment as stored: what a refused request must leave as it was."""
-    router = Router()
+    router = CallCenter()
     agents = {a.agent_id: a for a in Agents().list(limit=100).items}
     calls = {c.call_id: c for c in router.calls.in_progress(limit=100).items}
     calls.update({item["call_id"]: router.get_call(item["call_id"]) for item in router.line.waiting_calls()[0]})
@@ -73,7 +74,7 @@ def snapshot():
 def test_a_stale_release_from_a_second_tab_leaves_the_new_call_assigned(supervisor_client, moto_db):
     ana, first = on_a_call()
     tab_two = shown(ana.agent_id, then="queue", confirmed="1", list="agents", next="/agents/")
-    Router().create_call({"language": "Spanish"})  # the next caller waits
+    CallCenter().create_call({"language": "Spanish"})  # the next caller waits
     # Tab 1 releases Ana, who takes the waiting caller at once.
     tab_one = supervisor_client.post(
         reverse("agent-release", args=[ana.agent_id]), shown(ana.agent_id, then="queue", confirmed="1"), **HTMX
@@ -87,7 +88,7 @@ def test_a_stale_release_from_a_second_tab_leaves_the_new_call_assigned(supervis
     assert stale.status_code == 200 and "HX-Trigger" in stale
     assert f"Call {first.call_id} had already ended" in html and f"on call {second}" in html
     assert "Nothing changed." in html and "row-changed-warning" in html
-    assert Router().get_call(second).status == CallStatus.ASSIGNED
+    assert CallCenter().get_call(second).status == CallStatus.ASSIGNED
     assert Agents().get(ana.agent_id).call_id == second
     # ...and with another next step, it is refused the same way: nothing ends.
     wrap_up = supervisor_client.post(
@@ -95,7 +96,7 @@ def test_a_stale_release_from_a_second_tab_leaves_the_new_call_assigned(supervis
     )
     assert wrap_up.status_code == 409
     assert f"Call {first.call_id} already ended" in wrap_up.content.decode()
-    assert Router().get_call(second).status == CallStatus.ASSIGNED
+    assert CallCenter().get_call(second).status == CallStatus.ASSIGNED
 
 
 # --- the API: agents ---------------------------------------------------------------------------
@@ -103,7 +104,7 @@ def test_a_stale_release_from_a_second_tab_leaves_the_new_call_assigned(supervis
 
 def test_a_release_retried_after_its_answer_was_lost_is_answered_as_the_first(api, moto_db):
     ana, first = on_a_call()
-    waiting, _ = Router().create_call({"language": "Spanish"})
+    waiting, _ = CallCenter().create_call({"language": "Spanish"})
     body = {"call_id": first.call_id, "then": "queue"}
     answered = api(f"/api/agents/{ana.agent_id}/release", body)
     assert answered.status_code == 200 and answered["Idempotent-Replayed"] == "false"
@@ -137,8 +138,8 @@ def test_a_release_needs_the_call_and_refuses_another_agents(api, moto_db):
     assert missing.status_code == 400 and set(missing.json()["fields"]) == {"call_id"}
     theirs = api(f"/api/agents/{ana.agent_id}/release", {"call_id": hers.call_id})
     assert theirs.status_code == 409 and "is not Ana's call: it is Bea's" in theirs.json()["message"]
-    assert Router().get_call(hers.call_id).status == CallStatus.ASSIGNED
-    assert Router().get_call(mine.call_id).status == CallStatus.ASSIGNED
+    assert CallCenter().get_call(hers.call_id).status == CallStatus.ASSIGNED
+    assert CallCenter().get_call(mine.call_id).status == CallStatus.ASSIGNED
 
 
 def test_making_available_twice_with_the_same_version_is_one_change(api, moto_db):
@@ -154,7 +155,7 @@ def test_making_available_twice_with_the_same_version_is_one_change(api, moto_db
 def test_a_repeat_after_something_else_happened_is_a_409_naming_it(api, moto_db):
     ana = spanish_agent()
     api(f"/api/agents/{ana.agent_id}/available", {"version": ana.version})
-    call, _ = Router().create_call({"language": "Spanish"})  # she took a caller since
+    call, _ = CallCenter().create_call({"language": "Spanish"})  # she took a caller since
     refused = api(f"/api/agents/{ana.agent_id}/available", {"version": ana.version})
     assert refused.status_code == 409
     assert f"Ana is on call {call.call_id} now" in refused.json()["message"]
@@ -164,10 +165,10 @@ def test_a_repeat_after_something_else_happened_is_a_409_naming_it(api, moto_db)
 @pytest.mark.parametrize("action", ["available", "offline"])
 def test_an_agent_change_from_an_old_version_is_a_409_with_the_agent_as_now(api, moto_db, action):
     ana = spanish_agent()
-    Router().make_available(ana.agent_id)
-    Router().log_off(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
+    CallCenter().log_off(ana.agent_id)
     if action == "offline":
-        Router().make_available(ana.agent_id)
+        CallCenter().make_available(ana.agent_id)
     before = snapshot()
     refused = api(f"/api/agents/{ana.agent_id}/{action}", {"version": ana.version})
     assert refused.status_code == 409
@@ -208,7 +209,7 @@ def test_a_call_is_ended_by_naming_it_and_the_end_sent_again_is_answered_as_the_
 
 
 def test_ending_a_waiting_or_abandoned_call_is_a_409(api, moto_db):
-    waiting, _ = Router().create_call({"language": "French"})
+    waiting, _ = CallCenter().create_call({"language": "French"})
     refused = api(f"/api/calls/{waiting.call_id}/end")
     assert refused.status_code == 409 and "still waiting" in refused.json()["message"]
     assert refused.json()["current"]["call"]["status"] == CallStatus.WAITING
@@ -228,7 +229,7 @@ def test_an_idempotency_key_reused_with_another_body_is_422_never_the_first_call
     # The same body again is still the first call.
     again = api("/api/calls", {"preferences": {"language": "French"}}, HTTP_IDEMPOTENCY_KEY="pbx-9")
     assert again.status_code == 200 and again.json()["call_id"] == french.json()["call_id"]
-    assert len(Router().line.waiting_calls()[0]) == 1
+    assert len(CallCenter().line.waiting_calls()[0]) == 1
 
 
 def test_a_shipment_key_reused_with_another_body_is_422(api, moto_db):
@@ -276,19 +277,19 @@ def test_the_add_a_caller_form_sent_twice_places_one_caller(supervisor_client, m
     again = supervisor_client.post(reverse("calls"), form, follow=True)
     assert first.redirect_chain[-1][0] == again.redirect_chain[-1][0]
     assert "This form had placed call" in again.content.decode()
-    assert len(Router().line.waiting_calls()[0]) == 1
+    assert len(CallCenter().line.waiting_calls()[0]) == 1
     other = supervisor_client.post(reverse("calls"), {**form, "skill_language": "English"})
     assert other.status_code == 400 and "other choices already" in other.content.decode()
     assert re.search(r'name="request_key" value="(?!' + key + r')[0-9a-f]{32}"', other.content.decode())
 
 
 def test_hanging_up_twice_and_ending_a_call_from_its_page(supervisor_client, moto_db):
-    waiting, _ = Router().create_call({"language": "French"})
+    waiting, _ = CallCenter().create_call({"language": "French"})
     url = reverse("call-abandon", args=[waiting.call_id])
     assert "ended as abandoned" in supervisor_client.post(url, {"confirmed": "1"}, follow=True).content.decode()
     again = supervisor_client.post(url, {"confirmed": "1"}, follow=True).content.decode()
     assert "had ended as abandoned already. Nothing changed." in again
-    assert trail_of("call", waiting.call_id).count("call.abandon") == 1
+    assert trail_of("call", waiting.call_id).count("call.abandoned") == 1
     ana, call = on_a_call()
     page = supervisor_client.get(reverse("call-detail", args=[call.call_id])).content.decode()
     assert f'data-confirm="End call {call.call_id} of Ana?"' in page
@@ -345,8 +346,8 @@ def test_a_stale_restore_is_refused(supervisor_client, moto_db):
 def test_a_bulk_action_skips_agents_changed_since_and_names_them(supervisor_client, moto_db):
     agents = [spanish_agent(name) for name in ("Ana", "Bea", "Cy")]
     selection = [ticked(a.agent_id) for a in agents]
-    Router().make_available(agents[1].agent_id)  # Bea, meanwhile
-    call, _ = Router().create_call({"language": "Spanish"})
+    CallCenter().make_available(agents[1].agent_id)  # Bea, meanwhile
+    call, _ = CallCenter().create_call({"language": "Spanish"})
     done = supervisor_client.post(
         reverse("agent-bulk"), {"action": "available", "ids": selection, "confirmed": "1"}, follow=True
     )
@@ -381,7 +382,7 @@ def test_a_bulk_release_ends_only_the_calls_shown(moto_db):
     shown_then = Seen(ana.agent_id, ana.version, first.call_id)
     ops = Operations("sam", "page")
     ops.release(ana.agent_id, call_id=first.call_id)
-    Router().create_call({"language": "Spanish"})
+    CallCenter().create_call({"language": "Spanish"})
     now = Agents().get(ana.agent_id)
     report = ops.on_agents("release", [shown_then])
     assert report.done == [] and Agents().get(ana.agent_id) == now

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from queues_app.agents import keys
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents, agent_to_item
-from queues_app.agents.router import Router
 from queues_app.ddb import batch, meter
 from queues_app.ddb.codec import marshal, unmarshal
 
@@ -210,7 +210,7 @@ def status_q_of(db, agent_id: str) -> tuple[str, str]:
 def test_every_change_of_status_moves_status_q_with_it(moto_db):
     from queues_app.monitoring.invariants import check_once
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     ana = router.agents.create("Ana", SKILLS)
     bo = router.agents.create("Bo", SKILLS)
     steps = []
@@ -245,7 +245,7 @@ def test_every_change_of_status_moves_status_q_with_it(moto_db):
 def test_a_status_q_that_disagrees_with_the_status_is_an_invariant_violation(moto_db):
     from queues_app.monitoring.invariants import check_once
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     ana = router.agents.create("Ana", SKILLS)
     moto_db.call(
         "update_item",
@@ -259,7 +259,7 @@ def test_a_status_q_that_disagrees_with_the_status_is_an_invariant_violation(mot
 
 
 def calls_in_progress_page_in_order(db):
-    router = Router(db)
+    router = CallCenter(db)
     made = [router.agents.create(f"Agent {n:02d}", SKILLS) for n in range(30)]
     for agent in made:
         router.make_available(agent.agent_id)

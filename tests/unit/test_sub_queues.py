@@ -5,10 +5,10 @@ messages. On moto."""
 import pytest
 
 from queues_app.agents import keys
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.escalation import EscalationPolicy
 from queues_app.agents.queues import merge_heads, queue_heads, split_old_queues
 from queues_app.agents.records import AgentStatus, CallStatus
-from queues_app.agents.router import Router
 from queues_app.agents.skills import SkillCatalog, SkillError
 from queues_app.ddb import meter
 from queues_app.ddb.codec import marshal
@@ -19,7 +19,7 @@ ENGLISH_F, SPANISH_F = ("English", "F"), ("Spanish", "F")
 
 def make_router(moto_db, clock, **options):
     # No escalation within a test: a caller's preferences stay as given.
-    return Router(moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=3600), **options)
+    return CallCenter(moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=3600), **options)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from django.test import Client
 
 import switchboard_client as sc
 from queues_app.admission import BackpressureGate
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
 from tests.unit.test_api import agent, fast_password_hashing  # noqa: F401
@@ -103,7 +103,7 @@ def test_a_given_idempotency_key_makes_one_call(switchboard):
     first = switchboard.create_call({}, idempotency_key="pbx-7")
     again = switchboard.create_call({}, idempotency_key="pbx-7")
     assert first["call_id"] == again["call_id"]
-    assert len(Router().line.waiting_calls()[0]) == 1
+    assert len(CallCenter().line.waiting_calls()[0]) == 1
 
 
 def test_refusals_arrive_as_typed_errors_with_the_problem(switchboard):
@@ -176,14 +176,14 @@ def test_the_phone_system_example_places_a_caller_and_releases_the_agent(moto_db
     )
     token = ApiToken.issue(supervisor, "phone system")[1]
     ana = agent("Ana", ["Spanish"], "F")
-    Router().make_available(ana.agent_id)
+    CallCenter().make_available(ana.agent_id)
     code = example.main(
         ["--url", "http://testserver", "--token", token, "--language", "Spanish", "--talk-seconds", "0"]
     )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "agent Ana" in out and "Ana is queued" in out
-    assert Router().agents.get(ana.agent_id).status == "queued"
+    assert CallCenter().agents.get(ana.agent_id).status == "queued"
 
 
 def test_the_phone_system_example_says_when_the_api_refuses(moto_db, supervisor, capsys, monkeypatch):

@@ -138,10 +138,10 @@ def make_old_style(db, router, call) -> None:
 
 
 def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_db):
-    from queues_app.agents.router import Router
+    from queues_app.agents.call_center import CallCenter
     from queues_app.monitoring.invariants import check_once
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     make_old_style(moto_db, router, call)
     assert router.line.longest_waiting_since() is None  # not in the line's indexes
@@ -157,11 +157,11 @@ def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_
 
 def test_waiting_counts_kept_in_one_copy_get_their_other_copies_from_create(moto_db):
     from queues_app.agents import keys
-    from queues_app.agents.router import Router
+    from queues_app.agents.call_center import CallCenter
     from queues_app.ddb.codec import marshal
     from queues_app.monitoring.invariants import check_once
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     for _ in range(3):
         router.create_call({"language": "Spanish", "gender": "F"})
     router.create_call({"language": "French", "gender": None})
@@ -187,10 +187,10 @@ def test_waiting_counts_kept_in_one_copy_get_their_other_copies_from_create(moto
 
 def test_every_copy_of_a_waiting_count_moves_with_the_line_and_any_one_is_read(moto_db, monkeypatch):
     from queues_app.agents import keys, waiting
-    from queues_app.agents.router import Router
+    from queues_app.agents.call_center import CallCenter
     from queues_app.ddb.codec import marshal
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     calls = [router.create_call({"language": "English", "gender": "M"})[0] for _ in range(2)]
     router.abandon(calls[0].call_id)
     table = moto_db.table("callcenter")
@@ -333,9 +333,9 @@ def partitions_holding(db, pks: list[str]) -> dict[str, int]:
 
 def test_agents_queue_metadata_and_queues_are_spread_over_partitions(moto_db):
     from queues_app.agents import keys
-    from queues_app.agents.router import Router
+    from queues_app.agents.call_center import CallCenter
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     agents = [router.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["M"]}) for n in range(40)]
     for agent in agents:
         router.make_available(agent.agent_id)
@@ -385,10 +385,10 @@ def make_old_layout(db, router) -> tuple[str, str]:
 
 def test_agents_metadata_and_messages_in_the_old_single_partitions_are_moved_by_create(moto_db):
     from queues_app.agents import keys
-    from queues_app.agents.router import Router
+    from queues_app.agents.call_center import CallCenter
     from queues_app.monitoring.invariants import check_once
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     agent_id, token = make_old_layout(moto_db, router)
     with pytest.raises(errors.NotFound):
         router.agents.get(agent_id)
@@ -437,10 +437,10 @@ def without_status_partition(db, agent_id: str) -> None:
 
 
 def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):
-    from queues_app.agents.router import Router
+    from queues_app.agents.call_center import CallCenter
     from queues_app.monitoring.invariants import check_once
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     skills = {"language": ["Spanish"], "gender": ["F"]}
     queued = [router.agents.create(f"Queued {n}", skills) for n in range(12)]
     for agent in queued:
@@ -466,10 +466,10 @@ def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):
 
 def test_a_status_partition_left_behind_by_an_older_process_is_mended(moto_db):
     from queues_app.agents import keys
-    from queues_app.agents.router import Router
+    from queues_app.agents.call_center import CallCenter
     from queues_app.ddb.codec import marshal
 
-    router = Router(moto_db)
+    router = CallCenter(moto_db)
     ana = router.agents.create("Ana", {"language": ["Spanish"], "gender": ["F"]})
     router.make_available(ana.agent_id)
     # A process of the earlier version logs her off: the status changes, status_q does not.

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from django.core.management.base import CommandError
 from faker import Faker
 
-from queues_app.actions import Operations
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import ANY, describe_preferences
 from queues_app.ddb import errors
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, non_negative_float
 from queues_app.management.commands.seed_demo import CARRIERS, PRODUCTS
 from queues_app.management.outcomes import dynamo_failure
+from queues_app.operations import Operations
 from queues_app.tasks.queue import TaskQueue
 
 ACTOR, SOURCE = "demo load", "system"
@@ -144,7 +144,8 @@ class Traffic:
 
     def _caller(self, now: float) -> None:
         preferences = {
-            name: self.rng.choice([*values, ANY, ANY]) for name, values in self.operations.router.catalog.dimensions
+            name: self.rng.choice([*values, ANY, ANY])
+            for name, values in self.operations.call_center.catalog.dimensions
         }
         call, _created = self.operations.create_call(preferences, priority=self.rng.choice((0, 0, 0, 1, 2)))
         self.tally.callers += 1

@@ -3,7 +3,7 @@ import sys
 
 from django.core.management.base import CommandError
 
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from queues_app.ddb import cloudformation, errors, iam, schema
 from queues_app.ddb.client import default
 from queues_app.management.arguments import CheckedCommand, int_range
@@ -75,7 +75,7 @@ class Command(CheckedCommand):
             if action == "create":
                 created = schema.create_tables(db, log=self.stdout.write)
                 self.stdout.write(self.style.SUCCESS(f"{len(created)} table(s) created at {db.endpoint}."))
-                moved = Router(db).move_old_layouts()
+                moved = CallCenter(db).move_old_layouts()
                 for what, text in (
                     ("callers", "waiting caller(s) moved into the partition of their preferences"),
                     ("agents", "agent(s) moved into the roster's partitions"),

@@ -1,12 +1,12 @@
-from queues_app.actions import SystemEvents, answered
-from queues_app.agents.router import Router
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.skills import describe_preferences
-from queues_app.audit_trail import AuditTrail
+from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
 from queues_app.management.arguments import CheckedCommand, float_range
 from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.monitoring import heartbeats
+from queues_app.operations.system import SystemEvents, answered
 
 
 class Command(CheckedCommand):
@@ -24,27 +24,27 @@ class Command(CheckedCommand):
         when.add_argument("--once", action="store_true", help="one pass, then stop (what happens without --every)")
 
     def handle(self, every=None, once=False, **options):
-        router = Router()
+        center = CallCenter()
         if every is None:
             try:
-                self._escalate(router)
+                self._escalate(center)
             except errors.DynamoError as exc:
-                raise dynamo_failure(exc, router.db, "the escalation pass did not finish") from exc
+                raise dynamo_failure(exc, center.db, "the escalation pass did not finish") from exc
             return
         repeat_until_stopped(
             heartbeats.ESCALATOR,
-            router.db,
+            center.db,
             every,
-            lambda: self._escalate(router),
+            lambda: self._escalate(center),
             lambda problem: self.stderr.write(f"escalation pass failed: {problem}"),
         )
 
-    def _escalate(self, router: Router) -> None:
-        events = SystemEvents(AuditTrail(router.db))
-        for call in router.escalate():
+    def _escalate(self, center: CallCenter) -> None:
+        events = SystemEvents(AuditTrail(center.db))
+        for call in center.escalate():
             # On the call's history (and the agent's, when it found one); counted when answered.
             events.relaxed(call)
-            answered(router.db, call)
+            answered(center.db, call)
             relaxed = ", ".join(r["dimension"] for r in call.relaxed)
             state = f"assigned to {call.agent_name}" if call.agent_id else "still waiting"
             self.stdout.write(

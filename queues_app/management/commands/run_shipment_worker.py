@@ -5,7 +5,6 @@ from dataclasses import fields
 
 from django.core.management.base import CommandError
 
-from queues_app.actions import RecordedShipmentQueue
 from queues_app.management.arguments import (
     DAY,
     SHIPMENT_QUEUES,
@@ -17,6 +16,7 @@ from queues_app.management.arguments import (
 )
 from queues_app.management.outcomes import require_tables
 from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
+from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.shipments.worker import Handler, ShipmentWorker, WorkerStats, demo_handler

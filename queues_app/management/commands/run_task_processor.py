@@ -2,7 +2,6 @@ import signal
 
 from django.core.management.base import CommandError
 
-from queues_app.actions import RecordedTaskQueue
 from queues_app.ddb import errors
 from queues_app.management.arguments import (
     DAY,
@@ -13,6 +12,7 @@ from queues_app.management.arguments import (
     text,
 )
 from queues_app.management.outcomes import dynamo_failure, require_tables
+from queues_app.operations.system import RecordedTaskQueue
 from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor, default_holder
 

@@ -1,12 +1,12 @@
 """`manage.py run_webhook_worker`: deliver call events to the API tokens' callbacks."""
 
-from queues_app.actions import RecordedShipmentQueue
 from queues_app.callbacks.delivery import Deliverer
 from queues_app.callbacks.events import CALLBACK_QUEUE
 from queues_app.management.arguments import DAY, float_range, int_range, positive_int
 from queues_app.management.commands.run_shipment_worker import MAX_CONCURRENCY
 from queues_app.management.commands.run_shipment_worker import Command as ShipmentWorkerCommand
 from queues_app.monitoring.heartbeats import CALLBACK_WORKER, Heartbeat
+from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.records import RetryPolicy
 
 

@@ -11,16 +11,16 @@ from datetime import datetime, timedelta
 from django.core.management.base import CommandError
 from faker import Faker
 
-from queues_app.actions import Operations
+from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.router import Router
 from queues_app.agents.skills import ANY
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.management.arguments import CheckedCommand, int_range
 from queues_app.management.outcomes import dynamo_failure
+from queues_app.operations import Operations
 from queues_app.shipments.queue import (
     Shipment,
     ShipmentQueue,
@@ -198,11 +198,11 @@ class Command(CheckedCommand):
         last minutes, written in batches."""
         if count == 0:
             return
-        router = Router()
+        center = CallCenter()
         moment = now()
         calls = []
         for _ in range(count):
-            preferences = {name: rng.choice([*values, ANY, ANY]) for name, values in router.catalog.dimensions}
+            preferences = {name: rng.choice([*values, ANY, ANY]) for name, values in center.catalog.dimensions}
             call = Call(
                 call_id=uuid.uuid4().hex[:16],
                 status=CallStatus.WAITING,
@@ -211,7 +211,7 @@ class Command(CheckedCommand):
                 arrived_at=to_iso(moment - timedelta(seconds=rng.uniform(20, 400))),
             )
             calls.append(call)
-        router.line.load(calls)
+        center.line.load(calls)
         self.stdout.write(self.style.SUCCESS(f"Demo data: {count} callers waiting."))
 
     def _make_available(self, agents, shortfalls):

@@ -48,7 +48,7 @@ class AgentTooBroad(errors.InvalidRequest):
     """The agent fits more queue combinations than one transaction can hold."""
 
 
-class Router:
+class CallCenter:
     """Queues agents, matches callers to them, and keeps callers waiting in order.
 
     Its parts are public: `matcher` (assignments), `line` (the waiting callers),

@@ -1,0 +1,107 @@
+"""An agent's day, from their audit entries and their record now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from queues_app.audit.records import target
+from queues_app.audit.store import AuditTrail
+from queues_app.ddb.clock import from_iso
+
+DAY_STATUSES = ("queued", "attending", "wrap_up", "offline", "available")
+DAY_ENTRY_LIMIT = 500  # entries of one agent's day read at most (one Query)
+
+
+@dataclass
+class Stretch:
+    """A stretch of the day in one status (with the call, while attending)."""
+
+    status: str
+    start: datetime
+    end: datetime
+    call_id: str | None = None
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, (self.end - self.start).total_seconds())
+
+
+@dataclass
+class AgentDay:
+    day_start: datetime
+    until: datetime
+    stretches: list[Stretch] = field(default_factory=list)
+    calls: list[tuple[str, datetime]] = field(default_factory=list)  # (call id, taken at)
+    capped: bool = False  # more entries than one read holds: the day shown is cut short
+
+    @property
+    def totals(self) -> list[tuple[str, float]]:
+        """Seconds per status over the day so far, in a fixed order."""
+        seconds: dict[str, float] = {}
+        for stretch in self.stretches:
+            seconds[stretch.status] = seconds.get(stretch.status, 0.0) + stretch.seconds
+        return [(status, seconds[status]) for status in DAY_STATUSES if status in seconds]
+
+    @property
+    def bar(self) -> list[tuple[float, float, Stretch]]:
+        """(x, width, stretch) on a 0..1000 scale from the start of the day to now."""
+        span = max(1.0, (self.until - self.day_start).total_seconds())
+        return [
+            (round((s.start - self.day_start).total_seconds() / span * 1000, 2), round(s.seconds / span * 1000, 2), s)
+            for s in self.stretches
+        ]
+
+
+def agent_day(
+    trail: AuditTrail,
+    agent_id: str,
+    *,
+    current_status: str,
+    current_since: str | None = None,
+    current_call: str | None = None,
+    call_started: str | None = None,
+) -> AgentDay:
+    """Today's stretches (UTC) of queued, attending, wrap-up and offline, from the agent's
+    audit entries (one Query of the index, and one Limit-1 Query for the status the day
+    began in when nothing happened yet today) and what the agent's and the current call's
+    records say now (`current_*`, `call_started`: the call's assigned_at, read by the
+    caller with one GetItem)."""
+    moment = trail.clock()
+    day_start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    item = target("agent", agent_id)
+    entries = trail.day_of(item, day_start, limit=DAY_ENTRY_LIMIT)
+    day = AgentDay(day_start, moment, capped=len(entries) >= DAY_ENTRY_LIMIT)
+    if entries:
+        first = entries[0]
+        status = (first.before or {}).get("status")
+        start = day_start if first.before else (first.moment or day_start)  # created today: from then
+        call_id = (first.before or {}).get("call_id")
+    else:
+        earlier = trail.before(item, day_start)
+        status = (earlier.after or {}).get("status") if earlier else None
+        start, call_id = day_start, (earlier.after or {}).get("call_id") if earlier else None
+    stretch = Stretch(status or current_status, start, moment, call_id)
+    for entry in entries:
+        after = entry.after or {}
+        at = entry.moment or stretch.start
+        taken = entry.call_taken
+        if taken:
+            day.calls.append((taken, at))
+        if "status" not in after:
+            continue
+        if after["status"] != stretch.status or after.get("call_id") != stretch.call_id:
+            stretch.end = at
+            day.stretches.append(stretch)
+            stretch = Stretch(after["status"], at, moment, after.get("call_id"))
+    # What the records say now wins over the trail's last word (a change made outside the
+    # audited path, or an entry not written): from its own time when later than the trail.
+    since = from_iso(call_started if current_status == "attending" and call_started else current_since)
+    if current_status != stretch.status or (current_call and current_call != stretch.call_id):
+        at = max(since, stretch.start) if since else moment
+        stretch.end = at
+        day.stretches.append(stretch)
+        stretch = Stretch(current_status, at, moment, current_call)
+    day.stretches.append(stretch)
+    day.stretches = [s for s in day.stretches if s.seconds > 0 or s is stretch]
+    return day

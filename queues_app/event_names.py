@@ -1,0 +1,45 @@
+"""The names of what happens to agents, calls, shipments and tasks: the audit trail's
+actions and the events a phone system's callback hears. A fact that both record has one
+name (a caller who hung up is `call.abandoned` in the trail and in the event)."""
+
+AGENT_CREATED = "agent.create"
+AGENT_EDITED = "agent.update"
+AGENT_AVAILABLE = "agent.available"
+AGENT_ASSIGNED = "agent.assigned"
+AGENT_RELEASED = "agent.release"
+AGENT_OFFLINE = "agent.offline"
+
+CALL_CREATED = "call.create"
+CALL_ASSIGNED = "call.assigned"
+CALL_RELAXED = "call.relaxed"
+CALL_ENDED = "call.end"
+CALL_ABANDONED = "call.abandoned"
+
+SHIPMENT_ENQUEUED = "shipment.enqueue"
+SHIPMENT_TOUCHED = "shipment.touch"
+SHIPMENT_PRIORITY = "shipment.priority"
+SHIPMENT_DEAD_LETTERED = "shipment.dlq"
+SHIPMENT_RESTORED = "shipment.restore"
+SHIPMENT_REMOVED = "shipment.remove"
+
+TASKS_SHED = "tasks.shed"
+
+# What the audit page's action filter offers, by family.
+AUDIT_ACTIONS = {
+    "Agents": [AGENT_CREATED, AGENT_EDITED, AGENT_AVAILABLE, AGENT_ASSIGNED, AGENT_RELEASED, AGENT_OFFLINE],
+    "Calls": [CALL_CREATED, CALL_ASSIGNED, CALL_RELAXED, CALL_ENDED, CALL_ABANDONED],
+    "Shipments": [
+        SHIPMENT_ENQUEUED,
+        SHIPMENT_TOUCHED,
+        SHIPMENT_PRIORITY,
+        SHIPMENT_DEAD_LETTERED,
+        SHIPMENT_RESTORED,
+        SHIPMENT_REMOVED,
+    ],
+    "Tasks": [TASKS_SHED],
+}
+# Names entries written by an earlier version carry, and the name of their fact now.
+EARLIER_NAMES = {"call.abandon": CALL_ABANDONED}
+
+# What a token's callback hears of the calls it created.
+CALL_EVENTS = (CALL_ASSIGNED, CALL_ABANDONED, CALL_RELAXED)

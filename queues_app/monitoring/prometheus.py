@@ -1,0 +1,212 @@
+"""The queues' figures in the Prometheus text format (`exposition`), for `/metrics`.
+
+Gauges come from the latest sample in the metrics history (`collect_metrics` writes one
+every 15 seconds); when the newest is older than two minutes, a scrape reads the queues'
+figures itself and writes nothing: a scrape only ever reads. Counters are the running
+totals every process adds to; the workers' heartbeats are one Query. A scrape costs about
+nine requests, however large the queues (a few more when nobody samples): the service
+level of the calls adds two Queries (`ServiceLevelCollector`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from queues_app.ddb import meter
+from queues_app.ddb.clock import now
+from queues_app.monitoring import heartbeats
+from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
+from queues_app.monitoring.sampler import MetricsCollector
+from queues_app.monitoring.service_level import ServiceLevelReader, Window
+
+STALE_AFTER_SECONDS = 120
+
+HELP = {
+    "depth": "Items waiting (callers, queued and delayed shipments, pending tasks)",
+    "in_flight": "Items being worked on (attending agents, leased shipments, taken tasks)",
+    "dlq": "Items in the dead-letter queue (failed tasks for the task queue)",
+    "oldest_age": "Age of the oldest waiting item, in seconds",
+}
+
+
+class QueueCollector:
+    def __init__(self, store: MetricsStore, collector: MetricsCollector):
+        self.store = store
+        self.collector = collector
+
+    def _latest(self) -> dict[str, dict[str, float]]:
+        rows = {queue: self.store.latest(queue) for queue in QUEUES}
+        latest = {queue: dict(row.values) if row else {} for queue, row in rows.items()}
+        fresh = [r for r in rows.values() if r and "depth" in r.values]
+        moment = now()
+        newest = max(
+            (datetime.strptime(r.minute, "%Y-%m-%dT%H:%M").replace(tzinfo=moment.tzinfo) for r in fresh), default=None
+        )
+        if newest is None or (moment - newest).total_seconds() > STALE_AFTER_SECONDS:
+            # Nobody is sampling (no collect_metrics running): read the gauges now, as the
+            # sampler would, but keep them to this answer (a scrape never writes). Figures
+            # of an older minute (first attempts) are left out, as a sample would.
+            current = minute_of(moment)
+            gauges = self.collector.gauges()
+            for queue, values in latest.items():
+                row = rows[queue]
+                if row is None or row.minute != current:
+                    values.clear()
+                values.update({k: round(float(v), 3) for k, v in gauges.get(queue, {}).items() if v is not None})
+        return latest
+
+    def collect(self):
+        latest = self._latest()
+        for gauge in GAUGES:
+            suffix = "_seconds" if gauge == "oldest_age" else ""
+            family = GaugeMetricFamily(f"switchboard_queue_{gauge}{suffix}", HELP[gauge], labels=["queue"])
+            for queue, values in latest.items():
+                if gauge in values:
+                    family.add_metric([queue], values[gauge])
+            yield family
+        first = GaugeMetricFamily(
+            "switchboard_age_of_first_attempt_seconds",
+            "Age of shipments at their first attempt (retries left out), latest minute",
+            labels=["queue", "stat"],
+        )
+        for queue, values in latest.items():
+            if values.get("first_attempts"):
+                first.add_metric([queue, "max"], values.get("first_attempt_age_max", 0))
+                first.add_metric([queue, "mean"], values["first_attempt_age_sum"] / values["first_attempts"])
+        yield first
+        totals = self.store.totals()
+        events = CounterMetricFamily(
+            "switchboard_queue_events", "Queue events since the metrics table was made", labels=["queue", "event"]
+        )
+        for queue, values in sorted(totals.items()):
+            for name in COUNTERS:
+                if name in values:
+                    events.add_metric([queue, name], values[name])
+        yield events
+        requests = CounterMetricFamily(
+            "switchboard_dynamodb_requests", "DynamoDB requests made by this process", labels=["operation"]
+        )
+        capacity = CounterMetricFamily(
+            "switchboard_dynamodb_capacity_units",
+            "Capacity units consumed by this process's requests",
+            labels=["operation"],
+        )
+        failures = CounterMetricFamily(
+            "switchboard_dynamodb_errors", "DynamoDB errors seen by this process", labels=["operation", "code"]
+        )
+        for operation, stats in sorted(meter.process_meter.snapshot().items()):
+            requests.add_metric([operation], stats["calls"])
+            capacity.add_metric([operation], stats["capacity"])
+            for code, count in {**stats["errors"], **stats["cancellation_reasons"]}.items():
+                failures.add_metric([operation, code], count)
+        yield requests
+        yield capacity
+        yield failures
+
+
+class ServiceLevelCollector:
+    """The calls' service level, per skill combination (`combination="all"` for every
+    call) and window (`window="15m"`: the last 15 minutes; `"today"`: since midnight UTC),
+    from the counters every process writes (two Queries). A ratio with no calls in its
+    window is left out rather than reported as 0.
+
+    - switchboard_calls_service_level_ratio: answered within SERVICE_LEVEL_SECONDS over
+      calls that left the line (answered or abandoned)
+    - switchboard_calls_answer_speed_seconds: average wait of the answered calls
+    - switchboard_calls_longest_wait_seconds: longest wait of a call that left the line
+    - switchboard_calls_answered, switchboard_calls_abandoned: calls in the window
+    - switchboard_calls_abandon_ratio: abandoned over calls that left the line
+    - switchboard_agent_occupancy_ratio: attending agents over logged-in agents, summed
+      over collect_metrics' samples in the window (`window` label only)
+    - switchboard_calls_service_level_threshold_seconds: SERVICE_LEVEL_SECONDS
+    """
+
+    WINDOWS = {"15 minutes": "15m", "today": "today"}
+
+    def __init__(self, reader: ServiceLevelReader):
+        self.reader = reader
+
+    def collect(self):
+        figures = self.reader.read()
+        windows: list[Window] = [figures.recent, figures.today]
+        labels = ["window", "combination"]
+        level = GaugeMetricFamily(
+            "switchboard_calls_service_level_ratio",
+            "Calls answered within the service-level threshold over calls that left the line",
+            labels=labels,
+        )
+        speed = GaugeMetricFamily(
+            "switchboard_calls_answer_speed_seconds", "Average wait of the calls answered", labels=labels
+        )
+        longest = GaugeMetricFamily(
+            "switchboard_calls_longest_wait_seconds", "Longest wait of a call that left the line", labels=labels
+        )
+        answered = GaugeMetricFamily("switchboard_calls_answered", "Calls answered in the window", labels=labels)
+        abandoned = GaugeMetricFamily("switchboard_calls_abandoned", "Calls abandoned in the window", labels=labels)
+        abandon_rate = GaugeMetricFamily(
+            "switchboard_calls_abandon_ratio", "Calls abandoned over calls that left the line", labels=labels
+        )
+        occupancy = GaugeMetricFamily(
+            "switchboard_agent_occupancy_ratio",
+            "Attending agents over logged-in agents, over the samples in the window",
+            labels=["window"],
+        )
+        for window in windows:
+            name = self.WINDOWS[window.name]
+            for combination, f in [("all", window.overall), *sorted(window.by_combination.items())]:
+                key = [name, combination]
+                answered.add_metric(key, f.answered)
+                abandoned.add_metric(key, f.abandoned)
+                for family, value in (
+                    (level, f.service_level),
+                    (speed, f.average_speed_of_answer),
+                    (longest, f.wait_max),
+                    (abandon_rate, f.abandon_rate),
+                ):
+                    if value is not None:
+                        family.add_metric(key, round(value, 4))
+            if window.occupancy.share is not None:
+                occupancy.add_metric([name], round(window.occupancy.share, 4))
+        yield from (level, speed, longest, answered, abandoned, abandon_rate, occupancy)
+        threshold = GaugeMetricFamily(
+            "switchboard_calls_service_level_threshold_seconds", "The service level's answer threshold (seconds)"
+        )
+        threshold.add_metric([], figures.recent.threshold_seconds)
+        yield threshold
+
+
+class WorkerCollector:
+    """The processes' heartbeats (one Query): age of each one's last beat, and how many
+    of each kind report (neither stale nor stopped)."""
+
+    def collect(self):
+        found = heartbeats.workers()
+        age = GaugeMetricFamily(
+            "switchboard_worker_last_beat_age_seconds",
+            "Seconds since each long-running process's last heartbeat (expired ones left out)",
+            labels=["kind", "host", "pid"],
+        )
+        for worker in found:
+            age.add_metric([worker.kind, worker.host, str(worker.pid)], round(worker.age_seconds, 3))
+        yield age
+        count = GaugeMetricFamily(
+            "switchboard_workers", "Processes of each kind reporting (neither stale nor stopped)", labels=["kind"]
+        )
+        kinds = dict.fromkeys(heartbeats.KINDS, 0) | dict.fromkeys((w.kind for w in found), 0)
+        for worker in found:
+            kinds[worker.kind] += worker.alive
+        for kind, n in sorted(kinds.items()):
+            count.add_metric([kind], n)
+        yield count
+
+
+def exposition() -> bytes:
+    """Every figure, as a scrape answers it (DynamoError when DynamoDB fails)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
+    registry.register(WorkerCollector())
+    registry.register(ServiceLevelCollector(ServiceLevelReader(MetricsStore().db)))
+    return generate_latest(registry)

@@ -1,0 +1,135 @@
+"""Audited changes of agents: create, edit, make available, release (end their call),
+log off, one at a time or on a selection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from queues_app import event_names as named
+from queues_app.agents.records import Agent, CallStatus, Outcome
+from queues_app.ddb import errors
+from queues_app.operations.base import Recorded
+from queues_app.operations.bulk import (
+    AGENT_EFFECTS,
+    AGENT_REASONS,
+    DONE_ALREADY,
+    GONE,
+    BulkReport,
+    Effect,
+    Seen,
+    agent_change,
+    each_seen,
+)
+from queues_app.operations.system import answered
+from queues_app.operations.wording import waited
+
+THEN_WORDS = {"queue": "queued", "wrap_up": "wrap-up", "offline": "offline"}
+
+
+class AgentOperations(Recorded):
+    def create_agent(self, name: str, skills: dict[str, list[str]]) -> Agent:
+        agent = self.agents.create(name, skills)
+        self._record(named.AGENT_CREATED, "agent", agent.agent_id, f"created agent {agent.name}", None, agent)
+        return agent
+
+    def update_agent(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Outcome:
+        before = self.agents.get(agent_id)
+        with self._telling_what_changed("agent", agent_id):
+            outcome = self.agents.edit(agent_id, name=name, skills=skills, expected_version=expected_version)
+        if not outcome.replayed and outcome.agent:
+            after = outcome.agent
+            self._record(named.AGENT_EDITED, "agent", agent_id, f"edited agent {after.name}", before, after)
+        return outcome
+
+    def make_available(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
+        before = self.agents.get(agent_id)
+        with self._telling_what_changed("agent", agent_id):
+            outcome = self.call_center.make_available(agent_id, expected_version=expected_version)
+        agent, call = outcome
+        if outcome.replayed or agent is None:
+            return outcome
+        if call:
+            summary = f"{agent.name} took waiting call {call.call_id} (the caller waited {waited(call)})"
+            took = self.system.call_assigned(call)
+            self._record(named.AGENT_AVAILABLE, "agent", agent_id, summary, before, agent, took)
+            answered(self.db, call)
+        else:
+            self._record(named.AGENT_AVAILABLE, "agent", agent_id, f"{agent.name} queued", before, agent)
+        return outcome
+
+    def release(self, agent_id: str, then: str = "queue", *, call_id: str | None = None) -> Outcome:
+        """End the agent's call (the one named, when `call_id` is given), then `then`."""
+        before = self.agents.get(agent_id)
+        with self._telling_what_changed("call", call_id) if call_id else self._telling_what_changed("agent", agent_id):
+            outcome = self.call_center.release(agent_id, then=then, call_id=call_id)
+        agent, call = outcome
+        if outcome.replayed or agent is None:
+            return outcome
+        summary = f"released {agent.name} from call {before.call_id}, then "
+        if call:
+            summary += f"took waiting call {call.call_id} (the caller waited {waited(call)})"
+            assigned = [self.system.call_assigned(call)]
+            answered(self.db, call)
+        else:
+            summary += THEN_WORDS.get(then, then)
+            assigned = []
+        ended = self._ended(agent, before.call_id)
+        self._record(named.AGENT_RELEASED, "agent", agent_id, summary, before, agent, *ended, *assigned)
+        return outcome
+
+    def _ended(self, agent: Agent, call_id: str | None) -> list[dict]:
+        """The call's side of a release: it ended."""
+        if not call_id:
+            return []
+        summary = f"ended: {agent.name} released"
+        return [self._entry(named.CALL_ENDED, "call", call_id, summary, {"status": "assigned"}, {"status": "ended"})]
+
+    def end_call(self, call_id: str, then: str = "queue") -> Outcome:
+        """End a call in progress by naming it; its agent then goes `then`."""
+        call = self.call_center.get_call(call_id)
+        if call.status not in (CallStatus.ASSIGNED, CallStatus.ENDED) or not call.agent_id:
+            with self._telling_what_changed("call", call_id):
+                return self.call_center.end_call(call_id, then)  # refused: says why
+        return self.release(call.agent_id, then, call_id=call_id)
+
+    def log_off(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
+        before = self.agents.get(agent_id)
+        with self._telling_what_changed("agent", agent_id):
+            outcome = self.call_center.log_off(agent_id, expected_version=expected_version)
+        agent = outcome.agent
+        if not outcome.replayed and agent is not None and agent.version != before.version:
+            self._record(named.AGENT_OFFLINE, "agent", agent_id, f"logged {agent.name} off", before, agent)
+        return outcome
+
+    def agents_effect(self, action: str, selection: Iterable[Seen]) -> Effect:
+        """What `on_agents` would do to each agent, from their records now (one BatchGetItem):
+        agents changed since they were shown are passed over, named with what they are now."""
+        if action not in AGENT_REASONS:
+            raise errors.InvalidRequest(f"Unknown agent action {action!r}.")
+        seen = each_seen(selection)
+        found = {a.agent_id: a for a in self.agents.get_many(list(seen))}
+        effect = Effect(AGENT_EFFECTS[action])
+        for agent_id, shown in seen.items():
+            agent = found.get(agent_id)
+            if agent is not None and agent.version != shown.version:
+                if agent.change == agent_change(action, shown):
+                    effect.pass_over(agent_id, DONE_ALREADY)
+                else:
+                    effect.changed_since(agent_id, agent.name, agent.doing)
+                continue
+            reason = GONE if agent is None else AGENT_REASONS[action].get(agent.status)
+            if reason:
+                effect.pass_over(agent_id, reason)
+            else:
+                effect.acting.append(Seen(agent_id, shown.version, agent.call_id if agent else None))
+        return effect
+
+    def on_agents(self, action: str, selection: Iterable[Seen]) -> BulkReport:
+        """The same agent action on a selection, each agent only as it was shown: those it
+        applies to as they are now, the others passed over with the reason."""
+        do: dict[str, Callable[[Seen], object]] = {
+            "available": lambda seen: self.make_available(seen.item_id, expected_version=seen.version),
+            "release": lambda seen: self.release(seen.item_id, call_id=seen.call_id),
+            "offline": lambda seen: self.log_off(seen.item_id, expected_version=seen.version),
+        }
+        return self.agents_effect(action, selection).apply(do[action])

@@ -1,0 +1,172 @@
+"""What the queues do on their own, recorded from what the domain returns: a caller given
+an agent by the matcher (on the call's history and the agent's), escalation, the shipment
+worker's dead-lettering and the task sweeper's shedding. The domains themselves never
+record anything (docs/architecture.md, "The audit trail")."""
+
+from __future__ import annotations
+
+from queues_app import event_names as named
+from queues_app.agents.records import Call
+from queues_app.audit.store import AuditTrail
+from queues_app.ddb import errors
+from queues_app.ddb.client import Dynamo
+from queues_app.monitoring import service_level
+from queues_app.operations.entries import entry, snapshot
+from queues_app.operations.wording import asked_for, waited
+from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus
+from queues_app.tasks.queue import TaskQueue
+from queues_app.tasks.records import ShedReport
+
+# Who acted, for what the queues do on their own (source "system").
+MATCHER, ESCALATION, SHIPMENT_WORKER, TASK_PROCESSOR = "matcher", "escalation", "shipment worker", "task processor"
+SYSTEM = "system"
+
+
+class SystemEvents:
+    """Entries for what the queues did on their own, on the items concerned: source
+    `system`, the actor naming the part that acted. Each call writes its entries in one
+    request (one PutItem, or one BatchWriteItem for two or more)."""
+
+    def __init__(self, trail: AuditTrail, *, trace_id: str | None = None):
+        self.trail = trail
+        self.trace_id = trace_id
+
+    def entry(self, actor: str, action: str, kind: str, item_id: str, summary: str, before, after) -> dict:
+        return entry(
+            actor=actor,
+            source=SYSTEM,
+            action=action,
+            kind=kind,
+            item_id=item_id,
+            summary=summary,
+            before=before,
+            after=after,
+            trace_id=self.trace_id,
+        )
+
+    def call_assigned(self, call: Call, by: str = MATCHER) -> dict:
+        """The call's side of an assignment."""
+        return self.entry(
+            by,
+            named.CALL_ASSIGNED,
+            "call",
+            call.call_id,
+            f"assigned to {call.agent_name} after waiting {waited(call)}",
+            {"status": "waiting"},
+            {
+                "status": call.status,
+                "agent_name": call.agent_name,
+                "agent_id": call.agent_id,
+                "assigned_at": call.assigned_at,
+            },
+        )
+
+    def agent_assigned(self, call: Call, by: str = MATCHER) -> dict:
+        """The agent's side of an assignment: they took the call."""
+        return self.entry(
+            by,
+            named.AGENT_ASSIGNED,
+            "agent",
+            call.agent_id or "",
+            f"{call.agent_name} took call {call.call_id} (the caller waited {waited(call)})",
+            {"status": "queued"},
+            {"status": "attending", "call_id": call.call_id},
+        )
+
+    def write(self, *entries: dict) -> None:
+        self.trail.record_many(list(entries))
+
+    def relaxed(self, call: Call) -> None:
+        """Escalation relaxed a waiting caller's preferences, and perhaps found an agent."""
+        latest = max((r["at"] for r in call.relaxed), default=None)
+        now_relaxed = [r for r in call.relaxed if r["at"] == latest]
+        before = dict(call.preferences)
+        for r in now_relaxed:
+            before[r["dimension"]] = r.get("from")
+        summary = "relaxed " + ", ".join(f"{r['dimension']} (was {r.get('from') or 'any'})" for r in now_relaxed)
+        entries = [
+            self.entry(
+                ESCALATION,
+                named.CALL_RELAXED,
+                "call",
+                call.call_id,
+                summary,
+                {"preferences": before},
+                {"preferences": call.preferences},
+            )
+        ]
+        if call.agent_id:
+            entries += [self.call_assigned(call, ESCALATION), self.agent_assigned(call, ESCALATION)]
+        self.write(*entries)
+
+    def dead_lettered(self, before: Shipment | None, after: Shipment) -> None:
+        """The shipment worker sent a shipment to the DLQ after its last allowed attempt."""
+        self.write(
+            self.entry(
+                SHIPMENT_WORKER,
+                named.SHIPMENT_DEAD_LETTERED,
+                "shipment",
+                after.shipment_id,
+                f"sent to the DLQ after {after.attempts} attempts: {after.dlq_reason or 'failed'}",
+                snapshot(before),
+                snapshot(after),
+            )
+        )
+
+    def shed(self, report: ShedReport) -> None:
+        """The task sweeper shed expired tasks (a total per sweep, not one entry per task)."""
+        oldest = report.oldest_age
+        self.write(
+            self.entry(
+                TASK_PROCESSOR,
+                named.TASKS_SHED,
+                "queue",
+                "tasks",
+                f"shed {report.shed} expired task{'s' if report.shed != 1 else ''}"
+                + (f", the oldest {oldest:.0f} s old" if oldest is not None else ""),
+                None,
+                {"shed": report.shed, "oldest_age_seconds": round(oldest, 1) if oldest is not None else None},
+            )
+        )
+
+
+def answered(db: Dynamo, call: Call | None) -> None:
+    """Count an answered call for the service level (no request: counters are batched)."""
+    if call is not None and call.agent_id and call.waited_seconds is not None:
+        service_level.answered(db, call.waited_seconds, asked_for(call))
+
+
+class RecordedShipmentQueue(ShipmentQueue):
+    """The shipment queue of a worker process: a failure that sends a shipment to the
+    DLQ is recorded on the shipment's history (the domain returns it; we write it)."""
+
+    def __init__(self, *args, events: SystemEvents | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.events = events or SystemEvents(AuditTrail(self.db))
+
+    def fail(self, shipment_id: str, receipt: str, reason: str) -> Shipment:
+        done = self.fail_once(shipment_id, receipt, reason)
+        after = done.item
+        if after.status == ShipmentStatus.IN_DLQ and not done.replayed:
+            try:
+                self.events.dead_lettered(None, after)
+            except errors.DynamoError:
+                pass  # the move is done; the worker carries on (it logs every DLQ move)
+        return after
+
+
+class RecordedTaskQueue(TaskQueue):
+    """The task queue of the processor: each sweep that shed tasks is recorded once."""
+
+    def __init__(self, *args, events: SystemEvents | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.events = events or SystemEvents(AuditTrail(self.db))
+
+    def sweep_expired(self, *, limit: int = 1000) -> ShedReport:
+        report = super().sweep_expired(limit=limit)
+        if report.shed:
+            try:
+                self.events.shed(report)
+            except errors.DynamoError:
+                pass  # counted in the shed statistics all the same
+        return report

@@ -1,0 +1,27 @@
+"""How a change's summary puts times and calls into words."""
+
+from __future__ import annotations
+
+from queues_app.agents.records import Call
+
+
+def ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def waited(call: Call) -> str:
+    seconds = call.waited_seconds
+    return f"{seconds:.0f} s" if seconds is not None else "an unknown time"
+
+
+def asked_for(call: Call) -> dict:
+    """The preferences the caller arrived with (before any was relaxed)."""
+    original = dict(call.preferences)
+    for relaxed in reversed(call.relaxed):
+        original[relaxed["dimension"]] = relaxed.get("from")
+    return original
