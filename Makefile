@@ -29,7 +29,7 @@ test: setup browser lint
 	$(PY) -m pytest --numprocesses auto --maxprocesses 4
 
 # Static checks (configured in pyproject.toml): ruff's lint rules and formatting, mypy on
-# the packages listed under [tool.mypy], import-linter's contracts. Every check runs;
+# every module of queues_app and callcenter, import-linter's contracts. Every check runs;
 # the target fails if any of them does.
 lint: python-deps
 	@status=0; \

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -61,7 +62,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 @dataclass
 class Column:
     label: str
-    value: Callable[[object], object]
+    value: Callable[[Any], object]
 
 
 @dataclass

@@ -110,7 +110,7 @@ class ShipmentAdmission:
         request_digest: str | None = None,
     ) -> Admitted:
         self.gate.check(counters.LIVE)
-        sidelined = bool(tenant) and not self.limiter.admit(tenant)
+        sidelined = tenant is not None and tenant != "" and not self.limiter.admit(tenant)
         queue = SPILLOVER_QUEUE if sidelined else DEFAULT_QUEUE
         shipment = self.shipments.submit(
             data,

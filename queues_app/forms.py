@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import cast
 
 from django import forms
 
@@ -40,6 +41,13 @@ def version_field() -> forms.IntegerField:
     )
 
 
+def errors_in(form: forms.Form, lead: str = "") -> str:
+    """A form's errors in one message: each field by its label, with what is wrong."""
+    return lead + "; ".join(
+        f"{form.fields[k].label if k in form.fields else k}: {' '.join(map(str, v))}" for k, v in form.errors.items()
+    )
+
+
 def is_item_id(value: object) -> bool:
     """True for something that can be an agent's, a shipment's or a call's id."""
     return isinstance(value, str) and bool(ITEM_ID.fullmatch(value))
@@ -53,8 +61,8 @@ class VersionForm(forms.Form):
     def clean(self):
         cleaned = super().clean()
         # A hidden field's error shown as the form's own: the person cannot fix it but reload.
-        if "version" in self._errors:
-            del self._errors["version"]
+        if "version" in self.errors:
+            del self.errors["version"]
             self.add_error(None, STALE_FORM)
         return cleaned
 
@@ -84,7 +92,8 @@ class SkillFields:
         return skill_field_name(dimension) if dimension in self.catalog.names else None
 
     def skill_fields(self):
-        return [self[skill_field_name(d)] for d in self.catalog.names]
+        form = cast(forms.Form, self)
+        return [form[skill_field_name(d)] for d in self.catalog.names]
 
 
 class AgentForm(SkillFields, VersionForm):
@@ -144,7 +153,7 @@ class AgentFilterForm(forms.Form):
 
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["skill"].choices = [("", "any skill")] + [
+        cast(forms.ChoiceField, self.fields["skill"]).choices = [("", "any skill")] + [
             (f"{d}:{v}", f"{d}: {v}") for d, values in catalog.dimensions for v in values
         ]
 
@@ -193,9 +202,7 @@ class ShipmentFilterForm(forms.Form):
         return value
 
     def problem(self) -> str:
-        return "Check the filters: " + "; ".join(
-            f"{self.fields[k].label if k in self.fields else k}: {' '.join(v)}" for k, v in self.errors.items()
-        )
+        return errors_in(self, "Check the filters: ")
 
 
 CALL_PREFIX_MIN = 4

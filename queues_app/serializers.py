@@ -6,6 +6,9 @@ word a request may send.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from queues_app.agents.matching import WHY_OUTCOMES
 from queues_app.agents.records import Agent, Call, QueueInfo
 from queues_app.agents.skills import ANY
@@ -90,7 +93,11 @@ def shipment_to_json(shipment) -> dict:
     }
 
 
-SERIALIZERS = {"agent": agent_to_json, "call": call_to_json, "shipment": shipment_to_json}
+SERIALIZERS: dict[str, Callable[[Any], dict]] = {
+    "agent": agent_to_json,
+    "call": call_to_json,
+    "shipment": shipment_to_json,
+}
 
 
 def current_json(now: dict) -> dict | None:

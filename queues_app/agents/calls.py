@@ -9,14 +9,14 @@ from datetime import timedelta
 from queues_app import event_names as named
 from queues_app.agents import keys
 from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
-from queues_app.agents.roster import STATUS_INDEX as AGENTS_BY_STATUS
-from queues_app.agents.roster import Agents
+from queues_app.agents.roster import Agents, status_queries
 from queues_app.agents.skills import ANY
 from queues_app.agents.writes import CallCenterTable
 from queues_app.ddb import batch, errors
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import query_each
 from queues_app.ddb.paging import Page
+from queues_app.ddb.tables import WAITING_BY_ARRIVAL
 
 ENDED_CALL_RETENTION = timedelta(days=30)
 
@@ -86,7 +86,6 @@ def call_from_item(item: dict) -> Call:
 
 PREFIX_MATCHES = 20  # calls listed for a prefix that several ids start with
 PREFIX_READ = 1_000  # calls a prefix search evaluates per status
-WAITING_INDEX = "waiting_by_arrival"
 IN_PROGRESS = "calls:in-progress"  # the cursor's purpose: a place among the attending agents
 
 
@@ -152,22 +151,21 @@ class Calls:
         ids: list[str] = []
         waiting = [
             {
-                "IndexName": WAITING_INDEX,
+                "IndexName": WAITING_BY_ARRIVAL.name,
                 "KeyConditionExpression": "wait_q = :q",
                 "FilterExpression": "contains(sk, :needle)",
                 "ExpressionAttributeValues": {":q": {"S": shard}, ":needle": {"S": "#" + prefix}},
             }
             for shard in keys.line_shards()
         ]
-        in_progress = [
-            {
-                "IndexName": AGENTS_BY_STATUS,
-                "KeyConditionExpression": "status_q = :attending",
+        in_progress = status_queries(
+            self.table.name,
+            AgentStatus.ATTENDING,
+            filters={
                 "FilterExpression": "begins_with(call_id, :prefix)",
-                "ExpressionAttributeValues": {":attending": {"S": partition}, ":prefix": {"S": prefix}},
-            }
-            for partition in keys.status_partitions(AgentStatus.ATTENDING)
-        ]
+                "ExpressionAttributeValues": {":prefix": {"S": prefix}},
+            },
+        )
         searches = ((CallStatus.WAITING, waiting), (CallStatus.ASSIGNED, in_progress))
         responses = iter(
             query_each(

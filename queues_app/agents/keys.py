@@ -30,7 +30,7 @@ their preferences are next relaxed (`waiting_to_relax`). Design: docs/architectu
 
 from __future__ import annotations
 
-import hashlib
+from queues_app.ddb.shards import Spread
 
 AGENTS_PK = "AGENTS"  # before the roster was spread over AGENT_SHARDS partitions
 AGENT_PARTITION_PREFIX = "AGENTS#"
@@ -56,27 +56,32 @@ LEASE_PK = "LEASE"
 MAX_PRIORITY = 9
 
 
-def _shard(text: str, shards: int) -> int:
-    """A stable spread of ids over `shards` partitions (the same in every process)."""
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest()) % shards
+# Spread, so that no single partition takes every agent's writes (docs/scale.md).
+AGENTS = Spread(AGENTS_PK, AGENT_SHARDS)
+QUEUE_METAS = Spread(QUEUES_PK, QUEUE_META_SHARDS)
+LINE = Spread("LINE", LINE_SHARDS)
 
 
 def agent(agent_id: str) -> dict[str, str]:
-    # Spread, so that no single partition takes every agent's writes (docs/scale.md).
-    return {"pk": f"{AGENT_PARTITION_PREFIX}{_shard(agent_id, AGENT_SHARDS)}", "sk": AGENT_PREFIX + agent_id}
+    return {"pk": AGENTS.of(agent_id), "sk": AGENT_PREFIX + agent_id}
 
 
 def agent_partitions() -> list[str]:
-    return [f"{AGENT_PARTITION_PREFIX}{n}" for n in range(AGENT_SHARDS)]
+    return AGENTS.partitions()
+
+
+def status_spread(status: str) -> Spread:
+    """A status's partitions of the status index: `queued#0` .. `queued#7`."""
+    return Spread(status, STATUS_SHARDS)
 
 
 def status_partition(status: str, agent_id: str) -> str:
     """The agent's partition of the status index: `queued#3`."""
-    return f"{status}#{_shard(agent_id, STATUS_SHARDS)}"
+    return status_spread(status).of(agent_id)
 
 
 def status_partitions(status: str) -> list[str]:
-    return [f"{status}#{n}" for n in range(STATUS_SHARDS)]
+    return status_spread(status).partitions()
 
 
 def agent_id_from_sk(sk: str) -> str:
@@ -92,11 +97,11 @@ def queue_meta(combination: tuple[str, ...], shard: int = 0) -> dict[str, str]:
     """One of a queue's metadata counters. Every enqueue and dequeue adds to a counter
     picked at random, so that no single partition takes every queue's writes
     (docs/scale.md); the depth and version are the sums over the shards."""
-    return {"pk": f"{QUEUE_META_PREFIX}{shard}", "sk": queue_name(combination)}
+    return {"pk": QUEUE_METAS.partition(shard), "sk": queue_name(combination)}
 
 
 def queue_meta_partitions() -> list[str]:
-    return [f"{QUEUE_META_PREFIX}{n}" for n in range(QUEUE_META_SHARDS)]
+    return QUEUE_METAS.partitions()
 
 
 def queue_token(queued_at: str, agent_id: str) -> str:
@@ -109,22 +114,23 @@ def queue_message(combination: tuple[str, ...], token: str) -> dict[str, str]:
     deletes it finds the same partition from the token alone. One partition per queue
     would take more than half of DynamoDB's per-partition write limit at 1,000 calls a
     second (docs/scale.md); the readers merge the sub-queues' heads by token."""
-    return {"pk": _sub_queue(queue_name(combination), _shard(token, QUEUE_SPLIT)), "sk": token}
+    return {"pk": sub_queues(combination).of(token), "sk": token}
+
+
+def sub_queues(combination: tuple[str, ...]) -> Spread:
+    """A queue's sub-queues: `Q#Spanish#F@0` .. `@3`."""
+    return Spread(queue_name(combination), QUEUE_SPLIT, SUB_QUEUE_SEPARATOR)
 
 
 def queue_partitions(combination: tuple[str, ...]) -> list[str]:
     """The partitions of a queue's sub-queues."""
-    return [_sub_queue(queue_name(combination), n) for n in range(QUEUE_SPLIT)]
+    return sub_queues(combination).partitions()
 
 
 def queue_of_partition(pk: str) -> str:
     """`"Q#Spanish#F@2"` -> `"Q#Spanish#F"`; an unsplit queue partition (an earlier
     version's) is its own name."""
     return pk.rsplit(SUB_QUEUE_SEPARATOR, 1)[0]
-
-
-def _sub_queue(name: str, n: int) -> str:
-    return f"{name}{SUB_QUEUE_SEPARATOR}{n}"
 
 
 def wait_position(priority: int, arrived_at: str, call_id: str) -> str:
@@ -166,11 +172,11 @@ def waiting_count_copy(pk: str) -> tuple[str, int]:
 def line_shard(call_id: str) -> str:
     """The index partition of a waiting caller: a stable hash of the call id, so that the
     line's index writes spread over LINE_SHARDS partitions."""
-    return f"LINE#{_shard(call_id, LINE_SHARDS)}"
+    return LINE.of(call_id)
 
 
 def line_shards() -> list[str]:
-    return [f"LINE#{n}" for n in range(LINE_SHARDS)]
+    return LINE.partitions()
 
 
 def call(call_id: str) -> dict[str, str]:

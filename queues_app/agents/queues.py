@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from queues_app.agents import keys
 from queues_app.agents.records import QueueInfo
 from queues_app.agents.writes import CallCenterTable
-from queues_app.ddb import batch, errors, parallel
+from queues_app.ddb import batch, errors
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.codec import marshal
+from queues_app.ddb.merge import SortedMerge, read_together
 
 
 def queue_heads(
@@ -21,36 +22,29 @@ def queue_heads(
     limit: int,
     *,
     newest_first: bool = False,
-    at_once: bool = True,
     consistent: bool = True,
 ) -> list[list[dict]]:
     """The first messages of each combination's queue, oldest first (newest first with
-    `newest_first`): at least `limit` of them when the queue holds that many. One Query of
-    each sub-queue (strongly consistent unless `consistent` is false), all sent at once
-    (`at_once`) or one after another."""
-    partitions = [pk for combo in combos for pk in keys.queue_partitions(combo)]
-
-    def read(pk: str) -> dict:
-        return db.query_partition(table, pk, ConsistentRead=consistent, ScanIndexForward=not newest_first, Limit=limit)
-
-    pages = parallel.each(read, partitions) if at_once else [read(pk) for pk in partitions]
-    split = keys.QUEUE_SPLIT
-    return [merge_heads(pages[n * split : (n + 1) * split], newest_first=newest_first) for n in range(len(combos))]
-
-
-def merge_heads(pages: Sequence[dict], *, newest_first: bool = False) -> list[dict]:
-    """One queue's head from a page of each of its sub-queues, in token order. A sub-queue
-    that holds more than its page stops the merge at the page's last token: past it, a
-    message of that sub-queue could be missing, so the result is the queue's own first
-    messages, none skipped (FIFO across sub-queues)."""
-    items = [unmarshal(raw) for page in pages for raw in page.get("Items", [])]
-    ends = [unmarshal(page["LastEvaluatedKey"])["sk"] for page in pages if page.get("LastEvaluatedKey")]
-    if ends:
-        if newest_first:
-            items = [item for item in items if item["sk"] >= max(ends)]
-        else:
-            items = [item for item in items if item["sk"] <= min(ends)]
-    return sorted(items, key=lambda item: item["sk"], reverse=newest_first)
+    `newest_first`): one Query of each sub-queue (strongly consistent unless `consistent`
+    is false), all sent at once, merged by token. A sub-queue that holds more than its
+    page stops its queue's merge at the page's last token: past it, a message of that
+    sub-queue could be missing, so each head is the queue's own first messages, none
+    skipped (FIFO across sub-queues)."""
+    merges = []
+    for combo in combos:
+        queries = [
+            {
+                "TableName": table,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": pk}},
+                "ConsistentRead": consistent,
+                "ScanIndexForward": not newest_first,
+            }
+            for pk in keys.queue_partitions(combo)
+        ]
+        merges.append(SortedMerge(db, queries, sort_key="sk", descending=newest_first))
+    read_together([(merge, merge.partitions, limit) for merge in merges])
+    return [merge.take(limit * keys.QUEUE_SPLIT) for merge in merges]
 
 
 def list_queues(table: CallCenterTable) -> list[QueueInfo]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from queues_app.agents import keys
 from queues_app.ddb.clock import from_iso, now
 
 
@@ -142,3 +143,42 @@ class QueueInfo:
     def oldest_age_seconds(self) -> float | None:
         oldest = from_iso(self.oldest_queued_at)
         return (now() - oldest).total_seconds() if oldest else None
+
+
+AGENT_TYPE = "agent"  # the type of an agent item: the key of `agents_by_name`
+
+
+def agent_to_item(agent: Agent) -> dict:
+    return {
+        **keys.agent(agent.agent_id),
+        "type": AGENT_TYPE,
+        "agent_id": agent.agent_id,
+        "name": agent.name,
+        "name_lower": agent.name.lower(),
+        "skills": agent.skills,
+        "status": agent.status,
+        "status_q": keys.status_partition(agent.status, agent.agent_id),
+        "version": agent.version,
+        "created_at": agent.created_at,
+        "updated_at": agent.updated_at,
+        "queued_at": agent.queued_at,
+        "queue_token": agent.queue_token,
+        "call_id": agent.call_id,
+        "change": agent.change,
+    }
+
+
+def agent_from_item(item: dict) -> Agent:
+    return Agent(
+        agent_id=item["agent_id"],
+        name=item["name"],
+        skills={k: list(v) for k, v in (item.get("skills") or {}).items()},
+        status=item.get("status", AgentStatus.OFFLINE),
+        version=int(item.get("version", 1)),
+        created_at=item.get("created_at", ""),
+        updated_at=item.get("updated_at", ""),
+        queued_at=item.get("queued_at"),
+        queue_token=item.get("queue_token"),
+        call_id=item.get("call_id"),
+        change=item.get("change"),
+    )

@@ -11,7 +11,6 @@ Design: docs/architecture.md, "The waiting line".
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import random
 from collections.abc import Iterator
@@ -25,9 +24,8 @@ from queues_app.agents.writes import CallCenterTable
 from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
-
-BY_ARRIVAL = "waiting_by_arrival"
-TO_RELAX = "waiting_to_relax"
+from queues_app.ddb.merge import SortedMerge
+from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_TO_RELAX, Index
 
 
 class WaitingLine:
@@ -135,47 +133,39 @@ class WaitingLine:
         """Every waiting caller in line order (priority, then arrival), after the position
         `after`: the non-empty partitions (their counts, one BatchGetItem) read a page at a
         time and merged. Costs one Query per non-empty partition per page, whatever the length."""
-        partitions = []
+        queries = []
         for wanted in self.counts(consistent=False):
             condition, values = "pk = :pk", {":pk": {"S": keys.waiting_caller(wanted, "")["pk"]}}
             if after is not None:
                 condition += " AND sk > :after"
                 values[":after"] = {"S": after}
-            partitions.append(
-                self.db.items(
-                    "query",
-                    TableName=self.table.name,
-                    KeyConditionExpression=condition,
-                    ExpressionAttributeValues=values,
-                    PaginationConfig={"PageSize": page_size},
-                )
+            queries.append(
+                {"TableName": self.table.name, "KeyConditionExpression": condition, "ExpressionAttributeValues": values}
             )
-        return heapq.merge(*partitions, key=lambda item: item["sk"])
+        return SortedMerge(self.db, queries, sort_key="sk").each(page_size)
 
-    def _across_shards(
-        self, index: str, shard_key: str, sort_key: str, *, below: str | None = None, page_size: int = 100
-    ) -> Iterator[dict]:
-        """Every item of a sparse waiting-line index in `sort_key` order (below `below`,
+    def _across_shards(self, index: Index, *, below: str | None = None, page_size: int = 100) -> Iterator[dict]:
+        """Every item of a sparse waiting-line index in its sort key's order (below `below`,
         when given): its `keys.LINE_SHARDS` partitions read a page at a time and merged."""
-        condition = f"{shard_key} = :q" + (f" AND {sort_key} < :below" if below is not None else "")
-        shards = []
-        for shard in keys.line_shards():
-            values = {":q": {"S": shard}, **({":below": {"S": below}} if below is not None else {})}
-            shards.append(
-                self.db.items(
-                    "query",
-                    TableName=self.table.name,
-                    IndexName=index,
-                    KeyConditionExpression=condition,
-                    ExpressionAttributeValues=values,
-                    PaginationConfig={"PageSize": page_size},
-                )
-            )
-        return heapq.merge(*shards, key=lambda item: item[sort_key])
+        sort_key = index.sort_key or ""
+        condition = f"{index.partition_key} = :q" + (f" AND {sort_key} < :below" if below is not None else "")
+        queries = [
+            {
+                "TableName": self.table.name,
+                "IndexName": index.name,
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeValues": {
+                    ":q": {"S": shard},
+                    **({":below": {"S": below}} if below is not None else {}),
+                },
+            }
+            for shard in keys.line_shards()
+        ]
+        return SortedMerge(self.db, queries, sort_key=sort_key).each(page_size)
 
     def _by_arrival(self, page_size: int = 100) -> Iterator[dict]:
         """Every waiting caller by arrival (`waiting_by_arrival`)."""
-        return self._across_shards(BY_ARRIVAL, "wait_q", "wait_since", page_size=page_size)
+        return self._across_shards(WAITING_BY_ARRIVAL, page_size=page_size)
 
     def everyone(self, page_size: int = 100) -> Iterator[dict]:
         """The whole waiting line in order, read a page at a time as it is consumed."""
@@ -220,7 +210,7 @@ class WaitingLine:
     def due_for_relaxing(self, before: datetime, page_size: int = 100) -> Iterator[dict]:
         """Callers with preferences left to relax whose last change (or arrival) came
         before `before`, oldest first: escalation reads only these."""
-        return self._across_shards(TO_RELAX, "relax_q", "relax_at", below=to_iso(before), page_size=page_size)
+        return self._across_shards(WAITING_TO_RELAX, below=to_iso(before), page_size=page_size)
 
     # --- callers written by an earlier version ----------------------------------------------
 

@@ -34,13 +34,9 @@ its cursor):
 
 from __future__ import annotations
 
-import hashlib
-import heapq
 import math
 import uuid
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from queues_app.audit.records import (
@@ -54,11 +50,14 @@ from queues_app.audit.records import (
     snapshot_json,
     target,
 )
-from queues_app.ddb import batch, errors, parallel
+from queues_app.ddb import batch, errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.merge import Partition, SortedMerge
 from queues_app.ddb.paging import INVALID, decode_cursor, decode_state, encode_cursor, encode_state
+from queues_app.ddb.shards import Spread, shard_of
+from queues_app.ddb.tables import AUDIT_BY_TARGET
 
 DAY_PREFIX = "AUDIT#"
 # A day's entries spread over this many partitions: every call writes ~6 entries, and one
@@ -73,15 +72,48 @@ TARGET_CURSOR = "audit-target"
 _DAY_FORMAT = "%Y-%m-%d"
 
 
+def day_spread(day: str) -> Spread:
+    """A day's shards: `AUDIT#2026-11-21#0` .. `#15`, an entry in the one a hash of its id picks."""
+    return Spread(DAY_PREFIX + day, AUDIT_SHARDS)
+
+
 def day_shard(entry_id: str) -> int:
-    """The shard of its day an entry goes to: a stable hash of its id (the same in every process)."""
-    return int.from_bytes(hashlib.blake2b(entry_id.encode(), digest_size=4).digest()) % AUDIT_SHARDS
+    return shard_of(entry_id, AUDIT_SHARDS)
 
 
 def day_partitions(day: str) -> list[str]:
     """Every partition holding a day's entries: its shards, then the unsharded day of the
     entries written before the day was sharded."""
-    return [f"{DAY_PREFIX}{day}#{n}" for n in range(AUDIT_SHARDS)] + [DAY_PREFIX + day]
+    return [*day_spread(day).partitions(), DAY_PREFIX + day]
+
+
+def _share(room: int, filtered: bool):
+    """A shard's first Query asks for its share of the page, twice over and two more (a
+    shard rarely holds more of the page's entries; one that does is read again). Other
+    Queries ask for the room left: the unsharded day may hold the whole page, a partition
+    read again holds the page back, and a filter's Limit counts entries before the filter."""
+
+    def limit(n: int, partition: Partition) -> int:
+        if partition.read or n >= AUDIT_SHARDS or filtered:
+            return room
+        return min(room, 2 * math.ceil(room / AUDIT_SHARDS) + 2)
+
+    return limit
+
+
+def _older_than(before: str | None):
+    """Drops the entry a cursor stopped at (a key condition on the sort key is `<=`)."""
+    return lambda item: before is None or item["sk"] < before
+
+
+def _resume_at(merge: SortedMerge, before: str | None) -> str | None:
+    """Where a page that stops here carries on (below): where every partition is read down
+    to, the stop that comes first (everything newer was returned or filtered out); `before`
+    while a partition is not read yet."""
+    if not all(p.read for p in merge.partitions):
+        return before
+    stop = merge.stop()
+    return unmarshal(stop)["sk"] if stop else before
 
 
 def _decode_recent(cursor: str) -> tuple[str, str | None]:
@@ -120,80 +152,6 @@ def _sort_key_condition(key_range: tuple[str, str] | None, before: str | None) -
     if low is None or high is None:
         return "", {}
     return "sk BETWEEN :low AND :high", {":low": {"S": low}, ":high": {"S": high}}
-
-
-@dataclass
-class _Partition:
-    """One partition of a day as a page reads it: the entries read and not returned yet
-    (newest first), and where its next Query starts (None once read to its end)."""
-
-    pk: str
-    legacy: bool = False  # the unsharded day
-    pending: deque[dict] = field(default_factory=deque)
-    start: dict | None = None
-    read: bool = False
-
-    @property
-    def finished(self) -> bool:
-        return self.read and self.start is None and not self.pending
-
-    def holds_back(self, sk: str | None) -> bool:
-        """Whether entries it has not read yet may be newer than `sk` (than anything, None)."""
-        if self.pending:
-            return False
-        if not self.read:
-            return True
-        if self.start is None:
-            return False
-        return sk is None or self.start["sk"]["S"] > sk
-
-    def limit(self, room: int, filtered: bool) -> int:
-        """A shard's first Query asks for its share of the page, twice over and two more (a
-        shard rarely holds more of the page's entries; one that does is read again). Other
-        Queries ask for the room left: the unsharded day may hold the whole page, a
-        partition read again holds the page back, and a filter's Limit counts entries
-        before the filter."""
-        if self.read or self.legacy or filtered:
-            return room
-        return min(room, 2 * math.ceil(room / AUDIT_SHARDS) + 2)
-
-
-class _DayMerge:
-    """A day's partitions merged newest first. An entry is returned only when no partition
-    may hold a newer one unread: one whose read entries are all returned and whose
-    reading stopped (Limit, 1 MB) above it; that partition is read again first."""
-
-    def __init__(self, day: str):
-        pks = day_partitions(day)
-        self.partitions = [_Partition(pk, legacy=pk == DAY_PREFIX + day) for pk in pks]
-
-    def due(self) -> list[_Partition]:
-        """The partitions to read before the next entry can be returned (none: day done)."""
-        newest = max((p.pending[0]["sk"] for p in self.partitions if p.pending), default=None)
-        return [p for p in self.partitions if p.holds_back(newest)]
-
-    def take(self, count: int) -> list[dict]:
-        """Up to `count` entries, newest first, as long as none is held back."""
-        taken: list[dict] = []
-        runs = ([(item["sk"], n) for item in p.pending] for n, p in enumerate(self.partitions))
-        for sk, n in heapq.merge(*runs, reverse=True):
-            if len(taken) >= count or any(p.holds_back(sk) for p in self.partitions):
-                break
-            taken.append(self.partitions[n].pending.popleft())
-        return taken
-
-    @property
-    def finished(self) -> bool:
-        return all(p.finished for p in self.partitions)
-
-    def resume_at(self, before: str | None) -> str | None:
-        """Where a page that stops here carries on (below): the newest sort key at which a
-        partition with all its read entries returned stopped reading; everything newer
-        was returned or filtered out, and what is pending is older (else it would have
-        been returned). `before` while a partition is not read yet."""
-        if not all(p.read for p in self.partitions):
-            return before
-        return max((p.start["sk"]["S"] for p in self.partitions if p.start and not p.pending), default=before)
 
 
 class AuditTrail:
@@ -258,7 +216,7 @@ class AuditTrail:
         before_text, cut_before = snapshot_json(before)
         after_text, cut_after = snapshot_json(after)
         item = {
-            "pk": f"{DAY_PREFIX}{stamp[:10]}#{day_shard(entry_id)}",
+            "pk": day_spread(stamp[:10]).of(entry_id),
             "sk": f"{stamp}#{entry_id}",
             "entry_id": entry_id,
             "at": stamp,
@@ -316,56 +274,40 @@ class AuditTrail:
         rounds = 0
         while day >= oldest_day and len(entries) < limit:
             condition = _sort_key_condition(filters.key_range(), before)
-            merge = _DayMerge(day)
+            merge = self._day(day, condition, expression) if condition is not None else None
             last = before
-            while condition is not None and len(entries) < limit and (due := merge.due()):
+            while merge is not None and len(entries) < limit and (due := merge.due(limit - len(entries))):
                 if rounds >= max_reads:
-                    return TrailPage(entries, _recent_cursor(day, merge.resume_at(before)))
+                    return TrailPage(entries, _recent_cursor(day, _resume_at(merge, before)))
                 rounds += 1
                 room = limit - len(entries)
-                self._read_round(due, condition, before, expression, room)
+                merge.read(due, _share(room, bool(expression[0])), keep=_older_than(before))
                 taken = merge.take(room)
                 if taken:
                     last = taken[-1]["sk"]
                 entries += [entry_from_item(item) for item in taken]
-            if condition is not None and not merge.finished:  # full within the day
+            if merge is not None and merge.more:  # full within the day
                 return TrailPage(entries, _recent_cursor(day, last))
             day, before = (datetime.strptime(day, _DAY_FORMAT) - timedelta(days=1)).strftime(_DAY_FORMAT), None
         return TrailPage(entries, _recent_cursor(day, None) if day >= oldest_day else None)
 
-    def _read_round(
-        self,
-        due: list[_Partition],
-        condition: tuple[str, dict],
-        before: str | None,
-        expression: tuple[str, dict, dict],
-        room: int,
-    ) -> None:
-        """One Query of each partition due, in parallel (one round trip, not 17)."""
+    def _day(self, day: str, condition: tuple[str, dict], expression: tuple[str, dict, dict]) -> SortedMerge:
+        """A day's partitions (its shards, then the unsharded day), newest first."""
         key_condition, key_values = condition
         filter_expression, names, values = expression
-
-        def query(partition: _Partition) -> dict:
-            params: dict = {
+        queries = []
+        for pk in day_partitions(day):
+            query: dict = {
                 "TableName": self.table,
                 "KeyConditionExpression": "pk = :pk" + (f" AND {key_condition}" if key_condition else ""),
-                "ExpressionAttributeValues": {":pk": {"S": partition.pk}, **key_values, **values},
+                "ExpressionAttributeValues": {":pk": {"S": pk}, **key_values, **values},
                 "ScanIndexForward": False,
-                "Limit": partition.limit(room, bool(filter_expression)),
             }
             if filter_expression:
-                params["FilterExpression"] = filter_expression
-                params["ExpressionAttributeNames"] = names
-            if partition.start:
-                params["ExclusiveStartKey"] = partition.start
-            return self.db.call("query", **params)
-
-        responses = parallel.each(query, due)
-        for partition, response in zip(due, responses, strict=True):
-            items = [unmarshal(i) for i in response.get("Items", [])]
-            partition.pending.extend(item for item in items if before is None or item["sk"] < before)
-            partition.start = response.get("LastEvaluatedKey")
-            partition.read = True
+                query["FilterExpression"] = filter_expression
+                query["ExpressionAttributeNames"] = names
+            queries.append(query)
+        return SortedMerge(self.db, queries, sort_key="sk", descending=True)
 
     def for_target(
         self,
@@ -382,7 +324,7 @@ class AuditTrail:
         params = query_params(
             {
                 "TableName": self.table,
-                "IndexName": "by_target",
+                "IndexName": AUDIT_BY_TARGET.name,
                 "KeyConditionExpression": "target = :t",
                 "ExpressionAttributeValues": {":t": {"S": target}},
                 "ScanIndexForward": False,
@@ -412,7 +354,7 @@ class AuditTrail:
             response = self.db.call(
                 "query",
                 TableName=self.table,
-                IndexName="by_target",
+                IndexName=AUDIT_BY_TARGET.name,
                 KeyConditionExpression="target = :t",
                 ExpressionAttributeValues={":t": {"S": target(kind, item_id)}},
                 Select="COUNT",
@@ -432,7 +374,7 @@ class AuditTrail:
         (two when the day holds more than a page), at most `limit` entries."""
         params: dict = {
             "TableName": self.table,
-            "IndexName": "by_target",
+            "IndexName": AUDIT_BY_TARGET.name,
             "KeyConditionExpression": "target = :t AND sk >= :since",
             "ExpressionAttributeValues": {":t": {"S": item_target}, ":since": {"S": to_iso(day_start)}},
             "ScanIndexForward": True,
@@ -446,7 +388,7 @@ class AuditTrail:
         response = self.db.call(
             "query",
             TableName=self.table,
-            IndexName="by_target",
+            IndexName=AUDIT_BY_TARGET.name,
             KeyConditionExpression="target = :t AND sk < :until",
             ExpressionAttributeValues={":t": {"S": item_target}, ":until": {"S": to_iso(moment)}},
             ScanIndexForward=False,

@@ -1,14 +1,15 @@
-"""Several partitions of an index read as one: each partition is queried in parallel
-and their items are merged in the index's sort order.
+"""Several partitions read as one: each partition is queried in parallel and their items
+are merged in the sort key's order (`SortedMerge`), or their counts summed (`query_each`).
 
-An index's partition key is sometimes spread over shards (`<value>#<n>`) so that no
-single partition takes every write; a list in sort order then reads every shard and
-merges them (`SortedMerge`), and a count sums them (`query_each`).
+A key spread over shards (`ddb/shards.py`), a queue's sub-queues, a day of the audit
+trail, the waiting line's partitions: every reader that lists them in order merges them
+here, so that paging across partitions (never losing or repeating an item) is written
+once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ def query_each(db: Dynamo, queries: Sequence[dict[str, Any]]) -> list[dict[str, 
 
 
 @dataclass
-class _Partition:
+class Partition:
     query: dict[str, Any]  # its Query, without Limit and ExclusiveStartKey
     start: dict[str, Any] | None = None  # where its next Query starts (ExclusiveStartKey)
     pending: list[dict] = field(default_factory=list)  # items read and not taken yet, as read
@@ -50,7 +51,7 @@ class SortedMerge:
     def __init__(self, db: Dynamo, queries: Sequence[dict[str, Any]], *, sort_key: str, descending: bool = False):
         self.db = db
         self.partitions = [
-            _Partition({k: v for k, v in query.items() if k != "ExclusiveStartKey"}, query.get("ExclusiveStartKey"))
+            Partition({k: v for k, v in query.items() if k != "ExclusiveStartKey"}, query.get("ExclusiveStartKey"))
             for query in queries
         ]
         self.sort_key, self.descending = sort_key, descending
@@ -76,7 +77,7 @@ class SortedMerge:
         # A stable sort: a partition's items of one value stay in the order read.
         return sorted(entries, key=lambda entry: entry[0], reverse=self.descending)
 
-    def due(self, room: int) -> list[_Partition]:
+    def due(self, room: int) -> list[Partition]:
         """The partitions to read before `room` more items can be taken: those not read yet
         and those still being read whose stop holds back the room-th item pending."""
         ordered = self._ordered()
@@ -87,16 +88,40 @@ class SortedMerge:
             if not p.read or (p.reading and (edge is None or self._after(edge, self._stop(n))))
         ]
 
-    def read(self, partitions: Sequence[_Partition], limit: int, keep: Callable[[dict], bool] = lambda item: True):
-        """One Query of each of `partitions` (in parallel), of up to `limit` items each;
-        `keep` picks the items (unmarshalled) to merge among those read."""
-        queries = [
-            {**p.query, "Limit": limit, **({"ExclusiveStartKey": p.start} if p.start else {})} for p in partitions
+    def read(
+        self,
+        partitions: Sequence[Partition],
+        limit: int | Callable[[int, Partition], int],
+        keep: Callable[[dict], bool] = lambda item: True,
+    ) -> None:
+        """One Query of each of `partitions` (in parallel), of up to `limit` items each (or
+        `limit(n, partition)` for the n-th partition); `keep` picks the items (unmarshalled)
+        to merge among those read."""
+        read_together([(self, partitions, limit)], keep)
+
+    def queries(self, partitions: Sequence[Partition], limit: int | Callable[[int, Partition], int]) -> list[dict]:
+        numbered = [(next(n for n, q in enumerate(self.partitions) if q is p), p) for p in partitions]
+        return [
+            {
+                **p.query,
+                "Limit": limit(n, p) if callable(limit) else limit,
+                **({"ExclusiveStartKey": p.start} if p.start else {}),
+            }
+            for n, p in numbered
         ]
-        for partition, response in zip(partitions, query_each(self.db, queries), strict=True):
-            partition.pending += [item for item in map(unmarshal, response.get("Items", [])) if keep(item)]
-            partition.start = response.get("LastEvaluatedKey")
-            partition.read = True
+
+    def each(self, page_size: int) -> Iterator[dict]:
+        """Every item, in the merged order, each partition read a page at a time as the
+        caller goes on (stopping early reads no further page)."""
+        while True:
+            due = self.due(1)
+            if due:
+                self.read(due, page_size)
+            taken = self.take(page_size)
+            if taken:
+                yield from taken
+            elif not due:
+                return
 
     def take(self, count: int) -> list[dict]:
         """Up to `count` items in the merged order, as long as no partition may hold one
@@ -126,3 +151,21 @@ class SortedMerge:
         """Whether anything may be left: items read and not taken, or partitions not read
         to their end."""
         return any(p.pending or not p.read or p.reading for p in self.partitions)
+
+
+def read_together(
+    reads: Sequence[tuple[SortedMerge, Sequence[Partition], int | Callable[[int, Partition], int]]],
+    keep: Callable[[dict], bool] = lambda item: True,
+) -> None:
+    """The reads of several merges (each: the merge, its partitions to read, their Limit)
+    in one parallel round: one round trip for every partition of every merge."""
+    planned = [
+        (partition, query)
+        for merge, partitions, limit in reads
+        for partition, query in zip(partitions, merge.queries(partitions, limit), strict=True)
+    ]
+    responses = query_each(reads[0][0].db, [query for _, query in planned]) if planned else []
+    for (partition, _), response in zip(planned, responses, strict=True):
+        partition.pending += [item for item in map(unmarshal, response.get("Items", [])) if keep(item)]
+        partition.start = response.get("LastEvaluatedKey")
+        partition.read = True

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Index:
+    """A global secondary index: what readers name (`INDEX.name`) and query on."""
+
     name: str
     partition_key: str
     sort_key: str | None = None
@@ -43,54 +45,71 @@ class TableSpec:
         return list(dict.fromkeys(names))
 
 
+# --- the indexes, each defined once; the code names them by these handles -------------
+
+# Agents by status in name order, for status filters of the list and capped status counts
+# that cost the same with ten agents as with ten thousand. Each status is spread over 8
+# partitions (`status_q` = `<status>#<n>`, n a hash of the agent id), since every call
+# moves an agent through three statuses: a status's list is its partitions merged, its
+# count their sum. Sparse: only agents have `status_q` and `name_lower`.
+AGENTS_BY_STATUS = Index(
+    "agents_by_status_shard",
+    "status_q",
+    "name_lower",
+    projection="INCLUDE",
+    include=(
+        "agent_id",
+        "name",
+        "status",
+        "skills",
+        "queued_at",
+        "call_id",
+        "version",
+        "updated_at",
+        "created_at",
+    ),
+)
+# Agents in name order, for the agents list: a page of names is one Query however many
+# agents there are. It projects only what does not change with an agent's status, so that
+# taking or ending a call does not rewrite the entry (the list reads the page's agents in
+# one BatchGetItem). Sparse like the one above.
+AGENTS_BY_NAME = Index(
+    "agents_by_name",
+    "type",
+    "name_lower",
+    projection="INCLUDE",
+    include=("agent_id", "name", "skills", "created_at"),
+)
+# Waiting callers, sparse (only their items carry these keys), each index spread over a
+# few partitions (`LINE#0`..): by arrival alone (the longest wait: one Limit-1 query per
+# partition), and by when their preferences are next relaxed (escalation reads only those
+# due). The line in order is its partitions merged.
+WAITING_BY_ARRIVAL = Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY")
+WAITING_TO_RELAX = Index("waiting_to_relax", "relax_q", "relax_at", projection="KEYS_ONLY")
+
+# Waiting shipments in peek order: <9-priority>#<enqueued_at>#<id>.
+SHIPMENTS_READY = Index("ready", "ready_q", "ready_sk", projection="KEYS_ONLY")
+# In flight (until the lease deadline) and delayed (until visible): <visible_at>#<id>.
+SHIPMENTS_INVISIBLE = Index(
+    "invisible", "invisible_q", "invisible_sk", projection="INCLUDE", include=("status", "attempts")
+)
+# The dead-letter queue, oldest first: <dlq_at>#<id>.
+SHIPMENTS_DLQ = Index("dlq", "dlq_q", "dlq_sk", projection="KEYS_ONLY")
+
+# Pending tasks newest first (ScanIndexForward false): <created>#<task_id>.
+TASKS_BY_STATUS = Index("by_status", "task_status", "created_sk", projection="INCLUDE", include=("expires_at",))
+
+# One item's history in the audit trail: <at>#<entry id>.
+AUDIT_BY_TARGET = Index("by_target", "target", "sk", projection="ALL")
+
+
 CALLCENTER = TableSpec(
     logical_name="callcenter",
     description=(
         "Agents, queue metadata per skill combination, agent-queue message items, "
         "calls and waiting callers (single-table design, as in the FIFO article)."
     ),
-    indexes=(
-        # Agents by status in name order, for status filters of the list and capped
-        # status counts that cost the same with ten agents as with ten thousand. Each
-        # status is spread over 8 partitions (`status_q` = `<status>#<n>`, n a hash of the
-        # agent id), since every call moves an agent through three statuses: a status's
-        # list is its partitions merged, its count their sum. Sparse: only agents have
-        # `status_q` and `name_lower`.
-        Index(
-            "agents_by_status_shard",
-            "status_q",
-            "name_lower",
-            projection="INCLUDE",
-            include=(
-                "agent_id",
-                "name",
-                "status",
-                "skills",
-                "queued_at",
-                "call_id",
-                "version",
-                "updated_at",
-                "created_at",
-            ),
-        ),
-        # Agents in name order, for the agents list: a page of names is one Query however
-        # many agents there are. It projects only what does not change with an agent's
-        # status, so that taking or ending a call does not rewrite the entry (the list
-        # reads the page's agents in one BatchGetItem). Sparse like the one above.
-        Index(
-            "agents_by_name",
-            "type",
-            "name_lower",
-            projection="INCLUDE",
-            include=("agent_id", "name", "skills", "created_at"),
-        ),
-        # Waiting callers, sparse (only their items carry these keys), each index spread
-        # over a few partitions (`LINE#0`..): by arrival alone (the longest wait: one
-        # Limit-1 query per partition), and by when their preferences are next relaxed
-        # (escalation reads only those due). The line in order is its partitions merged.
-        Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY"),
-        Index("waiting_to_relax", "relax_q", "relax_at", projection="KEYS_ONLY"),
-    ),
+    indexes=(AGENTS_BY_STATUS, AGENTS_BY_NAME, WAITING_BY_ARRIVAL, WAITING_TO_RELAX),
     # Agents and calls shared `by_status` (status, sk): calls in progress are now read
     # through their attending agents. `by_name` projected the whole agent.
     # `agents_by_status` (status, name_lower) took every write of a status in one partition.
@@ -107,14 +126,7 @@ SHIPMENTS = TableSpec(
     ),
     partition_key="id",
     sort_key=None,
-    indexes=(
-        # Waiting shipments in peek order: <9-priority>#<enqueued_at>#<id>.
-        Index("ready", "ready_q", "ready_sk", projection="KEYS_ONLY"),
-        # In flight (until the lease deadline) and delayed (until visible): <visible_at>#<id>.
-        Index("invisible", "invisible_q", "invisible_sk", projection="INCLUDE", include=("status", "attempts")),
-        # The dead-letter queue, oldest first: <dlq_at>#<id>.
-        Index("dlq", "dlq_q", "dlq_sk", projection="KEYS_ONLY"),
-    ),
+    indexes=(SHIPMENTS_READY, SHIPMENTS_INVISIBLE, SHIPMENTS_DLQ),
 )
 
 TASKS = TableSpec(
@@ -125,10 +137,7 @@ TASKS = TableSpec(
     ),
     partition_key="task_id",
     sort_key=None,
-    indexes=(
-        # Pending tasks newest first (ScanIndexForward false): <created>#<task_id>.
-        Index("by_status", "task_status", "created_sk", projection="INCLUDE", include=("expires_at",)),
-    ),
+    indexes=(TASKS_BY_STATUS,),
     ttl_attribute="expires_at",
     stream=True,
 )
@@ -140,7 +149,7 @@ AUDIT = TableSpec(
         "when, before and after; newest first per day, and per target through an index."
     ),
     # pk AUDIT#<day>#<n> (16 shards a day; AUDIT#<day> before them), sk <at>#<entry id>.
-    indexes=(Index("by_target", "target", "sk", projection="ALL"),),
+    indexes=(AUDIT_BY_TARGET,),
     ttl_attribute="expires_at",
 )
 

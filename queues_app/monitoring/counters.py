@@ -81,7 +81,8 @@ class Recorder:
     def give_back_tallies(self, tallies: dict, peaks: dict) -> None:
         """A flush failed: keep what it held for the next one."""
         for key in set(tallies) | set(peaks):
-            self.tally(*key, tallies.get(key, {}), peaks.get(key))
+            pk, sk = key
+            self.tally(pk, sk, tallies.get(key, {}), peaks.get(key))
 
     def take(self) -> tuple[dict, dict]:
         with self._lock:
@@ -194,18 +195,20 @@ class MetricsStore:
             return 0
         writes += self._flush_tallies()
         for minute, bucket in recorder.capacity_minutes_to_flush():
-            values: dict[str, float] = {}
+            figures: dict[str, float] = {}
             for operation, stats in bucket.operations.items():
-                values[f"{operation}__calls"] = stats.calls
-                values[f"{operation}__capacity"] = round(stats.capacity, 3)
-                values[f"{operation}__throttles"] = sum(n for code, n in stats.errors.items() if code in THROTTLE_CODES)
-                values[f"{operation}__conflicts"] = sum(
+                figures[f"{operation}__calls"] = stats.calls
+                figures[f"{operation}__capacity"] = round(stats.capacity, 3)
+                figures[f"{operation}__throttles"] = sum(
+                    n for code, n in stats.errors.items() if code in THROTTLE_CODES
+                )
+                figures[f"{operation}__conflicts"] = sum(
                     n for code, n in stats.errors.items() if code in CONFLICT_CODES
                 ) + sum(n for code, n in stats.cancellation_reasons.items() if code in CONFLICT_CODES)
-            if values:
+            if figures:
                 stamp = datetime.fromtimestamp(minute * 60, tz=self.clock().tzinfo)
                 try:
-                    self._add("CAPACITY", minute_of(stamp), values)
+                    self._add("CAPACITY", minute_of(stamp), figures)
                     writes += 1
                 except errors.DynamoError as exc:
                     log.warning("capacity figures not written (%s)", exc.message)
@@ -217,12 +220,13 @@ class MetricsStore:
         keys = sorted(set(tallies) | set(peaks))
         for done, key in enumerate(keys):
             sums, maxima = tallies.get(key, {}), peaks.get(key, {})
+            pk, sk = key
             try:
                 if sums:
-                    self._add(*key, sums)
+                    self._add(pk, sk, sums)
                     sums = {}
                 for name, value in maxima.items():
-                    self._raise_peak(*key, name, value)
+                    self._raise_peak(pk, sk, name, value)
             except errors.DynamoError as exc:
                 rest = keys[done + 1 :]
                 recorder.give_back_tallies(

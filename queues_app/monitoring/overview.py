@@ -196,11 +196,11 @@ class Dashboard:
         grid.waiting_capped = len(oldest) < len(counts)
         for wanted, waiting in counts.items():
             prefs = {name: (ANY if v == ANY_VALUE else v) for name, v in zip(catalog.names, wanted, strict=False)}
-            combo = tuple(prefs.values())
-            if ANY in combo:
-                cell = flexible.setdefault(tuple("" if v is ANY else v for v in combo), DemandCell(prefs))
+            wants: tuple = tuple(prefs.values())
+            if ANY in wants:
+                cell = flexible.setdefault(tuple("" if v is ANY else v for v in wants), DemandCell(prefs))
             else:
-                cell = grid.cells.setdefault(combo, DemandCell(prefs))
+                cell = grid.cells.setdefault(wants, DemandCell(prefs))
             cell.waiting += waiting
             age = _age(oldest.get(wanted), moment)
             if age is not None and (cell.oldest_wait_seconds is None or age > cell.oldest_wait_seconds):

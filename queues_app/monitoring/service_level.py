@@ -79,7 +79,11 @@ def abandoned(db: Dynamo, wait_seconds: float, combination, *, moment: datetime 
 
 def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: datetime | None = None) -> None:
     """One sample of the agents attending a call and the agents logged in (not offline)."""
-    values = {"occupancy_attending": attending, "occupancy_logged_in": logged_in, "occupancy_samples": 1}
+    values: dict[str, float] = {
+        "occupancy_attending": attending,
+        "occupancy_logged_in": logged_in,
+        "occupancy_samples": 1,
+    }
     _record(db, moment or now(), OCCUPANCY, values, {})
 
 

@@ -16,6 +16,7 @@ from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.contention import ContentionGauge
 from queues_app.ddb.replay import Done
+from queues_app.ddb.tables import SHIPMENTS_INVISIBLE, SHIPMENTS_READY
 from queues_app.monitoring import counters
 from queues_app.shipments.records import (
     DEFAULT_QUEUE,
@@ -49,7 +50,7 @@ class Consuming(ShipmentStore):
         due = self.db.call(
             "query",
             TableName=self.table,
-            IndexName="invisible",
+            IndexName=SHIPMENTS_INVISIBLE.name,
             Limit=self.candidate_limit,
             KeyConditionExpression="invisible_q = :q AND invisible_sk < :now",
             ExpressionAttributeValues={":q": {"S": queue}, ":now": {"S": stamp}},
@@ -321,7 +322,7 @@ class Consuming(ShipmentStore):
         response = self.db.call(
             "query",
             TableName=self.table,
-            IndexName="ready",
+            IndexName=SHIPMENTS_READY.name,
             Limit=self.candidate_limit,
             KeyConditionExpression="ready_q = :q",
             ExpressionAttributeValues={":q": {"S": queue}},

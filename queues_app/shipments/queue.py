@@ -16,6 +16,7 @@ from datetime import timedelta
 from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.tables import SHIPMENTS_READY
 from queues_app.monitoring import counters
 from queues_app.shipments.consuming import Consuming
 from queues_app.shipments.listing import Listing
@@ -202,7 +203,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
             response = self.db.call(
                 "query",
                 TableName=self.table,
-                IndexName="ready",
+                IndexName=SHIPMENTS_READY.name,
                 Limit=limit - len(moved),
                 KeyConditionExpression="ready_q = :q AND ready_sk BETWEEN :lo AND :hi",
                 ExpressionAttributeValues=marshal({":q": source, ":lo": f"{level}#", ":hi": f"{level}#{cutoff}"}),

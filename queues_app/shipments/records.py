@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso, to_iso
+from queues_app.ddb.tables import SHIPMENTS_DLQ, SHIPMENTS_INVISIBLE, SHIPMENTS_READY
 
 DEFAULT_DLQ_REASON = "Sent to the DLQ by a supervisor"  # when a supervisor gives none
 DEFAULT_QUEUE = "live"
@@ -21,9 +22,8 @@ MAX_PRIORITY = 9  # priorities run from 0 to 9, higher first
 
 # index -> (partition key attribute, sort key attribute); each index is sparse.
 INDEX_KEYS = {
-    "ready": ("ready_q", "ready_sk"),
-    "invisible": ("invisible_q", "invisible_sk"),
-    "dlq": ("dlq_q", "dlq_sk"),
+    index.name: (index.partition_key, index.sort_key or "")
+    for index in (SHIPMENTS_READY, SHIPMENTS_INVISIBLE, SHIPMENTS_DLQ)
 }
 
 

@@ -11,6 +11,7 @@ from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import unmarshal
 from queues_app.ddb.replay import Done
+from queues_app.ddb.tables import SHIPMENTS_DLQ
 from queues_app.shipments.records import (
     DEFAULT_QUEUE,
     InvalidTransition,
@@ -180,7 +181,7 @@ class Supervising(ShipmentStore):
         pages = self.db.pages(
             "query",
             TableName=self.table,
-            IndexName="dlq",
+            IndexName=SHIPMENTS_DLQ.name,
             KeyConditionExpression="dlq_q = :q",
             ExpressionAttributeValues={":q": {"S": queue}},
             PaginationConfig={"PageSize": DLQ_PAGE_SIZE},

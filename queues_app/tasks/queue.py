@@ -14,6 +14,7 @@ from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 from queues_app.ddb.replay import Done
+from queues_app.ddb.tables import TASKS_BY_STATUS
 from queues_app.monitoring import counters
 from queues_app.tasks.records import (
     SHED_STATS_PREFIX,
@@ -228,7 +229,7 @@ class TaskQueue(Shedding):
         pages = self.db.pages(
             "query",
             TableName=self.table,
-            IndexName="by_status",
+            IndexName=TASKS_BY_STATUS.name,
             KeyConditionExpression="task_status = :pending AND created_sk > :cutoff",
             FilterExpression="expires_at > :epoch",
             ExpressionAttributeValues=marshal(
@@ -291,7 +292,7 @@ class TaskQueue(Shedding):
         are filtered out."""
         query = {
             "TableName": self.table,
-            "IndexName": "by_status",
+            "IndexName": TASKS_BY_STATUS.name,
             "KeyConditionExpression": "task_status = :status",
             "ExpressionAttributeValues": marshal({":status": status}),
             **params,

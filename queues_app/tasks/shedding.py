@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import from_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.tables import TASKS_BY_STATUS
 from queues_app.monitoring import counters
 from queues_app.tasks.records import SHED_STATS_PREFIX, ShedReport, TaskStatus
 from queues_app.tasks.store import TaskStore
@@ -25,7 +26,7 @@ class Shedding(TaskStore):
             self.db.pages(
                 "query",
                 TableName=self.table,
-                IndexName="by_status",
+                IndexName=TASKS_BY_STATUS.name,
                 KeyConditionExpression="task_status = :pending",
                 ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING}),
                 ScanIndexForward=True,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -10,14 +12,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AFTER_CALL, AgentStatus
+from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
 from queues_app.agents.roster import COUNT_CAP, Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.audit.day import agent_day
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.ddb.errors import InvalidRequest, NotFound
-from queues_app.forms import AgentFilterForm, AgentForm
+from queues_app.forms import AgentFilterForm, AgentForm, errors_in
 from queues_app.roles import require_supervisor
 from queues_app.views.common import (
     back_url,
@@ -99,9 +101,7 @@ def agent_list(request):
         else:
             total = tabs["everyone"]
     else:
-        problem = "Check the filters: " + "; ".join(
-            f"{filters.fields[k].label if k in filters.fields else k}: {' '.join(v)}" for k, v in filters.errors.items()
-        )
+        problem = errors_in(filters, "Check the filters: ")
     query = request.GET.copy()
     for name in ("cursor", "before", "partial"):
         query.pop(name, None)
@@ -277,7 +277,7 @@ def agent_release(request, agent_id: str):
 @supervisor_action(default_back="/agents/", row=agent_row)
 def agent_offline(request, agent_id: str):
     outcome = operations(request).log_off(check_id("agent", agent_id), expected_version=seen_version(request))
-    agent = outcome.agent
+    agent = cast(Agent, outcome.agent)
     return repeat_or_done(outcome.replayed, f"{agent.name} is offline.", f"{agent.name} was logged off already.")
 
 

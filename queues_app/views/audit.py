@@ -41,7 +41,7 @@ class TrailSearchForm(forms.Form):
     until = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="Until (UTC)")
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         for name in ("since", "until"):
             if data.get(name):
                 data[name] = data[name].replace(tzinfo=UTC)  # the form's times are UTC, as the trail's

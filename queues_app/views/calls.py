@@ -105,8 +105,7 @@ def _place(request, form: CallForm):
             )
         except KeyReused:
             # Drawn again with a new key: sent again, it places a new caller.
-            form.data = form.data.copy()
-            form.data["request_key"] = uuid.uuid4().hex
+            form.data = {**form.data, "request_key": uuid.uuid4().hex}
             form.add_error(
                 None, "This form had placed a caller with other choices already; send it again for a new one."
             )

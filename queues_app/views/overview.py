@@ -167,7 +167,7 @@ def capacity_panel(dashboard: Dashboard) -> dict:
             {"operation": op, **{k: v.get(k, 0) for k in ("calls", "capacity", "throttles", "conflicts")}}
             for op, v in totals.items()
         ),
-        key=lambda o: -o["calls"],
+        key=lambda o: -float(o["calls"] or 0),  # type: ignore[arg-type]
     )
     return {
         "capacity": operations,
@@ -213,10 +213,10 @@ def overview(request):
     if panel:
         if panel not in PANELS:
             raise Http404("No such panel.")
-        context = _read(request, dashboard, panel)
-        problem = context.get(f"{panel}_problem")
+        read = _read(request, dashboard, panel)
+        problem = read.get(f"{panel}_problem")
         return render(
-            request, f"queues_app/overview.html#{panel}-panel", context, status=problem.status if problem else 200
+            request, f"queues_app/overview.html#{panel}-panel", read, status=problem.status if problem else 200
         )
     context: dict = {}
     for name in PANELS:

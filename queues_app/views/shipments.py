@@ -26,6 +26,7 @@ from queues_app.forms import (
     ReasonForm,
     ShipmentFilterForm,
     VersionForm,
+    errors_in,
 )
 from queues_app.shipments.listing import LISTS, ShipmentFilter, in_list
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
@@ -132,8 +133,11 @@ def shipment_row(request, *, text: str, tag: str, status: int, shipment_id: str)
         shipment = service.get(shipment_id)
     except NotFound:
         shipment = None
-    stays = shipment is not None and in_list(shipment, view, queue)
-    stays = stays and filters.matches(shipment, view, filters.cutoff(now()))
+    stays = (
+        shipment is not None
+        and in_list(shipment, view, queue)
+        and filters.matches(shipment, view, filters.cutoff(now()))
+    )
     return render(
         request,
         "queues_app/_shipment_row_answer.html",
@@ -306,9 +310,7 @@ def shipment_restore_matching(request):
     """Restore the DLQ shipments that match a filter: first say how many, then do it."""
     form = DlqFilterForm(request.POST)
     if not form.is_valid():
-        raise InvalidRequest(
-            "Check the filter: " + "; ".join(f"{form.fields[k].label}: {' '.join(v)}" for k, v in form.errors.items())
-        )
+        raise InvalidRequest(errors_in(form, "Check the filter: "))
     queue = _queue_name(request)
     reason = form.cleaned_data.get("reason_contains") or None
     minutes = form.cleaned_data.get("older_than_minutes")

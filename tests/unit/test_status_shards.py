@@ -152,9 +152,9 @@ def test_filtered_status_lists_page_without_loss_or_repeat(moto_db):
 
 
 def test_a_sparse_filter_pages_within_its_rounds_without_loss(moto_db, monkeypatch):
-    from queues_app.agents import roster
+    from queues_app.agents import listing
 
-    monkeypatch.setattr(roster, "FILTERED_READ", 3)  # a few agents a Query, so reads stop early
+    monkeypatch.setattr(listing, "FILTERED_READ", 3)  # a few agents a Query, so reads stop early
     made = roster_with_equal_names(moto_db)
     agents = Agents(moto_db)
     wanted = sorted((a for a in made if "z" in a.name.lower()), key=order)

@@ -7,7 +7,7 @@ import pytest
 from queues_app.agents import keys
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.queues import merge_heads, queue_heads, split_old_queues
+from queues_app.agents.queues import queue_heads, split_old_queues
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.skills import SkillCatalog, SkillError
 from queues_app.ddb import meter
@@ -129,19 +129,24 @@ def test_sub_queues_read_at_once_count_as_the_callers_requests(router):
     assert seen.calls == 0  # a housekeeping read stays housekeeping on the pool's threads
 
 
-def page(*tokens, more=False):
-    """A sub-queue's page: its items, and whether it holds more than them."""
-    items = [marshal({"pk": "Q#English#F@0", "sk": token}) for token in tokens]
-    return {"Items": items, **({"LastEvaluatedKey": items[-1]} if more else {})}
+def stored(router, combo, *sub_queues):
+    """Message items put straight into each sub-queue (`tokens` of sub-queue 0, 1, ...)."""
+    for n, tokens in enumerate(sub_queues):
+        for token in tokens:
+            item = {"pk": keys.queue_partitions(combo)[n], "sk": token, "agent_id": token, "type": "message"}
+            router.db.call("put_item", TableName=router.table, Item=marshal(item))
 
 
-def test_a_merge_stops_where_a_sub_queue_may_hold_more():
-    pages = [page("t1", "t5", more=True), page("t2", "t3", more=True), page("t4"), page()]
-    # Past t3 the second sub-queue may hold t3.5, older than t4: the head stops at t3.
-    assert [item["sk"] for item in merge_heads(pages)] == ["t1", "t2", "t3"]
-    newest = [page("t9", "t5", more=True), page("t8", "t7", more=True), page("t6")]
-    assert [item["sk"] for item in merge_heads(newest, newest_first=True)] == ["t9", "t8", "t7"]
-    assert [item["sk"] for item in merge_heads([page("t2"), page("t1"), page("t3")])] == ["t1", "t2", "t3"]
+def test_a_merge_stops_where_a_sub_queue_may_hold_more(router):
+    # Read two a sub-queue: past t3 the second may hold t3.5, older than t4: the head stops at t3.
+    stored(router, ENGLISH_F, ("t1", "t5", "t6"), ("t2", "t3", "t35"), ("t4",), ())
+    (head,) = queue_heads(router.db, router.table, [ENGLISH_F], 2)
+    assert [item["sk"] for item in head] == ["t1", "t2", "t3"]
+    stored(router, SPANISH_F, ("t9", "t5", "t1"), ("t8", "t7", "t2"), ("t6",))
+    (newest,) = queue_heads(router.db, router.table, [SPANISH_F], 2, newest_first=True)
+    assert [item["sk"] for item in newest] == ["t9", "t8", "t7"]
+    (whole,) = queue_heads(router.db, router.table, [SPANISH_F], 5)
+    assert [item["sk"] for item in whole] == ["t1", "t2", "t5", "t6", "t7", "t8", "t9"]
 
 
 # --- the audit ----------------------------------------------------------------------------------

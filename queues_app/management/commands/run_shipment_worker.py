@@ -1,31 +1,23 @@
-import signal
-import threading
-from collections.abc import Callable
-from dataclasses import fields
-
 from django.core.management.base import CommandError
 
 from queues_app.management.arguments import (
     DAY,
     SHIPMENT_QUEUES,
-    CheckedCommand,
     float_range,
     int_range,
     positive_int,
     share,
 )
-from queues_app.management.outcomes import require_tables
+from queues_app.management.consumers import MAX_CONCURRENCY, ConsumerCommand
 from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.operations.system import RecordedShipmentQueue
-from queues_app.shipments.fairness import FairConsumer
-from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
-from queues_app.shipments.worker import Handler, ShipmentWorker, WorkerStats, demo_handler
+from queues_app.shipments.queue import DEFAULT_QUEUE
+from queues_app.shipments.worker import demo_handler
 
 MAX_VISIBILITY = 12 * 3600  # as SQS: a lease may run twelve hours at most
-MAX_CONCURRENCY = 64
 
 
-class Command(CheckedCommand):
+class Command(ConsumerCommand):
     help = (
         "Consume shipments: peek with a visibility timeout, run the demo handler (failing a "
         "share of them) while heartbeating, then complete or fail. SIGTERM or Ctrl-C finishes "
@@ -100,95 +92,3 @@ class Command(CheckedCommand):
             liveness=Heartbeat(SHIPMENT_WORKER, shipments.db),
             title=f"Shipment worker on queue {where}",
         )
-
-    def consume(
-        self,
-        shipments: ShipmentQueue,
-        handler: Callable[[], Handler],
-        *,
-        queue: str,
-        visibility: float,
-        grace: float,
-        max: int | None,
-        until_empty: bool,
-        concurrency: int,
-        liveness: Heartbeat,
-        title: str,
-        fair: bool = False,
-    ) -> WorkerStats:
-        """Run `concurrency` workers with a handler each until stopped (SIGTERM, Ctrl-C,
-        --max, --until-empty); one liveness heartbeat for the process."""
-        if until_empty:
-            require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
-        # --max is shared: each thread takes its part (no thread when there is none left).
-        shares = (
-            [None] * concurrency
-            if max is None
-            else [max // concurrency + (i < max % concurrency) for i in range(concurrency)]
-        )
-        workers = [
-            ShipmentWorker(
-                shipments,  # one client per process: boto3 clients are thread-safe
-                handler(),
-                queue_name=queue,
-                visibility_timeout=visibility,
-                grace_seconds=grace,
-                fair=FairConsumer(shipments) if fair else None,  # the sweep schedule is per process
-                liveness=liveness,
-            )
-            for share_ in shares
-            if share_ != 0
-        ]
-
-        def stop_all(*_):
-            for worker in workers:
-                worker.stop()
-
-        previous = {signum: signal.signal(signum, stop_all) for signum in (signal.SIGTERM, signal.SIGINT)}
-        threads = f", {len(workers)} at once" if concurrency > 1 else ""
-        self.stdout.write(f"{title} (lease {visibility:g}s{threads}); stop with SIGTERM.")
-        try:
-            if len(workers) == 1:
-                stats = workers[0].run(max_shipments=max, stop_when_empty=until_empty)
-            else:
-                stats = self._run_threads(workers, [s for s in shares if s != 0], until_empty, stop_all)
-        finally:
-            liveness.stopped()
-            for signum, handler_ in previous.items():
-                signal.signal(signum, handler_)
-        self.stdout.write(
-            f"Stopped: {stats.completed} completed, {stats.failed} failed, {stats.released} given back, "
-            f"{stats.lost_leases} lost leases, {stats.heartbeats} heartbeats."
-        )
-        return stats
-
-    @staticmethod
-    def _run_threads(workers, shares, until_empty, stop_all) -> WorkerStats:
-        """Each worker in its own thread; the main thread waits for them (and receives the
-        signals). A thread that fails stops the others, and its error is raised here."""
-        failures: list[BaseException] = []
-
-        def run(worker, share_):
-            try:
-                worker.run(max_shipments=share_, stop_when_empty=until_empty)
-            except BaseException as exc:
-                failures.append(exc)
-                stop_all()
-
-        threads = [
-            threading.Thread(target=run, args=(worker, share_), name=f"shipment-worker-{i + 1}")
-            for i, (worker, share_) in enumerate(zip(workers, shares, strict=True))
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)  # short joins: signals reach the main thread meanwhile
-        if failures:
-            raise failures[0]
-        total = WorkerStats()
-        for worker in workers:
-            for item in fields(WorkerStats):
-                value = getattr(worker.stats, item.name)
-                setattr(total, item.name, getattr(total, item.name) + value)
-        return total

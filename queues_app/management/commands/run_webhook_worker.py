@@ -3,14 +3,13 @@
 from queues_app.callbacks.delivery import Deliverer
 from queues_app.callbacks.events import CALLBACK_QUEUE
 from queues_app.management.arguments import DAY, float_range, int_range, positive_int
-from queues_app.management.commands.run_shipment_worker import MAX_CONCURRENCY
-from queues_app.management.commands.run_shipment_worker import Command as ShipmentWorkerCommand
+from queues_app.management.consumers import MAX_CONCURRENCY, ConsumerCommand
 from queues_app.monitoring.heartbeats import CALLBACK_WORKER, Heartbeat
 from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.records import RetryPolicy
 
 
-class Command(ShipmentWorkerCommand):
+class Command(ConsumerCommand):
     help = (
         f"Deliver call events (the {CALLBACK_QUEUE!r} shipment queue) to the API tokens' callback URLs, "
         "signed; a failed delivery is retried with backoff and dead-lettered after "

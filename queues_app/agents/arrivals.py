@@ -1,0 +1,172 @@
+"""Callers' side of the call center: a caller arriving (assigned at once or waiting),
+an idempotent retry of one, a waiting caller hanging up, escalation."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+from queues_app.agents import keys
+from queues_app.agents.calls import (
+    ABANDONED,
+    ENDED_CALL_RETENTION,
+    CallExists,
+    call_id_for_idempotency_key,
+)
+from queues_app.agents.parts import Parts
+from queues_app.agents.records import Call, CallStatus, Outcome, QueueOrder
+from queues_app.agents.skills import ANY, validate_preferences
+from queues_app.ddb import errors, replay
+from queues_app.ddb.clock import to_iso
+from queues_app.monitoring import counters
+
+
+class Arrivals(Parts):
+    def create_call(
+        self,
+        preferences: dict,
+        *,
+        priority: int = 0,
+        order: str | None = None,
+        call_id: str | None = None,
+        idempotency_key: str | None = None,
+        callback: str | None = None,
+    ) -> tuple[Call, bool]:
+        """Assign the caller at once or make them wait. Returns (call, created).
+
+        With an idempotency key, a retried request returns the first request's call
+        (created False) instead of making a second one; the same key with another request
+        (other preferences, priority or order) is refused (`KeyReused`). With `callback`
+        (an API token's id), the token's callback hears when the call is assigned,
+        abandoned or relaxed.
+        """
+        preferences = validate_preferences(self.catalog, preferences)
+        if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
+            raise errors.InvalidRequest(f"priority must be a whole number from 0 to {keys.MAX_PRIORITY}.")
+        if order is not None and order not in QueueOrder.ALL:
+            raise errors.InvalidRequest("order must be 'fifo' or 'lifo'.")
+        request_digest = call_request_digest(preferences, priority, order)
+        order = order or self.default_order
+        if idempotency_key:
+            call_id = call_id_for_idempotency_key(idempotency_key)
+            existing = self.find_keyed_call(idempotency_key, request_digest)
+            if existing:
+                return existing, False
+        call = Call(
+            call_id=call_id or uuid.uuid4().hex[:16],
+            status=CallStatus.WAITING,
+            preferences=preferences,
+            priority=priority,
+            order=order,
+            arrived_at=to_iso(self.clock()),
+            callback=callback,
+            request_digest=request_digest if idempotency_key else None,
+        )
+        try:
+            counters.note(self.db, counters.CALLS, "enqueued")
+            assigned = self.matcher.match(call, new_call=True)
+            if assigned:
+                counters.note(self.db, counters.CALLS, "completed")
+                return assigned, True
+            waiting = self.line.start_waiting(call)
+            # Look once more: an agent may have been queued while we started waiting.
+            assigned = self.matcher.match(waiting, new_call=False)
+            if assigned:
+                counters.note(self.db, counters.CALLS, "completed")
+            return (assigned or waiting), True
+        except CallExists:
+            # A copy of this request with the same key got there first.
+            existing = self.find_keyed_call(idempotency_key or "", request_digest) if idempotency_key else None
+            return existing or self.get_call(call.call_id), False
+
+    def find_retry(
+        self, preferences: dict, *, priority: int = 0, order: str | None = None, idempotency_key: str
+    ) -> Call | None:
+        """The call an earlier request with this idempotency key made, if any (`KeyReused`
+        when that request asked for something else)."""
+        preferences = validate_preferences(self.catalog, preferences)
+        return self.find_keyed_call(idempotency_key, call_request_digest(preferences, priority, order))
+
+    def find_keyed_call(self, idempotency_key: str, request_digest: str | None) -> Call | None:
+        """The call an idempotency key made, if any; `KeyReused` when that call was made by
+        another request (`request_digest` differs): the first request's call is never the
+        answer to a different one."""
+        existing = self.find_call(call_id_for_idempotency_key(idempotency_key))
+        if existing and request_digest and existing.request_digest and existing.request_digest != request_digest:
+            raise errors.KeyReused(
+                "This idempotency key was first sent with a different request (other preferences, priority or order)."
+            )
+        return existing
+
+    def abandon(self, call_id: str) -> Outcome:
+        """The caller hung up while waiting: out of line at once (their waiting item and
+        the count in the same transaction as the call), recorded as abandoned with their
+        wait. A call abandoned already is answered as done (`replayed`: the hang-up sent
+        again); one that is no longer waiting otherwise gets a Conflict saying what
+        happened; a race with an assignment ends with exactly one of the two."""
+        for _attempt in range(3):
+            call = self.calls.get(call_id)
+            if call.status == CallStatus.ABANDONED:
+                return Outcome(call=call, replayed=True)
+            if call.status != CallStatus.WAITING:
+                raise errors.Conflict(
+                    _not_waiting(call), current={"status": call.status, "agent_id": call.agent_id}, now={"call": call}
+                )
+            moment = self.clock()
+            stamp = to_iso(moment)
+            after = dataclasses.replace(
+                call, status=CallStatus.ABANDONED, ended_at=stamp, version=call.version + 1, wait_sk=None
+            )
+            try:
+                self.writes.transact(
+                    [
+                        self.writes.update(
+                            keys.call(call_id),
+                            "SET #status = :abandoned, ended_at = :now, expires_at = :expires, "
+                            "version = version + :one REMOVE wait_sk",
+                            {
+                                ":abandoned": CallStatus.ABANDONED,
+                                ":now": stamp,
+                                ":expires": int((moment + ENDED_CALL_RETENTION).timestamp()),
+                                ":one": 1,
+                                ":waiting": CallStatus.WAITING,
+                                ":version": call.version,
+                            },
+                            condition="#status = :waiting AND version = :version",
+                        ),
+                        *self.writes.leave_line_actions(call),
+                        *self.writes.event_actions(ABANDONED, after),
+                    ]
+                )
+            except errors.TransactionCancelled:
+                continue  # assigned, relaxed or abandoned meanwhile: look again
+            counters.note(self.db, counters.CALLS, "abandoned")
+            return Outcome(call=after)
+        raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
+
+    def get_call(self, call_id: str) -> Call:
+        return self.calls.get(call_id)
+
+    def find_call(self, call_id: str) -> Call | None:
+        return self.calls.find(call_id)
+
+    def escalate(self) -> list[Call]:
+        """Relax the preferences of callers who waited too long, then try to match them."""
+        return self.escalator.escalate()
+
+
+def call_request_digest(preferences: dict, priority: int, order: str | None) -> str:
+    """What a new caller's request asked for, as an idempotency key's record of it."""
+    return replay.digest(
+        {
+            "preferences": {k: (None if v is ANY else v) for k, v in preferences.items()},
+            "priority": priority,
+            "order": order,
+        }
+    )
+
+
+def _not_waiting(call: Call) -> str:
+    if call.status == CallStatus.ASSIGNED:
+        return f"Call {call.call_id} is no longer waiting: it was assigned to {call.agent_name or call.agent_id}."
+    return f"Call {call.call_id} is no longer waiting: it is {call.status}."

@@ -1,0 +1,35 @@
+"""What the call center's sides (`Availability`, `Arrivals`) share: its parts, which
+`CallCenter.__init__` builds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from queues_app.agents.calls import Calls
+from queues_app.agents.escalation import Escalator
+from queues_app.agents.matching import Matcher
+from queues_app.agents.roster import Agents
+from queues_app.agents.skills import SkillCatalog
+from queues_app.agents.waiting import WaitingLine
+from queues_app.agents.writes import CallCenterTable
+from queues_app.ddb.client import Dynamo
+
+
+class Parts:
+    """What the call center's sides share (set by `CallCenter.__init__`)."""
+
+    db: Dynamo
+    catalog: SkillCatalog
+    clock: Callable[[], datetime]
+    default_order: str
+    writes: CallCenterTable
+    agents: Agents
+    calls: Calls
+    line: WaitingLine
+    matcher: Matcher
+    escalator: Escalator
+
+    @property
+    def table(self) -> str:
+        return self.writes.name
