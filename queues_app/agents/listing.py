@@ -8,7 +8,7 @@ import builtins
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from queues_app.agents import keys
 from queues_app.agents.records import AGENT_TYPE, Agent, AgentStatus, agent_from_item
@@ -25,6 +25,16 @@ COUNT_CAP = 1_000  # a total beyond this shows as "1,000+"
 
 # Cursors of the name-ordered list: after the last agent shown, or before the first.
 AFTER, BEFORE = "agents:by-name", "agents:by-name:before"
+
+
+class Ask(NamedTuple):
+    """What a page of the list asks for."""
+
+    backwards: bool
+    limit: int
+    search: str | None
+    skill: tuple[str, str] | None
+    max_reads: int
 
 
 @dataclass
@@ -105,15 +115,12 @@ class AgentPages:
         start = (
             decode_cursor(before, purpose=before_purpose) if backwards else decode_cursor(cursor, purpose=after_purpose)
         )
+        ask = Ask(backwards, limit, search, skill, max_reads)
         if status:
-            found, further = self._status_page(
-                status, start, backwards=backwards, limit=limit, search=search, skill=skill, max_reads=max_reads
-            )
+            found, further = self._status_page(status, start, ask)
             edge = status_position
         else:
-            found, further = self._name_page(
-                start, backwards=backwards, limit=limit, search=search, skill=skill, max_reads=max_reads
-            )
+            found, further = self._name_page(start, ask)
             edge = name_key
         if backwards:
             found.reverse()
@@ -137,18 +144,10 @@ class AgentPages:
             ),
         )
 
-    def _name_page(
-        self,
-        start: dict[str, Any] | None,
-        *,
-        backwards: bool,
-        limit: int,
-        search: str | None,
-        skill: tuple[str, str] | None,
-        max_reads: int,
-    ) -> tuple[builtins.list[Agent], dict[str, Any] | None]:
+    def _name_page(self, start: dict[str, Any] | None, ask: Ask) -> tuple[builtins.list[Agent], dict[str, Any] | None]:
         """A page of `agents_by_name` from `start` (its key), in reading order, and the key
         a further page starts from (None: nothing further)."""
+        backwards, limit, search, skill, max_reads = ask
         params = self._name_query(search=search, skill=skill)
         filtered = "FilterExpression" in params or bool(search)
         params["ScanIndexForward"] = not backwards
@@ -169,15 +168,7 @@ class AgentPages:
         return found, further
 
     def _status_page(
-        self,
-        status: str,
-        start: dict[str, Any] | None,
-        *,
-        backwards: bool,
-        limit: int,
-        search: str | None,
-        skill: tuple[str, str] | None,
-        max_reads: int,
+        self, status: str, start: dict[str, Any] | None, ask: Ask
     ) -> tuple[builtins.list[Agent], dict[str, Any] | None]:
         """A page of the agents in `status` after `start` (a position: see `status_position`;
         before it, backwards), in reading order, and the position a further page starts
@@ -189,6 +180,7 @@ class AgentPages:
         so one round fills the page however the agents spread. A filter reads
         FILTERED_READ a Query, at most `max_reads` rounds; a page left short then ends
         where every partition is read up to."""
+        backwards, limit, search, skill, max_reads = ask
         queries = self._status_queries(status, skill=skill, backwards=backwards, after=_position(start))
         merge = SortedMerge(self.db, queries, sort_key="name_lower", descending=backwards)
         filtered = skill is not None or bool(search)

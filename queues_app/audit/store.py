@@ -38,6 +38,7 @@ import math
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from queues_app.audit.records import (
     KINDS,
@@ -170,28 +171,9 @@ class AuditTrail:
     def table(self) -> str:
         return self.db.table("audit")
 
-    def record(
-        self,
-        *,
-        actor: str,
-        source: str,
-        action: str,
-        target: str,
-        summary: str = "",
-        before: dict | None = None,
-        after: dict | None = None,
-        trace_id: str | None = None,
-    ) -> TrailEntry:
-        item = self.entry_item(
-            actor=actor,
-            source=source,
-            action=action,
-            target=target,
-            summary=summary,
-            before=before,
-            after=after,
-            trace_id=trace_id,
-        )
+    def record(self, **entry: Any) -> TrailEntry:
+        """One entry (the fields of `entry_item`), in one PutItem."""
+        item = self.entry_item(**entry)
         self.db.call("put_item", TableName=self.table, Item=marshal(item))
         return entry_from_item(item)
 

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import fields
 
-from queues_app.management.arguments import CheckedCommand
+from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, positive_int
 from queues_app.management.outcomes import require_tables
 from queues_app.monitoring.heartbeats import Heartbeat
 from queues_app.shipments.fairness import FairConsumer
@@ -18,6 +18,24 @@ MAX_CONCURRENCY = 64
 
 
 class ConsumerCommand(CheckedCommand):
+    @staticmethod
+    def add_consumer_arguments(
+        parser, *, visibility: tuple[float, float, str], concurrency: tuple[int, str], items: str, until_empty: str
+    ) -> None:
+        """The options every consumer takes: its lease (`visibility`: low, high, help), its
+        grace on stopping, how many at once (`concurrency`: default, help), --max and
+        --until-empty."""
+        low, high, about = visibility
+        parser.add_argument("--visibility", type=float_range(low, high), default=30.0, help=about)
+        parser.add_argument(
+            "--grace", type=float_range(0, DAY), default=10.0, help="seconds to finish after a stop request"
+        )
+        parser.add_argument(
+            "--concurrency", type=int_range(1, MAX_CONCURRENCY), default=concurrency[0], help=concurrency[1]
+        )
+        parser.add_argument("--max", type=positive_int, default=None, help=f"stop after this many {items}")
+        parser.add_argument("--until-empty", action="store_true", help=until_empty)
+
     def consume(
         self,
         shipments: ShipmentQueue,

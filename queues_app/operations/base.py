@@ -11,7 +11,7 @@ from queues_app.audit.store import AuditTrail, target
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
-from queues_app.operations.entries import entry
+from queues_app.operations.entries import Author
 from queues_app.operations.system import SystemEvents
 from queues_app.operations.wording import ago
 from queues_app.shipments.queue import ShipmentQueue
@@ -38,17 +38,7 @@ class Recorded:
         return cls(request.user.get_username(), source, trace_id=getattr(request, "trace_id", None))
 
     def _entry(self, action: str, kind: str, item_id: str, summary: str, before, after) -> dict:
-        return entry(
-            actor=self.actor,
-            source=self.source,
-            action=action,
-            kind=kind,
-            item_id=item_id,
-            summary=summary,
-            before=before,
-            after=after,
-            trace_id=self.trace_id,
-        )
+        return Author(self.actor, self.source, self.trace_id).entry(action, kind, item_id, summary, before, after)
 
     def _record(self, action: str, kind: str, item_id: str, summary: str, before, after, *also: dict) -> None:
         """One entry, and the entries it brought about (one request for all of them)."""

@@ -4,6 +4,7 @@ send to the DLQ, restore, remove, one at a time or on a selection."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from queues_app import event_names as named
 from queues_app.admission import Admitted, ShipmentAdmission
@@ -26,26 +27,12 @@ from queues_app.shipments.records import DEFAULT_DLQ_REASON
 
 
 class ShipmentOperations(Recorded):
-    def submit_shipment(
-        self,
-        data: dict,
-        *,
-        tenant: str | None = None,
-        priority: int = 0,
-        delay_seconds: float = 0,
-        shipment_id: str | None = None,
-        request_digest: str | None = None,
-    ) -> Admitted:
-        admitted = ShipmentAdmission(self.db).submit(
-            data,
-            tenant=tenant,
-            priority=priority,
-            delay_seconds=delay_seconds,
-            shipment_id=shipment_id,
-            trace_id=self.trace_id,
-            request_digest=request_digest,
-        )
+    def submit_shipment(self, data: dict, **options: Any) -> Admitted:
+        """Enqueue through admission (`ShipmentAdmission.submit`'s options: tenant, priority,
+        delay_seconds, shipment_id, request_digest), recorded with the request's trace id."""
+        admitted = ShipmentAdmission(self.db).submit(data, trace_id=self.trace_id, **options)
         where = "the spillover queue (tenant over its rate)" if admitted.sidelined else "the live queue"
+        delay_seconds = options.get("delay_seconds") or 0
         delay = f", visible in {delay_seconds:g} s" if delay_seconds else ""
         summary = f"enqueued in {where}{delay}"
         shipment = admitted.shipment

@@ -11,7 +11,7 @@ from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.monitoring import service_level
-from queues_app.operations.entries import entry, snapshot
+from queues_app.operations.entries import Author, snapshot
 from queues_app.operations.wording import asked_for, waited
 from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus
 from queues_app.tasks.queue import TaskQueue
@@ -32,17 +32,7 @@ class SystemEvents:
         self.trace_id = trace_id
 
     def entry(self, actor: str, action: str, kind: str, item_id: str, summary: str, before, after) -> dict:
-        return entry(
-            actor=actor,
-            source=SYSTEM,
-            action=action,
-            kind=kind,
-            item_id=item_id,
-            summary=summary,
-            before=before,
-            after=after,
-            trace_id=self.trace_id,
-        )
+        return Author(actor, SYSTEM, self.trace_id).entry(action, kind, item_id, summary, before, after)
 
     def call_assigned(self, call: Call, by: str = MATCHER) -> dict:
         """The call's side of an assignment."""

@@ -22,18 +22,17 @@ from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import AgentFilterForm, AgentForm, errors_in
 from queues_app.roles import require_supervisor
 from queues_app.views.common import (
+    ask_first,
     back_url,
+    bulk,
     capped,
     check_id,
-    confirm,
     confirmed,
-    flash,
     list_filters,
     operations,
     repeat_or_done,
     save_form,
     seen_version,
-    selected_items,
     supervisor_action,
 )
 
@@ -256,12 +255,11 @@ def agent_release(request, agent_id: str):
     call_id = check_id("call", call_id)
     if not confirmed(request):
         name = Agents().get(agent_id).name
-        return confirm(
+        return ask_first(
             request,
             title="End the call",
-            count=1,
             question=f"End {name}'s call {call_id}, then {RELEASE_THEN[then]}?",
-            action_url=reverse("agent-release", args=[agent_id]),
+            url=reverse("agent-release", args=[agent_id]),
             back=back_url(request, reverse("agents")),
             fields=[("call_id", call_id), ("then", then)],
         )
@@ -286,24 +284,15 @@ def agent_bulk(request) -> HttpResponse | str:
     action = request.POST.get("action", "")
     if action not in BULK_ACTIONS:
         raise InvalidRequest("Choose what to do with the selected agents.")
-    selection = selected_items(request)
-    if not selection:
-        raise InvalidRequest("Select at least one agent first.")
-    back = back_url(request, reverse("agents"))
-    if not confirmed(request):
-        # Said from the agents as they are now: what the action would do to each.
-        effect = operations(request).agents_effect(action, selection)
-        if not effect.acting:
-            return flash(request, f"{BULK_ACTIONS[action]}: {effect.question}.", level=messages.WARNING, back=back)
-        return confirm(
-            request,
-            title=BULK_ACTIONS[action],
-            count=len(effect.acting),
-            question=f"{effect.question}?",
-            action_url=reverse("agent-bulk"),
-            back=back,
-            fields=[("action", action), *(("ids", seen.token) for seen in selection)],
-            danger=action != "available",
-        )
-    report = operations(request).on_agents(action, selection)
-    return f"{BULK_ACTIONS[action]}: {report.summary}."
+    ops = operations(request)
+    return bulk(
+        request,
+        label=BULK_ACTIONS[action],
+        kind="agent",
+        effect=lambda selection: ops.agents_effect(action, selection),
+        act=lambda selection: ops.on_agents(action, selection),
+        url=reverse("agent-bulk"),
+        back=reverse("agents"),
+        danger=action != "available",
+        question_titled=False,
+    )

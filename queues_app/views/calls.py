@@ -21,10 +21,10 @@ from queues_app.ddb.errors import InvalidRequest, KeyReused
 from queues_app.forms import CallForm, CallLookupForm
 from queues_app.roles import require_supervisor
 from queues_app.views.common import (
+    ask_first,
     back_url,
     capped,
     check_id,
-    confirm,
     confirmed,
     operations,
     repeat_or_done,
@@ -137,12 +137,11 @@ def call_abandon(request, call_id: str):
     """End a waiting call as abandoned (the caller hung up): asks first."""
     call_id = check_id("call", call_id)
     if not confirmed(request):
-        return confirm(
+        return ask_first(
             request,
             title="The caller hung up",
-            count=1,
             question=f"End waiting call {call_id} as abandoned (the caller hung up)?",
-            action_url=reverse("call-abandon", args=[call_id]),
+            url=reverse("call-abandon", args=[call_id]),
             back=back_url(request, reverse("call-detail", args=[call_id])),
             fields=[],
         )
@@ -162,12 +161,11 @@ def call_end(request, call_id: str):
         raise InvalidRequest(f"After a call an agent goes to one of: {', '.join(AFTER_CALL)}.")
     if not confirmed(request):
         call = CallCenter().get_call(call_id)
-        return confirm(
+        return ask_first(
             request,
             title="End the call",
-            count=1,
             question=f"End call {call_id} of {call.agent_name or 'its agent'}, then {AFTER_CALL[then]}?",
-            action_url=reverse("call-end", args=[call_id]),
+            url=reverse("call-end", args=[call_id]),
             back=back_url(request, reverse("call-detail", args=[call_id])),
             fields=[("then", then)],
         )

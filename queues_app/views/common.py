@@ -19,7 +19,7 @@ from queues_app.ddb.errors import DynamoError, InvalidRequest, NotFound
 from queues_app.forms import MAX_SELECTED, VersionForm, is_item_id
 from queues_app.http_errors import describe
 from queues_app.operations import Operations
-from queues_app.operations.bulk import Seen
+from queues_app.operations.bulk import BulkReport, Effect, Seen
 from queues_app.roles import supervisor_required
 
 CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
@@ -236,6 +236,49 @@ def selected_ids(request, limit: int = MAX_SELECTED) -> list[str]:
     if not all(is_item_id(i) for i in ids):
         raise InvalidRequest("The selection holds something that is not an id; reload the page and select again.")
     return ids
+
+
+def ask_first(request, *, title: str, question: str, url: str, back: str, fields: list, reason: str = ""):
+    """The confirmation page of an action on one item (the page's dialog asks first where
+    scripts run; this is the same question without them)."""
+    return confirm(
+        request, title=title, count=1, question=question, action_url=url, back=back, fields=fields, reason=reason
+    )
+
+
+def bulk(
+    request,
+    *,
+    label: str,
+    kind: str,
+    effect: Callable[[list[Seen]], Effect],
+    act: Callable[[list[Seen]], BulkReport],
+    url: str,
+    back: str,
+    danger: bool,
+    question_titled: bool = True,
+) -> HttpResponse | str:
+    """A bulk action on a selection of items, each as the list showed it: first what it
+    would do to each (from the items as they are now), then, confirmed, what it did."""
+    selection = selected_items(request)
+    if not selection:
+        raise InvalidRequest(f"Select at least one {kind} first.")
+    back = back_url(request, back)
+    if not confirmed(request):
+        would = effect(selection)
+        if not would.acting:
+            return flash(request, f"{label}: {would.question}.", level=messages.WARNING, back=back)
+        return confirm(
+            request,
+            title=label,
+            count=len(would.acting),
+            question=f"{label}: {would.question}?" if question_titled else f"{would.question}?",
+            action_url=url,
+            back=back,
+            fields=[("action", request.POST.get("action", "")), *(("ids", seen.token) for seen in selection)],
+            danger=danger,
+        )
+    return f"{label}: {act(selection).summary}."
 
 
 def selected_items(request, limit: int = MAX_SELECTED) -> list[Seen]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.contrib import messages
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -33,16 +32,16 @@ from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.shipments.records import SPILLOVER_QUEUE, ShipmentState
 from queues_app.views.common import (
     NO_VERSION,
+    ask_first,
     back_url,
+    bulk,
     check_id,
     confirm,
     confirmed,
-    flash,
     list_filters,
     operations,
     repeat_or_done,
     seen_version,
-    selected_items,
     supervisor_action,
 )
 
@@ -236,12 +235,11 @@ def shipment_dlq(request, shipment_id: str):
         raise InvalidRequest(form.problem())
     version = _checked(form).expected_version
     if not confirmed(request):
-        return confirm(
+        return ask_first(
             request,
             title="Send to the DLQ",
-            count=1,
             question=f"Send shipment {shipment_id} to the dead-letter queue?",
-            action_url=reverse("shipment-dlq", args=[shipment_id]),
+            url=reverse("shipment-dlq", args=[shipment_id]),
             back=back_url(request, reverse("shipments")),
             fields=[("version", str(version))],
             reason=form.cleaned_data["reason"],
@@ -257,12 +255,11 @@ def shipment_remove(request, shipment_id: str):
     check_id("shipment", shipment_id)
     version = seen_version(request)
     if not confirmed(request):
-        return confirm(
+        return ask_first(
             request,
             title="Remove shipment",
-            count=1,
             question=f"Remove shipment {shipment_id} from its queue? It stays readable but will not be shipped.",
-            action_url=reverse("shipment-remove", args=[shipment_id]),
+            url=reverse("shipment-remove", args=[shipment_id]),
             back=back_url(request, reverse("shipments")),
             fields=[("version", str(version))],
         )
@@ -282,27 +279,17 @@ def shipment_bulk(request):
     labels = {"restore": "Restore from the DLQ", "touch": "Send to the back", "dlq": "Send to the DLQ"}
     if action not in labels:
         raise InvalidRequest("Choose what to do with the selected shipments.")
-    selection = selected_items(request)
-    if not selection:
-        raise InvalidRequest("Select at least one shipment first.")
-    back = back_url(request, reverse("shipments"))
     ops = operations(request)
-    if not confirmed(request):
-        effect = ops.shipments_effect(action, selection)
-        if not effect.acting:
-            return flash(request, f"{labels[action]}: {effect.question}.", level=messages.WARNING, back=back)
-        return confirm(
-            request,
-            title=labels[action],
-            count=len(effect.acting),
-            question=f"{labels[action]}: {effect.question}?",
-            action_url=reverse("shipment-bulk"),
-            back=back,
-            fields=[("action", action), *(("ids", seen.token) for seen in selection)],
-            danger=action == "dlq",
-        )
-    report = ops.on_shipments(action, selection, "Sent to the DLQ by a supervisor")
-    return f"{labels[action]}: {report.summary}."
+    return bulk(
+        request,
+        label=labels[action],
+        kind="shipment",
+        effect=lambda selection: ops.shipments_effect(action, selection),
+        act=lambda selection: ops.on_shipments(action, selection, DEFAULT_DLQ_REASON),
+        url=reverse("shipment-bulk"),
+        back=reverse("shipments"),
+        danger=action == "dlq",
+    )
 
 
 @supervisor_action(default_back="/shipments/?view=dlq")

@@ -1,14 +1,11 @@
 from django.core.management.base import CommandError
 
 from queues_app.management.arguments import (
-    DAY,
     SHIPMENT_QUEUES,
     float_range,
-    int_range,
-    positive_int,
     share,
 )
-from queues_app.management.consumers import MAX_CONCURRENCY, ConsumerCommand
+from queues_app.management.consumers import ConsumerCommand
 from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.queue import DEFAULT_QUEUE
@@ -31,29 +28,17 @@ class Command(ConsumerCommand):
             default=None,
             help=f"the queue to consume; without it, {DEFAULT_QUEUE} (not with --fair)",
         )
-        parser.add_argument(
-            "--visibility",
-            type=float_range(1, MAX_VISIBILITY),
-            default=30.0,
-            help="lease length in seconds (heartbeats renew it every third)",
-        )
         parser.add_argument("--fail-share", type=share, default=0.1, help="share of shipments the demo handler fails")
         parser.add_argument(
             "--work-seconds", type=float_range(0, 3600), default=0.5, help="average time the demo handler takes"
         )
-        parser.add_argument(
-            "--grace", type=float_range(0, DAY), default=10.0, help="seconds to finish after a stop request"
+        self.add_consumer_arguments(
+            parser,
+            visibility=(1, MAX_VISIBILITY, "lease length in seconds (heartbeats renew it every third)"),
+            concurrency=(1, "shipments handled at once in this process (one worker thread each, sharing the client)"),
+            items="shipments (shared by the threads)",
+            until_empty="stop when nothing is visible",
         )
-        parser.add_argument(
-            "--concurrency",
-            type=int_range(1, MAX_CONCURRENCY),
-            default=1,
-            help="shipments handled at once in this process (one worker thread each, sharing the client)",
-        )
-        parser.add_argument(
-            "--max", type=positive_int, default=None, help="stop after this many shipments (shared by the threads)"
-        )
-        parser.add_argument("--until-empty", action="store_true", help="stop when nothing is visible")
         parser.add_argument(
             "--fair",
             action="store_true",
