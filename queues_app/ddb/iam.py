@@ -16,7 +16,18 @@ from collections import defaultdict
 from typing import Any
 
 from queues_app.ddb.meter import Access
-from queues_app.ddb.tables import TABLES
+from queues_app.ddb.tables import (
+    AGENTS_BY_NAME,
+    AGENTS_BY_STATUS,
+    AUDIT_BY_TARGET,
+    SHIPMENTS_DLQ,
+    SHIPMENTS_INVISIBLE,
+    SHIPMENTS_READY,
+    TABLES,
+    TASKS_BY_STATUS,
+    WAITING_BY_ARRIVAL,
+    WAITING_TO_RELAX,
+)
 
 ROLE_DESCRIPTIONS: dict[str, str] = {
     "web": "the dashboard's pages and actions, the admin and the JSON API (the WSGI server)",
@@ -58,7 +69,11 @@ _SYSTEM_EVENTS = _table("audit", "PutItem")
 # A change of a call whose token has a callback puts the event in the callbacks queue.
 _CALL_EVENTS = _table("shipments", "PutItem")
 # Consuming a shipment queue: receive, heartbeat, complete, fail (to the DLQ on its history).
-_CONSUMING = _table("shipments", "GetItem UpdateItem DescribeTable", indexes={"ready": "Query", "invisible": "Query"})
+_CONSUMING = _table(
+    "shipments",
+    "GetItem UpdateItem DescribeTable",
+    indexes={SHIPMENTS_READY.name: "Query", SHIPMENTS_INVISIBLE.name: "Query"},
+)
 
 GRANTS: dict[str, frozenset[Access]] = {
     "web": _role(
@@ -66,19 +81,19 @@ GRANTS: dict[str, frozenset[Access]] = {
             "callcenter",
             f"GetItem BatchGetItem Query PutItem UpdateItem DeleteItem {_DESCRIBE}",
             indexes={
-                "agents_by_status_shard": "Query",
-                "agents_by_name": "Query",
-                "waiting_by_arrival": "Query",
+                AGENTS_BY_STATUS.name: "Query",
+                AGENTS_BY_NAME.name: "Query",
+                WAITING_BY_ARRIVAL.name: "Query",
             },
         ),
         _table(
             "shipments",
             f"GetItem BatchGetItem PutItem UpdateItem {_DESCRIBE}",
-            indexes={"ready": "Query", "invisible": "Query", "dlq": "Query"},
+            indexes={SHIPMENTS_READY.name: "Query", SHIPMENTS_INVISIBLE.name: "Query", SHIPMENTS_DLQ.name: "Query"},
         ),
-        _table("tasks", f"BatchGetItem {_DESCRIBE}", indexes={"by_status": "Query"}),
+        _table("tasks", f"BatchGetItem {_DESCRIBE}", indexes={TASKS_BY_STATUS.name: "Query"}),
         # An action and what it brought about: several entries in one BatchWriteItem.
-        _table("audit", f"PutItem BatchWriteItem Query {_DESCRIBE}", indexes={"by_target": "Query"}),
+        _table("audit", f"PutItem BatchWriteItem Query {_DESCRIBE}", indexes={AUDIT_BY_TARGET.name: "Query"}),
         _table("metrics", f"Query UpdateItem {_DESCRIBE}"),
         {Access("dynamodb:ListTables", None)},  # the system page's check: which tables exist
     ),
@@ -88,7 +103,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table(
             "tasks",
             "UpdateItem DeleteItem DescribeTable",
-            indexes={"by_status": "Query"},
+            indexes={TASKS_BY_STATUS.name: "Query"},
             stream="DescribeStream GetShardIterator GetRecords",
         ),
         _COUNTERS,
@@ -98,17 +113,20 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table(
             "callcenter",
             "BatchGetItem",
-            indexes={"agents_by_status_shard": "Query", "waiting_by_arrival": "Query"},
+            indexes={AGENTS_BY_STATUS.name: "Query", WAITING_BY_ARRIVAL.name: "Query"},
         ),
-        _table("shipments", indexes={"ready": "Query", "invisible": "Query", "dlq": "Query"}),
-        _table("tasks", "BatchGetItem", indexes={"by_status": "Query"}),
+        _table(
+            "shipments",
+            indexes={SHIPMENTS_READY.name: "Query", SHIPMENTS_INVISIBLE.name: "Query", SHIPMENTS_DLQ.name: "Query"},
+        ),
+        _table("tasks", "BatchGetItem", indexes={TASKS_BY_STATUS.name: "Query"}),
         _COUNTERS,
     ),
     "escalator": _role(
         _table(
             "callcenter",
             "GetItem Query PutItem UpdateItem DeleteItem",
-            indexes={"waiting_to_relax": "Query"},
+            indexes={WAITING_TO_RELAX.name: "Query"},
         ),
         _CALL_EVENTS,
         _COUNTERS,
