@@ -1,31 +1,7 @@
-"""The one place that builds primary keys.
-
-Call-center table layout (pk / sk):
-
-    AGENTS#<n>      AGENT#<agent_id>             an agent, in one of AGENT_SHARDS partitions (n: a hash
-                                                 of the id); lists go through the agents' indexes
-    QUEUES#<n>      Q#<value>#<value>...         one of QUEUE_META_SHARDS counters of a skill-combination
-                                                 queue's metadata (depth, version: the sums over n)
-    Q#<v>#<v>..@<n> <queued_at>#<agent_id>       a message: an agent waiting in that queue, in one of
-                                                 its QUEUE_SPLIT sub-queues (n: a hash of the token);
-                                                 the sort key is the agent's queue token
-    WAIT#<v>#<v>... <9-priority>#<arrived>#<id>  a caller waiting for an agent, in the partition of
-                                                 their preferences (`*` for "any"), by priority then arrival
-    WAITCOUNT#<v>.. COUNT                        how many callers wait in that partition, kept in
-    WAITCOUNT#<v>..@1                            WAIT_COUNT_COPIES partitions written together (the
-                                                 count of `*#*` is read by nearly every agent)
-    CALL#<call_id>  CALL                         a call and its assignment record
-    LEASE           matching-dispatcher          the matching dispatcher's lease (holder, address, lease_until)
-
-Agents carry `status_q` = `<status>#<n>`, the partition of the `agents_by_status_shard`
-index they are in: n is a hash of the agent id over STATUS_SHARDS, so that the agents
-moving through one status (every call moves one queued -> attending -> wrap-up) spread
-their index writes over 8 partitions. Every write of an agent's status writes it too
-(`writes.status_clause`); a status's agents in name order are its partitions merged.
-
-Waiting callers carry keys of two sparse indexes, spread over LINE_SHARDS index
-partitions by a hash of the call id: by arrival (`waiting_by_arrival`), and by when
-their preferences are next relaxed (`waiting_to_relax`). Design: docs/architecture.md, "The waiting line".
+"""The one place that builds the call-center table's keys: agents, queue metadata and
+messages, waiting callers and their counts, calls, and the keys of the sparse indexes
+agents and waiting callers carry. The layout, and why each is spread the way it is:
+docs/architecture.md, "Key layout of every table" and "The waiting line".
 """
 
 from __future__ import annotations

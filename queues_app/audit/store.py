@@ -1,35 +1,11 @@
-"""The audit trail: who did what to which item, when, with the fields that changed,
-before and after (the whole item when it was created or deleted).
+"""The audit trail's storage: who did what to which item, when, with the fields that
+changed, before and after (the whole item when it was created or deleted).
 
-Entries live in the `audit` table, sorted by time in the partitions of their UTC day:
-16 shards (`AUDIT#2026-11-21#0` to `#15`, chosen by a hash of the entry id), so that a
-day's writes spread over 16 partitions instead of meeting one partition's 1,000 WCU a
-second (docs/scale.md), and the unsharded `AUDIT#2026-11-21` of entries written before
-the day was sharded (nothing moves them: they expire). The `by_target` index gives one
-item's history. Entries expire after a retention period (TTL).
-
-People and the API act through `operations.Operations` (source page, admin or api; the
-commands: command). What the queues do on their own is recorded as system events
-(source `system`, the actor naming the part that acted: matcher, escalation, shipment
-worker, task processor), on the item it concerns, so an agent's or a call's history is
-complete.
-
-What each read costs (every read is bounded; a page that is not full carries on from
-its cursor):
-
-- the trail, newest first: a round of 17 Queries (in parallel) of the day's partitions,
-  each shard for about its share of the page, merged newest first; a shard whose share
-  ran out before the page was full is read again (one Query more, rarely), and a day
-  with no entries costs a round: at most `max_reads` rounds (17 Queries each) a page;
-- a time range: the same Queries with a key condition on the time (sort key), so
-  nothing outside the range is read;
-- by actor, action or source: a filter on those Queries (each asking for the whole
-  page: a Limit counts entries before the filter): DynamoDB reads (and bills) every
-  entry in the range and returns those that match, so a rare actor may take a few
-  pages of `max_reads` rounds each;
-- one item's history: one Query of the `by_target` index per page (filters as above);
-- a bare id: up to four Limit-1 Queries of the index (agent, call, shipment, task)
-  to find which item it is; an id prefix: the trail filtered on the target.
+Entries live in the `audit` table in the 16 shards of their UTC day (ddb/shards), with
+the `by_target` index for one item's history, and expire after a retention period.
+People and the API write through `operations.Operations`; what the queues do on their
+own is written as system events. Every read is bounded; what each costs is in
+docs/architecture.md, "The audit trail".
 """
 
 from __future__ import annotations
