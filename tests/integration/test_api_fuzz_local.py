@@ -1,12 +1,12 @@
 """The JSON API fuzzed from its OpenAPI document against DynamoDB Local, whose limits
 (key and item sizes, numbers, nesting) are DynamoDB's own where moto may be lenient.
-The harness and the budget (`API_FUZZ_CASES`) are those of tests/unit/test_api_fuzz.py."""
+The harness and the budget (`API_FUZZ_CASES`) are those of tests/unit/test_api_fuzz.py
+(tests/helpers/api_fuzz.py)."""
 
 import pytest
 
-from tests.unit.test_api import fast_password_hashing  # noqa: F401  (fixture)
-from tests.unit.test_api_docs import OPERATIONS
-from tests.unit.test_api_fuzz import cases_per_operation, load_schema, make_world, run_and_report, wsgi_app  # noqa: F401
+from tests.helpers.api import OPERATIONS
+from tests.helpers.api_fuzz import cases_per_operation, load_schema, make_world, run_and_report
 
 pytestmark = pytest.mark.fuzz
 

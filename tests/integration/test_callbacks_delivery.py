@@ -23,7 +23,7 @@ from queues_app.models import ApiToken
 from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.records import RetryPolicy
 from queues_app.shipments.worker import ShipmentWorker
-from tests.receiver import Receiver
+from tests.helpers.receiver import Receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

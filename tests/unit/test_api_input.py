@@ -15,7 +15,7 @@ from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.api.parsing import MAX_BODY_BYTES, MAX_DEPTH
 from queues_app.shipments.queue import ShipmentQueue
-from tests.unit.test_api import Api, agent, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401
+from tests.helpers.api import Api, agent, assert_problem
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from queues_app.agents.records import CallStatus
 from queues_app.audit.store import AuditTrail
 from queues_app.monitoring.counters import recorder
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
-from tests.unit.test_api import Api, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401  (fixtures below reuse its helpers)  # noqa: F401
+from tests.helpers.api import assert_problem
 
 
 @pytest.fixture(autouse=True)

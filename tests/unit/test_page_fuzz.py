@@ -23,19 +23,11 @@ from collections import Counter
 from urllib.parse import quote
 
 import pytest
-from django.test import Client
 from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.roster import Agents
-from queues_app.audit.records import target
-from queues_app.audit.store import AuditTrail
-from queues_app.ddb import paging
-from queues_app.operations import Operations
-from queues_app.shipments.queue import ShipmentQueue
-from queues_app.tasks.queue import TaskQueue, TaskStatus
+from tests.helpers.page_fuzz import page_world
 
 EXAMPLES = int(os.environ.get("SWITCHBOARD_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(
@@ -63,11 +55,6 @@ def report_the_tally(request):
     if reporter is not None and capture is not None:
         with capture.global_and_fixture_disabled():
             reporter.write_line("\n" + line)
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 # --- what is fuzzed -------------------------------------------------------------------
@@ -176,71 +163,12 @@ def in_path(value: str) -> str:
     return quote(value, safe="")
 
 
-def tampered(cursor: str) -> str:
-    i = len(cursor) // 3
-    return cursor[:i] + ("A" if cursor[i] != "A" else "B") + cursor[i + 1 :]
-
-
 # --- the data the pages show ----------------------------------------------------------
 
 
 @pytest.fixture
 def world(moto_db):
-    """Some of everything, and real cursors of every list (two of each kind at least)."""
-    router = CallCenter()
-    agents = [
-        Agents().create(name, {"language": [lang], "gender": [gender]})
-        for name, lang, gender in (("Ana", "Spanish", "F"), ("Bea", "English", "M"), ("Cid", "French", "X"))
-    ]
-    router.make_available(agents[0].agent_id)
-    router.make_available(agents[1].agent_id)
-    call, _ = router.create_call({"language": "Spanish", "gender": "any"})
-    router.create_call({"language": "English", "gender": "any"})
-    waiting, _ = router.create_call({"language": "French", "gender": "M"})
-    shipments = ShipmentQueue()
-    queued = [shipments.submit({"destination": city}) for city in ("Paris", "Lyon", "Nice")]
-    dead = [shipments.submit({"destination": city}) for city in ("Oslo", "Rome")]
-    for shipment in dead:
-        shipments.send_to_dlq(shipment.shipment_id, "address unknown")
-    tasks = TaskQueue()
-    for n in range(3):
-        tasks.create({"n": n})
-    ops = Operations("sam-supervisor", "page")
-    ops.make_available(agents[2].agent_id)
-    ops.log_off(agents[2].agent_id)
-    ops.touch(queued[0].shipment_id)
-    trail = AuditTrail()
-    cursors = {
-        "agents": Agents().list(limit=1).next_cursor,
-        "tasks": tasks.list(TaskStatus.PENDING, limit=1).next_cursor,
-        "queue": shipments.list_queue(limit=1).next_cursor,
-        "dlq": shipments.list_dlq(limit=1).next_cursor,
-        "audit": trail.recent(limit=1).next_cursor,
-        "audit of cid": trail.for_target(target("agent", agents[2].agent_id), limit=1).next_cursor,
-        "calls": router.calls.in_progress(limit=1).next_cursor,
-    }
-    assert all(cursors.values()), cursors
-    forged = [tampered(c) for c in cursors.values() if c]
-    forged += [
-        paging.encode_state({"day": "not a day", "key": None}, purpose="audit-recent"),
-        paging.encode_state({"pk": {"S": "AGENTS"}}, purpose="another purpose"),
-    ]
-    return {
-        "agents": [a.agent_id for a in agents],
-        "calls": [call.call_id, waiting.call_id],
-        "shipments": [s.shipment_id for s in queued + dead],
-        "cursors": cursors,
-        "forged": forged,
-    }
-
-
-@pytest.fixture
-def fuzz_client(supervisor):
-    """A supervisor's client that answers a server error as a response (to count it),
-    instead of raising it."""
-    client = Client(raise_request_exception=False)
-    client.force_login(supervisor)
-    return client
+    return page_world()
 
 
 def on_site(url: str) -> bool:
