@@ -61,6 +61,19 @@ def quiet_contention():
 
 
 @pytest.fixture(autouse=True)
+def fresh_counts():
+    """Every test starts with nothing counted and not yet written in this process, and
+    leaves nothing behind: the counters a test makes go to its own tables or nowhere."""
+    from queues_app.monitoring.counters import recorder
+
+    recorder.take()
+    recorder.take_tallies()
+    yield
+    recorder.take()
+    recorder.take_tallies()
+
+
+@pytest.fixture(autouse=True)
 def fresh_panels(settings):
     """Tests read panels right after changing data behind the pages' back: no panel cache
     (the cache has its own test)."""

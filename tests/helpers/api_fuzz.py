@@ -28,7 +28,6 @@ from schemathesis.specs.openapi.checks import (
 from queues_app.admission import BackpressureGate
 from queues_app.agents.call_center import CallCenter
 from queues_app.models import ApiToken
-from queues_app.monitoring.counters import recorder
 from queues_app.shipments.queue import ShipmentQueue
 
 DEFAULT_CASES_PER_OPERATION = 20
@@ -108,7 +107,6 @@ def make_world(supervisor, viewer, settings):
     }
     yield {"agent_id": agents, "call_id": calls, "shipment_id": shipments, "tokens": tokens}
     BackpressureGate.forget()
-    recorder.take()  # counts made here must not leak into other tests' tables
 
 
 def load_schema(wsgi_app, token: str):

@@ -9,7 +9,6 @@ from queues_app.admission import BackpressureGate
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import CallStatus
 from queues_app.audit.store import AuditTrail
-from queues_app.monitoring.counters import recorder
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.helpers.api import assert_problem
 
@@ -151,7 +150,3 @@ def test_the_api_shipment_can_be_read_back(api, moto_db, fairness):
     body = api.get(f"/api/shipments/{sid}").json()
     assert body["data"] == {"to": "Riga"} and body["state"] == ShipmentState.QUEUED
     assert_problem(api.get("/api/shipments/nope"), 404)
-
-
-def test_recorder_is_left_clean(moto_db):
-    recorder.take()  # counts from these tests must not leak into others' tables

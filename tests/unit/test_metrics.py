@@ -19,13 +19,6 @@ from tests.helpers.pages import figure
 from tests.helpers.seen import shown, ticked
 
 
-@pytest.fixture(autouse=True)
-def clean_recorder():
-    recorder.take()
-    yield
-    recorder.take()
-
-
 def test_counts_are_written_per_minute_and_as_totals(moto_db, clock):
     queue = ShipmentQueue(moto_db, clock=clock)
     for n in range(3):
