@@ -3,7 +3,9 @@
 Every operation gets cases that fit its schema (positive) and cases that do not
 (negative), sent through Django's WSGI application in this process, one at a time
 (moto is not thread-safe). Each answer must be no 5xx, a documented status with the
-documented content type and headers, and a body that matches its schema.
+documented content type and headers, and a body that matches its schema; and a share
+of the valid cases (positive, with a supervisor's token) must be taken (2xx), of the
+writes too, so that an API refusing everything would not pass.
 
 Path ids are drawn from agents, calls and shipments that exist (those made by the
 fuzzing too) as well as made up, and the token from a supervisor's (mostly), a
@@ -19,7 +21,13 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.api import OPERATIONS
-from tests.helpers.api_fuzz import cases_per_operation, load_schema, make_world, run_and_report
+from tests.helpers.api_fuzz import (
+    assert_valid_cases_are_accepted,
+    cases_per_operation,
+    load_schema,
+    make_world,
+    run_and_report,
+)
 
 pytestmark = pytest.mark.fuzz
 
@@ -38,3 +46,4 @@ def test_every_api_operation_answers_fuzzed_input_as_documented(wsgi_app, fuzz_w
     assert report.server_errors == 0
     assert set(report.cases) == set(operations)
     assert min(report.cases.values()) >= cases_per_operation()
+    assert_valid_cases_are_accepted(report)
