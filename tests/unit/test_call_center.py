@@ -447,9 +447,8 @@ def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(route
     assert call.agent_id == first.agent_id
 
 
-def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
+def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router, monkeypatch):
     import threading
-    import time
 
     from queues_app.agents.matching import claims_for
 
@@ -458,11 +457,22 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
     claims = claims_for(router.db)
     held = (router.table, queued.queue_token)
     assert claims.claim(held)
-    began = time.monotonic()  # before the timer starts: a pause between the two cannot shorten the wait seen
-    threading.Timer(0.2, claims.release, args=(held,)).start()  # the other try fails
+    waits, others = [], []
+    wait_while_held = claims.wait_while_held
+
+    def waiting(keys, timeout):
+        waits.append(list(keys))
+        other = threading.Thread(target=claims.release, args=(held,))  # the other try fails meanwhile
+        other.start()
+        others.append(other)
+        return wait_while_held(keys, timeout)
+
+    monkeypatch.setattr(claims, "wait_while_held", waiting)
     call, _ = router.create_call({"language": "English", "gender": "F"})
+    for other in others:
+        other.join()
+    assert waits == [[held]]  # waited for the other thread's try instead of racing it
     assert call.agent_id == only.agent_id
-    assert time.monotonic() - began >= 0.15  # waited instead of racing the other thread
 
 
 def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(router):
