@@ -1,4 +1,5 @@
-"""Time the test moves by hand."""
+"""Time the test moves by hand: a wall clock (`ManualClock`, the fixture `clock`) and a
+monotonic one (`Moments`, the fixture `moments` of tests/unit/conftest.py)."""
 
 from datetime import timedelta
 
@@ -18,3 +19,19 @@ class ManualClock:
 
     def advance(self, seconds):
         self.moment += timedelta(seconds=seconds)
+
+
+class Moments:
+    """Monotonic seconds that only move when the test says so, from the moment it began
+    (so that what the process noted earlier on the real clock lies in the past)."""
+
+    def __init__(self):
+        import time
+
+        self.value = time.monotonic()
+
+    def monotonic(self):
+        return self.value
+
+    def advance(self, seconds):
+        self.value += seconds

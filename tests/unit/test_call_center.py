@@ -493,13 +493,11 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
     assert call.agent_id == third.agent_id  # no transaction spent on First
 
 
-def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, monkeypatch):
-    from queues_app.agents import matching
+def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, moments):
     from queues_app.agents.matching import claims_for
     from queues_app.ddb import meter
 
-    # "A moment" is long here so that a slow machine still shares; the age is checked below.
-    monkeypatch.setattr(matching, "SHARED_READ_AGE", 60.0)
+    # No time passes between the callers (`moments`), however slow the machine.
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
     for a in (first, second):
@@ -520,18 +518,18 @@ def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, monkeypa
     assert three.status == CallStatus.WAITING
 
 
-def test_a_read_older_than_a_moment_is_not_shared(router, monkeypatch):
+def test_a_read_older_than_a_moment_is_not_shared(router, moments):
     from queues_app.agents import matching
     from queues_app.agents.matching import claims_for
     from queues_app.ddb import meter
 
-    monkeypatch.setattr(matching, "SHARED_READ_AGE", 0.0)
     for name in ("First", "Second"):
         router.make_available(agent(router, name, ["English"], "F").agent_id)
     claims = claims_for(router.db)
     claims.enter()  # another matcher of this process is running
     try:
         router.create_call({"language": "English", "gender": "F"})
+        moments.advance(matching.SHARED_READ_AGE * 2)
         with meter.measure() as measured:
             router.create_call({"language": "English", "gender": "F"})
         assert measured.calls_of("Query") == keys.QUEUE_SPLIT  # a fresh read: one Query of each sub-queue

@@ -1,35 +1,10 @@
 import threading
 from types import SimpleNamespace
 
-import pytest
-
 from queues_app.agents import claims as claims_module
 from queues_app.agents.claims import Claims
-from queues_app.ddb import contention
 from queues_app.ddb.contention import ContentionGauge
-
-
-class Moments:
-    """Monotonic seconds that only move when the test says so."""
-
-    def __init__(self):
-        self.value = 1000.0
-
-    def monotonic(self):
-        return self.value
-
-    def advance(self, seconds):
-        self.value += seconds
-
-
-@pytest.fixture
-def moments(monkeypatch):
-    """The clock of the contention gauge and of the claims: however slow the machine, no
-    time passes between two lines of a test unless it says so."""
-    clock = Moments()
-    for module in (contention, claims_module):
-        monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=clock.monotonic))
-    return clock
+from tests.helpers.clock import Moments
 
 
 def test_it_keeps_the_head_first_when_uncontended():
@@ -108,8 +83,9 @@ def test_waiting_for_held_entries_ends_when_one_is_released(moments, monkeypatch
     monkeypatch.setattr(claims_module, "threading", SimpleNamespace(Condition=lambda: condition))
     claims = Claims()
     assert claims.claim("a") and claims.claim("b")
+    began = moments.value
     condition.on_wait = lambda: claims.release("b")  # another thread's try of "b" ends meanwhile
     assert claims.wait_while_held(["a", "b"], timeout=60)
-    assert moments.value == 1000.0  # the release ended the wait, not its timeout
+    assert moments.value == began  # the release ended the wait, not its timeout
     assert not claims.wait_while_held(["a"], timeout=0.05)  # still held: times out
-    assert moments.value == 1000.05
+    assert moments.value == began + 0.05
