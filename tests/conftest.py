@@ -4,9 +4,14 @@
 - integration tests run on a DynamoDB Local that this session starts (free port,
   in memory) and stops (`local_db`); every concurrency test belongs here because
   moto is not thread-safe for transactions;
-- browser tests drive Debian's Chromium through Playwright against `live_server`.
+- browser tests drive Debian's Chromium through Playwright against `live_server`;
+- `backend_db` runs a test on both backends: moto with the unit tests, DynamoDB Local
+  with the integration tests.
 
 Tests under tests/integration and tests/browser get their marker from the folder.
+Fixtures more than one module uses live here or in a folder's conftest.py
+(tests/unit/conftest.py); plain helpers in tests/helpers/. No test module imports
+another.
 """
 
 import os
