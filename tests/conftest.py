@@ -4,17 +4,24 @@
 - integration tests run on a DynamoDB Local that this session starts (free port,
   in memory) and stops (`local_db`); every concurrency test belongs here because
   moto is not thread-safe for transactions;
-- browser tests drive Debian's Chromium through Playwright against `live_server`.
+- browser tests drive Debian's Chromium through Playwright against `live_server`;
+- `backend_db` runs a test on both backends: moto with the unit tests, DynamoDB Local
+  with the integration tests.
 
 Tests under tests/integration and tests/browser get their marker from the folder.
+Fixtures more than one module uses live here or in a folder's conftest.py
+(tests/unit/conftest.py); plain helpers in tests/helpers/. No test module imports
+another.
 """
 
 import os
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
+# Plain asserts in the helpers report their values as the tests' own do.
+pytest.register_assert_rewrite("tests.helpers")
 
 # live_server flushes SQLite from Playwright's event loop thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -22,6 +29,8 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 from queues_app.ddb import schema  # noqa: E402
 from queues_app.ddb.client import default, reset_default  # noqa: E402
 from queues_app.ddb.local import DynamoDBLocal  # noqa: E402
+from tests.helpers.clock import ManualClock  # noqa: E402
+from tests.helpers.users import make_user  # noqa: E402
 
 TESTS_DIR = Path(__file__).parent
 
@@ -54,6 +63,19 @@ def quiet_contention():
 
     matching.reset_contention()
     consuming.reset_contention()
+
+
+@pytest.fixture(autouse=True)
+def fresh_counts():
+    """Every test starts with nothing counted and not yet written in this process, and
+    leaves nothing behind: the counters a test makes go to its own tables or nowhere."""
+    from queues_app.monitoring.counters import recorder
+
+    recorder.take()
+    recorder.take_tallies()
+    yield
+    recorder.take()
+    recorder.take_tallies()
 
 
 @pytest.fixture(autouse=True)
@@ -117,24 +139,46 @@ def local_db(settings, dynamodb_local):
     reset_default()
 
 
+@pytest.fixture(params=["moto", pytest.param("dynamodb-local", marks=pytest.mark.integration)])
+def backend_db(request):
+    """The test runs twice: on moto with the unit tests, and on DynamoDB Local with the
+    integration tests; for what moto does not do as DynamoDB does (its limits, its order
+    of items with equal sort keys)."""
+    return request.getfixturevalue("moto_db" if request.param == "moto" else "local_db")
+
+
+# --- HTTP -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def wsgi_app():
+    """Django's WSGI application. Like Django's test client, it must not close the
+    test's database connection at the end of each request."""
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield WSGIHandler()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def fuzz_client(supervisor):
+    """A supervisor's client that answers a server error as a response (to count it),
+    instead of raising it."""
+    from django.test import Client
+
+    client = Client(raise_request_exception=False)
+    client.force_login(supervisor)
+    return client
+
+
 # --- time -------------------------------------------------------------------------
-
-
-class ManualClock:
-    """A clock the test moves by hand; each reading is a microsecond later than the last,
-    so that timestamps written one after the other still sort in order."""
-
-    def __init__(self):
-        from queues_app.ddb.clock import now
-
-        self.moment = now()
-
-    def __call__(self):
-        self.moment += timedelta(microseconds=1)
-        return self.moment
-
-    def advance(self, seconds):
-        self.moment += timedelta(seconds=seconds)
 
 
 @pytest.fixture
@@ -144,31 +188,20 @@ def clock():
 
 # --- users ------------------------------------------------------------------------
 
-PASSWORD = "correct-horse-battery"
-
-
-def _user(django_user_model, username, group=None, **extra):
-    from django.contrib.auth.models import Group
-
-    user = django_user_model.objects.create_user(username=username, password=PASSWORD, **extra)
-    if group:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return user
-
 
 @pytest.fixture
 def supervisor(db, django_user_model):
-    return _user(django_user_model, "sam-supervisor", "supervisors")
+    return make_user(django_user_model, "sam-supervisor", "supervisors")
 
 
 @pytest.fixture
 def viewer(db, django_user_model):
-    return _user(django_user_model, "vic-viewer", "viewers")
+    return make_user(django_user_model, "vic-viewer", "viewers")
 
 
 @pytest.fixture
 def staff(db, django_user_model):
-    return _user(django_user_model, "stella-staff", "supervisors", is_staff=True, is_superuser=True)
+    return make_user(django_user_model, "stella-staff", "supervisors", is_staff=True, is_superuser=True)
 
 
 @pytest.fixture

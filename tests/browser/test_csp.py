@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue
-from tests.browser.test_login import log_in
+from tests.helpers.browser import log_in
 
 # Runs before any page script: records what the browser refuses under the policy.
 RECORD_VIOLATIONS = """

@@ -13,7 +13,7 @@ from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
-from tests.browser.test_login import log_in
+from tests.helpers.browser import log_in
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 

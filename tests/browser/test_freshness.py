@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from queues_app.ddb import schema
 from queues_app.ddb.client import default, reset_default
 from queues_app.ddb.local import DynamoDBLocal
-from tests.browser.test_login import log_in
+from tests.helpers.browser import log_in
 
 PANEL_REQUEST = re.compile(r"\?panel=")
 

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue
-from tests.browser.test_login import log_in
+from tests.helpers.browser import log_in
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
-from tests.browser.test_login import log_in
+from tests.helpers.browser import log_in
 
 SKILLS = {"language": ["Spanish"], "gender": ["F"]}
 SHOTS = Path("/tmp/switchboard-list-shots")

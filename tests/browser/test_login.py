@@ -5,15 +5,7 @@ import re
 from playwright.sync_api import expect
 
 from queues_app.agents.roster import Agents
-from tests.conftest import PASSWORD
-
-
-def log_in(page, live_server, user):
-    page.goto(f"{live_server.url}/")
-    expect(page).to_have_url(re.compile(r"/login/"))
-    page.get_by_label("Username").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+from tests.helpers.browser import log_in
 
 
 def test_supervisor_logs_in_and_sees_agents(page, live_server, local_db, supervisor):

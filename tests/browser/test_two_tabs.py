@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
-from tests.browser.test_login import log_in
+from tests.helpers.browser import log_in
 
 SKILLS = {"language": ["Spanish"], "gender": ["F"]}
 SHOTS = Path("/tmp/switchboard-two-tabs")

@@ -1,11 +1,8 @@
 """A caller hanging up while an agent comes back for them, many times over, on DynamoDB
-Local: each pair ends with exactly one of the two, and every invariant holds."""
+Local: each pair ends with exactly one of the two, both ends come up, and every
+invariant holds."""
 
 from __future__ import annotations
-
-import random
-import threading
-import time
 
 import pytest
 
@@ -13,49 +10,23 @@ from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.ddb import errors
 from queues_app.monitoring import invariants
+from tests.helpers.races import HangUpRaces
 
 pytestmark = pytest.mark.integration
 
 PAIRS = 30
 
 
-def race(router: CallCenter, call_id: str, agent_id: str, delay: float) -> tuple[object, object]:
-    """Abandon the call `delay` seconds after making the agent available starts (an
-    abandon is quicker than an agent's look at the line: the delays spread the pairs over
-    both orders and the moments in between)."""
-    start = threading.Barrier(2)
-    outcome: dict[str, object] = {}
-
-    def hang_up():
-        start.wait()
-        time.sleep(delay)
-        try:
-            outcome["abandon"] = CallCenter(router.db).abandon(call_id)
-        except errors.Conflict as exc:
-            outcome["abandon"] = exc
-
-    def come_back():
-        start.wait()
-        outcome["available"] = CallCenter(router.db).make_available(agent_id)[1]
-
-    threads = [threading.Thread(target=hang_up), threading.Thread(target=come_back)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return outcome["abandon"], outcome["available"]
-
-
 def test_an_abandon_and_an_assignment_at_the_same_moment_end_with_exactly_one(local_db):
     router = CallCenter(local_db)
-    rng = random.Random(7)
+    races = HangUpRaces(local_db, seed=7)
     abandoned = assigned = 0
     for n in range(PAIRS):
         call, _ = router.create_call({"language": "French", "gender": "X"})
         assert call.status == CallStatus.WAITING
         agent = router.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["X"]})
 
-        hung_up, took = race(router, call.call_id, agent.agent_id, rng.uniform(0, 0.06))
+        hung_up, took = races.run(call.call_id, agent.agent_id)
 
         final = router.get_call(call.call_id)
         now_agent = router.agents.get(agent.agent_id)
@@ -74,6 +45,6 @@ def test_an_abandon_and_an_assignment_at_the_same_moment_end_with_exactly_one(lo
             abandoned += 1
             router.log_off(agent.agent_id)
     print(f"{abandoned} abandoned, {assigned} assigned")
-    assert abandoned + assigned == PAIRS
+    assert abandoned > 0 and assigned > 0  # both orders came up: each outcome was checked
     assert router.line.count_waiting() == (0, False)
     assert [str(v) for v in invariants.find_violations(local_db, router.catalog)] == []

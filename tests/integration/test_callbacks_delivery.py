@@ -6,7 +6,6 @@ takes some events but answers 500, and a worker that dies holding an event."""
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 
@@ -18,18 +17,18 @@ from queues_app.agents.records import CallStatus
 from queues_app.callbacks import signing
 from queues_app.callbacks.delivery import Deliverer
 from queues_app.callbacks.events import CALLBACK_QUEUE, event_id
-from queues_app.ddb import errors
 from queues_app.models import ApiToken
 from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.records import RetryPolicy
 from queues_app.shipments.worker import ShipmentWorker
-from tests.receiver import Receiver
+from tests.helpers.races import HangUpRaces
+from tests.helpers.receiver import Receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 DOWN_SECONDS = 1.5  # the receiver answers 503 to everything at first, from the first request on
 TAKEN_BUT_500 = 5  # then it processes this many events but answers 500 to them once
-RACES = 10
+RACES = 20
 
 
 def expected_events(router: CallCenter, call_ids: list[str]) -> dict[str, str]:
@@ -47,28 +46,6 @@ def expected_events(router: CallCenter, call_ids: list[str]) -> dict[str, str]:
             found[event_id("call.relaxed", type(call)(**{**call.__dict__, "version": version}))] = "call.relaxed"
             version -= 1
     return found
-
-
-def race(db, call_id: str, agent_id: str, delay: float) -> None:
-    start = threading.Barrier(2)
-
-    def hang_up():
-        start.wait()
-        time.sleep(delay)
-        try:
-            CallCenter(db).abandon(call_id)
-        except errors.Conflict:
-            pass
-
-    def come_back():
-        start.wait()
-        CallCenter(db).make_available(agent_id)
-
-    threads = [threading.Thread(target=hang_up), threading.Thread(target=come_back)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
 
 
 def test_every_change_is_delivered_exactly_once_through_outages(local_db, settings, django_user_model, capsys):
@@ -117,13 +94,16 @@ def test_every_change_is_delivered_exactly_once_through_outages(local_db, settin
         for call in abandoned + relaxed:
             router.abandon(call.call_id)
         calls += [c.call_id for c in abandoned + relaxed]
-        # An abandon and an assignment at the same moment: one of them, and its event only.
-        rng = random.Random(3)
+        # An abandon and an assignment at the same moment: one of them, and its event only;
+        # both ends come up over the races.
+        races, raced = HangUpRaces(local_db, seed=3), []
         for n in range(RACES):
             call, _ = router.create_call({"language": "French", "gender": "F"}, callback=callback)
             agent = router.agents.create(f"Fay {n}", {"language": ["French"], "gender": ["F"]})
-            race(local_db, call.call_id, agent.agent_id, rng.uniform(0, 0.06))
-            calls.append(call.call_id)
+            races.run(call.call_id, agent.agent_id)
+            raced.append(call.call_id)
+        assert {router.get_call(c).status for c in raced} == {CallStatus.ASSIGNED, CallStatus.ABANDONED}
+        calls += raced
         # A call of a token without a callback tells nobody.
         router.create_call({"language": "Spanish", "gender": "M"})
 

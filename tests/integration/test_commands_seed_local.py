@@ -14,7 +14,7 @@ from queues_app.shipments.worker import ShipmentWorker, demo_handler
 from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus, created_sort_key
-from tests.threads import in_thread, wait_for
+from tests.helpers.threads import in_thread, wait_for
 
 
 def task_violations(db):

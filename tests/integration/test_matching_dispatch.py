@@ -16,7 +16,7 @@ from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.ddb.client import Dynamo
 from queues_app.monitoring import invariants
-from tests.threads import wait_for
+from tests.helpers.threads import wait_for
 
 SPANISH_F = {"language": "Spanish", "gender": "F"}
 

@@ -11,7 +11,7 @@ from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.processor_lease import ProcessorLease
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
-from tests.threads import in_thread, wait_for
+from tests.helpers.threads import in_thread, wait_for
 
 
 @pytest.fixture

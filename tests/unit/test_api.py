@@ -1,6 +1,5 @@
 """The JSON API on moto: token auth, every endpoint, validation, idempotency, errors as JSON."""
 
-import json
 from datetime import timedelta
 from io import StringIO
 
@@ -14,82 +13,7 @@ from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.ddb.local import free_port
 from queues_app.models import ApiToken, hash_token
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The users' passwords play no part here; Django's default hasher costs a second each.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def supervisor_token(supervisor):
-    return ApiToken.issue(supervisor, "phone system")[1]
-
-
-@pytest.fixture
-def viewer_token(viewer):
-    return ApiToken.issue(viewer, "wallboard")[1]
-
-
-class Api:
-    """Django's test client speaking JSON with a bearer token."""
-
-    def __init__(self, token=None, client=None):
-        self.client = client or Client(enforce_csrf_checks=True)
-        self.token = token
-
-    def _headers(self, extra):
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"} if self.token is not None else {}
-        return {**headers, **extra}
-
-    def get(self, path, **extra):
-        return self.client.get(path, **self._headers(extra))
-
-    def post(self, path, body=None, *, raw=None, **extra):
-        data = raw if raw is not None else ("" if body is None else json.dumps(body))
-        return self.client.post(path, data=data, content_type="application/json", **self._headers(extra))
-
-    # The agent actions as a phone system sends them: naming what it last read.
-
-    def seen(self, agent_id):
-        answer = self.get(f"/api/agents/{agent_id}")
-        return answer.json() if answer.status_code == 200 else {"version": 1, "call_id": "none"}
-
-    def available(self, agent_id, **extra):
-        return self.post(f"/api/agents/{agent_id}/available", {"version": self.seen(agent_id)["version"]}, **extra)
-
-    def offline(self, agent_id, **extra):
-        return self.post(f"/api/agents/{agent_id}/offline", {"version": self.seen(agent_id)["version"]}, **extra)
-
-    def release(self, agent_id, then=None, **extra):
-        body = {"call_id": self.seen(agent_id)["call_id"] or "none", **({"then": then} if then else {})}
-        return self.post(f"/api/agents/{agent_id}/release", body, **extra)
-
-
-@pytest.fixture
-def api(supervisor_token):
-    return Api(supervisor_token)
-
-
-@pytest.fixture
-def viewer_api(viewer_token):
-    return Api(viewer_token)
-
-
-def agent(name, languages, gender):
-    return Agents().create(name, {"language": languages, "gender": [gender]})
-
-
-def assert_problem(response, status, error=None):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    body = response.json()
-    assert body["message"]
-    if error:
-        assert body["error"] == error
-    return body
-
+from tests.helpers.api import Api, agent, assert_problem
 
 # --- authentication -----------------------------------------------------------------
 

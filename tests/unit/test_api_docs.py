@@ -7,26 +7,7 @@ import pytest
 from django.test import Client
 
 from queues_app.models import ApiToken
-from tests.unit.test_api import Api, assert_problem, fast_password_hashing  # noqa: F401
-
-OPERATIONS = {
-    ("post", "/api/calls"),
-    ("get", "/api/calls"),
-    ("get", "/api/agents"),
-    ("get", "/api/agents/{agent_id}"),
-    ("get", "/api/calls/{call_id}"),
-    ("post", "/api/calls/{call_id}/abandon"),
-    ("post", "/api/calls/{call_id}/end"),
-    ("post", "/api/agents/{agent_id}/available"),
-    ("post", "/api/agents/{agent_id}/release"),
-    ("post", "/api/agents/{agent_id}/offline"),
-    ("get", "/api/queues"),
-    ("post", "/api/shipments"),
-    ("get", "/api/shipments/{shipment_id}"),
-    ("get", "/api/callback"),
-    ("put", "/api/callback"),
-    ("delete", "/api/callback"),
-}
+from tests.helpers.api import OPERATIONS, Api, assert_problem
 
 
 @pytest.fixture

@@ -5,15 +5,7 @@ agent, calls waiting (in line order) or assigned, with signed cursors; bad filte
 import pytest
 
 from queues_app.agents.call_center import CallCenter
-from tests.unit.test_api import (  # noqa: F401
-    agent,
-    api,
-    assert_problem,
-    fast_password_hashing,
-    supervisor_token,
-    viewer_api,
-    viewer_token,
-)
+from tests.helpers.api import agent, assert_problem
 
 
 def agent_ids(body):

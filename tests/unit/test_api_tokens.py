@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from queues_app.audit.store import AuditTrail
 from queues_app.models import ApiToken
-from tests.unit.test_api import Api, agent, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401
+from tests.helpers.api import Api, agent, assert_problem
 
 # --- expiry ---------------------------------------------------------------------------
 

@@ -1,17 +1,20 @@
 """Enqueueing shipments through the API: delay, tenants over their rate sidelined,
 backpressure answered 429 with Retry-After, and trace ids carried along."""
 
+import functools
 import logging
 
 import pytest
 
+from queues_app import admission
 from queues_app.admission import BackpressureGate
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import CallStatus
 from queues_app.audit.store import AuditTrail
-from queues_app.monitoring.counters import recorder
+from queues_app.shipments.fairness import TenantLimiter
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
-from tests.unit.test_api import Api, api, assert_problem, fast_password_hashing, supervisor_token  # noqa: F401  (fixtures below reuse its helpers)  # noqa: F401
+from tests.helpers.api import assert_problem
+from tests.helpers.clock import ManualClock
 
 
 @pytest.fixture(autouse=True)
@@ -77,15 +80,28 @@ def test_a_delayed_shipment_is_not_visible_before_its_time(api, moto_db, fairnes
     assert ShipmentQueue().receive() is None
 
 
-def test_a_tenant_over_its_rate_goes_to_the_spillover_queue(api, moto_db, fairness):
+@pytest.fixture
+def limiter_clock(monkeypatch):
+    """The tenants' rate windows on a clock the test moves: it starts on a whole second,
+    and no time passes between requests unless the test says so."""
+    clock = ManualClock()
+    clock.moment = clock.moment.replace(microsecond=0)
+    monkeypatch.setattr(admission, "TenantLimiter", functools.partial(TenantLimiter, clock=clock))
+    return clock
+
+
+def test_a_tenant_over_its_rate_goes_to_the_spillover_queue(api, moto_db, fairness, limiter_clock):
     fairness(tenant_rates={"noisy": 2})
-    answers = [api.post("/api/shipments", {"data": {"n": n}, "tenant": "noisy"}).json() for n in range(4)]
-    # Within one second, two go live and the rest are sidelined (a slow test machine may
-    # cross into the next second: then the next window lets two more through).
-    assert [a["queue"] for a in answers[:2]] == ["live", "live"]
-    assert "spillover" in [a["queue"] for a in answers[2:]] or answers[2]["queue"] == "live"
-    quiet = api.post("/api/shipments", {"data": {}, "tenant": "quiet"}).json()
-    assert quiet["queue"] == "live" and quiet["sidelined"] is False
+
+    def send(tenant, n):
+        body = api.post("/api/shipments", {"data": {"n": n}, "tenant": tenant}).json()
+        return body["queue"], body["sidelined"]
+
+    # Within one second, two go live and the rest are sidelined.
+    assert [send("noisy", n) for n in range(4)] == [("live", False)] * 2 + [("spillover", True)] * 2
+    assert send("quiet", 0) == ("live", False)  # another tenant has its own rate
+    limiter_clock.advance(1)  # the next second's window lets two more through
+    assert [send("noisy", n) for n in range(3)] == [("live", False)] * 2 + [("spillover", True)]
 
 
 def test_backpressure_answers_429_with_retry_after_and_changes_nothing(api, moto_db, fairness):
@@ -151,7 +167,3 @@ def test_the_api_shipment_can_be_read_back(api, moto_db, fairness):
     body = api.get(f"/api/shipments/{sid}").json()
     assert body["data"] == {"to": "Riga"} and body["state"] == ShipmentState.QUEUED
     assert_problem(api.get("/api/shipments/nope"), 404)
-
-
-def test_recorder_is_left_clean(moto_db):
-    recorder.take()  # counts from these tests must not leak into others' tables

@@ -18,14 +18,9 @@ from queues_app.callbacks.events import CALLBACK_QUEUE, event_id
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.worker import HandlerFailed
-from tests.unit.test_api import Api, assert_problem
+from tests.helpers.api import Api, assert_problem
 
 FRENCH_X = {"language": "French", "gender": "X"}
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

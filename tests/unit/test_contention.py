@@ -1,36 +1,10 @@
 import threading
-import time
 from types import SimpleNamespace
-
-import pytest
 
 from queues_app.agents import claims as claims_module
 from queues_app.agents.claims import Claims
-from queues_app.ddb import contention
 from queues_app.ddb.contention import ContentionGauge
-
-
-class Moments:
-    """Monotonic seconds that only move when the test says so."""
-
-    def __init__(self):
-        self.value = 1000.0
-
-    def monotonic(self):
-        return self.value
-
-    def advance(self, seconds):
-        self.value += seconds
-
-
-@pytest.fixture
-def moments(monkeypatch):
-    """The clock of the contention gauge and of the claims: however slow the machine, no
-    time passes between two lines of a test unless it says so."""
-    clock = Moments()
-    for module in (contention, claims_module):
-        monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=clock.monotonic))
-    return clock
+from tests.helpers.clock import Moments
 
 
 def test_it_keeps_the_head_first_when_uncontended():
@@ -81,12 +55,37 @@ def test_gone_entries_are_forgotten_after_a_while(moments):
     assert claims.claim("a")
 
 
-def test_waiting_for_held_entries_ends_when_one_is_released():
+class TimedCondition(threading.Condition):
+    """The claims' condition on the test's clock: a wait that no release ends passes its
+    whole timeout on `moments` at once. `on_wait`, when set, runs in another thread once
+    the next wait has begun (and let go of the lock)."""
+
+    def __init__(self, moments: Moments):
+        super().__init__()
+        self.moments = moments
+        self.on_wait = None
+
+    def wait(self, timeout=None):
+        other, self.on_wait = self.on_wait, None
+        if other is not None:
+            thread = threading.Thread(target=other)
+            thread.start()
+        # Ended by the other thread's release at once; the bound only turns a release that
+        # tells nobody into a timeout instead of a hang.
+        if super().wait(10.0 if other is not None else 0):
+            return True
+        self.moments.advance(timeout)
+        return False
+
+
+def test_waiting_for_held_entries_ends_when_one_is_released(moments, monkeypatch):
+    condition = TimedCondition(moments)
+    monkeypatch.setattr(claims_module, "threading", SimpleNamespace(Condition=lambda: condition))
     claims = Claims()
     assert claims.claim("a") and claims.claim("b")
-    threading.Timer(0.05, claims.release, args=("b",)).start()
-    began = time.monotonic()
-    # Released after 0.05 s: the wait ends then (True), long before its timeout would.
+    began = moments.value
+    condition.on_wait = lambda: claims.release("b")  # another thread's try of "b" ends meanwhile
     assert claims.wait_while_held(["a", "b"], timeout=60)
-    assert time.monotonic() - began < 30
+    assert moments.value == began  # the release ended the wait, not its timeout
     assert not claims.wait_while_held(["a"], timeout=0.05)  # still held: times out
+    assert moments.value == began + 0.05

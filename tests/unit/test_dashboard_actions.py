@@ -20,11 +20,6 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 ACTOR = "sam-supervisor"
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def agent(name="Ana", languages=("Spanish",), gender="F"):
     return Agents().create(name, {"language": list(languages), "gender": [gender]})
 

@@ -12,15 +12,11 @@ from queues_app.agents.roster import Agents
 from queues_app.operations import Operations
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue
+from tests.helpers.pages import figure
 
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def agent(name, languages, gender):
@@ -149,13 +145,6 @@ def test_lists_show_the_items_of_their_view(supervisor_client, world):
 
 def panel(client, name):
     return client.get(reverse("home"), {"panel": name}, **HTMX)
-
-
-def figure(html, name):
-    """The figure's text, whether or not it links to the list behind it."""
-    match = re.search(rf'data-figure="{name}"[^>]*>(?:<a href="([^"]*)">)?([^<]*)<', html)
-    assert match, name
-    return match.group(2).strip()
 
 
 def figure_link(html, name):

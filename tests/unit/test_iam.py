@@ -41,15 +41,10 @@ from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
-from tests.receiver import Receiver
-from tests.unit.test_tables import PREVIOUS_INDEXES, make_old_style, without_status_partition
+from tests.helpers.old_layouts import PREVIOUS_INDEXES, make_old_style, without_status_partition
+from tests.helpers.receiver import Receiver
 
 RECORDED: dict[str, set[Access]] = {}
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)

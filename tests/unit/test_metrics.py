@@ -15,15 +15,8 @@ from queues_app.monitoring.counters import LIVE, MetricsStore, recorder
 from queues_app.monitoring.sampler import MetricsCollector
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue
+from tests.helpers.pages import figure
 from tests.helpers.seen import shown, ticked
-from tests.unit.test_dashboard_pages import figure
-
-
-@pytest.fixture(autouse=True)
-def clean_recorder():
-    recorder.take()
-    yield
-    recorder.take()
 
 
 def test_counts_are_written_per_minute_and_as_totals(moto_db, clock):

@@ -9,9 +9,15 @@ fields, hostile `next` URLs, and (often) the valid values, so that the deeper pa
 Every answer must be below 500 (moto is up: no 503 either), carry no traceback, and
 link or redirect only to this site.
 
+About a quarter of the cases are valid ones, as a supervisor's page sends them: the item in a state
+the action fits (made when the case is sent), the version it was shown at, values the
+form offers. Each of those must be taken (no 4xx, no error message), and each form and
+page gets a few: pages refusing whatever they were sent would not pass.
+
 One request per generated case, single-threaded (moto is not thread-safe). The budget:
 `SWITCHBOARD_FUZZ_EXAMPLES` cases per form or page (default 50). At the end of the
-module a line gives the number of cases run and how many were answered with a 5xx.
+module a line gives the number of cases run, how many were valid, and how many were
+answered with a 5xx.
 """
 
 from __future__ import annotations
@@ -20,22 +26,22 @@ import html
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import pytest
-from django.test import Client
+from django.contrib import messages
 from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queues_app.agents.call_center import CallCenter
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.audit.records import target
-from queues_app.audit.store import AuditTrail
-from queues_app.ddb import paging
-from queues_app.operations import Operations
 from queues_app.shipments.queue import ShipmentQueue
-from queues_app.tasks.queue import TaskQueue, TaskStatus
+from tests.helpers.page_fuzz import page_world
+from tests.helpers.seen import shipment_version, shown, ticked, ticked_shipment
 
 EXAMPLES = int(os.environ.get("SWITCHBOARD_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(
@@ -55,19 +61,15 @@ HREF = re.compile(r'(?:href|action|hx-get|hx-post)="([^"]*)"')
 def report_the_tally(request):
     yield
     line = (
-        f"page fuzz: {TALLY['form']} page-form cases, {TALLY['query']} query-parameter cases, "
-        f"{TALLY['5xx']} answered with a 5xx ({EXAMPLES} per form or page)"
+        f"page fuzz: {TALLY['form']} page-form cases, {TALLY['query']} query-parameter cases "
+        f"({TALLY['valid']} of them valid, all taken), {TALLY['5xx']} answered with a 5xx "
+        f"({EXAMPLES} per form or page)"
     )
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if reporter is not None and capture is not None:
         with capture.global_and_fixture_disabled():
             reporter.write_line("\n" + line)
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 # --- what is fuzzed -------------------------------------------------------------------
@@ -176,71 +178,12 @@ def in_path(value: str) -> str:
     return quote(value, safe="")
 
 
-def tampered(cursor: str) -> str:
-    i = len(cursor) // 3
-    return cursor[:i] + ("A" if cursor[i] != "A" else "B") + cursor[i + 1 :]
-
-
 # --- the data the pages show ----------------------------------------------------------
 
 
 @pytest.fixture
 def world(moto_db):
-    """Some of everything, and real cursors of every list (two of each kind at least)."""
-    router = CallCenter()
-    agents = [
-        Agents().create(name, {"language": [lang], "gender": [gender]})
-        for name, lang, gender in (("Ana", "Spanish", "F"), ("Bea", "English", "M"), ("Cid", "French", "X"))
-    ]
-    router.make_available(agents[0].agent_id)
-    router.make_available(agents[1].agent_id)
-    call, _ = router.create_call({"language": "Spanish", "gender": "any"})
-    router.create_call({"language": "English", "gender": "any"})
-    waiting, _ = router.create_call({"language": "French", "gender": "M"})
-    shipments = ShipmentQueue()
-    queued = [shipments.submit({"destination": city}) for city in ("Paris", "Lyon", "Nice")]
-    dead = [shipments.submit({"destination": city}) for city in ("Oslo", "Rome")]
-    for shipment in dead:
-        shipments.send_to_dlq(shipment.shipment_id, "address unknown")
-    tasks = TaskQueue()
-    for n in range(3):
-        tasks.create({"n": n})
-    ops = Operations("sam-supervisor", "page")
-    ops.make_available(agents[2].agent_id)
-    ops.log_off(agents[2].agent_id)
-    ops.touch(queued[0].shipment_id)
-    trail = AuditTrail()
-    cursors = {
-        "agents": Agents().list(limit=1).next_cursor,
-        "tasks": tasks.list(TaskStatus.PENDING, limit=1).next_cursor,
-        "queue": shipments.list_queue(limit=1).next_cursor,
-        "dlq": shipments.list_dlq(limit=1).next_cursor,
-        "audit": trail.recent(limit=1).next_cursor,
-        "audit of cid": trail.for_target(target("agent", agents[2].agent_id), limit=1).next_cursor,
-        "calls": router.calls.in_progress(limit=1).next_cursor,
-    }
-    assert all(cursors.values()), cursors
-    forged = [tampered(c) for c in cursors.values() if c]
-    forged += [
-        paging.encode_state({"day": "not a day", "key": None}, purpose="audit-recent"),
-        paging.encode_state({"pk": {"S": "AGENTS"}}, purpose="another purpose"),
-    ]
-    return {
-        "agents": [a.agent_id for a in agents],
-        "calls": [call.call_id, waiting.call_id],
-        "shipments": [s.shipment_id for s in queued + dead],
-        "cursors": cursors,
-        "forged": forged,
-    }
-
-
-@pytest.fixture
-def fuzz_client(supervisor):
-    """A supervisor's client that answers a server error as a response (to count it),
-    instead of raising it."""
-    client = Client(raise_request_exception=False)
-    client.force_login(supervisor)
-    return client
+    return page_world()
 
 
 def on_site(url: str) -> bool:
@@ -364,16 +307,204 @@ FORMS = {
 }
 
 
+# --- valid cases ----------------------------------------------------------------------
+
+
+@dataclass
+class Valid:
+    """A case a supervisor's page would send: `make(**drawn)` gives the URL and the form,
+    from the items as they are when it is sent (made for it, in the state the action
+    fits, and named at the version they are at)."""
+
+    make: Callable[..., tuple[str, dict]]
+    drawn: dict
+
+    def __call__(self) -> tuple[str, dict]:
+        return self.make(**self.drawn)
+
+    def __repr__(self) -> str:
+        return f"Valid({self.make.__name__}, {self.drawn})"
+
+
+def valid(make: Callable[..., tuple[str, dict]], **drawn: st.SearchStrategy) -> st.SearchStrategy[Valid]:
+    return st.fixed_dictionaries(drawn).map(lambda values: Valid(make, values))
+
+
+def taken(response) -> bool:
+    """The page took the request: no 4xx, and no error among the messages it added (an
+    action refused without scripts redirects with an error message)."""
+    if response.status_code >= 400:
+        return False
+    added = getattr(getattr(response.wsgi_request, "_messages", None), "_queued_messages", [])
+    return all(message.level < messages.ERROR for message in added)
+
+
+PLAIN_NAME = st.text(st.characters(categories=["Lu", "Ll"]), min_size=1, max_size=30)
+OWN_NEXT = st.sampled_from(["/agents/", "/calls/", "/shipments/", "/shipments/?view=dlq", "/"])
+SPANISH_F = {"language": ["Spanish"], "gender": ["F"]}
+
+
+def new_agent(status: str) -> str:
+    """An agent made now: offline, on a call ("attending"), or available but not on a
+    call ("not attending": queued, or in wrap-up when a waiting caller took them)."""
+    router = CallCenter()
+    agent_id = Agents().create("Nia", SPANISH_F).agent_id
+    if status == "offline":
+        return agent_id
+    router.make_available(agent_id)
+    if status == "attending":
+        while Agents().get(agent_id).status != AgentStatus.ATTENDING:
+            router.create_call({"language": "Spanish", "gender": "F"})  # the longest queued who fits takes it
+    if status == "not attending" and Agents().get(agent_id).status == AgentStatus.ATTENDING:
+        router.release(agent_id, then="wrap_up")
+    return agent_id
+
+
+def new_shipment(dead: bool) -> str:
+    """A shipment made now, queued or in the DLQ."""
+    shipments = ShipmentQueue()
+    shipment_id = shipments.submit({"destination": "Faro"}).shipment_id
+    if dead:
+        shipments.send_to_dlq(shipment_id, "address unknown")
+    return shipment_id
+
+
+def agent_created(name, languages, genders):
+    return "/agents/new", {"name": name, "skill_language": languages, "skill_gender": genders}
+
+
+def agent_edited(name, languages, genders):
+    agent_id = new_agent("offline")  # skills change only off a call
+    return f"/agents/{agent_id}/", {
+        "name": name,
+        "skill_language": languages,
+        "skill_gender": genders,
+        **shown(agent_id),
+    }
+
+
+def call_made(language, gender, priority, order):
+    return "/calls/", {"skill_language": language, "skill_gender": gender, "priority": priority, "order": order}
+
+
+def shipment_acted(action, dead, next, **fields):
+    shipment_id = new_shipment(dead)
+    return f"/shipments/{shipment_id}/{action}", {**shipment_version(shipment_id), "next": next, **fields}
+
+
+def shipments_in_bulk(action, count, next):
+    ids = [ticked_shipment(new_shipment(dead=action == "restore")) for _ in range(count)]
+    return "/shipments/bulk", {"action": action, "ids": ids, "confirmed": "1", "next": next}
+
+
+def restore_matching(reason_contains, older_than_minutes):
+    new_shipment(dead=True)  # "address unknown": one at least matches
+    return "/shipments/restore-matching", {
+        "reason_contains": reason_contains,
+        "older_than_minutes": older_than_minutes,
+        "queue": "live",
+    }
+
+
+AGENT_STATE_FOR = {"available": "offline", "release": "attending", "offline": "not attending"}
+
+
+def agents_in_bulk(action, count, next):
+    ids = [ticked(new_agent(AGENT_STATE_FOR[action])) for _ in range(count)]
+    return "/agents/bulk", {"action": action, "ids": ids, "confirmed": "1", "next": next}
+
+
+def agent_acted(action, next, then="queue"):
+    agent_id = new_agent(AGENT_STATE_FOR[action])
+    if action == "release":
+        return f"/agents/{agent_id}/release", {**shown(agent_id), "then": then, "confirmed": "1", "next": next}
+    return f"/agents/{agent_id}/{action}", {**shown(agent_id), "next": next}
+
+
+VALID_FORMS = {
+    "agent create": lambda w: valid(
+        agent_created, name=PLAIN_NAME, languages=some_of(LANGUAGES), genders=some_of(GENDERS)
+    ),
+    "agent edit": lambda w: valid(
+        agent_edited,
+        name=PLAIN_NAME,
+        languages=some_of(LANGUAGES),
+        genders=some_of(GENDERS),
+    ),
+    "call form": lambda w: valid(
+        call_made,
+        language=st.sampled_from(["any", *LANGUAGES]),
+        gender=st.sampled_from(["any", *GENDERS]),
+        priority=PRIORITY,
+        order=st.sampled_from(["fifo", "lifo"]),
+    ),
+    "shipment touch": lambda w: valid(shipment_acted, action=st.just("touch"), dead=st.just(False), next=OWN_NEXT),
+    "shipment priority": lambda w: valid(
+        shipment_acted, action=st.just("priority"), dead=st.just(False), next=OWN_NEXT, priority=PRIORITY
+    ),
+    "shipment restore": lambda w: valid(shipment_acted, action=st.just("restore"), dead=st.just(True), next=OWN_NEXT),
+    "shipment dlq": lambda w: valid(
+        shipment_acted,
+        action=st.just("dlq"),
+        dead=st.just(False),
+        next=OWN_NEXT,
+        reason=PLAIN_NAME,
+        confirmed=CONFIRMED,
+    ),
+    "shipment remove": lambda w: valid(
+        shipment_acted, action=st.just("remove"), dead=st.just(False), next=OWN_NEXT, confirmed=CONFIRMED
+    ),
+    "shipment bulk": lambda w: valid(
+        shipments_in_bulk, action=st.sampled_from(["restore", "touch", "dlq"]), count=st.integers(1, 3), next=OWN_NEXT
+    ),
+    "shipment restore matching": lambda w: valid(
+        restore_matching,
+        reason_contains=st.sampled_from(["", "address", "unknown"]),
+        older_than_minutes=st.sampled_from(["", "0"]),
+    ),
+    "agent bulk": lambda w: valid(
+        agents_in_bulk,
+        action=st.sampled_from(["available", "release", "offline"]),
+        count=st.integers(1, 3),
+        next=OWN_NEXT,
+    ),
+    "agent available": lambda w: valid(agent_acted, action=st.just("available"), next=OWN_NEXT),
+    "agent release": lambda w: valid(
+        agent_acted, action=st.just("release"), next=OWN_NEXT, then=st.sampled_from(["queue", "wrap_up", "offline"])
+    ),
+    "agent offline": lambda w: valid(agent_acted, action=st.just("offline"), next=OWN_NEXT),
+}
+
+
+def fuzzed_or_valid(urls, data, valid_cases) -> st.SearchStrategy:
+    """A fuzzed case (a URL and data), or a valid one (half the time)."""
+    return st.one_of(st.tuples(urls, data), valid_cases)
+
+
+def run(client, method: str, kind: str, case, htmx: bool, valid_sent: Counter) -> None:
+    if isinstance(case, Valid):
+        url, data = case()
+        response = send(client, method, url, data, htmx)
+        check(kind, response)
+        TALLY["valid"] += 1
+        valid_sent[url] += 1
+        assert taken(response), (url, data, response.status_code, response.content.decode()[:800])
+    else:
+        check(kind, send(client, method, *case, htmx))
+
+
 @pytest.mark.parametrize("name", list(FORMS))
 def test_no_page_form_input_is_a_server_error(fuzz_client, world, name):
     urls, data = FORMS[name](world)
+    valid_sent: Counter[str] = Counter()
 
     @FUZZ
-    @given(url=urls, data=data, htmx=st.booleans())
-    def post(url, data, htmx):
-        check("form", send(fuzz_client, "post", url, data, htmx))
+    @given(case=fuzzed_or_valid(urls, data, VALID_FORMS[name](world)), htmx=st.booleans())
+    def post(case, htmx):
+        run(fuzz_client, "post", "form", case, htmx, valid_sent)
 
     post()
+    assert valid_sent.total() >= 2  # and every one of them was taken
 
 
 # --- query parameters -----------------------------------------------------------------
@@ -450,13 +581,91 @@ PAGES = {
 }
 
 
+def viewed(url, params):
+    return url, params
+
+
+def own_or(own: list[dict], **fields: st.SearchStrategy) -> st.SearchStrategy[dict]:
+    """A page's own query (a cursor it handed out, with its filters) or valid filters."""
+    return st.one_of(st.sampled_from(own), st.fixed_dictionaries(fields))
+
+
+def item_page(kind: str, ids: list[str]) -> st.SearchStrategy[Valid]:
+    return valid(viewed, url=st.sampled_from(ids).map(lambda i: f"/{kind}/{in_path(i)}/"), params=st.just({}))
+
+
+VALID_PAGES = {
+    "overview panels": lambda w: valid(
+        viewed,
+        url=st.just("/"),
+        params=st.one_of(
+            st.just({}),
+            st.fixed_dictionaries(
+                {"panel": st.sampled_from(["calls", "shipments", "tasks", "grid", "history", "capacity"])}
+            ),
+        ),
+    ),
+    "agents": lambda w: valid(
+        viewed,
+        url=st.just("/agents/"),
+        params=own_or(
+            [{"cursor": w["cursors"]["agents"], "status": ""}],
+            q=PLAIN_NAME,
+            status=st.sampled_from(["", *AgentStatus.LABELS]),
+            skill=st.sampled_from(["", "language:English", "gender:F"]),
+        ),
+    ),
+    "agent detail": lambda w: item_page("agents", w["agents"]),
+    "calls": lambda w: valid(
+        viewed, url=st.just("/calls/"), params=st.sampled_from([{}, {"cursor": w["cursors"]["calls"]}])
+    ),
+    "call lookup": lambda w: valid(
+        viewed, url=st.just("/calls/find"), params=st.sampled_from(w["calls"]).map(lambda i: {"call_id": i})
+    ),
+    "call detail": lambda w: item_page("calls", w["calls"]),
+    "queues": lambda w: valid(viewed, url=st.just("/queues/"), params=st.just({})),
+    "shipments": lambda w: valid(
+        viewed,
+        url=st.just("/shipments/"),
+        params=own_or(
+            [{"view": "queue", "cursor": w["cursors"]["queue"]}, {"view": "dlq", "cursor": w["cursors"]["dlq"]}],
+            queue=st.sampled_from(["live", "spillover"]),
+            view=st.sampled_from(["queue", "in_flight", "delayed", "dlq"]),
+        ),
+    ),
+    "shipment detail": lambda w: item_page("shipments", w["shipments"]),
+    "tasks": lambda w: valid(
+        viewed,
+        url=st.just("/tasks/"),
+        params=own_or(
+            [{"view": "PENDING", "cursor": w["cursors"]["tasks"]}],
+            view=st.sampled_from(["PENDING", "TAKEN", "SUCCESS", "FAILURE", "pending", "failure"]),
+        ),
+    ),
+    "audit trail": lambda w: valid(
+        viewed,
+        url=st.just("/audit/"),
+        params=own_or(
+            [
+                {"cursor": w["cursors"]["audit"]},
+                {"target": f"agent:{w['agents'][2]}", "cursor": w["cursors"]["audit of cid"]},
+            ],
+            target=st.sampled_from([f"agent:{w['agents'][2]}", f"shipment:{w['shipments'][0]}"]),
+        ),
+    ),
+    "system": lambda w: valid(viewed, url=st.just("/system/"), params=st.just({})),
+}
+
+
 @pytest.mark.parametrize("name", list(PAGES))
 def test_no_query_parameter_is_a_server_error(fuzz_client, world, name):
     urls, params = PAGES[name](world)
+    valid_sent: Counter[str] = Counter()
 
     @FUZZ
-    @given(url=urls, params=params, htmx=st.booleans())
-    def get(url, params, htmx):
-        check("query", send(fuzz_client, "get", url, params, htmx))
+    @given(case=fuzzed_or_valid(urls, params, VALID_PAGES[name](world)), htmx=st.booleans())
+    def get(case, htmx):
+        run(fuzz_client, "get", "query", case, htmx, valid_sent)
 
     get()
+    assert valid_sent.total() >= 2  # and every one of them was taken

@@ -10,7 +10,7 @@ from axes.models import AccessAttempt, AccessLog
 from django.conf import settings
 from django.utils import timezone
 
-from tests.conftest import PASSWORD
+from tests.helpers.users import PASSWORD
 
 LIMIT = 5
 

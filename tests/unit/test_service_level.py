@@ -16,21 +16,11 @@ from queues_app.ddb import errors
 from queues_app.ddb.client import default
 from queues_app.ddb.clock import now
 from queues_app.monitoring import counters, service_level
-from queues_app.monitoring.counters import MetricsStore, recorder
+from queues_app.monitoring.counters import MetricsStore
 from queues_app.monitoring.service_level import Figures, ServiceLevelReader, combination_name
 from queues_app.operations import Operations
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def fresh_counts():
-    """Each test starts with nothing counted and not yet written in this process."""
-    recorder.take()
-    recorder.take_tallies()
-    yield
-    recorder.take()
-    recorder.take_tallies()
 
 
 def read(db=None):

@@ -1,7 +1,7 @@
 """The status index spread over 8 partitions a status: every write of an agent's status
 keeps `status_q` with it, and lists, counts and the logged-in agents read the status's
-partitions as one. The paging scenarios run on moto here and on DynamoDB Local in
-tests/integration/test_status_shards_local.py (which orders equal names its own way)."""
+partitions as one. The paging scenarios run on moto and on DynamoDB Local (`backend_db`;
+DynamoDB Local orders equal names in a partition its own way, not by key as moto does)."""
 
 from __future__ import annotations
 
@@ -107,21 +107,17 @@ def test_agents_are_spread_over_the_status_partitions_by_id():
     assert keys.status_partition("attending", "a1").startswith("attending#")
 
 
-def status_list_pages_forward_and_back(db):
-    made = roster_with_equal_names(db)
+def test_a_status_list_pages_forward_and_back_over_its_partitions(backend_db):
+    made = roster_with_equal_names(backend_db)
     for limit in (4, 7, 50):
-        pages = assert_pages_forward_and_back(db, made, limit, status=AgentStatus.QUEUED)
+        pages = assert_pages_forward_and_back(backend_db, made, limit, status=AgentStatus.QUEUED)
         assert all(len(page) == limit for page in pages[:-1])
         assert len(pages) == -(-len(made) // limit)
 
 
-def test_a_status_list_pages_forward_and_back_over_its_partitions(moto_db):
-    status_list_pages_forward_and_back(moto_db)
-
-
-def status_list_page_costs_one_round(db):
-    put_agents(db, AgentStatus.QUEUED, [f"Agent {n:03d}" for n in range(120)])
-    agents = Agents(db)
+def test_a_status_page_reads_each_partition_once(backend_db):
+    put_agents(backend_db, AgentStatus.QUEUED, [f"Agent {n:03d}" for n in range(120)])
+    agents = Agents(backend_db)
     with meter.measure() as seen:
         first = agents.list(status=AgentStatus.QUEUED, limit=25)
         second = agents.list(status=AgentStatus.QUEUED, limit=25, cursor=first.next_cursor)
@@ -130,25 +126,17 @@ def status_list_page_costs_one_round(db):
     assert seen.calls == seen.calls_of("Query") == 2 * keys.STATUS_SHARDS
 
 
-def test_a_status_page_reads_each_partition_once(moto_db):
-    status_list_page_costs_one_round(moto_db)
-
-
-def filtered_status_lists_page_without_loss(db):
-    made = roster_with_equal_names(db)
+def test_filtered_status_lists_page_without_loss_or_repeat(backend_db):
+    made = roster_with_equal_names(backend_db)
     french = put_agents(
-        db,
+        backend_db,
         AgentStatus.QUEUED,
         [f"Agent {n:02d}" for n in range(0, 30, 3)],
         skills={"language": ["French"], "gender": ["M"]},
     )
-    assert_pages_forward_and_back(db, french, 3, status=AgentStatus.QUEUED, skill=("language", "French"))
+    assert_pages_forward_and_back(backend_db, french, 3, status=AgentStatus.QUEUED, skill=("language", "French"))
     named = [a for a in made + french if "am" in a.name.lower()]
-    assert_pages_forward_and_back(db, named, 4, status=AgentStatus.QUEUED, search="am")
-
-
-def test_filtered_status_lists_page_without_loss_or_repeat(moto_db):
-    filtered_status_lists_page_without_loss(moto_db)
+    assert_pages_forward_and_back(backend_db, named, 4, status=AgentStatus.QUEUED, search="am")
 
 
 def test_a_sparse_filter_pages_within_its_rounds_without_loss(moto_db, monkeypatch):
@@ -258,8 +246,8 @@ def test_a_status_q_that_disagrees_with_the_status_is_an_invariant_violation(mot
     assert [v.check for v in violations] == ["status_q"]
 
 
-def calls_in_progress_page_in_order(db):
-    router = CallCenter(db)
+def test_calls_in_progress_page_through_the_attending_partitions(backend_db):
+    router = CallCenter(backend_db)
     made = [router.agents.create(f"Agent {n:02d}", SKILLS) for n in range(30)]
     for agent in made:
         router.make_available(agent.agent_id)
@@ -276,10 +264,6 @@ def calls_in_progress_page_in_order(db):
     found = router.calls.find_by_prefix(calls[0].call_id[:6])
     assert calls[0].call_id in [c.call_id for c in found.calls]
     assert found.searched["assigned"][0] == 23
-
-
-def test_calls_in_progress_page_through_the_attending_partitions(moto_db):
-    calls_in_progress_page_in_order(moto_db)
 
 
 @pytest.mark.parametrize("cursor", ["before", "cursor"])

@@ -11,7 +11,7 @@ from queues_app.admission import BackpressureGate
 from queues_app.agents.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
-from tests.unit.test_api import agent, fast_password_hashing  # noqa: F401
+from tests.helpers.api import agent
 
 
 class DjangoTransport(httpx.BaseTransport):

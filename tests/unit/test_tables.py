@@ -7,6 +7,13 @@ from django.core.management import CommandError, call_command
 
 from queues_app.ddb import errors, schema
 from queues_app.ddb.tables import TABLES
+from tests.helpers.old_layouts import (
+    AGENT_FIELDS,
+    OLDER_INDEXES,
+    PREVIOUS_INDEXES,
+    make_old_style,
+    without_status_partition,
+)
 
 
 def test_create_is_idempotent(moto_empty):
@@ -54,23 +61,6 @@ def test_create_command_reports_what_it_did(moto_empty):
     assert "exists  test-callcenter" in out.getvalue()
 
 
-# The callcenter table's indexes before agents and calls had their own.
-OLDER_INDEXES = (
-    ("by_status", "status", "sk", "INCLUDE", ("agent_id", "name", "name_lower", "skills", "call_id", "version")),
-    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
-    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
-    ("by_name", "type", "name_lower", "ALL", ()),
-)
-# Before the status index was spread over partitions.
-AGENT_FIELDS = ("agent_id", "name", "skills", "queued_at", "call_id", "version", "updated_at", "created_at")
-PREVIOUS_INDEXES = (
-    ("agents_by_status", "status", "name_lower", "INCLUDE", AGENT_FIELDS),
-    ("agents_by_name", "type", "name_lower", "INCLUDE", ("agent_id", "name", "skills", "created_at")),
-    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
-    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
-)
-
-
 @pytest.mark.parametrize(
     "layout, added, deleted",
     [
@@ -114,27 +104,6 @@ def test_the_status_index_projects_what_a_status_list_shows():
     assert (index.partition_key, index.sort_key) == ("status_q", "name_lower")
     # The old index's key was the status, projected without being listed; this one's is not.
     assert set(index.include) == {*AGENT_FIELDS, "status"}
-
-
-def make_old_style(db, router, call) -> None:
-    """Put a waiting caller back the way an earlier version kept them: in the single
-    `WAITING` partition, without a count."""
-    from queues_app.agents import keys
-    from queues_app.ddb.codec import marshal
-
-    wanted = router.writes.wanted(call.preferences)
-    table = db.table("callcenter")
-    db.call("delete_item", TableName=table, Key=marshal(keys.waiting_caller(wanted, call.wait_sk)))
-    for copy in range(keys.WAIT_COUNT_COPIES):
-        db.call(
-            "update_item",
-            TableName=table,
-            Key=marshal(keys.waiting_count(wanted, copy)),
-            UpdateExpression="ADD waiting :minus",
-            ExpressionAttributeValues=marshal({":minus": -1}),
-        )
-    old = {"pk": keys.OLD_WAITING_PK, "sk": call.wait_sk, "type": "waiting", "call_id": call.call_id}
-    db.call("put_item", TableName=table, Item=marshal(old))
 
 
 def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_db):
@@ -421,19 +390,6 @@ def test_agents_metadata_and_messages_in_the_old_single_partitions_are_moved_by_
         "queue_messages": 0,
         "status_partitions": 0,
     }
-
-
-def without_status_partition(db, agent_id: str) -> None:
-    """An agent as a version before the spread status index wrote it: no `status_q`."""
-    from queues_app.agents import keys
-    from queues_app.ddb.codec import marshal
-
-    db.call(
-        "update_item",
-        TableName=db.table("callcenter"),
-        Key=marshal(keys.agent(agent_id)),
-        UpdateExpression="REMOVE status_q",
-    )
 
 
 def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):

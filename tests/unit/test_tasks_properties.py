@@ -38,7 +38,7 @@ from queues_app.ddb.codec import unmarshal
 from queues_app.ddb.schema import create_table_params
 from queues_app.ddb.tables import TABLES
 from queues_app.tasks.queue import TRANSITIONS, ExpiryPolicy, IllegalTransition, TaskExpired, TaskQueue, TaskStatus
-from tests.conftest import ManualClock
+from tests.helpers.clock import ManualClock
 
 WORKERS = ("w0", "w1", "w2", "w3")
 MAX_TASKS = 6  # small, so that moves meet; paging past expired tasks is tested at the end

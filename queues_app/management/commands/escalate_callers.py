@@ -25,7 +25,7 @@ class Command(CheckedCommand):
 
     def handle(self, every=None, once=False, **options):
         center = CallCenter()
-        if every is None:
+        if once or every is None:
             try:
                 self._escalate(center)
             except errors.DynamoError as exc:

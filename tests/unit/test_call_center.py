@@ -447,9 +447,8 @@ def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(route
     assert call.agent_id == first.agent_id
 
 
-def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
+def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router, monkeypatch):
     import threading
-    import time
 
     from queues_app.agents.matching import claims_for
 
@@ -458,11 +457,22 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router):
     claims = claims_for(router.db)
     held = (router.table, queued.queue_token)
     assert claims.claim(held)
-    began = time.monotonic()  # before the timer starts: a pause between the two cannot shorten the wait seen
-    threading.Timer(0.2, claims.release, args=(held,)).start()  # the other try fails
+    waits, others = [], []
+    wait_while_held = claims.wait_while_held
+
+    def waiting(keys, timeout):
+        waits.append(list(keys))
+        other = threading.Thread(target=claims.release, args=(held,))  # the other try fails meanwhile
+        other.start()
+        others.append(other)
+        return wait_while_held(keys, timeout)
+
+    monkeypatch.setattr(claims, "wait_while_held", waiting)
     call, _ = router.create_call({"language": "English", "gender": "F"})
+    for other in others:
+        other.join()
+    assert waits == [[held]]  # waited for the other thread's try instead of racing it
     assert call.agent_id == only.agent_id
-    assert time.monotonic() - began >= 0.15  # waited instead of racing the other thread
 
 
 def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(router):
@@ -483,13 +493,11 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
     assert call.agent_id == third.agent_id  # no transaction spent on First
 
 
-def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, monkeypatch):
-    from queues_app.agents import matching
+def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, moments):
     from queues_app.agents.matching import claims_for
     from queues_app.ddb import meter
 
-    # "A moment" is long here so that a slow machine still shares; the age is checked below.
-    monkeypatch.setattr(matching, "SHARED_READ_AGE", 60.0)
+    # No time passes between the callers (`moments`), however slow the machine.
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
     for a in (first, second):
@@ -510,18 +518,18 @@ def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, monkeypa
     assert three.status == CallStatus.WAITING
 
 
-def test_a_read_older_than_a_moment_is_not_shared(router, monkeypatch):
+def test_a_read_older_than_a_moment_is_not_shared(router, moments):
     from queues_app.agents import matching
     from queues_app.agents.matching import claims_for
     from queues_app.ddb import meter
 
-    monkeypatch.setattr(matching, "SHARED_READ_AGE", 0.0)
     for name in ("First", "Second"):
         router.make_available(agent(router, name, ["English"], "F").agent_id)
     claims = claims_for(router.db)
     claims.enter()  # another matcher of this process is running
     try:
         router.create_call({"language": "English", "gender": "F"})
+        moments.advance(matching.SHARED_READ_AGE * 2)
         with meter.measure() as measured:
             router.create_call({"language": "English", "gender": "F"})
         assert measured.calls_of("Query") == keys.QUEUE_SPLIT  # a fresh read: one Query of each sub-queue

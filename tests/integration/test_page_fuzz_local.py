@@ -3,8 +3,6 @@ to another list (or to the same list with another filter). The signature is ours
 only DynamoDB can tell: it refuses the start key, and the page says so (400). moto fails
 on such a key with a TypeError of its own, which is why test_page_fuzz.py gives each
 page only its own cursors and forged ones.
-
-Runs with the integration tests (it starts DynamoDB Local).
 """
 
 from __future__ import annotations
@@ -13,12 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.unit import test_page_fuzz
-
-pytestmark = pytest.mark.integration
-
-world = test_page_fuzz.world
-fuzz_client = test_page_fuzz.fuzz_client
+from tests.helpers.page_fuzz import page_world
 
 LIST_PAGES = [
     "/agents/",
@@ -46,9 +39,9 @@ OWN_PAGE = {
 
 
 @pytest.fixture
-def moto_db(local_db):
-    """The fuzz's world, built on DynamoDB Local instead of moto."""
-    return local_db
+def world(local_db):
+    """The fuzz's world, built on DynamoDB Local."""
+    return page_world()
 
 
 def test_a_cursor_of_another_list_is_refused_never_a_server_error(fuzz_client, world):

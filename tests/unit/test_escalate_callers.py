@@ -1,12 +1,15 @@
 import io
 import threading
 import time
+from types import SimpleNamespace
 
 from django.core.management import call_command
 
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
+from queues_app.management import loops
+from queues_app.monitoring.heartbeats import workers
 
 
 def test_it_relaxes_long_waiting_callers_and_assigns_them(moto_db, settings):
@@ -35,20 +38,33 @@ def test_it_leaves_callers_who_have_not_waited_long(moto_db, settings):
     assert router.get_call(call.call_id).preferences == {"language": "Spanish", "gender": "F"}
 
 
-def test_once_is_a_single_pass(moto_db, settings):
-    settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
-    router = CallCenter()
-    call, _ = router.create_call({"language": "Spanish", "gender": "F"})
-    time.sleep(0.05)
-    out = io.StringIO()
-    call_command("escalate_callers", "--once", stdout=out)
-    assert f"call {call.call_id}: relaxed gender; now language: Spanish, gender: any; still waiting" in out.getvalue()
-
-
 class OnePass(threading.Event):
     def wait(self, timeout=None):
         self.set()
         return True
+
+
+def test_once_is_a_single_pass(moto_db, settings, monkeypatch):
+    settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
+    router = CallCenter()
+    call, _ = router.create_call({"language": "Spanish", "gender": "F"})
+    time.sleep(0.05)
+    passes, waits = [], []
+    escalate = CallCenter.escalate
+    monkeypatch.setattr(CallCenter, "escalate", lambda self: passes.append(1) or escalate(self))
+
+    class Counted(OnePass):  # a loop would wait here after its first pass, and then stop
+        def wait(self, timeout=None):
+            waits.append(timeout)
+            return super().wait(timeout)
+
+    monkeypatch.setattr(loops, "threading", SimpleNamespace(Event=Counted))  # the loop's Event only
+    out = io.StringIO()
+    # A repeat given by keyword (as a caller of call_command may) does not outweigh --once.
+    call_command("escalate_callers", "--once", every=5, stdout=out)
+    assert f"call {call.call_id}: relaxed gender; now language: Spanish, gender: any; still waiting" in out.getvalue()
+    assert (len(passes), waits) == (1, [])  # one pass, and no wait for a next one
+    assert workers(moto_db) == []  # nor the heartbeat of a loop
 
 
 def test_a_failed_pass_in_a_loop_is_reported_and_the_loop_goes_on(moto_empty, monkeypatch):

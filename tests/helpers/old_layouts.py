@@ -1,0 +1,49 @@
+"""The tables as earlier versions left them: their indexes, and items written their way
+(`schema.create_tables` brings both up to date)."""
+
+from queues_app.agents import keys
+from queues_app.ddb.codec import marshal
+
+# The callcenter table's indexes before agents and calls had their own.
+OLDER_INDEXES = (
+    ("by_status", "status", "sk", "INCLUDE", ("agent_id", "name", "name_lower", "skills", "call_id", "version")),
+    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
+    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
+    ("by_name", "type", "name_lower", "ALL", ()),
+)
+# Before the status index was spread over partitions.
+AGENT_FIELDS = ("agent_id", "name", "skills", "queued_at", "call_id", "version", "updated_at", "created_at")
+PREVIOUS_INDEXES = (
+    ("agents_by_status", "status", "name_lower", "INCLUDE", AGENT_FIELDS),
+    ("agents_by_name", "type", "name_lower", "INCLUDE", ("agent_id", "name", "skills", "created_at")),
+    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
+    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
+)
+
+
+def make_old_style(db, router, call) -> None:
+    """Put a waiting caller back the way an earlier version kept them: in the single
+    `WAITING` partition, without a count."""
+    wanted = router.writes.wanted(call.preferences)
+    table = db.table("callcenter")
+    db.call("delete_item", TableName=table, Key=marshal(keys.waiting_caller(wanted, call.wait_sk)))
+    for copy in range(keys.WAIT_COUNT_COPIES):
+        db.call(
+            "update_item",
+            TableName=table,
+            Key=marshal(keys.waiting_count(wanted, copy)),
+            UpdateExpression="ADD waiting :minus",
+            ExpressionAttributeValues=marshal({":minus": -1}),
+        )
+    old = {"pk": keys.OLD_WAITING_PK, "sk": call.wait_sk, "type": "waiting", "call_id": call.call_id}
+    db.call("put_item", TableName=table, Item=marshal(old))
+
+
+def without_status_partition(db, agent_id: str) -> None:
+    """An agent as a version before the spread status index wrote it: no `status_q`."""
+    db.call(
+        "update_item",
+        TableName=db.table("callcenter"),
+        Key=marshal(keys.agent(agent_id)),
+        UpdateExpression="REMOVE status_q",
+    )
