@@ -50,7 +50,7 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
     figures: dict[str, dict | None] = {}
     problems: list[str] = []
     with harness.fresh_tables(endpoint, "waiting", length) as db:
-        router = CallCenter(db, catalog, escalation=EscalationPolicy(after_seconds=3600))
+        center = CallCenter(db, catalog, escalation=EscalationPolicy(after_seconds=3600))
         roster = Agents(db, catalog)
         moment = now()
         callers = [
@@ -62,20 +62,20 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
             )
             for n in range(length)
         ]
-        router.line.load(callers)
+        center.line.load(callers)
         ana = roster.create("Ana", {"language": ["English"], "gender": ["F"]})
         fran = roster.create("Fran", {"language": ["French"], "gender": ["X"]})
         harness.reset_contention()
 
         with harness.metered() as seen:
-            _agent, took = router.make_available(ana.agent_id)
+            _agent, took = center.make_available(ana.agent_id)
         figures["fits_none"] = {"requests": seen.requests, "capacity": round(seen.capacity, 1)}
         if took is not None or roster.get(ana.agent_id).status != AgentStatus.QUEUED:
             problems.append(f"N={length}: the agent who fits nobody took {took and took.call_id} or was not queued")
 
         if length:
             with harness.metered() as seen:
-                _agent, took = router.make_available(fran.agent_id)
+                _agent, took = center.make_available(fran.agent_id)
             figures["fits_first"] = {"requests": seen.requests, "capacity": round(seen.capacity, 1)}
             if took is None or took.call_id != callers[0].call_id:
                 problems.append(f"N={length}: the fitting agent took {took and took.call_id}, not the first caller")
@@ -83,10 +83,10 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
             figures["fits_first"] = None
 
         with harness.metered() as seen:
-            router.escalate()
+            center.escalate()
         figures["escalation"] = {"requests": seen.requests, "capacity": round(seen.capacity, 1)}
 
-        dashboard = Dashboard(router=router)
+        dashboard = Dashboard(center=center)
         with harness.metered() as seen:
             dashboard.supply_and_demand()
             dashboard.calls_panel()
