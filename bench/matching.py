@@ -57,6 +57,7 @@ from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now, to_iso
+from queues_app.management.commands import run_matcher
 
 SKILLS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
 ALGORITHMS = ("ours", "article")
@@ -121,16 +122,19 @@ class DirectMatcher:
 
 
 class OursMatcher(DirectMatcher):
-    """The product's matcher as deployed with SWITCHBOARD_MATCHING_DISPATCHER set: every
-    process runs its side of the matching dispatcher (`queues_app.agents.dispatch`), and
-    new callers are matched by the one holding the lease (the others send them there)."""
+    """The product's default shape, in process mode: this process is a web worker, which
+    sends its new callers to the matcher process (`run_matcher`, which the benchmark
+    starts: `holder_process`) as callcenter/wsgi.py has it, and matches by itself only
+    when no matcher answers. With threads (one process), the K threads are what the
+    matcher process runs: `Matcher.match` in one process, which is `direct`."""
 
-    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
+    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog, *, web_worker: bool = True):
         super().__init__(db, skill_catalog)
-        self.router.matcher.use_dispatcher(listen="127.0.0.1")
+        if web_worker:
+            dispatch.send_new_callers()
 
     def close(self) -> None:
-        dispatch.stop_dispatchers()
+        dispatch.stop_sending()
 
 
 class SpreadMatcher(DirectMatcher):
@@ -165,6 +169,16 @@ MATCHERS: dict[str, type[DirectMatcher] | type[ArticleBaseline]] = {
     "direct": DirectMatcher,
     "spread": SpreadMatcher,
 }
+
+
+def build_matcher(algorithm: str, db: Dynamo, skill_catalog: SkillCatalog, *, web_worker: bool):
+    """The algorithm's matcher; `ours` sends its callers to the matcher process only as a
+    web worker (process mode)."""
+    if algorithm == "ours":
+        return OursMatcher(db, skill_catalog, web_worker=web_worker)
+    return MATCHERS[algorithm](db, skill_catalog)
+
+
 # The other designs measured for matching across processes (docs/benchmarks.md); not in
 # the default run.
 CANDIDATES = ("direct", "spread")
@@ -252,7 +266,7 @@ def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed
     """Fresh tables, queue every agent, drain with `threads` matchers, check."""
     skill_catalog = catalog()
     with queued_tables(endpoint, algorithm, threads, agent_specs) as db:
-        matcher = MATCHERS[algorithm](db, skill_catalog)
+        matcher = build_matcher(algorithm, db, skill_catalog, web_worker=False)
         combos = skill_catalog.all_combinations()
         drained: set[tuple[str, ...]] = set()
         assigned: dict[str, list[str]] = defaultdict(list)
@@ -405,7 +419,7 @@ def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) 
         assert db.client is not None  # build the client before the start line
         harness.reset_contention()
         skill_catalog = catalog()
-        matcher = MATCHERS[job.algorithm](db, skill_catalog)
+        matcher = build_matcher(job.algorithm, db, skill_catalog, web_worker=True)
         combos = skill_catalog.all_combinations()
         rng = random.Random(f"{job.seed}:{job.processes}:{job.index}")  # the thread mode's streams
         with harness.metered() as measured:
@@ -441,6 +455,37 @@ def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) 
             drained[index] = 1  # stop the others
         start_line.abort()
         finish_line.abort()
+    results.put(outcome)
+
+
+def holder_process(job: ProcessJob, start_line, stop, results) -> None:
+    """The matcher process of the default shape (`run_matcher`): the command's dispatcher,
+    with its defaults, on this run's tables. It takes the lease before the start line and
+    meters what it does from the start line until `stop`."""
+    outcome = ProcessOutcome(job.index)
+    try:
+        harness.setup_django()
+        db = Dynamo(prefix=job.prefix, endpoint_url=job.endpoint, region="us-east-1", read_timeout=30.0)
+        harness.reset_contention()
+        dispatcher = run_matcher.matching_dispatcher(CallCenter(db, catalog(), default_order=QueueOrder.FIFO))
+        dispatcher.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not dispatcher.holding and time.monotonic() < deadline:
+            time.sleep(0.02)
+        try:
+            with harness.metered() as measured:
+                start_line.wait()
+                stop.wait(DRAIN_TIMEOUT)
+        finally:
+            dispatcher.stop()
+        outcome.requests, outcome.capacity, outcome.operations = (
+            measured.requests,
+            measured.capacity,
+            measured.operations,
+        )
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        outcome.error = f"matcher process: {type(exc).__name__}: {exc}"
+        start_line.abort()
     results.put(outcome)
 
 
@@ -505,10 +550,12 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             for combo in skill_catalog.combinations(skills):
                 queues[combo].append((tokens[agent_id], agent_id))
         combos = skill_catalog.all_combinations()
-        start_line = context.Barrier(processes + 1)
+        holder = algorithm == "ours"  # the default shape: a matcher process for the K web workers
+        start_line = context.Barrier(processes + 1 + holder)
         finish_line = context.Barrier(processes)
         drained = context.RawArray("b", len(combos))
         results = context.Queue()
+        stop = context.Event()
 
         def job(index: int) -> ProcessJob:
             return ProcessJob(endpoint, db.prefix, algorithm, processes, index, seed)
@@ -521,6 +568,10 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             )
             for i in range(processes)
         ]
+        if holder:
+            children.append(
+                context.Process(target=holder_process, args=(job(-1), start_line, stop, results), name="run_matcher")
+            )
         for child in children:
             child.start()
         began = 0.0
@@ -531,9 +582,15 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             pass  # a child failed before the start: its outcome says why
         outcomes: list[ProcessOutcome] = []
         try:
-            for _child in children:
+            for _child in range(processes):
+                outcomes.append(results.get(timeout=DRAIN_TIMEOUT))
+                if outcomes[-1].error:
+                    break
+            stop.set()  # the web workers are done: the matcher process may stop
+            if holder and not outcomes[-1].error:
                 outcomes.append(results.get(timeout=DRAIN_TIMEOUT))
         finally:
+            stop.set()
             for child in children:
                 child.join(timeout=30)
                 if child.is_alive():
@@ -554,7 +611,7 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             threads=processes,
             agents=len(agent_specs),
             assignments=len(assignments),
-            seconds=max(o.finished_at for o in outcomes) - began,
+            seconds=max(o.finished_at for o in outcomes if o.index >= 0) - began,
             requests=sum(o.requests for o in outcomes),
             capacity=sum(o.capacity for o in outcomes),
             transactions=operations.get("TransactWriteItems", {}).get("calls", 0),
@@ -682,7 +739,10 @@ def ratios(results: Results) -> tuple[int, float, float] | None:
 
 
 TITLES = {
-    "ours": "ours (Matcher.match via the dispatcher's holder: Query + TransactWriteItems conditioned on the agent)",
+    "ours": (
+        "ours (Matcher.match: Query + TransactWriteItems conditioned on the agent; with processes, the default "
+        "shape: web workers send their callers to the matcher process, run_matcher)"
+    ),
     "article": "article (TransactGetItems snapshot + Query + TransactWriteItems conditioned on versions)",
     "direct": "direct (each matcher queries and commits itself; claims shared by the threads of a process)",
     "spread": f"spread (direct, first try among the first {SpreadMatcher.SPREAD} by a hash of the call id)",

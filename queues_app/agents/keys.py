@@ -15,7 +15,8 @@ Call-center table layout (pk / sk):
     WAITCOUNT#<v>..@1                            WAIT_COUNT_COPIES partitions written together (the
                                                  count of `*#*` is read by nearly every agent)
     CALL#<call_id>  CALL                         a call and its assignment record
-    LEASE           matching-dispatcher          the matching dispatcher's lease (holder, address, lease_until)
+    LEASE           matching-dispatcher          the matching dispatcher's lease (ddb.lease: holder, address,
+                                                 lease_until, generation)
 
 Agents carry `status_q` = `<status>#<n>`, the partition of the `agents_by_status_shard`
 index they are in: n is a hash of the agent id over STATUS_SHARDS, so that the agents
