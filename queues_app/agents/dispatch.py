@@ -79,6 +79,11 @@ def default_holder() -> str:
 # --- a web worker's side ----------------------------------------------------------------
 
 
+class _Slow(Exception):
+    """Connected, but the holder did not answer within the bound (a refused or timed-out
+    connection is an OSError: the holder is gone)."""
+
+
 class DispatchClient:
     """Sends this process's new callers to the holder of the dispatcher's lease."""
 
@@ -98,15 +103,17 @@ class DispatchClient:
         if address is None:
             self.here += 1
             return HERE
-        body = json.dumps(call_to_item(call), default=str)
+        line = signer().sign(json.dumps(call_to_item(call), default=str)).encode()
         try:
-            answer = self._send(address, signer().sign(body).encode())
-        except (OSError, ValueError) as exc:
-            log.info("matching dispatcher at %s did not answer (%s); matching here", address, exc)
-            self._drop_connection(address)
-            self._known = (None, max(self._known[1], self.now() + NOBODY_SECONDS))  # not again until its lease is out
+            answer = self._exchange(self._connection(address), line)
+        except _Slow:
+            # Slow, not gone: this caller is matched here, the next ones go to it again.
+            log.info("matching dispatcher at %s did not answer within %g s; matching here", address, self.bound)
+            self._drop_connection(address)  # its late answer must not be read as the next one's
             self.here += 1
             return HERE
+        except (OSError, ValueError) as exc:
+            return self._gone(address, exc)
         if answer.get("exists"):
             raise CallExists()
         if "call" not in answer:
@@ -130,11 +137,22 @@ class DispatchClient:
         self._known = (None, moment + NOBODY_SECONDS)
         return None
 
-    def _send(self, address: str, line: bytes) -> dict:
-        stream = self._connection(address)
-        stream.write(line + b"\n")
-        stream.flush()
-        answer = stream.readline()
+    def _gone(self, address: str, exc: Exception) -> object:
+        log.info("matching dispatcher at %s is gone (%s); matching here", address, exc)
+        self._drop_connection(address)
+        # Nobody else can hold the lease before this one runs out: until then, match here.
+        self._known = (None, max(self._known[1], self.now() + NOBODY_SECONDS))
+        self.here += 1
+        return HERE
+
+    @staticmethod
+    def _exchange(stream, line: bytes) -> dict:
+        try:
+            stream.write(line + b"\n")
+            stream.flush()
+            answer = stream.readline()
+        except TimeoutError as exc:
+            raise _Slow() from exc
         if not answer:
             raise ConnectionError("closed")
         return json.loads(answer)
