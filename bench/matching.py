@@ -21,13 +21,18 @@ double assignments of all repeats added up. After each run the table is checked
 (every agent attending the call it was given, every queue partition empty, every
 metadata depth 0); mismatches are reported and make the command exit with status 1.
 
-The K matchers are threads of one process; with `--processes`, K processes ("spawn",
-one thread, client and Django setup each, started together behind a barrier, the same
-seeded preference streams), and two more figures: FIFO inversions (for each assignment,
-how many agents of its combination queued earlier were still unassigned when it
-committed: mean and maximum) and the time from asking the matcher to the answer (p50,
-p95). `--algorithms` also takes the other designs measured for matching across
-processes: `direct` (no dispatcher) and `spread`. The command line, DynamoDB Local,
+The K matchers are threads of one process (for `ours`, `Matcher.match` in that
+process: what the matcher process's threads do); with `--processes`, K processes
+("spawn", one thread, client and Django setup each, started together behind a barrier,
+the same seeded preference streams), and more figures: FIFO inversions (for each
+assignment, how many agents of its combination queued earlier were still unassigned
+when it committed: mean and maximum), the time from asking the matcher to the answer
+(p50, p95) and how many callers a process matched itself because no matcher answered
+(`here`). With processes, `ours` is the project's default shape: the K processes are web
+workers, which send their new callers to a matcher process (`run_matcher`'s dispatcher
+with its defaults, started with the run and holding its lease before the start line).
+`--algorithms` also takes the other designs measured for matching across processes:
+`direct` (each process matches its own callers) and `spread`. The command line, DynamoDB Local,
 fresh tables, warm-up, metering and output are `bench.harness`'s.
 """
 
@@ -363,7 +368,14 @@ def check_table(
 
 # --- process mode: K matchers as K processes ------------------------------------------------
 
-PROCESS_METRICS = (*METRICS, "fifo_inversions_mean", "fifo_inversions_max", "assign_p50_ms", "assign_p95_ms")
+PROCESS_METRICS = (
+    *METRICS,
+    "fifo_inversions_mean",
+    "fifo_inversions_max",
+    "assign_p50_ms",
+    "assign_p95_ms",
+    "matched_here",
+)
 # A child imports Django and boto3 before the start line: slow on a busy machine.
 STARTUP_TIMEOUT = 300.0
 DRAIN_TIMEOUT = 900.0
@@ -401,6 +413,7 @@ class ProcessOutcome:
     index: int
     assignments: list[Assignment] = field(default_factory=list)
     gave_up: int = 0
+    matched_here: int = 0  # callers a web worker matched itself (no matcher answered)
     finished_at: float = 0.0
     requests: int = 0
     capacity: float = 0.0
@@ -442,7 +455,9 @@ def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) 
                 else:
                     outcome.gave_up += 1
             outcome.finished_at = time.time()
-        finish_line.wait(timeout=DRAIN_TIMEOUT)  # a dispatcher may still answer the others
+        client = dispatch.client_for(db)
+        outcome.matched_here = client.here if client else 0
+        finish_line.wait(timeout=DRAIN_TIMEOUT)
         matcher.close()
         outcome.requests, outcome.capacity, outcome.operations = (
             measured.requests,
@@ -526,6 +541,7 @@ class ProcessRunResult(RunResult):
 
     inversions: list[int] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    matched_here: int = 0
 
     def metrics(self) -> dict:
         p50, p95 = harness.percentile(self.latencies_ms, 0.5), harness.percentile(self.latencies_ms, 0.95)
@@ -535,6 +551,7 @@ class ProcessRunResult(RunResult):
             "fifo_inversions_max": max(self.inversions, default=0),
             "assign_p50_ms": round(p50 or 0.0, 1),
             "assign_p95_ms": round(p95 or 0.0, 1),
+            "matched_here": self.matched_here,
         }
 
 
@@ -621,6 +638,7 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             operations=operations,
             inversions=fifo_inversions(assignments, queues),
             latencies_ms=[(a.answered_at - a.requested_at) * 1000 for a in assignments],
+            matched_here=sum(o.matched_here for o in outcomes),
         )
         result.problems = check_table(db, skill_catalog, agent_specs, assigned)
         return result
@@ -761,7 +779,7 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int,
         f"{'capacity/a':>10} {'double':>6} {'cancelled/a':>11}"
     )
     if processes:
-        header += f" {'fifo mean':>9} {'fifo max':>8} {'p50 ms':>7} {'p95 ms':>7}"
+        header += f" {'fifo mean':>9} {'fifo max':>8} {'p50 ms':>7} {'p95 ms':>7} {'here':>5}"
     for name, by_k in results.items():
         lines += [TITLES[name], header]
         for k, summary in by_k.items():
@@ -776,7 +794,7 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int,
             if processes:
                 lines[-1] += (
                     f" {m['fifo_inversions_mean']:>9.2f} {m['fifo_inversions_max']:>8} "
-                    f"{m['assign_p50_ms']:>7.1f} {m['assign_p95_ms']:>7.1f}"
+                    f"{m['assign_p50_ms']:>7.1f} {m['assign_p95_ms']:>7.1f} {m['matched_here']:>5.0f}"
                 )
         lines.append("")
     lines.append("Requests (capacity units) per assignment, by operation, median run:")
