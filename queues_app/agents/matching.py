@@ -31,8 +31,9 @@ OFFER_ROUNDS = 3
 _TAKEN = object()  # every head offered was taken by someone else meanwhile
 # How long a matcher waits for another thread's try of the only candidates it has left.
 CLAIM_WAIT = 0.5
-# How old another matcher's read of the same queue may be for a caller's first try to use it.
-SHARED_READ_AGE = 0.2
+# How old another matcher's read of the same queue may be for a caller's first try to use it:
+# in the matcher process, which takes nearly every agent itself, a read stays good for long.
+SHARED_READ_AGE = 1.0
 # Why each candidate was chosen or passed over; calls store the short code.
 WHY_OUTCOMES = {
     "chosen": "chosen: the earliest-queued agent who fits and was still free",
