@@ -263,7 +263,8 @@ class Dispatcher:
     ):
         self.db, self.match, self.listen, self.port = db, match, listen, port
         self.lease = matching_lease(db, holder=holder or default_holder(), duration=lease_seconds)
-        self.matched = 0  # callers answered while holding the lease
+        self.matched = 0  # callers given an agent here
+        self._matched_lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -291,8 +292,11 @@ class Dispatcher:
         except errors.DynamoError as exc:
             log.warning("matching dispatcher: %s", exc)
             return {"here": True}
-        self.matched += 1
-        return {"call": call_to_item(assigned) if assigned else None}
+        if assigned is None:
+            return {"call": None}
+        with self._matched_lock:
+            self.matched += 1
+        return {"call": call_to_item(assigned)}
 
     def start(self) -> None:
         """Listen (on `listen`, a port the system picks unless `port` is given), publish the
