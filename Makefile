@@ -15,7 +15,7 @@ demo: setup .env
 	$(PY) manage.py run_local --demo-worker --demo-load
 
 # The production shape on this machine: DEBUG off, collectstatic, gunicorn (WEB_CONCURRENCY
-# workers, 2 by default) on PORT (8000), the background workers, a local DynamoDB.
+# workers, 2 by default) on PORT (8000), the matcher and the background workers, a local DynamoDB.
 serve: setup .env
 	$(PY) manage.py serve
 
@@ -83,8 +83,9 @@ bench: setup .env
 	$(PY) -m bench.lifo
 	$(PY) -m bench.backlog
 	$(PY) -m bench.waiting
+	$(PY) -m bench.failover
 
-# The production shape (gunicorn x4, escalation, two shipment workers) under a stepped-up
+# The production shape (gunicorn x4, the matcher, escalation, two shipment workers) under a stepped-up
 # call rate, supervisors and shipments; figures in docs/benchmarks.md ("Load").
 load: setup .env
 	$(PY) -m bench.load

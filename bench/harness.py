@@ -152,8 +152,12 @@ def progress(message: str) -> None:
 def setup_django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "callcenter.settings")
     import django
+    from django.conf import settings
 
     django.setup()
+    # Processes the benchmark starts sign for each other (the matching dispatcher): one key,
+    # even where the settings make one up per process.
+    os.environ.setdefault("SECRET_KEY", settings.SECRET_KEY)
 
 
 @contextmanager

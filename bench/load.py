@@ -12,7 +12,9 @@ What runs, as `manage.py serve` runs it (DEBUG off, a generated SECRET_KEY, stat
 collected and served by WhiteNoise), on fresh tables under a prefix of their own and a
 Django database of its own (SQLite in a temporary folder; users, sessions, API tokens):
 
-- gunicorn with `--web-workers` workers of `--web-threads` threads (gthread; 1: sync workers), `escalate_callers` and
+- gunicorn with `--web-workers` workers of `--web-threads` threads (gthread; 1: sync
+  workers), which send their new callers to `run_matcher` (the matching dispatcher, as
+  `serve` runs it: the load starts once it holds its lease), `escalate_callers` and
   `--shipment-workers` `run_shipment_worker` processes, each in a process group of its
   own (`queues_app.management.children`), all stopped at the end, on Ctrl-C or failure;
 - `--agents` agents (one to three languages, one gender), made available before the run.
@@ -35,13 +37,17 @@ Then, at once, from this process (threads, httpx):
 - a shipment producer at `--shipment-rate` a second through `POST /api/shipments`.
 
 The call rate goes through `--rates` one step of `--step-seconds` each (after
-`--warmup` x 10 s at the first rate, not measured) and stops after the first step where
-the p95 latency of `POST /api/calls` passes `--p95-limit` seconds or any request fails
-(a status other than the expected ones, or no answer). Latencies of arrivals (calls,
-shipments) run from the moment the arrival was due, so a driver that falls behind shows
-as latency, not as a lower rate. Reported per step and endpoint: count, p50/p95/p99,
-failures and 5xx; the highest rate held (p95 within the limit, no failure, and at least
-90% of the due calls placed); the machine's CPU use and load average.
+`--warmup` x 10 s at the first rate, not measured) and stops after the first step that
+is not held. Callers are sent from a pool of their own threads (and connections), so
+that nothing else the driver does holds them back; each is recorded by the moment it was
+due, with how late the driver sent it and the time the server took from then. A step
+counts every caller due in it: it waits for the last ones' answers (up to 35 s) before
+it is counted. A step is held unless one of these, each named as its cause: latency (the
+p95 of `POST /api/calls` over `--p95-limit` seconds, or a caller with no answer),
+failures (a status other than the expected ones, or no answer), or the driver falling
+behind (callers sent more than 0.25 s after they were due, p95). Reported per step and
+endpoint: count, p50/p95/p99, failures and 5xx; how late callers were sent; the causes;
+the highest rate held; the machine's CPU use and load average.
 
 DynamoDB's side is metered between the servers and DynamoDB: every process's requests
 go through a small counting proxy (a separate process, in Python: it adds latency and
@@ -97,6 +103,9 @@ SHIPMENT = "POST /api/shipments"
 PANEL = "GET /?panel=<name>"
 LIST = "GET <list page>"
 ENDPOINTS = (CREATE_CALL, GET_CALL, RELEASE, AVAILABLE, SHIPMENT, PANEL, LIST)
+CALLER_THREADS = 64  # callers in flight at once, each on a connection of its own
+ANSWER_WAIT = 35.0  # seconds a step's last callers may take (the clients give up after 30)
+DRIVER_LATE_LIMIT = 0.25  # seconds: a driver sending callers later than this fell behind
 SUPERVISOR_PASSWORD = "load-test-supervisor"  # throwaway users in a throwaway database
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
 SINGLE_ITEM = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
@@ -329,9 +338,10 @@ def failure_status(exc: BaseException) -> int:
 class Sample:
     endpoint: str
     at: float  # when it was due (arrivals) or sent (the rest), time.time()
-    seconds: float
+    seconds: float  # from sending the request to its answer
     status: int  # the HTTP status; 0 when nothing answered
     error: str = ""  # what happened instead of an answer (read only when status is 0)
+    late: float = 0.0  # arrivals: how long after it was due the driver sent it
 
 
 class Recorder:
@@ -341,9 +351,9 @@ class Recorder:
         self.retries: list[tuple[str, float]] = []  # (endpoint, when): GETs sent again after a reset
         self.lag_max = 0.0
 
-    def add(self, endpoint: str, at: float, seconds: float, status: int, error: str = "") -> None:
+    def add(self, endpoint: str, at: float, seconds: float, status: int, error: str = "", late: float = 0.0) -> None:
         with self.lock:
-            self.samples.append(Sample(endpoint, at, seconds, status, error))
+            self.samples.append(Sample(endpoint, at, seconds, status, error, late))
 
     def retried(self, endpoint: str) -> None:
         with self.lock:
@@ -383,20 +393,26 @@ def endpoint_figures(samples: list[Sample]) -> dict:
 
 
 class PhoneSystem:
-    """Callers arriving, agents released and made available again, waiting calls followed."""
+    """Callers arriving, agents released and made available again, waiting calls followed.
+
+    Callers are sent from a pool of their own, so that releases and reads never hold
+    them back; each is recorded by the moment it was due, with how late it was sent and
+    how long the server took from then."""
 
     def __init__(self, phone: Any, recorder: Recorder, params: LoadParameters, rng: random.Random, catalog):
         self.phone, self.recorder, self.params, self.rng = phone, recorder, params, rng
         self.dimensions = list(catalog.dimensions)
         self.rate = 0.0
         self.stopping = threading.Event()
+        self.callers = ThreadPoolExecutor(max_workers=CALLER_THREADS, thread_name_prefix="caller")
         self.pool = ThreadPoolExecutor(max_workers=160, thread_name_prefix="phone")
         self.timers: list[tuple[float, int, str, str]] = []  # (due, seq, action, agent or call id)
         self.timers_lock = threading.Condition()
         self.seq = 0
         self.handled_calls: set[str] = set()
         self.waiting: dict[str, float] = {}  # call id -> when to read it again
-        self.placed = 0
+        self.due: list[float] = []  # when each caller was due, in order
+        self.unanswered: Counter[float] = Counter()  # due times of the callers not answered yet
         self.threads = [
             threading.Thread(target=self._arrivals, name="arrivals", daemon=True),
             threading.Thread(target=self._timers, name="agents", daemon=True),
@@ -414,15 +430,35 @@ class PhoneSystem:
         for thread in self.threads:
             if thread.is_alive():
                 thread.join(timeout=30)
+        self.callers.shutdown(wait=True, cancel_futures=True)
         self.pool.shutdown(wait=True, cancel_futures=True)
 
+    def calls_due(self, began: float, ended: float) -> int:
+        with self.timers_lock:
+            return sum(1 for due in self.due if began <= due < ended)
+
+    def answered_by(self, ended: float, timeout: float) -> bool:
+        """Waits until every caller due before `ended` has its answer (or `timeout`
+        seconds passed); True when none is left without one."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.timers_lock:
+                if not any(due < ended for due in self.unanswered):
+                    return True
+            time.sleep(0.05)
+        return False
+
     def _timed(self, endpoint: str, due: float, action):
+        """The answer to `action()`, recorded by `due`, its time counted from sending it."""
+        sent = time.time()
+        late = max(0.0, sent - due)
         try:
             answer = action()
         except Exception as exc:  # the API's refusal or no answer: recorded, the load goes on
-            self.recorder.add(endpoint, due, time.time() - due, failure_status(exc), describe_failure(exc))
+            status, error = failure_status(exc), describe_failure(exc)
+            self.recorder.add(endpoint, due, time.time() - sent, status, error, late)
             return None
-        self.recorder.add(endpoint, due, time.time() - due, 200)
+        self.recorder.add(endpoint, due, time.time() - sent, 200, late=late)
         return answer
 
     def _preferences(self) -> dict:
@@ -448,11 +484,19 @@ class PhoneSystem:
                 self.recorder.lag_max = max(self.recorder.lag_max, -delay)
             if self.stopping.is_set():
                 break
-            self.placed += 1
-            self.pool.submit(self._place, due, self._preferences())
+            with self.timers_lock:
+                self.due.append(due)
+                self.unanswered[due] += 1
+            self.callers.submit(self._place, due, self._preferences())
 
     def _place(self, due: float, preferences: dict) -> None:
-        call = self._timed(CREATE_CALL, due, lambda: self.phone.create_call(preferences))
+        try:
+            call = self._timed(CREATE_CALL, due, lambda: self.phone.create_call(preferences))
+        finally:
+            with self.timers_lock:
+                self.unanswered[due] -= 1
+                if not self.unanswered[due]:
+                    del self.unanswered[due]
         if call:
             self._follow(call)
 
@@ -494,7 +538,7 @@ class PhoneSystem:
     def _agent_step(self, action: str, target: tuple[str, Any]) -> None:
         """A release names the call it ends; making the agent available names the version
         the release answered with."""
-        sent = time.time()
+        sent = time.time()  # due when sent: an agent's step is not an arrival
         agent_id, named = target
         if action == "release":
             released = self._timed(RELEASE, sent, lambda: self.phone.release(agent_id, named, then="wrap_up"))
@@ -595,12 +639,13 @@ class ShipmentProducer(threading.Thread):
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _send(self, due: float, data: dict, tenant: str) -> None:
+        sent = time.time()
         status, error = 201, ""
         try:
             self.phone.create_shipment(data, tenant=tenant)
         except Exception as exc:  # recorded; the load goes on
             status, error = failure_status(exc), describe_failure(exc)
-        self.recorder.add(SHIPMENT, due, time.time() - due, status, error)
+        self.recorder.add(SHIPMENT, due, time.time() - sent, status, error, max(0.0, sent - due))
 
 
 # --- the servers ------------------------------------------------------------------------------
@@ -650,6 +695,30 @@ def wait_until_up(base_url: str, children: LoggedChildren, timeout: float = 90.0
     raise RuntimeError(f"the web server did not answer {base_url}/healthz within {timeout:.0f} s")
 
 
+def wait_for_matcher(db, children: LoggedChildren, timeout: float = 90.0) -> None:
+    """Until the matcher process holds the matching dispatcher's lease (the web workers
+    send it their callers from then on)."""
+    from queues_app.agents import dispatch
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if children.exited():
+            raise RuntimeError(f"a server exited while starting: {', '.join(children.exited())}")
+        holder = dispatch.current_holder(db)
+        if holder and holder.address and holder.live(time.time()):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the matcher did not take the lease within {timeout:.0f} s")
+
+
+def matched_by_the_matcher(db) -> int:
+    """How many callers the matcher process matched, as its last heartbeat (written as it
+    stopped) says."""
+    from queues_app.monitoring import heartbeats
+
+    return sum(w.handled for w in heartbeats.workers(db) if w.kind == heartbeats.MATCHER)
+
+
 def cpu_times() -> tuple[int, int]:
     """(busy, total) jiffies of the whole machine, from /proc/stat."""
     with open("/proc/stat") as stat:
@@ -666,6 +735,7 @@ class LoadRun:
     machine: dict = field(default_factory=dict)
     steps: list[dict] = field(default_factory=list)
     highest_rate_held: int | None = None
+    matched_by_the_matcher: int | None = None  # callers run_matcher matched (its last heartbeat)
     audit: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -678,6 +748,7 @@ class LoadRun:
             "machine": self.machine,
             "steps": self.steps,
             "highest_rate_held": self.highest_rate_held,
+            "matched_by_the_matcher": self.matched_by_the_matcher,
             "audit": self.audit,
             "problems": self.problems,
             "seconds": round(self.seconds, 1),
@@ -753,7 +824,7 @@ def run_audit(manage: list[str], env: dict[str, str]) -> dict:
 
 
 def step_figures(
-    rate: int, began: float, ended: float, recorder: Recorder, placed: int, buckets: dict | None, cpu: tuple
+    rate: int, began: float, ended: float, recorder: Recorder, calls_due: int, buckets: dict | None, cpu: tuple
 ) -> dict:
     samples = recorder.between(began, ended)
     endpoints = endpoint_figures(samples)
@@ -764,16 +835,21 @@ def step_figures(
             endpoints[endpoint]["retried_after_reset"] = count
     seconds = ended - began
     calls = endpoints.get(CREATE_CALL, {}).get("count", 0)
+    late = [s.late for s in samples if s.endpoint == CREATE_CALL]
     figures: dict[str, Any] = {
         "rate": rate,
         "seconds": round(seconds, 1),
-        "calls_due": placed,
+        "calls_due": calls_due,
         "calls_per_s": round(calls / seconds, 2),
         "endpoints": endpoints,
         "failures": sum(e["failures"] for e in endpoints.values()),
         "5xx": sum(e["5xx"] for e in endpoints.values()),
         "cpu_busy": cpu[0],
         "load_average": cpu[1],
+        "driver": {
+            f"late_{name}_ms": round(1000 * (harness.percentile(late, p) or 0), 1)
+            for name, p in (("p50", 0.5), ("p95", 0.95), ("max", 1.0))
+        },
         "dynamodb": None,
     }
     if buckets is not None:
@@ -802,6 +878,25 @@ def step_figures(
             "by_table_per_call": dict(by_table),
         }
     return figures
+
+
+def not_held_because(step: dict, p95_limit: float) -> list[str]:
+    """Why a step is not held, each cause named: the server's latency, failures, or the
+    driver falling behind (sending callers late, which is not the server's doing)."""
+    calls = step["endpoints"].get(CREATE_CALL, {})
+    causes = []
+    if not calls:
+        causes.append("latency: no call was answered")
+    elif calls["p95_ms"] / 1000 > p95_limit:
+        causes.append(f"latency: POST /api/calls p95 {calls['p95_ms']:.0f} ms, over {p95_limit:g} s")
+    if step["failures"]:
+        causes.append(f"failures: {step['failures']} ({step['5xx']} 5xx)")
+    unanswered = step["calls_due"] - calls.get("count", 0)
+    if unanswered > 0:
+        causes.append(f"latency: {unanswered} of {step['calls_due']} calls due had no answer {ANSWER_WAIT:g} s on")
+    if step["driver"]["late_p95_ms"] / 1000 > DRIVER_LATE_LIMIT:
+        causes.append(f"driver: callers sent {step['driver']['late_p95_ms']:.0f} ms after they were due (p95)")
+    return causes
 
 
 def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harness.progress) -> LoadRun:
@@ -860,13 +955,15 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         if params.web_threads > 1:
             gunicorn += ["--worker-class", "gthread", "--threads", str(params.web_threads)]
         children.start("gunicorn", gunicorn, env)
+        children.start("run_matcher", [*manage, *BACKGROUND["run_matcher"]], env)
         children.start("escalate_callers", [*manage, *BACKGROUND["escalate_callers"]], env)
         for index in range(params.shipment_workers):
             children.start(f"run_shipment_worker-{index + 1}", [*manage, *BACKGROUND["run_shipment_worker"]], env)
         wait_until_up(base_url, children)
+        wait_for_matcher(db, children)
         per_worker = f" ({params.web_threads} threads each)" if params.web_threads > 1 else ""
         log(
-            f"serving at {base_url}: gunicorn x{params.web_workers}{per_worker}, escalation, "
+            f"serving at {base_url}: gunicorn x{params.web_workers}{per_worker}, the matcher, escalation, "
             f"{params.shipment_workers} workers"
         )
 
@@ -889,7 +986,6 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         plan += [(rate, params.step_seconds, True) for rate in params.rates]
         for rate, seconds, measured in plan:
             phone_system.rate = rate
-            placed_before = phone_system.placed
             cpu_before = cpu_times()
             step_began = time.time()
             stopping.wait(seconds)
@@ -901,7 +997,9 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
             if not measured:
                 log(f"warm-up at {rate} calls/s done")
                 continue
-            time.sleep(1.5)  # answers to the step's last requests
+            # Every caller due in the step is counted with its answer, however late it came.
+            phone_system.answered_by(step_ended, timeout=ANSWER_WAIT)
+            time.sleep(1.5)  # answers to the supervisors' last requests of the step
             busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
             buckets = None
             if meter_process is not None:
@@ -911,23 +1009,19 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                 step_began,
                 step_ended,
                 recorder,
-                phone_system.placed - placed_before,
+                phone_system.calls_due(step_began, step_ended),
                 buckets,
                 (round(busy, 2), round(os.getloadavg()[0], 2)),
             )
-            calls = step["endpoints"].get(CREATE_CALL, {})
-            p95 = calls.get("p95_ms", 0) / 1000
-            step["held"] = bool(
-                calls
-                and p95 <= params.p95_limit
-                and step["failures"] == 0
-                and calls.get("count", 0) >= 0.9 * step["calls_due"]
-            )
+            step["causes"] = not_held_because(step, params.p95_limit)
+            step["held"] = not step["causes"]
             run.steps.append(step)
+            calls = step["endpoints"].get(CREATE_CALL, {})
             log(
-                f"{rate} calls/s: {calls.get('count', 0)} calls, p50 {calls.get('p50_ms')} ms, "
-                f"p95 {calls.get('p95_ms')} ms, {step['failures']} failures ({step['5xx']} 5xx), CPU {busy:.0%}"
-                + ("" if step["held"] else "  -> not held")
+                f"{rate} calls/s: {calls.get('count', 0)} of {step['calls_due']} calls due, p50 {calls.get('p50_ms')} "
+                f"ms, p95 {calls.get('p95_ms')} ms, {step['failures']} failures ({step['5xx']} 5xx), CPU {busy:.0%}, "
+                f"sent late p95 {step['driver']['late_p95_ms']} ms"
+                + ("" if step["held"] else "  -> not held: " + "; ".join(step["causes"]))
             )
             if step["held"]:
                 run.highest_rate_held = rate
@@ -954,6 +1048,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                     schema.delete_tables(db)
                 shutil.rmtree(workdir, ignore_errors=True)
     try:
+        run.matched_by_the_matcher = matched_by_the_matcher(db)
         env["DYNAMODB_ENDPOINT_URL"] = endpoint
         log("check_invariants ...")
         run.audit = run_audit(manage, env)
@@ -978,8 +1073,9 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
 def report(run: LoadRun, where: str) -> str:
     p = run.parameters
     lines = [
-        f"Load test on {where}: gunicorn x{p.web_workers}, escalate_callers, {p.shipment_workers} shipment "
-        f"workers; {p.agents} agents, {p.supervisors} supervisors, {p.shipment_rate:g} shipments/s, "
+        f"Load test on {where}: gunicorn x{p.web_workers}, run_matcher, escalate_callers, "
+        f"{p.shipment_workers} shipment workers; {p.agents} agents, {p.supervisors} supervisors, "
+        f"{p.shipment_rate:g} shipments/s, "
         f"handle time {p.handle_seconds:g} s, steps of {p.step_seconds:g} s; client {run.client}",
         f"Machine: {run.machine.get('cpus')} CPUs, load average before {run.machine.get('load_average_before')}, "
         f"after {run.machine.get('load_average_after')}; driver lag at most {run.machine.get('driver_lag_max_s')} s",
@@ -987,8 +1083,10 @@ def report(run: LoadRun, where: str) -> str:
     ]
     for step in run.steps:
         lines.append(
-            f"{step['rate']} calls/s ({step['calls_per_s']} placed/s, CPU {step['cpu_busy']:.0%}, "
-            f"load {step['load_average']}): {'held' if step['held'] else 'NOT held'}"
+            f"{step['rate']} calls/s ({step['calls_due']} due, {step['calls_per_s']} answered/s, CPU "
+            f"{step['cpu_busy']:.0%}, load {step['load_average']}; callers sent late p50 / p95 / max "
+            f"{step['driver']['late_p50_ms']} / {step['driver']['late_p95_ms']} / {step['driver']['late_max_ms']} ms): "
+            + ("held" if step["held"] else "NOT held: " + "; ".join(step["causes"]))
         )
         lines.append(
             f"  {'endpoint':<32} {'count':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'fail':>5} {'5xx':>4}"
@@ -1008,6 +1106,7 @@ def report(run: LoadRun, where: str) -> str:
             lines.append(f"  by operation per call: {d['by_operation_per_call']}")
         lines.append("")
     lines.append(f"Highest rate held: {run.highest_rate_held} calls/s")
+    lines.append(f"Callers matched by the matcher process: {run.matched_by_the_matcher}")
     lines.append(f"check_invariants: {run.audit.get('summary')}")
     lines += harness.checks(run.problems)
     return "\n".join(lines)

@@ -21,13 +21,18 @@ double assignments of all repeats added up. After each run the table is checked
 (every agent attending the call it was given, every queue partition empty, every
 metadata depth 0); mismatches are reported and make the command exit with status 1.
 
-The K matchers are threads of one process; with `--processes`, K processes ("spawn",
-one thread, client and Django setup each, started together behind a barrier, the same
-seeded preference streams), and two more figures: FIFO inversions (for each assignment,
-how many agents of its combination queued earlier were still unassigned when it
-committed: mean and maximum) and the time from asking the matcher to the answer (p50,
-p95). `--algorithms` also takes the other designs measured for matching across
-processes: `direct` (no dispatcher) and `spread`. The command line, DynamoDB Local,
+The K matchers are threads of one process (for `ours`, `Matcher.match` in that
+process: what the matcher process's threads do); with `--processes`, K processes
+("spawn", one thread, client and Django setup each, started together behind a barrier,
+the same seeded preference streams), and more figures: FIFO inversions (for each
+assignment, how many agents of its combination queued earlier were still unassigned
+when it committed: mean and maximum), the time from asking the matcher to the answer
+(p50, p95) and how many callers a process matched itself because no matcher answered
+(`here`). With processes, `ours` is the project's default shape: the K processes are web
+workers, which send their new callers to a matcher process (`run_matcher`'s dispatcher
+with its defaults, started with the run and holding its lease before the start line).
+`--algorithms` also takes the other designs measured for matching across processes:
+`direct` (each process matches its own callers) and `spread`. The command line, DynamoDB Local,
 fresh tables, warm-up, metering and output are `bench.harness`'s.
 """
 
@@ -57,6 +62,7 @@ from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now, to_iso
+from queues_app.management.commands import run_matcher
 
 SKILLS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
 ALGORITHMS = ("ours", "article")
@@ -121,16 +127,19 @@ class DirectMatcher:
 
 
 class OursMatcher(DirectMatcher):
-    """The product's matcher as deployed with SWITCHBOARD_MATCHING_DISPATCHER set: every
-    process runs its side of the matching dispatcher (`queues_app.agents.dispatch`), and
-    new callers are matched by the one holding the lease (the others send them there)."""
+    """The product's default shape, in process mode: this process is a web worker, which
+    sends its new callers to the matcher process (`run_matcher`, which the benchmark
+    starts: `holder_process`) as callcenter/wsgi.py has it, and matches by itself only
+    when no matcher answers. With threads (one process), the K threads are what the
+    matcher process runs: `Matcher.match` in one process, which is `direct`."""
 
-    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
+    def __init__(self, db: Dynamo, skill_catalog: SkillCatalog, *, web_worker: bool = True):
         super().__init__(db, skill_catalog)
-        self.router.matcher.use_dispatcher(listen="127.0.0.1")
+        if web_worker:
+            dispatch.send_new_callers()
 
     def close(self) -> None:
-        dispatch.stop_dispatchers()
+        dispatch.stop_sending()
 
 
 class SpreadMatcher(DirectMatcher):
@@ -165,6 +174,16 @@ MATCHERS: dict[str, type[DirectMatcher] | type[ArticleBaseline]] = {
     "direct": DirectMatcher,
     "spread": SpreadMatcher,
 }
+
+
+def build_matcher(algorithm: str, db: Dynamo, skill_catalog: SkillCatalog, *, web_worker: bool):
+    """The algorithm's matcher; `ours` sends its callers to the matcher process only as a
+    web worker (process mode)."""
+    if algorithm == "ours":
+        return OursMatcher(db, skill_catalog, web_worker=web_worker)
+    return MATCHERS[algorithm](db, skill_catalog)
+
+
 # The other designs measured for matching across processes (docs/benchmarks.md); not in
 # the default run.
 CANDIDATES = ("direct", "spread")
@@ -252,7 +271,7 @@ def run_one(endpoint: str, algorithm: str, threads: int, agent_specs: list, seed
     """Fresh tables, queue every agent, drain with `threads` matchers, check."""
     skill_catalog = catalog()
     with queued_tables(endpoint, algorithm, threads, agent_specs) as db:
-        matcher = MATCHERS[algorithm](db, skill_catalog)
+        matcher = build_matcher(algorithm, db, skill_catalog, web_worker=False)
         combos = skill_catalog.all_combinations()
         drained: set[tuple[str, ...]] = set()
         assigned: dict[str, list[str]] = defaultdict(list)
@@ -349,7 +368,14 @@ def check_table(
 
 # --- process mode: K matchers as K processes ------------------------------------------------
 
-PROCESS_METRICS = (*METRICS, "fifo_inversions_mean", "fifo_inversions_max", "assign_p50_ms", "assign_p95_ms")
+PROCESS_METRICS = (
+    *METRICS,
+    "fifo_inversions_mean",
+    "fifo_inversions_max",
+    "assign_p50_ms",
+    "assign_p95_ms",
+    "matched_here",
+)
 # A child imports Django and boto3 before the start line: slow on a busy machine.
 STARTUP_TIMEOUT = 300.0
 DRAIN_TIMEOUT = 900.0
@@ -387,6 +413,7 @@ class ProcessOutcome:
     index: int
     assignments: list[Assignment] = field(default_factory=list)
     gave_up: int = 0
+    matched_here: int = 0  # callers a web worker matched itself (no matcher answered)
     finished_at: float = 0.0
     requests: int = 0
     capacity: float = 0.0
@@ -405,7 +432,7 @@ def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) 
         assert db.client is not None  # build the client before the start line
         harness.reset_contention()
         skill_catalog = catalog()
-        matcher = MATCHERS[job.algorithm](db, skill_catalog)
+        matcher = build_matcher(job.algorithm, db, skill_catalog, web_worker=True)
         combos = skill_catalog.all_combinations()
         rng = random.Random(f"{job.seed}:{job.processes}:{job.index}")  # the thread mode's streams
         with harness.metered() as measured:
@@ -428,7 +455,9 @@ def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) 
                 else:
                     outcome.gave_up += 1
             outcome.finished_at = time.time()
-        finish_line.wait(timeout=DRAIN_TIMEOUT)  # a dispatcher may still answer the others
+        client = dispatch.client_for(db)
+        outcome.matched_here = client.here if client else 0
+        finish_line.wait(timeout=DRAIN_TIMEOUT)
         matcher.close()
         outcome.requests, outcome.capacity, outcome.operations = (
             measured.requests,
@@ -441,6 +470,37 @@ def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) 
             drained[index] = 1  # stop the others
         start_line.abort()
         finish_line.abort()
+    results.put(outcome)
+
+
+def holder_process(job: ProcessJob, start_line, stop, results) -> None:
+    """The matcher process of the default shape (`run_matcher`): the command's dispatcher,
+    with its defaults, on this run's tables. It takes the lease before the start line and
+    meters what it does from the start line until `stop`."""
+    outcome = ProcessOutcome(job.index)
+    try:
+        harness.setup_django()
+        db = Dynamo(prefix=job.prefix, endpoint_url=job.endpoint, region="us-east-1", read_timeout=30.0)
+        harness.reset_contention()
+        dispatcher = run_matcher.matching_dispatcher(CallCenter(db, catalog(), default_order=QueueOrder.FIFO))
+        dispatcher.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not dispatcher.holding and time.monotonic() < deadline:
+            time.sleep(0.02)
+        try:
+            with harness.metered() as measured:
+                start_line.wait()
+                stop.wait(DRAIN_TIMEOUT)
+        finally:
+            dispatcher.stop()
+        outcome.requests, outcome.capacity, outcome.operations = (
+            measured.requests,
+            measured.capacity,
+            measured.operations,
+        )
+    except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        outcome.error = f"matcher process: {type(exc).__name__}: {exc}"
+        start_line.abort()
     results.put(outcome)
 
 
@@ -481,6 +541,7 @@ class ProcessRunResult(RunResult):
 
     inversions: list[int] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    matched_here: int = 0
 
     def metrics(self) -> dict:
         p50, p95 = harness.percentile(self.latencies_ms, 0.5), harness.percentile(self.latencies_ms, 0.95)
@@ -490,6 +551,7 @@ class ProcessRunResult(RunResult):
             "fifo_inversions_max": max(self.inversions, default=0),
             "assign_p50_ms": round(p50 or 0.0, 1),
             "assign_p95_ms": round(p95 or 0.0, 1),
+            "matched_here": self.matched_here,
         }
 
 
@@ -505,10 +567,12 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             for combo in skill_catalog.combinations(skills):
                 queues[combo].append((tokens[agent_id], agent_id))
         combos = skill_catalog.all_combinations()
-        start_line = context.Barrier(processes + 1)
+        holder = algorithm == "ours"  # the default shape: a matcher process for the K web workers
+        start_line = context.Barrier(processes + 1 + holder)
         finish_line = context.Barrier(processes)
         drained = context.RawArray("b", len(combos))
         results = context.Queue()
+        stop = context.Event()
 
         def job(index: int) -> ProcessJob:
             return ProcessJob(endpoint, db.prefix, algorithm, processes, index, seed)
@@ -521,6 +585,10 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             )
             for i in range(processes)
         ]
+        if holder:
+            children.append(
+                context.Process(target=holder_process, args=(job(-1), start_line, stop, results), name="run_matcher")
+            )
         for child in children:
             child.start()
         began = 0.0
@@ -531,9 +599,15 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             pass  # a child failed before the start: its outcome says why
         outcomes: list[ProcessOutcome] = []
         try:
-            for _child in children:
+            for _child in range(processes):
+                outcomes.append(results.get(timeout=DRAIN_TIMEOUT))
+                if outcomes[-1].error:
+                    break
+            stop.set()  # the web workers are done: the matcher process may stop
+            if holder and not outcomes[-1].error:
                 outcomes.append(results.get(timeout=DRAIN_TIMEOUT))
         finally:
+            stop.set()
             for child in children:
                 child.join(timeout=30)
                 if child.is_alive():
@@ -554,7 +628,7 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             threads=processes,
             agents=len(agent_specs),
             assignments=len(assignments),
-            seconds=max(o.finished_at for o in outcomes) - began,
+            seconds=max(o.finished_at for o in outcomes if o.index >= 0) - began,
             requests=sum(o.requests for o in outcomes),
             capacity=sum(o.capacity for o in outcomes),
             transactions=operations.get("TransactWriteItems", {}).get("calls", 0),
@@ -564,6 +638,7 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             operations=operations,
             inversions=fifo_inversions(assignments, queues),
             latencies_ms=[(a.answered_at - a.requested_at) * 1000 for a in assignments],
+            matched_here=sum(o.matched_here for o in outcomes),
         )
         result.problems = check_table(db, skill_catalog, agent_specs, assigned)
         return result
@@ -682,7 +757,10 @@ def ratios(results: Results) -> tuple[int, float, float] | None:
 
 
 TITLES = {
-    "ours": "ours (Matcher.match via the dispatcher's holder: Query + TransactWriteItems conditioned on the agent)",
+    "ours": (
+        "ours (Matcher.match: Query + TransactWriteItems conditioned on the agent; with processes, the default "
+        "shape: web workers send their callers to the matcher process, run_matcher)"
+    ),
     "article": "article (TransactGetItems snapshot + Query + TransactWriteItems conditioned on versions)",
     "direct": "direct (each matcher queries and commits itself; claims shared by the threads of a process)",
     "spread": f"spread (direct, first try among the first {SpreadMatcher.SPREAD} by a hash of the call id)",
@@ -701,7 +779,7 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int,
         f"{'capacity/a':>10} {'double':>6} {'cancelled/a':>11}"
     )
     if processes:
-        header += f" {'fifo mean':>9} {'fifo max':>8} {'p50 ms':>7} {'p95 ms':>7}"
+        header += f" {'fifo mean':>9} {'fifo max':>8} {'p50 ms':>7} {'p95 ms':>7} {'here':>5}"
     for name, by_k in results.items():
         lines += [TITLES[name], header]
         for k, summary in by_k.items():
@@ -716,7 +794,7 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int,
             if processes:
                 lines[-1] += (
                     f" {m['fifo_inversions_mean']:>9.2f} {m['fifo_inversions_max']:>8} "
-                    f"{m['assign_p50_ms']:>7.1f} {m['assign_p95_ms']:>7.1f}"
+                    f"{m['assign_p50_ms']:>7.1f} {m['assign_p95_ms']:>7.1f} {m['matched_here']:>5.0f}"
                 )
         lines.append("")
     lines.append("Requests (capacity units) per assignment, by operation, median run:")

@@ -243,10 +243,9 @@ LOGGING = {
 
 # Agent order for matching: "fifo" (earliest-queued agent first) or "lifo".
 SWITCHBOARD_AGENT_ORDER = env.str("SWITCHBOARD_AGENT_ORDER", default="fifo")
-# New callers matched by one process of the deployment (the holder of a lease), to which
-# the others send them: the address this process listens on for them ("127.0.0.1" on one
-# host, the host's private address with several); empty: each process matches its own
-# callers. docs/architecture.md, "Matching".
+# Where `run_matcher`, the process that matches every web worker's new callers, listens
+# and what it publishes in its lease for them to connect to: this host's private address
+# with several hosts; empty: 127.0.0.1 (one host). docs/architecture.md, "Matching topology".
 SWITCHBOARD_MATCHING_DISPATCHER = env.str("SWITCHBOARD_MATCHING_DISPATCHER", default="")
 # A caller who waits this long has one preference relaxed, in this order, then the next.
 SWITCHBOARD_ESCALATION = {

@@ -1,4 +1,4 @@
-"""WSGI entry point for Switchboard."""
+"""WSGI entry point for Switchboard: every web worker (gunicorn's, runserver's) starts here."""
 
 import os
 
@@ -6,3 +6,10 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "callcenter.settings")
 application = get_wsgi_application()
+
+from queues_app.agents import dispatch  # noqa: E402 - the apps are loaded now
+
+# New callers go to the matcher process (`run_matcher`) that holds the matching
+# dispatcher's lease; while none does or it does not answer, this worker matches them
+# itself (docs/architecture.md, "Matching topology").
+dispatch.send_new_callers()

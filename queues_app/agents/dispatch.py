@@ -1,24 +1,24 @@
 """The matching dispatcher: new callers of every process and host matched by one process
 at a time, the holder of a lease, so that matchers of different processes do not race
-for the same agent (docs/architecture.md, "Matching").
+for the same agent (docs/architecture.md, "Matching topology").
 
-Every process that matches runs a `Dispatcher`: a small TCP server and a thread that
-takes the lease when it is free and renews it while it holds it; the lease item names
-the holder's address. A new caller's process sends the call to that address (one JSON
-line, signed with the project's secret key) and the holder matches it with its own
-threads, which share claims and reads in memory, so they never race each other; its
-answer (the assigned call, or nobody) comes back on the same connection. The holder
-matches its own callers without the hop. When there is no holder, or it does not
-answer within `bound` seconds, the caller's process matches by itself, as every
-process did before: an agent is still never given twice (every assignment is
-conditioned on the agent's own item) and a call is created once (its Put is
-conditioned on the call not existing).
+The holder's side is a `Dispatcher`, which `run_matcher` runs: a small TCP server and a
+thread that takes the lease when it is free and renews it while it holds it; the lease
+item names the holder's address. It matches with a callable it is given (the matcher's
+`match_here`), from one thread per connection, and those threads share claims and reads
+in memory, so they never race each other.
+
+A web worker's side is a `DispatchClient` (`send_new_callers()` at the process's start
+turns it on): it sends a new call to the address in the lease (one JSON line, signed
+with Django's signing and the project's secret key) and reads the answer (the assigned
+call, or nobody) on the same connection. When nobody holds the lease, or the holder does
+not answer within `bound` seconds, the caller's process matches by itself: an agent is
+still never given twice (every assignment is conditioned on the agent's own item) and a
+call is created once (its Put is conditioned on the call not existing).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import os
@@ -30,214 +30,132 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+
+from django.core import signing
 
 from queues_app.agents import keys
 from queues_app.agents.calls import CallExists, call_from_item, call_to_item
 from queues_app.agents.records import Call
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.codec import marshal, unmarshal
-
-if TYPE_CHECKING:
-    from queues_app.agents.matching import Matcher
+from queues_app.ddb.lease import Lease, LeaseInfo, read_lease
 
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "matching-dispatcher"
 HERE = object()  # no dispatcher to ask (or it did not answer): match in this process
+SALT = "switchboard.matching-dispatcher"  # the dispatcher's own signatures: no other signed value passes
+MAX_AGE = 60  # seconds a signed request is good for: one captured on the wire cannot be replayed later
+NOBODY_SECONDS = 1.0  # how long a client believes nobody holds the lease before reading it again
 
 
-class DispatchLease:
-    """At most one dispatcher per table: one item (`LEASE / matching-dispatcher`) with the
-    holder, its address and the epoch second the lease runs out. Taking it needs the old
-    lease to have run out; the holder renews it when a third is left. The lease keeps
-    dispatchers from racing each other; it is not what keeps an agent from being given
-    twice (every assignment is conditioned on the agent's own item)."""
-
-    def __init__(
-        self,
-        db: Dynamo,
-        *,
-        holder: str,
-        address: str = "",
-        duration: float = 3.0,
-        now: Callable[[], float] = time.time,
-    ):
-        self.db, self.holder, self.address, self.duration, self.now = db, holder, address, duration, now
-        self.until = 0.0
-        self.others_until = 0.0  # when the lease another holder has runs out, as last seen
-
-    @property
-    def key(self) -> dict:
-        return marshal(keys.lease(LEASE_NAME))
-
-    @property
-    def held(self) -> bool:
-        return self.now() < self.until - self.duration / 10
-
-    def hold(self) -> bool:
-        """True when this holder has the lease for a while yet: renews it (or takes it,
-        when free or run out) when less than two thirds of it are left."""
-        moment = self.now()
-        if self.until - moment > self.duration * 2 / 3:
-            return True
-        until = moment + self.duration
-        try:
-            self.db.call(
-                "update_item",
-                TableName=self.db.table("callcenter"),
-                Key=self.key,
-                UpdateExpression="SET holder = :me, address = :address, lease_until = :until, #type = :type",
-                ConditionExpression="attribute_not_exists(pk) OR holder = :me OR lease_until < :now",
-                ExpressionAttributeNames={"#type": "type"},
-                ExpressionAttributeValues=marshal(
-                    {":me": self.holder, ":address": self.address, ":until": until, ":now": moment, ":type": "lease"}
-                ),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except errors.Conflict as exc:
-            self.until = 0.0
-            self.others_until = float((exc.current or {}).get("lease_until", 0))
-            return False
-        self.until = until
-        return True
-
-    def current(self) -> tuple[str, float] | None:
-        """(the holder's address, when its lease runs out), or None when nobody holds it."""
-        response = self.db.call("get_item", TableName=self.db.table("callcenter"), Key=self.key, ConsistentRead=True)
-        item = unmarshal(response.get("Item"))
-        until = float(item.get("lease_until", 0))
-        if not item.get("address") or until <= self.now():
-            return None
-        return str(item["address"]), until
-
-    def release(self) -> None:
-        if not self.until:
-            return
-        self.until = 0.0
-        try:
-            self.db.call(
-                "update_item",
-                TableName=self.db.table("callcenter"),
-                Key=self.key,
-                UpdateExpression="SET lease_until = :zero",
-                ConditionExpression="holder = :me",
-                ExpressionAttributeValues=marshal({":me": self.holder, ":zero": 0}),
-            )
-        except errors.Conflict:
-            pass  # someone took it over already
-        except errors.DynamoError as exc:
-            log.warning("matching dispatcher: could not give the lease up (it runs out by itself): %s", exc)
+def matching_lease(db: Dynamo, *, holder: str, address: str = "", duration: float = 3.0, now=time.time) -> Lease:
+    """The dispatcher's lease: the item `LEASE / matching-dispatcher` of the callcenter table."""
+    return Lease(
+        db,
+        table="callcenter",
+        key=keys.lease(LEASE_NAME),
+        holder=holder,
+        name=LEASE_NAME,
+        address=address,
+        duration=duration,
+        now=now,
+    )
 
 
-def _sign(secret: bytes, body: bytes) -> str:
-    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+def current_holder(db: Dynamo) -> LeaseInfo | None:
+    """The dispatcher's lease as stored now (None when nobody holds it)."""
+    return read_lease(db, "callcenter", keys.lease(LEASE_NAME))
 
 
-def _secret() -> bytes:
-    from django.conf import settings
-
-    return ("matching-dispatcher:" + settings.SECRET_KEY).encode()
+def signer() -> signing.TimestampSigner:
+    return signing.TimestampSigner(salt=SALT)
 
 
-class _Handler(socketserver.StreamRequestHandler):
-    """One connection from another process: a signed call per line, an answer per line."""
-
-    server: _Server
-
-    def handle(self) -> None:
-        for line in self.rfile:
-            answer = self.server.dispatcher.answer(line)
-            self.wfile.write(json.dumps(answer, default=str).encode() + b"\n")
-            self.wfile.flush()
+def default_holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher):
-        self.dispatcher = dispatcher
-        super().__init__(address, _Handler)
+# --- a web worker's side ----------------------------------------------------------------
 
 
-class Dispatcher:
-    """This process's side of the dispatcher: `request` sends a new call to the holder
-    (or says to match here); `start` runs the server and the lease thread."""
+class _Slow(Exception):
+    """Connected, but the holder did not answer within the bound (a refused or timed-out
+    connection is an OSError: the holder is gone)."""
 
-    def __init__(
-        self,
-        matcher: Matcher,
-        *,
-        bound: float = 2.0,
-        lease_seconds: float = 3.0,
-        listen: str = "127.0.0.1",
-        secret: bytes | None = None,
-    ):
-        self.matcher = matcher
-        self.db = matcher.db
-        self.bound = bound
-        self.listen = listen
-        self._secret = secret
-        self.lease = DispatchLease(
-            self.db, holder=f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}", duration=lease_seconds
-        )
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._holder: tuple[str, float] | None = None  # (address, lease_until) as last read
+
+class DispatchClient:
+    """Sends this process's new callers to the holder of the dispatcher's lease."""
+
+    def __init__(self, db: Dynamo, *, bound: float = 2.0, now: Callable[[], float] = time.time):
+        self.db, self.bound, self.now = db, bound, now
+        self._known: tuple[str | None, float] = (None, 0.0)  # (holder's address or None, believed until)
         self._connections = threading.local()
-
-    @property
-    def secret(self) -> bytes:
-        if self._secret is None:
-            self._secret = _secret()
-        return self._secret
-
-    # --- the caller's side --------------------------------------------------------
+        self.sent = 0  # callers matched by the holder
+        self.here = 0  # callers left to this process
 
     def request(self, call: Call) -> Call | None | object:
-        """Have the dispatcher match a new call: the assigned call, None when nobody fits,
-        or `HERE` when this process should match it itself (it holds the lease, nobody
-        does, or the holder did not answer in time). Raises CallExists when the call was
-        created meanwhile."""
-        if self.lease.held:
-            return HERE
+        """Have the holder match a new call: the assigned call, None when nobody fits, or
+        `HERE` when this process should match it itself (nobody holds the lease, or the
+        holder did not answer in time). Raises CallExists when the call was created
+        meanwhile."""
         address = self._holder_address()
-        if address is None or address == self.lease.address:
+        if address is None:
+            self.here += 1
             return HERE
-        body = json.dumps(call_to_item(call), default=str).encode()
+        line = signer().sign(json.dumps(call_to_item(call), default=str)).encode()
         try:
-            answer = self._send(address, body)
-        except (OSError, ValueError) as exc:
-            log.info("matching dispatcher at %s did not answer (%s); matching here", address, exc)
-            self._holder = None
-            self._drop_connection(address)
+            answer = self._exchange(self._connection(address), line)
+        except _Slow:
+            # Slow, not gone: this caller is matched here, the next ones go to it again.
+            log.info("matching dispatcher at %s did not answer within %g s; matching here", address, self.bound)
+            self._drop_connection(address)  # its late answer must not be read as the next one's
+            self.here += 1
             return HERE
+        except (OSError, ValueError) as exc:
+            return self._gone(address, exc)
         if answer.get("exists"):
             raise CallExists()
-        if answer.get("here"):
-            self._holder = None  # it no longer holds the lease
+        if "call" not in answer:
+            if answer.get("error"):
+                log.warning("matching dispatcher at %s refused a caller: %s", address, answer["error"])
+            self._known = (None, 0.0)  # it no longer holds the lease: read it again
+            self.here += 1
             return HERE
-        item = answer.get("call")
-        return call_from_item(item) if item else None
+        self.sent += 1
+        return call_from_item(answer["call"]) if answer["call"] else None
 
     def _holder_address(self) -> str | None:
-        holder = self._holder
-        if holder is None or holder[1] <= time.time():
-            holder = self._holder = self.lease.current()
-        return holder[0] if holder else None
+        address, until = self._known
+        moment = self.now()
+        if moment < until:
+            return address
+        holder = current_holder(self.db)
+        if holder and holder.address and holder.live(moment):
+            self._known = (holder.address, holder.lease_until)
+            return holder.address
+        self._known = (None, moment + NOBODY_SECONDS)
+        return None
 
-    def _send(self, address: str, body: bytes) -> dict:
-        stream = self._connection(address)
-        stream.write(_sign(self.secret, body).encode() + b" " + body + b"\n")
-        stream.flush()
-        line = stream.readline()
-        if not line:
+    def _gone(self, address: str, exc: Exception) -> object:
+        log.info("matching dispatcher at %s is gone (%s); matching here", address, exc)
+        self._drop_connection(address)
+        # Nobody else can hold the lease before this one runs out: until then, match here.
+        self._known = (None, max(self._known[1], self.now() + NOBODY_SECONDS))
+        self.here += 1
+        return HERE
+
+    @staticmethod
+    def _exchange(stream, line: bytes) -> dict:
+        try:
+            stream.write(line + b"\n")
+            stream.flush()
+            answer = stream.readline()
+        except TimeoutError as exc:
+            raise _Slow() from exc
+        if not answer:
             raise ConnectionError("closed")
-        return json.loads(line)
+        return json.loads(answer)
 
     def _connection(self, address: str):
         """This thread's connection to `address` (kept open between requests)."""
@@ -257,12 +175,109 @@ class Dispatcher:
             found[1].close()
             found[0].close()
 
-    # --- the holder's side --------------------------------------------------------
+
+_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_clients_lock = threading.Lock()
+_sending = threading.Event()
+
+
+def send_new_callers() -> None:
+    """From now on, this process's new callers go to the holder of the dispatcher's lease
+    (a web worker calls it as it starts: callcenter/wsgi.py)."""
+    _sending.set()
+
+
+def stop_sending() -> None:
+    """This process matches its own new callers again."""
+    _sending.clear()
+    with _clients_lock:
+        _clients.clear()
+
+
+def client_for(db: Dynamo) -> DispatchClient | None:
+    """This process's client for `db` (one per client, as claims), or None when new
+    callers are matched here."""
+    if not _sending.is_set():
+        return None
+    with _clients_lock:
+        found = _clients.get(db)
+        if found is None:
+            found = _clients[db] = DispatchClient(db)
+        return found
+
+
+# --- the holder's side --------------------------------------------------------------------
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """One connection from a web worker's thread: a signed call per line, an answer per line."""
+
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.connections.add(self.request)
+
+    def handle(self) -> None:
+        for line in self.rfile:
+            answer = self.server.dispatcher.answer(line)
+            self.wfile.write(json.dumps(answer, default=str).encode() + b"\n")
+            self.wfile.flush()
+
+    def finish(self) -> None:
+        self.server.connections.discard(self.request)
+        super().finish()
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher):
+        self.dispatcher = dispatcher
+        self.connections: set[socket.socket] = set()
+        super().__init__(address, _Handler)
+
+    def close_connections(self) -> None:
+        for connection in list(self.connections):
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class Dispatcher:
+    """The holder's side: `start` listens and runs the lease thread; while it holds the
+    lease, every new call sent to it is matched with `match` (which raises CallExists when
+    the call exists already)."""
+
+    def __init__(
+        self,
+        db: Dynamo,
+        match: Callable[[Call], Call | None],
+        *,
+        listen: str = "127.0.0.1",
+        port: int = 0,
+        lease_seconds: float = 3.0,
+        holder: str | None = None,
+    ):
+        self.db, self.match, self.listen, self.port = db, match, listen, port
+        self.lease = matching_lease(db, holder=holder or default_holder(), duration=lease_seconds)
+        self.matched = 0  # callers given an agent here
+        self._matched_lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    @property
+    def holding(self) -> bool:
+        return self.lease.held
 
     def answer(self, line: bytes) -> dict:
-        """The answer to one request line from another process."""
-        signature, _, body = line.strip().partition(b" ")
-        if not hmac.compare_digest(signature.decode(errors="replace"), _sign(self.secret, body)):
+        """The answer to one request line from a web worker."""
+        try:
+            body = signer().unsign(line.strip().decode(errors="replace"), max_age=MAX_AGE)
+        except signing.BadSignature:  # SignatureExpired too
             return {"error": "bad signature"}
         if not self.lease.held:
             return {"here": True}
@@ -271,64 +286,61 @@ class Dispatcher:
         except (ValueError, KeyError, TypeError):
             return {"error": "not a call"}
         try:
-            assigned = self.matcher.match_here(call, new_call=True)
+            assigned = self.match(call)
         except CallExists:
             return {"exists": True}
         except errors.DynamoError as exc:
             log.warning("matching dispatcher: %s", exc)
             return {"here": True}
-        return {"call": call_to_item(assigned) if assigned else None}
+        if assigned is None:
+            return {"call": None}
+        with self._matched_lock:
+            self.matched += 1
+        return {"call": call_to_item(assigned)}
 
     def start(self) -> None:
-        """Listen, and run the lease thread (once per process)."""
-        with self._lock:
-            if self._thread is not None:
-                return
-            self._server = _Server((self.listen, 0), self)
-            host, port = self._server.socket.getsockname()[:2]
-            self.lease.address = f"{host}:{port}"
-            threading.Thread(target=self._server.serve_forever, name="matching-dispatcher-server", daemon=True).start()
-            self._thread = threading.Thread(target=self._hold, name="matching-dispatcher", daemon=True)
-            self._thread.start()
+        """Listen (on `listen`, a port the system picks unless `port` is given), publish the
+        address with the lease, and run the lease thread."""
+        self._server = _Server((self.listen, self.port), self)
+        host, port = self._server.socket.getsockname()[:2]
+        self.lease.address = f"{host}:{port}"
+        threading.Thread(target=self._server.serve_forever, name="matching-dispatcher-server", daemon=True).start()
+        self._thread = threading.Thread(target=self._hold, name="matching-dispatcher-lease", daemon=True)
+        self._thread.start()
+
+    def keep_lease(self) -> float:
+        """One turn of the lease thread: renew the lease when less than two thirds of it
+        are left, or take it when free or run out. Returns how long to wait before the next."""
+        lease = self.lease
+        pause = lease.duration / 6
+        if lease.generation is not None:
+            if lease.until - lease.now() > lease.duration * 2 / 3 or lease.renew():
+                return pause
+        if not lease.acquire():
+            # Somebody else holds it: try again when the lease we saw runs out, not before.
+            return max(pause, lease.wait_hint(lease.duration) + random.uniform(0, pause))
+        log.info("matching dispatcher: %s holds the lease (generation %s)", lease.address, lease.generation)
+        return pause
 
     def _hold(self) -> None:
-        """Renew the lease while holding it; otherwise try again when the holder's runs out."""
         while not self._stop.is_set():
-            pause = self.lease.duration / 6
             try:
-                if not self.lease.hold():
-                    pause = max(pause, self.lease.others_until - time.time() + random.uniform(0, pause))
+                pause = self.keep_lease()
             except errors.DynamoError as exc:
                 log.warning("matching dispatcher: %s", exc)
+                pause = self.lease.duration / 6
             self._stop.wait(pause)
 
     def stop(self) -> None:
+        """Stop listening, close the connections and give the lease up."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
         if self._server is not None:
             self._server.shutdown()
+            self._server.close_connections()
             self._server.server_close()
-        self.lease.release()
-
-
-_dispatchers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_dispatchers_lock = threading.Lock()
-
-
-def dispatcher_for(matcher: Matcher, **options) -> Dispatcher:
-    """This process's dispatcher for the matcher's client (one per client, as claims)."""
-    with _dispatchers_lock:
-        found = _dispatchers.get(matcher.db)
-        if found is None:
-            found = _dispatchers[matcher.db] = Dispatcher(matcher, **options)
-        return found
-
-
-def stop_dispatchers() -> None:
-    """Stop this process's dispatchers and give their leases up."""
-    with _dispatchers_lock:
-        running = list(_dispatchers.values())
-        _dispatchers.clear()
-    for dispatcher in running:
-        dispatcher.stop()
+        try:
+            self.lease.release()
+        except errors.DynamoError as exc:
+            log.warning("matching dispatcher: could not give the lease up (it runs out by itself): %s", exc)

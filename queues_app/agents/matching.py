@@ -12,10 +12,9 @@ import zlib
 from dataclasses import dataclass
 from typing import cast
 
-from queues_app.agents import keys
+from queues_app.agents import dispatch, keys
 from queues_app.agents.calls import CallExists, Calls
 from queues_app.agents.claims import Claims
-from queues_app.agents.dispatch import HERE, Dispatcher, dispatcher_for
 from queues_app.agents.queues import queue_heads
 from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueOrder
 from queues_app.agents.roster import Agents
@@ -32,8 +31,9 @@ OFFER_ROUNDS = 3
 _TAKEN = object()  # every head offered was taken by someone else meanwhile
 # How long a matcher waits for another thread's try of the only candidates it has left.
 CLAIM_WAIT = 0.5
-# How old another matcher's read of the same queue may be for a caller's first try to use it.
-SHARED_READ_AGE = 0.2
+# How old another matcher's read of the same queue may be for a caller's first try to use it:
+# in the matcher process, which takes nearly every agent itself, a read stays good for long.
+SHARED_READ_AGE = 1.0
 # Why each candidate was chosen or passed over; calls store the short code.
 WHY_OUTCOMES = {
     "chosen": "chosen: the earliest-queued agent who fits and was still free",
@@ -84,14 +84,6 @@ def claims_for(db) -> Claims:
     return claims
 
 
-def dispatcher_address() -> str:
-    """The address this process's dispatcher listens on ("" when new callers are matched
-    by the process they arrive in): settings.SWITCHBOARD_MATCHING_DISPATCHER."""
-    from django.conf import settings
-
-    return getattr(settings, "SWITCHBOARD_MATCHING_DISPATCHER", "")
-
-
 def reset_contention() -> None:
     """Forget recent lost races and every claim: a process starting afresh."""
     _contention.reset()
@@ -124,17 +116,7 @@ class Matcher:
         # 1: a caller's first try is the head. N > 1: among the first N, by a hash of the
         # call id, so that callers of different processes start apart (measured, not used).
         self.first_spread = 1
-        # Set by `use_dispatcher`: new callers are matched by the deployment's dispatcher.
-        # None: by this process (a test, a command, a deployment of one process).
-        self.dispatcher: Dispatcher | None = None
         self._rng = random.Random()
-
-    def use_dispatcher(self, **options) -> Dispatcher:
-        """Match new callers through the deployment's matching dispatcher; this process's
-        side of it (a server, the lease thread) starts now."""
-        self.dispatcher = dispatcher_for(self, **options)
-        self.dispatcher.start()
-        return self.dispatcher
 
     @property
     def clock(self):
@@ -143,15 +125,14 @@ class Matcher:
     def match(self, call: Call, *, new_call: bool) -> Call | None:
         """Try queued agents in order; the loser of a race moves on to a candidate it
         already read instead of starting over. Matchers of this process claim candidates
-        in memory first. With a dispatcher, a new caller is matched by the process holding
-        the dispatcher's lease, or here when there is none or it does not answer in time
-        (docs/architecture.md, "Matching")."""
-        if new_call and self.dispatcher is None and (listen := dispatcher_address()):
-            self.use_dispatcher(listen=listen)
-        if self.dispatcher is not None and new_call:
-            outcome = self.dispatcher.request(call)
-            if outcome is not HERE:
-                return outcome  # type: ignore[return-value]
+        in memory first. In a process that sends its new callers to the matching
+        dispatcher (a web worker), a new caller is matched by the holder of the
+        dispatcher's lease, or here when there is none or it does not answer in time
+        (docs/architecture.md, "Matching topology")."""
+        if new_call and (client := dispatch.client_for(self.db)) is not None:
+            outcome = client.request(call)
+            if outcome is not dispatch.HERE:
+                return cast(Call | None, outcome)
         return self.match_here(call, new_call=new_call)
 
     def match_here(self, call: Call, *, new_call: bool) -> Call | None:

@@ -35,6 +35,7 @@ ROLE_DESCRIPTIONS: dict[str, str] = {
     "task-processor": "run_task_processor: its lease, the tasks' stream, the sweeper",
     "collector": "collect_metrics",
     "escalator": "escalate_callers: relaxes waiting callers' preferences and runs the matcher",
+    "matcher": "run_matcher: the matching dispatcher's lease, and every web worker's new callers matched",
     "callback-worker": "run_webhook_worker: delivers call events to the API tokens' callbacks",
     "admin-setup": "dynamo_tables create, describe and delete (one-off setup, by an administrator)",
 }
@@ -131,6 +132,11 @@ GRANTS: dict[str, frozenset[Access]] = {
         _CALL_EVENTS,
         _COUNTERS,
         _table("audit", "PutItem BatchWriteItem"),  # a relaxation and the assignment it brought
+    ),
+    "matcher": _role(
+        _table("callcenter", "Query PutItem UpdateItem DeleteItem"),  # the lease, the queues, the assignment
+        _CALL_EVENTS,
+        _COUNTERS,  # and its heartbeat
     ),
     "admin-setup": _role(
         *(

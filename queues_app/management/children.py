@@ -26,6 +26,7 @@ from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
 # starts one). A new kind of worker added here runs in both.
 SHIPMENT_WORKER = "run_shipment_worker"
 BACKGROUND: dict[str, list[str]] = {
+    "run_matcher": ["run_matcher"],  # matches the web workers' new callers (one holder at a time)
     "collect_metrics": ["collect_metrics", "--every", "15"],
     SHIPMENT_WORKER: [SHIPMENT_WORKER],
     "run_task_processor": ["run_task_processor"],

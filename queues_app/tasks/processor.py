@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from queues_app.ddb import errors
 from queues_app.ddb.backoff import TRANSIENT, Backoff
 from queues_app.ddb.clock import from_iso
+from queues_app.ddb.lease import Lease
 from queues_app.tasks.downstream import AtCapacity, Downstream, DownstreamFailed
-from queues_app.tasks.processor_lease import ProcessorLease
+from queues_app.tasks.processor_lease import LEASE_NAME, processor_lease
 from queues_app.tasks.queue import TaskQueue
 from queues_app.tasks.records import IllegalTransition, Task, TaskStatus
 from queues_app.tasks.streams import StreamWaker
@@ -29,7 +30,6 @@ from queues_app.tracing import traced
 
 log = logging.getLogger(__name__)
 
-LEASE_NAME = "task-processor"
 _TRANSIENT = TRANSIENT
 
 
@@ -78,7 +78,7 @@ class TaskProcessor:
         recover_after: float | None = None,
         use_streams: bool = True,
         waker: StreamWaker | None = None,
-        lease: ProcessorLease | None = None,
+        lease: Lease | None = None,
         now: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         backoff: Backoff | None = None,
@@ -86,7 +86,7 @@ class TaskProcessor:
         self.tasks = tasks or TaskQueue()
         self.downstream = downstream
         self.holder = holder or default_holder()
-        self.lease = lease or ProcessorLease(
+        self.lease = lease or processor_lease(
             self.tasks.db, name=lease_name, holder=self.holder, duration=lease_seconds, now=now
         )
         self.lease_seconds = self.lease.duration

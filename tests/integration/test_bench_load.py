@@ -1,8 +1,8 @@
-"""`python -m bench.load --smoke`: the production shape (gunicorn, the escalation loop,
-shipment workers) under a phone system, supervisors and a shipment producer for one
-short step. --json prints one object of the documented shape, no answer is a 5xx, the
-DynamoDB meter saw the servers' requests, check_invariants finds nothing wrong, and no
-server outlives the run.
+"""`python -m bench.load --smoke`: the production shape (gunicorn, the matcher, the
+escalation loop, shipment workers) under a phone system, supervisors and a shipment
+producer for one short step. --json prints one object of the documented shape, no answer
+is a 5xx, the matcher matched the callers, the DynamoDB meter saw the servers' requests,
+check_invariants finds nothing wrong, and no server outlives the run.
 
 No latency is asserted: at these sizes and on a shared machine the figures mean nothing
 (docs/benchmarks.md holds a full run).
@@ -20,6 +20,7 @@ RUN_KEYS = {
     "machine",
     "steps",
     "highest_rate_held",
+    "matched_by_the_matcher",
     "audit",
     "problems",
     "seconds",
@@ -34,7 +35,9 @@ STEP_KEYS = {
     "5xx",
     "cpu_busy",
     "load_average",
+    "driver",
     "dynamodb",
+    "causes",
     "held",
 }
 ENDPOINT_KEYS = {"count", "p50_ms", "p95_ms", "p99_ms", "failures", "5xx", "statuses"}
@@ -64,6 +67,10 @@ def test_a_smoke_run_serves_everyone_without_a_5xx_and_stops_every_server(dynamo
     (step,) = printed["steps"]
     assert set(step) == STEP_KEYS
     assert step["5xx"] == 0
+    # Every caller due in the step was counted, answered; a step not held says why.
+    assert step["endpoints"]["POST /api/calls"]["count"] == step["calls_due"]
+    assert step["held"] == (step["causes"] == [])
+    assert set(step["driver"]) == {"late_p50_ms", "late_p95_ms", "late_max_ms"}
     endpoints = step["endpoints"]
     for name in ("POST /api/calls", "POST /api/shipments", "GET /?panel=<name>"):
         assert endpoints[name]["count"] > 0, name
@@ -79,7 +86,9 @@ def test_a_smoke_run_serves_everyone_without_a_5xx_and_stops_every_server(dynamo
     assert dynamodb["write_cu_per_call"] + dynamodb["write_cu_estimated_per_call"] > 0
     assert "callcenter" in dynamodb["by_table_per_call"]
 
+    # The web workers sent their callers to the matcher process (the default shape).
+    assert printed["matched_by_the_matcher"] > 0
     assert printed["audit"]["ok"], printed["audit"]
     assert "no violations" in printed["audit"]["summary"]
-    # gunicorn and its workers, the escalation loop, the shipment workers, the meter: all gone.
+    # gunicorn and its workers, the matcher, the escalation loop, the shipment workers, the meter: all gone.
     assert processes_with(f"DYNAMODB_TABLE_PREFIX={printed['tables_prefix']}") == []

@@ -1,14 +1,17 @@
 """The matching dispatcher on DynamoDB Local (its holder matches from several threads,
-which moto cannot take): new callers of several processes matched by the one holder of
-the lease, nobody twice; with no holder, or one that does not answer, a process matches
-by itself."""
+which moto cannot take): new callers of several web workers matched by the one holder of
+the lease, nobody twice; with no holder, or one that does not answer or has died, a
+worker matches by itself, and the lease moves to a process standing by."""
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
+import time
 
 import pytest
+from django.core import signing
 
 from queues_app.agents import dispatch
 from queues_app.agents.call_center import CallCenter
@@ -22,15 +25,37 @@ SPANISH_F = {"language": "Spanish", "gender": "F"}
 
 
 @pytest.fixture(autouse=True)
-def no_dispatchers_left(local_db):
-    yield  # stopped before the tables are dropped
-    dispatch.stop_dispatchers()
+def workers_match_by_themselves_afterwards(local_db):
+    yield
+    dispatch.stop_sending()
+
+
+@pytest.fixture
+def dispatchers(local_db):
+    """Holders' sides started by a test, stopped before the tables are dropped."""
+    started: list[dispatch.Dispatcher] = []
+    yield started
+    for dispatcher in started:
+        dispatcher.stop()
 
 
 def process_like(db: Dynamo) -> CallCenter:
     """A router on a client of its own, as another process would have (claims and the
-    dispatcher are per client)."""
+    dispatcher's client are per client)."""
     return CallCenter(Dynamo(prefix=db.prefix, endpoint_url=db.endpoint_url, region=db.region))
+
+
+def matcher_process(db: Dynamo, started: list, lease_seconds: float = 60.0) -> dispatch.Dispatcher:
+    """What `run_matcher` runs, on a client of its own. A lease of a minute (3 s in
+    production): a holder whose renewals a slow or paused machine holds back for a few
+    seconds keeps it (the lease passing on is tested below)."""
+    router = process_like(db)
+    dispatcher = dispatch.Dispatcher(
+        router.db, functools.partial(router.matcher.match_here, new_call=True), lease_seconds=lease_seconds
+    )
+    dispatcher.start()
+    started.append(dispatcher)
+    return dispatcher
 
 
 def queued_agents(router: CallCenter, count: int) -> list[str]:
@@ -43,18 +68,25 @@ def queued_agents(router: CallCenter, count: int) -> list[str]:
     return ids
 
 
-def test_callers_of_several_processes_are_matched_by_the_holder_of_the_lease(local_db, monkeypatch):
-    # A lease of a minute (3 s in production): a holder whose renewals a slow or paused
-    # machine holds back for a few seconds keeps it (the lease passing on is tested below).
-    holder = process_like(local_db)
-    holder.matcher.use_dispatcher(bound=30, lease_seconds=60)
-    assert wait_for(lambda: holder.matcher.dispatcher.lease.held, timeout=10)
-    others = [process_like(local_db) for _ in range(2)]
+def die(dispatcher: dispatch.Dispatcher) -> None:
+    """What kill -9 leaves: nothing listens any more, the lease is not given up."""
+    dispatcher._stop.set()
+    assert dispatcher._server is not None and dispatcher._thread is not None
+    dispatcher._thread.join(timeout=10)
+    dispatcher._server.shutdown()
+    dispatcher._server.close_connections()
+    dispatcher._server.server_close()
+
+
+def test_callers_of_several_web_workers_are_matched_by_the_holder_of_the_lease(local_db, dispatchers, monkeypatch):
+    holder = matcher_process(local_db, dispatchers)
+    assert wait_for(lambda: holder.holding, timeout=10)
+    dispatch.send_new_callers()
+    workers = [process_like(local_db) for _ in range(3)]
     matched_here: list[str] = []
-    for router in others:
-        router.matcher.use_dispatcher(bound=30, lease_seconds=60)
+    for router in workers:
         monkeypatch.setattr(router.matcher, "match_here", lambda call, **kw: matched_here.append(call.call_id))
-    agent_ids = queued_agents(holder, 12)
+    agent_ids = queued_agents(workers[0], 12)
     given: list[str] = []
     start = threading.Barrier(6)
 
@@ -65,39 +97,41 @@ def test_callers_of_several_processes_are_matched_by_the_holder_of_the_lease(loc
             assert call.status == CallStatus.ASSIGNED
             given.append(call.agent_id)
 
-    threads = [threading.Thread(target=caller, args=([holder, *others][i % 3],)) for i in range(6)]
+    threads = [threading.Thread(target=caller, args=(workers[i % 3],)) for i in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
 
     assert sorted(given) == sorted(agent_ids)  # every agent once
-    assert matched_here == []  # the other processes' callers went to the holder
-    assert not any(router.matcher.dispatcher.lease.held for router in others)
-    assert invariants.find_violations(local_db, holder.catalog, passes=1) == []
+    assert matched_here == []  # the workers' callers went to the holder
+    assert holder.matched == 12
+    assert invariants.find_violations(local_db, workers[0].catalog, passes=1) == []
 
 
-def test_with_nobody_holding_the_lease_a_process_matches_by_itself(local_db):
+def test_with_nobody_holding_the_lease_a_worker_matches_by_itself(local_db):
     router = CallCenter(local_db)
     (agent_id,) = queued_agents(router, 1)
-    other = dispatch.DispatchLease(local_db, holder="elsewhere", address="", duration=60)
-    assert other.hold()  # held, but with no address to send callers to
-    router.matcher.use_dispatcher()
+    other = dispatch.matching_lease(local_db, holder="elsewhere", duration=60)
+    assert other.acquire()  # held, but with no address to send callers to
+    dispatch.send_new_callers()
 
     call, _created = router.create_call(SPANISH_F)
 
     assert call.status == CallStatus.ASSIGNED and call.agent_id == agent_id
+    assert dispatch.client_for(local_db).here == 1
 
 
-def test_a_holder_that_does_not_answer_in_time_leaves_the_caller_to_this_process(local_db):
+def test_a_holder_that_does_not_answer_in_time_leaves_the_caller_to_this_worker(local_db):
     router = CallCenter(local_db)
     (agent_id,) = queued_agents(router, 1)
     silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
     host, port = silent.getsockname()[:2]
     try:
-        other = dispatch.DispatchLease(local_db, holder="elsewhere", address=f"{host}:{port}", duration=60)
-        assert other.hold()
-        router.matcher.use_dispatcher(bound=0.3)
+        other = dispatch.matching_lease(local_db, holder="elsewhere", address=f"{host}:{port}", duration=60)
+        assert other.acquire()
+        dispatch.send_new_callers()
+        dispatch.client_for(local_db).bound = 0.3
 
         call, _created = router.create_call(SPANISH_F)
     finally:
@@ -108,31 +142,72 @@ def test_a_holder_that_does_not_answer_in_time_leaves_the_caller_to_this_process
     assert invariants.find_violations(local_db, router.catalog, passes=1) == []
 
 
-def test_the_holder_answers_only_signed_requests(local_db):
+def test_when_the_holder_dies_callers_are_matched_by_their_worker_and_the_lease_moves(local_db, dispatchers):
+    first = matcher_process(local_db, dispatchers, lease_seconds=1.0)
+    assert wait_for(lambda: first.holding, timeout=10)
+    second = matcher_process(local_db, dispatchers, lease_seconds=1.0)
+    worker = process_like(local_db)
+    queued_agents(worker, 16)
+    dispatch.send_new_callers()
+    call, _created = worker.create_call(SPANISH_F)
+    assert call.status == CallStatus.ASSIGNED and first.matched == 1
+
+    die(first)
+    call, _created = worker.create_call(SPANISH_F)  # nobody answers at the old address
+
+    assert call.status == CallStatus.ASSIGNED
+    assert dispatch.client_for(worker.db).here == 1
+    assert wait_for(lambda: second.holding, timeout=15)  # once the dead holder's lease ran out
+
+    def a_caller_goes_to_the_new_holder() -> bool:
+        call, _created = worker.create_call(SPANISH_F)
+        assert call.status == CallStatus.ASSIGNED  # directly until the worker reads the lease again
+        return second.matched > 0
+
+    assert wait_for(a_caller_goes_to_the_new_holder, timeout=10, step=0.5)
+    assert invariants.find_violations(local_db, worker.catalog, passes=1) == []
+
+
+class SignedLongAgo(signing.TimestampSigner):
+    def timestamp(self) -> str:
+        return signing.b62_encode(int(time.time()) - dispatch.MAX_AGE - 5)
+
+
+def signed_long_ago(value: str) -> str:
+    return SignedLongAgo(salt=dispatch.SALT).sign(value)
+
+
+def test_the_holder_answers_only_requests_signed_for_it(local_db, dispatchers):
     router = CallCenter(local_db)
     (agent_id,) = queued_agents(router, 1)
-    dispatcher = router.matcher.use_dispatcher()
-    assert wait_for(lambda: dispatcher.lease.held, timeout=10)
+    holder = matcher_process(local_db, dispatchers)
+    assert wait_for(lambda: holder.holding, timeout=10)
+    call = b'{"call_id": "x"}'
 
-    assert dispatcher.answer(b'0123 {"call_id": "x"}') == {"error": "bad signature"}
-    unreadable = b'{"call_id": "x"}'
-    assert dispatcher.answer(dispatch._sign(dispatcher.secret, unreadable).encode() + b" " + unreadable) == {
-        "error": "not a call"
-    }
+    assert holder.answer(b"0123 " + call) == {"error": "bad signature"}
+    other_purpose = signing.TimestampSigner(salt="something else").sign(call.decode()).encode()
+    assert holder.answer(other_purpose) == {"error": "bad signature"}
+    assert holder.answer(signed_long_ago(call.decode()).encode()) == {"error": "bad signature"}  # a replay
+    signed = dispatch.signer().sign(call.decode())
+    assert holder.answer(signed.encode()) == {"error": "not a call"}
     assert Agents(local_db, router.catalog).get(agent_id).status == AgentStatus.QUEUED
 
 
 def test_only_one_process_holds_the_lease_until_it_runs_out(local_db):
     now = [1000.0]
-    first = dispatch.DispatchLease(local_db, holder="one", address="h:1", duration=3, now=lambda: now[0])
-    second = dispatch.DispatchLease(local_db, holder="two", address="h:2", duration=3, now=lambda: now[0])
-    assert first.hold()
-    assert not second.hold()
+    first = dispatch.matching_lease(local_db, holder="one", address="h:1", duration=3, now=lambda: now[0])
+    second = dispatch.matching_lease(local_db, holder="two", address="h:2", duration=3, now=lambda: now[0])
+    assert first.acquire()
+    assert not second.acquire()
     now[0] += 1.5
-    assert first.hold()  # renewed: runs out at 1004.5
+    assert first.renew()  # runs out at 1004.5
     now[0] += 2.0
-    assert not second.hold()
-    assert second.current() == ("h:1", 1004.5)
+    assert not second.acquire()
+    holder = dispatch.current_holder(local_db)
+    assert holder is not None and (holder.address, holder.lease_until) == ("h:1", 1004.5)
     now[0] += 1.5  # run out
-    assert second.hold()
-    assert first.current() == ("h:2", 1008.0)
+    assert second.acquire()
+    assert not first.renew()  # fenced: another generation holds it now
+    holder = dispatch.current_holder(local_db)
+    assert holder is not None and (holder.holder, holder.address, holder.lease_until) == ("two", "h:2", 1008.0)
+    assert holder.generation == 2

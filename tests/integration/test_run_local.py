@@ -98,6 +98,7 @@ def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local
     output = (tmp_path / "run_local.log").read_text()
     assert "DynamoDB Local stopped" in output
     names = (
+        "run_matcher",
         "collect_metrics",
         "run_task_processor",
         "escalate_callers",

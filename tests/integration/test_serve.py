@@ -13,11 +13,15 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from queues_app.agents import dispatch
+from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import free_port
+from tests.helpers.threads import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILDREN = (
     "gunicorn",
+    "run_matcher",
     "collect_metrics",
     "run_shipment_worker",
     "run_task_processor",
@@ -105,6 +109,12 @@ def test_serve_answers_with_debug_off_serves_compressed_static_files_and_stops_e
 
         status, _, body = fetch(f"{base}/readyz")
         assert status == 200, body
+
+        # The matcher holds the dispatcher's lease, listening on loopback (no setting needed).
+        db = Dynamo(prefix="serve-", endpoint_url=env["DYNAMODB_ENDPOINT_URL"], region="us-east-1")
+        holds = wait_for(lambda: (h := dispatch.current_holder(db)) and h.live(time.time()), timeout=30)
+        assert holds, log_path.read_text()
+        assert dispatch.current_holder(db).address.startswith("127.0.0.1:")
 
         # Without the hash, nothing is served with DEBUG off except by WhiteNoise.
         status, headers, _ = fetch(f"{base}/static/css/switchboard.css")

@@ -9,7 +9,7 @@ import pytest
 
 from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
-from queues_app.tasks.processor_lease import ProcessorLease
+from queues_app.tasks.processor_lease import processor_lease
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
 from tests.helpers.threads import in_thread, wait_for
 
@@ -92,7 +92,7 @@ def test_two_processors_are_never_active_at_once(tasks):
     assert sum(p.stats.lease_lost for p in processors) == 0
     statuses = {tasks.get(t).status for t in finished}
     assert statuses <= {TaskStatus.SUCCESS, TaskStatus.FAILURE}
-    assert ProcessorLease(tasks.db, holder="nobody").current() is None  # released on the way out
+    assert processor_lease(tasks.db, holder="nobody").current() is None  # released on the way out
 
 
 def test_the_stream_wakes_an_idle_processor(tasks):
@@ -114,7 +114,7 @@ def test_the_stream_wakes_an_idle_processor(tasks):
         assert wait_for(lambda: processor.stats.leases_acquired == 1 and processor.stats.sweeps == 1, 60)
         # Idle, waiting on the stream with a poll interval of 600 s. Writes that are not
         # pending work do not wake it: another lease's item, a task finished elsewhere.
-        unrelated = ProcessorLease(tasks.db, name="some-other-role", holder="x", duration=5)
+        unrelated = processor_lease(tasks.db, name="some-other-role", holder="x", duration=5)
         assert unrelated.acquire() and unrelated.renew()
         time.sleep(1.0)
         assert processor.stats.stream_wakeups == 0
@@ -192,7 +192,7 @@ def test_a_dead_processors_lease_passes_on(tasks):
         assert wait_for(lambda: survivor.stats.processed == 5, 60), survivor.stats
         assert survivor.stats.recovered == 1  # the dead processor's task in hand, back to PENDING
         assert all(tasks.get(f"t{i}").status == TaskStatus.SUCCESS for i in range(5))
-        holder = ProcessorLease(tasks.db, holder="x").current()
+        holder = processor_lease(tasks.db, holder="x").current()
         assert holder.holder == "survivor" and holder.acquired_at >= dead_until
 
         # The hung call returns at last: the zombie's late result is refused and it stops.

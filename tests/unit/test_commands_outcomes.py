@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from queues_app.ddb.tables import TABLES
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.tasks.processor import LEASE_NAME
-from queues_app.tasks.processor_lease import ProcessorLease
+from queues_app.tasks.processor_lease import processor_lease
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 
@@ -136,7 +136,7 @@ def test_collect_metrics_once_shows_the_sample(moto_db):
 def test_a_processor_that_never_held_the_lease_exits_non_zero(moto_db):
     tasks = TaskQueue(moto_db)
     tasks.create(task_id="waits")
-    assert ProcessorLease(moto_db, name=LEASE_NAME, holder="elsewhere", duration=60).acquire()
+    assert processor_lease(moto_db, name=LEASE_NAME, holder="elsewhere", duration=60).acquire()
     message, out = fails(
         "run_task_processor",
         "--until-empty",

@@ -18,6 +18,7 @@ def test_there_is_a_unit_for_the_web_and_each_background_process():
     names = {unit.stem for unit in UNITS}
     assert names == {
         "switchboard-web",
+        "switchboard-matcher",
         "switchboard-shipment-worker",
         "switchboard-task-processor",
         "switchboard-collector",

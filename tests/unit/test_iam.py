@@ -25,10 +25,14 @@ from django.test import Client
 from django.urls import resolve, reverse
 
 from queues_app import urls as queues_app_urls
+from queues_app.agents import dispatch
 from queues_app.agents.call_center import CallCenter
+from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.api.application import machine_urls
 from queues_app.ddb import iam, meter
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.meter import Access
 from queues_app.management import loops
 from queues_app.models import ApiToken
@@ -43,6 +47,7 @@ from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
 from tests.helpers.old_layouts import PREVIOUS_INDEXES, make_old_style, without_status_partition
 from tests.helpers.receiver import Receiver
+from tests.helpers.threads import wait_for
 
 RECORDED: dict[str, set[Access]] = {}
 
@@ -359,6 +364,42 @@ def collector(db) -> None:
     RECORDED["collector"] = log.accesses
 
 
+def matcher(db, monkeypatch) -> None:
+    """`run_matcher` as it runs: it takes the lease, beats, and matches a new caller a web
+    worker sends it (one with a callback: the event goes in the assignment's transaction);
+    SIGTERM stops it and it gives the lease up. The web worker's side sends over TCP only
+    (it knows the address here, so it reads no lease)."""
+    agent = Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]})
+    CallCenter().make_available(agent.agent_id)
+    call = Call(
+        call_id="from-a-web-worker",
+        status=CallStatus.WAITING,
+        preferences={"language": "Spanish", "gender": "F"},
+        arrived_at=to_iso(now()),
+        callback="1",
+    )
+    answers = []
+    start = dispatch.Dispatcher.start
+
+    def start_then_send(dispatcher) -> None:
+        start(dispatcher)
+
+        def web_worker() -> None:
+            assert wait_for(lambda: dispatcher.holding, timeout=10)
+            client = dispatch.DispatchClient(Dynamo(prefix=db.prefix, region="us-east-1"))
+            client._known = (dispatcher.lease.address, time.time() + 60)
+            answers.append(client.request(call))
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=web_worker, daemon=True).start()
+
+    monkeypatch.setattr(dispatch.Dispatcher, "start", start_then_send)
+    with meter.record_access(db.prefix) as log:
+        call_command("run_matcher", "--max-seconds", "60", stdout=io.StringIO())
+    assert answers and answers[0].agent_id == agent.agent_id
+    RECORDED["matcher"] = log.accesses
+
+
 def escalator(db, settings, monkeypatch) -> None:
     """The escalation loop (`--every`, stopped by SIGTERM after its second pass): it beats,
     relaxes a caller's preferences and assigns them (the call's callback hears of both)."""
@@ -432,6 +473,7 @@ def workloads(settings, django_user_model, monkeypatch) -> dict[str, Callable[[]
         "task-processor": lambda db: task_processor(db, monkeypatch),
         "collector": collector,
         "escalator": lambda db: escalator(db, settings, monkeypatch),
+        "matcher": lambda db: matcher(db, monkeypatch),
         "callback-worker": lambda db: callback_worker(db, settings, django_user_model),
         "admin-setup": admin_setup,
     }

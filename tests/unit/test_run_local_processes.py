@@ -14,8 +14,9 @@ from queues_app.management.commands import run_local, serve
 from queues_app.management.commands.run_local import background
 
 
-def test_make_run_starts_the_escalation_and_the_task_processor_beside_the_collector():
+def test_make_run_starts_the_matcher_the_escalation_and_the_task_processor_beside_the_collector():
     assert background() == {
+        "run_matcher": ["run_matcher"],
         "collect_metrics": ["collect_metrics", "--every", "15"],
         "run_task_processor": ["run_task_processor"],
         "escalate_callers": ["escalate_callers", "--every", "5"],
@@ -30,6 +31,7 @@ def test_the_demo_processes_only_with_their_flags():
     assert "run_shipment_worker" not in background(demo_load=True)
     both = background(demo_worker=True, demo_load=True)
     assert set(both) == {
+        "run_matcher",
         "collect_metrics",
         "run_task_processor",
         "escalate_callers",

@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from queues_app.tasks.downstream import AtCapacity, DownstreamFailed, RateLimitedDownstream, TokenBucket
 from queues_app.tasks.processor import TaskProcessor
-from queues_app.tasks.processor_lease import LEASE_PREFIX, ProcessorLease
+from queues_app.tasks.processor_lease import LEASE_PREFIX, processor_lease
 from queues_app.tasks.queue import ExpiryPolicy, TaskQueue, TaskStatus
 from queues_app.tasks.streams import StreamWaker, wakes
 
@@ -34,7 +34,7 @@ def tasks(moto_db, clock):
 
 
 def lease(db, holder, now, duration=10.0):
-    return ProcessorLease(db, holder=holder, duration=duration, margin=0.5, now=now)
+    return processor_lease(db, holder=holder, duration=duration, margin=0.5, now=now)
 
 
 class Recording:
@@ -209,7 +209,7 @@ def test_it_processes_newest_first(tasks, clock):
     assert all(tasks.get(i).status == TaskStatus.SUCCESS for i in downstream.calls)
     assert stats.leases_acquired == 1 and stats.lease_lost == 0
     assert len(stats.lease_intervals) == 1
-    assert ProcessorLease(tasks.db, holder="x").current() is None  # released at the end of the time box
+    assert processor_lease(tasks.db, holder="x").current() is None  # released at the end of the time box
 
 
 def test_failures_end_in_failure(tasks, clock):
@@ -269,7 +269,7 @@ def test_at_capacity_tasks_go_back_to_pending(tasks, clock):
 
 def test_without_the_lease_it_does_nothing(tasks):
     tasks.create(task_id="t")
-    other = ProcessorLease(tasks.db, holder="other", duration=30)
+    other = processor_lease(tasks.db, holder="other", duration=30)
     assert other.acquire()
     downstream = Recording()
     worker = processor(tasks, downstream, acquire_retry=0.05)

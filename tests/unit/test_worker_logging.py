@@ -8,7 +8,7 @@ from queues_app.shipments.queue import RetryPolicy, ShipmentQueue
 from queues_app.shipments.worker import ShipmentWorker, demo_handler
 from queues_app.tasks.downstream import AtCapacity, DownstreamFailed
 from queues_app.tasks.processor import TaskProcessor
-from queues_app.tasks.processor_lease import ProcessorLease
+from queues_app.tasks.processor_lease import processor_lease
 from queues_app.tasks.queue import TaskQueue
 from queues_app.tracing import TraceIdFilter
 
@@ -84,7 +84,7 @@ def test_task_outcomes_are_logged_with_duration_and_trace_id(moto_db, caplog):
 
 def test_a_standby_processor_says_so_once_then_that_it_took_the_lease(moto_db, caplog):
     tasks = TaskQueue(moto_db)
-    other = ProcessorLease(tasks.db, holder="other-host:1", duration=30)
+    other = processor_lease(tasks.db, holder="other-host:1", duration=30)
     assert other.acquire()
     processor = TaskProcessor(tasks, Scripted(), holder="p1", use_streams=False, acquire_retry=0.02)
     # Three refusals, however long they take (the time boxes only end a broken run).

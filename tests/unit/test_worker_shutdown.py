@@ -14,7 +14,7 @@ from queues_app.management.commands import run_shipment_worker
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.shipments.worker import ShipmentWorker, demo_handler
 from queues_app.tasks.processor import TaskProcessor
-from queues_app.tasks.processor_lease import ProcessorLease
+from queues_app.tasks.processor_lease import processor_lease
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 
@@ -118,6 +118,6 @@ def test_sigterm_makes_the_processor_release_its_lease(moto_db, caplog, monkeypa
     timer.join()
     assert "1 processed" in out.getvalue()
     assert tasks.get("t1").status == TaskStatus.SUCCESS
-    successor = ProcessorLease(moto_db, holder="someone-else")
+    successor = processor_lease(moto_db, holder="someone-else")
     assert successor.current() is None and successor.acquire()  # free at once, not when it runs out
     assert "lease task-processor released by stopping" in [r.getMessage() for r in caplog.records]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from django.core.management.base import CommandError
 from faker import Faker
 
+from queues_app.agents import dispatch
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import ANY, describe_preferences
 from queues_app.ddb import errors
@@ -240,6 +241,7 @@ class Command(CheckedCommand):
         )
         stop = threading.Event()
         previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+        dispatch.send_new_callers()  # its callers go to the matcher process, as a web worker's do
         try:
             # Said once the signals are handled: from then on SIGTERM stops it cleanly.
             self.stdout.write(
@@ -249,6 +251,7 @@ class Command(CheckedCommand):
             self.stdout.flush()
             self._run(traffic, stop, max_seconds)
         finally:
+            dispatch.stop_sending()
             for s, handler in previous.items():
                 signal.signal(s, handler)
         self.stdout.write(f"Demo load stopped: {traffic.tally}.")

@@ -34,7 +34,8 @@ def background(*, demo_worker: bool = False, demo_load: bool = False) -> dict[st
 class Command(BaseCommand):
     help = (
         "Start DynamoDB Local (data under var/), prepare tables, users and demo data, and serve the dashboard "
-        "with the background processes (metrics collector, caller escalation, task processor)."
+        "with the background processes (the matcher, metrics collector, caller escalation, task processor, "
+        "callback worker)."
     )
 
     def add_arguments(self, parser):

@@ -4,8 +4,9 @@ DEBUG off with production-like values set in the children's environment (a gener
 SECRET_KEY, ALLOWED_HOSTS=127.0.0.1,localhost; no HTTPS redirect and no secure-only
 cookies, since there is no TLS locally), collectstatic (compressed, hashed files that
 WhiteNoise serves), migrations, DynamoDB Local with the tables, gunicorn with workers,
-and the background processes a deployment runs: the metrics collector, a shipment
-worker, the task processor and the caller escalation. Ctrl-C or SIGTERM stops them all.
+and the background processes a deployment runs: the matcher (which the web workers send
+their new callers to), the metrics collector, a shipment worker, the task processor, the
+caller escalation and the callback worker. Ctrl-C or SIGTERM stops them all.
 """
 
 from __future__ import annotations

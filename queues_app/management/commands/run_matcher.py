@@ -1,0 +1,109 @@
+"""`run_matcher`: the matching dispatcher's process. It listens, holds the dispatcher's
+lease (or stands by while another holds it) and matches every new caller the web
+workers send it (docs/architecture.md, "Matching topology")."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import signal
+import threading
+import time
+
+from django.conf import settings
+from django.core.management.base import CommandError
+
+from queues_app.agents.call_center import CallCenter
+from queues_app.agents.dispatch import Dispatcher
+from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, text
+from queues_app.monitoring import heartbeats
+
+DEFAULT_LISTEN = "127.0.0.1"
+
+
+def listen_address() -> str:
+    """Where the matcher listens: SWITCHBOARD_MATCHING_DISPATCHER, or loopback (one host)."""
+    return getattr(settings, "SWITCHBOARD_MATCHING_DISPATCHER", "") or DEFAULT_LISTEN
+
+
+def matching_dispatcher(
+    router: CallCenter | None = None, *, listen: str | None = None, port: int = 0, lease_seconds: float = 3.0
+) -> Dispatcher:
+    """The dispatcher this command runs: new callers matched by the call center's matcher
+    in this process (`Matcher.match_here`), from one thread per web worker's connection."""
+    router = router or CallCenter()
+    return Dispatcher(
+        router.db,
+        functools.partial(router.matcher.match_here, new_call=True),
+        listen=listen or listen_address(),
+        port=port,
+        lease_seconds=lease_seconds,
+    )
+
+
+def _not_a_wildcard(address: str) -> None:
+    """The address goes into the lease for others to connect to: it must name this host."""
+    try:
+        unspecified = ipaddress.ip_address(address).is_unspecified
+    except ValueError:
+        unspecified = False  # a host name
+    if unspecified:
+        raise CommandError(
+            f"{address} is no address to publish: listen on this host's private address "
+            "(SWITCHBOARD_MATCHING_DISPATCHER or --listen), 127.0.0.1 on one host."
+        )
+
+
+class Command(CheckedCommand):
+    help = (
+        "Match every new caller of the deployment: listen for the web workers' callers and hold the "
+        "matching dispatcher's lease (one holder across all hosts; the others stand by and take over when "
+        "it runs out). Runs until SIGTERM or Ctrl-C."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--listen",
+            type=text(200),
+            default=None,
+            help="the address to listen on and publish in the lease; without it SWITCHBOARD_MATCHING_DISPATCHER, "
+            "else 127.0.0.1",
+        )
+        parser.add_argument(
+            "--port", type=int_range(0, 65535), default=0, help="the port to listen on (0: one the system picks)"
+        )
+        parser.add_argument(
+            "--lease", type=float_range(1, 3600), default=3.0, help="lease length in seconds (renewed every third)"
+        )
+        parser.add_argument(
+            "--max-seconds",
+            type=float_range(above=0, high=365 * DAY),
+            default=None,
+            help="stop after this long (tests, demos)",
+        )
+
+    def handle(self, *, listen, port, lease, max_seconds, **options):
+        listen = listen or listen_address()
+        _not_a_wildcard(listen)
+        dispatcher = matching_dispatcher(listen=listen, port=port, lease_seconds=lease)
+        stop = threading.Event()
+        previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+        liveness = heartbeats.Heartbeat(heartbeats.MATCHER, dispatcher.db)
+        try:
+            dispatcher.start()
+        except OSError as exc:
+            raise CommandError(f"Cannot listen on {listen}:{port}: {exc.strerror or exc}") from exc
+        self.stdout.write(f"Matcher listening on {dispatcher.lease.address} (lease {lease:g}s); stop with SIGTERM.")
+        self.stdout.flush()
+        deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+        try:
+            while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                state = heartbeats.HOLDING if dispatcher.holding else heartbeats.STANDING_BY
+                liveness.beat(state, dispatcher.matched, force=state != liveness.state)
+                stop.wait(1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic())))
+        finally:
+            dispatcher.stop()
+            liveness.stopped(dispatcher.matched)
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        self.stdout.write(f"Stopped: {dispatcher.matched} callers matched.")
