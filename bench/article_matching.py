@@ -51,7 +51,7 @@ class ArticleMatcher:
     def __init__(self, db: Dynamo, catalog: SkillCatalog):
         self.db = db
         self.catalog = catalog
-        self.table = db.table("callcenter")
+        self.table_name = db.table("callcenter")
         self.all_queues = [keys.queue_name(combo) for combo in catalog.all_combinations()]
 
     def initialize_metadata(self) -> None:
@@ -60,7 +60,7 @@ class ArticleMatcher:
         for combo in self.catalog.all_combinations():
             self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal(keys.queue_meta(combo)),
                 UpdateExpression="SET #depth = if_not_exists(#depth, :zero), "
                 "version = if_not_exists(version, :zero), combination = :combo",
@@ -74,7 +74,7 @@ class ArticleMatcher:
             "transact_get_items",
             TransactItems=[
                 # The article keeps one metadata item per queue: shard 0 of ours.
-                {"Get": {"TableName": self.table, "Key": marshal(keys.queue_meta(combo))}}
+                {"Get": {"TableName": self.table_name, "Key": marshal(keys.queue_meta(combo))}}
                 for combo in self.catalog.all_combinations()
             ],
         )
@@ -87,7 +87,7 @@ class ArticleMatcher:
     def first_in_queue(self, combo: tuple[str, ...]) -> dict | None:
         """Step 2: the first message of the queue, strongly consistent: the oldest of
         its sub-queues' heads."""
-        (head,) = queue_heads(self.db, self.table, [combo], 1)
+        (head,) = queue_heads(self.db, self.table_name, [combo], 1)
         return head[0] if head else None
 
     def assignment_actions(self, message: dict, versions: dict[str, int | None], call_id: str) -> list[dict]:
@@ -96,10 +96,10 @@ class ArticleMatcher:
         actions = []
         for combo in self.catalog.combinations(message["skills"]):
             name = keys.queue_name(combo)
-            actions.append({"Delete": {"TableName": self.table, "Key": marshal(keys.queue_message(combo, token))}})
+            actions.append({"Delete": {"TableName": self.table_name, "Key": marshal(keys.queue_message(combo, token))}})
             version = versions.get(name)
             update = {
-                "TableName": self.table,
+                "TableName": self.table_name,
                 "Key": marshal(keys.queue_meta(combo)),
                 "UpdateExpression": "SET #depth = #depth - :one, version = version + :one",
                 "ExpressionAttributeNames": {"#depth": "depth"},
@@ -114,7 +114,7 @@ class ArticleMatcher:
         actions.append(
             {
                 "Update": {
-                    "TableName": self.table,
+                    "TableName": self.table_name,
                     "Key": marshal(keys.agent(message["agent_id"])),
                     "UpdateExpression": "SET #status = :attending, status_q = :status_q, call_id = :call, "
                     "updated_at = :now, version = version + :one REMOVE queue_token",

@@ -148,7 +148,7 @@ class ArticleQueue:
         clock_ms=lambda: int(time.time() * 1000),
     ):
         self.db = db
-        self.table = table
+        self.table_name = table
         self.visibility_timeout = visibility_timeout
         self.page_size = page_size
         self.clock_ms = clock_ms
@@ -167,7 +167,7 @@ class ArticleQueue:
         pages = 0
         while True:
             params = {
-                "TableName": self.table,
+                "TableName": self.table_name,
                 "IndexName": QUEUE_INDEX,
                 "ProjectionExpression": "id, queued, system_info",
                 "KeyConditionExpression": "queued = :one",
@@ -197,7 +197,7 @@ class ArticleQueue:
         try:
             response = self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal({"id": selected_id}),
                 UpdateExpression="ADD #sys.#v :one SET #sys.queue_selected = :true, "
                 "#sys.last_updated_timestamp = :lut, #sys.queue_peek_timestamp = :lut, "

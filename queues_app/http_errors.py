@@ -149,7 +149,7 @@ def _describe(exc: errors.DynamoError | SkillError) -> UserError:
         return UserError(
             503,
             "DynamoDB table missing",
-            f"The table {exc.table!r} does not exist.",
+            f"The table {exc.table_name!r} does not exist.",
             hint="Create the tables with: python manage.py dynamo_tables create "
             "(and check that DYNAMODB_ENDPOINT_URL and AWS_REGION name the right place).",
             retry_after=30,

@@ -124,7 +124,7 @@ class Availability(Parts):
             actions.append(
                 {
                     "Put": {
-                        "TableName": self.table,
+                        "TableName": self.table_name,
                         "Item": marshal({**keys.queue_message(combo, token), **message}),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }

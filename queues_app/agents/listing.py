@@ -75,13 +75,14 @@ class AgentPages:
     catalog: SkillCatalog
 
     @property
-    def table(self) -> str:
+    def table_name(self) -> str:
         return self.db.table("callcenter")
 
     def get_many(self, agent_ids: Iterable[str], *, consistent: bool = True) -> builtins.list[Agent]:
         """The agents that exist among `agent_ids` (BatchGetItem, 100 a request), any order."""
         wanted = [keys.agent(i) for i in dict.fromkeys(agent_ids)]
-        return [agent_from_item(item) for item in batch.get_items(self.db, self.table, wanted, consistent=consistent)]
+        found = batch.get_items(self.db, self.table_name, wanted, consistent=consistent)
+        return [agent_from_item(item) for item in found]
 
     def list(
         self,
@@ -261,7 +262,7 @@ class AgentPages:
         filter as a FilterExpression (a name search is matched on what is read: see `named`)."""
         filters = self._skill_filter(skill)
         return {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "IndexName": AGENTS_BY_NAME.name,
             "KeyConditionExpression": "#type = :agent",
             **filters,
@@ -279,7 +280,7 @@ class AgentPages:
         **query,
     ) -> builtins.list[dict[str, Any]]:
         return status_queries(
-            self.table, status, filters=self._skill_filter(skill), after=after, backwards=backwards, **query
+            self.table_name, status, filters=self._skill_filter(skill), after=after, backwards=backwards, **query
         )
 
     def count_by_status(
@@ -313,7 +314,7 @@ class AgentPages:
         """Whether any agent exists: a Limit-1 COUNT of each roster partition until one
         answers yes (one query when there are agents, all of them when there are none)."""
         return any(
-            self.db.query_partition(self.table, pk, Limit=1, Select="COUNT")["Count"] > 0
+            self.db.query_partition(self.table_name, pk, Limit=1, Select="COUNT")["Count"] > 0
             for pk in keys.agent_partitions()
         )
 

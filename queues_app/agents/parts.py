@@ -31,5 +31,5 @@ class Parts:
     escalator: Escalator
 
     @property
-    def table(self) -> str:
+    def table_name(self) -> str:
         return self.writes.name

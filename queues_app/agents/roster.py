@@ -54,7 +54,7 @@ class Agents(AgentPages):
         try:
             self.db.call(
                 "put_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Item=marshal(agent_to_item(agent)),
                 ConditionExpression="attribute_not_exists(pk)",
             )
@@ -77,7 +77,7 @@ class Agents(AgentPages):
         try:
             response = self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal(keys.agent(agent_id)),
                 UpdateExpression="SET #name = :name, name_lower = :lower, skills = :skills, "
                 "version = version + :one, updated_at = :now, change = :change",
@@ -127,11 +127,11 @@ class Agents(AgentPages):
 
     def create_many(self, agents: Iterable[Agent], on_batch=None) -> int:
         """Bulk insert for demo data and imports (no existence check)."""
-        return batch.put_items(self.db, self.table, (agent_to_item(a) for a in agents), on_batch=on_batch)
+        return batch.put_items(self.db, self.table_name, (agent_to_item(a) for a in agents), on_batch=on_batch)
 
     def get(self, agent_id: str) -> Agent:
         response = self.db.call(
-            "get_item", TableName=self.table, Key=marshal(keys.agent(agent_id)), ConsistentRead=True
+            "get_item", TableName=self.table_name, Key=marshal(keys.agent(agent_id)), ConsistentRead=True
         )
         if "Item" not in response:
             raise errors.NotFound(f"No agent with id {agent_id!r}.")
@@ -142,7 +142,7 @@ class Agents(AgentPages):
         partition: move each to its own partition (a put and a delete in one transaction,
         conditioned on the agent as read). Returns how many moved."""
         moved = 0
-        for item in self.db.partition_items(self.table, keys.AGENTS_PK, ConsistentRead=True):
+        for item in self.db.partition_items(self.table_name, keys.AGENTS_PK, ConsistentRead=True):
             if not item["sk"].startswith(keys.AGENT_PREFIX):
                 continue
             agent_id = keys.agent_id_from_sk(item["sk"])
@@ -154,14 +154,14 @@ class Agents(AgentPages):
                     TransactItems=[
                         {
                             "Put": {
-                                "TableName": self.table,
+                                "TableName": self.table_name,
                                 "Item": marshal(moved_item),
                                 "ConditionExpression": "attribute_not_exists(pk)",
                             }
                         },
                         {
                             "Delete": {
-                                "TableName": self.table,
+                                "TableName": self.table_name,
                                 "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
                                 "ConditionExpression": "version = :version",
                                 "ExpressionAttributeValues": marshal({":version": item.get("version", 0)}),
@@ -181,7 +181,7 @@ class Agents(AgentPages):
         agent as read (a conflict is left for the next run). Returns how many changed."""
         added = 0
         for pk in keys.agent_partitions():
-            for item in self.db.partition_items(self.table, pk, ConsistentRead=True):
+            for item in self.db.partition_items(self.table_name, pk, ConsistentRead=True):
                 if not item["sk"].startswith(keys.AGENT_PREFIX):
                     continue
                 status_q = keys.status_partition(item["status"], keys.agent_id_from_sk(item["sk"]))
@@ -190,7 +190,7 @@ class Agents(AgentPages):
                 try:
                     self.db.call(
                         "update_item",
-                        TableName=self.table,
+                        TableName=self.table_name,
                         Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
                         UpdateExpression="SET status_q = :status_q",
                         ConditionExpression="version = :version AND #status = :status",

@@ -144,13 +144,13 @@ class AuditTrail:
         self.clock = clock
 
     @property
-    def table(self) -> str:
+    def table_name(self) -> str:
         return self.db.table("audit")
 
     def record(self, **entry: Any) -> TrailEntry:
         """One entry (the fields of `entry_item`), in one PutItem."""
         item = self.entry_item(**entry)
-        self.db.call("put_item", TableName=self.table, Item=marshal(item))
+        self.db.call("put_item", TableName=self.table_name, Item=marshal(item))
         return entry_from_item(item)
 
     def entry_item(
@@ -198,9 +198,9 @@ class AuditTrail:
         transaction would bill 2, spread over the day's shards (docs/scale.md)."""
         items = [self.entry_item(**entry) for entry in entries]
         if len(items) == 1:
-            self.db.call("put_item", TableName=self.table, Item=marshal(items[0]))
+            self.db.call("put_item", TableName=self.table_name, Item=marshal(items[0]))
         elif items:
-            batch.put_items(self.db, self.table, items)
+            batch.put_items(self.db, self.table_name, items)
 
     def recent(
         self,
@@ -256,7 +256,7 @@ class AuditTrail:
         queries = []
         for pk in day_partitions(day):
             query: dict = {
-                "TableName": self.table,
+                "TableName": self.table_name,
                 "KeyConditionExpression": "pk = :pk" + (f" AND {key_condition}" if key_condition else ""),
                 "ExpressionAttributeValues": {":pk": {"S": pk}, **key_values, **values},
                 "ScanIndexForward": False,
@@ -281,7 +281,7 @@ class AuditTrail:
         filters = filters or TrailFilter()
         params = query_params(
             {
-                "TableName": self.table,
+                "TableName": self.table_name,
                 "IndexName": AUDIT_BY_TARGET.name,
                 "KeyConditionExpression": "target = :t",
                 "ExpressionAttributeValues": {":t": {"S": target}},
@@ -311,7 +311,7 @@ class AuditTrail:
         for kind in KINDS:
             response = self.db.call(
                 "query",
-                TableName=self.table,
+                TableName=self.table_name,
                 IndexName=AUDIT_BY_TARGET.name,
                 KeyConditionExpression="target = :t",
                 ExpressionAttributeValues={":t": {"S": target(kind, item_id)}},
@@ -331,7 +331,7 @@ class AuditTrail:
         """An item's entries since `day_start`, oldest first: one Query of the index
         (two when the day holds more than a page), at most `limit` entries."""
         params: dict = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "IndexName": AUDIT_BY_TARGET.name,
             "KeyConditionExpression": "target = :t AND sk >= :since",
             "ExpressionAttributeValues": {":t": {"S": item_target}, ":since": {"S": to_iso(day_start)}},
@@ -345,7 +345,7 @@ class AuditTrail:
         """The item's last entry before `moment` (one Limit-1 Query of the index)."""
         response = self.db.call(
             "query",
-            TableName=self.table,
+            TableName=self.table_name,
             IndexName=AUDIT_BY_TARGET.name,
             KeyConditionExpression="target = :t AND sk < :until",
             ExpressionAttributeValues={":t": {"S": item_target}, ":until": {"S": to_iso(moment)}},

@@ -120,7 +120,7 @@ class TableMissing(Unavailable):
 
     def __init__(self, table: str, *, endpoint: str | None = None):
         super().__init__(f"DynamoDB table {table!r} does not exist.", endpoint=endpoint)
-        self.table = table
+        self.table_name = table
 
 
 _THROTTLE_CODES = {

@@ -81,7 +81,7 @@ class Lease:
         if duration <= 0:
             raise ValueError("a lease needs a positive duration")
         self.db = db or default()
-        self.table_name = table
+        self.logical_table = table
         self.item_key = dict(key)
         self.name = name or "/".join(key.values())
         self.holder = holder
@@ -94,8 +94,8 @@ class Lease:
         self.last_seen: LeaseInfo | None = None  # the item, as of our last failed acquire or renew
 
     @property
-    def table(self) -> str:
-        return self.db.table(self.table_name)
+    def table_name(self) -> str:
+        return self.db.table(self.logical_table)
 
     @property
     def key(self) -> dict:
@@ -144,7 +144,7 @@ class Lease:
         try:
             response = self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=self.key,
                 UpdateExpression=update,
                 ConditionExpression="attribute_not_exists(#key) OR lease_until < :now OR holder = :me",
@@ -174,7 +174,7 @@ class Lease:
         try:
             self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=self.key,
                 UpdateExpression="SET lease_until = :until, expires_at = :cleanup",
                 ConditionExpression="holder = :me AND generation = :gen",
@@ -211,7 +211,7 @@ class Lease:
         try:
             self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=self.key,
                 UpdateExpression="SET lease_until = :zero, released_at = :now REMOVE holder, address",
                 ConditionExpression="holder = :me AND generation = :gen",
@@ -226,7 +226,7 @@ class Lease:
     def current(self) -> LeaseInfo | None:
         """The lease as stored now (consistent read); None when nobody holds it (never
         taken, or released; an expired lease still names its last holder)."""
-        return read_lease(self.db, self.table_name, self.item_key)
+        return read_lease(self.db, self.logical_table, self.item_key)
 
     def wait_hint(self, cap: float) -> float:
         """How long to wait before trying to acquire again: until the lease we saw runs

@@ -154,7 +154,7 @@ class MetricsStore:
         self.clock = clock
 
     @property
-    def table(self) -> str:
+    def table_name(self) -> str:
         return self.db.table("metrics")
 
     def _expires(self) -> int:
@@ -250,7 +250,7 @@ class MetricsStore:
             attr_values[":expires"] = self._expires()
         self.db.call(
             "update_item",
-            TableName=self.table,
+            TableName=self.table_name,
             Key=marshal({"pk": pk, "sk": sk}),
             UpdateExpression=expression,
             ExpressionAttributeNames=names,
@@ -264,7 +264,7 @@ class MetricsStore:
         try:
             self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal({"pk": pk, "sk": sk}),
                 UpdateExpression="SET #p = :v, expires_at = :expires",
                 ConditionExpression="attribute_not_exists(#p) OR #p < :v",
@@ -281,7 +281,7 @@ class MetricsStore:
         sets = ["expires_at = :expires"] + [f"#g{i} = :g{i}" for i in range(len(present))]
         values = {":expires": self._expires(), **{f":g{i}": round(float(v), 3) for i, v in enumerate(present.values())}}
         params = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "Key": marshal({"pk": f"SAMPLE#{queue}", "sk": minute_of(self.clock())}),
             "UpdateExpression": "SET " + ", ".join(sets),
             "ExpressionAttributeValues": marshal(values),
@@ -297,7 +297,7 @@ class MetricsStore:
     ) -> list[MinuteRow]:
         """One partition's items as rows of figures (one Query)."""
         params: dict = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": pk}},
             "ScanIndexForward": not newest_first,

@@ -197,14 +197,14 @@ class ServiceLevelReader:
         self.clock = clock
 
     @property
-    def table(self) -> str:
+    def table_name(self) -> str:
         return self.db.table("metrics")
 
     def _items(self, pk: str, since: str, prefix: str | None = None) -> list[tuple[str, dict[str, float]]]:
         """(combination, values) of a partition's items from `since` on: one Query per page
         (a page holds about 5,000 of these small items, more than a day has combinations)."""
         params: dict = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "KeyConditionExpression": "pk = :pk AND sk >= :since",
             "ExpressionAttributeValues": {":pk": {"S": pk}, ":since": {"S": since}},
         }

@@ -49,7 +49,7 @@ class Consuming(ShipmentStore):
         stamp = to_iso(moment)
         due = self.db.call(
             "query",
-            TableName=self.table,
+            TableName=self.table_name,
             IndexName=SHIPMENTS_INVISIBLE.name,
             Limit=self.candidate_limit,
             KeyConditionExpression="invisible_q = :q AND invisible_sk < :now",
@@ -130,7 +130,7 @@ class Consuming(ShipmentStore):
         try:
             response = self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal({"id": shipment_id}),
                 UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)} "
                 "ADD version :one, receive_count :one, attempts :one, lease_expirations :expired",
@@ -321,7 +321,7 @@ class Consuming(ShipmentStore):
         """The first entries of the `ready` index (one Query): keys in receive order."""
         response = self.db.call(
             "query",
-            TableName=self.table,
+            TableName=self.table_name,
             IndexName=SHIPMENTS_READY.name,
             Limit=self.candidate_limit,
             KeyConditionExpression="ready_q = :q",

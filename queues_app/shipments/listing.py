@@ -138,7 +138,7 @@ class Listing(ShipmentStore):
             conditions.append("begins_with(id, :prefix)")
             values[":prefix"] = {"S": filters.id_prefix}
         params: dict[str, Any] = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "IndexName": index,
             "KeyConditionExpression": key,
             "ExpressionAttributeNames": names,
@@ -207,7 +207,7 @@ class Listing(ShipmentStore):
         """One page of an index (a single Limit-bounded Query): the ids and the next cursor."""
         pk, _sk = INDEX_KEYS[index]
         params: dict[str, Any] = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "IndexName": index,
             "KeyConditionExpression": "#pk = :q",
             "ExpressionAttributeNames": {"#pk": pk},
@@ -245,7 +245,7 @@ class Listing(ShipmentStore):
     def _count(self, index: str, queue: str, cap: int, status: str | None = None) -> tuple[int, bool]:
         pk, _ = INDEX_KEYS[index]
         params: dict[str, Any] = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "IndexName": index,
             "Select": "COUNT",
             "Limit": cap,
@@ -267,7 +267,7 @@ class Listing(ShipmentStore):
         for level in range(MAX_PRIORITY + 1):
             response = self.db.call(
                 "query",
-                TableName=self.table,
+                TableName=self.table_name,
                 IndexName="ready",
                 Limit=1,
                 KeyConditionExpression="ready_q = :q AND begins_with(ready_sk, :p)",

@@ -126,7 +126,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
         """The Put of a new shipment, for a transaction that writes it with other items."""
         return {
             "Put": {
-                "TableName": self.table,
+                "TableName": self.table_name,
                 "Item": marshal(shipment_to_item(shipment)),
                 "ConditionExpression": "attribute_not_exists(id)",
             }
@@ -139,7 +139,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
             raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
 
     def create_many(self, shipments: Iterable[Shipment], on_batch=None) -> int:
-        return batch.put_items(self.db, self.table, (shipment_to_item(s) for s in shipments), on_batch=on_batch)
+        return batch.put_items(self.db, self.table_name, (shipment_to_item(s) for s in shipments), on_batch=on_batch)
 
     def mark_ready(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
         """Under construction -> ready to ship (not yet queued)."""
@@ -202,7 +202,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
                 break
             response = self.db.call(
                 "query",
-                TableName=self.table,
+                TableName=self.table_name,
                 IndexName=SHIPMENTS_READY.name,
                 Limit=limit - len(moved),
                 KeyConditionExpression="ready_q = :q AND ready_sk BETWEEN :lo AND :hi",
@@ -213,7 +213,7 @@ class ShipmentQueue(Consuming, Supervising, Listing):
                 try:
                     self.db.call(
                         "update_item",
-                        TableName=self.table,
+                        TableName=self.table_name,
                         Key=marshal({"id": entry["id"]}),
                         UpdateExpression="SET #queue = :target, ready_q = :target, updated_at = :now, "
                         "change = :change ADD version :one",

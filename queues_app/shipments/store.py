@@ -41,7 +41,7 @@ class ShipmentStore:
         self.candidate_limit = candidate_limit
 
     @property
-    def table(self) -> str:
+    def table_name(self) -> str:
         return self.db.table("shipments")
 
     @property
@@ -53,7 +53,8 @@ class ShipmentStore:
     # --- reads --------------------------------------------------------------------------
 
     def get(self, shipment_id: str) -> Shipment:
-        response = self.db.call("get_item", TableName=self.table, Key=marshal({"id": shipment_id}), ConsistentRead=True)
+        key = marshal({"id": shipment_id})
+        response = self.db.call("get_item", TableName=self.table_name, Key=key, ConsistentRead=True)
         if "Item" not in response:
             raise errors.NotFound(f"No shipment with id {shipment_id!r}.")
         return shipment_from_item(unmarshal(response["Item"]))
@@ -61,7 +62,7 @@ class ShipmentStore:
     def get_many(self, shipment_ids: list[str]) -> list[Shipment]:
         """BatchGetItem, in the order asked; unknown ids are skipped."""
         unique = list(dict.fromkeys(shipment_ids))
-        items = batch.get_items(self.db, self.table, [{"id": i} for i in unique], consistent=True)
+        items = batch.get_items(self.db, self.table_name, [{"id": i} for i in unique], consistent=True)
         found = {item["id"]: shipment_from_item(item) for item in items}
         return [found[i] for i in shipment_ids if i in found]
 
@@ -90,7 +91,7 @@ class ShipmentStore:
         try:
             response = self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal({"id": shipment_id}),
                 UpdateExpression=update,
                 ConditionExpression=condition,

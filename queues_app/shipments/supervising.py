@@ -180,7 +180,7 @@ class Supervising(ShipmentStore):
             return found
         pages = self.db.pages(
             "query",
-            TableName=self.table,
+            TableName=self.table_name,
             IndexName=SHIPMENTS_DLQ.name,
             KeyConditionExpression="dlq_q = :q",
             ExpressionAttributeValues={":q": {"S": queue}},

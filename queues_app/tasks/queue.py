@@ -69,7 +69,7 @@ class TaskQueue(Shedding):
         try:
             self.db.call(
                 "put_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Item=marshal(task_to_item(task)),
                 ConditionExpression="attribute_not_exists(task_id)",
             )
@@ -79,7 +79,7 @@ class TaskQueue(Shedding):
         return task
 
     def create_many(self, tasks: list[Task], on_batch=None) -> int:
-        return batch.put_items(self.db, self.table, (task_to_item(t) for t in tasks), on_batch=on_batch)
+        return batch.put_items(self.db, self.table_name, (task_to_item(t) for t in tasks), on_batch=on_batch)
 
     def build(self, payload: dict | None = None, *, created: datetime | None = None) -> Task:
         """A pending task, not yet written (for bulk loads)."""
@@ -182,7 +182,7 @@ class TaskQueue(Shedding):
         try:
             response = self.db.call(
                 "update_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal({"task_id": task_id}),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
@@ -228,7 +228,7 @@ class TaskQueue(Shedding):
         cutoff = to_iso(moment - timedelta(seconds=self.expiry.pending_seconds))
         pages = self.db.pages(
             "query",
-            TableName=self.table,
+            TableName=self.table_name,
             IndexName=TASKS_BY_STATUS.name,
             KeyConditionExpression="task_status = :pending AND created_sk > :cutoff",
             FilterExpression="expires_at > :epoch",
@@ -291,7 +291,7 @@ class TaskQueue(Shedding):
         """The Query of the `by_status` index for one status; pending tasks that expired
         are filtered out."""
         query = {
-            "TableName": self.table,
+            "TableName": self.table_name,
             "IndexName": TASKS_BY_STATUS.name,
             "KeyConditionExpression": "task_status = :status",
             "ExpressionAttributeValues": marshal({":status": status}),

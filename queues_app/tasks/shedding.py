@@ -25,7 +25,7 @@ class Shedding(TaskStore):
         pages = (
             self.db.pages(
                 "query",
-                TableName=self.table,
+                TableName=self.table_name,
                 IndexName=TASKS_BY_STATUS.name,
                 KeyConditionExpression="task_status = :pending",
                 ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING}),
@@ -56,7 +56,7 @@ class Shedding(TaskStore):
         try:
             response = self.db.call(
                 "delete_item",
-                TableName=self.table,
+                TableName=self.table_name,
                 Key=marshal({"task_id": item["task_id"]}),
                 ConditionExpression="task_status = :pending AND expires_at <= :epoch",
                 ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING, ":epoch": epoch}),
@@ -73,7 +73,7 @@ class Shedding(TaskStore):
         minute = moment.strftime("%Y-%m-%dT%H:%M")
         self.db.call(
             "update_item",
-            TableName=self.table,
+            TableName=self.table_name,
             Key=marshal({"task_id": SHED_STATS_PREFIX + minute}),
             UpdateExpression="ADD shed :n, age_sum :sum SET #minute = :minute, expires_at = :expires",
             ExpressionAttributeNames={"#minute": "minute"},
@@ -91,7 +91,7 @@ class Shedding(TaskStore):
         """Shed counts for the last `minutes` minutes (one BatchGetItem per 100 minutes)."""
         moment = self.clock()
         keys = [SHED_STATS_PREFIX + (moment - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M") for m in range(minutes)]
-        rows = batch.get_items(self.db, self.table, [{"task_id": k} for k in keys])
+        rows = batch.get_items(self.db, self.table_name, [{"task_id": k} for k in keys])
         return sorted(
             (
                 {"minute": r["minute"], "shed": int(r.get("shed", 0)), "age_sum": float(r.get("age_sum", 0))}

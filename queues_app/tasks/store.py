@@ -24,7 +24,7 @@ class TaskStore:
         self.clock = clock
 
     @property
-    def table(self) -> str:
+    def table_name(self) -> str:
         return self.db.table("tasks")
 
     @property
@@ -35,7 +35,7 @@ class TaskStore:
 
     def get(self, task_id: str) -> Task:
         response = self.db.call(
-            "get_item", TableName=self.table, Key=marshal({"task_id": task_id}), ConsistentRead=True
+            "get_item", TableName=self.table_name, Key=marshal({"task_id": task_id}), ConsistentRead=True
         )
         if "Item" not in response:
             raise errors.NotFound(f"No task with id {task_id!r}.")
@@ -44,6 +44,6 @@ class TaskStore:
     def _get_many(self, ids: list[str]) -> list[Task]:
         found = {
             item["task_id"]: task_from_item(item)
-            for item in batch.get_items(self.db, self.table, [{"task_id": i} for i in ids])
+            for item in batch.get_items(self.db, self.table_name, [{"task_id": i} for i in ids])
         }
         return [found[i] for i in ids if i in found]

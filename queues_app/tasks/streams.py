@@ -56,7 +56,7 @@ class StreamWaker:
         self, db: Dynamo | None = None, *, logical_table: str = "tasks", step: float = 0.25, client: Any | None = None
     ):
         self.db = db or default()
-        self.table = self.db.table(logical_table)
+        self.table_name = self.db.table(logical_table)
         self.step = step  # pause between GetRecords rounds (AWS allows 5 per shard per second)
         self._client = client
         self.stream_arn: str | None = None
@@ -81,7 +81,7 @@ class StreamWaker:
         self._iterators = {}
         self.stream_arn = None
         try:
-            table = self.db.call("describe_table", TableName=self.table)["Table"]
+            table = self.db.call("describe_table", TableName=self.table_name)["Table"]
         except errors.DynamoError as exc:  # no table, endpoint down
             return self._unavailable(f"describe_table failed: {exc.message}")
         spec = table.get("StreamSpecification") or {}

@@ -82,4 +82,4 @@ def test_missing_table_is_table_missing(local_db, settings):
     settings.DYNAMODB_TABLE_PREFIX = "absent-"
     with pytest.raises(errors.TableMissing) as caught:
         Agents().get("x")
-    assert caught.value.table == "absent-callcenter"
+    assert caught.value.table_name == "absent-callcenter"

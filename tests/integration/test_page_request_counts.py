@@ -74,7 +74,7 @@ def load(size: int) -> dict:
         if n % 4 == 1:
             agent.status, agent.call_id = AgentStatus.ATTENDING, f"c{n}"
         built.append(agent)
-    batch.put_items(db, agents.table, (agent_to_item(a) for a in built))
+    batch.put_items(db, agents.table_name, (agent_to_item(a) for a in built))
     router = CallCenter()
     for agent in built[:3]:
         if agent.status == AgentStatus.OFFLINE:
@@ -117,7 +117,7 @@ def load(size: int) -> dict:
             shipment.status, shipment.visible_at, shipment.receipt = ShipmentStatus.PROCESSING, deadline, "r"
             shipment.invisible_sk = timed_sort_key(deadline, sid)
         rows.append(shipment_to_item(shipment))
-    batch.put_items(db, shipments.table, rows)
+    batch.put_items(db, shipments.table_name, rows)
 
     tasks = TaskQueue()
     tasks.create_many([tasks.build({"n": n}, created=moment - timedelta(seconds=n % 100)) for n in range(size)])
@@ -125,7 +125,7 @@ def load(size: int) -> dict:
     trail = AuditTrail()
     batch.put_items(
         db,
-        trail.table,
+        trail.table_name,
         (
             trail.entry_item(
                 actor="loader",

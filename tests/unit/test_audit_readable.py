@@ -248,7 +248,7 @@ def test_a_filter_that_matches_little_reads_a_bounded_number_of_pages(moto_db):
     trail = AuditTrail()
     batch.put_items(
         default(),
-        trail.table,
+        trail.table_name,
         (
             trail.entry_item(actor="loader", source="command", action="agent.update", target="agent:x")
             for _ in range(60)
@@ -284,7 +284,7 @@ def test_an_agents_day_is_the_stretches_between_its_status_changes(moto_db):
 
     batch.put_items(
         default(),
-        trail.table,
+        trail.table_name,
         [
             at(8, 0, {"status": "offline"}, {"status": "queued"}),
             at(9, 0, {"status": "queued"}, {"status": "attending", "call_id": "c1"}, "agent.assigned"),
@@ -316,7 +316,7 @@ def test_an_agent_with_nothing_recorded_today_is_in_their_last_status_all_day(mo
         after={"status": "queued"},
         moment=noon - timedelta(days=1),
     )
-    batch.put_items(default(), trail.table, [yesterday])
+    batch.put_items(default(), trail.table_name, [yesterday])
     day = agent_day(trail, "a2", current_status=AgentStatus.QUEUED, current_since="2026-11-21T12:00:00.000000Z")
     assert [(s.status, s.seconds) for s in day.stretches] == [("queued", 12 * 3600)]
 

@@ -31,7 +31,7 @@ def sk(entry: TrailEntry) -> str:
 
 
 def stored(trail: AuditTrail) -> list[dict]:
-    return [unmarshal(item) for item in trail.db.call("scan", TableName=trail.table)["Items"]]
+    return [unmarshal(item) for item in trail.db.call("scan", TableName=trail.table_name)["Items"]]
 
 
 def write(trail: AuditTrail, clock, count: int, *, unsharded_every: int = 0) -> None:
@@ -50,7 +50,7 @@ def write(trail: AuditTrail, clock, count: int, *, unsharded_every: int = 0) -> 
         if unsharded_every and n % unsharded_every == 0:
             item = trail.entry_item(**fields)
             item["pk"] = DAY_PREFIX + item["at"][:10]
-            trail.db.call("put_item", TableName=trail.table, Item=marshal(item))
+            trail.db.call("put_item", TableName=trail.table_name, Item=marshal(item))
         elif n % 4 == 1:
             trail.record_many([fields, {**fields, "summary": f"n{n}b"}])
         else:
@@ -114,7 +114,7 @@ def write_into_one_shard(trail: AuditTrail, clock, count: int, shard: int = 3) -
         clock.advance(2)
         item = trail.entry_item(actor=ACTORS[n % 2], source="page", action="agent.update", target="agent:s")
         item["pk"] = f"{DAY_PREFIX}{item['at'][:10]}#{shard}"
-        trail.db.call("put_item", TableName=trail.table, Item=marshal(item))
+        trail.db.call("put_item", TableName=trail.table_name, Item=marshal(item))
 
 
 def test_pages_that_stop_for_their_read_bound_carry_on_where_they_stopped(trail, clock):

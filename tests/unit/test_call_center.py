@@ -29,7 +29,7 @@ def queue_items(router, combo):
     return [
         item
         for pk in keys.queue_partitions(combo)
-        for item in router.db.partition_items(router.table, pk, ConsistentRead=True)
+        for item in router.db.partition_items(router.table_name, pk, ConsistentRead=True)
     ]
 
 
@@ -438,7 +438,7 @@ def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(route
     second = agent(router, "Second", ["English"], "F")
     queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
     claims = claims_for(router.db)
-    held = (router.table, queued[0].queue_token)
+    held = (router.table_name, queued[0].queue_token)
     assert claims.claim(held)  # another thread is trying First
     call, _ = router.create_call({"language": "English", "gender": "F"})
     assert call.agent_id == second.agent_id
@@ -455,7 +455,7 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router, m
     only = agent(router, "Only", ["English"], "F")
     queued, _ = router.make_available(only.agent_id)
     claims = claims_for(router.db)
-    held = (router.table, queued.queue_token)
+    held = (router.table_name, queued.queue_token)
     assert claims.claim(held)
     waits, others = [], []
     wait_while_held = claims.wait_while_held
@@ -482,7 +482,7 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
     second = agent(router, "Second", ["English"], "F")
     queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
     claims = claims_for(router.db)
-    held = (router.table, queued[0].queue_token)
+    held = (router.table_name, queued[0].queue_token)
     claims.claim(held)
     router.create_call({"language": "English", "gender": "F"})  # Second, First being held
     claims.mark_gone(held)  # the other thread took First (as far as this process knows)

@@ -79,7 +79,7 @@ def test_error_codes_map_to_domain_errors(code, expected):
 
 def test_missing_table_names_the_table():
     translated = errors.translate(client_error("ResourceNotFoundException"), table="x-callcenter")
-    assert translated.table == "x-callcenter"
+    assert translated.table_name == "x-callcenter"
     assert "x-callcenter" in translated.message
 
 

@@ -55,7 +55,7 @@ def busy(router):
 
 
 def table(router):
-    return router.table
+    return router.table_name
 
 
 def put(router, item):

@@ -42,7 +42,7 @@ def put_agents(db, status: str, names: list[str], ids: list[str] | None = None, 
         agent = agents.build(name, skills or SKILLS, agent_id=ids[n] if ids else None)
         agent.status = status
         built.append(agent)
-    batch.put_items(db, agents.table, (agent_to_item(a) for a in built))
+    batch.put_items(db, agents.table_name, (agent_to_item(a) for a in built))
     return built
 
 

@@ -39,7 +39,7 @@ def queue_agents(router, count, languages=("English",)):
 def stored_messages(router, combo):
     """Every message item of the queue: its sub-queues and its unsplit partition."""
     pks = [keys.queue_name(combo), *keys.queue_partitions(combo)]
-    return [item for pk in pks for item in router.db.partition_items(router.table, pk, ConsistentRead=True)]
+    return [item for pk in pks for item in router.db.partition_items(router.table_name, pk, ConsistentRead=True)]
 
 
 def violations(router):
@@ -50,9 +50,9 @@ def move_to_old_layout(router, agent):
     """The agent's messages where an earlier version wrote them: the queue's own partition."""
     for combo in router.catalog.combinations(agent.skills):
         key = marshal(keys.queue_message(combo, agent.queue_token))
-        item = router.db.call("get_item", TableName=router.table, Key=key, ConsistentRead=True)["Item"]
-        router.db.call("delete_item", TableName=router.table, Key=key)
-        router.db.call("put_item", TableName=router.table, Item={**item, "pk": {"S": keys.queue_name(combo)}})
+        item = router.db.call("get_item", TableName=router.table_name, Key=key, ConsistentRead=True)["Item"]
+        router.db.call("delete_item", TableName=router.table_name, Key=key)
+        router.db.call("put_item", TableName=router.table_name, Item={**item, "pk": {"S": keys.queue_name(combo)}})
 
 
 # --- keys --------------------------------------------------------------------------------
@@ -122,10 +122,10 @@ def test_lifo_callers_get_the_newest_agent_across_the_sub_queues(moto_db, clock,
 
 def test_sub_queues_read_at_once_count_as_the_callers_requests(router):
     with meter.measure() as seen:
-        queue_heads(router.db, router.table, [ENGLISH_F, SPANISH_F], 1)
+        queue_heads(router.db, router.table_name, [ENGLISH_F, SPANISH_F], 1)
     assert seen.calls == seen.calls_of("Query") == 2 * keys.QUEUE_SPLIT  # pool threads' too
     with meter.measure() as seen, meter.housekeeping():
-        queue_heads(router.db, router.table, [ENGLISH_F, SPANISH_F], 1)
+        queue_heads(router.db, router.table_name, [ENGLISH_F, SPANISH_F], 1)
     assert seen.calls == 0  # a housekeeping read stays housekeeping on the pool's threads
 
 
@@ -134,18 +134,18 @@ def stored(router, combo, *sub_queues):
     for n, tokens in enumerate(sub_queues):
         for token in tokens:
             item = {"pk": keys.queue_partitions(combo)[n], "sk": token, "agent_id": token, "type": "message"}
-            router.db.call("put_item", TableName=router.table, Item=marshal(item))
+            router.db.call("put_item", TableName=router.table_name, Item=marshal(item))
 
 
 def test_a_merge_stops_where_a_sub_queue_may_hold_more(router):
     # Read two a sub-queue: past t3 the second may hold t3.5, older than t4: the head stops at t3.
     stored(router, ENGLISH_F, ("t1", "t5", "t6"), ("t2", "t3", "t35"), ("t4",), ())
-    (head,) = queue_heads(router.db, router.table, [ENGLISH_F], 2)
+    (head,) = queue_heads(router.db, router.table_name, [ENGLISH_F], 2)
     assert [item["sk"] for item in head] == ["t1", "t2", "t3"]
     stored(router, SPANISH_F, ("t9", "t5", "t1"), ("t8", "t7", "t2"), ("t6",))
-    (newest,) = queue_heads(router.db, router.table, [SPANISH_F], 2, newest_first=True)
+    (newest,) = queue_heads(router.db, router.table_name, [SPANISH_F], 2, newest_first=True)
     assert [item["sk"] for item in newest] == ["t9", "t8", "t7"]
-    (whole,) = queue_heads(router.db, router.table, [SPANISH_F], 5)
+    (whole,) = queue_heads(router.db, router.table_name, [SPANISH_F], 5)
     assert [item["sk"] for item in whole] == ["t1", "t2", "t5", "t6", "t7", "t8", "t9"]
 
 
@@ -157,9 +157,9 @@ def test_a_message_in_the_wrong_sub_queue_is_caught(router):
     assert violations(router) == []
     right = keys.queue_message(ENGLISH_F, ana.queue_token)
     wrong = next(pk for pk in keys.queue_partitions(ENGLISH_F) if pk != right["pk"])
-    item = router.db.call("get_item", TableName=router.table, Key=marshal(right), ConsistentRead=True)["Item"]
-    router.db.call("delete_item", TableName=router.table, Key=marshal(right))
-    router.db.call("put_item", TableName=router.table, Item={**item, "pk": {"S": wrong}})
+    item = router.db.call("get_item", TableName=router.table_name, Key=marshal(right), ConsistentRead=True)["Item"]
+    router.db.call("delete_item", TableName=router.table_name, Key=marshal(right))
+    router.db.call("put_item", TableName=router.table_name, Item={**item, "pk": {"S": wrong}})
     found = violations(router)
     assert f"[messages] agent {ana.agent_id} in Q#English#F: queued with token {ana.queue_token} " in found[0]
     assert (
@@ -167,7 +167,7 @@ def test_a_message_in_the_wrong_sub_queue_is_caught(router):
     )
     assert len(found) == 2  # the depth still matches: the queue holds two messages
 
-    router.db.call("put_item", TableName=router.table, Item=item)  # and a copy in the right one
+    router.db.call("put_item", TableName=router.table_name, Item=item)  # and a copy in the right one
     found = violations(router)
     assert found[0].startswith("[depth] Q#English#F: metadata depth 2 but 3 message item(s)")
     assert len(found) == 2 and found[1].startswith(f"[orphan] message {wrong} / {ana.queue_token}: ")

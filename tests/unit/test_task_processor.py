@@ -144,7 +144,7 @@ def test_the_same_holder_acquiring_again_bumps_the_generation(moto_db):
 def test_the_lease_item_stays_out_of_the_queue(moto_db, tasks):
     now = FakeTime()
     assert lease(moto_db, "a", now).acquire()
-    item = moto_db.client.get_item(TableName=tasks.table, Key={"task_id": {"S": LEASE_PREFIX + "task-processor"}})
+    item = moto_db.client.get_item(TableName=tasks.table_name, Key={"task_id": {"S": LEASE_PREFIX + "task-processor"}})
     assert "expires_at" in item["Item"] and "task_status" not in item["Item"]
     assert tasks.pending_ids() == [] and tasks.count(TaskStatus.PENDING) == (0, False)
     assert tasks.sweep_expired().shed == 0
