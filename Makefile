@@ -9,10 +9,10 @@ STAMP := $(VENV)/.installed-stamp
 run: setup .env
 	$(PY) manage.py run_local
 
-# `make run` with traffic: a shipment worker and demo_load (callers arriving, calls ending,
+# `make run` with traffic: demo_load (callers arriving, calls ending,
 # shipments and tasks), so the overview moves on its own.
 demo: setup .env
-	$(PY) manage.py run_local --demo-worker --demo-load
+	$(PY) manage.py run_local --demo-load
 
 # The production shape on this machine: DEBUG off, collectstatic, gunicorn (WEB_CONCURRENCY
 # workers, 2 by default) on PORT (8000), the matcher and the background workers, a local DynamoDB.

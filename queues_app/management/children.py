@@ -22,8 +22,8 @@ from django.core.management.base import CommandError
 from queues_app.ddb.local import DynamoDBLocal, LocalDynamoError, answers
 
 # The processes a deployment runs beside the web server: `manage.py` commands by name.
-# `serve` starts every one; `run_local` every one but the shipment worker (its --demo-worker
-# starts one). A new kind of worker added here runs in both.
+# `serve` and `run_local` start every one (run_local's shipment worker also drains the
+# spillover queue). A new kind of worker added here runs in both.
 SHIPMENT_WORKER = "run_shipment_worker"
 BACKGROUND: dict[str, list[str]] = {
     "run_matcher": ["run_matcher"],  # matches the web workers' new callers (one holder at a time)

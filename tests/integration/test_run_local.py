@@ -68,7 +68,6 @@ def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local
             f"127.0.0.1:{port}",
             "--data-dir",
             str(tmp_path / "dynamodb"),
-            "--demo-worker",
             "--demo-load",
         ],
         cwd=ROOT,

@@ -14,22 +14,21 @@ from queues_app.management.commands import run_local, serve
 from queues_app.management.commands.run_local import background
 
 
-def test_make_run_starts_the_matcher_the_escalation_and_the_task_processor_beside_the_collector():
+def test_make_run_starts_every_background_process_a_shipment_worker_among_them():
     assert background() == {
         "run_matcher": ["run_matcher"],
         "collect_metrics": ["collect_metrics", "--every", "15"],
+        "run_shipment_worker": ["run_shipment_worker", "--fair"],
         "run_task_processor": ["run_task_processor"],
         "escalate_callers": ["escalate_callers", "--every", "5"],
         "run_webhook_worker": ["run_webhook_worker"],
     }
 
 
-def test_the_demo_processes_only_with_their_flags():
-    assert background(demo_worker=True)["run_shipment_worker"] == ["run_shipment_worker", "--fair"]
-    assert "demo_load" not in background(demo_worker=True)
+def test_the_demo_traffic_only_with_its_flag():
+    assert "demo_load" not in background()
     assert background(demo_load=True)["demo_load"] == ["demo_load"]
-    assert "run_shipment_worker" not in background(demo_load=True)
-    both = background(demo_worker=True, demo_load=True)
+    both = background(demo_load=True)
     assert set(both) == {
         "run_matcher",
         "collect_metrics",
@@ -43,10 +42,10 @@ def test_the_demo_processes_only_with_their_flags():
 
 def test_serve_and_run_local_share_one_list():
     assert serve.BACKGROUND is children.BACKGROUND
-    assert set(background(demo_worker=True)) - {"demo_load"} == set(children.BACKGROUND)
+    assert set(background()) == set(children.BACKGROUND)
 
 
-@pytest.mark.parametrize("args", list(background(demo_worker=True, demo_load=True).values()), ids=lambda a: a[0])
+@pytest.mark.parametrize("args", list(background(demo_load=True).values()), ids=lambda a: a[0])
 def test_each_process_is_a_command_that_takes_its_arguments(args):
     name, *rest = args
     parser = load_command_class("queues_app", name).create_parser("manage.py", name)

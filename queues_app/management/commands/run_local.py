@@ -1,5 +1,5 @@
 """Everything `make run` does after installing: DynamoDB Local, tables, users, demo data,
-the background processes and the server; `make demo` adds a shipment worker and demo traffic."""
+the background processes (a shipment worker among them) and the server; `make demo` adds demo traffic."""
 
 import sys
 from pathlib import Path
@@ -18,14 +18,13 @@ from queues_app.management.children import (
 )
 
 
-def background(*, demo_worker: bool = False, demo_load: bool = False) -> dict[str, list[str]]:
+def background(*, demo_load: bool = False) -> dict[str, list[str]]:
     """The `manage.py` commands started beside runserver, by name: a deployment's background
-    processes (shared with `serve`) but the shipment worker, which only `demo_worker` adds;
+    processes (shared with `serve`), so the overview is green when nothing is wrong;
     `demo_load` adds the demo traffic."""
-    processes = {name: args for name, args in BACKGROUND.items() if name != SHIPMENT_WORKER}
-    if demo_worker:
-        # --fair: it drains the spillover queue too, so sidelined shipments get done.
-        processes[SHIPMENT_WORKER] = [SHIPMENT_WORKER, "--fair"]
+    processes = dict(BACKGROUND)
+    # --fair: it drains the spillover queue too, so sidelined shipments get done.
+    processes[SHIPMENT_WORKER] = [SHIPMENT_WORKER, "--fair"]
     if demo_load:
         processes["demo_load"] = ["demo_load"]
     return processes
@@ -34,7 +33,7 @@ def background(*, demo_worker: bool = False, demo_load: bool = False) -> dict[st
 class Command(BaseCommand):
     help = (
         "Start DynamoDB Local (data under var/), prepare tables, users and demo data, and serve the dashboard "
-        "with the background processes (the matcher, metrics collector, caller escalation, task processor, "
+        "with the background processes (the matcher, metrics collector, shipment worker, caller escalation, task processor, "
         "callback worker)."
     )
 
@@ -45,12 +44,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
         )
-        parser.add_argument("--demo-worker", action="store_true", help="also run a shipment worker (--fair)")
         parser.add_argument(
             "--demo-load", action="store_true", help="also run demo_load: callers, handled calls, shipments, tasks"
         )
 
-    def handle(self, addrport, agents, no_server, data_dir=None, demo_worker=False, demo_load=False, **options):
+    def handle(self, addrport, agents, no_server, data_dir=None, demo_load=False, **options):
         if not settings.DEBUG:
             # Off, the development server would serve no static files and redirect to HTTPS.
             raise CommandError(
@@ -76,7 +74,7 @@ class Command(BaseCommand):
             if no_server:
                 return
             manage = [sys.executable, "manage.py"]
-            for name, args in background(demo_worker=demo_worker, demo_load=demo_load).items():
+            for name, args in background(demo_load=demo_load).items():
                 self._start(children, name, manage + args)
             self._start(children, "server", manage + ["runserver", addrport])
             self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops everything)\n"))
