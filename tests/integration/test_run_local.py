@@ -43,7 +43,7 @@ def test_run_local_prepares_and_keeps_data_across_restarts(tmp_path):
 def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local(tmp_path):
     """Started the way a script or a process manager starts it (SIGINT ignored, as a
     non-interactive shell does for background jobs), SIGTERM still stops everything:
-    here `make demo`'s run, with the shipment worker and the demo load."""
+    here `make demo`'s run, with the demo load."""
     import signal
     import time
     import urllib.request

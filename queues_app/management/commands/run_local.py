@@ -33,8 +33,8 @@ def background(*, demo_load: bool = False) -> dict[str, list[str]]:
 class Command(BaseCommand):
     help = (
         "Start DynamoDB Local (data under var/), prepare tables, users and demo data, and serve the dashboard "
-        "with the background processes (the matcher, metrics collector, shipment worker, caller escalation, task processor, "
-        "callback worker)."
+        "with the background processes (the matcher, metrics collector, shipment worker, caller escalation, "
+        "task processor, callback worker)."
     )
 
     def add_arguments(self, parser):
