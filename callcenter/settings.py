@@ -86,6 +86,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "queues_app.context_processors.roles",
+                "queues_app.context_processors.centre_time",
             ],
         },
     },

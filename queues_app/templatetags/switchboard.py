@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from django import template
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from queues_app.ddb.clock import from_iso, now
@@ -58,12 +59,13 @@ def figure(value) -> str:
     return text + "+" if getattr(value, "capped", False) else text
 
 
-# The precisions a time is shown at: its UTC text here, the viewer's local text in
-# static/js/switchboard.js (which reads data-precision).
+# How a moment reads at each precision, in the centre's time zone (settings.TIME_ZONE): the
+# time of day alone when it is today there, with the day before it otherwise.
 PRECISIONS = {
-    "second": "%Y-%m-%d %H:%M:%S",
-    "minute": "%Y-%m-%d %H:%M",
-    "time": "%H:%M:%S",
+    "second": "%H:%M:%S",
+    "minute": "%H:%M",
+    "time": "%H:%M:%S",  # the time of day even on another day (the title has the date)
+    "ms": "%H:%M:%S.{ms}",  # to tell apart moments of one second (who was queued first)
 }
 
 
@@ -79,23 +81,32 @@ def _moment(stamp) -> datetime | None:
         return datetime.strptime(stamp, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
 
 
+def _day(local: datetime, today: datetime) -> str:
+    """ "24 Nov " for another day of this year, "24 Nov 2025 " for another year, "" for today."""
+    if local.date() == today.date():
+        return ""
+    return local.strftime("%-d %b " if local.year == today.year else "%-d %b %Y ")
+
+
 @register.filter
 def clock(stamp, precision: str = "second") -> str:
-    """A moment as `<time datetime="2026-11-21T17:03:12Z" title="2026-11-21 17:03:12 UTC">` with
-    the UTC text inside; the page's script shows it in the viewer's local time and keeps UTC
-    in the title. `precision` is "second" (the default), "minute" or "time" (the time of day)."""
+    """A moment as `<time datetime="2026-11-21T17:03:12Z" title="21 Nov 2026 12:03:12 EST">12:03:12</time>`:
+    the text in the centre's time zone (the time of day when it is today there, with the
+    day otherwise), the full date and the zone in the title. `precision` is "second" (the
+    default), "minute", "time" (the time of day alone) or "ms" (with milliseconds)."""
     moment = _moment(stamp)
     if moment is None:
         return "–"
     if precision not in PRECISIONS:
         raise template.TemplateSyntaxError(f"clock: precision is one of {', '.join(PRECISIONS)}, not {precision!r}")
-    utc = moment.strftime(PRECISIONS["second"]) + " UTC"
+    local = timezone.localtime(moment)
+    day = "" if precision == "time" else _day(local, timezone.localtime(now()))
+    text = day + local.strftime(PRECISIONS[precision].format(ms=f"{local.microsecond // 1000:03d}"))
     return format_html(
-        '<time datetime="{}" title="{}" data-precision="{}">{}</time>',
-        moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        utc,
-        precision,
-        moment.strftime(PRECISIONS[precision]) + " UTC",
+        '<time datetime="{}" title="{}">{}</time>',
+        moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{moment.microsecond // 1000:03d}Z" if precision == "ms" else "Z"),
+        local.strftime("%-d %b %Y %H:%M:%S %Z"),
+        text,
     )
 
 

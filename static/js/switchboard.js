@@ -45,39 +45,6 @@
     }
   }
 
-  // --- times: <time datetime="...Z" data-precision> (the clock filter) in the viewer's local time
-
-  function pad(n) {
-    return (n < 10 ? "0" : "") + n;
-  }
-
-  function localText(date, precision) {
-    var day = date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate());
-    var minute = pad(date.getHours()) + ":" + pad(date.getMinutes());
-    if (precision === "minute") {
-      return day + " " + minute;
-    }
-    var time = minute + ":" + pad(date.getSeconds());
-    return precision === "time" ? time : day + " " + time;
-  }
-
-  // The text becomes local time; the title keeps the UTC moment.
-  function localizeTimes(root) {
-    if (!root || !root.querySelectorAll) {
-      return;
-    }
-    var times = Array.prototype.slice.call(root.querySelectorAll("time[data-precision]"));
-    if (root.matches && root.matches("time[data-precision]")) {
-      times.push(root);
-    }
-    times.forEach(function (el) {
-      var date = new Date(el.getAttribute("datetime"));
-      if (!isNaN(date.getTime())) {
-        el.textContent = localText(date, el.getAttribute("data-precision"));
-      }
-    });
-  }
-
   // --- the overview's polling panels: paused or not, fresh or stale
 
   function pollPanels() {
@@ -244,7 +211,6 @@
 
   document.addEventListener("htmx:load", function (event) {
     var elt = event.detail && event.detail.elt;
-    localizeTimes(elt);
     if (elt && elt.hasAttribute && elt.hasAttribute("data-poll")) {
       paint(elt);
       announce();
@@ -333,7 +299,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     setUpMenu();
     setUpSkipLink();
-    localizeTimes(document.body);
     setUpPauseControl();
     if (pollPanels().length) {
       paintAll();
