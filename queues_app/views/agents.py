@@ -74,20 +74,21 @@ def _tab_query(query) -> str:
     return kept.urlencode()
 
 
-@require_GET
-def agent_list(request):
+def _list_context(query) -> tuple[dict, bool]:
+    """The agents list for a query (the page's, or the one an action was posted from):
+    the page of agents, the counts and the filters; and whether the filters were refused."""
     catalog = SkillCatalog.from_settings()
     agents = Agents(catalog=catalog)
-    filters = AgentFilterForm(request.GET or None, catalog=catalog)
+    filters = AgentFilterForm(query or None, catalog=catalog)
     page, problem, total = None, None, None
     tabs = _status_tabs(agents)
-    if filters.is_valid() or not request.GET:
-        data = filters.cleaned_data if request.GET else {}
+    if filters.is_valid() or not query:
+        data = filters.cleaned_data if query else {}
         status, search = data.get("status") or None, data.get("q") or None
-        skill = filters.skill_filter if request.GET else None
+        skill = filters.skill_filter if query else None
         page = agents.list(
-            cursor=request.GET.get("cursor"),
-            before=request.GET.get("before"),
+            cursor=query.get("cursor"),
+            before=query.get("before"),
             limit=PAGE_SIZE,
             status=status,
             search=search,
@@ -101,58 +102,73 @@ def agent_list(request):
             total = tabs["everyone"]
     else:
         problem = errors_in(filters, "Check the filters: ")
-    query = request.GET.copy()
+    kept = query.copy()
     for name in ("cursor", "before", "partial"):
-        query.pop(name, None)
+        kept.pop(name, None)
     context = {
         "filters": filters,
         "page": page,
         "total": capped(*total) if total else None,
         "total_count": total[0] if total else 0,
         "filter_problem": problem,
-        "query": query.urlencode(),
-        "tab_query": _tab_query(request.GET),
-        "current_status": request.GET.get("status", ""),
+        "query": kept.urlencode(),
+        "tab_query": _tab_query(query),
+        "current_status": query.get("status", ""),
         **tabs,
         "bulk_actions": BULK_ACTIONS,
         "release_then": RELEASE_THEN,
         "dimensions": catalog.names,
-        "here": request.get_full_path(),
     }
-    status = 400 if problem else 200
+    return context, problem is not None
+
+
+@require_GET
+def agent_list(request):
+    context, refused = _list_context(request.GET)
+    context["here"] = request.get_full_path()
+    status = 400 if refused else 200
     if request.htmx and request.GET.get("partial") == "table":
         return render(request, "queues_app/agents.html#agents-table", context, status=status)
     return render(request, "queues_app/agents.html", context, status=status)
 
 
-def agent_row(request, *, text: str, tag: str, status: int, agent_id: str):
-    """The answer to an action on the agents list: the agent's row as it is now with the
-    message in it (or a line saying it left the list's status filter), and the tabs."""
-    agents = Agents()
-    query = list_filters(request)
-    try:
-        agent = agents.get(agent_id)
-    except NotFound:
-        agent = None
-    wanted = query.get("status")
-    stays = agent is not None and (not wanted or agent.status == wanted)
-    return render(
-        request,
-        "queues_app/_agent_row_answer.html",
+def agents_answer(request, *, text: str, tag: str, status: int, agent_id: str):
+    """The answer to an action on the agents list: the list read again with the filters
+    it was showing (so it re-sorts and drops who no longer belongs), the message under the
+    agent's row or, when they left the list, above it; and the tabs' counts."""
+    context, _ = _list_context(list_filters(request))
+    page = context["page"]
+    shown = page is not None and any(agent.agent_id == agent_id for agent in page.items)
+    context.update(
         {
-            "agent": agent,
-            "agent_id": agent_id,
-            "gone": not stays,
+            "here": request.POST.get("next") or reverse("agents"),
             "note": text,
             "note_tag": tag,
-            **_status_tabs(agents),
-            "tab_query": _tab_query(query),
-            "current_status": wanted or "",
-            "release_then": RELEASE_THEN,
-            "here": request.POST.get("next") or reverse("agents"),
-        },
-        status=status,
+            "note_for": agent_id,
+            "note_shown": shown,
+        }
     )
+    if not shown:
+        context.update(_gone(agent_id, context["current_status"]))
+    return render(request, "queues_app/_agents_answer.html", context, status=status)
+
+
+def _gone(agent_id: str, listed_status: str) -> dict:
+    """Why an agent acted on is not in the list any more: another status, another page,
+    or no longer there at all."""
+    try:
+        agent = Agents().get(agent_id)
+    except NotFound:
+        return {"gone_text": "This agent no longer exists."}
+    where = (
+        "so no longer in this list"
+        if listed_status and agent.status != listed_status
+        else "on another page of this list"
+    )
+    return {
+        "gone_text": f"{agent.name} is {agent.status_label.lower()} now, {where}.",
+        "gone_url": reverse("agent-detail", args=[agent_id]),
+    }
 
 
 @require_http_methods(["GET", "POST"])
@@ -230,7 +246,7 @@ def _call_note(call) -> str:
     return f" and took call {call.call_id} (waited {call.waited_seconds:.0f} s)" if call else ""
 
 
-@supervisor_action(default_back="/agents/", row=agent_row)
+@supervisor_action(default_back="/agents/", row=agents_answer)
 def agent_available(request, agent_id: str):
     outcome = operations(request).make_available(check_id("agent", agent_id), expected_version=seen_version(request))
     agent, call = outcome
@@ -241,7 +257,7 @@ def agent_available(request, agent_id: str):
     )
 
 
-@supervisor_action(default_back="/agents/", row=agent_row)
+@supervisor_action(default_back="/agents/", row=agents_answer)
 def agent_release(request, agent_id: str):
     """End the agent's call named by the page (asks first), then queue them again, or
     wrap-up, or offline."""
@@ -272,7 +288,7 @@ def agent_release(request, agent_id: str):
     )
 
 
-@supervisor_action(default_back="/agents/", row=agent_row)
+@supervisor_action(default_back="/agents/", row=agents_answer)
 def agent_offline(request, agent_id: str):
     outcome = operations(request).log_off(check_id("agent", agent_id), expected_version=seen_version(request))
     agent = cast(Agent, outcome.agent)

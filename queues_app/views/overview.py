@@ -1,5 +1,7 @@
-"""The overview: live panels per queue with their alarms, the supply and demand grid,
-the metrics history charts and the capacity panel.
+"""The overview: the supervisor's figures first (calls and agents with their alarms, the
+service level, supply and demand per skill), then the back office's queues and the
+metrics history. DynamoDB's own figures (the capacity panel) are on the System page,
+refreshed through the same `?panel=` answers.
 
 The page renders every panel; each panel then refreshes itself (and after any change)
 by asking for `?panel=<name>`, which renders just that fragment of the same template
@@ -188,7 +190,12 @@ PANELS = {
 }
 
 
-def _read(request, dashboard: Dashboard, name: str) -> dict:
+# The overview draws these on its page; every panel of PANELS answers `?panel=<name>`.
+OVERVIEW_PANELS = ("calls", "service_level", "grid", "shipments", "tasks", "history")
+PANEL_TEMPLATES = {"capacity": "queues_app/_capacity_panel.html"}
+
+
+def read_panel(request, dashboard: Dashboard, name: str) -> dict:
     """A panel's figures and when they were read (`<name>_read_at`: a cached panel says
     when the cache was filled), or the problem that kept us from reading them: a panel
     that cannot read shows a banner in its place and keeps polling."""
@@ -213,16 +220,15 @@ def overview(request):
     if panel:
         if panel not in PANELS:
             raise Http404("No such panel.")
-        read = _read(request, dashboard, panel)
+        read = read_panel(request, dashboard, panel)
         problem = read.get(f"{panel}_problem")
-        return render(
-            request, f"queues_app/overview.html#{panel}-panel", read, status=problem.status if problem else 200
-        )
+        template = PANEL_TEMPLATES.get(panel, f"queues_app/overview.html#{panel}-panel")
+        return render(request, template, read, status=problem.status if problem else 200)
     context: dict = {}
-    for name in PANELS:
-        context.update(_read(request, dashboard, name))
-    failures = [context[f"{name}_error"] for name in PANELS if f"{name}_error" in context]
-    if len(failures) == len(PANELS):
+    for name in OVERVIEW_PANELS:
+        context.update(read_panel(request, dashboard, name))
+    failures = [context[f"{name}_error"] for name in OVERVIEW_PANELS if f"{name}_error" in context]
+    if len(failures) == len(OVERVIEW_PANELS):
         # Nothing could be read: one clear error page (or JSON) instead of a banner per panel.
         raise failures[0]
     return render(request, "queues_app/overview.html", context)

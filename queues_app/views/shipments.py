@@ -49,8 +49,9 @@ PAGE_SIZE = 25
 FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py restore_shipments`
 
 
-def _queue_name(request) -> str:
-    queue = (request.GET.get("queue") or request.POST.get("queue") or DEFAULT_QUEUE).strip()
+def _queue_name(query) -> str:
+    """The queue a query (a list's) or a form names; the live queue when it names none."""
+    queue = (query.get("queue") or DEFAULT_QUEUE).strip()
     if not QUEUE_NAME.fullmatch(queue):
         raise InvalidRequest("A queue name is 1 to 64 letters, digits, '.', '_' or '-'.")
     return queue
@@ -85,77 +86,81 @@ def _tabs(service: ShipmentQueue, queue: str) -> dict:
     }
 
 
-@require_GET
-def shipment_list(request):
+def _list_context(query) -> dict:
+    """One shipment list of one queue for a query (the page's, or the one an action was
+    posted from): the page of shipments in the list's order, the tabs and the filters."""
     service = ShipmentQueue()
-    queue = _queue_name(request)
-    view = request.GET.get("view") or "queue"
+    queue = _queue_name(query)
+    view = query.get("view") or "queue"
     if view not in LISTS:
         raise InvalidRequest(f"There is no shipment list of that name; the lists are: {', '.join(LISTS)}.")
-    filters, filter_query = _filters(request.GET)
+    filters, filter_query = _filters(query)
     title, lister = LISTS[view]
-    cursor = request.GET.get("cursor")
+    cursor = query.get("cursor")
     if filters:
         page = service.list_filtered(view, queue, filters, cursor=cursor, limit=PAGE_SIZE)
     else:
         page = lister(service, queue, cursor=cursor, limit=PAGE_SIZE)
-    return render(
-        request,
-        "queues_app/shipments.html",
-        {
-            "queue": queue,
-            "view": view,
-            "title": title,
-            "page": page,
-            **_tabs(service, queue),
-            "filtered": bool(filters),
-            "filter_query": filter_query,
-            "filters": ShipmentFilterForm(request.GET),
-            "filter_form": DlqFilterForm(),
-            "here": request.get_full_path(),
-            "priorities": range(10),
-        },
-    )
+    return {
+        "queue": queue,
+        "view": view,
+        "title": title,
+        "page": page,
+        "cursor": cursor,
+        **_tabs(service, queue),
+        "filtered": bool(filters),
+        "filter_query": filter_query,
+        "filters": ShipmentFilterForm(query),
+        "filter_form": DlqFilterForm(),
+        "priorities": range(10),
+    }
 
 
-def shipment_row(request, *, text: str, tag: str, status: int, shipment_id: str):
-    """The answer to an action on a list's row: the row as it is now with the message in
-    it (or, when the shipment has left the list, a line saying so), and the tabs' counts."""
-    view = request.POST.get("list", "")
-    if view not in LISTS:
+@require_GET
+def shipment_list(request):
+    context = _list_context(request.GET)
+    return render(request, "queues_app/shipments.html", {**context, "here": request.get_full_path()})
+
+
+def shipments_answer(request, *, text: str, tag: str, status: int, shipment_id: str):
+    """The answer to an action on a shipment list: the list read again as it was showing
+    (so a new priority or a touch re-sorts it and what left the list is gone), the message
+    under the shipment's row or, when it left the list, above it; and the tabs' counts."""
+    if request.POST.get("list", "") not in LISTS:
         return None
-    queue = _queue_name(request)
-    service = ShipmentQueue()
-    query = list_filters(request)
-    filters, _ = _filters(query)
-    try:
-        shipment = service.get(shipment_id)
-    except NotFound:
-        shipment = None
-    stays = (
-        shipment is not None
-        and in_list(shipment, view, queue)
-        and filters.matches(shipment, view, filters.cutoff(now()))
-    )
-    return render(
-        request,
-        "queues_app/_shipment_row_answer.html",
+    query = list_filters(request).copy()
+    query.setdefault("queue", _queue_name(request.POST))
+    query.setdefault("view", request.POST["list"])
+    context = _list_context(query)
+    shown = any(item.shipment_id == shipment_id for item in context["page"].items)
+    context.update(
         {
-            "shipment": shipment,
-            "shipment_id": shipment_id,
-            "gone": not stays,
-            "state_label": ShipmentState.LABELS.get(shipment.state, "") if shipment else "",
+            "here": request.POST.get("next") or reverse("shipments"),
             "note": text,
             "note_tag": tag,
-            "queue": queue,
-            "view": view,
-            **_tabs(service, queue),
-            "filter_query": urlencode({k: v for k, v in query.items() if k in ShipmentFilterForm.base_fields}),
-            "here": request.POST.get("next") or reverse("shipments"),
-            "priorities": range(10),
-        },
-        status=status,
+            "note_for": shipment_id,
+            "note_shown": shown,
+        }
     )
+    if not shown:
+        context.update(_gone(shipment_id, context["view"], context["queue"], _filters(query)[0]))
+    return render(request, "queues_app/_shipments_answer.html", context, status=status)
+
+
+def _gone(shipment_id: str, view: str, queue: str, filters: ShipmentFilter) -> dict:
+    """Why a shipment acted on is not in the list any more: another state or queue,
+    another page, or no longer there at all."""
+    try:
+        shipment = ShipmentQueue().get(shipment_id)
+    except NotFound:
+        return {"gone_text": "It no longer exists."}
+    state = ShipmentState.LABELS.get(shipment.state, shipment.state).lower()
+    belongs = in_list(shipment, view, queue) and filters.matches(shipment, view, filters.cutoff(now()))
+    where = "on another page of this list" if belongs else "so no longer in this list"
+    return {
+        "gone_text": f"It is {state} now, {where}.",
+        "gone_url": reverse("shipment-detail", args=[shipment_id]),
+    }
 
 
 @require_GET
@@ -184,7 +189,7 @@ def _checked(form: VersionForm) -> VersionForm:
     return form
 
 
-@supervisor_action(default_back="/shipments/", row=shipment_row)
+@supervisor_action(default_back="/shipments/", row=shipments_answer)
 def shipment_touch(request, shipment_id: str):
     done = operations(request).touch(check_id("shipment", shipment_id), expected_version=seen_version(request))
     return repeat_or_done(
@@ -194,7 +199,7 @@ def shipment_touch(request, shipment_id: str):
     )
 
 
-@supervisor_action(default_back="/shipments/", row=shipment_row)
+@supervisor_action(default_back="/shipments/", row=shipments_answer)
 def shipment_priority(request, shipment_id: str):
     form = PriorityForm(request.POST)
     if not form.is_valid():
@@ -212,7 +217,7 @@ def shipment_priority(request, shipment_id: str):
     )
 
 
-@supervisor_action(default_back="/shipments/", row=shipment_row)
+@supervisor_action(default_back="/shipments/", row=shipments_answer)
 def shipment_restore(request, shipment_id: str):
     done = operations(request).restore(check_id("shipment", shipment_id), expected_version=seen_version(request))
     return repeat_or_done(
@@ -222,7 +227,7 @@ def shipment_restore(request, shipment_id: str):
     )
 
 
-@supervisor_action(default_back="/shipments/", row=shipment_row)
+@supervisor_action(default_back="/shipments/", row=shipments_answer)
 def shipment_dlq(request, shipment_id: str):
     check_id("shipment", shipment_id)
     data = request.POST.copy()
@@ -250,7 +255,7 @@ def shipment_dlq(request, shipment_id: str):
     )
 
 
-@supervisor_action(default_back="/shipments/", row=shipment_row)
+@supervisor_action(default_back="/shipments/", row=shipments_answer)
 def shipment_remove(request, shipment_id: str):
     check_id("shipment", shipment_id)
     version = seen_version(request)
@@ -298,7 +303,7 @@ def shipment_restore_matching(request):
     form = DlqFilterForm(request.POST)
     if not form.is_valid():
         raise InvalidRequest(errors_in(form, "Check the filter: "))
-    queue = _queue_name(request)
+    queue = _queue_name(request.POST)
     reason = form.cleaned_data.get("reason_contains") or None
     minutes = form.cleaned_data.get("older_than_minutes")
     if request.POST.get("confirmed") != "1":

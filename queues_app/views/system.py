@@ -1,4 +1,5 @@
-"""The system page: what is running, and proof that htmx requests carry CSRF."""
+"""The system page: what is running, what DynamoDB has served lately, and proof that
+htmx requests carry CSRF."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from queues_app.ddb import schema
 from queues_app.ddb.client import default
 from queues_app.ddb.errors import DynamoError
 from queues_app.monitoring import heartbeats
+from queues_app.monitoring.overview import Dashboard
 from queues_app.roles import supervisor_required
+from queues_app.views.overview import read_panel
 
 
 @require_GET
@@ -33,6 +36,7 @@ def system(request):
             "workers": workers,
             "beat_seconds": int(heartbeats.BEAT_SECONDS),
             "workers_window_minutes": int(heartbeats.EXPIRES_AFTER.total_seconds() // 60),
+            **read_panel(request, Dashboard(), "capacity"),
         },
     )
 

@@ -45,6 +45,48 @@
     }
   }
 
+  // --- tables as cards on a phone: each cell carries its column's name (data-label) for
+  // the CSS to show beside the value; the first cell of a row is the card's title.
+
+  function labelCells(root) {
+    Array.prototype.forEach.call((root || document).querySelectorAll("table.grid"), function (table) {
+      var heads = table.tHead ? table.tHead.rows[table.tHead.rows.length - 1] : null;
+      if (!heads) {
+        return;
+      }
+      var names = [];
+      Array.prototype.forEach.call(heads.cells, function (th) {
+        for (var i = 0; i < th.colSpan; i += 1) {
+          names.push(th.textContent.trim());
+        }
+      });
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (row) {
+          if (row.classList.contains("row-note-row")) {
+            return;
+          }
+          var column = 0;
+          var titled = false;
+          Array.prototype.forEach.call(row.cells, function (cell) {
+            var select = cell.classList.contains("select");
+            if (!select && !titled) {
+              titled = true;
+              cell.classList.add("card-title");
+            } else if (!select && !cell.classList.contains("row-end") && cell.colSpan === 1 &&
+                       names[column] && !cell.hasAttribute("data-label")) {
+              cell.setAttribute("data-label", names[column]);
+            }
+            column += cell.colSpan;
+          });
+        });
+      });
+    });
+  }
+
+  document.addEventListener("htmx:afterSettle", function () {
+    labelCells(document);
+  });
+
   // --- the overview's polling panels: paused or not, fresh or stale
 
   function pollPanels() {
@@ -297,6 +339,7 @@
   );
 
   document.addEventListener("DOMContentLoaded", function () {
+    labelCells(document);
     setUpMenu();
     setUpSkipLink();
     setUpPauseControl();

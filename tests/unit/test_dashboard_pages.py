@@ -189,12 +189,11 @@ def test_the_full_overview_shows_every_panel(supervisor_client, world):
     html = supervisor_client.get(reverse("home")).content.decode()
     assert re.findall(r'id="(\w+)-panel"', html) == [
         "calls",
+        "service_level",
+        "grid",
         "shipments",
         "tasks",
-        "grid",
         "history",
-        "capacity",
-        "service_level",
     ]
     assert figure(html, "callers-waiting") == "2"
 

@@ -1,5 +1,6 @@
-"""The list pages: an action on a row answers that row as it is now (or says it left the
-list) with the tabs' counts out of band; bulk confirmations count what would happen to
+"""The list pages: an action on a row answers the whole list as it is now, read again
+with the filters it showed (so it re-sorts), the message under the row (or above the
+list when the item left it), with the tabs' counts out of band; bulk confirmations count what would happen to
 each item; shipment filters and the spillover tab; calls found by an id prefix; agents in
 name order with previous and next pages and a capped total."""
 
@@ -39,6 +40,25 @@ def tab_count(html, tab):
     return match.group(1)
 
 
+def note_of(html, item_id):
+    """The message about an item: its class, role and text."""
+    match = re.search(
+        rf'<div class="row-note row-note-(\w+)" data-note-for="{item_id}" role="(\w+)">(.*?)</div>', html, re.S
+    )
+    assert match, html
+    return match.group(1), match.group(2), " ".join(match.group(3).split())
+
+
+def row_of(html, attribute, item_id):
+    match = re.search(rf'<tr data-{attribute}="{item_id}"[^>]*>.*?</tr>', html, re.S)
+    return match.group(0) if match else None
+
+
+def listed(html, attribute):
+    """The items of the list in the answer, in its order."""
+    return re.findall(rf'<tr data-{attribute}="([^"]+)"', html)
+
+
 def oob_tabs(html, nav_id):
     match = re.search(rf'<nav class="tabs" id="{nav_id}"[^>]*hx-swap-oob="true"', html)
     assert match, html
@@ -57,8 +77,10 @@ def test_restoring_from_the_dlq_list_answers_the_row_gone_and_the_counts_now(sup
     )
     assert response.status_code == 200
     html = response.content.decode()
-    assert re.match(r'\s*<tr class="row-gone[^"]*" data-shipment="s-0">', html), html
-    assert "restored from the DLQ" in html and "no longer in this list (now: Queued)" in html
+    assert listed(html, "shipment") == ["s-1", "s-2"]  # the list as it is now
+    tag, role, text = note_of(html, "s-0")  # above the list: s-0 left it
+    assert (tag, role) == ("success", "status")
+    assert "restored from the DLQ" in text and "It is queued now, so no longer in this list." in text
     tabs = oob_tabs(html, "shipment-tabs")
     assert tab_count(tabs, "dlq") == "2" and tab_count(tabs, "queue") == "1"
     assert "queues-changed" in response["HX-Trigger"]
@@ -72,11 +94,36 @@ def test_setting_a_priority_in_the_queue_list_answers_the_row_with_its_new_prior
         **HTMX,
     )
     html = response.content.decode()
-    row = re.match(r'\s*<tr data-shipment="s-a" class="row-changed row-changed-success">.*?</tr>', html, re.S)
-    assert row, html
-    assert '<td data-cell="priority">6</td>' in row.group(0)
-    assert 'class="row-note row-note-success" role="status"' in row.group(0) and "now has priority 6" in row.group(0)
+    row = row_of(html, "shipment", "s-a")
+    assert 'class="row-changed row-changed-success"' in row and '<td data-cell="priority">6</td>' in row
+    # The message is in the row under it, not over any cell.
+    assert re.search(
+        r'</tr>\s*<tr class="row-note-row"><td colspan="20">\s*'
+        r'<div class="row-note row-note-success" data-note-for="s-a"',
+        html,
+    )
+    assert "now has priority 6" in note_of(html, "s-a")[2]
     assert tab_count(oob_tabs(html, "shipment-tabs"), "queue") == "1"
+
+
+@pytest.mark.parametrize(
+    "action, data, order",
+    [
+        ("shipment-priority", {"priority": 9}, ["s-3", "s-1", "s-2"]),  # to the front, at once
+        ("shipment-touch", {}, ["s-2", "s-3", "s-1"]),  # to the back of its priority
+    ],
+)
+def test_after_an_action_the_list_is_in_its_new_order(supervisor_client, moto_db, action, data, order):
+    shipments = {sid: queued(sid, priority=3) for sid in ("s-1", "s-2", "s-3")}
+    target = "s-3" if action == "shipment-priority" else "s-1"
+    response = supervisor_client.post(
+        reverse(action, args=[target]),
+        {**data, "version": shipments[target].version, "list": "queue", "queue": "live", "next": "/shipments/"},
+        **HTMX,
+    )
+    html = response.content.decode()
+    assert listed(html, "shipment") == order
+    assert note_of(html, target)[0] == "success"
 
 
 def test_a_row_that_no_longer_matches_the_filter_says_so(supervisor_client, moto_db):
@@ -92,7 +139,8 @@ def test_a_row_that_no_longer_matches_the_filter_says_so(supervisor_client, moto
         },
         **HTMX,
     )
-    assert 'class="row-gone' in response.content.decode()
+    text = note_of(response.content.decode(), "s-a")[2]
+    assert "now has priority 5" in text and "so no longer in this list" in text
 
 
 def test_a_conflict_on_a_row_answers_the_row_as_it_is_with_the_error_and_no_refresh(supervisor_client, moto_db):
@@ -105,8 +153,10 @@ def test_a_conflict_on_a_row_answers_the_row_as_it_is_with_the_error_and_no_refr
     )
     assert response.status_code == 409
     html = response.content.decode()
-    assert re.match(r'\s*<tr data-shipment="s-a" class="row-changed row-changed-error">', html), html
-    assert 'role="alert"' in html and "Conflict" in html and '<td data-cell="priority">3</td>' in html
+    row = row_of(html, "shipment", "s-a")
+    assert 'class="row-changed row-changed-error"' in row and '<td data-cell="priority">3</td>' in row
+    tag, role, text = note_of(html, "s-a")
+    assert (tag, role) == ("error", "alert") and "Conflict" in text
     assert "HX-Trigger" not in response
 
 
@@ -128,7 +178,8 @@ def test_dlq_and_remove_confirmed_from_the_row_take_it_out_of_the_list(
         **HTMX,
     )
     html = response.content.decode()
-    assert 'class="row-gone' in html and gone_text in html
+    assert listed(html, "shipment") == ["s-b"]
+    assert gone_text in note_of(html, "s-a")[2]
     assert tab_count(oob_tabs(html, "shipment-tabs"), "queue") == "1"
 
 
@@ -168,8 +219,9 @@ def test_releasing_an_agent_in_the_list_answers_the_row_and_the_status_counts(su
         **HTMX,
     )
     html = response.content.decode()
-    assert re.match(rf'\s*<tr data-agent="{ana.agent_id}" class="row-changed', html), html
-    assert '<span class="status status-wrap_up">Wrap-up</span>' in html and "Released Ana" in html
+    row = row_of(html, "agent", ana.agent_id)
+    assert 'class="row-changed' in row and '<span class="status status-wrap_up">Wrap-up</span>' in row
+    assert "Released Ana" in note_of(html, ana.agent_id)[2]
     tabs = oob_tabs(html, "agent-tabs")
     assert tab_count(tabs, "attending") == "0" and tab_count(tabs, "wrap_up") == "1"
 
@@ -182,7 +234,8 @@ def test_an_agent_that_leaves_the_status_filter_is_answered_as_gone(supervisor_c
         **HTMX,
     )
     html = response.content.decode()
-    assert 'class="row-gone' in html and "Ana is queued now, so no longer in this list" in html
+    assert listed(html, "agent") == []
+    assert "Ana is queued now, so no longer in this list" in note_of(html, ana.agent_id)[2]
     assert tab_count(oob_tabs(html, "agent-tabs"), "queued") == "1"
 
 

@@ -74,12 +74,30 @@ def test_the_overview_has_the_pause_control_and_the_announcements_region(supervi
     html = supervisor_client.get(reverse("home")).content.decode()
     assert '<button type="button" id="poll-toggle"' in html
     assert 'id="poll-note" class="sr-only" aria-live="polite"' in html
-    assert html.count("<span data-updated>updated <time") == len(overview.PANELS)
+    assert html.count("<span data-updated>updated <time") == len(overview.OVERVIEW_PANELS)
 
 
 def test_each_panel_says_how_often_it_polls(supervisor_client, moto_db):
-    html = supervisor_client.get(reverse("home")).content.decode()
-    for panel, every in (("calls", "2s"), ("grid", "2s"), ("history", "30s"), ("capacity", "10s")):
+    for page, panel, every in (
+        ("home", "calls", "2s"),
+        ("home", "grid", "2s"),
+        ("home", "history", "30s"),
+        ("system", "capacity", "10s"),
+    ):
+        html = supervisor_client.get(reverse(page)).content.decode()
         assert f'hx-get="/?panel={panel}" hx-swap="outerHTML" hx-trigger="every {every},' in html
         start = html.index(f'hx-get="/?panel={panel}"')
         assert f'data-poll="{every}"' in html[start : html.index(">", start)]
+
+
+def test_the_overview_leads_with_the_supervisors_figures_and_dynamodbs_are_on_the_system_page(
+    supervisor_client, moto_db
+):
+    html = supervisor_client.get(reverse("home")).content.decode()
+    order = [html.index(f'id="{name}-panel"') for name in ("calls", "service_level", "grid", "shipments", "tasks")]
+    assert order == sorted(order)
+    assert 'id="capacity-panel"' not in html and "DynamoDB, last" not in html
+    system = supervisor_client.get(reverse("system")).content.decode()
+    assert 'id="capacity-panel"' in system and "DynamoDB, last 15 minutes" in system
+    # ... and refreshes itself there through the overview's panel answers.
+    assert 'hx-get="/?panel=capacity"' in system

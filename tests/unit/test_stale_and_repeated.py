@@ -263,7 +263,8 @@ def test_a_stale_page_action_says_what_changed_in_place_and_changes_nothing(supe
     answer = supervisor_client.post(reverse("agent-offline", args=[ana.agent_id]), page, **HTMX)
     html = answer.content.decode()
     assert answer.status_code == 409
-    assert re.match(rf'\s*<tr data-agent="{ana.agent_id}" class="row-changed row-changed-error">', html)
+    assert re.search(rf'<tr data-agent="{ana.agent_id}" class="row-changed row-changed-error">', html)
+    assert re.search(rf'<div class="row-note row-note-error" data-note-for="{ana.agent_id}" role="alert">', html)
     assert "Ana changed since you looked (version 1, now 2): Ana is queued now." in html
     assert "Last change: Ana queued (bob-supervisor, page" in html
     assert snapshot() == before
