@@ -24,6 +24,10 @@ admin.site.site_title = "Switchboard admin"
 
 # A request Django refuses before any view (a bad Host header) still gets the API's JSON.
 handler400 = "queues_app.middleware.bad_request"
+# The others in the site's own layout (or JSON to a program), like every other refusal.
+handler403 = "queues_app.views.errors.permission_denied"
+handler404 = "queues_app.views.errors.page_not_found"
+handler500 = "queues_app.views.errors.server_error"
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

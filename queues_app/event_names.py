@@ -24,6 +24,28 @@ SHIPMENT_REMOVED = "shipment.remove"
 
 TASKS_SHED = "tasks.shed"
 
+# Each action as a supervisor reads it (the trail's details, the action filter).
+ACTION_LABELS = {
+    AGENT_CREATED: "Agent created",
+    AGENT_EDITED: "Agent edited",
+    AGENT_AVAILABLE: "Agent made available",
+    AGENT_ASSIGNED: "Agent given a caller",
+    AGENT_RELEASED: "Agent released from a call",
+    AGENT_OFFLINE: "Agent logged off",
+    CALL_CREATED: "Caller arrived",
+    CALL_ASSIGNED: "Caller given an agent",
+    CALL_RELAXED: "Caller's preferences widened",
+    CALL_ENDED: "Call ended",
+    CALL_ABANDONED: "Caller hung up while waiting",
+    SHIPMENT_ENQUEUED: "Shipment queued",
+    SHIPMENT_TOUCHED: "Shipment sent to the back",
+    SHIPMENT_PRIORITY: "Shipment's priority changed",
+    SHIPMENT_DEAD_LETTERED: "Shipment sent to the DLQ",
+    SHIPMENT_RESTORED: "Shipment restored from the DLQ",
+    SHIPMENT_REMOVED: "Shipment removed",
+    TASKS_SHED: "Old tasks shed",
+}
+
 # What the audit page's action filter offers, by family.
 AUDIT_ACTIONS = {
     "Agents": [AGENT_CREATED, AGENT_EDITED, AGENT_AVAILABLE, AGENT_ASSIGNED, AGENT_RELEASED, AGENT_OFFLINE],

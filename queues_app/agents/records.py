@@ -18,7 +18,7 @@ class AgentStatus:
     ALL = (OFFLINE, AVAILABLE, QUEUED, ATTENDING, WRAP_UP)
     LABELS = {
         OFFLINE: "Offline",
-        AVAILABLE: "Available",
+        AVAILABLE: "Joining the queue",  # for the moment between "make available" and queued
         QUEUED: "Queued",
         ATTENDING: "Attending a call",
         WRAP_UP: "Wrap-up",

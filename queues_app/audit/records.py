@@ -9,8 +9,17 @@ from datetime import datetime
 
 from queues_app.audit.readable import READABLE, readable_changes
 from queues_app.ddb.clock import from_iso, to_iso
+from queues_app.event_names import ACTION_LABELS
 
 SOURCES = ("page", "admin", "api", "command", "system")
+# Where an action came from, as the trail's sentences say it.
+SOURCE_LABELS = {
+    "page": "on the dashboard",
+    "admin": "in the admin",
+    "api": "through the API",
+    "command": "from the command line",
+    "system": "on its own",
+}
 KINDS = ("agent", "call", "shipment", "task")  # what a bare id may name
 SNAPSHOT_LIMIT = 16_000  # characters of JSON kept for each of before and after
 # Kept in an entry whenever the item has them, changed or not: an agent's day follows
@@ -39,6 +48,14 @@ class TrailEntry:
     @property
     def target_id(self) -> str:
         return self.target.split(":", 1)[1] if ":" in self.target else self.target
+
+    @property
+    def action_label(self) -> str:
+        return ACTION_LABELS.get(self.action, self.action)
+
+    @property
+    def source_label(self) -> str:
+        return SOURCE_LABELS.get(self.source, self.source)
 
     @property
     def moment(self) -> datetime | None:

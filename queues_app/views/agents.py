@@ -173,10 +173,10 @@ def _gone(agent_id: str, listed_status: str) -> dict:
 
 @require_http_methods(["GET", "POST"])
 def agent_create(request):
+    require_supervisor(request)  # a viewer is shown no form they could not send
     catalog = SkillCatalog.from_settings()
     form = AgentForm(request.POST or None, catalog=catalog)
     if request.method == "POST":
-        require_supervisor(request)
         agent = form.is_valid() and save_form(
             form, lambda: operations(request).create_agent(form.cleaned_data["name"], form.skills)
         )

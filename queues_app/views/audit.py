@@ -14,9 +14,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from queues_app.agents.roster import Agents
-from queues_app.audit.records import KINDS, SOURCES, TrailFilter, TrailPage
+from queues_app.audit.records import KINDS, SOURCE_LABELS, SOURCES, TrailFilter, TrailPage
 from queues_app.audit.store import AuditTrail
-from queues_app.event_names import AUDIT_ACTIONS
+from queues_app.event_names import ACTION_LABELS, AUDIT_ACTIONS
 from queues_app.forms import MAX_TARGET_LENGTH
 
 PAGE_SIZE = 50
@@ -26,7 +26,7 @@ ACTIONS = AUDIT_ACTIONS
 ACTION_CHOICES = [
     ("", "any action"),
     ("Families", [("agent.", "any agent action"), ("call.", "any call action"), ("shipment.", "any shipment action")]),
-    *((group, [(name, name) for name in names]) for group, names in ACTIONS.items()),
+    *((group, [(name, ACTION_LABELS[name]) for name in names]) for group, names in ACTIONS.items()),
 ]
 TARGET_KINDS = (*KINDS, "queue")
 DATETIME_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
@@ -36,7 +36,9 @@ class TrailSearchForm(forms.Form):
     target = forms.CharField(required=False, max_length=MAX_TARGET_LENGTH, strip=True, label="Find")
     actor = forms.CharField(required=False, max_length=150, strip=True, label="Who")
     action = forms.ChoiceField(required=False, choices=ACTION_CHOICES, label="Action")
-    source = forms.ChoiceField(required=False, choices=[("", "anywhere"), *((s, s) for s in SOURCES)], label="From")
+    source = forms.ChoiceField(
+        required=False, choices=[("", "anywhere"), *((s, SOURCE_LABELS[s]) for s in SOURCES)], label="Where"
+    )
     since = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="From (UTC)")
     until = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="Until (UTC)")
 

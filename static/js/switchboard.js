@@ -45,6 +45,25 @@
     }
   }
 
+  // --- the page's messages: a faded success leaves; no more than three stay, newest first
+
+  var MAX_MESSAGES = 3;
+
+  document.addEventListener("animationend", function (event) {
+    var message = event.target;
+    if (message.classList && message.classList.contains("msg") && message.parentElement &&
+        message.parentElement.id === "messages") {
+      message.remove();
+    }
+  });
+
+  document.addEventListener("htmx:afterSettle", function () {
+    var list = document.getElementById("messages");
+    while (list && list.children.length > MAX_MESSAGES) {
+      list.removeChild(list.lastElementChild);
+    }
+  });
+
   // --- tables as cards on a phone: each cell carries its column's name (data-label) for
   // the CSS to show beside the value; the first cell of a row is the card's title.
 

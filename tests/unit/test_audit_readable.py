@@ -163,14 +163,16 @@ def test_an_agent_status_reads_as_people_say_it():
     assert [name for name, _, _ in entry.internal_changes] == ["queue_token"]
 
 
-def test_the_trail_page_hides_internal_fields_behind_a_toggle(supervisor_client, moto_db):
+def test_the_trail_page_keeps_the_fields_behind_a_toggle(supervisor_client, moto_db):
     queue = ShipmentQueue()
     shipment = queue.enqueue(queue.create({"n": 1}, ready=True).shipment_id)
     Operations(ACTOR, "page").set_priority(shipment.shipment_id, 3)
     html = supervisor_client.get(reverse("audit")).content.decode()
-    shown, raw = html.split('<details class="raw">', 1)
-    assert "<th>priority</th>" in shown and "ready_sk" not in shown
-    assert "<code>ready_sk</code>" in raw.split("</details>", 1)[0]
+    shown, details = html.split('<details class="entry-details">', 1)
+    assert "Priority set to 3" in shown.rsplit('<p class="sentence">', 1)[1]  # the sentence says it
+    assert "ready_sk" not in shown and "<th>priority</th>" not in shown
+    details = details.split("</details>", 1)[0]
+    assert "<th>priority</th>" in details and "<code>ready_sk</code>" in details
 
 
 # --- search and filters ------------------------------------------------------------------
@@ -196,14 +198,14 @@ def test_a_bare_id_finds_the_item_it_names(supervisor_client, acted):
     status, html = page(supervisor_client, target=acted["call"].call_id)
     assert status == 200
     assert f"History of call:{acted['call'].call_id}" in html
-    assert "<code>call.create</code>" in html and "<code>agent.available</code>" not in html
+    assert 'data-action="call.create"' in html and 'data-action="agent.available"' not in html
 
 
 def test_a_name_finds_the_agent(supervisor_client, acted):
     status, html = page(supervisor_client, target="lopez")
     assert status == 200
     assert f"History of agent:{acted['ana'].agent_id}" in html
-    assert "<code>agent.assigned</code>" in html and "<code>agent.available</code>" in html
+    assert 'data-action="agent.assigned"' in html and 'data-action="agent.available"' in html
 
 
 def test_an_id_prefix_finds_the_entries_of_the_items_it_starts(supervisor_client, acted):
@@ -237,7 +239,7 @@ def test_a_time_range_reads_only_entries_inside_it(moto_db, acted):
 
 def test_the_page_filters_and_says_what_is_wrong_with_a_filter(supervisor_client, acted):
     status, html = page(supervisor_client, source="system")
-    assert status == 200 and "<code>agent.assigned</code>" in html and "<code>agent.available</code>" not in html
+    assert status == 200 and 'data-action="agent.assigned"' in html and 'data-action="agent.available"' not in html
     status, html = page(supervisor_client, since="2026-11-22T10:00", until="2026-11-21T10:00")
     assert status == 400 and "The start of the time range is after its end." in html
     status, _ = page(supervisor_client, source="carrier-pigeon")
@@ -329,3 +331,18 @@ def test_the_agent_page_shows_the_day_and_the_calls_taken(supervisor_client, mot
     assert "Calls taken today (1)" in html
     assert reverse("call-detail", args=[call.call_id]) in html.split("Calls taken today", 1)[1]
     assert "<svg" in html.split('class="card agent-day"', 1)[1]
+
+
+def test_an_entry_reads_as_a_sentence_with_its_fields_behind_details(supervisor_client, moto_db):
+    ana = agent("Ana Lopez")
+    Operations(ACTOR, "page").make_available(ana.agent_id)
+    html = supervisor_client.get(reverse("audit")).content.decode()
+    entry = html[html.index('data-action="agent.available"') :]
+    entry = entry[: entry.index("</tr>")]
+    sentence = entry[entry.index('<p class="sentence">') : entry.index("</p>")]
+    assert "Ana Lopez queued" in sentence and f"by {ACTOR} on the dashboard." in sentence
+    # No action code, id or stored field in the sentence: those are in the details.
+    assert "agent.available" not in sentence and ana.agent_id not in sentence.split("item-link")[0]
+    details = entry[entry.index('<details class="entry-details">') :]
+    assert "Agent made available" in details and f"agent <code>{ana.agent_id}</code>" in details
+    assert "<th>status</th>" in details
