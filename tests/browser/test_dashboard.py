@@ -31,8 +31,8 @@ def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser
     actor.goto(f"{live_server.url}/agents/")
     row = actor.locator(f'tr[data-agent="{ada.agent_id}"]')
     row.get_by_role("button", name="Make available").click()
-    # The message sits in the row it is about.
-    expect(actor.locator(f'tr[data-agent="{ada.agent_id}"] .row-note')).to_contain_text("Ada Lovelace is queued")
+    # The message sits under the row it is about.
+    expect(actor.locator(f'.row-note[data-note-for="{ada.agent_id}"]')).to_contain_text("Ada Lovelace is queued")
     # The agents table refreshed itself after the change (HX-Trigger), without a reload.
     expect(row.locator(".status")).to_have_text("Queued")
 
@@ -73,17 +73,20 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
     expect(dialog).to_contain_text("Send shipment ship-lisbon to the dead-letter queue?")
     assert queue.get("ship-lisbon").state == ShipmentState.QUEUED  # asking changed nothing
     dialog.get_by_role("button", name="Send to the DLQ").click()
-    expect(queued_row).to_contain_text("Shipment ship-lisbon is in the DLQ")
+    expect(page.locator('.row-note[data-note-for="ship-lisbon"]')).to_contain_text("Shipment ship-lisbon is in the DLQ")
+    expect(queued_row).to_have_count(0)  # it left the queue's list
 
     page.get_by_role("link", name=re.compile("Dead-letter queue")).click()
     row = page.locator('tr[data-shipment="ship-lisbon"]')
     expect(row).to_contain_text("Sent to the DLQ by a supervisor")
     row.get_by_role("button", name="Restore").click()
-    expect(row).to_contain_text("restored from the DLQ")
+    expect(page.locator('.row-note[data-note-for="ship-lisbon"]')).to_contain_text("restored from the DLQ")
     assert queue.get("ship-lisbon").state == ShipmentState.QUEUED
     page.goto(f"{live_server.url}/audit/")
-    expect(page.locator(".trail")).to_contain_text("shipment.restore")
-    expect(page.locator(".trail")).to_contain_text("shipment.dlq")
+    expect(page.locator('.trail [data-action="shipment.restore"]')).to_contain_text(
+        "by sam-supervisor on the dashboard"
+    )
+    expect(page.locator('.trail [data-action="shipment.dlq"]')).to_have_count(1)
 
 
 def test_a_viewer_sees_no_actions_and_cannot_post_one(page, live_server, local_db, viewer):

@@ -88,19 +88,43 @@ def test_on_a_phone_no_page_is_wider_than_the_screen_and_every_menu_item_can_be_
     expect(page.get_by_role("heading", name="Shipments")).to_be_visible()
 
 
-def test_tables_scroll_inside_their_card_on_a_phone(browser, live_server, demo, supervisor):
+# Every table cell, button and link of the page's tables that reaches past the screen, or
+# that its table cuts off (a table that scrolls sideways hides what lies past its edge).
+OUT_OF_SIGHT = """() => Array.from(document.querySelectorAll("table.grid")).flatMap(table => {
+  const clipped = table.scrollWidth > table.clientWidth + 1;
+  const parts = ":scope > tbody :is(td, th, button, a, select)";
+  return Array.from(table.querySelectorAll(parts)).filter(e => {
+    const r = e.getBoundingClientRect();
+    return e.checkVisibility() && r.width && (r.left < -0.5 || r.right > innerWidth + 0.5 || clipped);
+  }).map(e => e.tagName + ": " + e.textContent.trim().slice(0, 30));
+})"""
+
+
+def test_on_a_phone_every_table_is_cards_with_nothing_out_of_sight(browser, live_server, demo, supervisor):
     page = page_in(browser, live_server, supervisor, viewport=PHONE)
-    page.goto(f"{live_server.url}/shipments/")
-    table = page.locator("table.grid").first
-    sizes = table.evaluate(
-        "t => ({scroll: t.scrollWidth, client: t.clientWidth, overflow: getComputedStyle(t).overflowX})"
-    )
-    assert sizes["scroll"] > sizes["client"], sizes  # the shipments table is wider than a phone ...
-    assert sizes["overflow"] == "auto"  # ... and scrolls within its card
-    card = table.locator("xpath=ancestor::section[contains(@class, 'card')][1]")
-    card_box, table_box = card.bounding_box(), table.bounding_box()
-    assert card_box and table_box and table_box["x"] + table_box["width"] <= card_box["x"] + card_box["width"]
-    assert page_width(page) <= PHONE["width"]
+    for path in TOP_LEVEL + demo["details"]:
+        page.goto(f"{live_server.url}{path}")
+        assert page.evaluate(OUT_OF_SIGHT) == [], path
+        assert page_width(page) <= PHONE["width"], path
+        # Each card leads with what it is about, and each figure says which it is.
+        for row in page.locator("table.grid > tbody > tr:not(.row-note-row)").all()[:5]:
+            assert row.locator(":scope > .card-title").count() == 1, path
+            unnamed = row.locator(":scope > td:not(.card-title):not(.select):not(.row-end):not([data-label])")
+            assert unnamed.evaluate_all("cells => cells.filter(c => c.colSpan === 1).length") == 0, path
+
+
+def test_on_a_phone_the_overview_leads_with_the_supervisors_figures(browser, live_server, demo, supervisor):
+    page = page_in(browser, live_server, supervisor, viewport=PHONE)
+    top = {
+        name: page.locator(f"#{name}-panel").evaluate("e => e.getBoundingClientRect().top + scrollY")
+        for name in ("calls", "service_level", "grid", "shipments", "tasks", "history")
+    }
+    assert list(top) == sorted(top, key=top.get), top
+    # The service level starts within the second screen, not three screens down.
+    assert top["service_level"] < 2 * PHONE["height"], top
+    expect(page.locator("#capacity-panel")).to_have_count(0)  # DynamoDB's figures: the System page
+    page.goto(f"{live_server.url}/system/")
+    expect(page.locator("#capacity-panel")).to_contain_text("DynamoDB, last 15 minutes")
 
 
 def test_on_a_wide_screen_the_menu_shows_without_a_button(browser, live_server, local_db, supervisor):
