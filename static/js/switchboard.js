@@ -65,7 +65,8 @@
   });
 
   // --- tables as cards on a phone: each cell carries its column's name (data-label) for
-  // the CSS to show beside the value; the first cell of a row is the card's title.
+  // the CSS to show beside the value (not one marked "unlabelled", whose value says what
+  // it is); the first cell of a row is the card's title.
 
   function labelCells(root) {
     Array.prototype.forEach.call((root || document).querySelectorAll("table.grid"), function (table) {
@@ -91,7 +92,8 @@
             if (!select && !titled) {
               titled = true;
               cell.classList.add("card-title");
-            } else if (!select && !cell.classList.contains("row-end") && cell.colSpan === 1 &&
+            } else if (!select && !cell.classList.contains("row-end") && !cell.classList.contains("unlabelled") &&
+                       cell.colSpan === 1 &&
                        names[column] && !cell.hasAttribute("data-label")) {
               cell.setAttribute("data-label", names[column]);
             }
