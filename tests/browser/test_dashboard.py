@@ -110,7 +110,8 @@ def test_a_viewer_sees_no_actions_and_cannot_post_one(page, live_server, local_d
 
 
 def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path):
-    """Saves a screenshot of each page (to docs/screenshots with SAVE_SCREENSHOTS=1)."""
+    """Saves a screenshot of each page at a desk's width and a phone's (phone-<page>.png),
+    to docs/screenshots with SAVE_SCREENSHOTS=1."""
     call_command("seed_demo", seed=5, stdout=open(os.devnull, "w"))
     folder = SCREENSHOTS if os.environ.get("SAVE_SCREENSHOTS") == "1" else tmp_path
     folder.mkdir(parents=True, exist_ok=True)
@@ -149,3 +150,10 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
         assert response.status == 200, (name, response.status)
         page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
         assert (folder / f"{name}.png").stat().st_size > 10_000, name
+    page.set_viewport_size({"width": 390, "height": 844})
+    for name, path in shots.items():
+        if name.startswith("admin"):
+            continue  # Django's admin has its own phone layout
+        page.goto(f"{live_server.url}{path}")
+        page.screenshot(path=str(folder / f"phone-{name}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
