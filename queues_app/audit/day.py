@@ -7,7 +7,7 @@ from datetime import datetime
 
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
-from queues_app.ddb.clock import from_iso
+from queues_app.ddb.clock import centre_day_start, from_iso
 
 DAY_STATUSES = ("queued", "attending", "wrap_up", "offline", "available")
 DAY_ENTRY_LIMIT = 500  # entries of one agent's day read at most (one Query)
@@ -62,13 +62,13 @@ def agent_day(
     current_call: str | None = None,
     call_started: str | None = None,
 ) -> AgentDay:
-    """Today's stretches (UTC) of queued, attending, wrap-up and offline, from the agent's
-    audit entries (one Query of the index, and one Limit-1 Query for the status the day
-    began in when nothing happened yet today) and what the agent's and the current call's
-    records say now (`current_*`, `call_started`: the call's assigned_at, read by the
-    caller with one GetItem)."""
+    """Today's stretches (the centre's day, from its midnight) of queued, attending,
+    wrap-up and offline, from the agent's audit entries (one Query of the index, and one
+    Limit-1 Query for the status the day began in when nothing happened yet today) and
+    what the agent's and the current call's records say now (`current_*`, `call_started`:
+    the call's assigned_at, read by the caller with one GetItem)."""
     moment = trail.clock()
-    day_start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    day_start = centre_day_start(moment)
     item = target("agent", agent_id)
     entries = trail.day_of(item, day_start, limit=DAY_ENTRY_LIMIT)
     day = AgentDay(day_start, moment, capped=len(entries) >= DAY_ENTRY_LIMIT)

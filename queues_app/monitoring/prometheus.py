@@ -109,7 +109,7 @@ class QueueCollector:
 
 class ServiceLevelCollector:
     """The calls' service level, per skill combination (`combination="all"` for every
-    call) and window (`window="15m"`: the last 15 minutes; `"today"`: since midnight UTC),
+    call) and window (`window="15m"`: the last 15 minutes; `"today"`: since midnight in the centre's TIME_ZONE),
     from the counters every process writes (two Queries). A ratio with no calls in its
     window is left out rather than reported as 0.
 

@@ -1,7 +1,7 @@
 """Service level of the calls, as a contact center reports it: how many callers were
 answered within `SERVICE_LEVEL_SECONDS`, the average speed of answer, the longest wait,
 abandoned calls and the abandon rate, per skill combination and overall, over the last
-15 minutes and today (UTC), with agent occupancy.
+15 minutes and today (the centre's day, in its TIME_ZONE), with agent occupancy.
 
 Writing costs no request per call: `answered` and `abandoned` add to this process's
 counters, which are written every few seconds in one batch (`counters.MetricsStore.flush`),
@@ -13,7 +13,7 @@ per combination).
 Items in the metrics table:
 
     pk SERVICE        sk <minute>#<combination>   a minute's figures of one combination
-    pk SERVICE_DAY    sk <day>#<combination>      a day's running figures of one combination
+    pk SERVICE_DAY    sk <day>#<combination>      a centre's day's running figures of one combination
 
 Figures: `answered`, `answered_within` (waited at most the threshold in force when it
 was answered), `wait_sum` (seconds, answered calls), `abandoned`, `abandoned_wait_sum`,
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import now
+from queues_app.ddb.clock import centre_date, now
 from queues_app.ddb.codec import unmarshal
 from queues_app.monitoring import counters
 
@@ -60,7 +60,7 @@ def combination_name(combination) -> str:
 def _record(db: Dynamo, moment: datetime, combination: str, values: dict[str, float], peaks: dict[str, float]) -> None:
     minute = counters.minute_of(moment)
     counters.note_tally(db, MINUTE_PK, f"{minute}#{combination}", values, peaks)
-    counters.note_tally(db, DAY_PK, f"{minute[:10]}#{combination}", values, peaks)
+    counters.note_tally(db, DAY_PK, f"{centre_date(moment)}#{combination}", values, peaks)
 
 
 def answered(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
@@ -221,10 +221,10 @@ class ServiceLevelReader:
         return rows
 
     def read(self) -> ServiceLevel:
-        """The last `RECENT_MINUTES` minutes (this one included) and today, UTC: two Queries."""
+        """The last `RECENT_MINUTES` minutes (this one included) and the centre's today: two Queries."""
         moment = self.clock()
         threshold = threshold_seconds()
         since = counters.minute_of(moment - timedelta(minutes=RECENT_MINUTES - 1))
         recent = figures_from(self._items(MINUTE_PK, since), f"{RECENT_MINUTES} minutes", threshold)
-        today = figures_from(self._items(DAY_PK, "", prefix=f"{moment:%Y-%m-%d}#"), "today", threshold)
+        today = figures_from(self._items(DAY_PK, "", prefix=f"{centre_date(moment)}#"), "today", threshold)
         return ServiceLevel(recent, today)

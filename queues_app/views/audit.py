@@ -7,8 +7,6 @@ bounded, and a page that is not full links on to the next.
 
 from __future__ import annotations
 
-from datetime import UTC
-
 from django import forms
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -16,6 +14,7 @@ from django.views.decorators.http import require_GET
 from queues_app.agents.roster import Agents
 from queues_app.audit.records import KINDS, SOURCE_LABELS, SOURCES, TrailFilter, TrailPage
 from queues_app.audit.store import AuditTrail
+from queues_app.ddb.clock import centre_zone
 from queues_app.event_names import ACTION_LABELS, AUDIT_ACTIONS
 from queues_app.forms import MAX_TARGET_LENGTH
 
@@ -39,14 +38,15 @@ class TrailSearchForm(forms.Form):
     source = forms.ChoiceField(
         required=False, choices=[("", "anywhere"), *((s, SOURCE_LABELS[s]) for s in SOURCES)], label="Where"
     )
-    since = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="From (UTC)")
-    until = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="Until (UTC)")
+    since = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="From")
+    until = forms.DateTimeField(required=False, input_formats=DATETIME_FORMATS, label="Until")
 
     def clean(self):
         data = super().clean() or {}
         for name in ("since", "until"):
             if data.get(name):
-                data[name] = data[name].replace(tzinfo=UTC)  # the form's times are UTC, as the trail's
+                # The person types the centre's local time (the page says which zone).
+                data[name] = data[name].replace(tzinfo=None).replace(tzinfo=centre_zone())
         if data.get("since") and data.get("until") and data["since"] > data["until"]:
             raise forms.ValidationError("The start of the time range is after its end.")
         return data

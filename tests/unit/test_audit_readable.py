@@ -306,6 +306,27 @@ def test_an_agents_day_is_the_stretches_between_its_status_changes(moto_db):
     assert [call_id for call_id, _ in day.calls] == ["c1"]
 
 
+def test_an_agents_day_starts_at_the_centres_midnight(moto_db, settings):
+    """In New York at 12:00 UTC (07:00 there) the day began at 05:00 UTC: an agent queued
+    at 03:00 UTC (22:00 the evening before) is queued for all of today's 7 hours."""
+    settings.TIME_ZONE = "America/New_York"
+    noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    trail = AuditTrail(clock=lambda: noon)
+    evening = trail.entry_item(
+        actor=ACTOR,
+        source="page",
+        action="agent.available",
+        target="agent:a3",
+        before={"status": "offline"},
+        after={"status": "queued"},
+        moment=noon.replace(hour=3),
+    )
+    batch.put_items(default(), trail.table_name, [evening])
+    day = agent_day(trail, "a3", current_status=AgentStatus.QUEUED, current_since="2026-11-22T03:00:00.000000Z")
+    assert day.day_start == datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
+    assert [(s.status, s.seconds) for s in day.stretches] == [("queued", 7 * 3600)]
+
+
 def test_an_agent_with_nothing_recorded_today_is_in_their_last_status_all_day(moto_db):
     noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     trail = AuditTrail(clock=lambda: noon)
@@ -346,3 +367,13 @@ def test_an_entry_reads_as_a_sentence_with_its_fields_behind_details(supervisor_
     details = entry[entry.index('<details class="entry-details">') :]
     assert "Agent made available" in details and f"agent <code>{ana.agent_id}</code>" in details
     assert "<th>status</th>" in details
+
+
+def test_the_time_range_is_typed_in_the_centres_time(settings):
+    from queues_app.views.audit import TrailSearchForm
+
+    settings.TIME_ZONE = "America/New_York"
+    form = TrailSearchForm({"since": "2026-11-25T09:00", "until": "2026-11-25T17:30"})
+    assert form.is_valid(), form.errors
+    assert form.filters.since == datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
+    assert form.filters.until == datetime(2026, 11, 25, 22, 30, tzinfo=UTC)

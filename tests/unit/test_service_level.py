@@ -3,7 +3,7 @@ counters, read back per skill combination and overall for the last 15 minutes an
 today; occupancy from samples; the overview's panel, /metrics and the call page's
 "end as abandoned" action."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
@@ -74,6 +74,23 @@ def test_the_last_15_minutes_leave_out_older_calls_that_today_keeps(moto_db):
     figures = ServiceLevelReader(moto_db, clock=lambda: moment).read()
     assert figures.recent.overall.answered == 1 and figures.recent.overall.wait_max == 3
     assert figures.today.overall.answered == 2 and figures.today.overall.wait_max == 30
+
+
+def test_today_is_the_centres_day_in_its_time_zone(moto_db, settings):
+    """In New York, 01:00 UTC is 20:00 of the day before: a call answered then is not
+    today's at 14:00 UTC (09:00 in New York), one answered at 06:00 UTC (01:00) is."""
+    settings.TIME_ZONE = "America/New_York"
+    morning = datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
+    service_level.answered(moto_db, 10, ("Spanish", "F"), moment=datetime(2026, 11, 25, 1, 0, tzinfo=UTC))
+    service_level.answered(moto_db, 4, ("Spanish", "F"), moment=datetime(2026, 11, 25, 6, 0, tzinfo=UTC))
+    MetricsStore(moto_db).flush()
+    today = ServiceLevelReader(moto_db, clock=lambda: morning).read().today.overall
+    assert (today.answered, today.wait_max) == (1, 4)
+    settings.TIME_ZONE = "UTC"  # a centre on UTC: a call at 01:00 UTC is the 25th's
+    service_level.answered(moto_db, 10, ("Spanish", "F"), moment=datetime(2026, 11, 25, 1, 0, tzinfo=UTC))
+    MetricsStore(moto_db).flush()
+    today = ServiceLevelReader(moto_db, clock=lambda: morning).read().today.overall
+    assert (today.answered, today.wait_max) == (2, 10)
 
 
 def test_the_longest_wait_is_kept_across_flushes_and_processes(moto_db):
