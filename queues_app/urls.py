@@ -1,11 +1,12 @@
 from django.urls import path
 
-from queues_app.views import agents, audit, calls, overview, shipments, system, tasks
+from queues_app.views import agents, audit, calls, exports, overview, shipments, system, tasks
 
 urlpatterns = [
     path("", overview.overview, name="home"),
     path("agents/", agents.agent_list, name="agents"),
     path("agents/new", agents.agent_create, name="agent-create"),
+    path("agents/export.csv", exports.agents_csv, name="agents-csv"),
     path("agents/bulk", agents.agent_bulk, name="agent-bulk"),
     path("agents/<str:agent_id>/", agents.agent_detail, name="agent-detail"),
     path("agents/<str:agent_id>/available", agents.agent_available, name="agent-available"),
@@ -13,6 +14,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/offline", agents.agent_offline, name="agent-offline"),
     path("calls/", calls.calls, name="calls"),
     path("calls/find", calls.call_lookup, name="call-lookup"),
+    path("calls/export.csv", exports.calls_csv, name="calls-csv"),
     path("calls/<str:call_id>/", calls.call_detail, name="call-detail"),
     path("calls/<str:call_id>/abandon", calls.call_abandon, name="call-abandon"),
     path("calls/<str:call_id>/end", calls.call_end, name="call-end"),
@@ -28,6 +30,7 @@ urlpatterns = [
     path("shipments/<str:shipment_id>/remove", shipments.shipment_remove, name="shipment-remove"),
     path("tasks/", tasks.task_list, name="tasks"),
     path("audit/", audit.audit, name="audit"),
+    path("audit/export.csv", exports.audit_csv, name="audit-csv"),
     path("system/", system.system, name="system"),
     path("system/htmx-check/", system.htmx_check, name="system-htmx-check"),
 ]

@@ -7,6 +7,8 @@ bounded, and a page that is not full links on to the next.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django import forms
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -76,20 +78,25 @@ def _explicit_target(text: str) -> str | None:
     return text if sep and kind in TARGET_KINDS and item_id else None
 
 
-@require_GET
-def audit(request):
-    form = TrailSearchForm(request.GET)
-    context: dict = {"form": form, "sources": SOURCES}
-    if not form.is_valid():
-        # The search is shown again with what is wrong with it; nothing is read.
-        context["filter_problem"] = "Check the item and the filters: " + " ".join(
-            str(error) for errors in form.errors.values() for error in errors
-        )
-        context["page"] = TrailPage()
-        return render(request, "queues_app/audit.html", context, status=400)
+@dataclass
+class Search:
+    """What a trail search found: a page of entries and how the page should say it."""
+
+    page: TrailPage
+    heading: str
+    target: str | None = None  # the one item whose history it is
+    resolved: str = ""
+    name_matches: list = field(default_factory=list)
+
+
+def search(form: TrailSearchForm, cursor: str | None, limit: int = PAGE_SIZE) -> Search:
+    """The trail for a valid search form (the page's and its CSV's): an item's history
+    (by `kind:id`, a bare id, or the one agent a name finds), the items an id prefix
+    starts, or every change; each filtered by who, what, where from and when."""
     trail = AuditTrail()
-    term, filters, cursor = form.cleaned_data["target"], form.filters, request.GET.get("cursor")
+    term, filters = form.cleaned_data["target"], form.filters
     found = _explicit_target(term) if term else None
+    matches: list = []
     if term and not found:
         # A bare id: the item whose history it names; else agents by name; else an id prefix.
         found = trail.find_target(term)
@@ -98,22 +105,38 @@ def audit(request):
             if len(agents) == 1:
                 found = f"agent:{agents[0].agent_id}"
             else:
-                context["name_matches"] = agents
+                matches = agents
     if found:
-        page = trail.for_target(found, cursor=cursor, limit=PAGE_SIZE, filters=filters)
-        context["heading"] = f"History of {found}"
-        context["shown_target"] = found
-        if found != term:
-            context["resolved"] = f"{term!r} is {found}"
+        page = trail.for_target(found, cursor=cursor, limit=limit, filters=filters)
+        resolved = f"{term!r} is {found}" if found != term else ""
+        return Search(page, f"History of {found}", target=found, resolved=resolved, name_matches=matches)
+    if term:
+        page = trail.for_id_prefix(term, cursor=cursor, limit=limit, filters=filters)
+        return Search(page, f"Items whose id starts with {term!r}", name_matches=matches)
+    page = trail.recent(cursor=cursor, limit=limit, filters=filters)
+    heading = "Matching changes, newest first" if filters.active else "Every change, newest first"
+    return Search(page, heading)
+
+
+@require_GET
+def audit(request):
+    form = TrailSearchForm(request.GET)
+    context: dict = {"form": form, "sources": SOURCES, "export_query": _query(request)}
+    if not form.is_valid():
+        # The search is shown again with what is wrong with it; nothing is read.
+        context["filter_problem"] = "Check the item and the filters: " + " ".join(
+            str(error) for errors in form.errors.values() for error in errors
+        )
+        context["page"] = TrailPage()
+        return render(request, "queues_app/audit.html", context, status=400)
+    found = search(form, request.GET.get("cursor"))
+    context.update(heading=found.heading, name_matches=found.name_matches)
+    if found.target:
+        context.update(shown_target=found.target, resolved=found.resolved)
         # Further pages go on with the item found, without searching again.
-        context["more_query"] = _query(request, target=found)
-    elif term:
-        page = trail.for_id_prefix(term, cursor=cursor, limit=PAGE_SIZE, filters=filters)
-        context["heading"] = f"Items whose id starts with {term!r}"
-        context["more_query"] = _query(request)
+        context["more_query"] = _query(request, target=found.target)
     else:
-        page = trail.recent(cursor=cursor, limit=PAGE_SIZE, filters=filters)
-        context["heading"] = "Matching changes, newest first" if filters.active else "Every change, newest first"
         context["more_query"] = _query(request)
-    context.update(page=page, searching=bool(term) or filters.active)
+    term = form.cleaned_data["target"]
+    context.update(page=found.page, searching=bool(term) or form.filters.active)
     return render(request, "queues_app/audit.html", context)
