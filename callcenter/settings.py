@@ -4,6 +4,7 @@ Every setting that differs between a laptop and production is listed in
 `.env.example` and in the README's configuration table.
 """
 
+import ipaddress
 import json
 import os
 import secrets
@@ -272,6 +273,17 @@ SWITCHBOARD_CALLBACK_RETRY = {
 }
 # Callback URLs must use https, unless this is on (local development and tests).
 SWITCHBOARD_CALLBACK_ALLOW_HTTP = env.bool("CALLBACK_ALLOW_HTTP", default=DEBUG)
+# Callbacks reach only the public internet (queues_app/callbacks/destinations.py); these
+# networks (CIDRs, comma-separated) are allowed besides, for an internal receiver.
+# `make run` allows 127.0.0.0/8 for the local demo.
+SWITCHBOARD_CALLBACK_ALLOWED_NETWORKS = env.list("CALLBACK_ALLOWED_NETWORKS", default=[])
+for _network in SWITCHBOARD_CALLBACK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(
+            f"CALLBACK_ALLOWED_NETWORKS: {_network!r} is not a network (e.g. 10.1.0.0/16)"
+        ) from _exc
 
 # Tasks: unprocessed work is shed after this long; finished tasks are kept this long.
 SWITCHBOARD_TASK_EXPIRY = {

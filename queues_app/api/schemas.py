@@ -21,6 +21,7 @@ from queues_app.agents import keys
 from queues_app.agents.records import QueueOrder
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
 from queues_app.api.parsing import MAX_DEPTH
+from queues_app.callbacks.destinations import url_refusal
 from queues_app.shipments.consuming import MAX_FAILURE_REASONS
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -222,6 +223,9 @@ class CallbackIn(InputSchema):
         except ValidationError as exc:
             problem = f"must be an absolute {' or '.join(s + '://' for s in schemes)} URL"
             raise PydanticCustomError("url", "{message}", {"problems": {"url": problem}, "message": problem}) from exc
+        if refused := url_refusal(url):
+            problem = f"refused: {refused}"
+            raise PydanticCustomError("url", "{message}", {"problems": {"url": problem}, "message": problem})
         return url
 
 
