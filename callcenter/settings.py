@@ -273,6 +273,10 @@ SWITCHBOARD_CALLBACK_RETRY = {
 }
 # Callback URLs must use https, unless this is on (local development and tests).
 SWITCHBOARD_CALLBACK_ALLOW_HTTP = env.bool("CALLBACK_ALLOW_HTTP", default=DEBUG)
+# After `PUT /api/callback` with `rotate`, the previous secret signs deliveries too for this long.
+SWITCHBOARD_CALLBACK_SECRET_OVERLAP = timedelta(hours=env.float("CALLBACK_SECRET_OVERLAP_HOURS", default=24.0))
+if SWITCHBOARD_CALLBACK_SECRET_OVERLAP < timedelta(0):
+    raise ImproperlyConfigured("CALLBACK_SECRET_OVERLAP_HOURS may not be negative.")
 # Callbacks reach only the public internet (queues_app/callbacks/destinations.py); these
 # networks (CIDRs, comma-separated) are allowed besides, for an internal receiver.
 # `make run` allows 127.0.0.0/8 for the local demo.

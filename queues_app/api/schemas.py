@@ -22,6 +22,7 @@ from queues_app.agents.records import QueueOrder
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
 from queues_app.api.parsing import MAX_DEPTH
 from queues_app.callbacks.destinations import url_refusal
+from queues_app.callbacks.signing import standard_key
 from queues_app.shipments.consuming import MAX_FAILURE_REASONS
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -199,16 +200,36 @@ class CallbackIn(InputSchema):
     )
     secret: str | None = Field(
         None,
-        min_length=16,
         max_length=200,
-        pattern=r"^[\x21-\x7e]+$",
-        description="16 to 200 printable characters without spaces; leave out to get a new random one.",
+        description="A Standard Webhooks secret: `whsec_` and the base64 of 24 or more random bytes; leave out "
+        "to get a new random one.",
+        examples=["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+    )
+    rotate: bool = Field(
+        False,
+        description="Keep the secret this replaces signing too, for `CALLBACK_SECRET_OVERLAP_HOURS` (24): "
+        "every delivery meanwhile carries both signatures, so the receiver can switch without missing one. "
+        "Without it the old secret stops at once.",
     )
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "url": "must be an absolute https:// URL of at most 500 characters",
-        "secret": "must be 16 to 200 printable characters without spaces",
+        "secret": "must be whsec_ followed by the base64 of 24 or more random bytes (leave out to get one)",
+        "rotate": "must be true or false",
     }
+
+    @field_validator("secret")
+    @classmethod
+    def _standard_secret(cls, secret: str | None) -> str | None:
+        if secret is not None:
+            try:
+                standard_key(secret)
+            except ValueError as exc:
+                problem = cls.PROBLEMS["secret"]
+                raise PydanticCustomError(
+                    "secret", "{message}", {"problems": {"secret": problem}, "message": problem}
+                ) from exc
+        return secret
 
     @field_validator("url")
     @classmethod
@@ -333,15 +354,20 @@ class CallsPageOut(Schema):
 class CallbackOut(Schema):
     url: str | None = Field(description="Where this token's call events are POSTed; null: nowhere.")
     events: list[str] = Field(description="The event types sent: `call.assigned`, `call.abandoned`, `call.relaxed`.")
+    previous_secret_until: str | None = Field(
+        None, description="After a rotation: until when the previous secret signs every delivery too (ISO 8601)."
+    )
 
 
 class CallbackSetOut(CallbackOut):
-    secret: str = Field(description="Signs every event (HMAC-SHA256); keep it, it is not shown again.")
+    secret: str = Field(
+        description="Signs every event (Standard Webhooks, `whsec_...`); keep it, it is not shown again."
+    )
 
 
 class CallEventOut(Schema):
-    """What a token's callback URL receives (POST, JSON), signed: `Switchboard-Signature:
-    v1=<hex>` is HMAC-SHA256 of `<Switchboard-Timestamp>.<body>` with the secret."""
+    """What a token's callback URL receives (POST, JSON), signed as Standard Webhooks are:
+    `webhook-signature: v1,<base64>` is HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`."""
 
     id: str = Field(description="The event's id: the same on every delivery of this event (drop repeats by it).")
     type: Literal["call.assigned", "call.abandoned", "call.relaxed"]

@@ -48,6 +48,7 @@ from queues_app.api.schemas import (
     VersionIn,
 )
 from queues_app.callbacks.events import EVENT_TYPES
+from queues_app.ddb.clock import to_iso
 from queues_app.ddb.errors import Conflict, KeyReused, NotFound
 from queues_app.ddb.replay import digest
 from queues_app.models import ApiToken
@@ -329,7 +330,12 @@ def _token(request) -> ApiToken:
 
 
 def callback_json(token: ApiToken) -> dict:
-    return {"url": token.callback_url or None, "events": list(EVENT_TYPES)}
+    until = token.previous_secret_until()
+    return {
+        "url": token.callback_url or None,
+        "events": list(EVENT_TYPES),
+        "previous_secret_until": to_iso(until) if until else None,
+    }
 
 
 @endpoints.get(
@@ -354,10 +360,11 @@ def callback_detail(request: HttpRequest):
 def set_callback(request: HttpRequest, payload: CallbackIn):
     """From now on, calls this token creates send their events (`call.assigned`,
     `call.abandoned`, `call.relaxed`) to `url`, signed with the secret (given, or made up
-    and shown once here). docs/callbacks.md shows how to check a signature."""
+    and shown once here) as Standard Webhooks are. With `rotate`, the secret replaced
+    signs too until `previous_secret_until`. docs/callbacks.md shows how to verify."""
     token = _token(request)
-    secret = token.set_callback(payload.url, payload.secret)
-    note_change(request, "callback.set", str(token.pk), payload.url)
+    secret = token.set_callback(payload.url, payload.secret, rotate=payload.rotate)
+    note_change(request, "callback.rotate" if payload.rotate else "callback.set", str(token.pk), payload.url)
     return {**callback_json(token), "secret": secret}
 
 

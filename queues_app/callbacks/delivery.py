@@ -14,7 +14,7 @@ import httpcore
 import httpx
 
 from queues_app.callbacks.destinations import DestinationRefused, GuardedNetwork
-from queues_app.callbacks.signing import signed_headers
+from queues_app.callbacks.signing import SigningSecret, signed_headers
 from queues_app.models import ApiToken
 from queues_app.shipments.records import Shipment
 from queues_app.shipments.worker import HandlerFailed
@@ -23,13 +23,14 @@ TIMEOUT_SECONDS = 5.0
 USER_AGENT = "Switchboard-Callbacks/1"
 
 
-def target(token_id) -> tuple[str, str]:
-    """The callback URL and secret of the token the event is for; HandlerFailed when the
-    token was deleted, revoked or its callback removed since the event was written."""
-    found = ApiToken.objects.usable().filter(pk=token_id).values_list("callback_url", "callback_secret").first()
-    if not found or not found[0]:
+def target(token_id) -> tuple[str, list[SigningSecret]]:
+    """The callback URL of the token the event is for, and the secrets that sign for it;
+    HandlerFailed when the token was deleted, revoked or its callback removed since the
+    event was written."""
+    token = ApiToken.objects.usable().filter(pk=token_id).first()
+    if token is None or not token.callback_url:
         raise HandlerFailed(f"API token {token_id} has no callback any more (revoked, deleted or removed)")
-    return found[0], found[1]
+    return token.callback_url, token.signing_secrets()
 
 
 class GuardedTransport(httpx.HTTPTransport):
@@ -60,11 +61,11 @@ class Deliverer:
         event = shipment.data.get("event")
         if not isinstance(event, dict) or "id" not in event:
             raise HandlerFailed("not a call event (no event in the shipment's data)")
-        url, secret = target(shipment.data.get("token"))
+        url, signing = target(shipment.data.get("token"))
         body = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
         host = urlsplit(url).netloc
         try:
-            response = self.client.post(url, content=body, headers=signed_headers(secret, body, event["id"]))
+            response = self.client.post(url, content=body, headers=signed_headers(signing, body, event["id"]))
         except httpx.ConnectError as exc:
             if isinstance(exc.__cause__, DestinationRefused):
                 raise HandlerFailed(f"refused to connect to {host}: {exc.__cause__}") from exc
