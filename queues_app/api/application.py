@@ -26,6 +26,7 @@ from django.utils.http import parse_header_parameters
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError, ValidationErrorContext
+from ninja.renderers import JSONRenderer
 
 from queues_app import http_errors as user_errors
 from queues_app.agents.skills import SkillError
@@ -42,6 +43,7 @@ from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE
 from queues_app.api.views import endpoints
 from queues_app.callbacks.signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from queues_app.ddb.errors import DynamoError
+from queues_app.ddb.numbers import ExactJSONEncoder
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,12 @@ Instead of polling waiting calls, register a callback (`PUT /api/callback`): the
 the token creates then POST `call.assigned`, `call.abandoned` and `call.relaxed` events
 to it, signed as Standard Webhooks are (the `callEvent` webhook below; docs/callbacks.md).
 """
+
+
+class ExactJSONRenderer(JSONRenderer):
+    """Answers write numbers with every digit stored (shipment data keeps up to 38)."""
+
+    encoder_class = ExactJSONEncoder
 
 
 class InvalidInput(ValidationError):
@@ -160,6 +168,7 @@ api = SwitchboardApi(
     description=DESCRIPTION,
     auth=BearerToken(),
     parser=JsonBodyParser(),
+    renderer=ExactJSONRenderer(),
     openapi_url=None,  # served by queues_app.api.docs (session login or a token)
     docs_url=None,
     urls_namespace="switchboard-api",

@@ -23,6 +23,7 @@ from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferen
 from queues_app.api.parsing import MAX_DEPTH
 from queues_app.callbacks.destinations import url_refusal
 from queues_app.callbacks.signing import standard_key
+from queues_app.ddb.numbers import ExactNumber, as_stored
 from queues_app.shipments.consuming import MAX_FAILURE_REASONS
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -110,8 +111,9 @@ class ShipmentIn(InputSchema):
 
     data: dict[str, Any] = Field(
         description="The shipment's fields: any JSON object that DynamoDB can store (numbers of at most 38 "
-        "significant digits between 1E-130 and 9.99E+125 in magnitude, no NaN or Infinity, no empty keys, "
-        f"nesting within the body's {MAX_DEPTH} levels).",
+        "significant digits between 1E-130 and 9.99E+125 in magnitude, kept exactly as decimals, no NaN or "
+        f"Infinity, no empty keys, nesting within the body's {MAX_DEPTH} levels). The answer shows the data "
+        "as stored: numbers without trailing zeros.",
         examples=[{"to": "Porto", "parcels": 2}],
     )
     tenant: str | None = Field(
@@ -142,7 +144,7 @@ class ShipmentIn(InputSchema):
         problems = storable_problems(data, "data")
         if problems:
             raise PydanticCustomError("unstorable", "{summary}", {"problems": problems, "summary": "; ".join(problems)})
-        return data
+        return as_stored_data(data)
 
 
 Version = Annotated[int, Field(ge=1, le=2**53, strict=True)]
@@ -434,6 +436,16 @@ def storable_problems(value: Any, path: str) -> dict[str, str]:
     return problems
 
 
+def as_stored_data(value: Any) -> Any:
+    """`value` with each number as DynamoDB will keep it (`as_stored`), so that the answer
+    shows what was stored. (Nesting is bounded by the parser's MAX_DEPTH.)"""
+    if isinstance(value, dict):
+        return {key: as_stored_data(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [as_stored_data(child) for child in value]
+    return as_stored(value.decimal) if isinstance(value, ExactNumber) else value
+
+
 def _key_problem(key: str) -> str | None:
     if not key:
         return "empty keys cannot be stored: a key needs at least one character"
@@ -457,6 +469,8 @@ def _scalar_problem(value: Any) -> str | None:
         return None
     if isinstance(value, int):
         return _number_problem(Decimal(value), exact=True)
+    if isinstance(value, ExactNumber):  # as sent: every digit counts, whatever a float would keep
+        return _number_problem(value.decimal, exact=True)
     if isinstance(value, float):
         if not math.isfinite(value):
             shown = "NaN" if math.isnan(value) else ("-Infinity" if value < 0 else "Infinity")
