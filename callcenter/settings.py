@@ -300,6 +300,20 @@ SWITCHBOARD_AUDIT_RETENTION_DAYS = env.int("SWITCHBOARD_AUDIT_RETENTION_DAYS", d
 # A call answered within this many seconds of arriving counts towards the service level.
 SERVICE_LEVEL_SECONDS = env.int("SERVICE_LEVEL_SECONDS", default=20)
 
+# Requests each API token may make (`600/minute`; per second, minute or hour; empty: no
+# limit), counted in DynamoDB's metrics table so that every worker and host shares them.
+# Over it: 429 with Retry-After.
+API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="600/minute").strip()
+RATE_PERIODS = {"second": 1, "minute": 60, "hour": 3600}
+SWITCHBOARD_API_RATE_LIMIT: tuple[int, int] | None = None
+if API_RATE_LIMIT:
+    _count, _, _period = API_RATE_LIMIT.partition("/")
+    if not (_count.strip().isdigit() and int(_count) > 0 and _period.strip() in RATE_PERIODS):
+        raise ImproperlyConfigured(
+            f"API_RATE_LIMIT must be requests per second, minute or hour, e.g. 600/minute, not {API_RATE_LIMIT!r}."
+        )
+    SWITCHBOARD_API_RATE_LIMIT = (int(_count), RATE_PERIODS[_period.strip()])
+
 # Operating under backlog (queues_app.dynamo.fairness): enqueues are refused with 429
 # while a queue holds more than its bound; each tenant may put so many shipments a
 # second into the live queue (more goes to the spillover queue); live work older than

@@ -235,6 +235,14 @@ def _describe(exc: errors.DynamoError | SkillError) -> UserError:
             hint="The queue is refusing new work until it drains; the Retry-After header says when to try again.",
             retry_after=exc.retry_after,
         )
+    if isinstance(exc, errors.RateLimited):
+        return UserError(
+            429,
+            "Rate limit exceeded",
+            exc.message,
+            hint="Each API token may make API_RATE_LIMIT requests; the Retry-After header says when to go on.",
+            retry_after=exc.retry_after,
+        )
     if isinstance(exc, errors.Throttled):
         return UserError(503, "DynamoDB is busy", exc.message, retry_after=2)
     if isinstance(exc, errors.NotFound):

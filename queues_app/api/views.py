@@ -100,7 +100,8 @@ REFUSALS = {
     413: "The request body is larger than the API accepts.",
     415: "The request body is not `application/json` (a charset, when given, must be UTF-8).",
     422: "`Idempotency-Key` sent again with a different request: never answered with the first request's result.",
-    429: "Backpressure: the queue is past its bound; `Retry-After` says when to try again.",
+    429: "The token made its `API_RATE_LIMIT` requests of this window, or (on an enqueue) backpressure: the "
+    "queue is past its bound; `Retry-After` says when to try again.",
     503: "DynamoDB is unreachable, throttling, or a table is missing; `Retry-After` says when to try again.",
 }
 REFUSAL_HEADERS = {401: ("WWW-Authenticate",), 429: ("Retry-After",), 503: ("Retry-After",)}
@@ -163,8 +164,8 @@ AGENTS_PER_PAGE = Query(50, description="Agents per page, 1 to 100 (a filtered p
 
 KEY_SHOWN = 64  # characters of a reused idempotency key named in the refusal
 
-READS = (401, 503)
-CHANGES = (400, 401, 403, 413, 415, 503)
+READS = (401, 429, 503)
+CHANGES = (400, 401, 403, 413, 415, 429, 503)
 CALL_CHANGES = (*CHANGES, 404, 409)
 
 # --- calls ----------------------------------------------------------------------------
