@@ -187,7 +187,7 @@ SECURE_CSP = {
 # password included); a successful login clears the count.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "queues_app.logins.LocalPasswords",
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
@@ -200,6 +200,45 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "callcenter.security.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "callcenter.security.client_ip"
+
+# --- single sign-on: OpenID Connect (queues_app/logins.py, mozilla-django-oidc) --------
+# On when OIDC_RP_CLIENT_ID is set, with the provider's endpoints (its discovery document,
+# `/.well-known/openid-configuration`, lists them). The role comes from the groups claim;
+# someone in none of these groups is refused. LOCAL_LOGIN=false leaves the provider only.
+LOCAL_LOGIN = env.bool("LOCAL_LOGIN", default=True)
+OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_RP_CLIENT_SECRET", default="")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_OP_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_OP_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_OP_USER_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_OP_JWKS_ENDPOINT", default="")
+OIDC_OP_LOGOUT_ENDPOINT = env.str("OIDC_OP_LOGOUT_ENDPOINT", default="")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
+OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", default="sub")
+OIDC_SUPERVISOR_GROUPS = env.list("OIDC_SUPERVISOR_GROUPS", default=[])
+OIDC_VIEWER_GROUPS = env.list("OIDC_VIEWER_GROUPS", default=[])
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="your identity provider")
+OIDC_TIMEOUT = 10
+OIDC_STORE_ID_TOKEN = True  # for the provider's logout (id_token_hint)
+OIDC_OP_LOGOUT_URL_METHOD = "queues_app.logins.provider_logout_url"
+LOGIN_REDIRECT_URL_FAILURE = "/login/"  # mozilla-django-oidc takes a path, not a URL name
+if OIDC_RP_CLIENT_ID:
+    _missing = [
+        name
+        for name in ("OIDC_OP_AUTHORIZATION_ENDPOINT", "OIDC_OP_TOKEN_ENDPOINT", "OIDC_OP_USER_ENDPOINT")
+        if not globals()[name]
+    ]
+    if OIDC_RP_SIGN_ALGO.startswith(("RS", "ES")) and not OIDC_OP_JWKS_ENDPOINT:
+        _missing.append("OIDC_OP_JWKS_ENDPOINT")
+    if not (OIDC_SUPERVISOR_GROUPS or OIDC_VIEWER_GROUPS):
+        _missing.append("OIDC_SUPERVISOR_GROUPS or OIDC_VIEWER_GROUPS")
+    if _missing:
+        raise ImproperlyConfigured(f"Single sign-on (OIDC_RP_CLIENT_ID) also needs {', '.join(_missing)}.")
+    AUTHENTICATION_BACKENDS.append("queues_app.logins.ProviderGroups")
+elif not LOCAL_LOGIN:
+    raise ImproperlyConfigured("LOCAL_LOGIN=false needs single sign-on (OIDC_RP_CLIENT_ID and the OIDC_* settings).")
 
 # --- DynamoDB -------------------------------------------------------------------
 AWS_REGION = env.str("AWS_REGION", default="us-east-1")
