@@ -4,11 +4,7 @@ API's JSON error shape."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -17,6 +13,7 @@ from queues_app.ddb.client import Dynamo
 from queues_app.ddb.errors import RateLimited
 from queues_app.models import ApiToken
 from tests.helpers.api import Api, assert_problem
+from tests.helpers.settings import read_setting
 
 
 def test_a_token_over_its_limit_gets_429_with_retry_after(moto_db, settings, supervisor):
@@ -85,35 +82,11 @@ def test_workers_with_their_own_clients_share_one_quota(local_db, clock):
     assert len(admitted) == 25
 
 
-def rate_limit_setting(tmp_path, **variables) -> subprocess.CompletedProcess:
-    """The project's settings loaded with production values (and `variables`), as a
-    process starting with them would; the limit read, or why it refused to start."""
-    env = {name: value for name, value in os.environ.items() if name != "API_RATE_LIMIT"}
-    env.update(
-        SWITCHBOARD_ENV_FILE="",
-        DJANGO_SETTINGS_MODULE="callcenter.settings",
-        DEBUG="false",
-        SECRET_KEY="p" + "x7$k2!pQ9@vL4#mZ8^rT1&wY6*hB3(nC5)jF0_dG-sA+eU=oI" * 2,
-        ALLOWED_HOSTS="switchboard.example.com",
-        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        **variables,
-    )
-    code = "from django.conf import settings; print(settings.SWITCHBOARD_API_RATE_LIMIT)"
-    root = Path(__file__).resolve().parents[2]
-    return subprocess.run(
-        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_the_setting_reads_requests_per_second_minute_or_hour(tmp_path):
-    assert rate_limit_setting(tmp_path).stdout.strip() == "(600, 60)"  # the default
-    assert rate_limit_setting(tmp_path, API_RATE_LIMIT="5/second").stdout.strip() == "(5, 1)"
-    assert rate_limit_setting(tmp_path, API_RATE_LIMIT="").stdout.strip() == "None"
-    refused = rate_limit_setting(tmp_path, API_RATE_LIMIT="lots")
+    limit = "settings.SWITCHBOARD_API_RATE_LIMIT"
+    assert read_setting(tmp_path, limit).stdout.strip() == "(600, 60)"  # the default
+    assert read_setting(tmp_path, limit, API_RATE_LIMIT="5/second").stdout.strip() == "(5, 1)"
+    assert read_setting(tmp_path, limit, API_RATE_LIMIT="").stdout.strip() == "None"
+    refused = read_setting(tmp_path, limit, API_RATE_LIMIT="lots")
     assert refused.returncode != 0
     assert "API_RATE_LIMIT must be requests per second, minute or hour" in refused.stderr

@@ -16,6 +16,7 @@ from oidc_provider_mock import User, run_server_in_thread
 
 from queues_app.logins import REFUSED
 from queues_app.roles import SUPERVISORS, VIEWERS, can_act
+from tests.helpers.settings import read_setting
 from tests.helpers.users import PASSWORD, make_user
 
 PEOPLE = [
@@ -153,3 +154,24 @@ def test_without_single_sign_on_its_pages_do_not_exist(db, client):
     assert client.get("/oidc/authenticate/").status_code == 404
     assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
     assert "identity provider" not in client.get("/login/").content.decode()
+
+
+def test_settings_that_cannot_work_refuse_to_start(tmp_path):
+    partial = read_setting(tmp_path, "settings.AUTHENTICATION_BACKENDS", OIDC_RP_CLIENT_ID="switchboard")
+    assert partial.returncode != 0
+    assert "also needs OIDC_OP_AUTHORIZATION_ENDPOINT" in partial.stderr
+    assert "OIDC_SUPERVISOR_GROUPS or OIDC_VIEWER_GROUPS" in partial.stderr
+    nobody = read_setting(tmp_path, "settings.LOCAL_LOGIN", LOCAL_LOGIN="false")
+    assert nobody.returncode != 0 and "LOCAL_LOGIN=false needs single sign-on" in nobody.stderr
+    endpoints = {
+        f"OIDC_OP_{name}_ENDPOINT": f"https://login.example.com/{name.lower()}"
+        for name in ("AUTHORIZATION", "TOKEN", "USER", "JWKS")
+    }
+    complete = read_setting(
+        tmp_path,
+        "settings.AUTHENTICATION_BACKENDS[-1]",
+        OIDC_RP_CLIENT_ID="switchboard",
+        OIDC_VIEWER_GROUPS="cc-viewers",
+        **endpoints,
+    )
+    assert complete.stdout.strip() == "queues_app.logins.ProviderGroups", complete.stderr
