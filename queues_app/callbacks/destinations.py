@@ -102,8 +102,13 @@ def url_refusal(url: str) -> str | None:
         return None
     for address in addresses:
         if problem := refusal(address):
-            return f"{host} resolves to {problem}" if host.strip("[]") != address else problem
+            return _named(host.strip("[]"), address, problem)
     return None
+
+
+def _named(host: str, address: str, problem: str) -> str:
+    """The problem, saying which address a name resolved to."""
+    return problem if host == address else f"{host} resolves to {address}: {problem}"
 
 
 class GuardedNetwork(httpcore.NetworkBackend):
@@ -130,7 +135,7 @@ class GuardedNetwork(httpcore.NetworkBackend):
         refusals = []
         for address in addresses:
             if problem := refusal(address):
-                refusals.append(problem)
+                refusals.append(_named(host, address, problem))
                 continue
             stream = self.backend.connect_tcp(address, port, timeout, local_address, socket_options)
             peer = stream.get_extra_info("socket").getpeername()[0]
@@ -138,7 +143,7 @@ class GuardedNetwork(httpcore.NetworkBackend):
                 stream.close()
                 raise DestinationRefused(problem)
             return stream
-        raise DestinationRefused(f"{host} resolves to {refusals[0]}" if host != addresses[0] else refusals[0])
+        raise DestinationRefused(refusals[0])
 
     def sleep(self, seconds: float) -> None:
         self.backend.sleep(seconds)

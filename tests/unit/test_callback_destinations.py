@@ -49,7 +49,7 @@ def register(raw_token: str, url: str):
         ("http://172.16.5.4/", "private"),
         ("http://192.168.1.1/", "private"),
         ("http://127.0.0.1:9/x", "loopback"),
-        ("http://localhost:8077/", "localhost resolves to 127.0.0.1 is a loopback"),
+        ("http://localhost:8077/", "localhost resolves to 127.0.0.1: 127.0.0.1 is a loopback"),
         ("http://[::1]/", "loopback"),
         ("http://0.0.0.0/", "unspecified"),
         ("http://[::]/", "unspecified"),
