@@ -6,13 +6,14 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: run demo serve test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench load vendor clean screenshots
 
+# Callbacks may reach receivers on this machine (CALLBACK_ALLOWED_NETWORKS), for the demo.
 run: setup .env
-	$(PY) manage.py run_local
+	CALLBACK_ALLOWED_NETWORKS=$${CALLBACK_ALLOWED_NETWORKS-127.0.0.0/8} $(PY) manage.py run_local
 
 # `make run` with traffic: demo_load (callers arriving, calls ending,
 # shipments and tasks), so the overview moves on its own.
 demo: setup .env
-	$(PY) manage.py run_local --demo-load
+	CALLBACK_ALLOWED_NETWORKS=$${CALLBACK_ALLOWED_NETWORKS-127.0.0.0/8} $(PY) manage.py run_local --demo-load
 
 # The production shape on this machine: DEBUG off, collectstatic, gunicorn (WEB_CONCURRENCY
 # workers, 2 by default) on PORT (8000), the matcher and the background workers, a local DynamoDB.

@@ -339,10 +339,15 @@ class Switchboard:
         """Where this token's call events go (`url` None: nowhere)."""
         return self._request("GET", "callback")
 
-    def set_callback(self, url: str, secret: str | None = None) -> dict:
+    def set_callback(self, url: str, secret: str | None = None, *, rotate: bool = False) -> dict:
         """Send this token's call events to `url` from now on; the answer holds the secret
-        that signs them (made up when none is given). Setting it again is harmless."""
-        body: dict[str, Any] = {"url": url} if secret is None else {"url": url, "secret": secret}
+        that signs them (a Standard Webhooks `whsec_...`, made up when none is given).
+        With `rotate`, the secret replaced keeps signing too until `previous_secret_until`."""
+        body: dict[str, Any] = {"url": url}
+        if secret is not None:
+            body["secret"] = secret
+        if rotate:
+            body["rotate"] = True
         return self._request("PUT", "callback", json=body)
 
     def remove_callback(self) -> dict:

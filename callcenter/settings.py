@@ -4,6 +4,7 @@ Every setting that differs between a laptop and production is listed in
 `.env.example` and in the README's configuration table.
 """
 
+import ipaddress
 import json
 import os
 import secrets
@@ -186,7 +187,7 @@ SECURE_CSP = {
 # password included); a successful login clears the count.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "queues_app.logins.LocalPasswords",
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
@@ -199,6 +200,45 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "callcenter.security.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "callcenter.security.client_ip"
+
+# --- single sign-on: OpenID Connect (queues_app/logins.py, mozilla-django-oidc) --------
+# On when OIDC_RP_CLIENT_ID is set, with the provider's endpoints (its discovery document,
+# `/.well-known/openid-configuration`, lists them). The role comes from the groups claim;
+# someone in none of these groups is refused. LOCAL_LOGIN=false leaves the provider only.
+LOCAL_LOGIN = env.bool("LOCAL_LOGIN", default=True)
+OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_RP_CLIENT_SECRET", default="")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_OP_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_OP_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_OP_USER_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_OP_JWKS_ENDPOINT", default="")
+OIDC_OP_LOGOUT_ENDPOINT = env.str("OIDC_OP_LOGOUT_ENDPOINT", default="")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
+OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", default="sub")
+OIDC_SUPERVISOR_GROUPS = env.list("OIDC_SUPERVISOR_GROUPS", default=[])
+OIDC_VIEWER_GROUPS = env.list("OIDC_VIEWER_GROUPS", default=[])
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="your identity provider")
+OIDC_TIMEOUT = 10
+OIDC_STORE_ID_TOKEN = True  # for the provider's logout (id_token_hint)
+OIDC_OP_LOGOUT_URL_METHOD = "queues_app.logins.provider_logout_url"
+LOGIN_REDIRECT_URL_FAILURE = "/login/"  # mozilla-django-oidc takes a path, not a URL name
+if OIDC_RP_CLIENT_ID:
+    _missing = [
+        name
+        for name in ("OIDC_OP_AUTHORIZATION_ENDPOINT", "OIDC_OP_TOKEN_ENDPOINT", "OIDC_OP_USER_ENDPOINT")
+        if not globals()[name]
+    ]
+    if OIDC_RP_SIGN_ALGO.startswith(("RS", "ES")) and not OIDC_OP_JWKS_ENDPOINT:
+        _missing.append("OIDC_OP_JWKS_ENDPOINT")
+    if not (OIDC_SUPERVISOR_GROUPS or OIDC_VIEWER_GROUPS):
+        _missing.append("OIDC_SUPERVISOR_GROUPS or OIDC_VIEWER_GROUPS")
+    if _missing:
+        raise ImproperlyConfigured(f"Single sign-on (OIDC_RP_CLIENT_ID) also needs {', '.join(_missing)}.")
+    AUTHENTICATION_BACKENDS.append("queues_app.logins.ProviderGroups")
+elif not LOCAL_LOGIN:
+    raise ImproperlyConfigured("LOCAL_LOGIN=false needs single sign-on (OIDC_RP_CLIENT_ID and the OIDC_* settings).")
 
 # --- DynamoDB -------------------------------------------------------------------
 AWS_REGION = env.str("AWS_REGION", default="us-east-1")
@@ -272,6 +312,21 @@ SWITCHBOARD_CALLBACK_RETRY = {
 }
 # Callback URLs must use https, unless this is on (local development and tests).
 SWITCHBOARD_CALLBACK_ALLOW_HTTP = env.bool("CALLBACK_ALLOW_HTTP", default=DEBUG)
+# After `PUT /api/callback` with `rotate`, the previous secret signs deliveries too for this long.
+SWITCHBOARD_CALLBACK_SECRET_OVERLAP = timedelta(hours=env.float("CALLBACK_SECRET_OVERLAP_HOURS", default=24.0))
+if SWITCHBOARD_CALLBACK_SECRET_OVERLAP < timedelta(0):
+    raise ImproperlyConfigured("CALLBACK_SECRET_OVERLAP_HOURS may not be negative.")
+# Callbacks reach only the public internet (queues_app/callbacks/destinations.py); these
+# networks (CIDRs, comma-separated) are allowed besides, for an internal receiver.
+# `make run` allows 127.0.0.0/8 for the local demo.
+SWITCHBOARD_CALLBACK_ALLOWED_NETWORKS = env.list("CALLBACK_ALLOWED_NETWORKS", default=[])
+for _network in SWITCHBOARD_CALLBACK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(
+            f"CALLBACK_ALLOWED_NETWORKS: {_network!r} is not a network (e.g. 10.1.0.0/16)"
+        ) from _exc
 
 # Tasks: unprocessed work is shed after this long; finished tasks are kept this long.
 SWITCHBOARD_TASK_EXPIRY = {
@@ -283,6 +338,20 @@ SWITCHBOARD_TASK_EXPIRY = {
 SWITCHBOARD_AUDIT_RETENTION_DAYS = env.int("SWITCHBOARD_AUDIT_RETENTION_DAYS", default=90)
 # A call answered within this many seconds of arriving counts towards the service level.
 SERVICE_LEVEL_SECONDS = env.int("SERVICE_LEVEL_SECONDS", default=20)
+
+# Requests each API token may make (`600/minute`; per second, minute or hour; empty: no
+# limit), counted in DynamoDB's metrics table so that every worker and host shares them.
+# Over it: 429 with Retry-After.
+API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="600/minute").strip()
+RATE_PERIODS = {"second": 1, "minute": 60, "hour": 3600}
+SWITCHBOARD_API_RATE_LIMIT: tuple[int, int] | None = None
+if API_RATE_LIMIT:
+    _count, _, _period = API_RATE_LIMIT.partition("/")
+    if not (_count.strip().isdigit() and int(_count) > 0 and _period.strip() in RATE_PERIODS):
+        raise ImproperlyConfigured(
+            f"API_RATE_LIMIT must be requests per second, minute or hour, e.g. 600/minute, not {API_RATE_LIMIT!r}."
+        )
+    SWITCHBOARD_API_RATE_LIMIT = (int(_count), RATE_PERIODS[_period.strip()])
 
 # Operating under backlog (queues_app.dynamo.fairness): enqueues are refused with 429
 # while a queue holds more than its bound; each tenant may put so many shipments a

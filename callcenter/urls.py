@@ -1,12 +1,11 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
 from queues_app.api import metrics
-from queues_app.views import health
+from queues_app.views import health, logins
 
 
 class FaviconRedirect(RedirectView):
@@ -30,8 +29,11 @@ handler404 = "queues_app.views.errors.page_not_found"
 handler500 = "queues_app.views.errors.server_error"
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", logins.LoginView.as_view(), name="login"),
+    path("logout/", logins.logout, name="logout"),
+    # Single sign-on (404 unless configured): the names are mozilla-django-oidc's own.
+    path("oidc/authenticate/", logins.start, name="oidc_authentication_init"),
+    path("oidc/callback/", logins.callback, name="oidc_authentication_callback"),
     path("admin/", admin.site.urls),
     path("api/", include("queues_app.api.urls")),
     path("metrics", metrics.prometheus, name="metrics"),

@@ -1,5 +1,6 @@
-"""What may enter the queues: backpressure on callers and shipments, and each tenant's
-fair share of the live shipment queue (article 004)."""
+"""What may enter the queues: backpressure on callers and shipments, each tenant's fair
+share of the live shipment queue (article 004), and each API token's requests
+(API_RATE_LIMIT)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from dataclasses import dataclass, field
 
 from queues_app.agents.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
-from queues_app.ddb.errors import Backpressure
+from queues_app.ddb.clock import now
+from queues_app.ddb.codec import marshal
+from queues_app.ddb.errors import Backpressure, Conflict, RateLimited
 from queues_app.monitoring import counters
 from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Shipment, ShipmentQueue
@@ -125,3 +128,36 @@ class ShipmentAdmission:
         if sidelined:
             counters.note(self.db, DEFAULT_QUEUE, "sidelined")
         return Admitted(shipment, sidelined)
+
+
+class TokenLimiter:
+    """API_RATE_LIMIT: a fixed-window counter per API token in the metrics table (pk
+    `TOKEN_RATE#<token id>`, sk the window's first second), so every worker of every host
+    counts against the same quota. One conditional ADD per request; once the window's
+    quota is used the request is refused with the seconds left in the window."""
+
+    def __init__(self, limit: tuple[int, int] | None = None, db: Dynamo | None = None, clock=now):
+        from django.conf import settings
+
+        self.limit = limit if limit is not None else settings.SWITCHBOARD_API_RATE_LIMIT
+        self.db = db or default()
+        self.clock = clock
+
+    def admit(self, token_id: int) -> None:
+        """Count one request of the token; RateLimited when it is over its quota."""
+        if not self.limit:
+            return
+        quota, seconds = self.limit
+        epoch = int(self.clock().timestamp())
+        start = epoch - epoch % seconds
+        try:
+            self.db.call(
+                "update_item",
+                TableName=self.db.table("metrics"),
+                Key=marshal({"pk": f"TOKEN_RATE#{token_id}", "sk": str(start)}),
+                UpdateExpression="ADD n :one SET expires_at = :expires",
+                ConditionExpression="attribute_not_exists(n) OR n < :quota",
+                ExpressionAttributeValues=marshal({":one": 1, ":quota": quota, ":expires": start + seconds + 3600}),
+            )
+        except Conflict as exc:
+            raise RateLimited(quota, seconds, retry_after=max(1, start + seconds - epoch)) from exc

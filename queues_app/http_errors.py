@@ -23,6 +23,55 @@ from queues_app.tracing import current_trace_id
 
 log = logging.getLogger(__name__)
 
+# An answer quotes at most this many characters of a value it was sent (a field's name, a
+# value in quotes in a message); a 200 KB value gets a small refusal, not a copy of itself.
+QUOTE_MAX = 100
+ELLIPSIS = "…"
+
+
+def shortened(text: str, limit: int = QUOTE_MAX) -> str:
+    """`text` cut to `limit` characters, with an ellipsis when it was cut."""
+    return text if len(text) <= limit else text[:limit] + ELLIPSIS
+
+
+def bounded(text: str) -> str:
+    """`text` with every quoted value in it ('...' or "...", as `repr` and the messages
+    write them) cut to QUOTE_MAX characters. A quote opens only after a non-word
+    character (so the apostrophe of "agent's" opens nothing); one never closed runs to
+    the end. One pass, linear in the text however it is made."""
+    if len(text) <= QUOTE_MAX:
+        return text
+    out: list[str] = []
+    start = 0  # of the text not yet copied
+    at = 0
+    while at < len(text):
+        mark = text[at]
+        if mark not in "'\"" or (at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")):
+            at += 1
+            continue
+        end = _closing(text, at + 1, mark)
+        inside = text[at + 1 : end]
+        if len(inside) > QUOTE_MAX:
+            out.append(text[start : at + 1] + shortened(inside))
+            start = end
+        at = end + 1
+    out.append(text[start:])
+    return "".join(out)
+
+
+def _closing(text: str, at: int, mark: str) -> int:
+    """Where the quote opened before `at` closes: the next `mark` not escaped and not
+    followed by a word character; the end of the text when there is none."""
+    while True:
+        found = text.find(mark, at)
+        if found < 0:
+            return len(text)
+        escaped = found > 0 and text[found - 1] == "\\"
+        followed = found + 1 < len(text) and (text[found + 1].isalnum() or text[found + 1] == "_")
+        if not escaped and not followed:
+            return found
+        at = found + 1
+
 
 @dataclass
 class UserError:
@@ -34,6 +83,17 @@ class UserError:
     fields: dict[str, str] | None = None  # input field -> what is wrong with it
     trace_id: str | None = None  # on 5xx: where the operators find the details in the log
     current: dict | None = None  # on a conflict: the items named, as they are now, by kind
+
+    def __post_init__(self) -> None:
+        self.bound()
+
+    def bound(self) -> None:
+        """Every text quotes at most QUOTE_MAX characters of a value sent (field names are
+        values sent too: an unknown key, a skill dimension)."""
+        self.message = bounded(self.message)
+        self.hint = bounded(self.hint)
+        if self.fields:
+            self.fields = {shortened(str(name)): bounded(str(text)) for name, text in self.fields.items()}
 
     def as_json(self) -> dict:
         body: dict[str, object] = {"error": self.title, "message": self.message}
@@ -59,6 +119,7 @@ class UserError:
 
 def invalid_input(fields: dict[str, str], message: str | None = None) -> UserError:
     """Input that failed validation: 400, naming each field and what is wrong with it."""
+    fields = {shortened(str(name)): bounded(str(problem)) for name, problem in fields.items()}
     if message is None:
         message = "; ".join(f"{name}: {problem}" if name else problem for name, problem in fields.items())
     return UserError(400, "Invalid request", message, fields=fields)
@@ -116,6 +177,7 @@ def _scrubbed(problem: UserError) -> UserError:
     problem.hint = scrub(problem.hint)
     if problem.fields:
         problem.fields = {name: scrub(text) for name, text in problem.fields.items()}
+    problem.bound()
     return problem
 
 
@@ -171,6 +233,14 @@ def _describe(exc: errors.DynamoError | SkillError) -> UserError:
             "Queue backlog over its bound",
             exc.message,
             hint="The queue is refusing new work until it drains; the Retry-After header says when to try again.",
+            retry_after=exc.retry_after,
+        )
+    if isinstance(exc, errors.RateLimited):
+        return UserError(
+            429,
+            "Rate limit exceeded",
+            exc.message,
+            hint="Each API token may make API_RATE_LIMIT requests; the Retry-After header says when to go on.",
             retry_after=exc.retry_after,
         )
     if isinstance(exc, errors.Throttled):

@@ -11,9 +11,19 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from queues_app.callbacks.signing import SigningSecret, new_secret
+
 # Writing last_used_at on every request would turn each read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 PREFIX_LENGTH = 8
+CALLBACK_FIELDS = [
+    "callback_url",
+    "callback_secret",
+    "callback_secret_legacy",
+    "callback_previous_secret",
+    "callback_previous_legacy",
+    "callback_previous_until",
+]
 
 
 def hash_token(raw: str) -> str:
@@ -55,9 +65,15 @@ class ApiToken(models.Model):
     )
 
     # Where call events of the calls this token created are POSTed (docs/callbacks.md),
-    # signed with the secret; the secret is kept as given, since signing needs it.
+    # signed with the secret; the secret is kept as given, since signing needs it. After a
+    # rotation the previous secret signs too, until `callback_previous_until`. A legacy
+    # secret predates Standard Webhooks secrets (queues_app/callbacks/signing.py).
     callback_url = models.URLField(max_length=500, blank=True, help_text="Where call events are sent; empty: none.")
     callback_secret = models.CharField(max_length=200, blank=True, editable=False)
+    callback_secret_legacy = models.BooleanField(default=False, editable=False)
+    callback_previous_secret = models.CharField(max_length=200, blank=True, editable=False)
+    callback_previous_legacy = models.BooleanField(default=False, editable=False)
+    callback_previous_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = ApiTokenQuerySet.as_manager()
 
@@ -102,16 +118,40 @@ class ApiToken(models.Model):
             return None
         return cls.objects.expired().filter(key_hash=hash_token(raw)).first()
 
-    def set_callback(self, url: str, secret: str | None = None) -> str:
-        """Register the callback (a new secret when none is given); returns the secret."""
-        self.callback_url = url
-        self.callback_secret = secret or "whsec_" + secrets.token_urlsafe(32)
-        self.save(update_fields=["callback_url", "callback_secret"])
-        return self.callback_secret
+    def set_callback(self, url: str, secret: str | None = None, *, rotate: bool = False) -> str:
+        """Register the callback with `secret` (a new one when none is given); returns it.
+        With `rotate`, the secret it replaces keeps signing for SWITCHBOARD_CALLBACK_SECRET_OVERLAP,
+        so receivers can switch without missing an event; without, it stops at once."""
+        new = secret or new_secret()
+        if rotate and self.callback_secret:
+            self.callback_previous_secret = self.callback_secret
+            self.callback_previous_legacy = self.callback_secret_legacy
+            self.callback_previous_until = timezone.now() + settings.SWITCHBOARD_CALLBACK_SECRET_OVERLAP
+        else:
+            self.callback_previous_secret, self.callback_previous_legacy, self.callback_previous_until = "", False, None
+        self.callback_url, self.callback_secret, self.callback_secret_legacy = url, new, False
+        self.save(update_fields=CALLBACK_FIELDS)
+        return new
 
     def clear_callback(self) -> None:
-        self.callback_url, self.callback_secret = "", ""
-        self.save(update_fields=["callback_url", "callback_secret"])
+        self.callback_url, self.callback_secret, self.callback_secret_legacy = "", "", False
+        self.callback_previous_secret, self.callback_previous_legacy, self.callback_previous_until = "", False, None
+        self.save(update_fields=CALLBACK_FIELDS)
+
+    def previous_secret_until(self, moment=None):
+        """Until when the previous secret signs too; None when none does."""
+        until = self.callback_previous_until
+        if not self.callback_previous_secret or until is None or until <= (moment or timezone.now()):
+            return None
+        return until
+
+    def signing_secrets(self, moment=None) -> list[SigningSecret]:
+        """The secrets that sign a delivery now: the current one, and the previous one
+        during a rotation's overlap."""
+        found = [SigningSecret(self.callback_secret, self.callback_secret_legacy)] if self.callback_secret else []
+        if self.previous_secret_until(moment):
+            found.append(SigningSecret(self.callback_previous_secret, self.callback_previous_legacy))
+        return found
 
     def touch(self, moment=None) -> None:
         """Record use, at most once per LAST_USED_RESOLUTION, without saving other fields."""

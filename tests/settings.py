@@ -9,6 +9,8 @@ pytest (pyproject.toml) and mypy's Django plugin point at this module.
 import os
 
 os.environ.setdefault("DEBUG", "true")
+# No limit per API token, but in the tests of the limit (which set their own).
+os.environ.setdefault("API_RATE_LIMIT", "")
 os.environ.setdefault("SECRET_KEY", "tests-only-" + "k3y-that-is-long-and-never-used-outside-the-suite" * 2)
 
 from callcenter.settings import *  # noqa: E402, F403

@@ -26,6 +26,7 @@ from django.utils.http import parse_header_parameters
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError, ValidationErrorContext
+from ninja.renderers import JSONRenderer
 
 from queues_app import http_errors as user_errors
 from queues_app.agents.skills import SkillError
@@ -40,8 +41,9 @@ from queues_app.api.problems import (
 )
 from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, CallEventOut, InputSchema
 from queues_app.api.views import endpoints
-from queues_app.callbacks.signing import EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from queues_app.callbacks.signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from queues_app.ddb.errors import DynamoError
+from queues_app.ddb.numbers import ExactJSONEncoder
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +71,14 @@ Bodies are `application/json` (415 otherwise). Every refusal is JSON: `{"error",
 
 Instead of polling waiting calls, register a callback (`PUT /api/callback`): the calls
 the token creates then POST `call.assigned`, `call.abandoned` and `call.relaxed` events
-to it, signed (the `callEvent` webhook below; docs/callbacks.md).
+to it, signed as Standard Webhooks are (the `callEvent` webhook below; docs/callbacks.md).
 """
+
+
+class ExactJSONRenderer(JSONRenderer):
+    """Answers write numbers with every digit stored (shipment data keeps up to 38)."""
+
+    encoder_class = ExactJSONEncoder
 
 
 class InvalidInput(ValidationError):
@@ -160,6 +168,7 @@ api = SwitchboardApi(
     description=DESCRIPTION,
     auth=BearerToken(),
     parser=JsonBodyParser(),
+    renderer=ExactJSONRenderer(),
     openapi_url=None,  # served by queues_app.api.docs (session login or a token)
     docs_url=None,
     urls_namespace="switchboard-api",
@@ -303,12 +312,14 @@ def callback_webhooks(components: dict) -> dict:
                 "with backoff until a 2xx answer (5 s timeout), then dead-lettered. docs/callbacks.md shows "
                 "how to check the signature.",
                 "parameters": [
-                    {"in": "header", "name": EVENT_HEADER, "description": "The event's id.", **header},
+                    {"in": "header", "name": ID_HEADER, "description": "The event's id (Standard Webhooks).", **header},
                     {"in": "header", "name": TIMESTAMP_HEADER, "description": "Unix seconds, signed.", **header},
                     {
                         "in": "header",
                         "name": SIGNATURE_HEADER,
-                        "description": "`v1=` and the hex HMAC-SHA256 of `<timestamp>.<body>` with the secret.",
+                        "description": "`v1,` and the base64 HMAC-SHA256 of `<id>.<timestamp>.<body>` with the "
+                        "secret's key, as Standard Webhooks has it; during a rotation, one such signature per "
+                        "secret, space-separated.",
                         **header,
                     },
                 ],

@@ -3,7 +3,8 @@
 A token acts as its user (a supervisor's may change queues, a viewer's only read).
 Session cookies are not accepted here, hence no CSRF: a browser never adds the header
 itself. A missing, unknown, revoked or expired token (or one whose user is inactive) is
-a 401 with `WWW-Authenticate: Bearer`; a read-only token on a change is a 403.
+a 401 with `WWW-Authenticate: Bearer`; a read-only token on a change is a 403; a token
+past its API_RATE_LIMIT is a 429 with `Retry-After`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from ninja.security import HttpBearer
 
 from queues_app import http_errors as user_errors
+from queues_app.admission import TokenLimiter
 from queues_app.api.problems import ApiProblem, problem_response
 from queues_app.models import ApiToken
 from queues_app.roles import can_act
@@ -87,6 +89,7 @@ class BearerToken(HttpBearer):
 
     def __call__(self, request):
         token = authenticate(request)
+        TokenLimiter().admit(token.pk)  # before anything else is done for it
         request.user = token.user
         request.api_token = token
         if request.method not in SAFE_METHODS and not can_act(token.user):

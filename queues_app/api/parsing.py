@@ -6,7 +6,9 @@
   (the depth is DynamoDB's own limit on nested attributes, and far below the recursion
   that would fail the parser);
 - `NaN`, `Infinity` and integers too long for DynamoDB are read as values (not refused
-  here), so that the schema can name the field that holds them.
+  here), so that the schema can name the field that holds them;
+- a number with a fraction or an exponent is an ExactNumber: a float to the schemas that
+  take one, keeping every digit sent for shipment data.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from django.conf import settings
 from ninja.parser import Parser
 
 from queues_app.api.problems import invalid
+from queues_app.ddb.numbers import ExactNumber
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_DEPTH = 32
@@ -66,7 +69,7 @@ def loads(raw: bytes | str):
     if not raw.strip():
         return None
     try:
-        value = json.loads(raw, parse_int=_parse_int, parse_constant=_parse_constant)
+        value = json.loads(raw, parse_int=_parse_int, parse_float=ExactNumber, parse_constant=_parse_constant)
     except RecursionError as exc:
         raise _too_deep() from exc
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError

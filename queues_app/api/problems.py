@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.http import JsonResponse
 
 from queues_app import http_errors as user_errors
+from queues_app.ddb.numbers import ExactJSONEncoder
 
 # Retry-After of a 503 whose problem names none (every 503 of the API carries one).
 DEFAULT_RETRY_AFTER_SECONDS = 5
@@ -51,7 +52,8 @@ def internal_error() -> user_errors.UserError:
 
 
 def problem_response(problem: user_errors.UserError, *, allow: list[str] | None = None) -> JsonResponse:
-    response = JsonResponse(problem.as_json(), status=problem.status)
+    # A conflict's `current` may hold shipment data: its numbers written exactly too.
+    response = JsonResponse(problem.as_json(), status=problem.status, encoder=ExactJSONEncoder)
     retry_after = problem.retry_after
     if not retry_after and problem.status == 503:
         retry_after = DEFAULT_RETRY_AFTER_SECONDS

@@ -21,6 +21,9 @@ from queues_app.agents import keys
 from queues_app.agents.records import QueueOrder
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
 from queues_app.api.parsing import MAX_DEPTH
+from queues_app.callbacks.destinations import url_refusal
+from queues_app.callbacks.signing import standard_key
+from queues_app.ddb.numbers import ExactNumber, as_stored
 from queues_app.shipments.consuming import MAX_FAILURE_REASONS
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -108,8 +111,9 @@ class ShipmentIn(InputSchema):
 
     data: dict[str, Any] = Field(
         description="The shipment's fields: any JSON object that DynamoDB can store (numbers of at most 38 "
-        "significant digits between 1E-130 and 9.99E+125 in magnitude, no NaN or Infinity, no empty keys, "
-        f"nesting within the body's {MAX_DEPTH} levels).",
+        "significant digits between 1E-130 and 9.99E+125 in magnitude, kept exactly as decimals, no NaN or "
+        f"Infinity, no empty keys, nesting within the body's {MAX_DEPTH} levels). The answer shows the data "
+        "as stored: numbers without trailing zeros.",
         examples=[{"to": "Porto", "parcels": 2}],
     )
     tenant: str | None = Field(
@@ -140,7 +144,7 @@ class ShipmentIn(InputSchema):
         problems = storable_problems(data, "data")
         if problems:
             raise PydanticCustomError("unstorable", "{summary}", {"problems": problems, "summary": "; ".join(problems)})
-        return data
+        return as_stored_data(data)
 
 
 Version = Annotated[int, Field(ge=1, le=2**53, strict=True)]
@@ -198,16 +202,36 @@ class CallbackIn(InputSchema):
     )
     secret: str | None = Field(
         None,
-        min_length=16,
         max_length=200,
-        pattern=r"^[\x21-\x7e]+$",
-        description="16 to 200 printable characters without spaces; leave out to get a new random one.",
+        description="A Standard Webhooks secret: `whsec_` and the base64 of 24 or more random bytes; leave out "
+        "to get a new random one.",
+        examples=["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+    )
+    rotate: bool = Field(
+        False,
+        description="Keep the secret this replaces signing too, for `CALLBACK_SECRET_OVERLAP_HOURS` (24): "
+        "every delivery meanwhile carries both signatures, so the receiver can switch without missing one. "
+        "Without it the old secret stops at once.",
     )
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "url": "must be an absolute https:// URL of at most 500 characters",
-        "secret": "must be 16 to 200 printable characters without spaces",
+        "secret": "must be whsec_ followed by the base64 of 24 or more random bytes (leave out to get one)",
+        "rotate": "must be true or false",
     }
+
+    @field_validator("secret")
+    @classmethod
+    def _standard_secret(cls, secret: str | None) -> str | None:
+        if secret is not None:
+            try:
+                standard_key(secret)
+            except ValueError as exc:
+                problem = cls.PROBLEMS["secret"]
+                raise PydanticCustomError(
+                    "secret", "{message}", {"problems": {"secret": problem}, "message": problem}
+                ) from exc
+        return secret
 
     @field_validator("url")
     @classmethod
@@ -222,6 +246,9 @@ class CallbackIn(InputSchema):
         except ValidationError as exc:
             problem = f"must be an absolute {' or '.join(s + '://' for s in schemes)} URL"
             raise PydanticCustomError("url", "{message}", {"problems": {"url": problem}, "message": problem}) from exc
+        if refused := url_refusal(url):
+            problem = f"refused: {refused}"
+            raise PydanticCustomError("url", "{message}", {"problems": {"url": problem}, "message": problem})
         return url
 
 
@@ -329,15 +356,20 @@ class CallsPageOut(Schema):
 class CallbackOut(Schema):
     url: str | None = Field(description="Where this token's call events are POSTed; null: nowhere.")
     events: list[str] = Field(description="The event types sent: `call.assigned`, `call.abandoned`, `call.relaxed`.")
+    previous_secret_until: str | None = Field(
+        None, description="After a rotation: until when the previous secret signs every delivery too (ISO 8601)."
+    )
 
 
 class CallbackSetOut(CallbackOut):
-    secret: str = Field(description="Signs every event (HMAC-SHA256); keep it, it is not shown again.")
+    secret: str = Field(
+        description="Signs every event (Standard Webhooks, `whsec_...`); keep it, it is not shown again."
+    )
 
 
 class CallEventOut(Schema):
-    """What a token's callback URL receives (POST, JSON), signed: `Switchboard-Signature:
-    v1=<hex>` is HMAC-SHA256 of `<Switchboard-Timestamp>.<body>` with the secret."""
+    """What a token's callback URL receives (POST, JSON), signed as Standard Webhooks are:
+    `webhook-signature: v1,<base64>` is HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`."""
 
     id: str = Field(description="The event's id: the same on every delivery of this event (drop repeats by it).")
     type: Literal["call.assigned", "call.abandoned", "call.relaxed"]
@@ -404,6 +436,16 @@ def storable_problems(value: Any, path: str) -> dict[str, str]:
     return problems
 
 
+def as_stored_data(value: Any) -> Any:
+    """`value` with each number as DynamoDB will keep it (`as_stored`), so that the answer
+    shows what was stored. (Nesting is bounded by the parser's MAX_DEPTH.)"""
+    if isinstance(value, dict):
+        return {key: as_stored_data(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [as_stored_data(child) for child in value]
+    return as_stored(value.decimal) if isinstance(value, ExactNumber) else value
+
+
 def _key_problem(key: str) -> str | None:
     if not key:
         return "empty keys cannot be stored: a key needs at least one character"
@@ -427,6 +469,8 @@ def _scalar_problem(value: Any) -> str | None:
         return None
     if isinstance(value, int):
         return _number_problem(Decimal(value), exact=True)
+    if isinstance(value, ExactNumber):  # as sent: every digit counts, whatever a float would keep
+        return _number_problem(value.decimal, exact=True)
     if isinstance(value, float):
         if not math.isfinite(value):
             shown = "NaN" if math.isnan(value) else ("-Infinity" if value < 0 else "Infinity")

@@ -48,6 +48,7 @@ from queues_app.api.schemas import (
     VersionIn,
 )
 from queues_app.callbacks.events import EVENT_TYPES
+from queues_app.ddb.clock import to_iso
 from queues_app.ddb.errors import Conflict, KeyReused, NotFound
 from queues_app.ddb.replay import digest
 from queues_app.models import ApiToken
@@ -99,7 +100,8 @@ REFUSALS = {
     413: "The request body is larger than the API accepts.",
     415: "The request body is not `application/json` (a charset, when given, must be UTF-8).",
     422: "`Idempotency-Key` sent again with a different request: never answered with the first request's result.",
-    429: "Backpressure: the queue is past its bound; `Retry-After` says when to try again.",
+    429: "The token made its `API_RATE_LIMIT` requests of this window, or (on an enqueue) backpressure: the "
+    "queue is past its bound; `Retry-After` says when to try again.",
     503: "DynamoDB is unreachable, throttling, or a table is missing; `Retry-After` says when to try again.",
 }
 REFUSAL_HEADERS = {401: ("WWW-Authenticate",), 429: ("Retry-After",), 503: ("Retry-After",)}
@@ -162,8 +164,8 @@ AGENTS_PER_PAGE = Query(50, description="Agents per page, 1 to 100 (a filtered p
 
 KEY_SHOWN = 64  # characters of a reused idempotency key named in the refusal
 
-READS = (401, 503)
-CHANGES = (400, 401, 403, 413, 415, 503)
+READS = (401, 429, 503)
+CHANGES = (400, 401, 403, 413, 415, 429, 503)
 CALL_CHANGES = (*CHANGES, 404, 409)
 
 # --- calls ----------------------------------------------------------------------------
@@ -329,7 +331,12 @@ def _token(request) -> ApiToken:
 
 
 def callback_json(token: ApiToken) -> dict:
-    return {"url": token.callback_url or None, "events": list(EVENT_TYPES)}
+    until = token.previous_secret_until()
+    return {
+        "url": token.callback_url or None,
+        "events": list(EVENT_TYPES),
+        "previous_secret_until": to_iso(until) if until else None,
+    }
 
 
 @endpoints.get(
@@ -354,10 +361,11 @@ def callback_detail(request: HttpRequest):
 def set_callback(request: HttpRequest, payload: CallbackIn):
     """From now on, calls this token creates send their events (`call.assigned`,
     `call.abandoned`, `call.relaxed`) to `url`, signed with the secret (given, or made up
-    and shown once here). docs/callbacks.md shows how to check a signature."""
+    and shown once here) as Standard Webhooks are. With `rotate`, the secret replaced
+    signs too until `previous_secret_until`. docs/callbacks.md shows how to verify."""
     token = _token(request)
-    secret = token.set_callback(payload.url, payload.secret)
-    note_change(request, "callback.set", str(token.pk), payload.url)
+    secret = token.set_callback(payload.url, payload.secret, rotate=payload.rotate)
+    note_change(request, "callback.rotate" if payload.rotate else "callback.set", str(token.pk), payload.url)
     return {**callback_json(token), "secret": secret}
 
 

@@ -1,7 +1,8 @@
 """Delivering call events: the handler the callback worker runs on each event of the
 `callbacks` queue. A 2xx answer completes the event; anything else (an error status, a
-timeout, a refused connection, a token without a callback) fails it, so the queue retries
-it with backoff and dead-letters it after SWITCHBOARD_CALLBACK_RETRY's attempts."""
+timeout, a refused connection, an address the guard refuses, a token without a callback)
+fails it with the reason, so the queue retries it with backoff and dead-letters it after
+SWITCHBOARD_CALLBACK_RETRY's attempts; the callbacks queue shows each reason."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import json
 import threading
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
-from queues_app.callbacks.signing import signed_headers
+from queues_app.callbacks.destinations import DestinationRefused, GuardedNetwork
+from queues_app.callbacks.signing import SigningSecret, signed_headers
 from queues_app.models import ApiToken
 from queues_app.shipments.records import Shipment
 from queues_app.shipments.worker import HandlerFailed
@@ -20,13 +23,25 @@ TIMEOUT_SECONDS = 5.0
 USER_AGENT = "Switchboard-Callbacks/1"
 
 
-def target(token_id) -> tuple[str, str]:
-    """The callback URL and secret of the token the event is for; HandlerFailed when the
-    token was deleted, revoked or its callback removed since the event was written."""
-    found = ApiToken.objects.usable().filter(pk=token_id).values_list("callback_url", "callback_secret").first()
-    if not found or not found[0]:
+def target(token_id) -> tuple[str, list[SigningSecret]]:
+    """The callback URL of the token the event is for, and the secrets that sign for it;
+    HandlerFailed when the token was deleted, revoked or its callback removed since the
+    event was written."""
+    token = ApiToken.objects.usable().filter(pk=token_id).first()
+    if token is None or not token.callback_url:
         raise HandlerFailed(f"API token {token_id} has no callback any more (revoked, deleted or removed)")
-    return found[0], found[1]
+    return token.callback_url, token.signing_secrets()
+
+
+class GuardedTransport(httpx.HTTPTransport):
+    """httpx's transport connecting through `GuardedNetwork`, and never through a proxy
+    named in the environment (the proxy would make the connection the guard judges)."""
+
+    def __init__(self) -> None:
+        super().__init__(trust_env=False)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False), network_backend=GuardedNetwork()
+        )
 
 
 class Deliverer:
@@ -35,18 +50,26 @@ class Deliverer:
 
     def __init__(self, client: httpx.Client | None = None):
         self.client = client or httpx.Client(
-            timeout=TIMEOUT_SECONDS, follow_redirects=False, headers={"User-Agent": USER_AGENT}
+            transport=GuardedTransport(),
+            trust_env=False,
+            timeout=TIMEOUT_SECONDS,
+            follow_redirects=False,  # a redirect is an answer that is not 2xx: the attempt fails
+            headers={"User-Agent": USER_AGENT},
         )
 
     def __call__(self, shipment: Shipment, stop: threading.Event) -> None:
         event = shipment.data.get("event")
         if not isinstance(event, dict) or "id" not in event:
             raise HandlerFailed("not a call event (no event in the shipment's data)")
-        url, secret = target(shipment.data.get("token"))
+        url, signing = target(shipment.data.get("token"))
         body = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
         host = urlsplit(url).netloc
         try:
-            response = self.client.post(url, content=body, headers=signed_headers(secret, body, event["id"]))
+            response = self.client.post(url, content=body, headers=signed_headers(signing, body, event["id"]))
+        except httpx.ConnectError as exc:
+            if isinstance(exc.__cause__, DestinationRefused):
+                raise HandlerFailed(f"refused to connect to {host}: {exc.__cause__}") from exc
+            raise HandlerFailed(f"could not reach {host}: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise HandlerFailed(f"{host} did not answer within {TIMEOUT_SECONDS:g} s") from exc
         except httpx.HTTPError as exc:

@@ -10,6 +10,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from queues_app.ddb.numbers import ExactNumber, decimal_of
+
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -20,7 +22,8 @@ def marshal(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def unmarshal(item: dict[str, Any] | None) -> dict[str, Any]:
-    """DynamoDB's attribute-value maps to Python values (numbers become int or float)."""
+    """DynamoDB's attribute-value maps to Python values (numbers become int or float; a
+    float that cannot hold the stored number exactly is an ExactNumber, which does)."""
     if not item:
         return {}
     return {k: _native(_deserializer.deserialize(v)) for k, v in item.items()}
@@ -28,7 +31,7 @@ def unmarshal(item: dict[str, Any] | None) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     if isinstance(value, float):
-        return Decimal(str(value))
+        return decimal_of(value)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -38,7 +41,10 @@ def _plain(value: Any) -> Any:
 
 def _native(value: Any) -> Any:
     if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+        if value == value.to_integral_value():
+            return int(value)
+        number = float(value)
+        return number if Decimal(repr(number)) == value else ExactNumber(value)
     if isinstance(value, list):
         return [_native(v) for v in value]
     if isinstance(value, set):

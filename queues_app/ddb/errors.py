@@ -221,6 +221,16 @@ def _table_from_message(message: str) -> str:
     return "(unknown table)"
 
 
+class RateLimited(DynamoError):
+    """An API token used its requests of the current window (API_RATE_LIMIT)."""
+
+    def __init__(self, limit: int, seconds: int, retry_after: int):
+        super().__init__(
+            f"This token made its {limit:,} requests of the last {seconds:,} s; try again in {retry_after} s."
+        )
+        self.limit, self.seconds, self.retry_after = limit, seconds, retry_after
+
+
 class Backpressure(DynamoError):
     """A queue's backlog is past its bound: the enqueue is refused, try again later."""
 

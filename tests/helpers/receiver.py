@@ -1,5 +1,6 @@
 """A phone system's callback endpoint for tests: a local HTTP server in a thread that
-records every request (headers and body) and answers with what `answer` says."""
+records every request (headers and body) and answers with what `answer` says (a
+redirect's `Location` is `redirect_to`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
-    def __init__(self, answer: Callable[[dict], int] | None = None):
+    def __init__(self, answer: Callable[[dict], int] | None = None, *, redirect_to: str = ""):
         self.answer = answer or (lambda event: 204)
         self.received: list[tuple[dict, bytes, int]] = []  # (headers, body, status answered)
         self.lock = threading.Lock()
@@ -23,6 +24,8 @@ class Receiver:
                 with receiver.lock:
                     receiver.received.append((dict(self.headers), body, status))
                 self.send_response(status)
+                if redirect_to:
+                    self.send_header("Location", redirect_to)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

@@ -2,6 +2,8 @@
 test client (an httpx transport over it), so paths, bodies, content types, answers and
 typed errors are those of the application itself."""
 
+import base64
+
 import httpx
 import pytest
 from django.test import Client
@@ -89,8 +91,10 @@ def test_a_callback_is_set_read_and_removed_and_hears_of_the_calls(switchboard, 
     with pytest.raises(sc.InvalidInput) as refused:
         switchboard.set_callback("http://phones.example.com/events")
     assert "url" in refused.value.fields
-    secret = switchboard.set_callback("https://phones.example.com/events", secret="x" * 20)["secret"]
-    assert secret == "x" * 20
+    mine = "whsec_" + base64.b64encode(b"k" * 24).decode()
+    assert switchboard.set_callback("https://phones.example.com/events", secret=mine)["secret"] == mine
+    rotated = switchboard.set_callback("https://phones.example.com/events", rotate=True)
+    assert rotated["secret"] != mine and rotated["previous_secret_until"]
     assert switchboard.get_callback()["url"] == "https://phones.example.com/events"
     call = switchboard.create_call({"language": "Spanish"})
     switchboard.abandon_call(call["call_id"])

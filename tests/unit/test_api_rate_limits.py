@@ -1,0 +1,92 @@
+"""API_RATE_LIMIT: each API token may make so many requests a window, counted in DynamoDB
+so that every worker and host shares the count; over it, 429 with Retry-After and the
+API's JSON error shape."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from queues_app.admission import TokenLimiter
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.errors import RateLimited
+from queues_app.models import ApiToken
+from tests.helpers.api import Api, assert_problem
+from tests.helpers.settings import read_setting
+
+
+def test_a_token_over_its_limit_gets_429_with_retry_after(moto_db, settings, supervisor):
+    settings.SWITCHBOARD_API_RATE_LIMIT = (3, 60)
+    one = Api(ApiToken.issue(supervisor, "phone system")[1])
+    other = Api(ApiToken.issue(supervisor, "reports")[1])
+
+    assert [one.get("/api/queues").status_code for _ in range(3)] == [200, 200, 200]
+    refused = one.get("/api/queues")
+
+    problem = assert_problem(refused, 429, "Rate limit exceeded")
+    assert "3 requests of the last 60 s" in problem["message"]
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert one.post("/api/calls", {"preferences": {"language": "French"}}).status_code == 429  # changes too
+    assert other.get("/api/queues").status_code == 200  # per token, not per user
+
+
+def test_requests_without_a_valid_token_are_not_counted(moto_db, settings, supervisor):
+    settings.SWITCHBOARD_API_RATE_LIMIT = (1, 60)
+    assert Api("not-a-token").get("/api/queues").status_code == 401
+    assert Api(ApiToken.issue(supervisor, "phone system")[1]).get("/api/queues").status_code == 200
+
+
+def test_the_next_window_admits_again(moto_db, clock):
+    limiter = TokenLimiter((2, 60), db=moto_db, clock=clock)
+    limiter.admit(7)
+    limiter.admit(7)
+    with pytest.raises(RateLimited) as refused:
+        limiter.admit(7)
+    assert 1 <= refused.value.retry_after <= 60
+
+    clock.advance(refused.value.retry_after)
+    limiter.admit(7)
+
+
+def test_no_limit_when_it_is_empty(moto_db):
+    limiter = TokenLimiter((), db=moto_db)
+    for _ in range(50):
+        limiter.admit(7)
+
+
+def test_workers_with_their_own_clients_share_one_quota(local_db, clock):
+    """Two workers (each its own DynamoDB client), four threads each, 40 requests in one
+    window against a quota of 25: exactly 25 are admitted."""
+    admitted: list[int] = []
+    lock = threading.Lock()
+    workers = [TokenLimiter((25, 3600), db=Dynamo.from_settings(), clock=clock) for _ in range(2)]
+    start = threading.Barrier(8)
+
+    def requests(limiter: TokenLimiter) -> None:
+        start.wait()
+        for _ in range(5):
+            try:
+                limiter.admit(42)
+            except RateLimited:
+                continue
+            with lock:
+                admitted.append(1)
+
+    threads = [threading.Thread(target=requests, args=(workers[n % 2],)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(admitted) == 25
+
+
+def test_the_setting_reads_requests_per_second_minute_or_hour(tmp_path):
+    limit = "settings.SWITCHBOARD_API_RATE_LIMIT"
+    assert read_setting(tmp_path, limit).stdout.strip() == "(600, 60)"  # the default
+    assert read_setting(tmp_path, limit, API_RATE_LIMIT="5/second").stdout.strip() == "(5, 1)"
+    assert read_setting(tmp_path, limit, API_RATE_LIMIT="").stdout.strip() == "None"
+    refused = read_setting(tmp_path, limit, API_RATE_LIMIT="lots")
+    assert refused.returncode != 0
+    assert "API_RATE_LIMIT must be requests per second, minute or hour" in refused.stderr
