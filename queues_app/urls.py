@@ -1,6 +1,6 @@
 from django.urls import path
 
-from queues_app.views import agents, audit, calls, overview, shipments, system, tasks
+from queues_app.views import agents, audit, calls, overview, shipments, system, tasks, wallboard
 
 urlpatterns = [
     path("", overview.overview, name="home"),
@@ -30,4 +30,5 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("system/", system.system, name="system"),
     path("system/htmx-check/", system.htmx_check, name="system-htmx-check"),
+    path("wallboard/", wallboard.wallboard, name="wallboard"),
 ]

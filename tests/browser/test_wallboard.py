@@ -1,0 +1,54 @@
+"""The wallboard on a television and on a phone: a viewer opens it, the key figures are at
+least 48 px high, nothing is wider than the screen, and the board refreshes by itself."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from queues_app.agents.call_center import CallCenter
+from queues_app.agents.roster import Agents
+from tests.helpers.browser import log_in
+
+WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture
+def floor(local_db):
+    router = CallCenter()
+    ana = Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]})
+    router.make_available(ana.agent_id)
+    router.create_call({"language": "Spanish", "gender": "F"})
+    for _ in range(12):  # four-figure-wide waits and counts on the narrowest screen
+        router.create_call({"language": "French", "gender": "X"})
+    return router
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_viewer_reads_the_key_figures_from_afar_without_scrolling_sideways(
+    browser, live_server, floor, viewer, width
+):
+    page = browser.new_context(viewport=WIDTHS[width]).new_page()
+    log_in(page, live_server, viewer)
+    page.goto(f"{live_server.url}/wallboard/")
+    expect(page.locator('[data-line="French · X"] [data-figure="waiting"]')).to_have_text("12")
+    assert page.get_by_role("navigation").count() == 0
+    sizes = page.eval_on_selector_all(
+        "dd[data-figure]", "els => els.map(el => parseFloat(getComputedStyle(el).fontSize))"
+    )
+    assert len(sizes) == 5 * page.locator("section.line").count()
+    assert min(sizes) >= 48
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+
+
+def test_the_board_refreshes_itself(page, live_server, floor, viewer):
+    log_in(page, live_server, viewer)
+    page.goto(f"{live_server.url}/wallboard/")
+    waiting = page.locator('[data-line="English · M"] [data-figure="waiting"]')
+    expect(waiting).to_have_text("0")
+    floor.create_call({"language": "English", "gender": "M"})
+    url = page.url
+    expect(waiting).to_have_text("1", timeout=12_000)
+    # 12 and this one: the Spanish caller was answered at once.
+    expect(page.locator('[data-line="all"] [data-figure="waiting"]')).to_have_text("13")
+    assert page.url == url
