@@ -1,9 +1,10 @@
 from django.urls import path
 
-from queues_app.views import agents, audit, calls, overview, shipments, system, tasks, wallboard
+from queues_app.views import agents, alarms, audit, calls, overview, shipments, system, tasks, wallboard
 
 urlpatterns = [
     path("", overview.overview, name="home"),
+    path("alarms.json", alarms.alarms, name="alarms"),
     path("agents/", agents.agent_list, name="agents"),
     path("agents/new", agents.agent_create, name="agent-create"),
     path("agents/bulk", agents.agent_bulk, name="agent-bulk"),
