@@ -138,6 +138,8 @@ def web(db, staff, token) -> None:
         ("/audit/", {}),
         ("/audit/", {"target": f"shipment:{s[0]}"}),
         ("/system/", {}),
+        ("/wallboard/", {}),
+        ("/alarms.json", {}),
         ("/metrics", {}),
         ("/healthz", {}),
         ("/readyz", {}),
