@@ -1,13 +1,20 @@
 """The wallboard on a television and on a phone: a viewer opens it, the key figures are at
-least 48 px high, nothing is wider than the screen, and the board refreshes by itself."""
+least 48 px high, nothing is wider than the screen, the board refreshes by itself, and
+says so when it stops (a DynamoDB Local stopped with SIGSTOP: its requests hang)."""
 
 from __future__ import annotations
+
+import os
+import signal
 
 import pytest
 from playwright.sync_api import expect
 
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
+from queues_app.ddb import schema
+from queues_app.ddb.client import default, reset_default
+from queues_app.ddb.local import DynamoDBLocal
 from tests.helpers.browser import log_in
 
 WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
@@ -52,3 +59,38 @@ def test_the_board_refreshes_itself(page, live_server, floor, viewer):
     # 12 and this one: the Spanish caller was answered at once.
     expect(page.locator('[data-line="all"] [data-figure="waiting"]')).to_have_text("13")
     assert page.url == url
+
+
+@pytest.fixture
+def stoppable_db(settings):
+    """Tables on a DynamoDB Local of this test's own, which the test may freeze and thaw."""
+    server = DynamoDBLocal().start()
+    settings.DYNAMODB_ENDPOINT_URL = server.endpoint
+    settings.DYNAMODB_TABLE_PREFIX = "board-"
+    reset_default()
+    schema.create_tables(default())
+    yield server
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGCONT)
+    reset_default()
+    server.stop()
+
+
+def test_a_board_that_stops_refreshing_says_since_when(page, live_server, stoppable_db, viewer):
+    log_in(page, live_server, viewer)
+    page.goto(f"{live_server.url}/wallboard/")
+    note = page.locator("#stale-note")
+    updated = page.locator("#board [data-updated]")
+    expect(updated).to_be_visible()
+    expect(note).to_be_hidden()
+
+    assert stoppable_db.process is not None
+    os.kill(stoppable_db.process.pid, signal.SIGSTOP)  # its requests hang: the board is not redrawn
+    try:
+        expect(note).to_be_visible(timeout=15_000)
+        expect(note).to_have_text(f"Not updated since {updated.text_content()}.")
+        assert float(page.locator("#board dd").first.evaluate("el => getComputedStyle(el).opacity")) < 1
+    finally:
+        os.kill(stoppable_db.process.pid, signal.SIGCONT)
+    expect(note).to_be_hidden(timeout=15_000)
+    assert float(page.locator("#board dd").first.evaluate("el => getComputedStyle(el).opacity")) == 1
