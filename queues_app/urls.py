@@ -1,9 +1,10 @@
 from django.urls import path
 
-from queues_app.views import agents, audit, calls, exports, overview, shipments, system, tasks
+from queues_app.views import agents, alarms, audit, calls, exports, overview, shipments, system, tasks, wallboard
 
 urlpatterns = [
     path("", overview.overview, name="home"),
+    path("alarms.json", alarms.alarms, name="alarms"),
     path("agents/", agents.agent_list, name="agents"),
     path("agents/new", agents.agent_create, name="agent-create"),
     path("agents/export.csv", exports.agents_csv, name="agents-csv"),
@@ -33,4 +34,5 @@ urlpatterns = [
     path("audit/export.csv", exports.audit_csv, name="audit-csv"),
     path("system/", system.system, name="system"),
     path("system/htmx-check/", system.htmx_check, name="system-htmx-check"),
+    path("wallboard/", wallboard.wallboard, name="wallboard"),
 ]

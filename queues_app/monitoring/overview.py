@@ -84,6 +84,7 @@ class DemandCell:
     oldest_wait_seconds: float | None = None
     agents_queued: int = 0  # queued now, ready to take a call
     agents_logged_in: int = 0  # not offline: queued, available, attending or wrap-up
+    agents_attending: int = 0  # on a call now
 
     @property
     def label(self) -> str:
@@ -214,6 +215,8 @@ class Dashboard:
                     cell.agents_logged_in += 1
                     if agent.status == AgentStatus.QUEUED:
                         cell.agents_queued += 1
+                    elif agent.status == AgentStatus.ATTENDING:
+                        cell.agents_attending += 1
         grid.flexible = sorted(flexible.values(), key=lambda c: -(c.oldest_wait_seconds or 0))
         return grid
 

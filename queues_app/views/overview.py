@@ -239,3 +239,19 @@ def queue_metadata(request):
     """Each skill combination's queue: depth, version, and its oldest queued agent."""
     center = CallCenter()
     return render(request, "queues_app/queues.html", {"queues": center.queues(), "dimensions": center.catalog.names})
+
+
+ALARM_PANELS = ("calls", "shipments", "tasks")
+
+
+def current_alarms(request, dashboard: Dashboard) -> list[Alarm]:
+    """The alarms the overview's panels show now, read as the panels read them (through
+    their cache, so a background check costs no more reads than the page); a panel that
+    cannot be read raises its error rather than count as no alarm."""
+    found: list[Alarm] = []
+    for name in ALARM_PANELS:
+        read = read_panel(request, dashboard, name)
+        if f"{name}_error" in read:
+            raise read[f"{name}_error"]
+        found += read[f"{name}_alarms"]
+    return found

@@ -108,6 +108,19 @@
     labelCells(document);
   });
 
+  // --- a table wider than its card scrolls inside it: focusable then, so that the keyboard
+  // can scroll it too (with a mouse or a finger it simply scrolls)
+
+  function letKeyboardScroll() {
+    document.querySelectorAll("table.grid").forEach(function (table) {
+      if (table.scrollWidth > table.clientWidth) {
+        table.setAttribute("tabindex", "0");
+      } else if (table.getAttribute("tabindex") === "0") {
+        table.removeAttribute("tabindex");
+      }
+    });
+  }
+
   // --- the overview's polling panels: paused or not, fresh or stale
 
   function pollPanels() {
@@ -364,6 +377,9 @@
     setUpMenu();
     setUpSkipLink();
     setUpPauseControl();
+    letKeyboardScroll();
+    document.addEventListener("htmx:load", letKeyboardScroll);
+    window.addEventListener("resize", letKeyboardScroll);
     if (pollPanels().length) {
       paintAll();
       window.setInterval(paintAll, 500);

@@ -86,6 +86,7 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
         "/tasks/",
         "/audit/",
         "/system/",
+        "/wallboard/",
         "/admin/",
         "/admin/queues_app/agententry/",
         "/admin/queues_app/shipmententry/?view=dlq",

@@ -150,6 +150,8 @@ def pages(ids: dict) -> dict[str, str]:
         "panel: shipments": reverse("home") + "?panel=shipments",
         "panel: tasks": reverse("home") + "?panel=tasks",
         "panel: grid": reverse("home") + "?panel=grid",
+        "alarms": reverse("alarms"),
+        "wallboard": reverse("wallboard"),
         "agents": reverse("agents"),
         "agents: status filter": reverse("agents") + "?status=offline",
         "agents: skill filter": reverse("agents") + "?skill=language:French",

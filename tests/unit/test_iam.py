@@ -142,6 +142,8 @@ def web(db, staff, token) -> None:
         ("/calls/export.csv", {"list": "waiting"}),
         ("/calls/export.csv", {"list": "in_progress"}),
         ("/system/", {}),
+        ("/wallboard/", {}),
+        ("/alarms.json", {}),
         ("/metrics", {}),
         ("/healthz", {}),
         ("/readyz", {}),

@@ -1,0 +1,68 @@
+"""The wallboard's figures: per skill combination, the callers waiting and the longest
+wait, the agents who fit it queued and attending (the overview's supply and demand), and
+today's service level; the same figures for all calls on top.
+
+Read with the overview's own readers (`Dashboard`, `ServiceLevelReader`): the board
+counts nothing itself, so it always agrees with the overview.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from queues_app.agents.records import AgentStatus
+from queues_app.monitoring.overview import Dashboard, DemandCell, Figure
+from queues_app.monitoring.service_level import Figures, ServiceLevelReader, Window, combination_name
+
+
+@dataclass
+class BoardLine:
+    label: str
+    waiting: Figure
+    oldest_wait_seconds: float | None
+    agents_queued: int
+    agents_attending: int
+    today: Figures  # service level today
+    short: bool = False  # callers wait and nobody who fits is queued
+
+
+@dataclass
+class Board:
+    total: BoardLine
+    lines: list[BoardLine]
+    threshold_seconds: float  # of the service level
+    capped: bool  # some counts stopped at their caps: the lines are lower bounds
+
+
+def _line(cell: DemandCell, today: Window) -> BoardLine:
+    return BoardLine(
+        label=cell.label,
+        waiting=Figure(cell.waiting),
+        oldest_wait_seconds=cell.oldest_wait_seconds,
+        agents_queued=cell.agents_queued,
+        agents_attending=cell.agents_attending,
+        today=today.by_combination.get(combination_name(cell.preferences), Figures()),
+        short=cell.short,
+    )
+
+
+def read_board(dashboard: Dashboard) -> Board:
+    """Every combination of the catalog, then the preference sets with "any" that have
+    callers waiting (the overview's grid), under the totals of the calls panel."""
+    calls = dashboard.calls_panel()
+    grid = dashboard.supply_and_demand()
+    today = ServiceLevelReader(dashboard.center.db, clock=dashboard.clock).read().today
+    total = BoardLine(
+        label="All calls",
+        waiting=calls.callers_waiting,
+        oldest_wait_seconds=calls.oldest_wait_seconds,
+        agents_queued=calls.agents[AgentStatus.QUEUED].value,
+        agents_attending=calls.agents[AgentStatus.ATTENDING].value,
+        today=today.overall,
+    )
+    return Board(
+        total=total,
+        lines=[_line(cell, today) for cell in [*grid.cells.values(), *grid.flexible]],
+        threshold_seconds=today.threshold_seconds,
+        capped=grid.waiting_capped or grid.agents_capped,
+    )

@@ -1,0 +1,41 @@
+"""The wallboard: the live figures per skill combination in large type, for a screen on
+the floor. Anyone signed in may open it; it refreshes itself by asking for its board
+fragment (htmx), and shares the overview's panel cache period, so screens left open all
+day cost one read of the figures per period however many there are."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from queues_app.ddb.clock import now
+from queues_app.ddb.errors import DynamoError
+from queues_app.http_errors import describe
+from queues_app.middleware import wrote_recently
+from queues_app.monitoring.overview import Dashboard, cached_panel
+from queues_app.monitoring.wallboard import read_board
+
+REFRESH_SECONDS = 5
+
+
+@require_GET
+def wallboard(request):
+    dashboard = Dashboard()
+    seconds = settings.SWITCHBOARD_PANEL_CACHE_SECONDS
+    context: dict = {"refresh_seconds": REFRESH_SECONDS}
+    status = 200
+    try:
+        context |= cached_panel(
+            dashboard.center.db.prefix,
+            "wallboard",
+            lambda: {"board": read_board(dashboard), "read_at": now()},
+            seconds,
+            fresh=wrote_recently(request, seconds + 1),
+        )
+    except DynamoError as exc:
+        # The board shows the problem in its place and keeps asking.
+        context["problem"] = describe(exc)
+        status = context["problem"].status
+    template = "queues_app/wallboard.html#board" if request.htmx else "queues_app/wallboard.html"
+    return render(request, template, context, status=status)

@@ -1,0 +1,96 @@
+"""The wallboard on a television and on a phone: a viewer opens it, the key figures are at
+least 48 px high, nothing is wider than the screen, the board refreshes by itself, and
+says so when it stops (a DynamoDB Local stopped with SIGSTOP: its requests hang)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from playwright.sync_api import expect
+
+from queues_app.agents.call_center import CallCenter
+from queues_app.agents.roster import Agents
+from queues_app.ddb import schema
+from queues_app.ddb.client import default, reset_default
+from queues_app.ddb.local import DynamoDBLocal
+from tests.helpers.browser import log_in
+
+WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture
+def floor(local_db):
+    router = CallCenter()
+    ana = Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]})
+    router.make_available(ana.agent_id)
+    router.create_call({"language": "Spanish", "gender": "F"})
+    for _ in range(12):  # four-figure-wide waits and counts on the narrowest screen
+        router.create_call({"language": "French", "gender": "X"})
+    return router
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_viewer_reads_the_key_figures_from_afar_without_scrolling_sideways(
+    browser, live_server, floor, viewer, width
+):
+    page = browser.new_context(viewport=WIDTHS[width]).new_page()
+    log_in(page, live_server, viewer)
+    page.goto(f"{live_server.url}/wallboard/")
+    expect(page.locator('[data-line="French · X"] [data-figure="waiting"]')).to_have_text("12")
+    assert page.get_by_role("navigation").count() == 0
+    sizes = page.eval_on_selector_all(
+        "dd[data-figure]", "els => els.map(el => parseFloat(getComputedStyle(el).fontSize))"
+    )
+    assert len(sizes) == 5 * page.locator("section.line").count()
+    assert min(sizes) >= 48
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+
+
+def test_the_board_refreshes_itself(page, live_server, floor, viewer):
+    log_in(page, live_server, viewer)
+    page.goto(f"{live_server.url}/wallboard/")
+    waiting = page.locator('[data-line="English · M"] [data-figure="waiting"]')
+    expect(waiting).to_have_text("0")
+    floor.create_call({"language": "English", "gender": "M"})
+    url = page.url
+    expect(waiting).to_have_text("1", timeout=12_000)
+    # 12 and this one: the Spanish caller was answered at once.
+    expect(page.locator('[data-line="all"] [data-figure="waiting"]')).to_have_text("13")
+    assert page.url == url
+
+
+@pytest.fixture
+def stoppable_db(settings):
+    """Tables on a DynamoDB Local of this test's own, which the test may freeze and thaw."""
+    server = DynamoDBLocal().start()
+    settings.DYNAMODB_ENDPOINT_URL = server.endpoint
+    settings.DYNAMODB_TABLE_PREFIX = "board-"
+    reset_default()
+    schema.create_tables(default())
+    yield server
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGCONT)
+    reset_default()
+    server.stop()
+
+
+def test_a_board_that_stops_refreshing_says_since_when(page, live_server, stoppable_db, viewer):
+    log_in(page, live_server, viewer)
+    page.goto(f"{live_server.url}/wallboard/")
+    note = page.locator("#stale-note")
+    updated = page.locator("#board [data-updated]")
+    expect(updated).to_be_visible()
+    expect(note).to_be_hidden()
+
+    assert stoppable_db.process is not None
+    os.kill(stoppable_db.process.pid, signal.SIGSTOP)  # its requests hang: the board is not redrawn
+    try:
+        expect(note).to_be_visible(timeout=15_000)
+        expect(note).to_have_text(f"Not updated since {updated.text_content()}.")
+        assert float(page.locator("#board dd").first.evaluate("el => getComputedStyle(el).opacity")) < 1
+    finally:
+        os.kill(stoppable_db.process.pid, signal.SIGCONT)
+    expect(note).to_be_hidden(timeout=15_000)
+    assert float(page.locator("#board dd").first.evaluate("el => getComputedStyle(el).opacity")) == 1
