@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 SECONDS_PER_HOUR = 3600.0
-# Figures computed in floating point that land on a target (8.5 erlangs over 0.85
-# occupancy, 14 agents over 0.7 of them present) must meet it, not miss it by 1e-16.
+# Figures computed in floating point that land on a target must meet it, not miss it by
+# 1e-16: 21 agents over 1 - 0.3 of them present is 30.000000000000004, not 31 to schedule.
 TOLERANCE = 1e-9
 
 

@@ -113,10 +113,20 @@ def test_the_fewest_agents_are_the_fewest():
 
 
 def test_shrinkage_on_a_whole_number_is_not_pushed_up_by_rounding():
-    # 14 / (1 - 0.3) is 20.000000000000004 in floating point on some paths; 20 it is.
+    # 21 / (1 - 0.3) is 30.000000000000004 in floating point; 30 it is.
+    assert staffing.with_shrinkage(21, 0.3) == 30
     assert staffing.with_shrinkage(14, 0.3) == 20
     assert staffing.with_shrinkage(14, 0.0) == 14
     assert staffing.with_shrinkage(15, 0.3) == 22
+
+
+def test_an_occupancy_on_the_cap_meets_it():
+    # 22.1 erlangs over 0.85 is 26.000000000000004 in floating point: 26 agents are 85% busy.
+    figures = staffing.required(
+        calls_per_hour=442, aht_seconds=180, answer_within_seconds=60, service_level=0.5, max_occupancy=0.85
+    )
+    assert figures.traffic_erlangs == pytest.approx(22.1)
+    assert figures.agents == 26
 
 
 def test_the_result_cannot_be_changed():
