@@ -71,8 +71,15 @@ def _fmt(number: float) -> str:
     return f"{number:g}"
 
 
-def float_range(low: float | None = None, high: float | None = None, *, above: float | None = None) -> Checked:
-    """A finite number, at least `low` (or more than `above`) and at most `high`."""
+def float_range(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    above: float | None = None,
+    below: float | None = None,
+) -> Checked:
+    """A finite number, at least `low` (or more than `above`) and at most `high` (or
+    less than `below`)."""
     if above is not None:
         expects = f"a number above {_fmt(above)}" + (f" and at most {_fmt(high)}" if high is not None else "")
     elif low is not None:
@@ -81,9 +88,16 @@ def float_range(low: float | None = None, high: float | None = None, *, above: f
         )
     else:
         expects = f"a number of at most {_fmt(high)}" if high is not None else "a number"
+    if below is not None:
+        expects += f" {'and ' if above is not None or low is not None else ''}below {_fmt(below)}"
 
     def accept(value: float) -> bool:
-        return (above is None or value > above) and (low is None or value >= low) and (high is None or value <= high)
+        return (
+            (above is None or value > above)
+            and (low is None or value >= low)
+            and (high is None or value <= high)
+            and (below is None or value < below)
+        )
 
     return Checked(_to_float, accept, expects)
 

@@ -50,6 +50,15 @@ def test_numbers_must_be_finite_and_numbers():
     assert refused(float_range(1), "0.5") == "expected a number of at least 1, got '0.5'"
 
 
+def test_a_share_may_leave_its_upper_end_out():
+    # A service level of 1 no number of agents reaches; a shrinkage of 1 leaves no one on the phones.
+    target, away = float_range(above=0, below=1), float_range(0, below=1)
+    assert target("0.999") == 0.999 and away("0") == 0.0
+    assert refused(target, "1") == "expected a number above 0 and below 1, got '1'"
+    assert refused(away, "1") == "expected a number of at least 0 and below 1, got '1'"
+    assert refused(away, "-0.1").startswith("expected a number of at least 0 and below 1")
+
+
 def test_whole_numbers_refuse_fractions_and_flags():
     count = int_range(0, 100)
     assert count("42") == 42 and count(" 7 ") == 7 and count(3) == 3 and count(4.0) == 4

@@ -11,6 +11,8 @@ from django.core.management.base import CommandError
 
 from queues_app.shipments.queue import ShipmentQueue
 
+STAFFING = ["--calls-per-hour", "200", "--aht", "180", "--answer-within", "20", "--service-level", "0.8"]
+
 BAD = [
     # command, arguments, what the error says
     ("check_invariants", ["--once", "--pause", "-1"], "argument --pause: expected a number from 0 to 60, got '-1'"),
@@ -65,6 +67,23 @@ BAD = [
         ["--until-empty", "--max-seconds", "0"],
         "argument --max-seconds: expected a number above 0",
     ),
+    ("staffing", ["--aht", "180", "--answer-within", "20", "--service-level", "0.8"], "required: --calls-per-hour"),
+    ("staffing", [*STAFFING[:1], "-5", *STAFFING[2:]], "argument --calls-per-hour: expected a number above 0"),
+    ("staffing", [*STAFFING[:1], "0", *STAFFING[2:]], "argument --calls-per-hour: expected a number above 0"),
+    ("staffing", [*STAFFING[:3], "0", *STAFFING[4:]], "argument --aht: expected a number above 0"),
+    ("staffing", [*STAFFING[:5], "-1", *STAFFING[6:]], "argument --answer-within: expected a number from 0"),
+    ("staffing", [*STAFFING[:7], "1"], "argument --service-level: expected a number above 0 and below 1, got '1'"),
+    ("staffing", [*STAFFING[:7], "0"], "argument --service-level: expected a number above 0 and below 1"),
+    ("staffing", [*STAFFING[:7], "80"], "argument --service-level: expected a number above 0 and below 1"),
+    ("staffing", [*STAFFING, "--agents", "0"], "argument --agents: expected a whole number from 1"),
+    ("staffing", [*STAFFING, "--agents", "-3"], "argument --agents: expected a whole number from 1"),
+    ("staffing", [*STAFFING, "--agents", "12.5"], "argument --agents: expected a whole number"),
+    ("staffing", [*STAFFING, "--shrinkage", "1"], "argument --shrinkage: expected a number of at least 0 and below 1"),
+    ("staffing", [*STAFFING, "--shrinkage", "-0.1"], "argument --shrinkage: expected a number of at least 0"),
+    ("staffing", [*STAFFING, "--max-occupancy", "0"], "argument --max-occupancy: expected a number above 0"),
+    ("staffing", [*STAFFING, "--max-occupancy", "1.2"], "argument --max-occupancy: expected a number above 0"),
+    ("staffing", [*STAFFING, "--agents", "9"], "Unstable queue: 9 agent(s) for 10 erlangs"),
+    ("staffing", [*STAFFING, "--agents", "10"], "at least 11 agents are needed"),
     ("seed_demo", ["--tasks", "-1"], "argument --tasks: expected a whole number from 0 to 100000, got '-1'"),
     ("seed_demo", ["--agents", "many"], "argument --agents: expected a whole number"),
     ("seed_demo", ["--shipments", "1.5"], "argument --shipments: expected a whole number"),
@@ -116,6 +135,16 @@ def test_nothing_is_done_when_an_option_is_refused(bounded):
         ("run_shipment_worker", {"until_empty": True, "visibility": -5}, "argument --visibility"),
         ("run_task_processor", {"until_empty": True, "lease": -1}, "argument --lease"),
         ("seed_demo", {"shipments": -1}, "argument --shipments"),
+        (
+            "staffing",
+            {"calls_per_hour": 200, "aht": 180, "answer_within": 20, "service_level": 1.5},
+            "argument --service-level",
+        ),
+        (
+            "staffing",
+            {"calls_per_hour": 200, "aht": 180, "answer_within": 20, "service_level": 0.8, "agents": 0},
+            "argument --agents",
+        ),
     ],
 )
 def test_keyword_options_are_refused_too(bounded, name, options, reason):
