@@ -132,6 +132,7 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
         "tasks": "/tasks/",
         "audit": "/audit/",
         "system": "/system/",
+        "wallboard": "/wallboard/",
         "admin-agents": "/admin/queues_app/agententry/",
         "admin-shipments": "/admin/queues_app/shipmententry/?view=dlq",
     }
