@@ -33,6 +33,17 @@ def age(seconds) -> str:
 
 
 @register.filter
+def stopwatch(seconds) -> str:
+    """A wait as a wallboard shows it, short enough for large type: 275 -> "4:35",
+    3723 -> "1:02:03"; None -> "-"."""
+    if seconds is None:
+        return "–"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@register.filter
 def since(stamp) -> str:
     """How long ago an ISO timestamp was."""
     moment = from_iso(stamp) if stamp else None

@@ -109,7 +109,9 @@ def test_on_a_phone_every_table_is_cards_with_nothing_out_of_sight(browser, live
         # Each card leads with what it is about, and each figure says which it is.
         for row in page.locator("table.grid > tbody > tr:not(.row-note-row)").all()[:5]:
             assert row.locator(":scope > .card-title").count() == 1, path
-            unnamed = row.locator(":scope > td:not(.card-title):not(.select):not(.row-end):not(.unlabelled):not([data-label])")
+            unnamed = row.locator(
+                ":scope > td:not(.card-title):not(.select):not(.row-end):not(.unlabelled):not([data-label])"
+            )
             assert unnamed.evaluate_all("cells => cells.filter(c => c.colSpan === 1).length") == 0, path
 
 

@@ -105,3 +105,10 @@ def test_every_page_is_told_the_centres_zone(new_york):
 def test_utc_is_named_plainly(settings):
     settings.TIME_ZONE = "UTC"
     assert centre_time(RequestFactory().get("/"))["centre_zone_label"] == "UTC"
+
+
+@pytest.mark.parametrize("seconds, shown", [(None, "–"), (0, "0:00"), (7.9, "0:07"), (275, "4:35"), (3723, "1:02:03")])
+def test_a_wallboards_wait_reads_as_a_stopwatch(seconds, shown):
+    from queues_app.templatetags.switchboard import stopwatch
+
+    assert stopwatch(seconds) == shown
