@@ -12,6 +12,7 @@ from typing import Any
 from queues_app.agents.matching import WHY_OUTCOMES
 from queues_app.agents.records import Agent, Call, QueueInfo
 from queues_app.agents.skills import ANY
+from queues_app.monitoring.intervals import ALL, DayReport, IntervalFigures
 
 ANY_WORD = "any"
 
@@ -104,3 +105,50 @@ def current_json(now: dict) -> dict | None:
     """The items a refused request named, as they are now (`Conflict.now`), by kind."""
     shown = {kind: SERIALIZERS[kind](record) for kind, record in now.items() if kind in SERIALIZERS and record}
     return shown or None
+
+
+def _round(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def interval_rows(report: DayReport, combination: str | None = None) -> list[dict]:
+    """The rows of an interval report (monitoring.intervals.DayReport): for each interval,
+    the whole centre (`"all"`) then each combination, or only `combination` when given.
+    A figure with nothing to average is None."""
+    rows = []
+    for interval in report.intervals:
+        if combination is None:
+            shown = [(ALL, interval.overall), *sorted(interval.by_combination.items())]
+        elif combination == ALL:
+            shown = [(ALL, interval.overall)]
+        else:  # every interval, a quiet one as zeros
+            shown = [(combination, interval.by_combination.get(combination, IntervalFigures()))]
+        for name, entry in shown:
+            figures = entry.figures
+            occupancy = interval.overall.occupancy.share if name == ALL else None
+            rows.append(
+                {
+                    "start": interval.start.isoformat(),
+                    "combination": name,
+                    "offered": entry.offered,
+                    "answered": figures.answered,
+                    "answered_within": figures.answered_within,
+                    "abandoned": figures.abandoned,
+                    "service_level": _round(figures.service_level, 4),
+                    "asa_seconds": _round(figures.average_speed_of_answer),
+                    "aht_seconds": _round(figures.average_handle_time),
+                    "longest_wait_seconds": _round(figures.wait_max),
+                    "occupancy": _round(occupancy, 4),
+                }
+            )
+    return rows
+
+
+def interval_report_json(report: DayReport, combination: str | None = None) -> dict:
+    return {
+        "date": report.day.isoformat(),
+        "time_zone": report.zone,
+        "interval_minutes": report.interval_minutes,
+        "service_level_seconds": report.threshold_seconds,
+        "intervals": interval_rows(report, combination),
+    }

@@ -1,6 +1,18 @@
 from django.urls import path
 
-from queues_app.views import agents, alarms, audit, calls, exports, overview, shipments, system, tasks, wallboard
+from queues_app.views import (
+    agents,
+    alarms,
+    audit,
+    calls,
+    exports,
+    overview,
+    reports,
+    shipments,
+    system,
+    tasks,
+    wallboard,
+)
 
 urlpatterns = [
     path("", overview.overview, name="home"),
@@ -32,6 +44,8 @@ urlpatterns = [
     path("tasks/", tasks.task_list, name="tasks"),
     path("audit/", audit.audit, name="audit"),
     path("audit/export.csv", exports.audit_csv, name="audit-csv"),
+    path("reports/", reports.reports, name="reports"),
+    path("reports/export.csv", reports.reports_csv, name="reports-csv"),
     path("system/", system.system, name="system"),
     path("system/htmx-check/", system.htmx_check, name="system-htmx-check"),
     path("wallboard/", wallboard.wallboard, name="wallboard"),

@@ -353,6 +353,28 @@ class CallsPageOut(Schema):
     next_cursor: str | None = Field(description="Send as `cursor` for the next page; null on the last page.")
 
 
+class IntervalOut(Schema):
+    start: str = Field(description="When the interval starts: ISO 8601 with the centre's UTC offset.")
+    combination: str = Field(description="`all` (the whole centre) or a skill combination, e.g. `Spanish#F`.")
+    offered: int = Field(description="Callers who left the line in the interval: answered + abandoned.")
+    answered: int
+    answered_within: int = Field(description="Answered within `service_level_seconds`.")
+    abandoned: int
+    service_level: float | None = Field(description="answered_within / offered; null when none was offered.")
+    asa_seconds: float | None = Field(description="Average speed of answer; null when none was answered.")
+    aht_seconds: float | None = Field(description="Average handle time of the calls that ended; null when none.")
+    longest_wait_seconds: float | None
+    occupancy: float | None = Field(description="Attending over logged-in agents, sampled (`all` only).")
+
+
+class IntervalsOut(Schema):
+    date: str = Field(description="The centre's day, YYYY-MM-DD.")
+    time_zone: str = Field(description="The centre's time zone (TIME_ZONE), an IANA name.")
+    interval_minutes: int
+    service_level_seconds: float
+    intervals: list[IntervalOut]
+
+
 class CallbackOut(Schema):
     url: str | None = Field(description="Where this token's call events are POSTed; null: nowhere.")
     events: list[str] = Field(description="The event types sent: `call.assigned`, `call.abandoned`, `call.relaxed`.")

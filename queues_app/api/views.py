@@ -36,6 +36,7 @@ from queues_app.api.schemas import (
     Cursor,
     EndIn,
     IdempotencyKey,
+    IntervalsOut,
     ItemId,
     NothingIn,
     PageSize,
@@ -52,8 +53,9 @@ from queues_app.ddb.clock import to_iso
 from queues_app.ddb.errors import Conflict, KeyReused, NotFound
 from queues_app.ddb.replay import digest
 from queues_app.models import ApiToken
+from queues_app.monitoring.intervals import asked_report
 from queues_app.operations import Operations
-from queues_app.serializers import agent_to_json, call_to_json, queue_to_json, shipment_to_json
+from queues_app.serializers import agent_to_json, call_to_json, interval_report_json, queue_to_json, shipment_to_json
 from queues_app.shipments.queue import SPILLOVER_QUEUE, Shipment, ShipmentQueue
 
 log = logging.getLogger(__name__)
@@ -249,6 +251,29 @@ def list_calls(
     assignment first within a page), a page at a time."""
     page = listing.calls_page(get_call_center(), status, cursor=cursor, limit=limit)
     return {"calls": [call_to_json(call) for call in page.items], "next_cursor": page.next_cursor}
+
+
+@endpoints.get(
+    "reports/intervals",
+    url_name="api-report-intervals",
+    operation_id="intervalReport",
+    summary="A day in intervals: offered, answered, service level, ASA, AHT",
+    **answers({200: (IntervalsOut, "The centre's day in intervals, overall and per combination.", ())}, 400, *READS),
+)
+def interval_report(
+    request: HttpRequest,
+    date: str | None = Query(None, description="The centre's day, YYYY-MM-DD; today when left out.", max_length=10),
+    interval: int = Query(30, description="Minutes per interval: 15, 30 or 60."),
+    combination: str | None = Query(
+        None, description="Only this combination (`Spanish#F`, `any` for no preference) or `all`.", max_length=200
+    ),
+):
+    """For each interval of the centre's day (its TIME_ZONE): callers offered (answered
+    or abandoned in it), answered, answered within the threshold, abandoned, the service
+    level, the average speed of answer and handle time, the longest wait and occupancy;
+    for the whole centre (`all`) and each skill combination. Kept REPORT_RETENTION_DAYS."""
+    report, chosen = asked_report(get_call_center().db, date, interval, combination)
+    return interval_report_json(report, chosen)
 
 
 @endpoints.get(

@@ -44,6 +44,8 @@ class Recorder:
         # sums added up, and maxima (`peaks`) kept as the largest seen.
         self._tallies: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
         self._peaks: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+        # Items kept longer than RETENTION (the interval reports'): how long, by key.
+        self._kept: dict[tuple[str, str], timedelta] = {}
         self._last_flush = time.monotonic()
         self._flushed_capacity_minute = int(time.time() // 60) - 1
 
@@ -60,9 +62,19 @@ class Recorder:
             entry[1] += age_seconds
             entry[2] = max(entry[2], age_seconds)
 
-    def tally(self, pk: str, sk: str, values: dict[str, float], peaks: dict[str, float] | None = None) -> None:
-        """Add `values` to the item (pk, sk) and keep the largest of each of `peaks`."""
+    def tally(
+        self,
+        pk: str,
+        sk: str,
+        values: dict[str, float],
+        peaks: dict[str, float] | None = None,
+        keep: timedelta | None = None,
+    ) -> None:
+        """Add `values` to the item (pk, sk) and keep the largest of each of `peaks`; the
+        item expires `keep` after its last write (RETENTION when not given)."""
         with self._lock:
+            if keep is not None:
+                self._kept[(pk, sk)] = keep
             sums = self._tallies[(pk, sk)]
             for name, value in values.items():
                 sums[name] += value
@@ -70,19 +82,21 @@ class Recorder:
             for name, value in (peaks or {}).items():
                 kept[name] = max(kept.get(name, value), value)
 
-    def take_tallies(self) -> tuple[dict, dict]:
+    def take_tallies(self) -> tuple[dict, dict, dict]:
         with self._lock:
             tallies = {key: dict(values) for key, values in self._tallies.items()}
             peaks = {key: dict(values) for key, values in self._peaks.items()}
+            kept = dict(self._kept)
             self._tallies.clear()
             self._peaks.clear()
-            return tallies, peaks
+            self._kept.clear()
+            return tallies, peaks, kept
 
-    def give_back_tallies(self, tallies: dict, peaks: dict) -> None:
+    def give_back_tallies(self, tallies: dict, peaks: dict, kept: dict | None = None) -> None:
         """A flush failed: keep what it held for the next one."""
         for key in set(tallies) | set(peaks):
             pk, sk = key
-            self.tally(pk, sk, tallies.get(key, {}), peaks.get(key))
+            self.tally(pk, sk, tallies.get(key, {}), peaks.get(key), (kept or {}).get(key))
 
     def take(self) -> tuple[dict, dict]:
         with self._lock:
@@ -132,9 +146,16 @@ def note_first_attempt(db: Dynamo, queue: str, age_seconds: float) -> None:
         MetricsStore(db).flush()
 
 
-def note_tally(db: Dynamo, pk: str, sk: str, values: dict[str, float], peaks: dict[str, float] | None = None) -> None:
+def note_tally(
+    db: Dynamo,
+    pk: str,
+    sk: str,
+    values: dict[str, float],
+    peaks: dict[str, float] | None = None,
+    keep: timedelta | None = None,
+) -> None:
     """Add figures to one item of the metrics table at the next flush (see `Recorder.tally`)."""
-    recorder.tally(pk, sk, values, peaks)
+    recorder.tally(pk, sk, values, peaks, keep)
     if recorder.due():
         MetricsStore(db).flush()
 
@@ -157,8 +178,8 @@ class MetricsStore:
     def table_name(self) -> str:
         return self.db.table("metrics")
 
-    def _expires(self) -> int:
-        return int((self.clock() + RETENTION).timestamp())
+    def _expires(self, keep: timedelta | None = None) -> int:
+        return int((self.clock() + (keep or RETENTION)).timestamp())
 
     # --- writing ------------------------------------------------------------------------
 
@@ -216,29 +237,37 @@ class MetricsStore:
 
     def _flush_tallies(self) -> int:
         """One UpdateItem per tallied item (and one conditional one per maximum that grew)."""
-        tallies, peaks = recorder.take_tallies()
+        tallies, peaks, kept = recorder.take_tallies()
         keys = sorted(set(tallies) | set(peaks))
         for done, key in enumerate(keys):
             sums, maxima = tallies.get(key, {}), peaks.get(key, {})
             pk, sk = key
             try:
                 if sums:
-                    self._add(pk, sk, sums)
+                    self._add(pk, sk, sums, keep=kept.get(key))
                     sums = {}
                 for name, value in maxima.items():
-                    self._raise_peak(pk, sk, name, value)
+                    self._raise_peak(pk, sk, name, value, kept.get(key))
             except errors.DynamoError as exc:
                 rest = keys[done + 1 :]
                 recorder.give_back_tallies(
                     {key: sums, **{k: tallies[k] for k in rest if k in tallies}},
                     {key: maxima, **{k: peaks[k] for k in rest if k in peaks}},
+                    kept,
                 )
                 log.warning("metrics not written (%s); kept for the next flush", exc.message)
                 return done
         return len(keys)
 
     def _add(
-        self, pk: str, sk: str, values: dict[str, float], *, peak: str | None = None, expires: bool = True
+        self,
+        pk: str,
+        sk: str,
+        values: dict[str, float],
+        *,
+        peak: str | None = None,
+        expires: bool = True,
+        keep: timedelta | None = None,
     ) -> None:
         """ADD every value to the item; `peak` is a maximum, so it is SET only where larger."""
         added = {k: v for k, v in values.items() if k != peak}
@@ -247,7 +276,7 @@ class MetricsStore:
         expression = "ADD " + ", ".join(f"#a{i} :v{i}" for i in range(len(added)))
         if expires:
             expression = "SET expires_at = :expires " + expression
-            attr_values[":expires"] = self._expires()
+            attr_values[":expires"] = self._expires(keep)
         self.db.call(
             "update_item",
             TableName=self.table_name,
@@ -259,7 +288,7 @@ class MetricsStore:
         if peak and peak in values:
             self._raise_peak(pk, sk, peak, values[peak])
 
-    def _raise_peak(self, pk: str, sk: str, name: str, value: float) -> None:
+    def _raise_peak(self, pk: str, sk: str, name: str, value: float, keep: timedelta | None = None) -> None:
         """SET a maximum only where the stored one is smaller (or missing)."""
         try:
             self.db.call(
@@ -269,7 +298,7 @@ class MetricsStore:
                 UpdateExpression="SET #p = :v, expires_at = :expires",
                 ConditionExpression="attribute_not_exists(#p) OR #p < :v",
                 ExpressionAttributeNames={"#p": name},
-                ExpressionAttributeValues=marshal({":v": value, ":expires": self._expires()}),
+                ExpressionAttributeValues=marshal({":v": value, ":expires": self._expires(keep)}),
             )
         except errors.Conflict:
             pass  # another process saw a larger one this minute

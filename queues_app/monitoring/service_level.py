@@ -12,12 +12,19 @@ per combination).
 
 Items in the metrics table:
 
-    pk SERVICE        sk <minute>#<combination>   a minute's figures of one combination
-    pk SERVICE_DAY    sk <day>#<combination>      a centre's day's running figures of one combination
+    pk SERVICE           sk <minute>#<combination>   a minute's figures of one combination
+    pk SERVICE_DAY       sk <day>#<combination>      a centre's day's running figures of one combination
+    pk SERVICE_INTERVAL  sk <UTC start>#<combination> a quarter hour's figures, kept
+                                                     REPORT_RETENTION_DAYS for the interval
+                                                     reports (monitoring/intervals.py)
+
+A quarter hour is keyed by the UTC minute it starts at: every time zone's quarter hours
+start on UTC quarter hours, and the repeated hour of a change of clocks stays two hours.
 
 Figures: `answered`, `answered_within` (waited at most the threshold in force when it
 was answered), `wait_sum` (seconds, answered calls), `abandoned`, `abandoned_wait_sum`,
-`wait_max` (longest wait of any caller who left the line, answered or not). Occupancy
+`wait_max` (longest wait of any caller who left the line, answered or not), `handled`
+and `handle_sum` (calls that ended, and their seconds from answer to end). Occupancy
 is sampled: `collect_metrics` adds the attending and the logged-in (not offline) agents
 it counts at each pass under the combination `occupancy`, so occupancy over a window is
 the sum of attending agents over the sum of logged-in agents across its samples.
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import centre_date, now
@@ -36,6 +43,9 @@ from queues_app.monitoring import counters
 
 MINUTE_PK = "SERVICE"
 DAY_PK = "SERVICE_DAY"
+INTERVAL_PK = "SERVICE_INTERVAL"
+INTERVAL_MINUTES = 15  # the stored interval; reports add them up to 30 or 60
+DEFAULT_REPORT_RETENTION_DAYS = 400
 OCCUPANCY = "occupancy"  # the pseudo-combination of the occupancy samples
 RECENT_MINUTES = 15
 DEFAULT_THRESHOLD_SECONDS = 20
@@ -57,10 +67,24 @@ def combination_name(combination) -> str:
     return "#".join(str(v) if v is not None else "any" for v in values) or "any"
 
 
+def report_retention() -> timedelta:
+    from django.conf import settings
+
+    return timedelta(days=int(getattr(settings, "REPORT_RETENTION_DAYS", DEFAULT_REPORT_RETENTION_DAYS)))
+
+
+def interval_start(moment: datetime) -> str:
+    """The UTC minute that starts the quarter hour of `moment`: its interval's key."""
+    utc = moment.astimezone(UTC)
+    return counters.minute_of(utc.replace(minute=utc.minute - utc.minute % INTERVAL_MINUTES))
+
+
 def _record(db: Dynamo, moment: datetime, combination: str, values: dict[str, float], peaks: dict[str, float]) -> None:
     minute = counters.minute_of(moment)
     counters.note_tally(db, MINUTE_PK, f"{minute}#{combination}", values, peaks)
     counters.note_tally(db, DAY_PK, f"{centre_date(moment)}#{combination}", values, peaks)
+    key = f"{interval_start(moment)}#{combination}"
+    counters.note_tally(db, INTERVAL_PK, key, values, peaks, keep=report_retention())
 
 
 def answered(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
@@ -75,6 +99,12 @@ def abandoned(db: Dynamo, wait_seconds: float, combination, *, moment: datetime 
     wait = max(0.0, float(wait_seconds))
     values = {"abandoned": 1, "abandoned_wait_sum": wait}
     _record(db, moment or now(), combination_name(combination), values, {"wait_max": wait})
+
+
+def handled(db: Dynamo, handle_seconds: float, combination, *, moment: datetime | None = None) -> None:
+    """A call ended, `handle_seconds` after it was answered."""
+    values = {"handled": 1, "handle_sum": max(0.0, float(handle_seconds))}
+    _record(db, moment or now(), combination_name(combination), values, {})
 
 
 def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: datetime | None = None) -> None:
@@ -97,8 +127,12 @@ class Figures:
     abandoned: int = 0
     abandoned_wait_sum: float = 0.0
     wait_max: float | None = None
+    handled: int = 0
+    handle_sum: float = 0.0
 
     def add(self, values: dict[str, float]) -> None:
+        self.handled += int(values.get("handled", 0))
+        self.handle_sum += values.get("handle_sum", 0.0)
         self.answered += int(values.get("answered", 0))
         self.answered_within += int(values.get("answered_within", 0))
         self.wait_sum += values.get("wait_sum", 0.0)
@@ -121,6 +155,10 @@ class Figures:
     @property
     def average_speed_of_answer(self) -> float | None:
         return self.wait_sum / self.answered if self.answered else None
+
+    @property
+    def average_handle_time(self) -> float | None:
+        return self.handle_sum / self.handled if self.handled else None
 
     @property
     def abandon_rate(self) -> float | None:

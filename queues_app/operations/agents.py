@@ -20,7 +20,7 @@ from queues_app.operations.bulk import (
     agent_change,
     each_seen,
 )
-from queues_app.operations.system import answered
+from queues_app.operations.system import answered, handled
 from queues_app.operations.wording import waited
 
 THEN_WORDS = {"queue": "queued", "wrap_up": "wrap-up", "offline": "offline"}
@@ -75,6 +75,11 @@ class AgentOperations(Recorded):
             assigned = []
         ended = self._ended(agent, before.call_id)
         self._record(named.AGENT_RELEASED, "agent", agent_id, summary, before, agent, *ended, *assigned)
+        if before.call_id:  # its handle time, from the call's own record (one GetItem)
+            try:
+                handled(self.db, self.call_center.find_call(before.call_id))
+            except errors.DynamoError:
+                pass  # the release is done; a figure is not worth failing it
         return outcome
 
     def _ended(self, agent: Agent, call_id: str | None) -> list[dict]:

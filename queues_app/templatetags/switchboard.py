@@ -33,6 +33,12 @@ def age(seconds) -> str:
 
 
 @register.filter
+def combination(name: str) -> str:
+    """A stored combination as people read it: "Spanish#F" -> "Spanish · F"."""
+    return str(name).replace("#", " · ")
+
+
+@register.filter
 def stopwatch(seconds) -> str:
     """A wait as a wallboard shows it, short enough for large type: 275 -> "4:35",
     3723 -> "1:02:03"; None -> "-"."""

@@ -30,6 +30,7 @@ PAGES = [
     "/shipments/?view=dlq",
     "/tasks/",
     "/audit/",
+    "/reports/",
     "/system/",
     "/wallboard/",
 ]

@@ -85,6 +85,7 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
         f"/shipments/{shipment.shipment_id}/",
         "/tasks/",
         "/audit/",
+        "/reports/",
         "/system/",
         "/wallboard/",
         "/admin/",

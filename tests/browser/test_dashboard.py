@@ -131,6 +131,7 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
         "shipment-detail": f"/shipments/{dlq.shipment_id}/",
         "tasks": "/tasks/",
         "audit": "/audit/",
+        "reports": "/reports/",
         "system": "/system/",
         "wallboard": "/wallboard/",
         "admin-agents": "/admin/queues_app/agententry/",

@@ -22,6 +22,7 @@ OPERATIONS = {
     ("post", "/api/agents/{agent_id}/release"),
     ("post", "/api/agents/{agent_id}/offline"),
     ("get", "/api/queues"),
+    ("get", "/api/reports/intervals"),
     ("post", "/api/shipments"),
     ("get", "/api/shipments/{shipment_id}"),
     ("get", "/api/callback"),

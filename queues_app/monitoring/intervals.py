@@ -1,0 +1,119 @@
+"""The interval report: a day of the centre (its TIME_ZONE) in intervals of 15, 30 or 60
+minutes, per skill combination and overall: offered, answered, answered within the
+threshold, abandoned, service level, average speed of answer, average handle time,
+longest wait and occupancy. One Query of the quarter-hour items (`SERVICE_INTERVAL`,
+written by `service_level`), a page per 5,000 or so items."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import centre_zone
+from queues_app.ddb.codec import unmarshal
+from queues_app.ddb.errors import InvalidRequest
+from queues_app.monitoring import counters
+from queues_app.monitoring.service_level import INTERVAL_PK, OCCUPANCY, Figures, Occupancy, threshold_seconds
+
+INTERVALS = (15, 30, 60)
+ALL = "all"
+
+
+@dataclass
+class IntervalFigures:
+    figures: Figures = field(default_factory=Figures)
+    occupancy: Occupancy = field(default_factory=Occupancy)
+
+    @property
+    def offered(self) -> int:
+        """Callers who left the line in the interval, answered or abandoned."""
+        return self.figures.left_the_line
+
+
+@dataclass
+class Interval:
+    start: datetime  # in the centre's zone
+    by_combination: dict[str, IntervalFigures] = field(default_factory=dict)
+    overall: IntervalFigures = field(default_factory=IntervalFigures)
+
+    def add(self, combination: str, values: dict[str, float]) -> None:
+        if combination == OCCUPANCY:
+            self.overall.occupancy.add(values)
+            return
+        self.by_combination.setdefault(combination, IntervalFigures()).figures.add(values)
+        self.overall.figures.add(values)
+
+
+@dataclass
+class DayReport:
+    day: date
+    zone: str
+    interval_minutes: int
+    threshold_seconds: float
+    intervals: list[Interval]
+
+    @property
+    def combinations(self) -> list[str]:
+        return sorted({c for interval in self.intervals for c in interval.by_combination})
+
+
+def day_bounds(day: date) -> tuple[datetime, datetime]:
+    """The centre's day as aware moments: its midnight and the next (23 or 25 hours apart
+    on the days the clocks change)."""
+    zone = centre_zone()
+    start = datetime.combine(day, time(0), tzinfo=zone)
+    end = datetime.combine(day + timedelta(days=1), time(0), tzinfo=zone)
+    # In UTC: Python subtracts two times of one zone as wall clocks, which would lose the
+    # hour the clocks go back.
+    return start.astimezone(UTC), end.astimezone(UTC)
+
+
+class IntervalReader:
+    def __init__(self, db: Dynamo):
+        self.db = db
+
+    def day(self, day: date, interval_minutes: int = 30) -> DayReport:
+        if interval_minutes not in INTERVALS:
+            raise ValueError(f"an interval is one of {INTERVALS} minutes")
+        start, end = day_bounds(day)
+        step = timedelta(minutes=interval_minutes)
+        count = int((end - start) / step)
+        intervals = [Interval((start + n * step).astimezone(centre_zone())) for n in range(count)]
+        first, last = counters.minute_of(start), counters.minute_of(end)
+        params = {
+            "TableName": self.db.table("metrics"),
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :from AND :to",
+            "ExpressionAttributeValues": {":pk": {"S": INTERVAL_PK}, ":from": {"S": first}, ":to": {"S": last}},
+        }
+        for response in self.db.pages("query", **params):
+            for item in (unmarshal(raw) for raw in response.get("Items", [])):
+                stamp, combination = item["sk"].split("#", 1)
+                moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
+                if not start <= moment < end:
+                    continue
+                index = int((moment - start) / step)
+                values = {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")}
+                intervals[index].add(combination, values)
+        return DayReport(day, str(centre_zone()), interval_minutes, threshold_seconds(), intervals)
+
+
+def asked_report(db: Dynamo, day: str | None, interval: str | int | None, combination: str | None):
+    """The report a page, the API or a CSV asks for, from their query's words: the date
+    (the centre's today when left out), 15, 30 or 60 minutes (30 when left out), and a
+    combination (`Spanish#F`, `any` for no preference, `all` for the whole centre).
+    InvalidRequest (a 400) for words that cannot be one."""
+    try:
+        wanted = date.fromisoformat(day) if day else datetime.now(centre_zone()).date()
+    except ValueError:
+        raise InvalidRequest("`date` is a day as YYYY-MM-DD, e.g. 2026-11-24.") from None
+    try:
+        minutes = int(interval) if interval not in (None, "") else 30
+    except (TypeError, ValueError):
+        minutes = 0
+    if minutes not in INTERVALS:
+        raise InvalidRequest("`interval` is 15, 30 or 60 minutes.")
+    chosen = (combination or "").strip() or None
+    if chosen is not None and (len(chosen) > 200 or not all(part for part in chosen.split("#"))):
+        raise InvalidRequest("`combination` is like Spanish#F (`any` for no preference), or `all`.")
+    return IntervalReader(db).day(wanted, minutes), chosen

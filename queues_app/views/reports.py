@@ -1,0 +1,79 @@
+"""Reports: the centre's day in intervals (monitoring/intervals.py), as a chart of the
+callers offered and answered and a table, for the whole centre or one combination; the
+same report as CSV."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from queues_app.ddb.client import default
+from queues_app.monitoring.intervals import ALL, INTERVALS, asked_report
+from queues_app.serializers import interval_rows
+from queues_app.views.exports import csv_answer
+
+CHART_WIDTH, CHART_HEIGHT = 1000, 160
+
+
+def _chart(rows: list[dict]) -> dict:
+    """Bars of offered (behind) and answered (in front) per interval, scaled to the peak."""
+    peak = max((row["offered"] for row in rows), default=0)
+    step = CHART_WIDTH / max(1, len(rows))
+    bars = []
+    for n, row in enumerate(rows):
+        offered = CHART_HEIGHT * row["offered"] / peak if peak else 0
+        answered = CHART_HEIGHT * row["answered"] / peak if peak else 0
+        bars.append(
+            {
+                "x": round(n * step + step * 0.1, 2),
+                "width": round(step * 0.8, 2),
+                "offered_y": round(CHART_HEIGHT - offered, 2),
+                "offered_h": round(offered, 2),
+                "answered_y": round(CHART_HEIGHT - answered, 2),
+                "answered_h": round(answered, 2),
+                "row": row,
+            }
+        )
+    return {"bars": bars, "peak": peak, "width": CHART_WIDTH, "height": CHART_HEIGHT}
+
+
+@require_GET
+def reports(request):
+    report, chosen = asked_report(
+        default(), request.GET.get("date"), request.GET.get("interval"), request.GET.get("combination")
+    )
+    shown = chosen or ALL
+    rows = interval_rows(report, shown)
+    return render(
+        request,
+        "queues_app/reports.html",
+        {
+            "report": report,
+            "rows": rows,
+            "table_rows": [row for row in rows if row["offered"] or row["occupancy"] is not None],
+            "shown": shown,
+            "combinations": report.combinations,
+            "intervals": INTERVALS,
+            "chart": _chart(rows),
+            "previous_day": report.day - timedelta(days=1),
+            "next_day": report.day + timedelta(days=1),
+            "totals": {
+                name: sum(row[name] for row in rows) for name in ("offered", "answered", "answered_within", "abandoned")
+            },
+            "query": request.GET.urlencode(),
+        },
+    )
+
+
+@require_GET
+def reports_csv(request):
+    report, chosen = asked_report(
+        default(), request.GET.get("date"), request.GET.get("interval"), request.GET.get("combination")
+    )
+    names = ["offered", "answered", "answered_within", "abandoned", "service_level"]
+    names += ["asa_seconds", "aht_seconds", "longest_wait_seconds", "occupancy"]
+    header = [f"Start ({report.zone})", "Combination", *names]
+    rows = ([row["start"], row["combination"], *(row[n] for n in names)] for row in interval_rows(report, chosen))
+    return csv_answer(f"intervals-{report.day.isoformat()}-{report.interval_minutes}min", header, rows)

@@ -1,0 +1,150 @@
+"""The interval report: a day of the centre (its TIME_ZONE) in 15, 30 or 60 minute
+intervals, overall and per combination, from the quarter hours the counters write; on
+the API in the documented shape, on the Reports page and as CSV; kept for
+REPORT_RETENTION_DAYS."""
+
+import csv
+import io
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from django.urls import reverse
+
+from queues_app.agents.call_center import CallCenter
+from queues_app.agents.roster import Agents
+from queues_app.ddb.codec import unmarshal
+from queues_app.monitoring import service_level
+from queues_app.monitoring.counters import MetricsStore
+from queues_app.monitoring.intervals import IntervalReader
+from queues_app.operations import Operations
+from tests.helpers.api import assert_problem
+
+NY = "America/New_York"
+# 2026-11-24 in New York (UTC-05:00): 09:00 there is 14:00 UTC.
+MORNING = datetime(2026, 11, 24, 14, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def day_of_calls(moto_db, settings):
+    """Three callers answered and one abandoned between 09:00 and 09:40 in New York, one
+    handled call, and one answered at 23:50 the day before (another day there)."""
+    settings.TIME_ZONE = NY
+    settings.SERVICE_LEVEL_SECONDS = 20
+    at = MORNING
+    service_level.answered(moto_db, 5, ("Spanish", "F"), moment=at + timedelta(minutes=2))
+    service_level.answered(moto_db, 45, ("Spanish", "F"), moment=at + timedelta(minutes=14))
+    service_level.answered(moto_db, 10, ("English", None), moment=at + timedelta(minutes=31))
+    service_level.abandoned(moto_db, 70, ("Spanish", "F"), moment=at + timedelta(minutes=40))
+    service_level.handled(moto_db, 180, ("Spanish", "F"), moment=at + timedelta(minutes=5))
+    service_level.answered(moto_db, 3, ("Spanish", "F"), moment=datetime(2026, 11, 24, 4, 50, tzinfo=UTC))
+    service_level.sample_occupancy(moto_db, 3, 4, moment=at + timedelta(minutes=1))
+    MetricsStore(moto_db).flush()
+    return moto_db
+
+
+def test_the_day_in_half_hours_overall_and_per_combination(day_of_calls):
+    report = IntervalReader(day_of_calls).day(date(2026, 11, 24), 30)
+    assert len(report.intervals) == 48 and report.zone == NY
+    nine, half_past = report.intervals[18], report.intervals[19]
+    assert nine.start.isoformat() == "2026-11-24T09:00:00-05:00"
+    assert (nine.overall.offered, nine.overall.figures.answered, nine.overall.figures.answered_within) == (2, 2, 1)
+    assert nine.overall.figures.wait_max == 45 and nine.overall.figures.average_handle_time == 180
+    assert nine.overall.occupancy.share == 0.75
+    assert (half_past.overall.offered, half_past.overall.figures.abandoned) == (2, 1)
+    assert set(half_past.by_combination) == {"English#any", "Spanish#F"}
+    # 23:50 the evening before in New York is not this day's.
+    assert sum(i.overall.offered for i in report.intervals) == 4
+
+
+def test_quarter_hours_and_hours_add_up_to_the_same_day(day_of_calls):
+    days = {m: IntervalReader(day_of_calls).day(date(2026, 11, 24), m) for m in (15, 30, 60)}
+    assert [len(d.intervals) for d in days.values()] == [96, 48, 24]
+    for report in days.values():
+        assert sum(i.overall.offered for i in report.intervals) == 4
+        assert sum(i.overall.figures.answered_within for i in report.intervals) == 2
+    assert days[60].intervals[9].overall.offered == 4  # 09:00-10:00
+
+
+def test_the_day_the_clocks_go_back_has_25_hours(moto_db, settings):
+    settings.TIME_ZONE = NY
+    report = IntervalReader(moto_db).day(date(2026, 11, 1), 60)
+    assert len(report.intervals) == 25
+    assert [i.start.isoformat()[11:] for i in report.intervals[1:3]] == ["01:00:00-04:00", "01:00:00-05:00"]
+
+
+def test_the_api_answers_in_the_documented_shape(api, day_of_calls):
+    response = api.get("/api/reports/intervals?date=2026-11-24&interval=30")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert {k: body[k] for k in ("date", "time_zone", "interval_minutes", "service_level_seconds")} == {
+        "date": "2026-11-24",
+        "time_zone": NY,
+        "interval_minutes": 30,
+        "service_level_seconds": 20,
+    }
+    nine = [row for row in body["intervals"] if row["start"] == "2026-11-24T09:00:00-05:00"]
+    assert nine[0] == {
+        "start": "2026-11-24T09:00:00-05:00",
+        "combination": "all",
+        "offered": 2,
+        "answered": 2,
+        "answered_within": 1,
+        "abandoned": 0,
+        "service_level": 0.5,
+        "asa_seconds": 25.0,
+        "aht_seconds": 180.0,
+        "longest_wait_seconds": 45.0,
+        "occupancy": 0.75,
+    }
+    assert [row["combination"] for row in nine] == ["all", "Spanish#F"]
+    quiet = body["intervals"][0]
+    assert (quiet["offered"], quiet["service_level"], quiet["asa_seconds"], quiet["occupancy"]) == (0, None, None, None)
+    one = api.get("/api/reports/intervals?date=2026-11-24&interval=60&combination=English%23any").json()
+    assert len(one["intervals"]) == 24 and sum(row["answered"] for row in one["intervals"]) == 1
+
+
+@pytest.mark.parametrize(
+    "query, word",
+    [("date=24-11-2026", "`date`"), ("interval=20", "`interval`"), ("combination=%23%23", "`combination`")],
+)
+def test_the_api_refuses_what_cannot_be_a_report(api, moto_db, query, word):
+    body = assert_problem(api.get(f"/api/reports/intervals?{query}"), 400)
+    assert word in body["message"]
+
+
+def test_the_reports_page_and_its_csv(viewer_client, day_of_calls):
+    html = viewer_client.get(reverse("reports"), {"date": "2026-11-24", "interval": "30"}).content.decode()
+    assert "4 offered, 3 answered (2 within 20 s), 1 abandoned" in html
+    assert html.count('<rect class="offered"') == 48
+    assert 'data-start="2026-11-24T09:00:00-05:00"' in html and "America/New_York" in html
+    response = viewer_client.get(reverse("reports-csv"), {"date": "2026-11-24", "interval": "60"})
+    header, *rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert header[:3] == ["Start (America/New_York)", "Combination", "offered"]
+    assert len([r for r in rows if r[1] == "all"]) == 24
+    assert [r[2] for r in rows if r[0].startswith("2026-11-24T09:00")] == ["4", "1", "3"]  # all, English, Spanish
+    assert viewer_client.get(reverse("reports"), {"interval": "7"}).status_code == 400
+
+
+def test_a_released_call_adds_its_handle_time(moto_db):
+    ana = Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]})
+    CallCenter().make_available(ana.agent_id)
+    call, _ = CallCenter().create_call({"language": "Spanish", "gender": "F"})
+    Operations("sam-supervisor", "page").release(ana.agent_id, call_id=call.call_id)
+    MetricsStore(moto_db).flush()
+    today = service_level.ServiceLevelReader(moto_db).read().today.overall
+    assert today.handled == 1 and today.average_handle_time is not None and today.average_handle_time >= 0
+
+
+def test_the_quarter_hours_are_kept_for_the_reports_retention(moto_db, settings):
+    settings.REPORT_RETENTION_DAYS = 400
+    service_level.answered(moto_db, 5, ("Spanish", "F"))
+    MetricsStore(moto_db).flush()
+    items = moto_db.call(
+        "query",
+        TableName=moto_db.table("metrics"),
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": service_level.INTERVAL_PK}},
+    )["Items"]
+    kept = [int(unmarshal(item)["expires_at"]) for item in items]
+    now = datetime.now(UTC).timestamp()
+    assert kept and all(399 * 86400 < expires - now <= 400 * 86400 + 60 for expires in kept)
