@@ -338,6 +338,8 @@ SWITCHBOARD_TASK_EXPIRY = {
 SWITCHBOARD_AUDIT_RETENTION_DAYS = env.int("SWITCHBOARD_AUDIT_RETENTION_DAYS", default=90)
 # A call answered within this many seconds of arriving counts towards the service level.
 SERVICE_LEVEL_SECONDS = env.int("SERVICE_LEVEL_SECONDS", default=20)
+# The share of callers to answer within SERVICE_LEVEL_SECONDS that staffing advice aims at.
+SERVICE_LEVEL_TARGET = env.float("SERVICE_LEVEL_TARGET", default=0.8)
 # The interval reports' quarter hours are kept this many days (DynamoDB TTL).
 REPORT_RETENTION_DAYS = env.int("REPORT_RETENTION_DAYS", default=400)
 

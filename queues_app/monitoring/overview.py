@@ -13,12 +13,14 @@ from datetime import datetime
 
 from django.core.cache import cache
 
+from queues_app import staffing
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.keys import ANY_VALUE
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, fits
 from queues_app.ddb.clock import from_iso, now
+from queues_app.monitoring.service_level import ServiceLevelReader, combination_name
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
@@ -85,6 +87,9 @@ class DemandCell:
     agents_queued: int = 0  # queued now, ready to take a call
     agents_logged_in: int = 0  # not offline: queued, available, attending or wrap-up
     agents_attending: int = 0  # on a call now
+    # Erlang C's agents for the last hour's calls and handle time to meet the target
+    # (SERVICE_LEVEL_TARGET within SERVICE_LEVEL_SECONDS); None without calls to go by.
+    agents_needed: int | None = None
 
     @property
     def label(self) -> str:
@@ -218,7 +223,26 @@ class Dashboard:
                     elif agent.status == AgentStatus.ATTENDING:
                         cell.agents_attending += 1
         grid.flexible = sorted(flexible.values(), key=lambda c: -(c.oldest_wait_seconds or 0))
+        self._advise(cells)
         return grid
+
+    def _advise(self, cells: list[DemandCell]) -> None:
+        """Each cell's agents needed, by Erlang C, from the last hour's callers offered and
+        handle time of its combination (one Query of the last hour's minutes)."""
+        from django.conf import settings
+
+        hour = ServiceLevelReader(self.center.db, clock=self.clock).last_hour()
+        target = float(getattr(settings, "SERVICE_LEVEL_TARGET", 0.8))
+        for cell in cells:
+            figures = hour.by_combination.get(combination_name(cell.preferences))
+            aht = figures.average_handle_time if figures else None
+            if figures and figures.left_the_line and aht:
+                cell.agents_needed = staffing.required(
+                    calls_per_hour=figures.left_the_line,
+                    aht_seconds=aht,
+                    answer_within_seconds=hour.threshold_seconds,
+                    service_level=target,
+                ).agents
 
 
 @dataclass

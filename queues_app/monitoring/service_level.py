@@ -258,6 +258,11 @@ class ServiceLevelReader:
                 )
         return rows
 
+    def last_hour(self) -> Window:
+        """The last 60 minutes (this one included), per combination: one Query."""
+        since = counters.minute_of(self.clock() - timedelta(minutes=59))
+        return figures_from(self._items(MINUTE_PK, since), "hour", threshold_seconds())
+
     def read(self) -> ServiceLevel:
         """The last `RECENT_MINUTES` minutes (this one included) and the centre's today: two Queries."""
         moment = self.clock()

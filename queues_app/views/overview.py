@@ -107,7 +107,11 @@ def tasks_panel(dashboard: Dashboard) -> dict:
 
 
 def grid_panel(dashboard: Dashboard) -> dict:
-    return {"grid": dashboard.supply_and_demand()}
+    return {
+        "grid": dashboard.supply_and_demand(),
+        "service_level_target": settings.SERVICE_LEVEL_TARGET,
+        "service_level_seconds": settings.SERVICE_LEVEL_SECONDS,
+    }
 
 
 def history_panel(dashboard: Dashboard) -> dict:

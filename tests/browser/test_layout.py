@@ -21,7 +21,19 @@ from tests.helpers.browser import log_in
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
-MENU = ["Overview", "Agents", "Calls", "Queues", "Shipments", "Tasks", "Reports", "Audit trail", "System", "Wallboard", "Admin"]
+MENU = [
+    "Overview",
+    "Agents",
+    "Calls",
+    "Queues",
+    "Shipments",
+    "Tasks",
+    "Reports",
+    "Audit trail",
+    "System",
+    "Wallboard",
+    "Admin",
+]
 TOP_LEVEL = ["/", "/agents/", "/calls/", "/queues/", "/shipments/", "/tasks/", "/audit/", "/reports/", "/system/"]
 
 

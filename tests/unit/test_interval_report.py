@@ -148,3 +148,19 @@ def test_the_quarter_hours_are_kept_for_the_reports_retention(moto_db, settings)
     kept = [int(unmarshal(item)["expires_at"]) for item in items]
     now = datetime.now(UTC).timestamp()
     assert kept and all(399 * 86400 < expires - now <= 400 * 86400 + 60 for expires in kept)
+
+
+def test_the_grid_says_how_many_agents_the_last_hours_calls_need(supervisor_client, moto_db, settings):
+    """Ten Spanish · F calls in the last hour of 180 s each: half an erlang. By Erlang C one
+    agent answers 53% within 20 s, two answer 91%: the target of 80% needs 2."""
+    settings.SERVICE_LEVEL_TARGET = 0.8
+    settings.SERVICE_LEVEL_SECONDS = 20
+    for _ in range(10):
+        service_level.answered(moto_db, 5, ("Spanish", "F"))
+        service_level.handled(moto_db, 180, ("Spanish", "F"))
+    MetricsStore(moto_db).flush()
+    html = supervisor_client.get(reverse("home"), {"panel": "grid"}, HTTP_HX_REQUEST="true").content.decode()
+    spanish = html[html.index('data-cell="Spanish · F"') :]
+    assert "needs 2" in spanish[: spanish.index("</td>")]
+    english = html[html.index('data-cell="English · F"') :]
+    assert "needs" not in english[: english.index("</td>")]  # no calls to go by
