@@ -276,6 +276,11 @@ LOGGING = {
     },
     "loggers": {
         "queues_app": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+        # Django's own (django.request: every 500 with its traceback, django.security, ...):
+        # in place of its defaults, a console for DEBUG only and mail to ADMINS, which left a
+        # fault logged nowhere in production. django.server: runserver's requests.
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # Failed logins and lockouts (django-axes; it masks the username and address here,
         # the admin's access attempts show them). Successful logins go to its access log.
         "axes": {"handlers": ["console"], "level": "WARNING"},

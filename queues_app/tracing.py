@@ -1,6 +1,7 @@
-"""Trace ids: an id given by the API caller (`X-Trace-Id`), or made up, that travels
-with the request into every audit entry and log line, and with the items it creates
-(shipments and tasks keep it), so one enqueue can be followed through the logs."""
+"""Trace ids: an id given by the API caller (`X-Trace-Id`, else the trace id of a W3C
+`traceparent`), or made up, that travels with the request into every audit entry and
+log line, and with the items it creates (shipments and tasks keep it), so one enqueue
+can be followed through the logs."""
 
 from __future__ import annotations
 
@@ -12,12 +13,27 @@ from contextlib import contextmanager
 
 HEADER = "X-Trace-Id"
 VALID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+# W3C Trace Context, version 00: version-trace_id-parent_id-flags, lowercase hex.
+TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
 
 current_trace_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("trace_id", default=None)
 
 
 def new_trace_id() -> str:
     return uuid.uuid4().hex[:16]
+
+
+def trace_id_of(headers) -> str:
+    """The caller's `X-Trace-Id` when well formed, else the trace id of a valid
+    `traceparent` (so a request traced upstream keeps its id here), else a new one."""
+    given = headers.get(HEADER, "").strip()
+    if VALID.fullmatch(given):
+        return given
+    parent = TRACEPARENT.fullmatch(headers.get("traceparent", "").strip())
+    # The spec makes all-zero ids invalid: such a header is ignored, like a malformed one.
+    if parent and parent[1] != "0" * 32 and parent[2] != "0" * 16:
+        return parent[1]
+    return new_trace_id()
 
 
 @contextmanager
@@ -31,15 +47,14 @@ def traced(trace_id: str | None):
 
 
 class TraceIdMiddleware:
-    """Takes the caller's trace id when it is well formed (made up otherwise), puts it
-    on the request and in the logging context, and echoes it in the response."""
+    """Takes the caller's trace id (`trace_id_of`), puts it on the request and in the
+    logging context, and echoes it in the response."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        given = request.headers.get(HEADER, "").strip()
-        request.trace_id = given if VALID.fullmatch(given) else new_trace_id()
+        request.trace_id = trace_id_of(request.headers)
         with traced(request.trace_id):
             response = self.get_response(request)
         response[HEADER] = request.trace_id
