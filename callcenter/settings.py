@@ -281,6 +281,9 @@ LOGGING = {
         # fault logged nowhere in production. django.server: runserver's requests.
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # gunicorn's access log, written by callcenter.gunicorn_logging.AccessLogger in
+        # each worker: one line per request with its trace id, in the same format.
+        "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # Failed logins and lockouts (django-axes; it masks the username and address here,
         # the admin's access attempts show them). Successful logins go to its access log.
         "axes": {"handlers": ["console"], "level": "WARNING"},

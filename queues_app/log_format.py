@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 
 class JsonFormatter(logging.Formatter):
     """time (ISO 8601, UTC), level, logger, message, trace_id; the traceback as `exc`;
-    `status` for Django's request lines (django.request, django.server)."""
+    `http` for an access log line (callcenter.gunicorn_logging), `status` for Django's
+    request lines (django.request, django.server)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -22,7 +23,9 @@ class JsonFormatter(logging.Formatter):
         }
         if entry["trace_id"] == "-":
             entry["trace_id"] = None
-        if hasattr(record, "status_code"):
+        if hasattr(record, "http"):
+            entry["http"] = record.http
+        elif hasattr(record, "status_code"):
             entry["status"] = record.status_code
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)

@@ -62,8 +62,10 @@ class TraceIdMiddleware:
 
 
 class TraceIdFilter(logging.Filter):
-    """Adds `trace_id` to every log record ("-" outside a traced block)."""
+    """Adds `trace_id` to every log record ("-" outside a traced block), unless the record
+    carries one already (gunicorn's access log: it is written after the request's block)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.trace_id = current_trace_id.get() or "-"
+        if not getattr(record, "trace_id", None):
+            record.trace_id = current_trace_id.get() or "-"
         return True

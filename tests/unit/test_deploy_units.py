@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import get_commands, load_command_class
+from django.utils.module_loading import import_string
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = sorted((ROOT / "deploy" / "systemd").glob("*.service"))
@@ -61,3 +62,6 @@ def test_the_web_unit_serves_the_wsgi_application_with_gunicorn():
     args = _exec_start(ROOT / "deploy" / "systemd" / "switchboard-web.service")
     assert args[0] == f"{INSTALLED_AT}/.venv/bin/gunicorn"
     assert "callcenter.wsgi:application" in args
+    # Its access log in the application's format (`make serve` starts it the same way).
+    logger_class = args[args.index("--logger-class") + 1]
+    assert import_string(logger_class).__name__ == "AccessLogger" and "--access-logfile" in args

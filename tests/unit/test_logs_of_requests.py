@@ -1,11 +1,19 @@
 """Requests in the logs: a fault nobody caught is one JSON line with its traceback and
 the request's trace id (Django's loggers write where the application's do, DEBUG off
-too); a W3C traceparent gives the trace id."""
+too); a W3C traceparent gives the trace id; gunicorn's access log is a line per request
+in the same format, with the trace id."""
 
 import io
 import json
 import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import httpx
 import pytest
 from django.http import HttpResponse
 from django.test import Client
@@ -15,6 +23,7 @@ from queues_app.log_format import JsonFormatter
 from queues_app.tracing import TraceIdMiddleware
 from queues_app.views import overview
 
+ROOT = Path(__file__).resolve().parents[2]
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE}-00f067aa0ba902b7-01"
 
@@ -92,3 +101,45 @@ def test_the_callers_own_trace_id_comes_before_a_traceparent(rf):
 def test_an_invalid_traceparent_is_ignored(rf, header):
     made_up = traced_id(rf, HTTP_TRACEPARENT=header)
     assert len(made_up) == 16 and made_up not in TRACE
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_gunicorns_access_log_is_a_json_line_per_request_with_the_trace_id(tmp_path):
+    port = free_port()
+    env = {**os.environ, "LOG_FORMAT": "json", "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    args = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+    args += ["--workers", "1", "--no-control-socket", "--access-logfile", "-"]
+    args += ["--logger-class", "callcenter.gunicorn_logging.AccessLogger"]
+    log = tmp_path / "gunicorn.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(300):  # until it answers
+            try:
+                response = httpx.get(
+                    f"http://127.0.0.1:{port}/login/?next=/",
+                    headers={"traceparent": TRACEPARENT, "User-Agent": "probe/1"},
+                )
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, log.read_text()
+                time.sleep(0.1)
+        else:
+            raise AssertionError(log.read_text())
+        assert response.status_code == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    [access] = [line for line in lines if line["logger"] == "gunicorn.access"]
+    assert (access["level"], access["trace_id"]) == ("INFO", TRACE)
+    assert access["message"].startswith("GET /login/?next=/ HTTP/1.1 200 ")
+    http = access["http"]
+    assert (http["method"], http["path"], http["query"], http["status"]) == ("GET", "/login/", "next=/", 200)
+    assert http["bytes"] == len(response.content) and http["user_agent"] == "probe/1"
+    assert http["remote_addr"] == "127.0.0.1" and isinstance(http["duration_ms"], float)

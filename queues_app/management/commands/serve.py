@@ -104,7 +104,9 @@ class Command(CheckedCommand):
             self._run(manage + ["dynamo_tables", "create"], root, env)
 
             gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application"]
-            gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--access-logfile", "-"]
+            gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+            # The access log in the application's format, with each request's trace id.
+            gunicorn += ["--access-logfile", "-", "--logger-class", "callcenter.gunicorn_logging.AccessLogger"]
             gunicorn += ["--worker-class", "gthread", "--threads", str(threads)]
             # No control socket: its default path is one per user, shared by every gunicorn.
             gunicorn += ["--no-control-socket"]
