@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from callcenter.security import LOCAL_HOSTS, production_problems, refusal
+from callcenter.sentry import init_sentry
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -289,6 +290,11 @@ LOGGING = {
         "axes": {"handlers": ["console"], "level": "WARNING"},
     },
 }
+
+# Errors reported to Sentry too when set (the `sentry` extra: pip install 'switchboard[sentry]').
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+if SENTRY_DSN:
+    init_sentry(SENTRY_DSN)
 
 # Agent order for matching: "fifo" (earliest-queued agent first) or "lifo".
 SWITCHBOARD_AGENT_ORDER = env.str("SWITCHBOARD_AGENT_ORDER", default="fifo")
