@@ -44,11 +44,12 @@ setup: python-deps node-deps java
 
 python-deps: $(STAMP)
 
+# Extras: dev (tests, lint) and demo (Faker, for the demo data of make run, make demo and their tests).
 $(STAMP): pyproject.toml
 	@PYTHON_BIN=$$(scripts/find-python.sh) && echo "Using $$PYTHON_BIN" && \
 	  { [ -x $(PY) ] || $$PYTHON_BIN -m venv $(VENV); }
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,demo]'
 	@touch $(STAMP)
 
 node-deps: node_modules/.package-lock.json

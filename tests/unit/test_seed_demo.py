@@ -1,4 +1,5 @@
 import io
+import sys
 from collections import Counter
 
 import pytest
@@ -235,3 +236,10 @@ def test_an_agent_made_available_meanwhile_by_someone_else_is_a_shortfall(moto_d
     assert "Demo data: 3 agents made available" in out.getvalue()
     assert "3 shipments written" in out.getvalue()  # the rest was still loaded
     assert len([a for a in all_agents() if a.status == "queued"]) == 4
+
+
+@pytest.mark.parametrize("command", ["seed_demo", "demo_load"])
+def test_without_the_demo_extra_the_demo_commands_name_it(command, monkeypatch):
+    monkeypatch.setitem(sys.modules, "faker", None)  # as when Faker is not installed: importing it fails
+    with pytest.raises(CommandError, match=r"pip install 'switchboard\[demo\]'"):
+        call_command(command, "--seed", "1", stdout=io.StringIO())

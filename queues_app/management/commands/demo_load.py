@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.core.management.base import CommandError
-from faker import Faker
 
 from queues_app.agents import dispatch
 from queues_app.agents.records import AgentStatus
@@ -29,9 +29,13 @@ from queues_app.agents.skills import ANY, describe_preferences
 from queues_app.ddb import errors
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, non_negative_float
 from queues_app.management.commands.seed_demo import CARRIERS, PRODUCTS
+from queues_app.management.demo_names import seeded_faker
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations import Operations
 from queues_app.tasks.queue import TaskQueue
+
+if TYPE_CHECKING:
+    from faker import Faker
 
 ACTOR, SOURCE = "demo load", "system"
 TENANTS = ("acme", "globex", "initech")
@@ -225,8 +229,7 @@ class Command(CheckedCommand):
         if low > high:
             raise CommandError(f"--handle-seconds {low:g} {high:g}: LOW must not be above HIGH.")
         rng = random.Random(seed)
-        fake = Faker()
-        fake.seed_instance(seed)
+        fake = seeded_faker(seed)
         operations = Operations(ACTOR, SOURCE)
         traffic = Traffic(
             operations,

@@ -9,7 +9,6 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.core.management.base import CommandError
-from faker import Faker
 
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import Call, CallStatus
@@ -19,6 +18,7 @@ from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.management.arguments import CheckedCommand, int_range
+from queues_app.management.demo_names import seeded_faker
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations import Operations
 from queues_app.shipments.queue import (
@@ -150,8 +150,7 @@ class Command(CheckedCommand):
         **options,
     ):
         rng = random.Random(seed)
-        fake = Faker()
-        fake.seed_instance(seed)
+        fake = seeded_faker(seed)
         shortfalls: list[str] = []
         try:
             new_agents = self._agents(agents, rng, fake, if_empty, progress)
