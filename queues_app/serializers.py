@@ -149,6 +149,8 @@ def interval_report_json(report: DayReport, combination: str | None = None) -> d
         "date": report.day.isoformat(),
         "time_zone": report.zone,
         "interval_minutes": report.interval_minutes,
-        "service_level_seconds": report.threshold_seconds,
+        "service_level_seconds": (
+            int(report.threshold_seconds) if float(report.threshold_seconds).is_integer() else report.threshold_seconds
+        ),
         "intervals": interval_rows(report, combination),
     }

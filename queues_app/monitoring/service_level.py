@@ -211,8 +211,13 @@ class Window:
 
     @property
     def rows(self) -> list[tuple[str, Figures]]:
-        """(combination as people read it, figures), in name order."""
-        return [(name.replace("#", " · "), figures) for name, figures in sorted(self.by_combination.items())]
+        """(combination as people read it, figures), in name order: those with callers who
+        left the line (a combination whose only news is a call ending has no service level)."""
+        return [
+            (name.replace("#", " · "), figures)
+            for name, figures in sorted(self.by_combination.items())
+            if figures.left_the_line
+        ]
 
 
 @dataclass
