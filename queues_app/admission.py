@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from queues_app.agents.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
-from queues_app.ddb.codec import marshal
-from queues_app.ddb.errors import Backpressure, Conflict, RateLimited
+from queues_app.ddb.errors import Backpressure, RateLimited
+from queues_app.ddb.windows import count_in_window
 from queues_app.monitoring import counters
 from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Shipment, ShipmentQueue
@@ -148,16 +148,6 @@ class TokenLimiter:
         if not self.limit:
             return
         quota, seconds = self.limit
-        epoch = int(self.clock().timestamp())
-        start = epoch - epoch % seconds
-        try:
-            self.db.call(
-                "update_item",
-                TableName=self.db.table("metrics"),
-                Key=marshal({"pk": f"TOKEN_RATE#{token_id}", "sk": str(start)}),
-                UpdateExpression="ADD n :one SET expires_at = :expires",
-                ConditionExpression="attribute_not_exists(n) OR n < :quota",
-                ExpressionAttributeValues=marshal({":one": 1, ":quota": quota, ":expires": start + seconds + 3600}),
-            )
-        except Conflict as exc:
-            raise RateLimited(quota, seconds, retry_after=max(1, start + seconds - epoch)) from exc
+        wait = count_in_window(self.db, f"TOKEN_RATE#{token_id}", quota, seconds, self.clock())
+        if wait:
+            raise RateLimited(quota, seconds, retry_after=wait)

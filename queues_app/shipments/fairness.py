@@ -13,10 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
-from queues_app.ddb.codec import marshal
+from queues_app.ddb.windows import count_in_window
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, Receipt
 
@@ -67,20 +66,7 @@ class TenantLimiter:
         seconds, quota = self.window(tenant)
         if quota == 0:
             return False
-        epoch = int(self.clock().timestamp())
-        start = epoch - epoch % seconds
-        try:
-            self.db.call(
-                "update_item",
-                TableName=self.db.table("metrics"),
-                Key=marshal({"pk": f"RATE#{tenant}", "sk": str(start)}),
-                UpdateExpression="ADD n :one SET expires_at = :expires",
-                ConditionExpression="attribute_not_exists(n) OR n < :quota",
-                ExpressionAttributeValues=marshal({":one": 1, ":quota": quota, ":expires": start + 3600}),
-            )
-        except errors.Conflict:
-            return False
-        return True
+        return not count_in_window(self.db, f"RATE#{tenant}", quota, seconds, self.clock())
 
 
 class SweepSchedule:
