@@ -74,6 +74,7 @@ class FailoverParameters:
 
 
 SMOKE = dict(rate=5.0, agents=12, before=1.0, after=1.0, repeat=1)
+NEW_HOLDER_TIMEOUT = 30.0  # seconds for the first caller through the new holder
 
 
 @dataclass
@@ -161,6 +162,17 @@ class WebWorker:
     def _note(self, placed: Placed) -> None:
         with self.lock:
             self.placed.append(placed)
+
+    def wait_for_holder_answer(self, since: float, timeout: float) -> bool:
+        """Until a caller placed here is answered through a matcher's lease after `since`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                answered = [p for p in self.placed if p.via == "holder" and p.status == CallStatus.ASSIGNED]
+            if any(p.answered > since for p in answered):
+                return True
+            time.sleep(0.1)
+        return False
 
     def _end_later(self, agent_id: str, call_id: str) -> None:
         def end() -> None:
@@ -280,6 +292,10 @@ def run_once(endpoint: str, params: FailoverParameters, index: int) -> RunResult
             os.kill(holder_pid(first), signal.SIGKILL)
             killed = time.time()
             second = wait_for_holder(db, other_than=first.holder, timeout=60)
+            if second is not None:
+                # The web worker finds the new holder on its next try of the lease: on a
+                # busy machine that can take longer than `after`, so wait for it (bounded).
+                worker.wait_for_holder_answer(second.acquired_at or time.time(), timeout=NEW_HOLDER_TIMEOUT)
             time.sleep(params.after)
             worker.stop()
         finally:
