@@ -300,3 +300,12 @@ def test_times_show_in_the_centres_zone_whatever_the_browsers(browser, live_serv
     expect(updated).not_to_have_attribute("datetime", first, timeout=8000)  # a later read, swapped in
     swapped = updated.get_attribute("datetime")
     expect(updated).to_have_text(centre_text(swapped, "America/New_York", "%H:%M:%S"))
+
+    # The reports: the centre's day of 24 hours from its midnight, its zone named; the first
+    # interval starts at 00:00 there (it would be 10:30 in Kolkata).
+    page.goto(f"{live_server.url}/reports/?date=2026-11-24&interval=60")
+    expect(page.locator("#report")).to_contain_text("from midnight, America/New_York")
+    assert page.locator("rect.offered").count() == 24
+    expect(page.locator("#report svg g title").first).to_have_text(re.compile(r"^00:00: "))
+    csv_link = page.get_by_role("link", name="Download CSV")
+    expect(csv_link).to_have_attribute("href", re.compile(r"/reports/export\.csv\?date=2026-11-24"))
