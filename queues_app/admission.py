@@ -136,12 +136,12 @@ class TokenLimiter:
     counts against the same quota. One conditional ADD per request; once the window's
     quota is used the request is refused with the seconds left in the window."""
 
-    def __init__(self, limit: tuple[int, int] | None = None, db: Dynamo | None = None, clock=now):
+    def __init__(self, limit: tuple[int, int] | None = None, db: Dynamo | None = None, clock=None):
         from django.conf import settings
 
         self.limit = limit if limit is not None else settings.SWITCHBOARD_API_RATE_LIMIT
         self.db = db or default()
-        self.clock = clock
+        self.clock = clock or now
 
     def admit(self, token_id: int) -> None:
         """Count one request of the token; RateLimited when it is over its quota."""

@@ -5,9 +5,11 @@ API's JSON error shape."""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
+from queues_app import admission
 from queues_app.admission import TokenLimiter
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.errors import RateLimited
@@ -16,8 +18,10 @@ from tests.helpers.api import Api, assert_problem
 from tests.helpers.settings import read_setting
 
 
-def test_a_token_over_its_limit_gets_429_with_retry_after(moto_db, settings, supervisor):
+def test_a_token_over_its_limit_gets_429_with_retry_after(moto_db, settings, supervisor, monkeypatch):
     settings.SWITCHBOARD_API_RATE_LIMIT = (3, 60)
+    # 12:00:42: the minute's window has 18 seconds left.
+    monkeypatch.setattr(admission, "now", lambda: datetime(2026, 11, 25, 12, 0, 42, tzinfo=UTC))
     one = Api(ApiToken.issue(supervisor, "phone system")[1])
     other = Api(ApiToken.issue(supervisor, "reports")[1])
 
@@ -26,7 +30,7 @@ def test_a_token_over_its_limit_gets_429_with_retry_after(moto_db, settings, sup
 
     problem = assert_problem(refused, 429, "Rate limit exceeded")
     assert "3 requests of the last 60 s" in problem["message"]
-    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert refused["Retry-After"] == "18"
     assert one.post("/api/calls", {"preferences": {"language": "French"}}).status_code == 429  # changes too
     assert other.get("/api/queues").status_code == 200  # per token, not per user
 
@@ -38,14 +42,19 @@ def test_requests_without_a_valid_token_are_not_counted(moto_db, settings, super
 
 
 def test_the_next_window_admits_again(moto_db, clock):
+    clock.moment = datetime(2026, 11, 25, 12, 0, 42, tzinfo=UTC)
     limiter = TokenLimiter((2, 60), db=moto_db, clock=clock)
     limiter.admit(7)
     limiter.admit(7)
     with pytest.raises(RateLimited) as refused:
         limiter.admit(7)
-    assert 1 <= refused.value.retry_after <= 60
+    assert refused.value.retry_after == 18  # the window ends at 12:01:00
 
-    clock.advance(refused.value.retry_after)
+    clock.advance(17)  # 12:00:59: the same window, still full
+    with pytest.raises(RateLimited) as again:
+        limiter.admit(7)
+    assert again.value.retry_after == 1
+    clock.advance(1)  # 12:01:00: a new window
     limiter.admit(7)
 
 
