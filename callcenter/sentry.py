@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 
 from queues_app.tracing import current_trace_id
+
+if TYPE_CHECKING:
+    from sentry_sdk.types import Event
 
 
 def init_sentry(dsn: str) -> None:
@@ -23,7 +26,7 @@ def init_sentry(dsn: str) -> None:
     sentry_sdk.init(dsn=dsn, integrations=[DjangoIntegration()], send_default_pii=False, before_send=tag_trace_id)
 
 
-def tag_trace_id(event: dict[str, Any], hint: dict[str, Any]) -> dict[str, Any]:
+def tag_trace_id(event: Event, hint: dict[str, Any]) -> Event:
     """The request's trace id as a tag, to find its log lines from a report."""
     trace_id = current_trace_id.get()
     if trace_id:
