@@ -9,30 +9,11 @@ import os
 import re
 import signal
 
-import pytest
 from playwright.sync_api import expect
 
-from queues_app.ddb import schema
-from queues_app.ddb.client import default, reset_default
-from queues_app.ddb.local import DynamoDBLocal
 from tests.helpers.browser import log_in
 
 PANEL_REQUEST = re.compile(r"\?panel=")
-
-
-@pytest.fixture
-def stoppable_db(settings):
-    """Tables on a DynamoDB Local of this test's own, which the test may freeze and thaw."""
-    server = DynamoDBLocal().start()
-    settings.DYNAMODB_ENDPOINT_URL = server.endpoint
-    settings.DYNAMODB_TABLE_PREFIX = "fresh-"
-    reset_default()
-    schema.create_tables(default())
-    yield server
-    assert server.process is not None
-    os.kill(server.process.pid, signal.SIGCONT)
-    reset_default()
-    server.stop()
 
 
 def test_a_panel_whose_dynamodb_hangs_turns_stale_and_fresh_again_when_it_answers(

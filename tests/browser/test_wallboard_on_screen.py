@@ -12,9 +12,6 @@ from playwright.sync_api import expect
 
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
-from queues_app.ddb import schema
-from queues_app.ddb.client import default, reset_default
-from queues_app.ddb.local import DynamoDBLocal
 from tests.helpers.browser import log_in
 
 WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
@@ -59,21 +56,6 @@ def test_the_board_refreshes_itself(page, live_server, floor, viewer):
     # 12 and this one: the Spanish caller was answered at once.
     expect(page.locator('[data-line="all"] [data-figure="waiting"]')).to_have_text("13")
     assert page.url == url
-
-
-@pytest.fixture
-def stoppable_db(settings):
-    """Tables on a DynamoDB Local of this test's own, which the test may freeze and thaw."""
-    server = DynamoDBLocal().start()
-    settings.DYNAMODB_ENDPOINT_URL = server.endpoint
-    settings.DYNAMODB_TABLE_PREFIX = "board-"
-    reset_default()
-    schema.create_tables(default())
-    yield server
-    assert server.process is not None
-    os.kill(server.process.pid, signal.SIGCONT)
-    reset_default()
-    server.stop()
 
 
 def test_a_board_that_stops_refreshing_says_since_when(page, live_server, stoppable_db, viewer):
