@@ -371,7 +371,7 @@ class IntervalsOut(Schema):
     date: str = Field(description="The centre's day, YYYY-MM-DD.")
     time_zone: str = Field(description="The centre's time zone (TIME_ZONE), an IANA name.")
     interval_minutes: int
-    service_level_seconds: float
+    service_level_seconds: int | float = Field(description="The service level's threshold (SERVICE_LEVEL_SECONDS).")
     intervals: list[IntervalOut]
 
 

@@ -76,6 +76,7 @@ def test_the_api_answers_in_the_documented_shape(api, day_of_calls):
     response = api.get("/api/reports/intervals?date=2026-11-24&interval=30")
     assert response.status_code == 200, response.content
     body = response.json()
+    assert type(body["service_level_seconds"]) is int  # 20, as the threshold is set, not 20.0
     assert {k: body[k] for k in ("date", "time_zone", "interval_minutes", "service_level_seconds")} == {
         "date": "2026-11-24",
         "time_zone": NY,
