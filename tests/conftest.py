@@ -73,9 +73,11 @@ def fresh_counts():
 
     recorder.take()
     recorder.take_tallies()
+    recorder.take_facts()
     yield
     recorder.take()
     recorder.take_tallies()
+    recorder.take_facts()
 
 
 @pytest.fixture(autouse=True)

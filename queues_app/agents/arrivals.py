@@ -18,7 +18,7 @@ from queues_app.agents.records import Call, CallStatus, Outcome, QueueOrder
 from queues_app.agents.skills import ANY, validate_preferences
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
-from queues_app.monitoring import counters
+from queues_app.monitoring import counters, facts
 
 
 class Arrivals(Parts):
@@ -136,6 +136,7 @@ class Arrivals(Parts):
                         ),
                         *self.writes.leave_line_actions(call),
                         *self.writes.event_actions(ABANDONED, after),
+                        self.writes.fact_action(facts.ABANDONED, after, stamp),
                     ]
                 )
             except errors.TransactionCancelled:

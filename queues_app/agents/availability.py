@@ -187,6 +187,7 @@ class Availability(Parts):
                     condition="#status = :assigned AND agent_id = :agent",
                 )
             )
+            actions.append(self.writes.ended_fact_action(call_id, stamp))
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:

@@ -17,6 +17,7 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import query_each
 from queues_app.ddb.paging import Page
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL
+from queues_app.monitoring import facts
 
 ENDED_CALL_RETENTION = timedelta(days=30)
 
@@ -212,6 +213,7 @@ class Calls:
                     }
                 },
                 *self.table.event_actions(ASSIGNED, assigned),
+                self.table.fact_action(facts.ANSWERED, assigned, assigned.assigned_at or ""),
             ]
         assigned.version = call.version + 1
         return [
@@ -233,4 +235,5 @@ class Calls:
             ),
             *self.table.leave_line_actions(call),
             *self.table.event_actions(ASSIGNED, assigned),
+            self.table.fact_action(facts.ANSWERED, assigned, assigned.assigned_at or ""),
         ]

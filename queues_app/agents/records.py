@@ -96,6 +96,14 @@ class Call:
     request_digest: str | None = None  # the body of the request that created it under an idempotency key
 
     @property
+    def asked_for(self) -> dict[str, str | None]:
+        """The preferences the caller arrived with (before any was relaxed)."""
+        original = dict(self.preferences)
+        for relaxed in reversed(self.relaxed):
+            original[relaxed["dimension"]] = relaxed.get("from")
+        return original
+
+    @property
     def waited_seconds(self) -> float | None:
         start = from_iso(self.arrived_at)
         left = self.ended_at if self.status == CallStatus.ABANDONED else None

@@ -14,7 +14,9 @@ from queues_app.agents.records import Agent, AgentStatus, Call
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import from_iso
 from queues_app.ddb.codec import marshal
+from queues_app.monitoring import facts
 
 # What a change of a call also writes, in the same transaction, for whoever listens to
 # the call (the event's type, the call as it is after the change, the time): the actions
@@ -49,6 +51,17 @@ class CallCenterTable:
         if not call.callback or self.events is None:
             return []
         return self.events(kind, call, self.clock())
+
+    def fact_action(self, kind: str, call: Call, at: str) -> dict:
+        """The call fact (answered or abandoned, with the wait) this change adds to the
+        service level, to write in its own transaction (monitoring/facts.py)."""
+        arrived, left = from_iso(call.arrived_at), from_iso(at)
+        wait = (left - arrived).total_seconds() if arrived and left else 0.0
+        return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait)
+
+    def ended_fact_action(self, call_id: str, at: str) -> dict:
+        """The fact that a call ended (its handle time is read from its record when counted)."""
+        return facts.put_action(self.db, facts.ENDED, call_id, at)
 
     @property
     def name(self) -> str:

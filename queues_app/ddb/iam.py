@@ -67,6 +67,10 @@ _COUNTERS = _table("metrics", "UpdateItem")  # every process adds its counts eve
 _DESCRIBE = "DescribeTable DescribeTimeToLive"
 # What the queues do on their own (dead-lettering, shedding, escalation) goes on the audit trail.
 _SYSTEM_EVENTS = _table("audit", "PutItem")
+# A change that answers, abandons or ends a call puts a call fact in its transaction, and
+# the process counts its own facts at its next flush (an ended call's record is read back:
+# callcenter BatchGetItem, which the roles that end calls have).
+_CALL_FACTS = _table("metrics", "PutItem BatchGetItem DeleteItem UpdateItem")
 # A change of a call whose token has a callback puts the event in the callbacks queue.
 _CALL_EVENTS = _table("shipments", "PutItem")
 # Consuming a shipment queue: receive, heartbeat, complete, fail (to the DLQ on its history).
@@ -96,6 +100,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         # An action and what it brought about: several entries in one BatchWriteItem.
         _table("audit", f"PutItem BatchWriteItem Query {_DESCRIBE}", indexes={AUDIT_BY_TARGET.name: "Query"}),
         _table("metrics", f"Query UpdateItem {_DESCRIBE}"),
+        _CALL_FACTS,
         {Access("dynamodb:ListTables", None)},  # the system page's check: which tables exist
     ),
     "shipment-worker": _role(_CONSUMING, _COUNTERS, _SYSTEM_EVENTS),
@@ -122,6 +127,8 @@ GRANTS: dict[str, frozenset[Access]] = {
         ),
         _table("tasks", "BatchGetItem", indexes={TASKS_BY_STATUS.name: "Query"}),
         _COUNTERS,
+        # The sweep of the call facts nobody counted (the ended calls' records read back).
+        _table("metrics", "Query DeleteItem UpdateItem"),
     ),
     "escalator": _role(
         _table(
@@ -130,12 +137,14 @@ GRANTS: dict[str, frozenset[Access]] = {
             indexes={WAITING_TO_RELAX.name: "Query"},
         ),
         _CALL_EVENTS,
+        _CALL_FACTS,
         _COUNTERS,
         _table("audit", "PutItem BatchWriteItem"),  # a relaxation and the assignment it brought
     ),
     "matcher": _role(
         _table("callcenter", "Query PutItem UpdateItem DeleteItem"),  # the lease, the queues, the assignment
         _CALL_EVENTS,
+        _CALL_FACTS,
         _COUNTERS,  # and its heartbeat
     ),
     "admin-setup": _role(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
-from queues_app.monitoring import heartbeats
+from queues_app.monitoring import counters, heartbeats
 
 
 def repeat_until_stopped(
@@ -28,6 +28,7 @@ def repeat_until_stopped(
                 one_pass()
             except errors.DynamoError as exc:
                 report(exc.message)
+            counters.flush_if_due(db)  # the pass's counts and call facts, even when idle after
             stop.wait(every)
     finally:
         liveness.stopped()

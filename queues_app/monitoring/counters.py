@@ -25,6 +25,7 @@ COUNTERS = ("enqueued", "completed", "shed", "sidelined", "expired_leases")
 GAUGES = ("depth", "in_flight", "dlq", "oldest_age")
 RETENTION = timedelta(days=2)
 FLUSH_SECONDS = 10.0
+FACT_PATIENCE_SECONDS = 60.0
 THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
 CONFLICT_CODES = {"TransactionConflict", "TransactionConflictException"}
 
@@ -46,6 +47,9 @@ class Recorder:
         self._peaks: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
         # Items kept longer than RETENTION (the interval reports'): how long, by key.
         self._kept: dict[tuple[str, str], timedelta] = {}
+        # Call facts this process wrote (or is writing) in a change's transaction: counted
+        # at its next flush (`tally_facts_with`), by key, with when each was expected.
+        self._facts: dict[tuple[str, str], float] = {}
         self._last_flush = time.monotonic()
         self._flushed_capacity_minute = int(time.time() // 60) - 1
 
@@ -98,6 +102,25 @@ class Recorder:
             pk, sk = key
             self.tally(pk, sk, tallies.get(key, {}), peaks.get(key), (kept or {}).get(key))
 
+    def expect_fact(self, pk: str, sk: str) -> None:
+        with self._lock:
+            self._facts.setdefault((pk, sk), time.monotonic())
+
+    def take_facts(self) -> dict[tuple[str, str], float]:
+        with self._lock:
+            facts, self._facts = self._facts, {}
+            return facts
+
+    def give_back_facts(self, facts: dict[tuple[str, str], float]) -> None:
+        """Facts not counted by a flush and young enough to be still on their way (their
+        transaction not yet done, or a conflict): kept for the next flush. Older ones
+        are left to the sweep (`collect_metrics`), which finds whatever was written."""
+        oldest = time.monotonic() - FACT_PATIENCE_SECONDS
+        with self._lock:
+            for key, since in facts.items():
+                if since >= oldest:
+                    self._facts.setdefault(key, since)
+
     def take(self) -> tuple[dict, dict]:
         with self._lock:
             counts, firsts = dict(self._counts), dict(self._first_attempt)
@@ -132,10 +155,27 @@ class Recorder:
 
 recorder = Recorder()
 
+# Counts the call facts a flush was given, returning those it could not count (set by
+# the app's `ready()` to `monitoring.tally.count_expected`, which knows the call records:
+# the counters import nothing above the DynamoDB core).
+FactTally = Callable[[Dynamo, list[tuple[str, str]]], list[tuple[str, str]]]
+_fact_tally: FactTally | None = None
+
+
+def tally_facts_with(tally: FactTally | None) -> None:
+    global _fact_tally
+    _fact_tally = tally
+
 
 def note(db: Dynamo, queue: str, name: str, n: float = 1) -> None:
     """Count an event, and write the counts out if the last flush was a while ago."""
     recorder.count(queue, name, n)
+    if recorder.due():
+        MetricsStore(db).flush()
+
+
+def flush_if_due(db: Dynamo) -> None:
+    """Write the counts (and count the call facts) if the last flush was a while ago."""
     if recorder.due():
         MetricsStore(db).flush()
 
@@ -215,6 +255,7 @@ class MetricsStore:
             log.warning("metrics not written (%s); kept for the next flush", exc.message)
             return 0
         writes += self._flush_tallies()
+        writes += self._flush_facts()
         for minute, bucket in recorder.capacity_minutes_to_flush():
             figures: dict[str, float] = {}
             for operation, stats in bucket.operations.items():
@@ -235,6 +276,20 @@ class MetricsStore:
                     log.warning("capacity figures not written (%s)", exc.message)
         return writes
 
+    def _flush_facts(self) -> int:
+        """Count the call facts this process expects (see `monitoring/facts.py`)."""
+        facts = recorder.take_facts()
+        if not facts or _fact_tally is None:
+            recorder.give_back_facts(facts)
+            return 0
+        try:
+            left = set(_fact_tally(self.db, sorted(facts)))
+        except errors.DynamoError as exc:
+            log.warning("call facts not counted (%s); kept for the next flush", exc.message)
+            left = set(facts)
+        recorder.give_back_facts({key: since for key, since in facts.items() if key in left})
+        return len(facts) - len(left)
+
     def _flush_tallies(self) -> int:
         """One UpdateItem per tallied item (and one conditional one per maximum that grew)."""
         tallies, peaks, kept = recorder.take_tallies()
@@ -247,7 +302,7 @@ class MetricsStore:
                     self._add(pk, sk, sums, keep=kept.get(key))
                     sums = {}
                 for name, value in maxima.items():
-                    self._raise_peak(pk, sk, name, value, kept.get(key))
+                    self.raise_peak(pk, sk, name, value, kept.get(key))
             except errors.DynamoError as exc:
                 rest = keys[done + 1 :]
                 recorder.give_back_tallies(
@@ -271,24 +326,33 @@ class MetricsStore:
     ) -> None:
         """ADD every value to the item; `peak` is a maximum, so it is SET only where larger."""
         added = {k: v for k, v in values.items() if k != peak}
-        names = {f"#a{i}": name for i, name in enumerate(added)}
-        attr_values: dict = {f":v{i}": value for i, value in enumerate(added.values())}
-        expression = "ADD " + ", ".join(f"#a{i} :v{i}" for i in range(len(added)))
+        action = self.add_action(pk, sk, added, expires=expires, keep=keep)["Update"]
+        self.db.call("update_item", **action)
+        if peak and peak in values:
+            self.raise_peak(pk, sk, peak, values[peak])
+
+    def add_action(
+        self, pk: str, sk: str, values: dict[str, float], *, expires: bool = True, keep: timedelta | None = None
+    ) -> dict:
+        """The Update that ADDs every value to the item (for a transaction), and sets when
+        it expires: RETENTION, or `keep`, after this write."""
+        names = {f"#a{i}": name for i, name in enumerate(values)}
+        attr_values: dict = {f":v{i}": value for i, value in enumerate(values.values())}
+        expression = "ADD " + ", ".join(f"#a{i} :v{i}" for i in range(len(values)))
         if expires:
             expression = "SET expires_at = :expires " + expression
             attr_values[":expires"] = self._expires(keep)
-        self.db.call(
-            "update_item",
-            TableName=self.table_name,
-            Key=marshal({"pk": pk, "sk": sk}),
-            UpdateExpression=expression,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=marshal(attr_values),
-        )
-        if peak and peak in values:
-            self._raise_peak(pk, sk, peak, values[peak])
+        return {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": marshal({"pk": pk, "sk": sk}),
+                "UpdateExpression": expression,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": marshal(attr_values),
+            }
+        }
 
-    def _raise_peak(self, pk: str, sk: str, name: str, value: float, keep: timedelta | None = None) -> None:
+    def raise_peak(self, pk: str, sk: str, name: str, value: float, keep: timedelta | None = None) -> None:
         """SET a maximum only where the stored one is smaller (or missing)."""
         try:
             self.db.call(

@@ -9,7 +9,7 @@ from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
-from queues_app.monitoring import service_level
+from queues_app.monitoring import service_level, tally
 from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore
 from queues_app.monitoring.overview import Dashboard
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE
@@ -61,4 +61,10 @@ class MetricsCollector:
         for queue, values in figures.items():
             self.store.record_gauges(queue, values)
         self.store.flush()
+        self.count_facts()
         return figures
+
+    def count_facts(self) -> tally.TallyReport:
+        """Count the call facts nobody has counted yet: those of a process that died after
+        its change, or that has not flushed since."""
+        return tally.Tally(self.db).sweep()

@@ -3,10 +3,9 @@ answered within `SERVICE_LEVEL_SECONDS`, the average speed of answer, the longes
 abandoned calls and the abandon rate, per skill combination and overall, over the last
 15 minutes and today (the centre's day, in its TIME_ZONE), with agent occupancy.
 
-Writing costs no request per call: `answered` and `abandoned` add to this process's
-counters, which are written every few seconds in one batch (`counters.MetricsStore.flush`),
-one UpdateItem per combination and minute and one per combination and day, plus one
-conditional UpdateItem when a longer wait was seen. Reading is two Queries: the last
+Every figure comes from a call fact, written by the change that answered, abandoned or
+ended the call in its own transaction and counted exactly once by `monitoring/tally.py`
+(docs/scale.md, "Counting every call once"). Reading is two Queries: the last
 15 minutes' items (at most 15 x the combinations seen), and today's totals (one item
 per combination).
 
@@ -32,14 +31,15 @@ the sum of attending agents over the sum of logged-in agents across its samples.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import centre_date, now
+from queues_app.ddb.clock import centre_date, now, to_iso
 from queues_app.ddb.codec import unmarshal
-from queues_app.monitoring import counters
+from queues_app.monitoring import counters, facts
 
 MINUTE_PK = "SERVICE"
 DAY_PK = "SERVICE_DAY"
@@ -57,14 +57,7 @@ def threshold_seconds() -> float:
     return float(getattr(settings, "SERVICE_LEVEL_SECONDS", DEFAULT_THRESHOLD_SECONDS))
 
 
-def combination_name(combination) -> str:
-    """`{"language": "Spanish", "gender": None}`, `("Spanish", None)` or `"Spanish#any"`
-    -> `"Spanish#any"`: the values in the order of the skill dimensions, `any` for no
-    preference."""
-    if isinstance(combination, str):
-        return combination or "any"
-    values = combination.values() if isinstance(combination, dict) else combination
-    return "#".join(str(v) if v is not None else "any" for v in values) or "any"
+combination_name = facts.combination_name
 
 
 def report_retention() -> timedelta:
@@ -79,32 +72,45 @@ def interval_start(moment: datetime) -> str:
     return counters.minute_of(utc.replace(minute=utc.minute - utc.minute % INTERVAL_MINUTES))
 
 
-def _record(db: Dynamo, moment: datetime, combination: str, values: dict[str, float], peaks: dict[str, float]) -> None:
-    minute = counters.minute_of(moment)
-    counters.note_tally(db, MINUTE_PK, f"{minute}#{combination}", values, peaks)
-    counters.note_tally(db, DAY_PK, f"{centre_date(moment)}#{combination}", values, peaks)
-    key = f"{interval_start(moment)}#{combination}"
-    counters.note_tally(db, INTERVAL_PK, key, values, peaks, keep=report_retention())
+def figure_keys(moment: datetime, combination: str) -> list[tuple[str, str, timedelta | None]]:
+    """The items a figure at `moment` adds to, each (pk, sk, how long it is kept): its
+    minute's, its centre's day's and its quarter hour's."""
+    return [
+        (MINUTE_PK, f"{counters.minute_of(moment)}#{combination}", None),
+        (DAY_PK, f"{centre_date(moment)}#{combination}", None),
+        (INTERVAL_PK, f"{interval_start(moment)}#{combination}", report_retention()),
+    ]
+
+
+def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str, float]]:
+    """What one call fact adds to its items (sums) and the maxima it may raise (peaks)."""
+    seconds = max(0.0, float(seconds))
+    if kind == facts.ANSWERED:
+        within = 1 if seconds <= threshold_seconds() else 0
+        return {"answered": 1, "answered_within": within, "wait_sum": seconds}, {"wait_max": seconds}
+    if kind == facts.ABANDONED:
+        return {"abandoned": 1, "abandoned_wait_sum": seconds}, {"wait_max": seconds}
+    return {"handled": 1, "handle_sum": seconds}, {}
+
+
+def _fact(db: Dynamo, kind: str, seconds: float, combination, moment: datetime | None) -> None:
+    facts.record(db, kind, f"figure-{uuid.uuid4().hex}", to_iso(moment or now()), combination, seconds)
 
 
 def answered(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
-    """A caller was given an agent after waiting `wait_seconds`."""
-    wait = max(0.0, float(wait_seconds))
-    values = {"answered": 1, "answered_within": 1 if wait <= threshold_seconds() else 0, "wait_sum": wait}
-    _record(db, moment or now(), combination_name(combination), values, {"wait_max": wait})
+    """A caller was given an agent after waiting `wait_seconds`: a fact of its own, counted
+    at the next flush (a call's own change writes its facts in its transaction instead)."""
+    _fact(db, facts.ANSWERED, wait_seconds, combination, moment)
 
 
 def abandoned(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
     """A caller hung up (or was ended by a supervisor) while waiting, after `wait_seconds`."""
-    wait = max(0.0, float(wait_seconds))
-    values = {"abandoned": 1, "abandoned_wait_sum": wait}
-    _record(db, moment or now(), combination_name(combination), values, {"wait_max": wait})
+    _fact(db, facts.ABANDONED, wait_seconds, combination, moment)
 
 
 def handled(db: Dynamo, handle_seconds: float, combination, *, moment: datetime | None = None) -> None:
     """A call ended, `handle_seconds` after it was answered."""
-    values = {"handled": 1, "handle_sum": max(0.0, float(handle_seconds))}
-    _record(db, moment or now(), combination_name(combination), values, {})
+    _fact(db, facts.ENDED, handle_seconds, combination, moment)
 
 
 def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: datetime | None = None) -> None:
@@ -114,7 +120,8 @@ def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: date
         "occupancy_logged_in": logged_in,
         "occupancy_samples": 1,
     }
-    _record(db, moment or now(), OCCUPANCY, values, {})
+    for pk, sk, keep in figure_keys(moment or now(), OCCUPANCY):
+        counters.note_tally(db, pk, sk, values, keep=keep)
 
 
 @dataclass

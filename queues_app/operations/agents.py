@@ -20,7 +20,6 @@ from queues_app.operations.bulk import (
     agent_change,
     each_seen,
 )
-from queues_app.operations.system import answered, handled
 from queues_app.operations.wording import waited
 
 THEN_WORDS = {"queue": "queued", "wrap_up": "wrap-up", "offline": "offline"}
@@ -52,7 +51,6 @@ class AgentOperations(Recorded):
             summary = f"{agent.name} took waiting call {call.call_id} (the caller waited {waited(call)})"
             took = self.system.call_assigned(call)
             self._record(named.AGENT_AVAILABLE, "agent", agent_id, summary, before, agent, took)
-            answered(self.db, call)
         else:
             self._record(named.AGENT_AVAILABLE, "agent", agent_id, f"{agent.name} queued", before, agent)
         return outcome
@@ -69,17 +67,11 @@ class AgentOperations(Recorded):
         if call:
             summary += f"took waiting call {call.call_id} (the caller waited {waited(call)})"
             assigned = [self.system.call_assigned(call)]
-            answered(self.db, call)
         else:
             summary += THEN_WORDS.get(then, then)
             assigned = []
         ended = self._ended(agent, before.call_id)
         self._record(named.AGENT_RELEASED, "agent", agent_id, summary, before, agent, *ended, *assigned)
-        if before.call_id:  # its handle time, from the call's own record (one GetItem)
-            try:
-                handled(self.db, self.call_center.find_call(before.call_id))
-            except errors.DynamoError:
-                pass  # the release is done; a figure is not worth failing it
         return outcome
 
     def _ended(self, agent: Agent, call_id: str | None) -> list[dict]:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from queues_app import event_names as named
 from queues_app.admission import BackpressureGate
 from queues_app.agents.records import Call, Outcome
-from queues_app.monitoring import counters, service_level
+from queues_app.monitoring import counters
 from queues_app.operations.base import Recorded
-from queues_app.operations.system import answered
-from queues_app.operations.wording import asked_for, waited
+from queues_app.operations.wording import waited
 
 
 class CallOperations(Recorded):
@@ -37,7 +36,6 @@ class CallOperations(Recorded):
             summary = f"new call, assigned to {call.agent_name} after waiting {waited(call)}"
             took = self.system.agent_assigned(call)
             self._record(named.CALL_CREATED, "call", call.call_id, summary, None, call, took)
-            answered(self.db, call)
         elif created:
             self._record(named.CALL_CREATED, "call", call.call_id, "new call, waiting", None, call)
         return call, created
@@ -53,6 +51,4 @@ class CallOperations(Recorded):
             return outcome
         summary = f"abandoned after waiting {waited(call)}"
         self._record(named.CALL_ABANDONED, "call", call_id, summary, {"status": "waiting"}, {"status": "abandoned"})
-        if call.waited_seconds is not None:
-            service_level.abandoned(self.db, call.waited_seconds, asked_for(call))
         return outcome

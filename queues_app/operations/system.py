@@ -9,11 +9,8 @@ from queues_app import event_names as named
 from queues_app.agents.records import Call
 from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
-from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import from_iso
-from queues_app.monitoring import service_level
 from queues_app.operations.entries import Author, snapshot
-from queues_app.operations.wording import asked_for, waited
+from queues_app.operations.wording import waited
 from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus
 from queues_app.tasks.queue import TaskQueue
 from queues_app.tasks.records import ShedReport
@@ -119,19 +116,6 @@ class SystemEvents:
                 {"shed": report.shed, "oldest_age_seconds": round(oldest, 1) if oldest is not None else None},
             )
         )
-
-
-def answered(db: Dynamo, call: Call | None) -> None:
-    """Count an answered call for the service level (no request: counters are batched)."""
-    if call is not None and call.agent_id and call.waited_seconds is not None:
-        service_level.answered(db, call.waited_seconds, asked_for(call))
-
-
-def handled(db: Dynamo, call: Call | None) -> None:
-    """Count an ended call's handle time, answer to end (no request: counters are batched)."""
-    answered_at, ended_at = (from_iso(call.assigned_at), from_iso(call.ended_at)) if call else (None, None)
-    if call is not None and answered_at and ended_at:
-        service_level.handled(db, (ended_at - answered_at).total_seconds(), asked_for(call))
 
 
 class RecordedShipmentQueue(ShipmentQueue):

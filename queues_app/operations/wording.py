@@ -21,7 +21,4 @@ def waited(call: Call) -> str:
 
 def asked_for(call: Call) -> dict:
     """The preferences the caller arrived with (before any was relaxed)."""
-    original = dict(call.preferences)
-    for relaxed in reversed(call.relaxed):
-        original[relaxed["dimension"]] = relaxed.get("from")
-    return original
+    return call.asked_for

@@ -365,8 +365,15 @@ def task_processor(db, monkeypatch) -> None:
 
 
 def collector(db) -> None:
-    """A metrics sample, as `collect_metrics --once` takes it."""
-    CallCenter().create_call({"language": "Spanish", "gender": "F"})
+    """A metrics sample, as `collect_metrics --once` takes it, with the facts of a call
+    answered and ended by a process that died before counting them."""
+    center = CallCenter()
+    ana = Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]})
+    center.make_available(ana.agent_id)
+    center.create_call({"language": "Spanish", "gender": "F"})
+    center.release(ana.agent_id, then="offline")
+    counters.recorder.take_facts()  # the process that wrote them is gone
+    center.create_call({"language": "Spanish", "gender": "F"})
     ShipmentQueue().submit({"n": 1})
     TaskQueue().create({"n": 1})
     with meter.record_access(db.prefix) as log:

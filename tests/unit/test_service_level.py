@@ -1,5 +1,5 @@
-"""The calls' service level: answered and abandoned calls counted through the batched
-counters, read back per skill combination and overall for the last 15 minutes and
+"""The calls' service level: answered and abandoned calls counted from their call facts,
+read back per skill combination and overall for the last 15 minutes and
 today; occupancy from samples; the overview's panel, /metrics and the call page's
 "end as abandoned" action."""
 
@@ -15,7 +15,7 @@ from queues_app.audit.store import AuditTrail
 from queues_app.ddb import errors
 from queues_app.ddb.client import default
 from queues_app.ddb.clock import now
-from queues_app.monitoring import counters, service_level
+from queues_app.monitoring import facts, service_level
 from queues_app.monitoring.counters import MetricsStore
 from queues_app.monitoring.service_level import Figures, ServiceLevelReader, combination_name
 from queues_app.operations import Operations
@@ -220,11 +220,12 @@ def test_a_viewer_may_not_end_a_call(viewer_client, moto_db):
     assert CallCenter().get_call(call.call_id).status == CallStatus.WAITING
 
 
-def test_counting_never_makes_a_request_until_the_flush(moto_db):
-    from queues_app.ddb import meter
+def test_a_figure_is_a_fact_until_the_flush_counts_it(moto_db):
+    service_level.answered(moto_db, 4, ("Spanish", "F"))
+    service_level.abandoned(moto_db, 9, ("Spanish", "F"))
+    waiting = [item for pk in facts.partitions() for item in moto_db.partition_items(moto_db.table("metrics"), pk)]
+    assert sorted(item["kind"] for item in waiting) == ["abandoned", "answered"]
+    assert ServiceLevelReader(moto_db).read().today.overall.left_the_line == 0
 
-    with meter.measure() as seen:
-        service_level.answered(moto_db, 4, ("Spanish", "F"))
-        service_level.abandoned(moto_db, 9, ("Spanish", "F"))
-    assert seen.calls == 0
-    assert counters.recorder.take_tallies()[0]
+    assert read(moto_db).today.overall.left_the_line == 2
+    assert not [item for pk in facts.partitions() for item in moto_db.partition_items(moto_db.table("metrics"), pk)]

@@ -6,7 +6,7 @@ from queues_app.management.arguments import CheckedCommand, float_range
 from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.monitoring import heartbeats
-from queues_app.operations.system import SystemEvents, answered
+from queues_app.operations.system import SystemEvents
 
 
 class Command(CheckedCommand):
@@ -42,9 +42,9 @@ class Command(CheckedCommand):
     def _escalate(self, center: CallCenter) -> None:
         events = SystemEvents(AuditTrail(center.db))
         for call in center.escalate():
-            # On the call's history (and the agent's, when it found one); counted when answered.
+            # On the call's history (and the agent's, when it found one); an answer is
+            # counted by the fact its assignment wrote.
             events.relaxed(call)
-            answered(center.db, call)
             relaxed = ", ".join(r["dimension"] for r in call.relaxed)
             state = f"assigned to {call.agent_name}" if call.agent_id else "still waiting"
             self.stdout.write(

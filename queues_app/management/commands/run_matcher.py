@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.dispatch import Dispatcher
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, text
-from queues_app.monitoring import heartbeats
+from queues_app.monitoring import counters, heartbeats
 
 DEFAULT_LISTEN = "127.0.0.1"
 
@@ -100,9 +100,11 @@ class Command(CheckedCommand):
             while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 state = heartbeats.HOLDING if dispatcher.holding else heartbeats.STANDING_BY
                 liveness.beat(state, dispatcher.matched, force=state != liveness.state)
+                counters.flush_if_due(dispatcher.db)  # the answers it made are counted soon
                 stop.wait(1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic())))
         finally:
             dispatcher.stop()
+            counters.MetricsStore(dispatcher.db).flush()  # what it counted, before it goes
             liveness.stopped(dispatcher.matched)
             for s, handler in previous.items():
                 signal.signal(s, handler)

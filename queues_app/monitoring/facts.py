@@ -1,0 +1,82 @@
+"""Call facts: what the service-level figures are made of, written by the change itself.
+
+A change that answers a call, ends it or lets it go unanswered also puts, in its own
+transaction, one small item saying so (a fact). `monitoring/tally.py` adds facts to the
+figures and deletes them in one transaction of its own, so that a fact is counted once
+or not yet, never twice and never lost: a process that dies after its change has left
+the fact behind, and whoever tallies next counts it. Design and cost: docs/scale.md,
+"Counting every call once".
+
+Items in the metrics table (no TTL: a fact stays until it is counted):
+
+    pk FACT#<n>   sk <call id>#<kind>   n = a hash of the call id over SHARDS partitions
+
+Attributes: `kind` (answered, abandoned, ended), `call_id`, `at` (when it happened: the
+interval it counts in), and for an answered or abandoned call `combination` (what the
+caller asked for, `Spanish#any`) and `seconds` (the wait). An ended call's handle time
+and combination come from the call's record when it is counted (a figure recorded on its
+own, `service_level.handled`, carries them).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.codec import marshal
+from queues_app.monitoring import counters
+
+ANSWERED, ABANDONED, ENDED = "answered", "abandoned", "ended"
+KINDS = (ANSWERED, ABANDONED, ENDED)
+# Each fact is written once and deleted once: 32 partitions keep each under a tenth of its
+# write limit at 1,000 calls a second (docs/scale.md).
+SHARDS = 32
+PREFIX = "FACT#"
+
+
+def combination_name(combination: str | Mapping | Sequence | None) -> str:
+    """`{"language": "Spanish", "gender": None}`, `("Spanish", None)` or `"Spanish#any"`
+    -> `"Spanish#any"`: the values in the order of the skill dimensions, `any` for no
+    preference."""
+    if isinstance(combination, str) or combination is None:
+        return combination or "any"
+    values = combination.values() if isinstance(combination, Mapping) else combination
+    return "#".join(str(v) if v is not None else "any" for v in values) or "any"
+
+
+def partition(call_id: str) -> str:
+    return f"{PREFIX}{zlib.crc32(call_id.encode()) % SHARDS}"
+
+
+def partitions() -> list[str]:
+    return [f"{PREFIX}{n}" for n in range(SHARDS)]
+
+
+def key(call_id: str, kind: str) -> dict[str, str]:
+    return {"pk": partition(call_id), "sk": f"{call_id}#{kind}"}
+
+
+def item(kind: str, call_id: str, at: str, combination=None, seconds: float | None = None) -> dict:
+    if kind not in KINDS:
+        raise ValueError(f"a call fact is one of {', '.join(KINDS)}, not {kind!r}")
+    fact: dict = {**key(call_id, kind), "kind": kind, "call_id": call_id, "at": at}
+    if kind != ENDED or seconds is not None:  # an ended call's are read from its record
+        fact["combination"] = combination_name(combination)
+        fact["seconds"] = round(max(0.0, float(seconds or 0.0)), 3)
+    return fact
+
+
+def put_action(db: Dynamo, kind: str, call_id: str, at: str, combination=None, seconds: float | None = None) -> dict:
+    """The Put of a fact, for the change's own transaction. This process's next flush
+    counts it (`counters.Recorder.expect_fact`); if the transaction fails, there is
+    nothing to count and the flush forgets the key."""
+    fact = item(kind, call_id, at, combination, seconds)
+    counters.recorder.expect_fact(fact["pk"], fact["sk"])
+    return {"Put": {"TableName": db.table("metrics"), "Item": marshal(fact)}}
+
+
+def record(db: Dynamo, kind: str, call_id: str, at: str, combination=None, seconds: float | None = None) -> None:
+    """A fact on its own (one PutItem): a figure from outside a call's change."""
+    action = put_action(db, kind, call_id, at, combination, seconds)["Put"]
+    db.call("put_item", TableName=action["TableName"], Item=action["Item"])

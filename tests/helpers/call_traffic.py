@@ -1,0 +1,111 @@
+"""Call traffic from a process of its own, for the counting reconciliation test:
+
+    python -m tests.helpers.call_traffic SEED ROUNDS [--dispatched] [--seeded] [--forever] [--flush-every S]
+
+with DYNAMODB_ENDPOINT_URL and DYNAMODB_TABLE_PREFIX naming the tables. Its own agents
+take callers in every way a call is answered: at once, from the line when an agent comes
+back or is released to the queue, by escalation, through the matching dispatcher
+(`--dispatched`: new callers go to the lease's holder) and as the demo data does
+(`--seeded`: callers loaded into the line, then agents made available). Callers hang up
+while waiting; agents end calls to the queue, to wrap-up or offline. The process counts
+its facts every `--flush-every` seconds (0.2 by default; a process killed with a longer
+one leaves facts behind). Prints one line per round; `--forever` runs until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import uuid
+from datetime import timedelta
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from queues_app.agents import dispatch  # noqa: E402
+from queues_app.agents.call_center import CallCenter  # noqa: E402
+from queues_app.agents.escalation import EscalationPolicy  # noqa: E402
+from queues_app.agents.records import AgentStatus, Call, CallStatus  # noqa: E402
+from queues_app.ddb import errors  # noqa: E402
+from queues_app.ddb.clock import now, to_iso  # noqa: E402
+from queues_app.monitoring import counters  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("seed", type=int)
+    parser.add_argument("rounds", type=int)
+    parser.add_argument("--dispatched", action="store_true")
+    parser.add_argument("--seeded", action="store_true")
+    parser.add_argument("--forever", action="store_true")
+    parser.add_argument("--flush-every", type=float, default=0.2)
+    args = parser.parse_args()
+    counters.FLUSH_SECONDS = args.flush_every
+    rng = random.Random(args.seed)
+    if args.dispatched:
+        dispatch.send_new_callers()
+    center = CallCenter(escalation=EscalationPolicy(after_seconds=0.3, order=("gender", "language")))
+    dims = dict(center.catalog.dimensions)
+
+    def preferences() -> dict:
+        if args.dispatched and rng.random() < 0.5:  # anyone will do: most go through at once
+            return {name: None for name in dims}
+        return {name: rng.choice([*values, None]) for name, values in dims.items()}
+
+    agents = [
+        center.agents.create(
+            f"Agent {args.seed}-{n}", {name: [rng.choice(list(values))] for name, values in dims.items()}
+        ).agent_id
+        for n in range(5)
+    ]
+    waiting: list[str] = []
+    if args.seeded:  # the demo data's way: callers loaded into the line, then agents come
+        moment = now()
+        calls = [
+            Call(
+                call_id=uuid.uuid4().hex[:16],
+                status=CallStatus.WAITING,
+                preferences=preferences(),
+                arrived_at=to_iso(moment - timedelta(seconds=rng.randint(30, 360))),
+            )
+            for _ in range(8)
+        ]
+        center.line.load(calls)
+        waiting += [call.call_id for call in calls]
+    for agent_id in agents:
+        center.make_available(agent_id)
+
+    n = 0
+    while args.forever or n < args.rounds:
+        n += 1
+        roll = rng.random()
+        try:
+            if roll < 0.4:
+                call, _ = center.create_call(preferences())
+                if call.status == CallStatus.WAITING:
+                    waiting.append(call.call_id)
+            elif roll < 0.7:
+                agent_id = rng.choice(agents)
+                agent = center.agents.get(agent_id)
+                if agent.status == AgentStatus.ATTENDING:
+                    center.release(agent_id, then=rng.choice(["queue", "queue", "wrap_up", "offline"]))
+                elif agent.status in (AgentStatus.OFFLINE, AgentStatus.WRAP_UP):
+                    center.make_available(agent_id)
+            elif roll < 0.85 and waiting:
+                call_id = waiting.pop(rng.randrange(len(waiting)))
+                center.abandon(call_id)
+            else:
+                center.escalate()
+        except errors.Conflict:
+            pass  # a race with another process (an assignment before a hang-up): both fine
+        counters.flush_if_due(center.db)
+        print(f"round {n}", flush=True)
+    counters.MetricsStore(center.db).flush()
+
+
+if __name__ == "__main__":
+    main()
