@@ -307,6 +307,13 @@ SWITCHBOARD_ESCALATION = {
     "after_seconds": env.float("SWITCHBOARD_ESCALATE_AFTER_SECONDS", default=60.0),
     "order": env.list("SWITCHBOARD_ESCALATION_ORDER", default=["gender", "language"]),
 }
+# Why an agent may be not ready: logged in, offered no call. "missed" is added by the
+# system for an agent who did not pick up an offered call in time.
+AGENT_NOT_READY_REASONS = env.list("AGENT_NOT_READY_REASONS", default=["break", "lunch", "training", "meeting"])
+# Seconds an agent has to pick up a call given to them (the phone system confirms with
+# POST /api/calls/{id}/answered); unanswered, the call goes back to its place in line and
+# the agent is set not ready ("missed"). Empty or 0: off, an assignment is an answer.
+ANSWER_TIMEOUT_SECONDS = env.float("ANSWER_TIMEOUT_SECONDS", default=0.0) or None
 
 # Shipments: receives before the DLQ, and the exponential backoff between attempts.
 SWITCHBOARD_SHIPMENT_RETRY = {

@@ -8,12 +8,16 @@ AGENT_AVAILABLE = "agent.available"
 AGENT_ASSIGNED = "agent.assigned"
 AGENT_RELEASED = "agent.release"
 AGENT_OFFLINE = "agent.offline"
+AGENT_NOT_READY = "agent.not_ready"
 
 CALL_CREATED = "call.create"
 CALL_ASSIGNED = "call.assigned"
 CALL_RELAXED = "call.relaxed"
 CALL_ENDED = "call.end"
 CALL_ABANDONED = "call.abandoned"
+CALL_ANSWERED = "call.answered"  # the agent picked up an offered call (ANSWER_TIMEOUT_SECONDS)
+CALL_MISSED = "call.missed"  # an offered call not picked up in time: back to the line
+CALL_TRANSFERRED = "call.transferred"
 
 SHIPMENT_ENQUEUED = "shipment.enqueue"
 SHIPMENT_TOUCHED = "shipment.touch"
@@ -32,11 +36,15 @@ ACTION_LABELS = {
     AGENT_ASSIGNED: "Agent given a caller",
     AGENT_RELEASED: "Agent released from a call",
     AGENT_OFFLINE: "Agent logged off",
+    AGENT_NOT_READY: "Agent set not ready",
     CALL_CREATED: "Caller arrived",
     CALL_ASSIGNED: "Caller given an agent",
     CALL_RELAXED: "Caller's preferences widened",
     CALL_ENDED: "Call ended",
     CALL_ABANDONED: "Caller hung up while waiting",
+    CALL_ANSWERED: "Offered call answered",
+    CALL_MISSED: "Offered call not answered in time",
+    CALL_TRANSFERRED: "Call transferred",
     SHIPMENT_ENQUEUED: "Shipment queued",
     SHIPMENT_TOUCHED: "Shipment sent to the back",
     SHIPMENT_PRIORITY: "Shipment's priority changed",
@@ -48,8 +56,25 @@ ACTION_LABELS = {
 
 # What the audit page's action filter offers, by family.
 AUDIT_ACTIONS = {
-    "Agents": [AGENT_CREATED, AGENT_EDITED, AGENT_AVAILABLE, AGENT_ASSIGNED, AGENT_RELEASED, AGENT_OFFLINE],
-    "Calls": [CALL_CREATED, CALL_ASSIGNED, CALL_RELAXED, CALL_ENDED, CALL_ABANDONED],
+    "Agents": [
+        AGENT_CREATED,
+        AGENT_EDITED,
+        AGENT_AVAILABLE,
+        AGENT_ASSIGNED,
+        AGENT_RELEASED,
+        AGENT_OFFLINE,
+        AGENT_NOT_READY,
+    ],
+    "Calls": [
+        CALL_CREATED,
+        CALL_ASSIGNED,
+        CALL_ANSWERED,
+        CALL_MISSED,
+        CALL_TRANSFERRED,
+        CALL_RELAXED,
+        CALL_ENDED,
+        CALL_ABANDONED,
+    ],
     "Shipments": [
         SHIPMENT_ENQUEUED,
         SHIPMENT_TOUCHED,

@@ -12,7 +12,7 @@ from queues_app.agents.calls import (
 )
 from queues_app.agents.parts import Parts
 from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, CallStatus, Outcome
-from queues_app.agents.writes import agent_changed, stale, status_clause
+from queues_app.agents.writes import agent_changed, leg, stale, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal
@@ -77,6 +77,8 @@ class Availability(Parts):
                 updated_at=call.assigned_at or agent.updated_at,
                 queue_token=None,
                 change=change,
+                reason=None,
+                status_since=call.assigned_at or agent.status_since,
             )
             return Outcome(taken, call)
 
@@ -136,6 +138,7 @@ class Availability(Parts):
         except errors.TransactionCancelled as exc:
             raise agent_changed(agent, exc) from exc
         agent.status, agent.queued_at, agent.queue_token = AgentStatus.QUEUED, stamp, token
+        agent.reason, agent.status_since = None, stamp
         agent.version += 1
         agent.call_id = None
         agent.change, agent.updated_at = change, stamp
@@ -174,12 +177,15 @@ class Availability(Parts):
                 self.writes.update(
                     keys.call(call_id),
                     "SET #status = :ended, ended_at = :now, expires_at = :expires, end_then = :then, "
-                    "version = version + :one",
+                    "legs = list_append(if_not_exists(legs, :none), :leg), version = version + :one "
+                    "REMOVE offer_sk",
                     {
                         ":ended": CallStatus.ENDED,
                         ":now": stamp,
                         ":one": 1,
                         ":then": then,
+                        ":none": [],
+                        ":leg": [leg(agent, stamp, "ended")],
                         ":assigned": CallStatus.ASSIGNED,
                         ":agent": agent.agent_id,
                         ":expires": int((self.clock() + ENDED_CALL_RETENTION).timestamp()),
@@ -197,6 +203,7 @@ class Availability(Parts):
                 return self._ended_or_stale(now, call_id, then)
             raise agent_changed(agent, exc) from exc
         agent.status, agent.call_id, agent.change, agent.updated_at = next_status, None, change, stamp
+        agent.reason, agent.status_since = None, stamp
         agent.version += 1
         if then == "queue":
             return self._make_available(agent, change, after_call=call_id)
@@ -238,24 +245,37 @@ class Availability(Parts):
         """Take the agent out of every queue at once and mark them offline. With
         `expected_version`, only from that version (as `make_available`), and an agent
         offline already at that version is refused like one queued already is."""
+        return self._step_away(agent_id, AgentStatus.OFFLINE, None, expected_version)
+
+    def set_not_ready(self, agent_id: str, reason: str, *, expected_version: int | None = None) -> Outcome:
+        """The agent stays logged in but takes no call, for `reason` (a break, lunch...):
+        out of every queue at once, as logging off is. From offline it logs them in not
+        ready; not ready already, it changes the reason. An agent on a call is refused:
+        the call is ended first (release), then the agent is set not ready."""
+        if not reason:
+            raise errors.InvalidRequest("Say why the agent is not ready.")
+        return self._step_away(agent_id, AgentStatus.NOT_READY, reason, expected_version)
+
+    def _step_away(self, agent_id: str, status: str, reason: str | None, expected_version: int | None) -> Outcome:
         agent = self.agents.get(agent_id)
-        change = replay.change_id("offline", agent.version if expected_version is None else expected_version)
+        verb = "offline" if status == AgentStatus.OFFLINE else f"not-ready:{reason}"
+        change = replay.change_id(verb, agent.version if expected_version is None else expected_version)
         if expected_version is not None and agent.version != expected_version:
             return self._done_or_stale(agent, change, expected_version)
-        if agent.status == AgentStatus.OFFLINE:
+        if agent.status == status and agent.reason == reason:
             if expected_version is None:
                 return Outcome(agent)
-            raise errors.Conflict(f"{agent.name} is already offline.", now={"agent": agent})
+            raise errors.Conflict(f"{agent.name} is already {agent.doing}.", now={"agent": agent})
         if agent.status == AgentStatus.ATTENDING:
             raise errors.Conflict(
                 f"{agent.name} is attending call {agent.call_id}; release the call first.", now={"agent": agent}
             )
         stamp = to_iso(self.clock())
-        offline, values = status_clause(agent.agent_id, AgentStatus.OFFLINE, change)
+        away, values = status_clause(agent.agent_id, status, change, reason)
         actions = [
             self.writes.agent_update(
                 agent,
-                f"SET {offline}, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
+                f"SET {away}, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
                 {**values, ":now": stamp},
             )
         ]

@@ -11,6 +11,7 @@ from queues_app.agents.arrivals import Arrivals, call_request_digest
 from queues_app.agents.availability import AgentTooBroad, Availability
 from queues_app.agents.calls import Calls
 from queues_app.agents.escalation import EscalationPolicy, Escalator
+from queues_app.agents.handling import Handling
 from queues_app.agents.matching import Matcher
 from queues_app.agents.queues import list_queues, split_old_queues, spread_old_metadata
 from queues_app.agents.records import QueueInfo, QueueOrder
@@ -24,7 +25,7 @@ from queues_app.ddb.clock import now
 __all__ = ["AgentTooBroad", "CallCenter", "call_request_digest"]
 
 
-class CallCenter(Availability, Arrivals):
+class CallCenter(Availability, Arrivals, Handling):
     """Queues agents, matches callers to them, and keeps callers waiting in order.
 
     Its parts are public: `matcher` (assignments), `line` (the waiting callers),

@@ -57,6 +57,10 @@ def call_to_item(call: Call) -> dict:
         "end_then": call.end_then,
         "next_call_id": call.next_call_id,
         "request_digest": call.request_digest,
+        "answered_at": call.answered_at,
+        "offer_sk": call.offer_sk,
+        "first_asked": call.first_asked,
+        "legs": call.legs,
     }
 
 
@@ -82,6 +86,10 @@ def call_from_item(item: dict) -> Call:
         end_then=item.get("end_then"),
         next_call_id=item.get("next_call_id"),
         request_digest=item.get("request_digest"),
+        answered_at=item.get("answered_at"),
+        offer_sk=item.get("offer_sk"),
+        first_asked=item.get("first_asked"),
+        legs=list(item.get("legs") or []),
     )
 
 
@@ -202,7 +210,24 @@ class Calls:
             keys.call(ended_call_id), "SET next_call_id = :next_call", {":next_call": next_call_id}
         )
 
+    def answer_actions(self, assigned: Call) -> list[dict]:
+        """What a call's first assignment adds: with offers off, it is answered (its
+        `answered_at` and its fact for the service level); with ANSWER_TIMEOUT_SECONDS, an
+        offer the agent must pick up in time (agents/handling.py). A call answered before
+        (a transfer) adds neither: its answer was counted once already."""
+        if assigned.answered_at is not None:
+            return []
+        deadline = self.table.offer_deadline(assigned.assigned_at or "")
+        if deadline is None:
+            assigned.answered_at = assigned.assigned_at
+            return [self.table.fact_action(facts.ANSWERED, assigned, assigned.answered_at or "")]
+        offer = keys.offer(assigned.call_id, deadline)
+        assigned.offer_sk = offer["sk"]
+        item = {**offer, "call_id": assigned.call_id, "agent_id": assigned.agent_id, "deadline": deadline}
+        return [{"Put": {"TableName": self.table.name, "Item": marshal(item)}}]
+
     def assignment_actions(self, call: Call, assigned: Call, *, new_call: bool) -> list[dict]:
+        answering = self.answer_actions(assigned)
         if new_call:
             return [
                 {
@@ -213,14 +238,17 @@ class Calls:
                     }
                 },
                 *self.table.event_actions(ASSIGNED, assigned),
-                self.table.fact_action(facts.ANSWERED, assigned, assigned.assigned_at or ""),
+                *answering,
             ]
         assigned.version = call.version + 1
+        # Answered now, or offered (a transfer's assignment is neither: answered before).
+        answer = ", answered_at = :answered" if assigned.answered_at != call.answered_at else ""
+        answer += ", offer_sk = :offer" if assigned.offer_sk else ""
         return [
             self.table.update(
                 keys.call(call.call_id),
                 "SET #status = :assigned, agent_id = :agent, agent_name = :name, assigned_at = :now, "
-                "why = :why, version = :next REMOVE wait_sk",
+                f"why = :why, version = :next{answer} REMOVE wait_sk",
                 {
                     ":assigned": CallStatus.ASSIGNED,
                     ":agent": assigned.agent_id,
@@ -228,6 +256,8 @@ class Calls:
                     ":now": assigned.assigned_at,
                     ":why": assigned.why,
                     ":next": assigned.version,
+                    ":answered": assigned.answered_at,
+                    ":offer": assigned.offer_sk,
                     ":waiting": CallStatus.WAITING,
                     ":version": call.version,
                 },
@@ -235,5 +265,5 @@ class Calls:
             ),
             *self.table.leave_line_actions(call),
             *self.table.event_actions(ASSIGNED, assigned),
-            self.table.fact_action(facts.ANSWERED, assigned, assigned.assigned_at or ""),
+            *answering,
         ]

@@ -36,6 +36,9 @@ MAX_PRIORITY = 9
 AGENTS = Spread(AGENTS_PK, AGENT_SHARDS)
 QUEUE_METAS = Spread(QUEUES_PK, QUEUE_META_SHARDS)
 LINE = Spread("LINE", LINE_SHARDS)
+# Calls offered to an agent and not picked up yet (ANSWER_TIMEOUT_SECONDS), by deadline:
+# written and deleted once per assignment, so spread like the line.
+OFFERS = Spread("OFFER", 16)
 
 
 def agent(agent_id: str) -> dict[str, str]:
@@ -157,6 +160,15 @@ def line_shards() -> list[str]:
 
 def call(call_id: str) -> dict[str, str]:
     return {"pk": CALL_PREFIX + call_id, "sk": CALL_SK}
+
+
+def offer(call_id: str, deadline: str) -> dict[str, str]:
+    """An offered call's item: its partition by call id, sorted by when the offer runs out."""
+    return {"pk": OFFERS.of(call_id), "sk": f"{deadline}#{call_id}"}
+
+
+def offer_partitions() -> list[str]:
+    return OFFERS.partitions()
 
 
 def lease(name: str) -> dict[str, str]:

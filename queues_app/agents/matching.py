@@ -253,6 +253,13 @@ class Matcher:
                 )
         return sorted(seen.values(), key=lambda c: c.token, reverse=order == QueueOrder.LIFO)
 
+    def assign_to_queued(self, call: Call, agent: Agent) -> Call | None:
+        """A waiting caller to this queued agent (a transfer to a named agent): None when the
+        agent was taken or left the queue meanwhile."""
+        candidate = Candidate(agent.queue_token or "", agent.agent_id, agent.name, agent.skills, "named")
+        considered: list[dict] = []
+        return self._try_assign(call, candidate, new_call=False, considered=considered, others=[])
+
     def _try_assign(
         self,
         call: Call,

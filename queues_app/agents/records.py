@@ -14,15 +14,21 @@ class AgentStatus:
     QUEUED = "queued"
     ATTENDING = "attending"
     WRAP_UP = "wrap_up"
+    NOT_READY = "not_ready"  # logged in, never offered a call, with a reason (break, lunch...)
 
-    ALL = (OFFLINE, AVAILABLE, QUEUED, ATTENDING, WRAP_UP)
+    ALL = (OFFLINE, AVAILABLE, QUEUED, ATTENDING, WRAP_UP, NOT_READY)
     LABELS = {
         OFFLINE: "Offline",
         AVAILABLE: "Joining the queue",  # for the moment between "make available" and queued
         QUEUED: "Queued",
         ATTENDING: "Attending a call",
         WRAP_UP: "Wrap-up",
+        NOT_READY: "Not ready",
     }
+
+
+# The reason an agent who missed an offered call is made not ready with (ring-no-answer).
+MISSED = "missed"
 
 
 @dataclass
@@ -41,10 +47,13 @@ class Agent:
     queue_token: str | None = None  # sort key of the agent's message items while queued
     call_id: str | None = None
     change: str | None = None  # the request that made this version (ddb/replay.py)
+    reason: str | None = None  # why the agent is not ready (only while not ready)
+    status_since: str | None = None  # when the agent's status last changed
 
     @property
     def status_label(self) -> str:
-        return AgentStatus.LABELS.get(self.status, self.status)
+        label = AgentStatus.LABELS.get(self.status, self.status)
+        return f"{label}: {self.reason}" if self.status == AgentStatus.NOT_READY and self.reason else label
 
     @property
     def doing(self) -> str:
@@ -53,6 +62,8 @@ class Agent:
             return f"on call {self.call_id}" if self.call_id else "attending a call"
         if self.status == AgentStatus.WRAP_UP:
             return "in wrap-up"
+        if self.status == AgentStatus.NOT_READY:
+            return f"not ready ({self.reason})" if self.reason else "not ready"
         return self.status_label.lower()
 
 
@@ -94,10 +105,16 @@ class Call:
     end_then: str | None = None  # where the agent went when the call ended: queue, wrap_up or offline
     next_call_id: str | None = None  # the call the agent took on ending this one, if any
     request_digest: str | None = None  # the body of the request that created it under an idempotency key
+    answered_at: str | None = None  # first answered: assigned, or the offer confirmed (ANSWER_TIMEOUT_SECONDS)
+    offer_sk: str | None = None  # while an offered call waits for its agent to pick up (agents/handling.py)
+    first_asked: dict | None = None  # the preferences it arrived with, once a transfer changed them
+    legs: list[dict] = field(default_factory=list)  # [{agent_id, agent_name, from, to, how}] each agent's part
 
     @property
     def asked_for(self) -> dict[str, str | None]:
-        """The preferences the caller arrived with (before any was relaxed)."""
+        """The preferences the caller arrived with (before any was relaxed or transferred)."""
+        if self.first_asked is not None:
+            return {name: self.first_asked.get(name) for name in self.preferences}
         original = dict(self.preferences)
         for relaxed in reversed(self.relaxed):
             original[relaxed["dimension"]] = relaxed.get("from")
@@ -173,6 +190,8 @@ def agent_to_item(agent: Agent) -> dict:
         "queue_token": agent.queue_token,
         "call_id": agent.call_id,
         "change": agent.change,
+        "reason": agent.reason,
+        "status_since": agent.status_since or agent.updated_at or agent.created_at,
     }
 
 
@@ -189,4 +208,6 @@ def agent_from_item(item: dict) -> Agent:
         queue_token=item.get("queue_token"),
         call_id=item.get("call_id"),
         change=item.get("change"),
+        reason=item.get("reason") or None,
+        status_since=item.get("status_since") or item.get("updated_at"),
     )

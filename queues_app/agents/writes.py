@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -14,7 +15,7 @@ from queues_app.agents.records import Agent, AgentStatus, Call
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import from_iso
+from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal
 from queues_app.monitoring import facts
 
@@ -59,6 +60,18 @@ class CallCenterTable:
         wait = (left - arrived).total_seconds() if arrived and left else 0.0
         return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait)
 
+    @staticmethod
+    def answer_timeout() -> float | None:
+        """ANSWER_TIMEOUT_SECONDS: how long an agent has to pick up a call given to them,
+        or None (the default) when an assignment is an answer."""
+        seconds = getattr(settings, "ANSWER_TIMEOUT_SECONDS", None)
+        return float(seconds) if seconds else None
+
+    def offer_deadline(self, assigned_at: str) -> str | None:
+        """When an offer made at `assigned_at` runs out, or None with offers off."""
+        timeout, made = self.answer_timeout(), from_iso(assigned_at)
+        return to_iso(made + timedelta(seconds=timeout)) if timeout and made else None
+
     def ended_fact_action(self, call_id: str, at: str) -> dict:
         """The fact that a call ended (its handle time is read from its record when counted)."""
         return facts.put_action(self.db, facts.ENDED, call_id, at)
@@ -81,7 +94,8 @@ class CallCenterTable:
         old_on_fail: bool = False,
     ) -> dict:
         """One Update action of a transaction on the call-center table. `#status` stands
-        for the status attribute wherever an expression uses it."""
+        for the status attribute wherever an expression uses it; `values` the expressions
+        do not use are left out (DynamoDB refuses them), so callers may give a superset."""
         action: dict = {"TableName": self.name, "Key": marshal(key), "UpdateExpression": update}
         if condition:
             action["ConditionExpression"] = condition
@@ -89,6 +103,8 @@ class CallCenterTable:
         used = {k: v for k, v in {"#status": "status", **(names or {})}.items() if k in text}
         if used:
             action["ExpressionAttributeNames"] = used
+        placeholders = set(re.findall(r":\w+", text))
+        values = {k: v for k, v in (values or {}).items() if k in placeholders}
         if values:
             action["ExpressionAttributeValues"] = marshal(values)
         if old_on_fail:
@@ -154,16 +170,26 @@ class CallCenterTable:
         ]
 
 
-def status_clause(agent_id: str, status: str, change: str) -> tuple[str, dict]:
+def status_clause(agent_id: str, status: str, change: str, reason: str | None = None) -> tuple[str, dict]:
     """The SET clause of a change of an agent's status, and its values: the status and,
     with it, the agent's partition of the status index (`status_q`), which must always
-    say the same status, and the request that made the change (`change`, ddb/replay.py),
-    which every change of status overwrites."""
-    return "#status = :status, status_q = :status_q, change = :change", {
+    say the same status, the request that made the change (`change`, ddb/replay.py),
+    which every change of status overwrites, since when (`:now`, which the caller's
+    values give) and why, for a status that has a reason (not ready)."""
+    clause = "#status = :status, status_q = :status_q, change = :change, status_since = :now, reason = :reason"
+    return clause, {
         ":status": status,
         ":status_q": keys.status_partition(status, agent_id),
         ":change": change,
+        ":reason": reason or "",  # not REMOVE: the clause is one SET (an empty reason reads as none)
     }
+
+
+def leg(agent: Agent, until: str, how: str) -> dict:
+    """An agent's part in a call, for the call's record: from when they were given it
+    (their status since, attending) until now, and how it ended: ended, transferred or
+    missed (an offer not picked up)."""
+    return {"agent_id": agent.agent_id, "agent_name": agent.name, "from": agent.status_since, "to": until, "how": how}
 
 
 def agent_changed(agent: Agent, exc: errors.TransactionCancelled) -> errors.DynamoError:

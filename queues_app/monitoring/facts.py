@@ -20,19 +20,18 @@ own, `service_level.handled`, carries them).
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal
+from queues_app.ddb.shards import Spread
 from queues_app.monitoring import counters
 
 ANSWERED, ABANDONED, ENDED = "answered", "abandoned", "ended"
 KINDS = (ANSWERED, ABANDONED, ENDED)
 # Each fact is written once and deleted once: 32 partitions keep each under a tenth of its
 # write limit at 1,000 calls a second (docs/scale.md).
-SHARDS = 32
-PREFIX = "FACT#"
+FACTS = Spread("FACT", 32)
 
 
 def combination_name(combination: str | Mapping | Sequence | None) -> str:
@@ -46,11 +45,11 @@ def combination_name(combination: str | Mapping | Sequence | None) -> str:
 
 
 def partition(call_id: str) -> str:
-    return f"{PREFIX}{zlib.crc32(call_id.encode()) % SHARDS}"
+    return FACTS.of(call_id)
 
 
 def partitions() -> list[str]:
-    return [f"{PREFIX}{n}" for n in range(SHARDS)]
+    return FACTS.partitions()
 
 
 def key(call_id: str, kind: str) -> dict[str, str]:

@@ -133,7 +133,7 @@ class Tally:
         calls = {call.call_id: call for call in (call_from_item(item) for item in records)}
         for fact in missing:
             call = calls.get(fact.call_id)
-            answered_at = from_iso(call.assigned_at) if call else None
+            answered_at = from_iso(call.answered_at or call.assigned_at) if call else None
             if call is None or answered_at is None:
                 log.warning("call %s ended with no record of its answer: counted with no handle time", fact.call_id)
                 fact.combination, fact.seconds = facts.combination_name(call.asked_for if call else None), 0.0

@@ -26,7 +26,7 @@ SPANISH_F = {"language": "Spanish", "gender": "F"}
 
 @pytest.fixture
 def router(moto_db, clock):
-    clock.now = datetime(2026, 11, 25, 14, 0, 5, tzinfo=UTC)
+    clock.moment = datetime(2026, 11, 25, 14, 0, 5, tzinfo=UTC)
     return CallCenter(moto_db, clock=clock, escalation=EscalationPolicy(after_seconds=60, order=("gender", "language")))
 
 
@@ -175,6 +175,6 @@ def test_many_facts_are_counted_in_as_few_transactions_as_fit(moto_db, clock):
     # Each transaction holds at most 100 actions: 150 Deletes and 9 x 5 minute items,
     # 9 day and 9 quarter-hour items make at least 3 transactions, and packed, 3 is enough.
     assert sent == 3
-    clock.now = start.replace(minute=5)
+    clock.moment = start.replace(minute=5)
     figures = ServiceLevelReader(moto_db, clock=clock).read().today.overall
     assert figures.answered == 150 and figures.wait_sum == sum(n % 40 for n in range(150))
