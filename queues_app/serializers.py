@@ -43,6 +43,9 @@ def call_to_json(call: Call) -> dict:
             for entry in call.why
         ],
         "waited_seconds": _seconds(call.waited_seconds),
+        "answered_at": call.answered_at,
+        "answer_by": call.offer_sk.split("#", 1)[0] if call.offer_sk else None,
+        "legs": [dict(part) for part in call.legs],
     }
 
 
@@ -57,6 +60,8 @@ def agent_to_json(agent: Agent) -> dict:
         "queued_at": agent.queued_at,
         "call_id": agent.call_id,
         "updated_at": agent.updated_at or None,
+        "reason": agent.reason,
+        "status_since": agent.status_since,
     }
 
 

@@ -117,12 +117,14 @@ class Handling(Parts):
         missed = []
         for raw in (item for page in parallel.each(due, keys.offer_partitions()) for item in page):
             offer = {key: value.get("S") for key, value in raw.items()}
-            call = self._miss(offer["call_id"], offer["sk"])
+            call = self.miss_offer(offer["call_id"], offer["sk"])
             if call is not None:
                 missed.append(call)
         return missed
 
-    def _miss(self, call_id: str, offer_sk: str) -> Call | None:
+    def miss_offer(self, call_id: str, offer_sk: str) -> Call | None:
+        """One offer past its deadline (the sweep's step): None when it was answered or
+        the call ended meanwhile."""
         call = self.calls.find(call_id)
         if call is None or call.status != CallStatus.ASSIGNED or call.offer_sk != offer_sk:
             # Answered, or the call ended before its agent picked up: an offer left behind.

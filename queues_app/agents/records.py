@@ -31,6 +31,15 @@ class AgentStatus:
 MISSED = "missed"
 
 
+def not_ready_reasons() -> list[str]:
+    """The reasons a person may give for an agent not ready (AGENT_NOT_READY_REASONS);
+    `missed` is the system's own."""
+    from django.conf import settings
+
+    given = getattr(settings, "AGENT_NOT_READY_REASONS", None) or ["break", "lunch", "training", "meeting"]
+    return [r.strip() for r in given if r.strip() and r.strip() != MISSED]
+
+
 @dataclass
 class Agent:
     """A person who takes calls. `skills` maps each skill dimension to the values the

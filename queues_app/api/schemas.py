@@ -48,7 +48,7 @@ ItemId = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX)]
 Cursor = Annotated[str, StringConstraints(min_length=1, max_length=CURSOR_MAX)]
 PageSize = Annotated[int, Field(ge=1, le=PAGE_MAX)]
 CallListName = Literal["waiting", "assigned"]
-AgentStatusName = Literal["offline", "available", "queued", "attending", "wrap_up"]
+AgentStatusName = Literal["offline", "available", "queued", "attending", "wrap_up", "not_ready"]
 
 
 class InputSchema(Schema):
@@ -190,6 +190,37 @@ class EndIn(InputSchema):
     PROBLEMS: ClassVar[dict[str, str]] = {"then": "must be one of queue, wrap_up, offline"}
 
 
+class NotReadyIn(InputSchema):
+    """The agent's version as last read, and why they are not ready."""
+
+    version: Version = Field(description="The agent's `version` as you last read it.", examples=[7])
+    reason: str = Field(min_length=1, max_length=40, description="One of AGENT_NOT_READY_REASONS.", examples=["break"])
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"version": VERSION_PROBLEM, "reason": "required: why the agent is not ready"}
+
+
+class TransferIn(InputSchema):
+    """Where the call goes: new preferences (it waits at its place for an agent who fits)
+    or a named queued agent; and what its agent does once it is handed on."""
+
+    preferences: dict[str, str] | None = Field(
+        None,
+        description="One value per skill dimension, or `any`, as when placing a call.",
+        examples=[{"language": "French", "gender": "any"}],
+    )
+    agent_id: ItemId | None = Field(None, description="A queued agent to give the call to.")
+    then: Literal["queue", "wrap_up", "offline"] = Field(
+        "queue", description="`queue` (available again), `wrap_up` or `offline`."
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "preferences": 'must be an object such as {"language": "French", "gender": "any"}',
+        "agent_id": "must be an agent's id",
+        "then": "must be one of queue, wrap_up, offline",
+    }
+    NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)
+
+
 class CallbackIn(InputSchema):
     """Where this token's call events go, and the secret that signs them."""
 
@@ -300,18 +331,28 @@ class CallOut(Schema):
     )
     why: list[WhyOut] = Field(description="The candidates considered at the assignment, and why each was (not) chosen.")
     waited_seconds: float | None
+    answered_at: str | None = Field(description="When the call was first answered (with offers, when picked up).")
+    answer_by: str | None = Field(
+        description="While the call is offered (ANSWER_TIMEOUT_SECONDS): confirm with /answered before this time."
+    )
+    legs: list[dict[str, str | None]] = Field(
+        description="Each agent's part in the call, oldest first: `agent_id`, `agent_name`, `from`, `to`, and `how` "
+        "it ended (`ended`, `transferred`, or `missed`: an offer not picked up in time)."
+    )
 
 
 class AgentOut(Schema):
     agent_id: str
     name: str
     skills: dict[str, list[str]]
-    status: Literal["offline", "available", "queued", "attending", "wrap_up"]
+    status: AgentStatusName
     status_label: str
     version: int
     queued_at: str | None
     call_id: str | None
     updated_at: str | None
+    reason: str | None = Field(description="Why the agent is not ready (`missed`: an offered call not picked up).")
+    status_since: str | None = Field(description="When the agent's status last changed.")
 
 
 class AgentAndCallOut(Schema):

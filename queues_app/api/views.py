@@ -39,6 +39,7 @@ from queues_app.api.schemas import (
     IntervalsOut,
     ItemId,
     NothingIn,
+    NotReadyIn,
     PageSize,
     Problem,
     QueuesOut,
@@ -46,6 +47,7 @@ from queues_app.api.schemas import (
     ShipmentCreatedOut,
     ShipmentIn,
     ShipmentOut,
+    TransferIn,
     VersionIn,
 )
 from queues_app.callbacks.events import EVENT_TYPES
@@ -348,6 +350,64 @@ def end_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payl
     return _agent_and_call(response, outcome)
 
 
+@endpoints.post(
+    "calls/{call_id}/answered",
+    url_name="api-call-answered",
+    operation_id="answerCall",
+    summary="The agent picked up an offered call",
+    **answers(
+        {
+            200: (
+                CallOut,
+                "The call, answered. `Idempotent-Replayed: true` when it was answered already (or when offers are "
+                "off: every assignment is an answer).",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *CALL_CHANGES,
+    ),
+)
+def answer_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: NothingIn | None = None):
+    """With ANSWER_TIMEOUT_SECONDS set, an assignment is an offer: confirm that the agent
+    picked up before the call's `answer_by`. Too late, the call went back to its place in
+    line (and perhaps to the next agent) and this answers 409 saying so: of an answer and
+    the timeout at the same moment, exactly one wins."""
+    outcome = api_operations(request).answered(call_id)
+    if not outcome.replayed:
+        note_change(request, "call.answered", call_id, "answered")
+    _replayed(response, outcome.replayed)
+    return call_to_json(cast(Call, outcome.call))
+
+
+@endpoints.post(
+    "calls/{call_id}/transfer",
+    url_name="api-call-transfer",
+    operation_id="transferCall",
+    summary="Transfer a call in progress",
+    **answers(
+        {
+            200: (
+                CallEndedOut,
+                "The agent who handed the call on, as they are now, and the call: assigned to its new agent, or "
+                "waiting at its original place in line.",
+                (),
+            )
+        },
+        *CALL_CHANGES,
+    ),
+)
+def transfer_call(request: HttpRequest, call_id: ItemId, payload: TransferIn, response: HttpResponse):
+    """Hand a call in progress on, with new `preferences` (it keeps its arrival and waits
+    for, or is given to, an agent who fits) or to the queued agent `agent_id`. Its agent
+    then goes `then`. The call's `legs` keep each agent's part."""
+    outcome = api_operations(request).transfer(
+        call_id, preferences=payload.preferences, agent_id=payload.agent_id, then=payload.then
+    )
+    call = cast(Call, outcome.call)
+    note_change(request, "call.transfer", call_id, f"to {call.agent_name or 'the line'}")
+    return _agent_and_call(response, outcome)
+
+
 # --- the token's callback ----------------------------------------------------------------
 
 
@@ -635,6 +695,34 @@ def agent_offline(request: HttpRequest, agent_id: ItemId, payload: VersionIn, re
     outcome = api_operations(request).log_off(agent_id, expected_version=payload.version)
     if not outcome.replayed:
         note_change(request, "agent.offline", agent_id, "offline")
+    _replayed(response, outcome.replayed)
+    return {"agent": agent_to_json(cast(Agent, outcome.agent))}
+
+
+@endpoints.post(
+    "agents/{agent_id}/not-ready",
+    url_name="api-agent-not-ready",
+    operation_id="setAgentNotReady",
+    summary="Set an agent not ready, with a reason",
+    **answers(
+        {
+            200: (
+                AgentOnlyOut,
+                "The agent, not ready: logged in, offered no call. `Idempotent-Replayed: true` when this very "
+                "request had set them not ready already.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *AGENT_CHANGES,
+    ),
+)
+def agent_not_ready(request: HttpRequest, agent_id: ItemId, payload: NotReadyIn, response: HttpResponse):
+    """Take the agent out of every queue, logged in but offered no call, for `reason` (one
+    of AGENT_NOT_READY_REASONS), from the `version` named. An agent on a call answers 409:
+    end the call first. Made available again with /available."""
+    outcome = api_operations(request).set_not_ready(agent_id, payload.reason, expected_version=payload.version)
+    if not outcome.replayed:
+        note_change(request, "agent.not_ready", agent_id, payload.reason)
     _replayed(response, outcome.replayed)
     return {"agent": agent_to_json(cast(Agent, outcome.agent))}
 

@@ -1,12 +1,12 @@
 """Audited changes of agents: create, edit, make available, release (end their call),
-log off, one at a time or on a selection."""
+set not ready, log off, one at a time or on a selection."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from queues_app import event_names as named
-from queues_app.agents.records import Agent, CallStatus, Outcome
+from queues_app.agents.records import Agent, CallStatus, Outcome, not_ready_reasons
 from queues_app.ddb import errors
 from queues_app.operations.base import Recorded
 from queues_app.operations.bulk import (
@@ -96,6 +96,20 @@ class AgentOperations(Recorded):
         agent = outcome.agent
         if not outcome.replayed and agent is not None and agent.version != before.version:
             self._record(named.AGENT_OFFLINE, "agent", agent_id, f"logged {agent.name} off", before, agent)
+        return outcome
+
+    def set_not_ready(self, agent_id: str, reason: str, *, expected_version: int | None = None) -> Outcome:
+        """Logged in, offered no call, for one of AGENT_NOT_READY_REASONS."""
+        reasons = not_ready_reasons()
+        if reason not in reasons:
+            raise errors.InvalidRequest(f"A reason to be not ready is one of {', '.join(reasons)}; not {reason!r}.")
+        before = self.agents.get(agent_id)
+        with self._telling_what_changed("agent", agent_id):
+            outcome = self.call_center.set_not_ready(agent_id, reason, expected_version=expected_version)
+        agent = outcome.agent
+        if not outcome.replayed and agent is not None and agent.version != before.version:
+            summary = f"{agent.name} not ready: {reason}"
+            self._record(named.AGENT_NOT_READY, "agent", agent_id, summary, before, agent)
         return outcome
 
     def agents_effect(self, action: str, selection: Iterable[Seen]) -> Effect:

@@ -1,14 +1,15 @@
 """Audited changes of calls: a caller placed (assigned at once or waiting), a waiting
-caller who hung up."""
+caller who hung up, an offered call picked up, a call transferred."""
 
 from __future__ import annotations
 
 from queues_app import event_names as named
 from queues_app.admission import BackpressureGate
 from queues_app.agents.records import Call, Outcome
+from queues_app.agents.skills import describe_preferences
 from queues_app.monitoring import counters
 from queues_app.operations.base import Recorded
-from queues_app.operations.wording import waited
+from queues_app.operations.wording import waited, waited_until
 
 
 class CallOperations(Recorded):
@@ -51,4 +52,53 @@ class CallOperations(Recorded):
             return outcome
         summary = f"abandoned after waiting {waited(call)}"
         self._record(named.CALL_ABANDONED, "call", call_id, summary, {"status": "waiting"}, {"status": "abandoned"})
+        return outcome
+
+    def answered(self, call_id: str) -> Outcome:
+        """The agent picked up the offered call (ANSWER_TIMEOUT_SECONDS)."""
+        with self._telling_what_changed("call", call_id):
+            outcome = self.call_center.answered(call_id)
+        call = outcome.call
+        if not outcome.replayed and call is not None:
+            summary = f"answered by {call.agent_name} after waiting {waited_until(call, call.answered_at)}"
+            self._record(
+                named.CALL_ANSWERED, "call", call_id, summary, {"answered_at": None}, {"answered_at": call.answered_at}
+            )
+        return outcome
+
+    def transfer(
+        self, call_id: str, *, preferences: dict | None = None, agent_id: str | None = None, then: str = "queue"
+    ) -> Outcome:
+        """Hand a call in progress on: to new preferences (at its place in line) or to a
+        named queued agent; its agent then goes `then`."""
+        before = self.call_center.get_call(call_id)
+        from_agent = self.agents.get(before.agent_id) if before.agent_id else None
+        with self._telling_what_changed("call", call_id):
+            outcome = self.call_center.transfer(call_id, preferences=preferences, agent_id=agent_id, then=then)
+        call, agent = outcome.call, outcome.agent
+        if call is None or agent is None:
+            return outcome
+        where = f"to {call.agent_name}" if call.agent_id else f"to wait for {describe_preferences(call.preferences)}"
+        summary = f"transferred by {agent.name} {where}"
+        entries = [
+            self._entry(
+                named.AGENT_RELEASED,
+                "agent",
+                agent.agent_id,
+                f"{agent.name} transferred call {call_id}",
+                from_agent,
+                agent,
+            )
+        ]
+        if call.agent_id:
+            entries += [self.system.call_assigned(call), self.system.agent_assigned(call)]
+        self._record(
+            named.CALL_TRANSFERRED,
+            "call",
+            call_id,
+            summary,
+            {"agent_name": before.agent_name, "preferences": before.preferences},
+            {"agent_name": call.agent_name, "preferences": call.preferences, "status": call.status},
+            *entries,
+        )
         return outcome

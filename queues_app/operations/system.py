@@ -87,6 +87,36 @@ class SystemEvents:
             entries += [self.call_assigned(call, ESCALATION), self.agent_assigned(call, ESCALATION)]
         self.write(*entries)
 
+    def missed(self, call: Call) -> None:
+        """An offered call was not picked up in time: back in line (and perhaps given to
+        the next agent at once), its agent set not ready (`missed`)."""
+        part: dict = next((leg for leg in reversed(call.legs) if leg.get("how") == "missed"), {})
+        name, agent_id = part.get("agent_name") or "the agent", part.get("agent_id") or ""
+        state = f"then given to {call.agent_name}" if call.agent_id else "back at its place in line"
+        entries = [
+            self.entry(
+                ESCALATION,
+                named.CALL_MISSED,
+                "call",
+                call.call_id,
+                f"not picked up in time by {name}: {state}",
+                {"status": "assigned", "agent_name": name},
+                {"status": call.status, "agent_name": call.agent_name},
+            ),
+            self.entry(
+                ESCALATION,
+                named.AGENT_NOT_READY,
+                "agent",
+                agent_id,
+                f"{name} not ready: missed call {call.call_id}",
+                {"status": "attending", "call_id": call.call_id},
+                {"status": "not_ready", "reason": "missed"},
+            ),
+        ]
+        if call.agent_id:
+            entries += [self.call_assigned(call, ESCALATION), self.agent_assigned(call, ESCALATION)]
+        self.write(*entries)
+
     def dead_lettered(self, before: Shipment | None, after: Shipment) -> None:
         """The shipment worker sent a shipment to the DLQ after its last allowed attempt."""
         self.write(

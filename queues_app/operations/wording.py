@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from queues_app.agents.records import Call
+from queues_app.ddb.clock import from_iso
 
 
 def ago(seconds: float) -> str:
@@ -17,6 +18,12 @@ def ago(seconds: float) -> str:
 def waited(call: Call) -> str:
     seconds = call.waited_seconds
     return f"{seconds:.0f} s" if seconds is not None else "an unknown time"
+
+
+def waited_until(call: Call, moment: str | None) -> str:
+    """How long the caller waited from arrival to `moment` (an offered call picked up)."""
+    start, end = from_iso(call.arrived_at), from_iso(moment)
+    return f"{(end - start).total_seconds():.0f} s" if start and end else "an unknown time"
 
 
 def asked_for(call: Call) -> dict:

@@ -12,7 +12,8 @@ from queues_app.operations.system import SystemEvents
 class Command(CheckedCommand):
     help = (
         "Relax the preferences of callers who have waited too long (SWITCHBOARD_ESCALATION) and "
-        "try to match them again. One pass (exits non-zero when it could not be made), or every "
+        "try to match them again; put calls not picked up in time (ANSWER_TIMEOUT_SECONDS) back in line. "
+        "One pass (exits non-zero when it could not be made), or every "
         "N seconds with --every until SIGTERM or Ctrl-C."
     )
 
@@ -41,6 +42,10 @@ class Command(CheckedCommand):
 
     def _escalate(self, center: CallCenter) -> None:
         events = SystemEvents(AuditTrail(center.db))
+        for call in center.miss_expired_offers():
+            events.missed(call)
+            state = f"given to {call.agent_name}" if call.agent_id else "waiting at its place"
+            self.stdout.write(f"call {call.call_id}: not picked up in time; {state}")
         for call in center.escalate():
             # On the call's history (and the agent's, when it found one); an answer is
             # counted by the fact its assignment wrote.

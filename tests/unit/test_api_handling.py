@@ -1,0 +1,99 @@
+"""The phone system's side of not ready, offers and transfers, through the JSON API."""
+
+from datetime import timedelta
+
+import pytest
+
+from queues_app.agents.call_center import CallCenter
+from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.ddb.clock import now
+from tests.helpers.api import agent, assert_problem
+
+
+@pytest.fixture
+def offers(settings):
+    settings.ANSWER_TIMEOUT_SECONDS = 20
+
+
+def not_ready(api, agent_id, reason, version=None):
+    version = api.seen(agent_id)["version"] if version is None else version
+    return api.post(f"/api/agents/{agent_id}/not-ready", {"version": version, "reason": reason})
+
+
+def test_an_agent_set_not_ready_says_why_and_since_when(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    api.available(ana.agent_id)
+    response = not_ready(api, ana.agent_id, "lunch")
+    assert response.status_code == 200 and response["Idempotent-Replayed"] == "false"
+    body = response.json()["agent"]
+    assert (body["status"], body["reason"], body["status_label"]) == ("not_ready", "lunch", "Not ready: lunch")
+    assert body["status_since"]
+    assert all(q["depth"] == 0 for q in api.get("/api/queues").json()["queues"])
+    listed = api.get("/api/agents?status=not_ready").json()["agents"]
+    assert [a["name"] for a in listed] == ["Ana"]
+
+
+def test_a_retried_not_ready_is_replayed_and_a_stale_one_refused(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    seen = api.seen(ana.agent_id)["version"]
+    assert not_ready(api, ana.agent_id, "break", seen).status_code == 200
+    again = not_ready(api, ana.agent_id, "break", seen)
+    assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
+    assert_problem(not_ready(api, ana.agent_id, "lunch", seen), 409)
+
+
+def test_a_reason_not_configured_is_a_400_and_changes_nothing(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    body = assert_problem(not_ready(api, ana.agent_id, "nap"), 400)
+    assert "break" in body["message"]
+    assert_problem(not_ready(api, ana.agent_id, "missed"), 400)  # the system's own
+    assert api.seen(ana.agent_id)["status"] == AgentStatus.OFFLINE
+
+
+def test_an_offered_call_is_confirmed_once_and_a_late_answer_is_refused(moto_db, api, offers):
+    ana = agent("Ana", ["English"], "F")
+    api.available(ana.agent_id)
+    call = api.post("/api/calls", {"preferences": {}}).json()
+    assert call["status"] == "assigned" and call["answer_by"] and call["answered_at"] is None
+    answered = api.post(f"/api/calls/{call['call_id']}/answered")
+    assert answered.status_code == 200 and answered.json()["answered_at"] and answered.json()["answer_by"] is None
+    assert api.post(f"/api/calls/{call['call_id']}/answered")["Idempotent-Replayed"] == "true"
+
+    api.release(ana.agent_id, "queue")
+    late = api.post("/api/calls", {"preferences": {}}).json()
+    center = CallCenter(clock=lambda: now() + timedelta(seconds=30))  # the escalation loop, half a minute on
+    assert [c.call_id for c in center.miss_expired_offers()] == [late["call_id"]]
+    body = assert_problem(api.post(f"/api/calls/{late['call_id']}/answered"), 409)
+    assert "not answered in time" in body["message"]
+    assert api.seen(ana.agent_id)["reason"] == "missed"
+
+
+def test_a_call_is_transferred_to_new_preferences_or_a_named_agent(moto_db, api):
+    ana, bea, cid = agent("Ana", ["English"], "F"), agent("Bea", ["French"], "F"), agent("Cid", ["French"], "M")
+    for someone in (ana, bea, cid):
+        api.available(someone.agent_id)
+    call = api.post("/api/calls", {"preferences": {"language": "English"}}).json()
+    moved = api.post(f"/api/calls/{call['call_id']}/transfer", {"agent_id": cid.agent_id, "then": "wrap_up"})
+    assert moved.status_code == 200, moved.json()
+    assert moved.json()["agent"]["status"] == AgentStatus.WRAP_UP
+    assert moved.json()["call"]["agent_name"] == "Cid"
+    assert [leg["agent_name"] for leg in moved.json()["call"]["legs"]] == ["Ana"]
+
+    again = api.post(f"/api/calls/{call['call_id']}/transfer", {"preferences": {"language": "Spanish"}})
+    assert again.status_code == 200
+    waiting = again.json()["call"]
+    assert (waiting["status"], waiting["arrived_at"]) == (CallStatus.WAITING, call["arrived_at"])
+    assert [leg["agent_name"] for leg in waiting["legs"]] == ["Ana", "Cid"]
+
+
+def test_a_transfer_names_preferences_or_an_agent_and_only_of_a_call_in_progress(moto_db, api):
+    ana = agent("Ana", ["English"], "F")
+    api.available(ana.agent_id)
+    call = api.post("/api/calls", {"preferences": {}}).json()
+    both = {"preferences": {"language": "English"}, "agent_id": ana.agent_id}
+    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", both), 400)
+    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {}), 400)
+    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {"preferences": {"language": "Klingon"}}), 400)
+    api.release(ana.agent_id, "offline")
+    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {"preferences": {}}), 409)
+    assert_problem(api.post("/api/calls/nope/transfer", {"preferences": {}}), 404)
