@@ -1,0 +1,53 @@
+"""One side of the answer-against-timeout race, in a process of its own:
+
+    python -m tests.helpers.offer_race answer|miss START STEP OFFERS_JSON
+
+with DYNAMODB_ENDPOINT_URL and DYNAMODB_TABLE_PREFIX naming the tables. OFFERS_JSON is a
+file of [{"call_id", "offer_sk"}]; for the n-th offer, at START + n x STEP (epoch
+seconds), the process either confirms the call as answered (`answer`) or takes it as
+not picked up in time (`miss`, the sweep's step for one offer). The miss side reads the
+call and the agent before its transaction, so it starts 0 to 16 ms early, by the run's
+number, so that either side may land first. Prints one JSON object:
+{call_id: "won" | "lost"}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from queues_app.agents.call_center import CallCenter  # noqa: E402
+from queues_app.ddb import errors  # noqa: E402
+
+
+def main() -> None:
+    side, start, step, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    with open(path) as handle:
+        offers = json.load(handle)
+    center = CallCenter()
+    center.agents.get(offers[0]["agent_id"])  # connect before the first moment
+    outcome = {}
+    for n, offer in enumerate(offers):
+        early = (n % 5) * 0.004 if side == "miss" else 0.0
+        time.sleep(max(0.0, start + n * step - early - time.time()))
+        if side == "answer":
+            try:
+                won = not center.answered(offer["call_id"]).replayed
+            except errors.Conflict:
+                won = False
+        else:
+            won = center.miss_offer(offer["call_id"], offer["offer_sk"]) is not None
+        outcome[offer["call_id"]] = "won" if won else "lost"
+    print(json.dumps(outcome), flush=True)
+
+
+if __name__ == "__main__":
+    main()
