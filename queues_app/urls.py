@@ -25,6 +25,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/available", agents.agent_available, name="agent-available"),
     path("agents/<str:agent_id>/release", agents.agent_release, name="agent-release"),
     path("agents/<str:agent_id>/offline", agents.agent_offline, name="agent-offline"),
+    path("agents/<str:agent_id>/not-ready", agents.agent_not_ready, name="agent-not-ready"),
     path("calls/", calls.calls, name="calls"),
     path("calls/find", calls.call_lookup, name="call-lookup"),
     path("calls/export.csv", exports.calls_csv, name="calls-csv"),

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
+from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, not_ready_reasons
 from queues_app.agents.roster import COUNT_CAP, Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.audit.day import agent_day
@@ -117,6 +117,7 @@ def _list_context(query) -> tuple[dict, bool]:
         **tabs,
         "bulk_actions": BULK_ACTIONS,
         "release_then": RELEASE_THEN,
+        "not_ready_reasons": not_ready_reasons(),
         "dimensions": catalog.names,
     }
     return context, problem is not None
@@ -236,6 +237,7 @@ def agent_detail(request, agent_id: str):
             "day_colors": DAY_COLORS,
             "status_labels": AgentStatus.LABELS,
             "release_then": RELEASE_THEN,
+            "not_ready_reasons": not_ready_reasons(),
             "here": request.get_full_path(),
         },
         status=400 if form.errors else 200,
@@ -293,6 +295,19 @@ def agent_offline(request, agent_id: str):
     outcome = operations(request).log_off(check_id("agent", agent_id), expected_version=seen_version(request))
     agent = cast(Agent, outcome.agent)
     return repeat_or_done(outcome.replayed, f"{agent.name} is offline.", f"{agent.name} was logged off already.")
+
+
+@supervisor_action(default_back="/agents/", row=agents_answer)
+def agent_not_ready(request, agent_id: str):
+    """Logged in, offered no call, for the reason chosen (AGENT_NOT_READY_REASONS)."""
+    reason = request.POST.get("reason", "")
+    outcome = operations(request).set_not_ready(
+        check_id("agent", agent_id), reason, expected_version=seen_version(request)
+    )
+    agent = cast(Agent, outcome.agent)
+    return repeat_or_done(
+        outcome.replayed, f"{agent.name} is not ready: {reason}.", f"{agent.name} was set not ready already."
+    )
 
 
 @supervisor_action(default_back="/agents/")
