@@ -2,10 +2,12 @@
 
 Gauges come from the latest sample in the metrics history (`collect_metrics` writes one
 every 15 seconds); when the newest is older than two minutes, a scrape reads the queues'
-figures itself and writes nothing: a scrape only ever reads. Counters are the running
-totals every process adds to; the workers' heartbeats are one Query. A scrape costs about
-nine requests, however large the queues (a few more when nobody samples): the service
-level of the calls adds two Queries (`ServiceLevelCollector`).
+figures itself and writes nothing: a scrape only ever reads. The queue events are the
+running totals every process adds to; the workers' heartbeats are one Query. A scrape
+costs about nine requests, however large the queues (a few more when nobody samples):
+the service level of the calls adds two Queries (`ServiceLevelCollector`).
+
+The DynamoDB request counters (`ddb/meter.py`) are kept by the process instead.
 """
 
 from __future__ import annotations
@@ -86,25 +88,6 @@ class QueueCollector:
                 if name in values:
                     events.add_metric([queue, name], values[name])
         yield events
-        requests = CounterMetricFamily(
-            "switchboard_dynamodb_requests", "DynamoDB requests made by this process", labels=["operation"]
-        )
-        capacity = CounterMetricFamily(
-            "switchboard_dynamodb_capacity_units",
-            "Capacity units consumed by this process's requests",
-            labels=["operation"],
-        )
-        failures = CounterMetricFamily(
-            "switchboard_dynamodb_errors", "DynamoDB errors seen by this process", labels=["operation", "code"]
-        )
-        for operation, stats in sorted(meter.process_meter.snapshot().items()):
-            requests.add_metric([operation], stats["calls"])
-            capacity.add_metric([operation], stats["capacity"])
-            for code, count in {**stats["errors"], **stats["cancellation_reasons"]}.items():
-                failures.add_metric([operation, code], count)
-        yield requests
-        yield capacity
-        yield failures
 
 
 class ServiceLevelCollector:
@@ -203,9 +186,16 @@ class WorkerCollector:
         yield count
 
 
+def add_process_figures(registry: CollectorRegistry) -> None:
+    """This process's DynamoDB request counters."""
+    for metric in meter.COUNTERS:
+        registry.register(metric)
+
+
 def exposition() -> bytes:
     """Every figure, as a scrape answers it (DynamoError when DynamoDB fails)."""
     registry = CollectorRegistry(auto_describe=False)
+    add_process_figures(registry)
     registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
     registry.register(WorkerCollector())
     registry.register(ServiceLevelCollector(ServiceLevelReader(MetricsStore().db)))

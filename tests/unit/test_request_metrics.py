@@ -1,0 +1,68 @@
+"""The figures each process keeps for /metrics: the DynamoDB request counters
+(`ddb/meter.py`)."""
+
+from types import SimpleNamespace
+
+from prometheus_client import CollectorRegistry
+
+from queues_app.ddb import meter
+from queues_app.monitoring.prometheus import add_process_figures
+from queues_app.shipments.queue import ShipmentQueue
+
+
+def figure(name, **labels):
+    """A sample of this process's figures, as /metrics would read it (0 when absent)."""
+    registry = CollectorRegistry(auto_describe=False)
+    add_process_figures(registry)
+    return registry.get_sample_value(name, labels) or 0
+
+
+def test_the_dynamodb_counters_count_every_request_of_the_process(moto_db):
+    before = {
+        name: figure(f"switchboard_dynamodb_{name}_total", operation="PutItem")
+        for name in ("requests", "capacity_units", "throttles", "retries")
+    }
+    queue = ShipmentQueue(moto_db)
+    queue.submit({})
+    queue.submit({})
+    assert figure("switchboard_dynamodb_requests_total", operation="PutItem") >= before["requests"] + 2
+    assert figure("switchboard_dynamodb_capacity_units_total", operation="PutItem") > before["capacity_units"]
+    # Nothing throttled or retried on moto; the series are there all the same, at zero.
+    registry = CollectorRegistry(auto_describe=False)
+    add_process_figures(registry)
+    assert registry.get_sample_value("switchboard_dynamodb_throttles_total", {"operation": "PutItem"}) is not None
+    assert figure("switchboard_dynamodb_throttles_total", operation="PutItem") == before["throttles"]
+    assert figure("switchboard_dynamodb_retries_total", operation="PutItem") == before["retries"]
+
+
+def botocore_answer(operation, *, code=None, reasons=(), retries=0, units=None):
+    """What botocore hands the meter after a request (`after-call`)."""
+    parsed = {"ResponseMetadata": {"RetryAttempts": retries}}
+    if code:
+        parsed["Error"] = {"Code": code}
+    if reasons:
+        parsed["CancellationReasons"] = [{"Code": r} for r in reasons]
+    if units is not None:
+        parsed["ConsumedCapacity"] = [{"CapacityUnits": units}]
+    meter._after_call(http_response=None, parsed=parsed, model=SimpleNamespace(name=operation))
+
+
+def test_throttles_retries_and_errors_are_counted_by_operation_and_code():
+    def figures():
+        return (
+            figure("switchboard_dynamodb_throttles_total", operation="TransactWriteItems"),
+            figure("switchboard_dynamodb_retries_total", operation="TransactWriteItems"),
+            figure("switchboard_dynamodb_errors_total", operation="TransactWriteItems", code="ThrottlingError"),
+            figure(
+                "switchboard_dynamodb_errors_total",
+                operation="TransactWriteItems",
+                code="TransactionCanceledException",
+            ),
+            figure("switchboard_dynamodb_capacity_units_total", operation="TransactWriteItems"),
+        )
+
+    before = figures()
+    botocore_answer("TransactWriteItems", code="TransactionCanceledException", reasons=["None", "ThrottlingError"])
+    botocore_answer("TransactWriteItems", retries=2, units=4.5)
+    after = figures()
+    assert [b - a for a, b in zip(before, after, strict=True)] == [1, 2, 1, 1, 4.5]
