@@ -7,7 +7,8 @@ running totals every process adds to; the workers' heartbeats are one Query. A s
 costs about nine requests, however large the queues (a few more when nobody samples):
 the service level of the calls adds two Queries (`ServiceLevelCollector`).
 
-The DynamoDB request counters (`ddb/meter.py`) are kept by the process instead.
+The DynamoDB request counters (`ddb/meter.py`) and the request latencies
+(`monitoring/latency.py`) are kept by the process instead.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
-from queues_app.monitoring import heartbeats
+from queues_app.monitoring import heartbeats, latency
 from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
 from queues_app.monitoring.sampler import MetricsCollector
 from queues_app.monitoring.service_level import ServiceLevelReader, Window
@@ -187,8 +188,8 @@ class WorkerCollector:
 
 
 def add_process_figures(registry: CollectorRegistry) -> None:
-    """This process's DynamoDB request counters."""
-    for metric in meter.COUNTERS:
+    """This process's DynamoDB request counters and request latencies."""
+    for metric in (*meter.COUNTERS, latency.REQUEST_SECONDS):
         registry.register(metric)
 
 

@@ -1,13 +1,16 @@
 """The figures each process keeps for /metrics: the DynamoDB request counters
-(`ddb/meter.py`)."""
+(`ddb/meter.py`) and the per-route latency histogram (`monitoring/latency.py`)."""
 
 from types import SimpleNamespace
 
 from prometheus_client import CollectorRegistry
 
 from queues_app.ddb import meter
+from queues_app.monitoring import latency
 from queues_app.monitoring.prometheus import add_process_figures
 from queues_app.shipments.queue import ShipmentQueue
+
+HISTOGRAM = "switchboard_http_request_duration_seconds"
 
 
 def figure(name, **labels):
@@ -15,6 +18,44 @@ def figure(name, **labels):
     registry = CollectorRegistry(auto_describe=False)
     add_process_figures(registry)
     return registry.get_sample_value(name, labels) or 0
+
+
+def scrape(client):
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_request_is_timed_under_its_route_never_its_path(supervisor_client, moto_db):
+    route = {"route": "/agents/<str:agent_id>/", "method": "GET", "status_class": "4xx"}
+    before = figure(f"{HISTOGRAM}_count", **route)
+    assert supervisor_client.get("/agents/agent-7f3e9/").status_code == 404
+    assert supervisor_client.get("/agents/agent-0c21d/").status_code == 404
+    assert figure(f"{HISTOGRAM}_count", **route) == before + 2
+    # Both in one series: the buckets hold them, the sum is in seconds and positive.
+    assert figure(f"{HISTOGRAM}_bucket", **route, le="+Inf") >= 2
+    assert figure(f"{HISTOGRAM}_sum", **route) > 0
+    text = scrape(supervisor_client)
+    assert 'route="/agents/<str:agent_id>/"' in text
+    assert "agent-7f3e9" not in text and "agent-0c21d" not in text
+
+
+def test_the_overview_is_the_root_route_and_an_unknown_path_is_unmatched(supervisor_client, moto_db):
+    home = {"route": "/", "method": "GET", "status_class": "2xx"}
+    unmatched = {"route": latency.UNMATCHED, "method": "GET", "status_class": "4xx"}
+    before = figure(f"{HISTOGRAM}_count", **home), figure(f"{HISTOGRAM}_count", **unmatched)
+    assert supervisor_client.get("/").status_code == 200
+    assert supervisor_client.get("/no-such-page/x-123").status_code == 404
+    after = figure(f"{HISTOGRAM}_count", **home), figure(f"{HISTOGRAM}_count", **unmatched)
+    assert after == (before[0] + 1, before[1] + 1)
+    assert "/no-such-page" not in scrape(supervisor_client)
+
+
+def test_an_odd_method_is_other_and_a_redirect_is_3xx(client, db):
+    labels = {"route": "/", "method": "other", "status_class": "3xx"}
+    before = figure(f"{HISTOGRAM}_count", **labels)
+    client.generic("PROPFIND", "/")  # not logged in: sent to the login page
+    assert figure(f"{HISTOGRAM}_count", **labels) == before + 1
 
 
 def test_the_dynamodb_counters_count_every_request_of_the_process(moto_db):
