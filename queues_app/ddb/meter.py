@@ -6,7 +6,10 @@ to the process-wide meter and to any meters opened with `measure()` (a benchmark
 test checking that a page makes a bounded number of requests).
 
 The same figures go to prometheus_client counters (`REQUESTS`, `CAPACITY`, `THROTTLES`,
-`RETRIES`, `ERRORS`) that `/metrics` shows.
+`RETRIES`, `ERRORS`) that `/metrics` shows. With PROMETHEUS_MULTIPROC_DIR set (gunicorn
+under `make serve` and the web unit) every process writes its own to a file there and a
+scrape adds them all up, so the totals never go down whichever worker answers; without
+it they are this process's alone.
 
 `record_access()` also notes, while open, the IAM permission every request needs (an
 IAM action on a table, an index, a stream or `*`): `tests/unit/test_iam.py` checks the
@@ -128,7 +131,8 @@ def writes_seen() -> int:
 
 process_meter = RequestMeter()
 
-# Registered in no registry: /metrics gathers them (monitoring/prometheus.py).
+# Registered in no registry: /metrics gathers them (monitoring/prometheus.py), from this
+# process or, in multiprocess mode, from every process's file.
 REQUESTS = Counter("switchboard_dynamodb_requests", "DynamoDB requests made", ["operation"], registry=None)
 CAPACITY = Counter(
     "switchboard_dynamodb_capacity_units",

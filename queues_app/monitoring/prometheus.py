@@ -8,15 +8,21 @@ costs about nine requests, however large the queues (a few more when nobody samp
 the service level of the calls adds two Queries (`ServiceLevelCollector`).
 
 The DynamoDB request counters (`ddb/meter.py`) and the request latencies
-(`monitoring/latency.py`) are kept by the process instead.
+(`monitoring/latency.py`) are kept by each process instead. With PROMETHEUS_MULTIPROC_DIR
+set (gunicorn's workers, `make serve` and the web unit set it) a scrape adds up every
+worker's files, dead workers' included, so a total never goes down whichever worker
+answers; without it (runserver, the tests, one process) they are this process's.
+The figures read from DynamoDB are never in those files: each scrape reads them once.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
@@ -187,10 +193,20 @@ class WorkerCollector:
         yield count
 
 
+def multiprocess_dir() -> str | None:
+    """Where every process of the web server writes its counters, when they share them."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
 def add_process_figures(registry: CollectorRegistry) -> None:
-    """This process's DynamoDB request counters and request latencies."""
-    for metric in (*meter.COUNTERS, latency.REQUEST_SECONDS):
-        registry.register(metric)
+    """The DynamoDB request counters and the request latencies: every worker's, added up
+    from their files, or this process's alone."""
+    directory = multiprocess_dir()
+    if directory:
+        MultiProcessCollector(registry, path=directory)
+    else:
+        for metric in (*meter.COUNTERS, latency.REQUEST_SECONDS):
+            registry.register(metric)
 
 
 def exposition() -> bytes:
