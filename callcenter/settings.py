@@ -59,6 +59,8 @@ MIDDLEWARE = [
     # With DEBUG off: static files, compressed and cached for ever (names carry a hash),
     # from the WSGI process itself (with it on, runserver and the tests serve them).
     *([] if DEBUG else ["whitenoise.middleware.WhiteNoiseMiddleware"]),
+    # Per-route latency for /metrics: every request from here on (static files left out).
+    "queues_app.monitoring.latency.RequestLatencyMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "queues_app.tracing.TraceIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

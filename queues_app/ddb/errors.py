@@ -123,7 +123,7 @@ class TableMissing(Unavailable):
         self.table_name = table
 
 
-_THROTTLE_CODES = {
+THROTTLE_CODES = {
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
@@ -173,7 +173,7 @@ def translate(exc: Exception, *, table: str | None = None, endpoint: str | None 
         if code == "TransactionCanceledException":
             reasons = _reasons(response)
             codes = {r.code for r in reasons if r.failed}
-            if codes & _THROTTLE_CODES:
+            if codes & THROTTLE_CODES:
                 return Throttled("DynamoDB throttled part of a transaction; try again shortly.")
             if "ValidationError" in codes:
                 return InvalidRequest(f"DynamoDB rejected part of a transaction: {message}")
@@ -190,7 +190,7 @@ def translate(exc: Exception, *, table: str | None = None, endpoint: str | None 
             return AlreadyExists(message)
         if code == "ResourceNotFoundException":
             return TableMissing(table or _table_from_message(message), endpoint=endpoint)
-        if code in _THROTTLE_CODES:
+        if code in THROTTLE_CODES:
             return Throttled("DynamoDB is throttling requests; try again shortly.")
         if code in _UNAVAILABLE_CODES:
             return Unavailable(f"DynamoDB answered with a server error ({code}).", endpoint=endpoint)

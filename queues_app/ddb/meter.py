@@ -5,6 +5,12 @@ for consumed capacity on every operation that can report it, and adds what comes
 to the process-wide meter and to any meters opened with `measure()` (a benchmark, a
 test checking that a page makes a bounded number of requests).
 
+The same figures go to prometheus_client counters (`REQUESTS`, `CAPACITY`, `THROTTLES`,
+`RETRIES`, `ERRORS`) that `/metrics` shows. With PROMETHEUS_MULTIPROC_DIR set (gunicorn
+under `make serve` and the web unit) every process writes its own to a file there and a
+scrape adds them all up, so the totals never go down whichever worker answers; without
+it they are this process's alone.
+
 `record_access()` also notes, while open, the IAM permission every request needs (an
 IAM action on a table, an index, a stream or `*`): `tests/unit/test_iam.py` checks the
 generated per-role policies (`iam.py`) against what each role's code really asks for.
@@ -19,6 +25,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+
+from prometheus_client import Counter
+
+from queues_app.ddb.errors import THROTTLE_CODES
 
 
 @dataclass
@@ -120,6 +130,30 @@ def writes_seen() -> int:
 
 
 process_meter = RequestMeter()
+
+# Registered in no registry: /metrics gathers them (monitoring/prometheus.py), from this
+# process or, in multiprocess mode, from every process's file.
+REQUESTS = Counter("switchboard_dynamodb_requests", "DynamoDB requests made", ["operation"], registry=None)
+CAPACITY = Counter(
+    "switchboard_dynamodb_capacity_units",
+    "Capacity units consumed (read and write, tables and indexes)",
+    ["operation"],
+    registry=None,
+)
+THROTTLES = Counter(
+    "switchboard_dynamodb_throttles",
+    "Requests DynamoDB still throttled after botocore's retries (a transaction: any of its items)",
+    ["operation"],
+    registry=None,
+)
+RETRIES = Counter("switchboard_dynamodb_retries", "Attempts botocore retried", ["operation"], registry=None)
+ERRORS = Counter(
+    "switchboard_dynamodb_errors",
+    "Errors and transaction cancellation reasons, by code",
+    ["operation", "code"],
+    registry=None,
+)
+COUNTERS = (REQUESTS, CAPACITY, THROTTLES, RETRIES, ERRORS)
 recent_meter = TimedMeter()
 _open_meters: set[RequestMeter] = set()
 _open_lock = threading.Lock()
@@ -170,6 +204,7 @@ def _after_call(http_response, parsed, model, **kwargs):
     fields = dict(retries=retries, capacity=capacity, error_code=error_code, cancellation_codes=cancellation_codes)
     process_meter.record(model.name, **fields)
     recent_meter.bucket().record(model.name, **fields)
+    _count(model.name, **fields)
     if _housekeeping.get():
         return
     global _writes
@@ -179,6 +214,20 @@ def _after_call(http_response, parsed, model, **kwargs):
         meters = list(_open_meters)
     for meter in meters:
         meter.record(model.name, **fields)
+
+
+def _count(
+    operation: str, *, retries: int, capacity: list[dict], error_code: str | None, cancellation_codes: list[str]
+) -> None:
+    # Every operation gets all four series at once (zero until something happens), so
+    # a rate over them has a start rather than a series that appears out of nowhere.
+    REQUESTS.labels(operation).inc()
+    CAPACITY.labels(operation).inc(sum(float(entry.get("CapacityUnits") or 0) for entry in capacity))
+    RETRIES.labels(operation).inc(retries)
+    throttled = error_code in THROTTLE_CODES or bool(THROTTLE_CODES.intersection(cancellation_codes))
+    THROTTLES.labels(operation).inc(1 if throttled else 0)
+    for code in ([error_code] if error_code else []) + cancellation_codes:
+        ERRORS.labels(operation, code).inc()
 
 
 def install(client) -> None:

@@ -2,22 +2,31 @@
 
 Gauges come from the latest sample in the metrics history (`collect_metrics` writes one
 every 15 seconds); when the newest is older than two minutes, a scrape reads the queues'
-figures itself and writes nothing: a scrape only ever reads. Counters are the running
-totals every process adds to; the workers' heartbeats are one Query. A scrape costs about
-nine requests, however large the queues (a few more when nobody samples): the service
-level of the calls adds two Queries (`ServiceLevelCollector`).
+figures itself and writes nothing: a scrape only ever reads. The queue events are the
+running totals every process adds to; the workers' heartbeats are one Query. A scrape
+costs about nine requests, however large the queues (a few more when nobody samples):
+the service level of the calls adds two Queries (`ServiceLevelCollector`).
+
+The DynamoDB request counters (`ddb/meter.py`) and the request latencies
+(`monitoring/latency.py`) are kept by each process instead. With PROMETHEUS_MULTIPROC_DIR
+set (gunicorn's workers, `make serve` and the web unit set it) a scrape adds up every
+worker's files, dead workers' included, so a total never goes down whichever worker
+answers; without it (runserver, the tests, one process) they are this process's.
+The figures read from DynamoDB are never in those files: each scrape reads them once.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
-from queues_app.monitoring import heartbeats
+from queues_app.monitoring import heartbeats, latency
 from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
 from queues_app.monitoring.sampler import MetricsCollector
 from queues_app.monitoring.service_level import ServiceLevelReader, Window
@@ -86,25 +95,6 @@ class QueueCollector:
                 if name in values:
                     events.add_metric([queue, name], values[name])
         yield events
-        requests = CounterMetricFamily(
-            "switchboard_dynamodb_requests", "DynamoDB requests made by this process", labels=["operation"]
-        )
-        capacity = CounterMetricFamily(
-            "switchboard_dynamodb_capacity_units",
-            "Capacity units consumed by this process's requests",
-            labels=["operation"],
-        )
-        failures = CounterMetricFamily(
-            "switchboard_dynamodb_errors", "DynamoDB errors seen by this process", labels=["operation", "code"]
-        )
-        for operation, stats in sorted(meter.process_meter.snapshot().items()):
-            requests.add_metric([operation], stats["calls"])
-            capacity.add_metric([operation], stats["capacity"])
-            for code, count in {**stats["errors"], **stats["cancellation_reasons"]}.items():
-                failures.add_metric([operation, code], count)
-        yield requests
-        yield capacity
-        yield failures
 
 
 class ServiceLevelCollector:
@@ -203,9 +193,26 @@ class WorkerCollector:
         yield count
 
 
+def multiprocess_dir() -> str | None:
+    """Where every process of the web server writes its counters, when they share them."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def add_process_figures(registry: CollectorRegistry) -> None:
+    """The DynamoDB request counters and the request latencies: every worker's, added up
+    from their files, or this process's alone."""
+    directory = multiprocess_dir()
+    if directory:
+        MultiProcessCollector(registry, path=directory)
+    else:
+        for metric in (*meter.COUNTERS, latency.REQUEST_SECONDS):
+            registry.register(metric)
+
+
 def exposition() -> bytes:
     """Every figure, as a scrape answers it (DynamoError when DynamoDB fails)."""
     registry = CollectorRegistry(auto_describe=False)
+    add_process_figures(registry)
     registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
     registry.register(WorkerCollector())
     registry.register(ServiceLevelCollector(ServiceLevelReader(MetricsStore().db)))

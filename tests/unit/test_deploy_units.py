@@ -65,3 +65,14 @@ def test_the_web_unit_serves_the_wsgi_application_with_gunicorn():
     # Its access log in the application's format (`make serve` starts it the same way).
     logger_class = args[args.index("--logger-class") + 1]
     assert import_string(logger_class).__name__ == "AccessLogger" and "--access-logfile" in args
+
+
+def test_the_web_unit_gives_the_workers_a_fresh_directory_to_add_their_metrics_up_in():
+    unit = (ROOT / "deploy" / "systemd" / "switchboard-web.service").read_text()
+    settings = dict(line.split("=", 1) for line in unit.splitlines() if "=" in line and not line.startswith("#"))
+    # systemd makes /run/<RuntimeDirectory> at each start and removes it at each stop.
+    assert settings["RuntimeDirectory"] == "switchboard-web"
+    assert "Environment=PROMETHEUS_MULTIPROC_DIR=/run/switchboard-web" in unit.splitlines()
+    args = _exec_start(ROOT / "deploy" / "systemd" / "switchboard-web.service")
+    config = Path(args[args.index("--config") + 1].replace(INSTALLED_AT, str(ROOT)))
+    assert "def child_exit(" in config.read_text()  # the hook that tidies a dead worker's files

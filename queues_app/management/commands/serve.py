@@ -7,12 +7,18 @@ WhiteNoise serves), migrations, DynamoDB Local with the tables, gunicorn with wo
 and the background processes a deployment runs: the matcher (which the web workers send
 their new callers to), the metrics collector, a shipment worker, the task processor, the
 caller escalation and the callback worker. Ctrl-C or SIGTERM stops them all.
+
+gunicorn's workers share their /metrics counters through prometheus_client's
+multiprocess mode: PROMETHEUS_MULTIPROC_DIR is a directory of this run's own
+(var/prometheus-<port>), emptied before gunicorn starts, since files left by an earlier
+run would be added in, and removed once everything has stopped.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -90,11 +96,14 @@ class Command(CheckedCommand):
         var = root / "var"
         var.mkdir(exist_ok=True)
         env = production_env(dict(os.environ))
+        # Only gunicorn's workers share counters; the other processes keep their own.
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         # The workers share the overview's cached figures, as the systemd unit has them.
         env.setdefault("CACHE_URL", f"filecache://{var / 'cache'}")
         manage = [sys.executable, str(root / "manage.py")]
         local = None
         children = Children()
+        metrics_dir = var / f"prometheus-{port}"  # the port is ours while we run
         stop_on_sigterm()
         try:
             data = Path(data_dir) if data_dir else var / "dynamodb"
@@ -110,7 +119,12 @@ class Command(CheckedCommand):
             gunicorn += ["--worker-class", "gthread", "--threads", str(threads)]
             # No control socket: its default path is one per user, shared by every gunicorn.
             gunicorn += ["--no-control-socket"]
-            children.start("gunicorn", gunicorn, cwd=root, env=env)
+            # The hook that tidies a dead worker's metric files (child_exit).
+            gunicorn += ["--config", str(root / "callcenter" / "gunicorn_config.py")]
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            metrics_dir.mkdir()
+            web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+            children.start("gunicorn", gunicorn, cwd=root, env=web_env)
             for name, args in BACKGROUND.items():
                 children.start(name, manage + args, cwd=root, env=env)
             for name, process in children.processes.items():
@@ -133,6 +147,7 @@ class Command(CheckedCommand):
             if local:
                 local.stop()
                 self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
     def _run(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.stdout.write("$ manage.py " + " ".join(args[2:]))
