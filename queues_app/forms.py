@@ -12,7 +12,7 @@ from typing import cast
 from django import forms
 
 from queues_app.agents import keys
-from queues_app.agents.records import AgentStatus, QueueOrder
+from queues_app.agents.records import AFTER_CALL, AgentStatus, QueueOrder
 from queues_app.agents.skills import SkillCatalog
 from queues_app.shipments.records import DEFAULT_DLQ_REASON
 
@@ -140,6 +140,35 @@ class CallForm(SkillFields, forms.Form):
                 choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
                 initial=ANY_CHOICE,
             )
+
+    @property
+    def preferences(self) -> dict[str, str]:
+        return {d: self.cleaned_data[skill_field_name(d)] for d in self.catalog.names}
+
+
+class TransferForm(SkillFields, forms.Form):
+    """Where a call in progress goes: to new preferences (it waits at its place for an
+    agent who fits) or to a named queued agent; and where its agent goes after."""
+
+    to = forms.ChoiceField(choices=[("preferences", "Preferences"), ("agent", "A queued agent")])
+    agent_id = forms.CharField(required=False, max_length=64)
+    then = forms.ChoiceField(choices=list(AFTER_CALL.items()), initial="queue")
+
+    def __init__(self, *args, catalog: SkillCatalog, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.catalog = catalog
+        for dimension, values in catalog.dimensions:
+            self.fields[skill_field_name(dimension)] = forms.ChoiceField(
+                label=dimension.capitalize(),
+                choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
+                initial=ANY_CHOICE,
+            )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("to") == "agent" and not data.get("agent_id"):
+            raise forms.ValidationError("Choose the queued agent to give the call to.")
+        return data
 
     @property
     def preferences(self) -> dict[str, str]:

@@ -32,6 +32,7 @@ urlpatterns = [
     path("calls/<str:call_id>/", calls.call_detail, name="call-detail"),
     path("calls/<str:call_id>/abandon", calls.call_abandon, name="call-abandon"),
     path("calls/<str:call_id>/end", calls.call_end, name="call-end"),
+    path("calls/<str:call_id>/transfer", calls.call_transfer, name="call-transfer"),
     path("queues/", overview.queue_metadata, name="queues"),
     path("shipments/", shipments.shipment_list, name="shipments"),
     path("shipments/bulk", shipments.shipment_bulk, name="shipment-bulk"),

@@ -51,9 +51,11 @@ class TableSpec:
 # that cost the same with ten agents as with ten thousand. Each status is spread over 8
 # partitions (`status_q` = `<status>#<n>`, n a hash of the agent id), since every call
 # moves an agent through three statuses: a status's list is its partitions merged, its
-# count their sum. Sparse: only agents have `status_q` and `name_lower`.
+# count their sum. Sparse: only agents have `status_q` and `name_lower`. It projects
+# since when an agent is in their status and why (not ready), which the list shows: it
+# replaced `agents_by_status_shard`, which projected neither.
 AGENTS_BY_STATUS = Index(
-    "agents_by_status_shard",
+    "agents_by_status_since",
     "status_q",
     "name_lower",
     projection="INCLUDE",
@@ -67,6 +69,8 @@ AGENTS_BY_STATUS = Index(
         "version",
         "updated_at",
         "created_at",
+        "status_since",
+        "reason",
     ),
 )
 # Agents in name order, for the agents list: a page of names is one Query however many
@@ -113,7 +117,7 @@ CALLCENTER = TableSpec(
     # Agents and calls shared `by_status` (status, sk): calls in progress are now read
     # through their attending agents. `by_name` projected the whole agent.
     # `agents_by_status` (status, name_lower) took every write of a status in one partition.
-    retired_indexes=("by_status", "by_name", "agents_by_status"),
+    retired_indexes=("by_status", "by_name", "agents_by_status", "agents_by_status_shard"),
     # Ended calls expire after a retention period.
     ttl_attribute="expires_at",
 )

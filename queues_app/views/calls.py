@@ -12,13 +12,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.matching import WHY_OUTCOMES
-from queues_app.agents.records import AFTER_CALL, CallStatus
+from queues_app.agents.records import AFTER_CALL, AgentStatus, CallStatus
 from queues_app.agents.skills import ANY
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.errors import InvalidRequest, KeyReused
-from queues_app.forms import CallForm, CallLookupForm
+from queues_app.forms import CallForm, CallLookupForm, TransferForm
 from queues_app.roles import require_supervisor
 from queues_app.views.common import (
     ask_first,
@@ -114,10 +114,19 @@ def _place(request, form: CallForm):
     return save_form(form, place)
 
 
+LEG_WORDS = {"ended": "ended the call", "transferred": "transferred it", "missed": "did not pick up in time"}
+QUEUED_CHOICES = 50  # queued agents offered as a transfer's target (the first by name)
+
+
 @require_GET
 def call_detail(request, call_id: str):
-    call = CallCenter().get_call(check_id("call", call_id))
+    center = CallCenter()
+    call = center.get_call(check_id("call", call_id))
     history = AuditTrail().for_target(target("call", call.call_id), limit=20)
+    transfer = None
+    if call.status == CallStatus.ASSIGNED and not call.offer_sk:
+        queued = center.agents.list(status=AgentStatus.QUEUED, limit=QUEUED_CHOICES).items
+        transfer = {"form": TransferForm(catalog=center.catalog), "queued": queued}
     return render(
         request,
         "queues_app/call_detail.html",
@@ -128,8 +137,33 @@ def call_detail(request, call_id: str):
             "history": history.entries,
             "history_more": history.next_cursor is not None,
             "after_call": AFTER_CALL,
+            "transfer": transfer,
+            "leg_words": LEG_WORDS,
+            "answer_by": call.offer_sk.split("#", 1)[0] if call.offer_sk else None,
         },
     )
+
+
+@supervisor_action(default_back="/calls/")
+def call_transfer(request, call_id: str):
+    """Hand a call in progress on: to new preferences, or to a named queued agent."""
+    call_id = check_id("call", call_id)
+    center = CallCenter()
+    form = TransferForm(request.POST, catalog=center.catalog)
+    if not form.is_valid():
+        problems = [str(e) for errors in form.errors.values() for e in errors]
+        raise InvalidRequest("The transfer was not made: " + " ".join(problems))
+    data = form.cleaned_data
+    to_agent = data["to"] == "agent"
+    outcome = operations(request).transfer(
+        call_id,
+        preferences=None if to_agent else form.preferences,
+        agent_id=check_id("agent", data["agent_id"]) if to_agent else None,
+        then=data["then"],
+    )
+    agent, call = outcome
+    where = f"to {call.agent_name}" if call and call.agent_id else "back to the line, at its place"
+    return f"Call {call_id} transferred {where}; {agent.name if agent else 'its agent'} is {agent.doing if agent else 'free'} now."
 
 
 @supervisor_action(default_back="/calls/")

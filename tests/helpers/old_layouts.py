@@ -21,6 +21,15 @@ PREVIOUS_INDEXES = (
 )
 
 
+# Before the status index projected the status's start and reason.
+SHARDED_INDEXES = (
+    ("agents_by_status_shard", "status_q", "name_lower", "INCLUDE", (*AGENT_FIELDS, "status")),
+    ("agents_by_name", "type", "name_lower", "INCLUDE", ("agent_id", "name", "skills", "created_at")),
+    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
+    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
+)
+
+
 def make_old_style(db, router, call) -> None:
     """Put a waiting caller back the way an earlier version kept them: in the single
     `WAITING` partition, without a count."""

@@ -11,6 +11,7 @@ from tests.helpers.old_layouts import (
     AGENT_FIELDS,
     OLDER_INDEXES,
     PREVIOUS_INDEXES,
+    SHARDED_INDEXES,
     make_old_style,
     without_status_partition,
 )
@@ -64,10 +65,15 @@ def test_create_command_reports_what_it_did(moto_empty):
 @pytest.mark.parametrize(
     "layout, added, deleted",
     [
-        (OLDER_INDEXES, ["agents_by_status_shard", "agents_by_name"], ["by_status", "by_name"]),
-        (PREVIOUS_INDEXES, ["agents_by_status_shard"], ["agents_by_status"]),
+        (OLDER_INDEXES, ["agents_by_status_since", "agents_by_name"], ["by_status", "by_name"]),
+        (PREVIOUS_INDEXES, ["agents_by_status_since"], ["agents_by_status"]),
+        (SHARDED_INDEXES, ["agents_by_status_since"], ["agents_by_status_shard"]),
     ],
-    ids=["before agents had their own indexes", "before the status index was spread"],
+    ids=[
+        "before agents had their own indexes",
+        "before the status index was spread",
+        "before the status index projected since when and why",
+    ],
 )
 def test_create_adds_the_indexes_an_older_table_lacks_and_deletes_the_ones_it_replaced(
     moto_empty, monkeypatch, layout, added, deleted
@@ -100,10 +106,10 @@ def test_create_adds_the_indexes_an_older_table_lacks_and_deletes_the_ones_it_re
 def test_the_status_index_projects_what_a_status_list_shows():
     from queues_app.ddb import tables
 
-    (index,) = [i for i in tables.CALLCENTER.indexes if i.name == "agents_by_status_shard"]
+    (index,) = [i for i in tables.CALLCENTER.indexes if i.name == "agents_by_status_since"]
     assert (index.partition_key, index.sort_key) == ("status_q", "name_lower")
     # The old index's key was the status, projected without being listed; this one's is not.
-    assert set(index.include) == {*AGENT_FIELDS, "status"}
+    assert set(index.include) == {*AGENT_FIELDS, "status", "status_since", "reason"}
 
 
 def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_db):
