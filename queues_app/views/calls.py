@@ -163,7 +163,8 @@ def call_transfer(request, call_id: str):
     )
     agent, call = outcome
     where = f"to {call.agent_name}" if call and call.agent_id else "back to the line, at its place"
-    return f"Call {call_id} transferred {where}; {agent.name if agent else 'its agent'} is {agent.doing if agent else 'free'} now."
+    who = f"{agent.name} is {agent.doing} now" if agent else "its agent is free"
+    return f"Call {call_id} transferred {where}; {who}."
 
 
 @supervisor_action(default_back="/calls/")
