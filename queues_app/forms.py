@@ -165,7 +165,7 @@ class TransferForm(SkillFields, forms.Form):
             )
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("to") == "agent" and not data.get("agent_id"):
             raise forms.ValidationError("Choose the queued agent to give the call to.")
         return data
