@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus
+from queues_app.agents.records import AgentStatus, not_ready_reasons
 from queues_app.agents.roster import Agents
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.ddb.paging import Page
@@ -25,7 +25,7 @@ from queues_app.forms import MAX_SELECTED, QUEUE_NAME, is_item_id
 from queues_app.http_errors import describe
 from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
 from queues_app.operations import Operations
-from queues_app.operations.bulk import BulkReport, Seen
+from queues_app.operations.bulk import NOT_READY_ACTION, BulkReport, Seen
 from queues_app.roles import can_act
 from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
@@ -214,6 +214,11 @@ def _skills(agent) -> str:
     return ", ".join(v for values in agent.skills.values() for v in values)
 
 
+def _not_ready_action(reason: str) -> BulkAction:
+    action = f"{NOT_READY_ACTION}{reason}"
+    return BulkAction(f"Set the selected agents not ready: {reason}", lambda ops, ids: ops.on_agents(action, ids))
+
+
 @admin.register(AgentEntry)
 class AgentAdmin(DynamoAdmin):
     columns = [
@@ -221,7 +226,7 @@ class AgentAdmin(DynamoAdmin):
         Column("Id", lambda a: a.agent_id),
         Column("Skills", _skills),
         Column("Status", lambda a: a.status_label),
-        Column("Since", lambda a: since(a.updated_at)),
+        Column("In this status", lambda a: since(a.status_since)),
     ]
     bulk_actions = {
         "enqueue": BulkAction(
@@ -230,6 +235,7 @@ class AgentAdmin(DynamoAdmin):
         "offline": BulkAction(
             "Log the selected agents off", lambda ops, ids: ops.on_agents("offline", ids), destructive=True
         ),
+        **{f"{NOT_READY_ACTION}{reason}": _not_ready_action(reason) for reason in not_ready_reasons()},
     }
     filter_name = "status"
     filter_choices = list(AgentStatus.LABELS.items())

@@ -9,7 +9,15 @@ from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.ddb.clock import centre_day_start, from_iso
 
-DAY_STATUSES = ("queued", "attending", "wrap_up", "offline", "available")
+DAY_STATUSES = ("queued", "attending", "wrap_up", "not_ready", "offline", "available")
+LABELS = {
+    "queued": "Queued",
+    "attending": "Attending a call",
+    "wrap_up": "Wrap-up",
+    "not_ready": "Not ready",
+    "offline": "Offline",
+    "available": "Joining the queue",
+}
 DAY_ENTRY_LIMIT = 500  # entries of one agent's day read at most (one Query)
 
 
@@ -21,10 +29,16 @@ class Stretch:
     start: datetime
     end: datetime
     call_id: str | None = None
+    reason: str | None = None  # why, while not ready
 
     @property
     def seconds(self) -> float:
         return max(0.0, (self.end - self.start).total_seconds())
+
+    @property
+    def label(self) -> str:
+        label = LABELS.get(self.status, self.status)
+        return f"{label}: {self.reason}" if self.status == "not_ready" and self.reason else label
 
 
 @dataclass
@@ -37,11 +51,14 @@ class AgentDay:
 
     @property
     def totals(self) -> list[tuple[str, float]]:
-        """Seconds per status over the day so far, in a fixed order."""
-        seconds: dict[str, float] = {}
+        """Seconds per status (not ready per reason) over the day so far, as (label,
+        seconds), statuses in a fixed order."""
+        seconds: dict[tuple[int, str], float] = {}
         for stretch in self.stretches:
-            seconds[stretch.status] = seconds.get(stretch.status, 0.0) + stretch.seconds
-        return [(status, seconds[status]) for status in DAY_STATUSES if status in seconds]
+            order = DAY_STATUSES.index(stretch.status) if stretch.status in DAY_STATUSES else len(DAY_STATUSES)
+            key = (order, stretch.label)
+            seconds[key] = seconds.get(key, 0.0) + stretch.seconds
+        return [(label, total) for (_order, label), total in sorted(seconds.items())]
 
     @property
     def bar(self) -> list[tuple[float, float, Stretch]]:
@@ -61,6 +78,7 @@ def agent_day(
     current_since: str | None = None,
     current_call: str | None = None,
     call_started: str | None = None,
+    current_reason: str | None = None,
 ) -> AgentDay:
     """Today's stretches (the centre's day, from its midnight) of queued, attending,
     wrap-up and offline, from the agent's audit entries (one Query of the index, and one
@@ -77,31 +95,37 @@ def agent_day(
         status = (first.before or {}).get("status")
         start = day_start if first.before else (first.moment or day_start)  # created today: from then
         call_id = (first.before or {}).get("call_id")
+        reason = (first.before or {}).get("reason")
     else:
         earlier = trail.before(item, day_start)
         status = (earlier.after or {}).get("status") if earlier else None
         start, call_id = day_start, (earlier.after or {}).get("call_id") if earlier else None
-    stretch = Stretch(status or current_status, start, moment, call_id)
+        reason = (earlier.after or {}).get("reason") if earlier else None
+    stretch = Stretch(status or current_status, start, moment, call_id, reason or None)
     for entry in entries:
         after = entry.after or {}
         at = entry.moment or stretch.start
         taken = entry.call_taken
         if taken:
             day.calls.append((taken, at))
-        if "status" not in after:
+        if "status" not in after and "reason" not in after:
             continue
-        if after["status"] != stretch.status or after.get("call_id") != stretch.call_id:
+        status = after.get("status", stretch.status)
+        reason = (after.get("reason") or None) if "reason" in after else stretch.reason
+        reason = reason if status == "not_ready" else None
+        if (status, reason) != (stretch.status, stretch.reason) or after.get("call_id") != stretch.call_id:
             stretch.end = at
             day.stretches.append(stretch)
-            stretch = Stretch(after["status"], at, moment, after.get("call_id"))
+            stretch = Stretch(status, at, moment, after.get("call_id"), reason)
     # What the records say now wins over the trail's last word (a change made outside the
     # audited path, or an entry not written): from its own time when later than the trail.
     since = from_iso(call_started if current_status == "attending" and call_started else current_since)
-    if current_status != stretch.status or (current_call and current_call != stretch.call_id):
+    changed = current_status != stretch.status or (current_status == "not_ready" and current_reason != stretch.reason)
+    if changed or (current_call and current_call != stretch.call_id):
         at = max(since, stretch.start) if since else moment
         stretch.end = at
         day.stretches.append(stretch)
-        stretch = Stretch(current_status, at, moment, current_call)
+        stretch = Stretch(current_status, at, moment, current_call, current_reason)
     day.stretches.append(stretch)
     day.stretches = [s for s in day.stretches if s.seconds > 0 or s is stretch]
     return day

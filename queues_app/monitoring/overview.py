@@ -16,7 +16,7 @@ from django.core.cache import cache
 from queues_app import staffing
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.keys import ANY_VALUE
-from queues_app.agents.records import AgentStatus
+from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, fits
 from queues_app.ddb.clock import from_iso, now
@@ -25,6 +25,7 @@ from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQ
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
 WAITING_READ_CAP = 1000  # waiting callers read for the grid (the longest-waiting first)
+NOT_READY_SHOWN = 10  # not-ready agents named on the overview (with why and for how long)
 LOGGED_IN_READ_CAP = 2000  # logged-in agents read per status for the grid
 COUNT_CAP = 10_000
 
@@ -45,6 +46,7 @@ class CallsPanel:
     callers_waiting: Figure
     oldest_wait_seconds: float | None
     agents: dict[str, Figure]  # by AgentStatus
+    not_ready: list[Agent] = field(default_factory=list)  # the first NOT_READY_SHOWN, by name
 
     @property
     def available(self) -> int:
@@ -148,7 +150,9 @@ class Dashboard:
         agents = {status: Figure(*pair) for status, pair in self.agents.count_by_status(cap=COUNT_CAP).items()}
         waiting, more = self.center.line.count_waiting(cap=COUNT_CAP)
         oldest = self.center.line.longest_waiting_since()
-        return CallsPanel(Figure(waiting, more), _age(oldest, self.clock()), agents)
+        away = agents[AgentStatus.NOT_READY].value
+        not_ready = self.agents.list(status=AgentStatus.NOT_READY, limit=NOT_READY_SHOWN).items if away else []
+        return CallsPanel(Figure(waiting, more), _age(oldest, self.clock()), agents, not_ready)
 
     def shipments_panel(self, queue: str = DEFAULT_QUEUE) -> ShipmentsPanel:
         counts = self.shipments.counts(queue, cap=COUNT_CAP)

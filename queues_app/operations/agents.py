@@ -10,13 +10,13 @@ from queues_app.agents.records import Agent, CallStatus, Outcome, not_ready_reas
 from queues_app.ddb import errors
 from queues_app.operations.base import Recorded
 from queues_app.operations.bulk import (
-    AGENT_EFFECTS,
-    AGENT_REASONS,
     DONE_ALREADY,
     GONE,
+    NOT_READY_ACTION,
     BulkReport,
     Effect,
     Seen,
+    agent_action,
     agent_change,
     each_seen,
 )
@@ -115,11 +115,13 @@ class AgentOperations(Recorded):
     def agents_effect(self, action: str, selection: Iterable[Seen]) -> Effect:
         """What `on_agents` would do to each agent, from their records now (one BatchGetItem):
         agents changed since they were shown are passed over, named with what they are now."""
-        if action not in AGENT_REASONS:
+        known = agent_action(action)
+        if known is None:
             raise errors.InvalidRequest(f"Unknown agent action {action!r}.")
+        passes_over, does = known
         seen = each_seen(selection)
         found = {a.agent_id: a for a in self.agents.get_many(list(seen))}
-        effect = Effect(AGENT_EFFECTS[action])
+        effect = Effect(does)
         for agent_id, shown in seen.items():
             agent = found.get(agent_id)
             if agent is not None and agent.version != shown.version:
@@ -128,7 +130,7 @@ class AgentOperations(Recorded):
                 else:
                     effect.changed_since(agent_id, agent.name, agent.doing)
                 continue
-            reason = GONE if agent is None else AGENT_REASONS[action].get(agent.status)
+            reason = GONE if agent is None else passes_over.get(agent.status)
             if reason:
                 effect.pass_over(agent_id, reason)
             else:
@@ -143,4 +145,7 @@ class AgentOperations(Recorded):
             "release": lambda seen: self.release(seen.item_id, call_id=seen.call_id),
             "offline": lambda seen: self.log_off(seen.item_id, expected_version=seen.version),
         }
+        if action.startswith(NOT_READY_ACTION):
+            reason = action[len(NOT_READY_ACTION) :]
+            do[action] = lambda seen: self.set_not_ready(seen.item_id, reason, expected_version=seen.version)
         return self.agents_effect(action, selection).apply(do[action])

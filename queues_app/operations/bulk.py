@@ -32,6 +32,22 @@ AGENT_REASONS: dict[str, dict[str, Reason]] = {
     },
 }
 AGENT_EFFECTS = {"available": "made available", "release": "released", "offline": "logged off"}
+NOT_READY_ACTION = "not-ready:"  # + a reason: set the agents not ready for that reason
+NOT_READY_REASONS: dict[str, Reason] = {
+    AgentStatus.ATTENDING: ("is on a call (release it first)", "are on a call (release them first)")
+}
+
+
+def agent_action(action: str) -> tuple[dict[str, Reason], str] | None:
+    """The statuses a bulk agent action passes over (with why) and what it does, or None
+    for an action there is not."""
+    if action.startswith(NOT_READY_ACTION) and action[len(NOT_READY_ACTION) :]:
+        return NOT_READY_REASONS, f"set not ready ({action[len(NOT_READY_ACTION) :]})"
+    if action in AGENT_REASONS:
+        return AGENT_REASONS[action], AGENT_EFFECTS[action]
+    return None
+
+
 SHIPMENT_STATES: dict[str, Reason] = {
     ShipmentState.UNDER_CONSTRUCTION: ("is under construction", "are under construction"),
     ShipmentState.READY: ("is in no queue", "are in no queue"),

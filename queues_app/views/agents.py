@@ -50,6 +50,7 @@ DAY_COLORS = {
     "wrap_up": "#c05621",
     "offline": "#a0aec0",
     "available": "#68d391",
+    "not_ready": "#805ad5",
 }
 
 
@@ -221,7 +222,8 @@ def agent_detail(request, agent_id: str):
         trail,
         agent_id,
         current_status=agent.status,
-        current_since=agent.updated_at,
+        current_since=agent.status_since or agent.updated_at,
+        current_reason=agent.reason,
         current_call=agent.call_id,
         call_started=call.assigned_at if call else None,
     )

@@ -149,3 +149,20 @@ def test_admin_escapes_names(staff_client, moto_db):
     html = staff_client.get(changelist("agententry")).content.decode()
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_the_not_ready_action_sets_the_selected_agents_not_ready_for_its_reason(staff_client, moto_db):
+    ada = Agents().create("Ada Admin", SKILLS)
+    CallCenter().make_available(ada.agent_id)
+    listed = staff_client.get(changelist("agententry")).content.decode()
+    assert "Set the selected agents not ready: lunch" in listed
+    done = staff_client.post(
+        changelist("agententry"),
+        {"action": "not-ready:lunch", "ids": [ticked(ada.agent_id)], "confirmed": "1"},
+        follow=True,
+    )
+    assert "1 set not ready (lunch)" in done.content.decode()
+    now = Agents().get(ada.agent_id)
+    assert (now.status, now.reason) == (AgentStatus.NOT_READY, "lunch")
+    entries = AuditTrail().for_target(f"agent:{ada.agent_id}").entries
+    assert entries[0].action == "agent.not_ready" and entries[0].source == "admin"

@@ -302,8 +302,58 @@ def test_an_agents_day_is_the_stretches_between_its_status_changes(moto_db):
         ("wrap_up", 9, 30, 1800, None),
         ("offline", 10, 0, 2 * 3600, None),
     ]
-    assert dict(day.totals) == {"queued": 3600, "attending": 1800, "wrap_up": 1800, "offline": 10 * 3600}
+    assert day.totals == [("Queued", 3600), ("Attending a call", 1800), ("Wrap-up", 1800), ("Offline", 10 * 3600)]
     assert [call_id for call_id, _ in day.calls] == ["c1"]
+
+
+def test_an_agents_day_shows_each_reason_for_not_ready_apart(moto_db):
+    noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    trail = AuditTrail(clock=lambda: noon)
+
+    def at(hour, minute, before, after):
+        moment = noon.replace(hour=hour, minute=minute)
+        return trail.entry_item(
+            actor=ACTOR,
+            source="page",
+            action="agent.not_ready",
+            target="agent:a2",
+            before=before,
+            after=after,
+            moment=moment,
+        )
+
+    batch.put_items(
+        default(),
+        trail.table_name,
+        [
+            at(8, 0, {"status": "offline"}, {"status": "queued"}),
+            at(9, 0, {"status": "queued"}, {"status": "not_ready", "reason": "break"}),
+            at(9, 15, {"status": "not_ready"}, {"status": "queued", "reason": ""}),
+            at(10, 0, {"status": "queued"}, {"status": "not_ready", "reason": "lunch"}),
+            at(10, 30, {"reason": "lunch"}, {"reason": "training"}),  # not ready still, for another reason
+        ],
+    )
+    day = agent_day(
+        trail,
+        "a2",
+        current_status=AgentStatus.NOT_READY,
+        current_since="2026-11-22T10:00:00.000000Z",
+        current_reason="training",
+    )
+    assert [(s.label, s.start.hour, s.start.minute, s.seconds) for s in day.stretches][1:] == [
+        ("Queued", 8, 0, 3600),
+        ("Not ready: break", 9, 0, 900),
+        ("Queued", 9, 15, 2700),
+        ("Not ready: lunch", 10, 0, 1800),
+        ("Not ready: training", 10, 30, 5400),
+    ]
+    assert day.totals == [
+        ("Queued", 6300),
+        ("Not ready: break", 900),
+        ("Not ready: lunch", 1800),
+        ("Not ready: training", 5400),
+        ("Offline", 8 * 3600),
+    ]
 
 
 def test_an_agents_day_starts_at_the_centres_midnight(moto_db, settings):

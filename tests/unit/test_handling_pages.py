@@ -81,3 +81,11 @@ def test_a_viewer_gets_neither_form(viewer_client, moto_db):
     assert 'id="transfer"' not in html
     response = viewer_client.post(reverse("call-transfer", args=[call.call_id]), {"to": "preferences"})
     assert response.status_code == 403
+
+
+def test_the_overview_names_the_agents_not_ready_with_why_and_for_how_long(supervisor_client, moto_db):
+    center, (ana, bea) = staff(("Ana", "English"), ("Bea", "French"))
+    center.set_not_ready(ana.agent_id, "training")
+    html = supervisor_client.get(reverse("home")).content.decode()
+    assert 'data-figure="agents-not-ready"' in html
+    assert "Ana</a> (training," in html and "Bea</a> (" not in html
