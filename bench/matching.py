@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16] [--processes]
                                        [--algorithms ours,article] [--seed 7] [--repeat 3]
-                                       [--warmup 1] [--endpoint URL] [--smoke]
+                                       [--warmup 1] [--answer-timeout S] [--endpoint URL] [--smoke]
 
 For each algorithm and each K: fresh tables, the same seeded agents (gender F/M/X, one
 to three languages), all queued before timing starts; then K matchers drain the queues.
@@ -39,6 +39,7 @@ fresh tables, warm-up, metering and output are `bench.harness`'s.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import random
 import statistics
 import sys
@@ -843,9 +844,20 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(ALGORITHMS),
         help="default: ours,article; the designs measured for processes: " + ", ".join(CANDIDATES),
     )
+    parser.add_argument(
+        "--answer-timeout",
+        type=float,
+        default=None,
+        help="ANSWER_TIMEOUT_SECONDS for the run: each assignment is an offer (its item written in the same "
+        "transaction); default: off, as deployed",
+    )
     args = harness.parse(parser, argv, smoke=SMOKE)
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
         parser.error("--threads and --agents need positive numbers")
+    if args.answer_timeout is not None:
+        if args.answer_timeout <= 0:
+            parser.error("--answer-timeout takes a positive number of seconds")
+        os.environ["ANSWER_TIMEOUT_SECONDS"] = str(args.answer_timeout)  # this process and the ones it starts
     return harness.execute(
         args,
         lambda endpoint: run_benchmark(
