@@ -27,6 +27,7 @@ serve: setup .env
 
 # The suite in one process per core (at most 4: each starts its own DynamoDB Local).
 test: setup browser lint
+	@scripts/ensure-postgres-redis.sh
 	$(PY) -m pytest --numprocesses auto --maxprocesses 4
 
 # Static checks (configured in pyproject.toml): ruff's lint rules and formatting, mypy on
@@ -62,6 +63,12 @@ java:
 
 browser:
 	@scripts/ensure-chromium.sh
+
+# Debian's PostgreSQL and Redis, for tests/integration/test_several_hosts.py (each run
+# starts its own on free ports and throws them away); `make test` installs them too.
+.PHONY: postgres-redis
+postgres-redis:
+	@scripts/ensure-postgres-redis.sh
 
 test-unit: setup
 	$(PY) -m pytest -m "not integration and not browser"

@@ -49,10 +49,14 @@ def pytest_collection_modifyitems(config, items):
 def django_db_modify_db_settings(tmp_path_factory):
     """A test database in a file, not in memory: the browser tests' live server answers
     each request in its own thread, and threads cannot share an in-memory SQLite
-    connection (htmx panels poll several at once)."""
+    connection (htmx panels poll several at once). Another database (DATABASE_URL:
+    PostgreSQL, as tests/integration/test_several_hosts.py runs some tests) keeps Django's
+    test database of its own."""
     from django.conf import settings
 
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
 
 
 @pytest.fixture(autouse=True)

@@ -9,5 +9,6 @@ fixtures are in the conftest.py files):
 - races: a caller hanging up while an agent comes back (threads, DynamoDB Local);
 - threads: running product code in threads; receiver: a callback endpoint;
 - clock: time the test moves (`ManualClock`, `Moments`); users: the tests' people;
-- browser: logging in with Playwright; settings: the project's settings in a fresh process.
+- browser: logging in with Playwright; settings: the project's settings in a fresh process;
+- postgres_redis: a throwaway PostgreSQL and Redis (the several-hosts tests).
 """

@@ -1,9 +1,16 @@
 """The children of `serve` (and the helper it shares): started in their own groups,
 stopped together; the production-like environment it gives them."""
 
+import secrets
 import sys
 import time
+from io import StringIO
 
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from queues_app.ddb.local import free_port
 from queues_app.management.children import Children
 from queues_app.management.commands.serve import production_env
 
@@ -23,6 +30,14 @@ def test_production_env_turns_debug_off_without_tls_and_keeps_the_rest():
     assert env["ALLOWED_HOSTS"] == "127.0.0.1,localhost"
     assert env["SECURE_SSL_REDIRECT"] == env["SESSION_COOKIE_SECURE"] == env["CSRF_COOKIE_SECURE"] == "false"
     assert env["DYNAMODB_TABLE_PREFIX"] == "x-"
+
+
+def test_instances_given_one_key_share_it_and_a_weak_one_is_refused(monkeypatch):
+    key = secrets.token_urlsafe(50)
+    assert production_env({"SECRET_KEY": "old"}, key)["SECRET_KEY"] == key
+    monkeypatch.setenv("SERVE_SECRET_KEY", "short")
+    with pytest.raises(CommandError, match="SERVE_SECRET_KEY: SECRET_KEY is too short"):
+        call_command("serve", "--port", str(free_port()), stdout=StringIO())
 
 
 def test_first_exit_names_the_child_that_stopped_and_stop_ends_the_others(tmp_path):

@@ -12,6 +12,11 @@ gunicorn's workers share their /metrics counters through prometheus_client's
 multiprocess mode: PROMETHEUS_MULTIPROC_DIR is a directory of this run's own
 (var/prometheus-<port>), emptied before gunicorn starts, since files left by an earlier
 run would be added in, and removed once everything has stopped.
+
+Several hosts on one machine: instances on different ports with the same DATABASE_URL
+(PostgreSQL), CACHE_URL (Redis), DynamoDB and SERVE_SECRET_KEY (else each makes a key of
+its own, and a session of one is refused by the others); `--web-only` for all but one, as
+hosts whose background processes are another's (tests/integration/test_several_hosts.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
+from callcenter.security import LOCAL_HOSTS, production_problems
 from queues_app.management.arguments import CheckedCommand, int_range
 from queues_app.management.children import (
     BACKGROUND,
@@ -39,13 +45,14 @@ from queues_app.management.children import (
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def production_env(base: dict[str, str]) -> dict[str, str]:
-    """`base` with the values a production process has, for this machine without TLS."""
+def production_env(base: dict[str, str], secret_key: str = "") -> dict[str, str]:
+    """`base` with the values a production process has, for this machine without TLS:
+    `secret_key`, or a new random key."""
     return {
         **base,
         "DJANGO_SETTINGS_MODULE": "callcenter.settings",
         "DEBUG": "false",
-        "SECRET_KEY": secrets.token_urlsafe(50),
+        "SECRET_KEY": secret_key or secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SECURE_SSL_REDIRECT": "false",
         "SESSION_COOKIE_SECURE": "false",
@@ -82,8 +89,22 @@ class Command(CheckedCommand):
         parser.add_argument(
             "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
         )
+        parser.add_argument(
+            "--web-only",
+            action="store_true",
+            help="gunicorn without the background processes: another host's web server, beside a serve that runs them",
+        )
 
-    def handle(self, *, port: int, workers: int, threads: int, data_dir: str | None = None, **options) -> None:
+    def handle(
+        self,
+        *,
+        port: int,
+        workers: int,
+        threads: int,
+        data_dir: str | None = None,
+        web_only: bool = False,
+        **options,
+    ) -> None:
         endpoint = settings.DYNAMODB_ENDPOINT_URL
         if not endpoint:
             raise CommandError("DYNAMODB_ENDPOINT_URL is empty (real AWS); serve runs on the local DynamoDB.")
@@ -95,7 +116,10 @@ class Command(CheckedCommand):
         root = Path(settings.BASE_DIR)
         var = root / "var"
         var.mkdir(exist_ok=True)
-        env = production_env(dict(os.environ))
+        shared_key = os.environ.get("SERVE_SECRET_KEY", "")
+        if shared_key and (problems := production_problems(shared_key, LOCAL_HOSTS)):
+            raise CommandError(f"SERVE_SECRET_KEY: {'; '.join(problems)}")
+        env = production_env(dict(os.environ), shared_key)
         # Only gunicorn's workers share counters; the other processes keep their own.
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         # The workers share the overview's cached figures, as the systemd unit has them.
@@ -125,13 +149,14 @@ class Command(CheckedCommand):
             metrics_dir.mkdir()
             web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
             children.start("gunicorn", gunicorn, cwd=root, env=web_env)
-            for name, args in BACKGROUND.items():
+            for name, args in () if web_only else BACKGROUND.items():
                 children.start(name, manage + args, cwd=root, env=env)
             for name, process in children.processes.items():
                 self.stdout.write(f"started {name} (pid {process.pid})")
             self.stdout.write(
                 self.style.SUCCESS(
-                    f"\nSwitchboard (DEBUG off, gunicorn with {workers} workers of {threads} threads): "
+                    f"\nSwitchboard (DEBUG off, gunicorn with {workers} workers of {threads} threads"
+                    f"{', no background processes' if web_only else ''}): "
                     f"http://127.0.0.1:{port}/"
                     "   (Ctrl-C stops everything)\n"
                 )
