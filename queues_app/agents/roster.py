@@ -47,6 +47,7 @@ class Agents(AgentPages):
             skills=self.catalog.validate_agent_skills(skills),
             created_at=stamp,
             updated_at=stamp,
+            status_since=stamp,
         )
 
     def create(self, name: str, skills: dict[str, list[str]], agent_id: str | None = None) -> Agent:

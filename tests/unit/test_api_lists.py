@@ -66,7 +66,7 @@ def test_agents_come_a_page_at_a_time_each_once(moto_db, api):
 @pytest.mark.parametrize(
     "query, field, words",
     [
-        ("status=lunch", "status", "offline, available, queued, attending or wrap_up"),
+        ("status=lunch", "status", "offline, available, queued, attending, wrap_up or not_ready"),
         ("skill=language:Klingon", "skill", "allowed: English, French, Spanish"),
         ("skill=planet:Mars", "skill", "language, gender"),
         ("skill=French", "skill", "dimension:value"),

@@ -42,7 +42,14 @@ def test_a_token_registers_reads_and_removes_its_callback(moto_db, db, issued, s
     api = Api(issued[1])
     assert api.get("/api/callback").json() == {
         "url": None,
-        "events": ["call.assigned", "call.abandoned", "call.relaxed"],
+        "events": [
+            "call.assigned",
+            "call.answered",
+            "call.missed",
+            "call.transferred",
+            "call.abandoned",
+            "call.relaxed",
+        ],
         "previous_secret_until": None,
     }
 
