@@ -249,6 +249,30 @@ class Switchboard:
             raise ValueError(f"then must be one of {', '.join(RELEASE_TARGETS)}")
         return self._request("POST", f"calls/{_segment(call_id)}/end", json={"then": then})
 
+    def answered(self, call_id: str) -> dict:
+        """The agent picked up the call offered to them (with ANSWER_TIMEOUT_SECONDS); a
+        `Conflict` once the offer ran out and the call went back to the line."""
+        return self._request("POST", f"calls/{_segment(call_id)}/answered")
+
+    def transfer(
+        self,
+        call_id: str,
+        *,
+        preferences: Mapping[str, str] | None = None,
+        agent_id: str | None = None,
+        then: str = "queue",
+    ) -> dict:
+        """Hand a call in progress on: to new `preferences` (it keeps its place in line)
+        or to the queued agent `agent_id`; its agent then goes `then`.
+        `{"agent": ..., "call": ...}`."""
+        if (preferences is None) == (agent_id is None):
+            raise ValueError("transfer to preferences or to an agent_id, one of the two")
+        if then not in RELEASE_TARGETS:
+            raise ValueError(f"then must be one of {', '.join(RELEASE_TARGETS)}")
+        body: dict[str, Any] = {"then": then}
+        body.update({"preferences": dict(preferences)} if preferences is not None else {"agent_id": agent_id})
+        return self._request("POST", f"calls/{_segment(call_id)}/transfer", json=body)
+
     def list_calls(self, status: str, cursor: str | None = None, *, limit: int | None = None) -> dict:
         """One page of calls: `{"calls": [...], "next_cursor": ...}`. `status` is `waiting`
         (the line, in order) or `assigned`."""
@@ -306,6 +330,12 @@ class Switchboard:
     def log_off(self, agent_id: str, version: int) -> dict:
         """Log the agent off, from the `version` you last read."""
         return self._request("POST", f"agents/{_segment(agent_id)}/offline", json={"version": version})
+
+    def set_not_ready(self, agent_id: str, version: int, reason: str) -> dict:
+        """Out of every queue, logged in, offered no call, for `reason` (break, lunch...),
+        from the `version` you last read; `make_available` ends it."""
+        body = {"version": version, "reason": reason}
+        return self._request("POST", f"agents/{_segment(agent_id)}/not-ready", json=body)
 
     def queues(self) -> dict:
         """Every skill combination's queue and the number of callers waiting."""

@@ -79,6 +79,22 @@ def test_a_call_is_placed_assigned_and_the_agent_released(switchboard):
     assert (ended["agent"]["status"], ended["call"]) == ("queued", None)
 
 
+def test_not_ready_an_offer_picked_up_and_a_transfer(switchboard, settings):
+    settings.ANSWER_TIMEOUT_SECONDS = 20
+    ana, bea = agent("Ana", ["French"], "F"), agent("Bea", ["English"], "F")
+    away = switchboard.set_not_ready(ana.agent_id, ana.version, "break")["agent"]
+    assert (away["status"], away["reason"]) == ("not_ready", "break")
+    switchboard.make_available(ana.agent_id, away["version"])
+    switchboard.make_available(bea.agent_id, bea.version)
+    call = switchboard.create_call({"language": "French"})
+    assert call["answer_by"] and call["answered_at"] is None
+    assert switchboard.answered(call["call_id"])["answered_at"]
+    moved = switchboard.transfer(call["call_id"], preferences={"language": "English"}, then="wrap_up")
+    assert (moved["agent"]["status"], moved["call"]["agent_name"]) == ("wrap_up", "Bea")
+    with pytest.raises(ValueError):
+        switchboard.transfer(call["call_id"])
+
+
 def test_the_waiting_line_is_read_page_after_page(switchboard):
     placed = [switchboard.create_call({"language": "Spanish"})["call_id"] for _ in range(3)]
     page = switchboard.list_calls("waiting", limit=2)
