@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run demo serve test lint setup python-deps node-deps java browser test-unit test-integration test-browser fuzz-api bench load vendor clean screenshots
+.PHONY: run demo serve test lint setup python-deps lock wheel node-deps java browser test-unit test-integration test-browser fuzz-api bench load vendor clean screenshots
 
 # Callbacks may reach receivers on this machine (CALLBACK_ALLOWED_NETWORKS), for the demo.
 run: setup .env
@@ -45,13 +45,41 @@ setup: python-deps node-deps java
 
 python-deps: $(STAMP)
 
-# Extras: dev (tests, lint) and demo (Faker, for the demo data of make run, make demo and their tests).
-$(STAMP): pyproject.toml
+# The packages exactly as requirements/dev.txt pins them (hashes checked): the runtime ones,
+# every extra (dev: tests, lint; demo: Faker, for the demo data of make run, make demo and
+# their tests; postgres, redis, sentry) and setuptools; then the project itself, editable,
+# built with that setuptools. `pip check` fails when pyproject.toml asks for what the lock
+# does not hold.
+$(STAMP): pyproject.toml requirements/dev.txt
 	@PYTHON_BIN=$$(scripts/find-python.sh) && echo "Using $$PYTHON_BIN" && \
 	  { [ -x $(PY) ] || $$PYTHON_BIN -m venv $(VENV); }
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,demo]'
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@$(PY) -m pip check >/dev/null || { $(PY) -m pip check; \
+	  echo "requirements/ does not hold what pyproject.toml asks for: make lock"; exit 1; }
 	@touch $(STAMP)
+
+# The lock files in requirements/, hashed, for Python 3.12 and newer on any platform, from
+# pyproject.toml: dev.txt (what make setup installs: every extra) first, then what a
+# deployment installs at the same versions: base.txt (the runtime packages), deploy.txt
+# (and the extras postgres, redis and sentry), build.txt (what building the wheel needs).
+# Pins still allowed are kept; `make lock LOCK_FLAGS=--upgrade` takes the newest releases.
+UV_COMPILE = $(VENV)/bin/uv pip compile --quiet --custom-compile-command "make lock" --generate-hashes --universal --python-version 3.12 $(LOCK_FLAGS)
+lock: $(VENV)/bin/uv
+	$(UV_COMPILE) pyproject.toml requirements/build.in --all-extras -o requirements/dev.txt
+	$(UV_COMPILE) pyproject.toml -c requirements/dev.txt -o requirements/base.txt
+	$(UV_COMPILE) pyproject.toml --extra postgres --extra redis --extra sentry -c requirements/dev.txt -o requirements/deploy.txt
+	$(UV_COMPILE) requirements/build.in -c requirements/dev.txt -o requirements/build.txt
+
+# uv comes with dev.txt; it is there even when the lock no longer fits pyproject.toml.
+$(VENV)/bin/uv:
+	$(MAKE) python-deps || [ -x $@ ]
+
+# What a deployment installs (docs/deploy.md): dist/switchboard-VERSION-py3-none-any.whl,
+# built with the locked setuptools.
+wheel: python-deps
+	rm -rf build
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation --wheel-dir dist .
 
 node-deps: node_modules/.package-lock.json
 
@@ -104,7 +132,7 @@ vendor: node-deps
 	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx-$$(node -p "require('htmx.org/package.json').version").min.js
 
 clean:
-	rm -rf $(VENV) node_modules var/staticfiles .pytest_cache
+	rm -rf $(VENV) node_modules var/staticfiles .pytest_cache build dist
 
 # Page screenshots for the README, taken by a browser test on demo data.
 screenshots: setup browser

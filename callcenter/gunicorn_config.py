@@ -1,5 +1,6 @@
-"""gunicorn's hooks (`--config callcenter/gunicorn_config.py`; `make serve` and the web
-unit pass it, the other settings are on their command lines).
+"""gunicorn's hooks (`make serve` passes `--config callcenter/gunicorn_config.py`, the web
+unit `--config python:callcenter.gunicorn_config`, the installed module; the other
+settings are on their command lines).
 
 With PROMETHEUS_MULTIPROC_DIR set, every worker keeps its /metrics counters in files
 there and a scrape adds them all up (`queues_app/monitoring/prometheus.py`). When a

@@ -18,7 +18,16 @@ from django.utils.csp import CSP
 from callcenter.security import LOCAL_HOSTS, production_problems, refusal
 from callcenter.sentry import init_sentry
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Installed from the wheel, the pages' templates and static files are inside this package
+# (pyproject.toml puts the checkout's top-level templates/ and static/ there); in a
+# checkout they are beside it, at the top level.
+INSTALLED = (PACKAGE_DIR / "templates").is_dir()
+PAGES_DIR = PACKAGE_DIR if INSTALLED else PACKAGE_DIR.parent
+# Where `var/` (the SQLite default, the collected static files) and `.env` are: the
+# checkout, or for an installed copy the working directory (/opt/switchboard in the
+# systemd units, docs/deploy.md).
+BASE_DIR = Path.cwd() if INSTALLED else PACKAGE_DIR.parent
 
 env = environ.Env()
 # SWITCHBOARD_ENV_FILE names another file to read, or none at all when empty; variables
@@ -82,7 +91,7 @@ ROOT_URLCONF = "callcenter.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [PAGES_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -122,7 +131,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [PAGES_DIR / "static"]
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "var" / "staticfiles")
 # With DEBUG off, `collectstatic` writes hashed names and gzip (brotli if installed)
 # variants that WhiteNoise serves; with it on (the laptop, the tests) files are served
