@@ -96,6 +96,24 @@ class SkillFields:
         return [form[skill_field_name(d)] for d in self.catalog.names]
 
 
+class PreferenceFields(SkillFields):
+    """Forms that ask for a caller's preferences: one value, or any, per dimension."""
+
+    def add_preference_fields(self) -> None:
+        form = cast(forms.Form, self)
+        for dimension, values in self.catalog.dimensions:
+            form.fields[skill_field_name(dimension)] = forms.ChoiceField(
+                label=dimension.capitalize(),
+                choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
+                initial=ANY_CHOICE,
+            )
+
+    @property
+    def preferences(self) -> dict[str, str]:
+        data = cast(forms.Form, self).cleaned_data
+        return {d: data[skill_field_name(d)] for d in self.catalog.names}
+
+
 class AgentForm(SkillFields, VersionForm):
     name = forms.CharField(max_length=100, strip=True)
 
@@ -122,7 +140,7 @@ class AgentForm(SkillFields, VersionForm):
         return {d: self.cleaned_data[skill_field_name(d)] for d in self.catalog.names}
 
 
-class CallForm(SkillFields, forms.Form):
+class CallForm(PreferenceFields, forms.Form):
     priority = forms.IntegerField(min_value=0, max_value=keys.MAX_PRIORITY, initial=0)
     order = forms.ChoiceField(choices=[(o, o.upper()) for o in QueueOrder.ALL], initial=QueueOrder.FIFO)
     # Made when the form is drawn: the same form posted twice (a double click, a reload)
@@ -134,19 +152,10 @@ class CallForm(SkillFields, forms.Form):
         self.catalog = catalog
         if not self.is_bound:
             self.initial["request_key"] = uuid.uuid4().hex
-        for dimension, values in catalog.dimensions:
-            self.fields[skill_field_name(dimension)] = forms.ChoiceField(
-                label=dimension.capitalize(),
-                choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
-                initial=ANY_CHOICE,
-            )
-
-    @property
-    def preferences(self) -> dict[str, str]:
-        return {d: self.cleaned_data[skill_field_name(d)] for d in self.catalog.names}
+        self.add_preference_fields()
 
 
-class TransferForm(SkillFields, forms.Form):
+class TransferForm(PreferenceFields, forms.Form):
     """Where a call in progress goes: to new preferences (it waits at its place for an
     agent who fits) or to a named queued agent; and where its agent goes after."""
 
@@ -157,22 +166,13 @@ class TransferForm(SkillFields, forms.Form):
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):
         super().__init__(*args, **kwargs)
         self.catalog = catalog
-        for dimension, values in catalog.dimensions:
-            self.fields[skill_field_name(dimension)] = forms.ChoiceField(
-                label=dimension.capitalize(),
-                choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
-                initial=ANY_CHOICE,
-            )
+        self.add_preference_fields()
 
     def clean(self):
         data = super().clean() or {}
         if data.get("to") == "agent" and not data.get("agent_id"):
             raise forms.ValidationError("Choose the queued agent to give the call to.")
         return data
-
-    @property
-    def preferences(self) -> dict[str, str]:
-        return {d: self.cleaned_data[skill_field_name(d)] for d in self.catalog.names}
 
 
 class AgentFilterForm(forms.Form):

@@ -22,6 +22,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from queues_app.ddb.local import free_port
+from tests.helpers.commands import start_manage
 from tests.helpers.threads import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,15 +129,7 @@ def test_every_scrape_adds_up_every_worker_and_no_counter_goes_down(tmp_path):
     shared = ROOT / "var" / f"prometheus-{port}"
     log_path = tmp_path / "serve.log"
     log = open(log_path, "w")
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--workers", "2", "--data-dir", str(tmp_path / "dynamodb")],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
+    process = start_manage(["serve", "--workers", "2", "--data-dir", str(tmp_path / "dynamodb")], env, log)
     base = f"http://127.0.0.1:{port}"
     try:
         started = time.monotonic()

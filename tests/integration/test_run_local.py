@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from queues_app.ddb.local import free_port
+from tests.helpers.commands import start_manage
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,26 +58,8 @@ def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     log = open(tmp_path / "run_local.log", "w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "manage.py",
-            "run_local",
-            "--agents",
-            "3",
-            "--addrport",
-            f"127.0.0.1:{port}",
-            "--data-dir",
-            str(tmp_path / "dynamodb"),
-            "--demo-load",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
+    args = ["run_local", "--agents", "3", "--addrport", f"127.0.0.1:{port}"]
+    process = start_manage([*args, "--data-dir", str(tmp_path / "dynamodb"), "--demo-load"], env, log)
     try:
         for _ in range(240):  # until the dashboard answers (its login page) and the demo load runs
             try:

@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +15,7 @@ from pathlib import Path
 from queues_app.agents import dispatch
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import free_port
+from tests.helpers.commands import start_manage
 from tests.helpers.threads import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,15 +60,7 @@ def test_serve_answers_with_debug_off_serves_compressed_static_files_and_stops_e
     env.pop("DJANGO_SETTINGS_MODULE", None)
     log_path = tmp_path / "serve.log"
     log = open(log_path, "w")
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--data-dir", str(tmp_path / "dynamodb")],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
+    process = start_manage(["serve", "--data-dir", str(tmp_path / "dynamodb")], env, log)
     base = f"http://127.0.0.1:{port}"
     try:
         started = time.monotonic()

@@ -268,30 +268,35 @@ def test_a_filter_that_matches_little_reads_a_bounded_number_of_pages(moto_db):
 # --- an agent's day ------------------------------------------------------------------------
 
 
+def the_day_of(trail: AuditTrail, agent: str, changes: list[tuple]) -> None:
+    """Audit entries of one agent's changes on 2026-11-22: (hour, minute, before, after[, action])."""
+    noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    entries = [
+        trail.entry_item(
+            actor=ACTOR,
+            source="page",
+            action=action[0] if action else "agent.update",
+            target=f"agent:{agent}",
+            before=before,
+            after=after,
+            moment=noon.replace(hour=hour, minute=minute),
+        )
+        for hour, minute, before, after, *action in changes
+    ]
+    batch.put_items(default(), trail.table_name, entries)
+
+
 def test_an_agents_day_is_the_stretches_between_its_status_changes(moto_db):
     noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     trail = AuditTrail(clock=lambda: noon)
-
-    def at(hour, minute, before, after, action="agent.update"):
-        moment = noon.replace(hour=hour, minute=minute)
-        return trail.entry_item(
-            actor=ACTOR,
-            source="page",
-            action=action,
-            target="agent:a1",
-            before=before,
-            after=after,
-            moment=moment,
-        )
-
-    batch.put_items(
-        default(),
-        trail.table_name,
+    the_day_of(
+        trail,
+        "a1",
         [
-            at(8, 0, {"status": "offline"}, {"status": "queued"}),
-            at(9, 0, {"status": "queued"}, {"status": "attending", "call_id": "c1"}, "agent.assigned"),
-            at(9, 30, {"status": "attending", "call_id": "c1"}, {"status": "wrap_up"}),
-            at(10, 0, {"status": "wrap_up"}, {"status": "offline"}),
+            (8, 0, {"status": "offline"}, {"status": "queued"}),
+            (9, 0, {"status": "queued"}, {"status": "attending", "call_id": "c1"}, "agent.assigned"),
+            (9, 30, {"status": "attending", "call_id": "c1"}, {"status": "wrap_up"}),
+            (10, 0, {"status": "wrap_up"}, {"status": "offline"}),
         ],
     )
     day = agent_day(trail, "a1", current_status=AgentStatus.OFFLINE, current_since="2026-11-22T10:00:00.000000Z")
@@ -310,27 +315,15 @@ def test_an_agents_day_shows_each_reason_for_not_ready_apart(moto_db):
     noon = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     trail = AuditTrail(clock=lambda: noon)
 
-    def at(hour, minute, before, after):
-        moment = noon.replace(hour=hour, minute=minute)
-        return trail.entry_item(
-            actor=ACTOR,
-            source="page",
-            action="agent.not_ready",
-            target="agent:a2",
-            before=before,
-            after=after,
-            moment=moment,
-        )
-
-    batch.put_items(
-        default(),
-        trail.table_name,
+    the_day_of(
+        trail,
+        "a2",
         [
-            at(8, 0, {"status": "offline"}, {"status": "queued"}),
-            at(9, 0, {"status": "queued"}, {"status": "not_ready", "reason": "break"}),
-            at(9, 15, {"status": "not_ready"}, {"status": "queued", "reason": ""}),
-            at(10, 0, {"status": "queued"}, {"status": "not_ready", "reason": "lunch"}),
-            at(10, 30, {"reason": "lunch"}, {"reason": "training"}),  # not ready still, for another reason
+            (8, 0, {"status": "offline"}, {"status": "queued"}),
+            (9, 0, {"status": "queued"}, {"status": "not_ready", "reason": "break"}),
+            (9, 15, {"status": "not_ready"}, {"status": "queued", "reason": ""}),
+            (10, 0, {"status": "queued"}, {"status": "not_ready", "reason": "lunch"}),
+            (10, 30, {"reason": "lunch"}, {"reason": "training"}),  # not ready still, for another reason
         ],
     )
     day = agent_day(
