@@ -237,6 +237,8 @@ class Handling(Parts):
             version=call.version + 1,
             legs=[*call.legs, part],
         )
+        if how == "transferred":  # answered already: a call assigned before answers were kept
+            back.answered_at = call.answered_at or call.assigned_at  # was answered at its assignment
         if preferences is not None:
             back.first_asked = call.first_asked or call.asked_for
             back.preferences = preferences
@@ -252,6 +254,7 @@ class Handling(Parts):
             ":legs": back.legs,
             ":prefs": {k: v for k, v in back.preferences.items() if v is not ANY},
             ":first": back.first_asked,
+            ":answered": back.answered_at,
             ":relaxed": back.relaxed,
             ":one": 1,
             ":assigned": CallStatus.ASSIGNED,
@@ -261,6 +264,7 @@ class Handling(Parts):
             condition += " AND offer_sk = :offer"
             values[":offer"] = call.offer_sk
         first = ", first_asked = :first" if back.first_asked is not None else ""
+        first += ", answered_at = :answered" if back.answered_at is not None else ""
         return [
             self.writes.update(
                 keys.call(call.call_id),

@@ -205,3 +205,20 @@ def test_a_transfer_to_a_named_agent_needs_them_queued(router):
     router.release(bea.agent_id, then="offline")
     with pytest.raises(errors.Conflict, match="in progress"):
         router.transfer(waiting.call_id, preferences=SPANISH_F)  # ended
+
+
+def test_a_call_assigned_before_answers_were_kept_is_not_answered_again_when_transferred(router):
+    ana, bea = agent(router, "Ana"), agent(router, "Bea", "English", "M")
+    router.make_available(ana.agent_id)
+    router.make_available(bea.agent_id)
+    call, _ = router.create_call(SPANISH_F)
+    # As an earlier version left it: no answered_at on the record.
+    router.db.call(
+        "update_item",
+        TableName=router.db.table("callcenter"),
+        Key={"pk": {"S": f"CALL#{call.call_id}"}, "sk": {"S": "CALL"}},
+        UpdateExpression="REMOVE answered_at",
+    )
+    moved = router.transfer(call.call_id, preferences=ENGLISH_ANY).call
+    assert moved.agent_id == bea.agent_id and moved.answered_at == call.assigned_at
+    assert today(router).answered == 1  # the first assignment's, not the transfer's
