@@ -258,18 +258,20 @@ class Switchboard:
         self,
         call_id: str,
         *,
+        from_agent_id: str,
         preferences: Mapping[str, str] | None = None,
         agent_id: str | None = None,
         then: str = "queue",
     ) -> dict:
-        """Hand a call in progress on: to new `preferences` (it keeps its place in line)
-        or to the queued agent `agent_id`; its agent then goes `then`.
-        `{"agent": ..., "call": ...}`."""
+        """Hand a call in progress on from `from_agent_id` (the agent on it as you last
+        read it): to new `preferences` (it keeps its place in line) or to the queued agent
+        `agent_id`; that agent then goes `then`. `{"agent": ..., "call": ...}`; sent again
+        once it took effect, the same answer as things are now."""
         if (preferences is None) == (agent_id is None):
             raise ValueError("transfer to preferences or to an agent_id, one of the two")
         if then not in RELEASE_TARGETS:
             raise ValueError(f"then must be one of {', '.join(RELEASE_TARGETS)}")
-        body: dict[str, Any] = {"then": then}
+        body: dict[str, Any] = {"then": then, "from_agent_id": from_agent_id}
         body.update({"preferences": dict(preferences)} if preferences is not None else {"agent_id": agent_id})
         return self._request("POST", f"calls/{_segment(call_id)}/transfer", json=body)
 

@@ -161,6 +161,7 @@ class TransferForm(PreferenceFields, forms.Form):
 
     to = forms.ChoiceField(choices=[("preferences", "Preferences"), ("agent", "A queued agent")])
     agent_id = forms.CharField(required=False, max_length=64)
+    from_agent_id = forms.CharField(max_length=64)  # the agent the page showed on the call
     then = forms.ChoiceField(choices=list(AFTER_CALL.items()), initial="queue")
 
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):

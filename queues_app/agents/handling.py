@@ -73,8 +73,8 @@ class Handling(Parts):
         return Outcome(call=answered)
 
     def _answered_already(self, call: Call) -> Outcome:
-        if call.status == CallStatus.ASSIGNED and call.answered_at and call.offer_sk is None:
-            return Outcome(call=call, replayed=True)
+        if call.status == CallStatus.ASSIGNED and call.offer_sk is None:
+            return Outcome(call=call, replayed=True)  # picked up already, or never offered
         missed = [part for part in call.legs if part.get("how") == "missed"]
         if call.status == CallStatus.WAITING and missed:
             raise errors.Conflict(
@@ -171,16 +171,25 @@ class Handling(Parts):
         preferences: dict | None = None,
         agent_id: str | None = None,
         then: str = "queue",
+        from_agent_id: str | None = None,
     ) -> Outcome:
         """End the agent's part in the call (then `then`, as ending a call) and give the
         call, at its original place (priority and arrival), to an agent who fits
         `preferences`, or to the queued agent `agent_id`; with nobody free it waits.
-        Returns the agent who handed it on and the call as it is after."""
+        Returns the agent who handed it on and the call as it is after.
+
+        With `from_agent_id` (the agent the person or the phone system saw on the call),
+        only that agent's part is handed on: the same request sent again once it took
+        effect is answered as done (`replayed`), and a call that has moved on otherwise is
+        refused saying where it is, so a retry never transfers the call a second time."""
         if then not in AFTER_CALL:
             raise errors.InvalidRequest("After a call an agent goes to 'queue', 'wrap_up' or 'offline'.")
         if (preferences is None) == (agent_id is None):
             raise errors.InvalidRequest("Transfer to new preferences or to a named agent, not both.")
         call = self.calls.get(call_id)
+        wanted = validate_preferences(self.catalog, preferences) if preferences is not None else None
+        if from_agent_id is not None and call.agent_id != from_agent_id:
+            return self._transferred_or_stale(call, from_agent_id, wanted, agent_id)
         if call.status != CallStatus.ASSIGNED or not call.agent_id:
             raise errors.Conflict(f"Call {call_id} is {call.status}: only a call in progress is transferred.")
         if call.offer_sk is not None:
@@ -194,7 +203,6 @@ class Handling(Parts):
             if target.status != AgentStatus.QUEUED or not target.queue_token:
                 raise errors.Conflict(f"{target.name} is {target.doing}: a call is transferred to a queued agent.")
         stamp = to_iso(self.clock())
-        wanted = validate_preferences(self.catalog, preferences) if preferences is not None else None
         back = self._back_in_line(call, stamp, "transferred", agent, preferences=wanted)
         change = replay.change_id("transfer", call_id)
         next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
@@ -220,6 +228,22 @@ class Handling(Parts):
         if then == "queue":
             freed = self._make_available(freed, change).agent or freed
         return Outcome(freed, taken or self.calls.get(call_id))
+
+    def _transferred_or_stale(
+        self, call: Call, from_agent_id: str, preferences: dict | None, agent_id: str | None
+    ) -> Outcome:
+        """A transfer naming an agent no longer on the call: handed on by that agent, to
+        where this request asks (this very request, sent again: answered as done), or
+        refused saying where the call is."""
+        last = call.legs[-1] if call.legs else {}
+        handed_on = last.get("agent_id") == from_agent_id and last.get("how") == "transferred"
+        same = call.agent_id == agent_id if agent_id is not None else call.preferences == preferences
+        if handed_on and same:
+            return Outcome(self.agents.get(from_agent_id), call, replayed=True)
+        where = f"with {call.agent_name}" if call.agent_id else call.status
+        raise errors.Conflict(
+            f"Call {call.call_id} is no longer with the agent named: it is {where} now.", now={"call": call}
+        )
 
     # --- shared ---------------------------------------------------------------------------
 

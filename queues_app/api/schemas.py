@@ -196,7 +196,10 @@ class NotReadyIn(InputSchema):
     version: Version = Field(description="The agent's `version` as you last read it.", examples=[7])
     reason: str = Field(min_length=1, max_length=40, description="One of AGENT_NOT_READY_REASONS.", examples=["break"])
 
-    PROBLEMS: ClassVar[dict[str, str]] = {"version": VERSION_PROBLEM, "reason": "required: why the agent is not ready"}
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "version": VERSION_PROBLEM,
+        "reason": "required: why the agent is not ready, one of AGENT_NOT_READY_REASONS (at most 40 characters)",
+    }
 
 
 class TransferIn(InputSchema):
@@ -209,6 +212,12 @@ class TransferIn(InputSchema):
         examples=[{"language": "French", "gender": "any"}],
     )
     agent_id: ItemId | None = Field(None, description="A queued agent to give the call to.")
+    from_agent_id: ItemId = Field(
+        description="The agent on the call as you last read it (its `agent_id`). Only their part is handed on: "
+        "sent again once it took effect, the request is answered as it was (`Idempotent-Replayed: true`); if the "
+        "call has moved on otherwise, 409.",
+        examples=["a1b2c3d4e5f6"],
+    )
     then: Literal["queue", "wrap_up", "offline"] = Field(
         "queue", description="`queue` (available again), `wrap_up` or `offline`."
     )
@@ -216,6 +225,7 @@ class TransferIn(InputSchema):
     PROBLEMS: ClassVar[dict[str, str]] = {
         "preferences": 'must be an object such as {"language": "French", "gender": "any"}',
         "agent_id": "must be an agent's id",
+        "from_agent_id": "required: the agent on the call as you last read it (the call's agent_id)",
         "then": "must be one of queue, wrap_up, offline",
     }
     NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)

@@ -389,8 +389,9 @@ def answer_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, p
             200: (
                 CallEndedOut,
                 "The agent who handed the call on, as they are now, and the call: assigned to its new agent, or "
-                "waiting at its original place in line.",
-                (),
+                "waiting at its original place in line. `Idempotent-Replayed: true` when this very transfer had "
+                "been made already: the answer is as things are now.",
+                ("Idempotent-Replayed",),
             )
         },
         *CALL_CHANGES,
@@ -399,12 +400,18 @@ def answer_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, p
 def transfer_call(request: HttpRequest, call_id: ItemId, payload: TransferIn, response: HttpResponse):
     """Hand a call in progress on, with new `preferences` (it keeps its arrival and waits
     for, or is given to, an agent who fits) or to the queued agent `agent_id`. Its agent
-    then goes `then`. The call's `legs` keep each agent's part."""
+    (`from_agent_id`, as last read) then goes `then`. The call's `legs` keep each agent's
+    part."""
     outcome = api_operations(request).transfer(
-        call_id, preferences=payload.preferences, agent_id=payload.agent_id, then=payload.then
+        call_id,
+        preferences=payload.preferences,
+        agent_id=payload.agent_id,
+        then=payload.then,
+        from_agent_id=payload.from_agent_id,
     )
     call = cast(Call, outcome.call)
-    note_change(request, "call.transfer", call_id, f"to {call.agent_name or 'the line'}")
+    if not outcome.replayed:
+        note_change(request, "call.transfer", call_id, f"to {call.agent_name or 'the line'}")
     return _agent_and_call(response, outcome)
 
 

@@ -67,16 +67,24 @@ class CallOperations(Recorded):
         return outcome
 
     def transfer(
-        self, call_id: str, *, preferences: dict | None = None, agent_id: str | None = None, then: str = "queue"
+        self,
+        call_id: str,
+        *,
+        preferences: dict | None = None,
+        agent_id: str | None = None,
+        then: str = "queue",
+        from_agent_id: str | None = None,
     ) -> Outcome:
         """Hand a call in progress on: to new preferences (at its place in line) or to a
         named queued agent; its agent then goes `then`."""
         before = self.call_center.get_call(call_id)
         from_agent = self.agents.get(before.agent_id) if before.agent_id else None
         with self._telling_what_changed("call", call_id):
-            outcome = self.call_center.transfer(call_id, preferences=preferences, agent_id=agent_id, then=then)
+            outcome = self.call_center.transfer(
+                call_id, preferences=preferences, agent_id=agent_id, then=then, from_agent_id=from_agent_id
+            )
         call, agent = outcome.call, outcome.agent
-        if call is None or agent is None:
+        if call is None or agent is None or outcome.replayed:
             return outcome
         where = f"to {call.agent_name}" if call.agent_id else f"to wait for {describe_preferences(call.preferences)}"
         summary = f"transferred by {agent.name} {where}"

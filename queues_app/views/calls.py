@@ -160,9 +160,13 @@ def call_transfer(request, call_id: str):
         preferences=None if to_agent else form.preferences,
         agent_id=check_id("agent", data["agent_id"]) if to_agent else None,
         then=data["then"],
+        from_agent_id=check_id("agent", data["from_agent_id"]),
     )
     agent, call = outcome
-    where = f"to {call.agent_name}" if call and call.agent_id else "back to the line, at its place"
+    holder = call.agent_name if call and call.agent_id else None
+    if outcome.replayed:
+        return f"Call {call_id} had been transferred already; it is {f'with {holder}' if holder else 'waiting'} now."
+    where = f"to {holder}" if holder else "back to the line, at its place"
     who = f"{agent.name} is {agent.doing} now" if agent else "its agent is free"
     return f"Call {call_id} transferred {where}; {who}."
 

@@ -73,13 +73,26 @@ def test_a_call_is_transferred_to_new_preferences_or_a_named_agent(moto_db, api)
     for someone in (ana, bea, cid):
         api.available(someone.agent_id)
     call = api.post("/api/calls", {"preferences": {"language": "English"}}).json()
-    moved = api.post(f"/api/calls/{call['call_id']}/transfer", {"agent_id": cid.agent_id, "then": "wrap_up"})
+    to_cid = {"agent_id": cid.agent_id, "then": "wrap_up", "from_agent_id": ana.agent_id}
+    moved = api.post(f"/api/calls/{call['call_id']}/transfer", to_cid)
     assert moved.status_code == 200, moved.json()
+    assert moved["Idempotent-Replayed"] == "false"
     assert moved.json()["agent"]["status"] == AgentStatus.WRAP_UP
     assert moved.json()["call"]["agent_name"] == "Cid"
     assert [leg["agent_name"] for leg in moved.json()["call"]["legs"]] == ["Ana"]
+    # The phone system's retry after a timeout: answered as done, the call stays with Cid.
+    retried = api.post(f"/api/calls/{call['call_id']}/transfer", to_cid)
+    assert retried.status_code == 200 and retried["Idempotent-Replayed"] == "true"
+    assert retried.json()["call"]["agent_name"] == "Cid" and len(retried.json()["call"]["legs"]) == 1
+    # Another transfer decided on Ana's part, from a stale read: refused, saying where the call is.
+    stale = {"preferences": {"language": "Spanish"}, "from_agent_id": ana.agent_id}
+    body = assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", stale), 409)
+    assert "with Cid" in body["message"]
 
-    again = api.post(f"/api/calls/{call['call_id']}/transfer", {"preferences": {"language": "Spanish"}})
+    again = api.post(
+        f"/api/calls/{call['call_id']}/transfer",
+        {"preferences": {"language": "Spanish"}, "from_agent_id": cid.agent_id},
+    )
     assert again.status_code == 200
     waiting = again.json()["call"]
     assert (waiting["status"], waiting["arrived_at"]) == (CallStatus.WAITING, call["arrived_at"])
@@ -90,10 +103,15 @@ def test_a_transfer_names_preferences_or_an_agent_and_only_of_a_call_in_progress
     ana = agent("Ana", ["English"], "F")
     api.available(ana.agent_id)
     call = api.post("/api/calls", {"preferences": {}}).json()
-    both = {"preferences": {"language": "English"}, "agent_id": ana.agent_id}
+    ana_id = ana.agent_id
+    both = {"preferences": {"language": "English"}, "agent_id": ana_id, "from_agent_id": ana_id}
     assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", both), 400)
-    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {}), 400)
-    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {"preferences": {"language": "Klingon"}}), 400)
+    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {"from_agent_id": ana_id}), 400)
+    body = assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {"preferences": {}}), 400)
+    assert "from_agent_id" in body["fields"]
+    klingon = {"preferences": {"language": "Klingon"}, "from_agent_id": ana_id}
+    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", klingon), 400)
     api.release(ana.agent_id, "offline")
-    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", {"preferences": {}}), 409)
-    assert_problem(api.post("/api/calls/nope/transfer", {"preferences": {}}), 404)
+    anyone = {"preferences": {}, "from_agent_id": ana_id}
+    assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", anyone), 409)
+    assert_problem(api.post("/api/calls/nope/transfer", anyone), 404)

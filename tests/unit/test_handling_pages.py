@@ -53,7 +53,14 @@ def test_a_supervisor_transfers_a_call_from_its_page_and_sees_each_agents_part(s
 
     response = supervisor_client.post(
         reverse("call-transfer", args=[call.call_id]),
-        {"to": "preferences", "skill_language": "French", "skill_gender": "any", "then": "wrap_up", "agent_id": ""},
+        {
+            "to": "preferences",
+            "skill_language": "French",
+            "skill_gender": "any",
+            "then": "wrap_up",
+            "agent_id": "",
+            "from_agent_id": ana.agent_id,
+        },
         follow=True,
     )
     assert f"Call {call.call_id} transferred to Bea" in response.content.decode()
@@ -61,13 +68,29 @@ def test_a_supervisor_transfers_a_call_from_its_page_and_sees_each_agents_part(s
     assert (moved.status, moved.agent_id) == (CallStatus.ASSIGNED, bea.agent_id)
     detail = supervisor_client.get(reverse("call-detail", args=[call.call_id])).content.decode()
     assert "Agents on this call" in detail and "transferred it" in detail and "in progress" in detail
+    # The same form again, from a tab that still showed Ana on the call: nothing moves.
+    again = supervisor_client.post(
+        reverse("call-transfer", args=[call.call_id]),
+        {
+            "to": "preferences",
+            "skill_language": "English",
+            "skill_gender": "any",
+            "then": "queue",
+            "from_agent_id": ana.agent_id,
+        },
+        follow=True,
+    )
+    assert "is no longer with the agent named: it is with Bea now" in again.content.decode()
+    assert center.get_call(call.call_id).agent_id == bea.agent_id
 
 
 def test_a_transfer_form_without_an_agent_changes_nothing(supervisor_client, moto_db):
     center, (ana,) = staff(("Ana", "English"))
     call, _ = center.create_call({})
     response = supervisor_client.post(
-        reverse("call-transfer", args=[call.call_id]), {"to": "agent", "agent_id": "", "then": "queue"}, follow=True
+        reverse("call-transfer", args=[call.call_id]),
+        {"to": "agent", "agent_id": "", "then": "queue", "from_agent_id": ana.agent_id},
+        follow=True,
     )
     assert "Choose the queued agent" in response.content.decode()
     assert center.get_call(call.call_id).agent_id == ana.agent_id

@@ -178,7 +178,13 @@ def web(db, staff, token) -> None:
         (f"/agents/{a2}/not-ready", lambda: {"reason": "break", "version": version(a2)}),
         (
             f"/calls/{call_two.call_id}/transfer",
-            {"to": "preferences", "skill_language": "English", "skill_gender": "any", "then": "queue"},
+            lambda: {
+                "to": "preferences",
+                "skill_language": "English",
+                "skill_gender": "any",
+                "then": "queue",
+                "from_agent_id": router.get_call(call_two.call_id).agent_id or "x",
+            },
         ),
         (f"/agents/{a0}/release", {"then": "queue", "call_id": call.call_id, "confirmed": "1"}),
         ("/agents/bulk", lambda: {"action": "offline", "ids": [shown(a1)], "confirmed": "1"}),
@@ -223,7 +229,15 @@ def web(db, staff, token) -> None:
         ("post", f"/api/agents/{a1}/offline", lambda: {"version": int(version(a1))}),
         ("post", f"/api/agents/{a1}/not-ready", lambda: {"version": int(version(a1)), "reason": "lunch"}),
         ("post", f"/api/calls/{call_two.call_id}/answered", {}),
-        ("post", f"/api/calls/{call_two.call_id}/transfer", {"preferences": {"language": "English"}, "then": "queue"}),
+        (
+            "post",
+            f"/api/calls/{call_two.call_id}/transfer",
+            lambda: {
+                "preferences": {"language": "English"},
+                "then": "queue",
+                "from_agent_id": router.get_call(call_two.call_id).agent_id or "x",
+            },
+        ),
         ("post", f"/api/calls/{call_two.call_id}/end", {"then": "wrap_up"}),
         ("get", "/api/queues", None),
         ("get", "/api/reports/intervals?interval=60", None),

@@ -89,10 +89,12 @@ def test_not_ready_an_offer_picked_up_and_a_transfer(switchboard, settings):
     call = switchboard.create_call({"language": "French"})
     assert call["answer_by"] and call["answered_at"] is None
     assert switchboard.answered(call["call_id"])["answered_at"]
-    moved = switchboard.transfer(call["call_id"], preferences={"language": "English"}, then="wrap_up")
+    moved = switchboard.transfer(
+        call["call_id"], from_agent_id=ana.agent_id, preferences={"language": "English"}, then="wrap_up"
+    )
     assert (moved["agent"]["status"], moved["call"]["agent_name"]) == ("wrap_up", "Bea")
     with pytest.raises(ValueError):
-        switchboard.transfer(call["call_id"])
+        switchboard.transfer(call["call_id"], from_agent_id=ana.agent_id)
 
 
 def test_the_waiting_line_is_read_page_after_page(switchboard):
