@@ -855,8 +855,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
         parser.error("--threads and --agents need positive numbers")
     if args.answer_timeout is not None:
-        if args.answer_timeout <= 0:
-            parser.error("--answer-timeout takes a positive number of seconds")
+        if not 1 <= args.answer_timeout <= 600:
+            parser.error("--answer-timeout takes 1 to 600 seconds, as ANSWER_TIMEOUT_SECONDS")
         os.environ["ANSWER_TIMEOUT_SECONDS"] = str(args.answer_timeout)  # this process and the ones it starts
     return harness.execute(
         args,

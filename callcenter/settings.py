@@ -29,7 +29,21 @@ PAGES_DIR = PACKAGE_DIR if INSTALLED else PACKAGE_DIR.parent
 # systemd units, docs/deploy.md).
 BASE_DIR = Path.cwd() if INSTALLED else PACKAGE_DIR.parent
 
-env = environ.Env()
+
+
+class _Env(environ.Env):
+    """django-environ's Env, saying which setting is wrong when a value cannot be read as
+    its type (a number, a list), rather than failing with a bare ValueError."""
+
+    def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
+        try:
+            return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+        except ValueError as exc:
+            kind = getattr(cast, "__name__", "the expected type")
+            raise ImproperlyConfigured(f"{var}={self.ENVIRON.get(var, '')!r} is not a valid {kind} ({exc}).") from exc
+
+
+env = _Env()
 # SWITCHBOARD_ENV_FILE names another file to read, or none at all when empty; variables
 # already in the environment win over the file.
 ENV_FILE = os.environ.get("SWITCHBOARD_ENV_FILE", str(BASE_DIR / ".env"))
@@ -325,6 +339,12 @@ AGENT_NOT_READY_REASONS = env.list("AGENT_NOT_READY_REASONS", default=["break", 
 # POST /api/calls/{id}/answered); unanswered, the call goes back to its place in line and
 # the agent is set not ready ("missed"). Empty or 0: off, an assignment is an answer.
 ANSWER_TIMEOUT_SECONDS = env.float("ANSWER_TIMEOUT_SECONDS", default=0.0) or None
+if ANSWER_TIMEOUT_SECONDS is not None and not 1 <= ANSWER_TIMEOUT_SECONDS <= 600:
+    raise ImproperlyConfigured(
+        f"ANSWER_TIMEOUT_SECONDS is 1 to 600 seconds (or empty: off), not {ANSWER_TIMEOUT_SECONDS:g}."
+    )
+if not [reason for reason in AGENT_NOT_READY_REASONS if reason.strip() and reason.strip() != "missed"]:
+    raise ImproperlyConfigured("AGENT_NOT_READY_REASONS needs at least one reason (missed is the system's own).")
 
 # Shipments: receives before the DLQ, and the exponential backoff between attempts.
 SWITCHBOARD_SHIPMENT_RETRY = {

@@ -186,3 +186,17 @@ def test_run_local_is_for_development_only(settings):
     settings.DEBUG = False
     with pytest.raises(CommandError, match="needs DEBUG=true"):
         call_command("run_local", no_server=True)
+
+
+@pytest.mark.parametrize(
+    "variables, said",
+    [
+        ({"ANSWER_TIMEOUT_SECONDS": "abc"}, "ANSWER_TIMEOUT_SECONDS='abc' is not a valid float"),
+        ({"ANSWER_TIMEOUT_SECONDS": "0.01"}, "ANSWER_TIMEOUT_SECONDS is 1 to 600 seconds"),
+        ({"AGENT_NOT_READY_REASONS": "missed"}, "AGENT_NOT_READY_REASONS needs at least one reason"),
+        ({"SHIPMENT_MAX_RECEIVES": "five"}, "SHIPMENT_MAX_RECEIVES='five' is not a valid int"),
+    ],
+)
+def test_a_setting_that_cannot_be_read_is_named_with_its_value(tmp_path, variables, said):
+    refused = manage(["check"], tmp_path, **production(**variables))
+    assert refused.returncode != 0 and f"ImproperlyConfigured: {said}" in refused.stderr
