@@ -30,7 +30,6 @@ PAGES_DIR = PACKAGE_DIR if INSTALLED else PACKAGE_DIR.parent
 BASE_DIR = Path.cwd() if INSTALLED else PACKAGE_DIR.parent
 
 
-
 class _Env(environ.Env):
     """django-environ's Env, saying which setting is wrong when a value cannot be read as
     its type (a number, a list), rather than failing with a bare ValueError."""
