@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import time
 import uuid
 from datetime import timedelta
 
@@ -35,6 +36,10 @@ from queues_app.ddb.clock import now, to_iso  # noqa: E402
 from queues_app.monitoring import counters  # noqa: E402
 
 
+def _held(holder) -> bool:
+    return bool(holder and holder.address and holder.live(time.time()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("seed", type=int)
@@ -46,9 +51,13 @@ def main() -> None:
     args = parser.parse_args()
     counters.FLUSH_SECONDS = args.flush_every
     rng = random.Random(args.seed)
-    if args.dispatched:
-        dispatch.send_new_callers()
     center = CallCenter(escalation=EscalationPolicy(after_seconds=0.3, order=("gender", "language")))
+    if args.dispatched:
+        # From the moment the matcher holds its lease, so that new callers go through it.
+        deadline = time.monotonic() + 30
+        while not _held(dispatch.current_holder(center.db)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        dispatch.send_new_callers()
     dims = dict(center.catalog.dimensions)
 
     def preferences() -> dict:
@@ -78,6 +87,9 @@ def main() -> None:
         waiting += [call.call_id for call in calls]
     for agent_id in agents:
         center.make_available(agent_id)
+    if args.dispatched:  # while this process's agents are queued: the matcher assigns them
+        for _ in range(3):
+            center.create_call({name: None for name in dims})
 
     n = 0
     while args.forever or n < args.rounds:
