@@ -82,9 +82,9 @@ def test_every_call_fact_is_counted_once_across_processes_and_a_sigkill(local_db
     traffic = "tests.helpers.call_traffic"
     victim_rounds = 0
     workers = [
-        start(env, "-m", traffic, "1", "120", "--dispatched"),
-        start(env, "-m", traffic, "2", "120", "--seeded"),
-        start(env, "-m", traffic, "3", "120"),
+        start(env, "-m", traffic, "1", "80", "--dispatched"),
+        start(env, "-m", traffic, "2", "80", "--seeded"),
+        start(env, "-m", traffic, "3", "80"),
     ]
     # Killed mid-round, some of its changes counted (it counts every 2 s) and some not.
     victim = start(env, "-m", traffic, "4", "0", "--forever", "--seeded", "--flush-every", "2")

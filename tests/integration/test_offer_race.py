@@ -41,7 +41,7 @@ def test_an_answer_and_a_timeout_at_the_same_moment_end_in_exactly_one(local_db,
         "DYNAMODB_ENDPOINT_URL": settings.DYNAMODB_ENDPOINT_URL,
         "DYNAMODB_TABLE_PREFIX": settings.DYNAMODB_TABLE_PREFIX,
     }
-    start = time.time() + 8  # both processes are up and connected by then
+    start = time.time() + 6  # both processes are up and connected by then (Django starts in 2-3 s)
     sides = {
         side: subprocess.Popen(
             [sys.executable, "-m", "tests.helpers.offer_race", side, str(start), str(STEP), str(path)],
