@@ -14,8 +14,8 @@ Items in the metrics table (no TTL: a fact stays until it is counted):
 Attributes: `kind` (answered, abandoned, ended), `call_id`, `at` (when it happened: the
 interval it counts in), and for an answered or abandoned call `combination` (what the
 caller asked for, `Spanish#any`) and `seconds` (the wait). An ended call's handle time
-and combination come from the call's record when it is counted (a figure recorded on its
-own, `service_level.handled`, carries them).
+and combination come from the call's record when it is counted (a fact that carries
+them is counted with them).
 """
 
 from __future__ import annotations
@@ -73,9 +73,3 @@ def put_action(db: Dynamo, kind: str, call_id: str, at: str, combination=None, s
     fact = item(kind, call_id, at, combination, seconds)
     counters.recorder.expect_fact(fact["pk"], fact["sk"])
     return {"Put": {"TableName": db.table("metrics"), "Item": marshal(fact)}}
-
-
-def record(db: Dynamo, kind: str, call_id: str, at: str, combination=None, seconds: float | None = None) -> None:
-    """A fact on its own (one PutItem): a figure from outside a call's change."""
-    action = put_action(db, kind, call_id, at, combination, seconds)["Put"]
-    db.call("put_item", TableName=action["TableName"], Item=action["Item"])

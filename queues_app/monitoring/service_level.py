@@ -31,13 +31,12 @@ the sum of attending agents over the sum of logged-in agents across its samples.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import centre_date, now, to_iso
+from queues_app.ddb.clock import centre_date, now
 from queues_app.ddb.codec import unmarshal
 from queues_app.monitoring import counters, facts
 
@@ -91,26 +90,6 @@ def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str,
     if kind == facts.ABANDONED:
         return {"abandoned": 1, "abandoned_wait_sum": seconds}, {"wait_max": seconds}
     return {"handled": 1, "handle_sum": seconds}, {}
-
-
-def _fact(db: Dynamo, kind: str, seconds: float, combination, moment: datetime | None) -> None:
-    facts.record(db, kind, f"figure-{uuid.uuid4().hex}", to_iso(moment or now()), combination, seconds)
-
-
-def answered(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
-    """A caller was given an agent after waiting `wait_seconds`: a fact of its own, counted
-    at the next flush (a call's own change writes its facts in its transaction instead)."""
-    _fact(db, facts.ANSWERED, wait_seconds, combination, moment)
-
-
-def abandoned(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
-    """A caller hung up (or was ended by a supervisor) while waiting, after `wait_seconds`."""
-    _fact(db, facts.ABANDONED, wait_seconds, combination, moment)
-
-
-def handled(db: Dynamo, handle_seconds: float, combination, *, moment: datetime | None = None) -> None:
-    """A call ended, `handle_seconds` after it was answered."""
-    _fact(db, facts.ENDED, handle_seconds, combination, moment)
 
 
 def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: datetime | None = None) -> None:

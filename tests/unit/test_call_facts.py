@@ -20,6 +20,7 @@ from queues_app.monitoring import counters, facts
 from queues_app.monitoring.counters import MetricsStore
 from queues_app.monitoring.service_level import ServiceLevelReader
 from queues_app.monitoring.tally import Fact, Tally
+from tests.helpers import figures as seeded
 
 SPANISH_F = {"language": "Spanish", "gender": "F"}
 
@@ -163,12 +164,11 @@ def test_a_fact_not_there_yet_is_kept_for_a_while_then_left_to_the_sweep(router,
 
 def test_many_facts_are_counted_in_as_few_transactions_as_fit(moto_db, clock):
     from queues_app.ddb import meter
-    from queues_app.monitoring import service_level
 
     start = datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
     for n in range(150):  # 9 combinations, over 5 minutes
         combination = (["English", "French", "Spanish"][n % 3], ["F", "M", "X"][n // 3 % 3])
-        service_level.answered(moto_db, n % 40, combination, moment=start.replace(minute=n % 5))
+        seeded.answered(moto_db, n % 40, combination, moment=start.replace(minute=n % 5))
     with meter.measure() as seen:
         Tally(moto_db).sweep()
     sent = seen.calls_of("TransactWriteItems")

@@ -17,6 +17,7 @@ from queues_app.monitoring import service_level
 from queues_app.monitoring.counters import MetricsStore
 from queues_app.monitoring.intervals import IntervalReader
 from queues_app.operations import Operations
+from tests.helpers import figures as seeded
 from tests.helpers.api import assert_problem
 
 NY = "America/New_York"
@@ -31,12 +32,12 @@ def day_of_calls(moto_db, settings):
     settings.TIME_ZONE = NY
     settings.SERVICE_LEVEL_SECONDS = 20
     at = MORNING
-    service_level.answered(moto_db, 5, ("Spanish", "F"), moment=at + timedelta(minutes=2))
-    service_level.answered(moto_db, 45, ("Spanish", "F"), moment=at + timedelta(minutes=14))
-    service_level.answered(moto_db, 10, ("English", None), moment=at + timedelta(minutes=31))
-    service_level.abandoned(moto_db, 70, ("Spanish", "F"), moment=at + timedelta(minutes=40))
-    service_level.handled(moto_db, 180, ("Spanish", "F"), moment=at + timedelta(minutes=5))
-    service_level.answered(moto_db, 3, ("Spanish", "F"), moment=datetime(2026, 11, 24, 4, 50, tzinfo=UTC))
+    seeded.answered(moto_db, 5, ("Spanish", "F"), moment=at + timedelta(minutes=2))
+    seeded.answered(moto_db, 45, ("Spanish", "F"), moment=at + timedelta(minutes=14))
+    seeded.answered(moto_db, 10, ("English", None), moment=at + timedelta(minutes=31))
+    seeded.abandoned(moto_db, 70, ("Spanish", "F"), moment=at + timedelta(minutes=40))
+    seeded.handled(moto_db, 180, ("Spanish", "F"), moment=at + timedelta(minutes=5))
+    seeded.answered(moto_db, 3, ("Spanish", "F"), moment=datetime(2026, 11, 24, 4, 50, tzinfo=UTC))
     service_level.sample_occupancy(moto_db, 3, 4, moment=at + timedelta(minutes=1))
     MetricsStore(moto_db).flush()
     return moto_db
@@ -138,7 +139,7 @@ def test_a_released_call_adds_its_handle_time(moto_db):
 
 def test_the_quarter_hours_are_kept_for_the_reports_retention(moto_db, settings):
     settings.REPORT_RETENTION_DAYS = 400
-    service_level.answered(moto_db, 5, ("Spanish", "F"))
+    seeded.answered(moto_db, 5, ("Spanish", "F"))
     MetricsStore(moto_db).flush()
     items = moto_db.call(
         "query",
@@ -157,8 +158,8 @@ def test_the_grid_says_how_many_agents_the_last_hours_calls_need(supervisor_clie
     settings.SERVICE_LEVEL_TARGET = 0.8
     settings.SERVICE_LEVEL_SECONDS = 20
     for _ in range(10):
-        service_level.answered(moto_db, 5, ("Spanish", "F"))
-        service_level.handled(moto_db, 180, ("Spanish", "F"))
+        seeded.answered(moto_db, 5, ("Spanish", "F"))
+        seeded.handled(moto_db, 180, ("Spanish", "F"))
     MetricsStore(moto_db).flush()
     html = supervisor_client.get(reverse("home"), {"panel": "grid"}, HTTP_HX_REQUEST="true").content.decode()
     spanish = html[html.index('data-cell="Spanish · F"') :]

@@ -19,6 +19,7 @@ from queues_app.monitoring import facts, service_level
 from queues_app.monitoring.counters import MetricsStore
 from queues_app.monitoring.service_level import Figures, ServiceLevelReader, combination_name
 from queues_app.operations import Operations
+from tests.helpers import figures as seeded
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -37,9 +38,9 @@ def test_a_combination_is_named_by_its_values_in_order_with_any_for_no_preferenc
 def test_figures_of_a_window_follow_the_contact_center_definitions(moto_db, settings):
     settings.SERVICE_LEVEL_SECONDS = 20
     for wait in (5, 20, 40):  # within, at the threshold (within), over
-        service_level.answered(moto_db, wait, {"language": "Spanish", "gender": "F"})
-    service_level.abandoned(moto_db, 70, {"language": "Spanish", "gender": "F"})
-    service_level.answered(moto_db, 10, {"language": "French", "gender": None})
+        seeded.answered(moto_db, wait, {"language": "Spanish", "gender": "F"})
+    seeded.abandoned(moto_db, 70, {"language": "Spanish", "gender": "F"})
+    seeded.answered(moto_db, 10, {"language": "French", "gender": None})
 
     figures = read(moto_db).recent
     spanish = figures.by_combination["Spanish#F"]
@@ -68,8 +69,8 @@ def test_a_window_without_calls_has_no_ratios_rather_than_zero():
 def test_the_last_15_minutes_leave_out_older_calls_that_today_keeps(moto_db):
     # Midday of today, whatever the hour the test runs: 20 minutes earlier is still today.
     moment = now().replace(hour=12, minute=0, second=0, microsecond=0)
-    service_level.answered(moto_db, 30, ("Spanish", "F"), moment=moment - timedelta(minutes=20))
-    service_level.answered(moto_db, 3, ("Spanish", "F"), moment=moment)
+    seeded.answered(moto_db, 30, ("Spanish", "F"), moment=moment - timedelta(minutes=20))
+    seeded.answered(moto_db, 3, ("Spanish", "F"), moment=moment)
     MetricsStore(moto_db).flush()
     figures = ServiceLevelReader(moto_db, clock=lambda: moment).read()
     assert figures.recent.overall.answered == 1 and figures.recent.overall.wait_max == 3
@@ -81,28 +82,28 @@ def test_today_is_the_centres_day_in_its_time_zone(moto_db, settings):
     today's at 14:00 UTC (09:00 in New York), one answered at 06:00 UTC (01:00) is."""
     settings.TIME_ZONE = "America/New_York"
     morning = datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
-    service_level.answered(moto_db, 10, ("Spanish", "F"), moment=datetime(2026, 11, 25, 1, 0, tzinfo=UTC))
-    service_level.answered(moto_db, 4, ("Spanish", "F"), moment=datetime(2026, 11, 25, 6, 0, tzinfo=UTC))
+    seeded.answered(moto_db, 10, ("Spanish", "F"), moment=datetime(2026, 11, 25, 1, 0, tzinfo=UTC))
+    seeded.answered(moto_db, 4, ("Spanish", "F"), moment=datetime(2026, 11, 25, 6, 0, tzinfo=UTC))
     MetricsStore(moto_db).flush()
     today = ServiceLevelReader(moto_db, clock=lambda: morning).read().today.overall
     assert (today.answered, today.wait_max) == (1, 4)
     settings.TIME_ZONE = "UTC"  # a centre on UTC: a call at 01:00 UTC is the 25th's
-    service_level.answered(moto_db, 10, ("Spanish", "F"), moment=datetime(2026, 11, 25, 1, 0, tzinfo=UTC))
+    seeded.answered(moto_db, 10, ("Spanish", "F"), moment=datetime(2026, 11, 25, 1, 0, tzinfo=UTC))
     MetricsStore(moto_db).flush()
     today = ServiceLevelReader(moto_db, clock=lambda: morning).read().today.overall
     assert (today.answered, today.wait_max) == (2, 10)
 
 
 def test_the_longest_wait_is_kept_across_flushes_and_processes(moto_db):
-    service_level.answered(moto_db, 50, ("English", "M"))
+    seeded.answered(moto_db, 50, ("English", "M"))
     MetricsStore(moto_db).flush()
-    service_level.answered(moto_db, 5, ("English", "M"))  # a later flush with a shorter wait
+    seeded.answered(moto_db, 5, ("English", "M"))  # a later flush with a shorter wait
     figures = read(moto_db).today.by_combination["English#M"]
     assert (figures.answered, figures.wait_max) == (2, 50)
 
 
 def test_a_failed_flush_keeps_the_counts_for_the_next_one(moto_db, monkeypatch):
-    service_level.answered(moto_db, 8, ("English", "M"))
+    seeded.answered(moto_db, 8, ("English", "M"))
     real_add = MetricsStore._add
 
     def unavailable(self, pk, sk, *args, **kwargs):
@@ -221,8 +222,8 @@ def test_a_viewer_may_not_end_a_call(viewer_client, moto_db):
 
 
 def test_a_figure_is_a_fact_until_the_flush_counts_it(moto_db):
-    service_level.answered(moto_db, 4, ("Spanish", "F"))
-    service_level.abandoned(moto_db, 9, ("Spanish", "F"))
+    seeded.answered(moto_db, 4, ("Spanish", "F"))
+    seeded.abandoned(moto_db, 9, ("Spanish", "F"))
     waiting = [item for pk in facts.partitions() for item in moto_db.partition_items(moto_db.table("metrics"), pk)]
     assert sorted(item["kind"] for item in waiting) == ["abandoned", "answered"]
     assert ServiceLevelReader(moto_db).read().today.overall.left_the_line == 0

@@ -9,8 +9,8 @@ from django.urls import reverse
 from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
 from queues_app.ddb.local import free_port
-from queues_app.monitoring import service_level
 from queues_app.monitoring.counters import MetricsStore
+from tests.helpers import figures as seeded
 from tests.helpers.pages import figure
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -36,7 +36,7 @@ def floor(moto_db):
     router.make_available(bea.agent_id)
     for _ in range(2):
         router.create_call({"language": "French", "gender": "X"})
-    service_level.answered(moto_db, 500, ("Spanish", "F"))
+    seeded.answered(moto_db, 500, ("Spanish", "F"))
     MetricsStore(moto_db).flush()
     return moto_db
 

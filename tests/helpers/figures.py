@@ -1,0 +1,33 @@
+"""Service-level figures for tests that need some without placing calls: each one a call
+fact of its own (one PutItem), which the next flush counts like any change's fact."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now, to_iso
+from queues_app.monitoring import facts
+
+
+def _fact(db: Dynamo, kind: str, seconds: float, combination, moment: datetime | None) -> None:
+    action = facts.put_action(db, kind, f"figure-{uuid.uuid4().hex}", to_iso(moment or now()), combination, seconds)[
+        "Put"
+    ]
+    db.call("put_item", TableName=action["TableName"], Item=action["Item"])
+
+
+def answered(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
+    """A caller given an agent after waiting `wait_seconds`."""
+    _fact(db, facts.ANSWERED, wait_seconds, combination, moment)
+
+
+def abandoned(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
+    """A caller who hung up while waiting, after `wait_seconds`."""
+    _fact(db, facts.ABANDONED, wait_seconds, combination, moment)
+
+
+def handled(db: Dynamo, handle_seconds: float, combination, *, moment: datetime | None = None) -> None:
+    """A call that ended, `handle_seconds` after it was answered."""
+    _fact(db, facts.ENDED, handle_seconds, combination, moment)
