@@ -162,6 +162,13 @@ class VersionIn(InputSchema):
     PROBLEMS: ClassVar[dict[str, str]] = {"version": VERSION_PROBLEM}
 
 
+# Where an agent goes once their part in a call ends (ending it, releasing them, a transfer).
+Then = Annotated[
+    Literal["queue", "wrap_up", "offline"], Field(description="`queue` (available again), `wrap_up` or `offline`.")
+]
+THEN_PROBLEM = "must be one of queue, wrap_up, offline"
+
+
 class ReleaseIn(InputSchema):
     """The call to end, and what the agent does once it has ended."""
 
@@ -170,12 +177,10 @@ class ReleaseIn(InputSchema):
         "if it already ended, the request is answered as it was (same `then`) or refused (409).",
         examples=["3f2a9c1e0b7d4a65"],
     )
-    then: Literal["queue", "wrap_up", "offline"] = Field(
-        "queue", description="`queue` (available again), `wrap_up` or `offline`."
-    )
+    then: Then = "queue"
 
     PROBLEMS: ClassVar[dict[str, str]] = {
-        "then": "must be one of queue, wrap_up, offline",
+        "then": THEN_PROBLEM,
         "call_id": "required: the id of the call you are ending (the agent's call_id as you last read it)",
     }
 
@@ -183,11 +188,9 @@ class ReleaseIn(InputSchema):
 class EndIn(InputSchema):
     """What the call's agent does once the call has ended."""
 
-    then: Literal["queue", "wrap_up", "offline"] = Field(
-        "queue", description="`queue` (available again), `wrap_up` or `offline`."
-    )
+    then: Then = "queue"
 
-    PROBLEMS: ClassVar[dict[str, str]] = {"then": "must be one of queue, wrap_up, offline"}
+    PROBLEMS: ClassVar[dict[str, str]] = {"then": THEN_PROBLEM}
 
 
 class NotReadyIn(InputSchema):
@@ -218,15 +221,13 @@ class TransferIn(InputSchema):
         "call has moved on otherwise, 409.",
         examples=["a1b2c3d4e5f6"],
     )
-    then: Literal["queue", "wrap_up", "offline"] = Field(
-        "queue", description="`queue` (available again), `wrap_up` or `offline`."
-    )
+    then: Then = "queue"
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "preferences": 'must be an object such as {"language": "French", "gender": "any"}',
         "agent_id": "must be an agent's id",
         "from_agent_id": "required: the agent on the call as you last read it (the call's agent_id)",
-        "then": "must be one of queue, wrap_up, offline",
+        "then": THEN_PROBLEM,
     }
     NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)
 
