@@ -30,7 +30,7 @@ from queues_app.agents.skills import ANY, validate_preferences
 from queues_app.agents.writes import agent_changed, leg, status_clause
 from queues_app.ddb import errors, parallel, replay
 from queues_app.ddb.clock import to_iso
-from queues_app.ddb.codec import marshal
+from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.monitoring import facts
 
 log = logging.getLogger(__name__)
@@ -115,8 +115,7 @@ class Handling(Parts):
             return response.get("Items", [])
 
         missed = []
-        for raw in (item for page in parallel.each(due, keys.offer_partitions()) for item in page):
-            offer = {key: value.get("S") for key, value in raw.items()}
+        for offer in (unmarshal(item) for page in parallel.each(due, keys.offer_partitions()) for item in page):
             call = self.miss_offer(offer["call_id"], offer["sk"])
             if call is not None:
                 missed.append(call)
