@@ -13,7 +13,7 @@ from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
-from tests.helpers.browser import log_in
+from tests.helpers.browser import follow, log_in
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
@@ -76,7 +76,7 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
     expect(page.locator('.row-note[data-note-for="ship-lisbon"]')).to_contain_text("Shipment ship-lisbon is in the DLQ")
     expect(queued_row).to_have_count(0)  # it left the queue's list
 
-    page.get_by_role("link", name=re.compile("Dead-letter queue")).click()
+    follow(page, page.get_by_role("link", name=re.compile("Dead-letter queue")))
     row = page.locator('tr[data-shipment="ship-lisbon"]')
     expect(row).to_contain_text("Sent to the DLQ by a supervisor")
     row.get_by_role("button", name="Restore").click()

@@ -11,7 +11,7 @@ from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
-from tests.helpers.browser import log_in
+from tests.helpers.browser import follow, log_in
 
 SKILLS = {"language": ["Spanish"], "gender": ["F"]}
 
@@ -46,7 +46,8 @@ class Steps:
         menu = self.page.get_by_role("button", name="Menu")
         if menu.is_visible():
             self.click(menu)
-        self.click(self.page.locator("#site-menu").get_by_role("link", name=name, exact=True))
+        follow(self.page, self.page.locator("#site-menu").get_by_role("link", name=name, exact=True))
+        self.count += 1
 
 
 def confirm(steps, button):
