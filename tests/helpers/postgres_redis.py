@@ -73,6 +73,19 @@ def _wait(ready, what: str, process: subprocess.Popen, log: Path, timeout: float
     raise RuntimeError(f"{what} did not answer within {timeout:.0f} s:\n{log.read_text()}")
 
 
+def _stop(process: subprocess.Popen | None, folder: Path | None, sig: int, grace: float) -> None:
+    """Ask the server to stop with `sig`, kill it after `grace` seconds, remove its folder."""
+    if process and process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class LocalPostgres:
     """`initdb` into a temporary folder, then `postgres` on 127.0.0.1:`port` (its socket
     in that folder), trusting local connections of the superuser `switchboard`. Durability
@@ -133,15 +146,7 @@ class LocalPostgres:
             return {row[0] for row in connection.execute("SELECT datname FROM pg_database")}
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # fast shutdown: clients are disconnected
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.folder:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        _stop(self.process, self.folder, signal.SIGINT, 30)  # SIGINT: fast shutdown, clients disconnected
 
 
 class LocalRedis:
@@ -172,12 +177,4 @@ class LocalRedis:
         return self
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.folder:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        _stop(self.process, self.folder, signal.SIGTERM, 10)
