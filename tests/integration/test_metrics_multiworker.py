@@ -22,7 +22,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from queues_app.ddb.local import free_port
-from tests.helpers.commands import start_manage
+from tests.helpers.commands import manage_env, start_manage
 from tests.helpers.threads import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,18 +114,15 @@ def replace_a_worker(master, answered):
 
 def test_every_scrape_adds_up_every_worker_and_no_counter_goes_down(tmp_path):
     port = free_port()
-    env = {
-        **os.environ,
-        "DYNAMODB_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
-        "DYNAMODB_TABLE_PREFIX": "scrape-",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "STATIC_ROOT": str(tmp_path / "static"),
-        "CACHE_URL": f"filecache://{tmp_path / 'cache'}",
-        "API_RATE_LIMIT": "",  # the rounds' requests are not what is measured here
-        "PORT": str(port),
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env = manage_env(
+        DYNAMODB_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}",
+        DYNAMODB_TABLE_PREFIX="scrape-",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        STATIC_ROOT=str(tmp_path / "static"),
+        CACHE_URL=f"filecache://{tmp_path / 'cache'}",
+        API_RATE_LIMIT="",  # the rounds' requests are not what is measured here
+        PORT=str(port),
+    )
     shared = ROOT / "var" / f"prometheus-{port}"
     log_path = tmp_path / "serve.log"
     log = open(log_path, "w")

@@ -15,7 +15,7 @@ from pathlib import Path
 from queues_app.agents import dispatch
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import free_port
-from tests.helpers.commands import start_manage
+from tests.helpers.commands import manage_env, start_manage
 from tests.helpers.threads import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,16 +48,14 @@ def alive(pid):
 
 def test_serve_answers_with_debug_off_serves_compressed_static_files_and_stops_everything(tmp_path):
     port = free_port()
-    env = {
-        **os.environ,
-        "DYNAMODB_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
-        "DYNAMODB_TABLE_PREFIX": "serve-",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "STATIC_ROOT": str(tmp_path / "static"),
-        "PORT": str(port),
-        "WEB_CONCURRENCY": "2",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env = manage_env(
+        DYNAMODB_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}",
+        DYNAMODB_TABLE_PREFIX="serve-",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        STATIC_ROOT=str(tmp_path / "static"),
+        PORT=str(port),
+        WEB_CONCURRENCY="2",
+    )
     log_path = tmp_path / "serve.log"
     log = open(log_path, "w")
     process = start_manage(["serve", "--data-dir", str(tmp_path / "dynamodb")], env, log)

@@ -32,12 +32,12 @@ from queues_app.agents.call_center import CallCenter
 from queues_app.ddb import schema
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import free_port
+from tests.helpers.commands import ROOT, child_env, manage_env, start_manage
 from tests.helpers.pages import figure
 from tests.helpers.postgres_redis import LocalPostgres, LocalRedis, ServerMissing
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # The tests that touch Django's database or its cache in the ways several hosts share:
 # logins and their throttle (django-axes counts failures in the database), the session's
@@ -67,13 +67,6 @@ LEFT_OUT = [
 
 USERNAME, PASSWORD = "olga-ops", "several-hosts-" + secrets.token_urlsafe(12)
 HTMX = {"HX-Request": "true"}
-
-
-def child_env(**values: str) -> dict[str, str]:
-    """This process's environment without what tells a pytest it is an xdist worker (the
-    test database would be named after it) and with `values`."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
-    return {**env, **values}
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +155,7 @@ def hosts(stores, dynamodb_local, tmp_path_factory):
     postgres, redis = stores
     folder = tmp_path_factory.mktemp("hosts")
     prefix = f"hosts{uuid.uuid4().hex[:6]}-"
-    shared = child_env(
+    shared = manage_env(
         DATABASE_URL=postgres.create_database("hosts"),
         CACHE_URL=redis.url(2),
         DYNAMODB_ENDPOINT_URL=dynamodb_local.endpoint,
@@ -172,7 +165,6 @@ def hosts(stores, dynamodb_local, tmp_path_factory):
         # Long enough that nothing but the other host can have filled the cache.
         SWITCHBOARD_PANEL_CACHE_SECONDS="120",
     )
-    shared.pop("DJANGO_SETTINGS_MODULE", None)
     started: list[Host] = []
     logs = []
 
@@ -180,14 +172,8 @@ def hosts(stores, dynamodb_local, tmp_path_factory):
         port = free_port()
         log_path = folder / f"serve-{name}.log"
         logs.append(log := open(log_path, "w"))
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(port), *extra],
-            cwd=ROOT,
-            env={**shared, "STATIC_ROOT": str(folder / f"static-{name}")},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        env = {**shared, "STATIC_ROOT": str(folder / f"static-{name}")}
+        process = start_manage(["serve", "--port", str(port), *extra], env, log)
         started.append(host := Host(name, port, process, log_path))
         return host
 
