@@ -44,7 +44,7 @@ def call_to_json(call: Call) -> dict:
         ],
         "waited_seconds": _seconds(call.waited_seconds),
         "answered_at": call.answered_at,
-        "answer_by": call.offer_sk.split("#", 1)[0] if call.offer_sk else None,
+        "answer_by": call.answer_by,
         "legs": [dict(part) for part in call.legs],
     }
 

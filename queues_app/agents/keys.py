@@ -167,6 +167,11 @@ def offer(call_id: str, deadline: str) -> dict[str, str]:
     return {"pk": OFFERS.of(call_id), "sk": f"{deadline}#{call_id}"}
 
 
+def offer_deadline(offer_sk: str) -> str:
+    """When the offer of this sort key runs out (ISO 8601)."""
+    return offer_sk.split("#", 1)[0]
+
+
 def offer_partitions() -> list[str]:
     return OFFERS.partitions()
 

@@ -130,6 +130,11 @@ class Call:
         return original
 
     @property
+    def answer_by(self) -> str | None:
+        """While the call is offered: when the offer runs out."""
+        return keys.offer_deadline(self.offer_sk) if self.offer_sk else None
+
+    @property
     def waited_seconds(self) -> float | None:
         start = from_iso(self.arrived_at)
         left = self.ended_at if self.status == CallStatus.ABANDONED else None

@@ -139,7 +139,7 @@ def call_detail(request, call_id: str):
             "after_call": AFTER_CALL,
             "transfer": transfer,
             "leg_words": LEG_WORDS,
-            "answer_by": call.offer_sk.split("#", 1)[0] if call.offer_sk else None,
+            "answer_by": call.answer_by,
         },
     )
 
