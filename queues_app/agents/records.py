@@ -27,6 +27,12 @@ class AgentStatus:
     }
 
 
+def status_label(status: str, reason: str | None = None) -> str:
+    """A status in words, not ready with its reason: "Queued", "Not ready: lunch"."""
+    label = AgentStatus.LABELS.get(status, status)
+    return f"{label}: {reason}" if status == AgentStatus.NOT_READY and reason else label
+
+
 # The reason an agent who missed an offered call is made not ready with (ring-no-answer).
 MISSED = "missed"
 
@@ -61,8 +67,7 @@ class Agent:
 
     @property
     def status_label(self) -> str:
-        label = AgentStatus.LABELS.get(self.status, self.status)
-        return f"{label}: {self.reason}" if self.status == AgentStatus.NOT_READY and self.reason else label
+        return status_label(self.status, self.reason)
 
     @property
     def doing(self) -> str:

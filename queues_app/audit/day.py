@@ -5,19 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from queues_app.agents.records import AgentStatus, status_label
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.ddb.clock import centre_day_start, from_iso
 
-DAY_STATUSES = ("queued", "attending", "wrap_up", "not_ready", "offline", "available")
-LABELS = {
-    "queued": "Queued",
-    "attending": "Attending a call",
-    "wrap_up": "Wrap-up",
-    "not_ready": "Not ready",
-    "offline": "Offline",
-    "available": "Joining the queue",
-}
+DAY_STATUSES = (
+    AgentStatus.QUEUED,
+    AgentStatus.ATTENDING,
+    AgentStatus.WRAP_UP,
+    AgentStatus.NOT_READY,
+    AgentStatus.OFFLINE,
+    AgentStatus.AVAILABLE,
+)
 DAY_ENTRY_LIMIT = 500  # entries of one agent's day read at most (one Query)
 
 
@@ -37,8 +37,7 @@ class Stretch:
 
     @property
     def label(self) -> str:
-        label = LABELS.get(self.status, self.status)
-        return f"{label}: {self.reason}" if self.status == "not_ready" and self.reason else label
+        return status_label(self.status, self.reason)
 
 
 @dataclass
@@ -112,15 +111,17 @@ def agent_day(
             continue
         status = after.get("status", stretch.status)
         reason = (after.get("reason") or None) if "reason" in after else stretch.reason
-        reason = reason if status == "not_ready" else None
+        reason = reason if status == AgentStatus.NOT_READY else None
         if (status, reason) != (stretch.status, stretch.reason) or after.get("call_id") != stretch.call_id:
             stretch.end = at
             day.stretches.append(stretch)
             stretch = Stretch(status, at, moment, after.get("call_id"), reason)
     # What the records say now wins over the trail's last word (a change made outside the
     # audited path, or an entry not written): from its own time when later than the trail.
-    since = from_iso(call_started if current_status == "attending" and call_started else current_since)
-    changed = current_status != stretch.status or (current_status == "not_ready" and current_reason != stretch.reason)
+    since = from_iso(call_started if current_status == AgentStatus.ATTENDING and call_started else current_since)
+    changed = current_status != stretch.status or (
+        current_status == AgentStatus.NOT_READY and current_reason != stretch.reason
+    )
     if changed or (current_call and current_call != stretch.call_id):
         at = max(since, stretch.start) if since else moment
         stretch.end = at
