@@ -25,7 +25,7 @@ from queues_app.forms import MAX_SELECTED, QUEUE_NAME, is_item_id
 from queues_app.http_errors import describe
 from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
 from queues_app.operations import Operations
-from queues_app.operations.bulk import NOT_READY_ACTION, BulkReport, Seen
+from queues_app.operations.bulk import BulkReport, Seen, not_ready_action
 from queues_app.roles import can_act
 from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
@@ -215,7 +215,7 @@ def _skills(agent) -> str:
 
 
 def _not_ready_action(reason: str) -> BulkAction:
-    action = f"{NOT_READY_ACTION}{reason}"
+    action = not_ready_action(reason)
     return BulkAction(f"Set the selected agents not ready: {reason}", lambda ops, ids: ops.on_agents(action, ids))
 
 
@@ -235,7 +235,7 @@ class AgentAdmin(DynamoAdmin):
         "offline": BulkAction(
             "Log the selected agents off", lambda ops, ids: ops.on_agents("offline", ids), destructive=True
         ),
-        **{f"{NOT_READY_ACTION}{reason}": _not_ready_action(reason) for reason in not_ready_reasons()},
+        **{not_ready_action(reason): _not_ready_action(reason) for reason in not_ready_reasons()},
     }
     filter_name = "status"
     filter_choices = list(AgentStatus.LABELS.items())

@@ -12,13 +12,13 @@ from queues_app.operations.base import Recorded
 from queues_app.operations.bulk import (
     DONE_ALREADY,
     GONE,
-    NOT_READY_ACTION,
     BulkReport,
     Effect,
     Seen,
     agent_action,
     agent_change,
     each_seen,
+    not_ready_reason,
 )
 from queues_app.operations.wording import waited
 
@@ -145,7 +145,7 @@ class AgentOperations(Recorded):
             "release": lambda seen: self.release(seen.item_id, call_id=seen.call_id),
             "offline": lambda seen: self.log_off(seen.item_id, expected_version=seen.version),
         }
-        if action.startswith(NOT_READY_ACTION):
-            reason = action[len(NOT_READY_ACTION) :]
+        reason = not_ready_reason(action)
+        if reason:
             do[action] = lambda seen: self.set_not_ready(seen.item_id, reason, expected_version=seen.version)
         return self.agents_effect(action, selection).apply(do[action])

@@ -38,11 +38,23 @@ NOT_READY_REASONS: dict[str, Reason] = {
 }
 
 
+def not_ready_action(reason: str) -> str:
+    return f"{NOT_READY_ACTION}{reason}"
+
+
+def not_ready_reason(action: str) -> str | None:
+    """The reason of a bulk action that sets agents not ready (`not-ready:lunch`), else None."""
+    if not action.startswith(NOT_READY_ACTION):
+        return None
+    return action.removeprefix(NOT_READY_ACTION) or None
+
+
 def agent_action(action: str) -> tuple[dict[str, Reason], str] | None:
     """The statuses a bulk agent action passes over (with why) and what it does, or None
     for an action there is not."""
-    if action.startswith(NOT_READY_ACTION) and action[len(NOT_READY_ACTION) :]:
-        return NOT_READY_REASONS, f"set not ready ({action[len(NOT_READY_ACTION) :]})"
+    reason = not_ready_reason(action)
+    if reason:
+        return NOT_READY_REASONS, f"set not ready ({reason})"
     if action in AGENT_REASONS:
         return AGENT_REASONS[action], AGENT_EFFECTS[action]
     return None
