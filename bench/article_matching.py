@@ -28,14 +28,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from queues_app.agents import keys
-from queues_app.agents.queues import queue_heads
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import SkillCatalog
+from queues_app.centre import keys
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.routing.queues import queue_heads
 
 
 @dataclass

@@ -53,8 +53,8 @@ def _totals(snapshot: dict) -> tuple[int, float]:
 def one_pace(endpoint: str, calls: int, per_flush: int) -> tuple[Pace, list[str]]:
     from queues_app.agents.roster import Agents
     from queues_app.ddb import meter
-    from queues_app.monitoring.counters import MetricsStore
-    from queues_app.monitoring.service_level import ServiceLevelReader
+    from queues_app.figures.counters import MetricsStore
+    from queues_app.figures.service_level import ServiceLevelReader
     from queues_app.operations import Operations
 
     pace = Pace(per_flush)

@@ -48,13 +48,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
-from queues_app.agents import dispatch
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.lease import LeaseInfo
-from queues_app.monitoring import heartbeats
+from queues_app.figures import heartbeats
+from queues_app.routing import dispatch
 
 PREFERENCES = {"language": "Spanish", "gender": "any"}
 GENDERS = ("F", "M", "X")

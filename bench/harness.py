@@ -40,10 +40,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from queues_app.agents import matching
 from queues_app.ddb import meter, schema
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import DynamoDBLocal
+from queues_app.routing import matching
 from queues_app.shipments import consuming
 
 IN_MEMORY = "in-memory DynamoDB Local"

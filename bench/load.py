@@ -698,7 +698,7 @@ def wait_until_up(base_url: str, children: LoggedChildren, timeout: float = 90.0
 def wait_for_matcher(db, children: LoggedChildren, timeout: float = 90.0) -> None:
     """Until the matcher process holds the matching dispatcher's lease (the web workers
     send it their callers from then on)."""
-    from queues_app.agents import dispatch
+    from queues_app.routing import dispatch
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -714,7 +714,7 @@ def wait_for_matcher(db, children: LoggedChildren, timeout: float = 90.0) -> Non
 def matched_by_the_matcher(db) -> int:
     """How many callers the matcher process matched, as its last heartbeat (written as it
     stopped) says."""
-    from queues_app.monitoring import heartbeats
+    from queues_app.figures import heartbeats
 
     return sum(w.handled for w in heartbeats.workers(db) if w.kind == heartbeats.MATCHER)
 
@@ -761,8 +761,8 @@ def prepare_database() -> str:
     from django.contrib.auth.models import Group
     from django.core.management import call_command
 
+    from queues_app.http.roles import SUPERVISORS
     from queues_app.models import ApiToken
-    from queues_app.roles import SUPERVISORS
 
     call_command("migrate", "--noinput", verbosity=0)
     group, _ = Group.objects.get_or_create(name=SUPERVISORS)
@@ -777,7 +777,7 @@ def create_supervisors(count: int) -> list[str]:
     from django.contrib.auth.hashers import make_password
     from django.contrib.auth.models import Group
 
-    from queues_app.roles import SUPERVISORS
+    from queues_app.http.roles import SUPERVISORS
 
     group = Group.objects.get(name=SUPERVISORS)
     User = get_user_model()
@@ -791,8 +791,8 @@ def create_supervisors(count: int) -> list[str]:
 
 def seed_agents(db, count: int, rng: random.Random) -> None:
     """`count` agents (one to three languages, one gender), every one made available."""
-    from queues_app.agents.call_center import CallCenter
     from queues_app.agents.roster import Agents
+    from queues_app.centre.call_center import CallCenter
 
     agents = Agents(db)
     dims = dict(agents.catalog.dimensions)

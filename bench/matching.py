@@ -55,15 +55,17 @@ from datetime import timedelta
 
 from bench import harness
 from bench.article_matching import ArticleMatcher
-from queues_app.agents import dispatch, keys
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.queues import queue_heads
-from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
+from queues_app.calls.records import Call, CallStatus, QueueOrder
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now, to_iso
 from queues_app.management.commands import run_matcher
+from queues_app.routing import dispatch
+from queues_app.routing.queues import queue_heads
 
 SKILLS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
 ALGORITHMS = ("ours", "article")

@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import harness
-from queues_app.agents import keys
 from queues_app.agents.records import AgentStatus
+from queues_app.centre import keys
 
 WCU_LIMIT, RCU_LIMIT = 1000.0, 3000.0
 UNITS = ("call", "release", "available", "call_waits", "available_takes", "shipment")

@@ -37,14 +37,15 @@ CASES = ("fits_none", "fits_first", "escalation", "overview")
 
 
 def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list[str]]:
-    from queues_app.agents.call_center import CallCenter
-    from queues_app.agents.escalation import EscalationPolicy
-    from queues_app.agents.records import AgentStatus, Call, CallStatus
+    from queues_app.agents.records import AgentStatus
     from queues_app.agents.roster import Agents
     from queues_app.agents.skills import SkillCatalog
+    from queues_app.calls.records import Call, CallStatus
+    from queues_app.centre.call_center import CallCenter
     from queues_app.ddb.clock import now, to_iso
     from queues_app.monitoring import invariants
     from queues_app.monitoring.overview import Dashboard
+    from queues_app.routing.escalation import EscalationPolicy
 
     catalog = SkillCatalog.from_mapping({"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]})
     figures: dict[str, dict | None] = {}

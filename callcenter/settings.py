@@ -82,19 +82,19 @@ MIDDLEWARE = [
     # from the WSGI process itself (with it on, runserver and the tests serve them).
     *([] if DEBUG else ["whitenoise.middleware.WhiteNoiseMiddleware"]),
     # Per-route latency for /metrics: every request from here on (static files left out).
-    "queues_app.monitoring.latency.RequestLatencyMiddleware",
+    "queues_app.figures.latency.RequestLatencyMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "queues_app.tracing.TraceIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "queues_app.middleware.LoginRequiredMiddleware",
+    "queues_app.http.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "queues_app.middleware.DynamoErrorMiddleware",
-    "queues_app.middleware.ReadYourWritesMiddleware",
+    "queues_app.http.middleware.DynamoErrorMiddleware",
+    "queues_app.http.middleware.ReadYourWritesMiddleware",
     # Last, as django-axes asks: answers a locked-out login with the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -111,8 +111,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "queues_app.context_processors.roles",
-                "queues_app.context_processors.centre_time",
+                "queues_app.http.context_processors.roles",
+                "queues_app.http.context_processors.centre_time",
             ],
         },
     },
@@ -212,7 +212,7 @@ SECURE_CSP = {
 # password included); a successful login clears the count.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "queues_app.logins.LocalPasswords",
+    "queues_app.http.logins.LocalPasswords",
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
@@ -226,7 +226,7 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "callcenter.security.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "callcenter.security.client_ip"
 
-# --- single sign-on: OpenID Connect (queues_app/logins.py, mozilla-django-oidc) --------
+# --- single sign-on: OpenID Connect (queues_app/http/logins.py, mozilla-django-oidc) --------
 # On when OIDC_RP_CLIENT_ID is set, with the provider's endpoints (its discovery document,
 # `/.well-known/openid-configuration`, lists them). The role comes from the groups claim;
 # someone in none of these groups is refused. LOCAL_LOGIN=false leaves the provider only.
@@ -247,7 +247,7 @@ OIDC_VIEWER_GROUPS = env.list("OIDC_VIEWER_GROUPS", default=[])
 OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="your identity provider")
 OIDC_TIMEOUT = 10
 OIDC_STORE_ID_TOKEN = True  # for the provider's logout (id_token_hint)
-OIDC_OP_LOGOUT_URL_METHOD = "queues_app.logins.provider_logout_url"
+OIDC_OP_LOGOUT_URL_METHOD = "queues_app.http.logins.provider_logout_url"
 LOGIN_REDIRECT_URL_FAILURE = "/login/"  # mozilla-django-oidc takes a path, not a URL name
 if OIDC_RP_CLIENT_ID:
     _missing = [
@@ -261,7 +261,7 @@ if OIDC_RP_CLIENT_ID:
         _missing.append("OIDC_SUPERVISOR_GROUPS or OIDC_VIEWER_GROUPS")
     if _missing:
         raise ImproperlyConfigured(f"Single sign-on (OIDC_RP_CLIENT_ID) also needs {', '.join(_missing)}.")
-    AUTHENTICATION_BACKENDS.append("queues_app.logins.ProviderGroups")
+    AUTHENTICATION_BACKENDS.append("queues_app.http.logins.ProviderGroups")
 elif not LOCAL_LOGIN:
     raise ImproperlyConfigured("LOCAL_LOGIN=false needs single sign-on (OIDC_RP_CLIENT_ID and the OIDC_* settings).")
 
@@ -290,7 +290,7 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [trace %(trace_id)s] %(message)s"},
         # LOG_FORMAT=json: one JSON object per line (time, level, logger, message, trace_id).
-        "json": {"()": "queues_app.log_format.JsonFormatter"},
+        "json": {"()": "callcenter.log_format.JsonFormatter"},
     },
     "handlers": {
         "console": {
@@ -355,7 +355,7 @@ SWITCHBOARD_SHIPMENT_RETRY = {
 # Call events for API tokens with a callback (docs/callbacks.md): written to an outbox in
 # the same transaction as the change (this hook), delivered by `run_webhook_worker` with
 # these attempts and backoff before the event goes to the callbacks queue's DLQ.
-SWITCHBOARD_CALL_EVENTS = "queues_app.callbacks.events.outbox"
+SWITCHBOARD_CALL_EVENTS = "queues_app.webhooks.events.outbox"
 SWITCHBOARD_CALLBACK_RETRY = {
     "max_receives": env.int("CALLBACK_MAX_ATTEMPTS", default=10),
     "backoff_base_seconds": env.float("CALLBACK_BACKOFF_BASE_SECONDS", default=2.0),
@@ -367,7 +367,7 @@ SWITCHBOARD_CALLBACK_ALLOW_HTTP = env.bool("CALLBACK_ALLOW_HTTP", default=DEBUG)
 SWITCHBOARD_CALLBACK_SECRET_OVERLAP = timedelta(hours=env.float("CALLBACK_SECRET_OVERLAP_HOURS", default=24.0))
 if SWITCHBOARD_CALLBACK_SECRET_OVERLAP < timedelta(0):
     raise ImproperlyConfigured("CALLBACK_SECRET_OVERLAP_HOURS may not be negative.")
-# Callbacks reach only the public internet (queues_app/callbacks/destinations.py); these
+# Callbacks reach only the public internet (queues_app/webhooks/destinations.py); these
 # networks (CIDRs, comma-separated) are allowed besides, for an internal receiver.
 # `make run` allows 127.0.0.0/8 for the local demo.
 SWITCHBOARD_CALLBACK_ALLOWED_NETWORKS = env.list("CALLBACK_ALLOWED_NETWORKS", default=[])

@@ -22,7 +22,7 @@ admin.site.site_header = "Switchboard administration"
 admin.site.site_title = "Switchboard admin"
 
 # A request Django refuses before any view (a bad Host header) still gets the API's JSON.
-handler400 = "queues_app.middleware.bad_request"
+handler400 = "queues_app.http.middleware.bad_request"
 # The others in the site's own layout (or JSON to a program), like every other refusal.
 handler403 = "queues_app.views.errors.permission_denied"
 handler404 = "queues_app.views.errors.page_not_found"

@@ -7,7 +7,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "callcenter.settings")
 application = get_wsgi_application()
 
-from queues_app.agents import dispatch  # noqa: E402 - the apps are loaded now
+from queues_app.routing import dispatch  # noqa: E402 - the apps are loaded now
 
 # New callers go to the matcher process (`run_matcher`) that holds the matching
 # dispatcher's lease; while none does or it does not answer, this worker matches them

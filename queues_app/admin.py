@@ -16,17 +16,17 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus, not_ready_reasons
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.ddb.paging import Page
 from queues_app.forms import MAX_SELECTED, QUEUE_NAME, is_item_id
-from queues_app.http_errors import describe
+from queues_app.http.errors import describe
+from queues_app.http.roles import can_act
 from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
 from queues_app.operations import Operations
 from queues_app.operations.bulk import BulkReport, Seen, not_ready_action
-from queues_app.roles import can_act
 from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus

@@ -8,12 +8,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import Backpressure, RateLimited
 from queues_app.ddb.windows import count_in_window
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Shipment, ShipmentQueue
 

@@ -7,7 +7,10 @@ class QueuesAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from queues_app.monitoring import counters, tally
+        from queues_app.calls.store import first_answers
+        from queues_app.figures import counters, tally
 
-        # A process's flush counts the call facts its own changes wrote.
+        # A process's flush counts the call facts its own changes wrote; an ended call's
+        # handle time is counted from its record.
         counters.tally_facts_with(tally.count_expected)
+        tally.read_answers_with(first_answers)

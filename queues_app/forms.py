@@ -11,9 +11,10 @@ from typing import cast
 
 from django import forms
 
-from queues_app.agents import keys
-from queues_app.agents.records import AFTER_CALL, AgentStatus, QueueOrder
+from queues_app.agents.records import AFTER_CALL, AgentStatus
 from queues_app.agents.skills import SkillCatalog
+from queues_app.calls.records import QueueOrder
+from queues_app.centre import keys
 from queues_app.shipments.records import DEFAULT_DLQ_REASON
 
 ANY_CHOICE = "any"

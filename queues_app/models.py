@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from queues_app.callbacks.signing import SigningSecret, new_secret
+from queues_app.webhooks.signing import SigningSecret, new_secret
 
 # Writing last_used_at on every request would turn each read into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -67,7 +67,7 @@ class ApiToken(models.Model):
     # Where call events of the calls this token created are POSTed (docs/callbacks.md),
     # signed with the secret; the secret is kept as given, since signing needs it. After a
     # rotation the previous secret signs too, until `callback_previous_until`. A legacy
-    # secret predates Standard Webhooks secrets (queues_app/callbacks/signing.py).
+    # secret predates Standard Webhooks secrets (queues_app/webhooks/signing.py).
     callback_url = models.URLField(max_length=500, blank=True, help_text="Where call events are sent; empty: none.")
     callback_secret = models.CharField(max_length=200, blank=True, editable=False)
     callback_secret_legacy = models.BooleanField(default=False, editable=False)
@@ -117,6 +117,15 @@ class ApiToken(models.Model):
         if not raw:
             return None
         return cls.objects.expired().filter(key_hash=hash_token(raw)).first()
+
+    @classmethod
+    def callback_of(cls, token_id) -> tuple[str, list[SigningSecret]] | None:
+        """Where the events of the calls a token made go: its callback URL and the secrets
+        that sign for it now; None once the token is unusable or its callback removed."""
+        token = cls.objects.usable().filter(pk=token_id).first()
+        if token is None or not token.callback_url:
+            return None
+        return token.callback_url, token.signing_secrets()
 
     def set_callback(self, url: str, secret: str | None = None, *, rotate: bool = False) -> str:
         """Register the callback with `secret` (a new one when none is given); returns it.

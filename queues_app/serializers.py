@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from queues_app.agents.matching import WHY_OUTCOMES
-from queues_app.agents.records import Agent, Call, QueueInfo
+from queues_app.agents.records import Agent
 from queues_app.agents.skills import ANY
-from queues_app.monitoring.intervals import ALL, DayReport, IntervalFigures
+from queues_app.calls.records import Call
+from queues_app.figures.intervals import ALL, DayReport, IntervalFigures
+from queues_app.routing.matching import WHY_OUTCOMES
+from queues_app.routing.queues import QueueInfo
 
 ANY_WORD = "any"
 
@@ -117,7 +119,7 @@ def _round(value: float | None, digits: int = 1) -> float | None:
 
 
 def interval_rows(report: DayReport, combination: str | None = None) -> list[dict]:
-    """The rows of an interval report (monitoring.intervals.DayReport): for each interval,
+    """The rows of an interval report (figures.intervals.DayReport): for each interval,
     the whole centre (`"all"`) then each combination, or only `combination` when given.
     A figure with nothing to average is None."""
     rows = []

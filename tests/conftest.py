@@ -62,7 +62,7 @@ def django_db_modify_db_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def quiet_contention():
     """Every test starts as a process that has lost no races lately."""
-    from queues_app.agents import matching
+    from queues_app.routing import matching
     from queues_app.shipments import consuming
 
     matching.reset_contention()
@@ -73,7 +73,7 @@ def quiet_contention():
 def fresh_counts():
     """Every test starts with nothing counted and not yet written in this process, and
     leaves nothing behind: the counters a test makes go to its own tables or nowhere."""
-    from queues_app.monitoring.counters import recorder
+    from queues_app.figures.counters import recorder
 
     recorder.take()
     recorder.take_tallies()

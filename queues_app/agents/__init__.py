@@ -1,2 +1,2 @@
-"""The call center: agents and their skills, the agent queues, matching callers to
-agents, the waiting line and escalation (articles 001 and 002)."""
+"""Agents: the roster, their skills, availability and status (queued, attending, in
+wrap-up, not ready, offline)."""

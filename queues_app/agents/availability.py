@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from queues_app.agents import keys
-from queues_app.agents.calls import (
-    ENDED_CALL_RETENTION,
-)
-from queues_app.agents.parts import Parts
-from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, CallStatus, Outcome
-from queues_app.agents.writes import agent_changed, leg, stale, status_clause
+from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
+from queues_app.calls.records import CallStatus, Outcome
+from queues_app.calls.store import ENDED_CALL_RETENTION
+from queues_app.centre import keys
+from queues_app.centre.parts import Parts
+from queues_app.centre.table import agent_changed, leg, stale, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 
 MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 # An assignment writes the agent, one delete and one metadata update per combination,

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from queues_app.agents import keys
 from queues_app.agents.records import AGENT_TYPE, Agent, AgentStatus, agent_from_item
 from queues_app.agents.skills import SkillCatalog
+from queues_app.centre import keys
 from queues_app.ddb import batch, errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal, unmarshal

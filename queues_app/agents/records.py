@@ -1,11 +1,10 @@
-"""The call center's records: agents, calls and queue metadata."""
+"""An agent's record: who they are, their skills and their status."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from queues_app.agents import keys
-from queues_app.ddb.clock import from_iso, now
+from queues_app.centre import keys
 
 
 class AgentStatus:
@@ -81,112 +80,8 @@ class Agent:
         return self.status_label.lower()
 
 
-class CallStatus:
-    WAITING = "waiting"
-    ASSIGNED = "assigned"
-    ENDED = "ended"
-    ABANDONED = "abandoned"  # the caller hung up while waiting
-
-    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED)
-
-
-class QueueOrder:
-    FIFO = "fifo"  # earliest-queued agent first (the article's default)
-    LIFO = "lifo"  # most recently queued agent first (the article's Considerations)
-
-    ALL = (FIFO, LIFO)
-
-
-@dataclass
-class Call:
-    """A caller: preferences, where they wait, and who took them and why."""
-
-    call_id: str
-    status: str
-    preferences: dict[str, str | None]
-    priority: int = 0
-    order: str = QueueOrder.FIFO
-    arrived_at: str = ""
-    version: int = 1
-    agent_id: str | None = None
-    agent_name: str | None = None
-    assigned_at: str | None = None
-    ended_at: str | None = None
-    wait_sk: str | None = None
-    relaxed: list[dict] = field(default_factory=list)  # [{"dimension", "from", "at"}]
-    why: list[dict] = field(default_factory=list)  # candidates considered at assignment
-    callback: str | None = None  # the API token whose callback hears of this call's changes
-    end_then: str | None = None  # where the agent went when the call ended: queue, wrap_up or offline
-    next_call_id: str | None = None  # the call the agent took on ending this one, if any
-    request_digest: str | None = None  # the body of the request that created it under an idempotency key
-    answered_at: str | None = None  # first answered: assigned, or the offer confirmed (ANSWER_TIMEOUT_SECONDS)
-    offer_sk: str | None = None  # while an offered call waits for its agent to pick up (agents/handling.py)
-    first_asked: dict | None = None  # the preferences it arrived with, once a transfer changed them
-    legs: list[dict] = field(default_factory=list)  # [{agent_id, agent_name, from, to, how}] each agent's part
-
-    @property
-    def asked_for(self) -> dict[str, str | None]:
-        """The preferences the caller arrived with (before any was relaxed or transferred)."""
-        if self.first_asked is not None:
-            return {name: self.first_asked.get(name) for name in self.preferences}
-        original = dict(self.preferences)
-        for relaxed in reversed(self.relaxed):
-            original[relaxed["dimension"]] = relaxed.get("from")
-        return original
-
-    @property
-    def answer_by(self) -> str | None:
-        """While the call is offered: when the offer runs out."""
-        return keys.offer_deadline(self.offer_sk) if self.offer_sk else None
-
-    @property
-    def waited_seconds(self) -> float | None:
-        start = from_iso(self.arrived_at)
-        left = self.ended_at if self.status == CallStatus.ABANDONED else None
-        end = from_iso(self.assigned_at) or from_iso(left) or now()
-        return (end - start).total_seconds() if start else None
-
-
 # Where an agent goes once their call ends, in words.
 AFTER_CALL = {"queue": "back to the queue", AgentStatus.WRAP_UP: "to wrap-up", AgentStatus.OFFLINE: "offline"}
-
-
-@dataclass
-class Outcome:
-    """What an action on an agent or a call left: the agent as it is now, the call it
-    concerns (the one taken, ended or abandoned), and whether this answered a repeat of a
-    request that had already taken effect (`replayed`: nothing changed this time).
-    Reads as the pair `agent, call`, as these actions answered before they could be
-    replayed."""
-
-    agent: Agent | None = None
-    call: Call | None = None
-    replayed: bool = False
-
-    def __iter__(self):
-        return iter((self.agent, self.call))
-
-    def __getitem__(self, index: int):
-        return (self.agent, self.call)[index]
-
-    def __len__(self) -> int:
-        return 2
-
-
-@dataclass
-class QueueInfo:
-    """Metadata of one skill-combination queue (the article's `Q#Spanish#M` item)."""
-
-    combination: tuple[str, ...]
-    name: str
-    depth: int = 0
-    version: int = 0
-    oldest_queued_at: str | None = None
-
-    @property
-    def oldest_age_seconds(self) -> float | None:
-        oldest = from_iso(self.oldest_queued_at)
-        return (now() - oldest).total_seconds() if oldest else None
 
 
 AGENT_TYPE = "agent"  # the type of an agent item: the key of `agents_by_name`

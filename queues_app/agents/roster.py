@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from queues_app.agents import keys
 from queues_app.agents.listing import (  # noqa: F401 (the roster's names, read from here too)
     COUNT_CAP,
     FILTERED_READ,
@@ -17,8 +16,10 @@ from queues_app.agents.listing import (  # noqa: F401 (the roster's names, read 
     status_position,
     status_queries,
 )
-from queues_app.agents.records import Agent, AgentStatus, Outcome, agent_from_item, agent_to_item
+from queues_app.agents.records import Agent, AgentStatus, agent_from_item, agent_to_item
 from queues_app.agents.skills import SkillCatalog
+from queues_app.calls.records import Outcome
+from queues_app.centre import keys
 from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso

@@ -3,7 +3,7 @@ every failure answered as `{"error", "message", "hint", "fields"}` in one place.
 
 - authentication and permissions: `auth.BearerToken` (401, 403);
 - input: `parsing.JsonBodyParser` and `schemas` (400 naming each bad field, 413);
-- domain errors: `queues_app.http_errors.describe` (400/404/409/429/503);
+- domain errors: `queues_app.http.errors.describe` (400/404/409/429/503);
 - anything unexpected: logged, and a JSON 500 without details.
 
 `machine_urls` makes the Django URL patterns: each one refuses an oversized body before
@@ -28,7 +28,6 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError, ValidationErrorContext
 from ninja.renderers import JSONRenderer
 
-from queues_app import http_errors as user_errors
 from queues_app.agents.skills import SkillError
 from queues_app.api.auth import SAFE_METHODS, BearerToken
 from queues_app.api.parsing import JsonBodyParser, body_limit
@@ -41,9 +40,10 @@ from queues_app.api.problems import (
 )
 from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, CallEventOut, InputSchema
 from queues_app.api.views import endpoints
-from queues_app.callbacks.signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from queues_app.ddb.errors import DynamoError
 from queues_app.ddb.numbers import ExactJSONEncoder
+from queues_app.http import errors as user_errors
+from queues_app.webhooks.signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from django.contrib.auth.decorators import login_not_required
 from django.views.decorators.csrf import csrf_exempt
 from ninja.security import HttpBearer
 
-from queues_app import http_errors as user_errors
 from queues_app.admission import TokenLimiter
 from queues_app.api.problems import ApiProblem, problem_response
+from queues_app.http import errors as user_errors
+from queues_app.http.roles import can_act
 from queues_app.models import ApiToken
-from queues_app.roles import can_act
 
 __all__ = [
     "ApiProblem",

@@ -17,10 +17,10 @@ from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from queues_app import http_errors as user_errors
 from queues_app.api.application import openapi_document
 from queues_app.api.auth import authenticate, bearer_token
 from queues_app.api.problems import ApiProblem, problem_response
+from queues_app.http import errors as user_errors
 
 METHOD_ORDER = ("get", "post", "put", "patch", "delete")
 

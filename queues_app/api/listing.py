@@ -14,11 +14,12 @@ cursor of another list, or one tampered with, is a 400 naming `cursor`.
 
 from __future__ import annotations
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.calls import call_from_item
-from queues_app.agents.records import AgentStatus, Call, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.api.problems import invalid
+from queues_app.calls.records import Call, CallStatus
+from queues_app.calls.store import call_from_item
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import batch, errors
 from queues_app.ddb.paging import INVALID, Page, decode_state, encode_state
 

@@ -17,8 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from queues_app.api.auth import ApiProblem, authenticate
 from queues_app.ddb.errors import DynamoError
-from queues_app.http_errors import UserError, describe
-from queues_app.middleware import problem_answer
+from queues_app.http.errors import UserError, describe
+from queues_app.http.middleware import problem_answer
 from queues_app.monitoring.prometheus import exposition
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """How the JSON API says no: `{"error", "message", "hint", "fields"}` with a status.
 
-Domain errors become problems through `queues_app.http_errors.describe` (the one place
+Domain errors become problems through `queues_app.http.errors.describe` (the one place
 that maps them); the refusals here are the API's own (a body too large, a method not
 allowed), told the same way.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from queues_app import http_errors as user_errors
 from queues_app.ddb.numbers import ExactJSONEncoder
+from queues_app.http import errors as user_errors
 
 # Retry-After of a 503 whose problem names none (every 503 of the API carries one).
 DEFAULT_RETRY_AFTER_SECONDS = 5

@@ -17,14 +17,14 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 from pydantic_core import PydanticCustomError
 
-from queues_app.agents import keys
-from queues_app.agents.records import QueueOrder
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
 from queues_app.api.parsing import MAX_DEPTH
-from queues_app.callbacks.destinations import url_refusal
-from queues_app.callbacks.signing import standard_key
+from queues_app.calls.records import QueueOrder
+from queues_app.centre import keys
 from queues_app.ddb.numbers import ExactNumber, as_stored
 from queues_app.shipments.consuming import MAX_FAILURE_REASONS
+from queues_app.webhooks.destinations import url_refusal
+from queues_app.webhooks.signing import standard_key
 
 IDEMPOTENCY_KEY_MAX = 255
 MAX_DELAY_SECONDS = 900  # as SQS delay queues: at most 15 minutes

@@ -15,8 +15,7 @@ from typing import Any, cast
 from django.http import HttpRequest, HttpResponse
 from ninja import Header, Query, Router, Status
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import Agent, Call, Outcome
+from queues_app.agents.records import Agent
 from queues_app.api import listing
 from queues_app.api.auth import actor_of, token_of
 from queues_app.api.schemas import (
@@ -50,15 +49,17 @@ from queues_app.api.schemas import (
     TransferIn,
     VersionIn,
 )
-from queues_app.callbacks.events import EVENT_TYPES
+from queues_app.calls.records import Call, Outcome
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.errors import Conflict, KeyReused, NotFound
 from queues_app.ddb.replay import digest
+from queues_app.figures.intervals import asked_report
 from queues_app.models import ApiToken
-from queues_app.monitoring.intervals import asked_report
 from queues_app.operations import Operations
 from queues_app.serializers import agent_to_json, call_to_json, interval_report_json, queue_to_json, shipment_to_json
 from queues_app.shipments.queue import SPILLOVER_QUEUE, Shipment, ShipmentQueue
+from queues_app.webhooks.events import EVENT_TYPES
 
 log = logging.getLogger(__name__)
 

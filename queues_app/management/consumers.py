@@ -7,9 +7,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import fields
 
+from queues_app.figures.heartbeats import Heartbeat
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, positive_int
 from queues_app.management.outcomes import require_tables
-from queues_app.monitoring.heartbeats import Heartbeat
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.worker import Handler, ShipmentWorker, WorkerStats

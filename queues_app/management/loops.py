@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
-from queues_app.monitoring import counters, heartbeats
+from queues_app.figures import counters, heartbeats
 
 
 def repeat_until_stopped(

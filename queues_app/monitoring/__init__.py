@@ -1,3 +1,3 @@
-"""Watching the queues: counters the domains write, the overview's figures and alarms,
-the sampler, and the invariant checks. Depends on the domains; only `counters` is
-imported by them."""
+"""Watching the queues, read from the domains and the figures: the overview's panels and
+alarms, the wallboard, the sampler behind collect_metrics, /metrics, and the invariant
+checks."""

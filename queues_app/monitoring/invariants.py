@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from queues_app.agents import invariants as callcenter
 from queues_app.agents.skills import SkillCatalog
+from queues_app.centre import invariants as callcenter
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.scan import Violation
 from queues_app.shipments import invariants as shipments

@@ -14,13 +14,13 @@ from datetime import datetime
 from django.core.cache import cache
 
 from queues_app import staffing
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.keys import ANY_VALUE
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, fits
+from queues_app.centre.call_center import CallCenter
+from queues_app.centre.keys import ANY_VALUE
 from queues_app.ddb.clock import from_iso, now
-from queues_app.monitoring.service_level import ServiceLevelReader, combination_name
+from queues_app.figures.service_level import ServiceLevelReader, combination_name
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 

@@ -8,7 +8,7 @@ costs about nine requests, however large the queues (a few more when nobody samp
 the service level of the calls adds two Queries (`ServiceLevelCollector`).
 
 The DynamoDB request counters (`ddb/meter.py`) and the request latencies
-(`monitoring/latency.py`) are kept by each process instead. With PROMETHEUS_MULTIPROC_DIR
+(`figures/latency.py`) are kept by each process instead. With PROMETHEUS_MULTIPROC_DIR
 set (gunicorn's workers, `make serve` and the web unit set it) a scrape adds up every
 worker's files, dead workers' included, so a total never goes down whichever worker
 answers; without it (runserver, the tests, one process) they are this process's.
@@ -26,10 +26,10 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
-from queues_app.monitoring import heartbeats, latency
-from queues_app.monitoring.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
+from queues_app.figures import heartbeats, latency
+from queues_app.figures.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
+from queues_app.figures.service_level import ServiceLevelReader, Window
 from queues_app.monitoring.sampler import MetricsCollector
-from queues_app.monitoring.service_level import ServiceLevelReader, Window
 
 STALE_AFTER_SECONDS = 120
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
-from queues_app.monitoring import service_level, tally
-from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore
+from queues_app.figures import service_level, tally
+from queues_app.figures.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore
 from queues_app.monitoring.overview import Dashboard
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from queues_app.agents.records import AgentStatus
+from queues_app.figures.service_level import Figures, ServiceLevelReader, Window, combination_name
 from queues_app.monitoring.overview import Dashboard, DemandCell, Figure
-from queues_app.monitoring.service_level import Figures, ServiceLevelReader, Window, combination_name
 
 
 @dataclass

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from queues_app import event_names as named
-from queues_app.agents.records import Agent, CallStatus, Outcome, not_ready_reasons
+from queues_app.agents.records import Agent, not_ready_reasons
+from queues_app.calls.records import CallStatus, Outcome
 from queues_app.ddb import errors
 from queues_app.operations.base import Recorded
 from queues_app.operations.bulk import (

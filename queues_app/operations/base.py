@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
 from queues_app.audit.store import AuditTrail, target
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from queues_app import event_names as named
 from queues_app.admission import BackpressureGate
-from queues_app.agents.records import Call, Outcome
 from queues_app.agents.skills import describe_preferences
-from queues_app.monitoring import counters
+from queues_app.calls.records import Call, Outcome
+from queues_app.figures import counters
 from queues_app.operations.base import Recorded
 from queues_app.operations.wording import waited, waited_until
 

@@ -6,8 +6,8 @@ record anything (docs/architecture.md, "The audit trail")."""
 from __future__ import annotations
 
 from queues_app import event_names as named
-from queues_app.agents.records import Call
 from queues_app.audit.store import AuditTrail
+from queues_app.calls.records import Call
 from queues_app.ddb import errors
 from queues_app.operations.entries import Author, snapshot
 from queues_app.operations.wording import waited

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from queues_app.agents.records import Call
+from queues_app.calls.records import Call
 from queues_app.ddb.clock import from_iso
 
 

@@ -17,7 +17,7 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.contention import ContentionGauge
 from queues_app.ddb.replay import Done
 from queues_app.ddb.tables import SHIPMENTS_INVISIBLE, SHIPMENTS_READY
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 from queues_app.shipments.records import (
     DEFAULT_QUEUE,
     Receipt,

@@ -17,7 +17,7 @@ from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.tables import SHIPMENTS_READY
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 from queues_app.shipments.consuming import Consuming
 from queues_app.shipments.listing import Listing
 from queues_app.shipments.records import (

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from queues_app.ddb import errors
 from queues_app.ddb.backoff import TRANSIENT, Backoff
 from queues_app.ddb.clock import from_iso
-from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
+from queues_app.figures.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import DEFAULT_QUEUE, Receipt, Shipment, ShipmentStatus

@@ -132,8 +132,8 @@ class TaskProcessor:
             # Before the first look at the queue: a task created after it wakes us.
             self.waker.open()
             self._waker_opened = True
-        # Liveness (monitoring.heartbeats): one write per ~10 s saying whether we hold the lease.
-        from queues_app.monitoring import heartbeats as hb
+        # Liveness (figures.heartbeats): one write per ~10 s saying whether we hold the lease.
+        from queues_app.figures import heartbeats as hb
 
         if getattr(self, "liveness", None) is None:
             self.liveness = hb.Heartbeat(hb.TASK_PROCESSOR, self.tasks.db)

@@ -15,7 +15,7 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 from queues_app.ddb.replay import Done
 from queues_app.ddb.tables import TASKS_BY_STATUS
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 from queues_app.tasks.records import (
     SHED_STATS_PREFIX,
     TRANSITIONS,

@@ -9,7 +9,7 @@ from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import from_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.tables import TASKS_BY_STATUS
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 from queues_app.tasks.records import SHED_STATS_PREFIX, ShedReport, TaskStatus
 from queues_app.tasks.store import TaskStore
 

@@ -11,16 +11,16 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, not_ready_reasons
 from queues_app.agents.roster import COUNT_CAP, Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.audit.day import agent_day
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import AgentFilterForm, AgentForm, errors_in
-from queues_app.roles import require_supervisor
+from queues_app.http.roles import require_supervisor
 from queues_app.views.common import (
     ask_first,
     back_url,

@@ -8,7 +8,7 @@ from django.http import JsonResponse
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
-from queues_app.monitoring.counters import CALLS, LIVE, TASKS
+from queues_app.figures.counters import CALLS, LIVE, TASKS
 from queues_app.monitoring.overview import Dashboard
 from queues_app.views.overview import current_alarms
 

@@ -10,16 +10,17 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.matching import WHY_OUTCOMES
-from queues_app.agents.records import AFTER_CALL, AgentStatus, CallStatus
+from queues_app.agents.records import AFTER_CALL, AgentStatus
 from queues_app.agents.skills import ANY
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.errors import InvalidRequest, KeyReused
 from queues_app.forms import CallForm, CallLookupForm, TransferForm
-from queues_app.roles import require_supervisor
+from queues_app.http.roles import require_supervisor
+from queues_app.routing.matching import WHY_OUTCOMES
 from queues_app.views.common import (
     ask_first,
     back_url,

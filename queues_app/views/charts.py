@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from queues_app.monitoring.counters import MinuteRow, minute_of
+from queues_app.figures.counters import MinuteRow, minute_of
 
 WIDTH, HEIGHT, PAD = 300, 70, 4
 

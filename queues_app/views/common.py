@@ -17,10 +17,10 @@ from django_htmx.http import trigger_client_event
 from queues_app.agents.skills import SkillError
 from queues_app.ddb.errors import DynamoError, InvalidRequest, NotFound
 from queues_app.forms import MAX_SELECTED, VersionForm, is_item_id
-from queues_app.http_errors import describe
+from queues_app.http.errors import describe
+from queues_app.http.roles import supervisor_required
 from queues_app.operations import Operations
 from queues_app.operations.bulk import BulkReport, Effect, Seen
-from queues_app.roles import supervisor_required
 
 CHANGED_EVENT = "queues-changed"  # panels listen for it and refresh themselves
 

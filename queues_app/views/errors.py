@@ -8,8 +8,8 @@ import logging
 
 from django.http import HttpResponseServerError
 
-from queues_app.http_errors import UserError
-from queues_app.middleware import problem_answer
+from queues_app.http.errors import UserError
+from queues_app.http.middleware import problem_answer
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Iterator
 from django.http import StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import centre_date, centre_zone, from_iso, now
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.forms import AgentFilterForm, errors_in

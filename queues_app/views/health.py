@@ -24,7 +24,7 @@ from django.views.decorators.http import require_safe
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.errors import DynamoError, TableMissing
 from queues_app.ddb.tables import TABLES
-from queues_app.monitoring import heartbeats
+from queues_app.figures import heartbeats
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The login page, and the single sign-on's steps (mozilla-django-oidc's views), which
-answer 404 unless single sign-on is configured (queues_app/logins.py)."""
+answer 404 unless single sign-on is configured (queues_app/http/logins.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import Http404
 from mozilla_django_oidc import views as oidc
 
-from queues_app.logins import single_sign_on
+from queues_app.http.logins import single_sign_on
 
 
 class LoginView(auth_views.LoginView):

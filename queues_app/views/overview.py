@@ -17,14 +17,14 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError
-from queues_app.http_errors import describe
-from queues_app.middleware import wrote_recently
-from queues_app.monitoring import heartbeats
-from queues_app.monitoring.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
+from queues_app.figures import heartbeats
+from queues_app.figures.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
+from queues_app.http.errors import describe
+from queues_app.http.middleware import wrote_recently
 from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
 from queues_app.views import charts
 from queues_app.views.service_level import service_level_panel

@@ -1,4 +1,4 @@
-"""Reports: the centre's day in intervals (monitoring/intervals.py), as a chart of the
+"""Reports: the centre's day in intervals (figures/intervals.py), as a chart of the
 callers offered and answered and a table, for the whole centre or one combination; the
 same report as CSV."""
 
@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from queues_app.ddb.client import default
-from queues_app.monitoring.intervals import ALL, INTERVALS, asked_report
+from queues_app.figures.intervals import ALL, INTERVALS, asked_report
 from queues_app.serializers import interval_rows
 from queues_app.views.exports import csv_answer
 

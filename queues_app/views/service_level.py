@@ -1,10 +1,10 @@
 """The overview's service-level panel: how the callers were served over the last 15
-minutes and today (two Queries of the metrics table; see monitoring/service_level.py)."""
+minutes and today (two Queries of the metrics table; see figures/service_level.py)."""
 
 from __future__ import annotations
 
+from queues_app.figures.service_level import ServiceLevelReader
 from queues_app.monitoring.overview import Dashboard
-from queues_app.monitoring.service_level import ServiceLevelReader
 
 
 def service_level_panel(dashboard: Dashboard) -> dict:

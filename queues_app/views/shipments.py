@@ -14,7 +14,6 @@ from django.views.decorators.http import require_GET
 
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
-from queues_app.callbacks.events import CALLBACK_QUEUE
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import (
@@ -44,6 +43,7 @@ from queues_app.views.common import (
     seen_version,
     supervisor_action,
 )
+from queues_app.webhooks.events import CALLBACK_QUEUE
 
 PAGE_SIZE = 25
 FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py restore_shipments`

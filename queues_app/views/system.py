@@ -13,9 +13,9 @@ from django.views.decorators.http import require_GET, require_POST
 from queues_app.ddb import schema
 from queues_app.ddb.client import default
 from queues_app.ddb.errors import DynamoError
-from queues_app.monitoring import heartbeats
+from queues_app.figures import heartbeats
+from queues_app.http.roles import supervisor_required
 from queues_app.monitoring.overview import Dashboard
-from queues_app.roles import supervisor_required
 from queues_app.views.overview import read_panel
 
 

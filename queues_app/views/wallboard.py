@@ -11,8 +11,8 @@ from django.views.decorators.http import require_GET
 
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError
-from queues_app.http_errors import describe
-from queues_app.middleware import wrote_recently
+from queues_app.http.errors import describe
+from queues_app.http.middleware import wrote_recently
 from queues_app.monitoring.overview import Dashboard, cached_panel
 from queues_app.monitoring.wallboard import read_board
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.helpers.browser import follow, log_in
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.helpers.browser import follow, log_in
 

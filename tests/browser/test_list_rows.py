@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.helpers.browser import log_in
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from tests.helpers.browser import log_in
 
 SKILLS = {"language": ["Spanish"], "gender": ["F"]}

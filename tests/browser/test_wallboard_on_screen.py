@@ -10,8 +10,8 @@ import signal
 import pytest
 from playwright.sync_api import expect
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from tests.helpers.browser import log_in
 
 WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}

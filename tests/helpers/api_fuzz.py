@@ -26,7 +26,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from queues_app.admission import BackpressureGate
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
 

@@ -27,13 +27,14 @@ import django  # noqa: E402
 
 django.setup()
 
-from queues_app.agents import dispatch  # noqa: E402
-from queues_app.agents.call_center import CallCenter  # noqa: E402
-from queues_app.agents.escalation import EscalationPolicy  # noqa: E402
-from queues_app.agents.records import AgentStatus, Call, CallStatus  # noqa: E402
+from queues_app.agents.records import AgentStatus  # noqa: E402
+from queues_app.calls.records import Call, CallStatus  # noqa: E402
+from queues_app.centre.call_center import CallCenter  # noqa: E402
 from queues_app.ddb import errors  # noqa: E402
 from queues_app.ddb.clock import now, to_iso  # noqa: E402
-from queues_app.monitoring import counters  # noqa: E402
+from queues_app.figures import counters  # noqa: E402
+from queues_app.routing import dispatch  # noqa: E402
+from queues_app.routing.escalation import EscalationPolicy  # noqa: E402
 
 
 def _held(holder) -> bool:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import now, to_iso
-from queues_app.monitoring import facts
+from queues_app.figures import facts
 
 
 def _fact(db: Dynamo, kind: str, seconds: float, combination, moment: datetime | None) -> None:

@@ -24,7 +24,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from queues_app.agents.call_center import CallCenter  # noqa: E402
+from queues_app.centre.call_center import CallCenter  # noqa: E402
 from queues_app.ddb import errors  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """The tables as earlier versions left them: their indexes, and items written their way
 (`schema.create_tables` brings both up to date)."""
 
-from queues_app.agents import keys
+from queues_app.centre import keys
 from queues_app.ddb.codec import marshal
 
 # The callcenter table's indexes before agents and calls had their own.

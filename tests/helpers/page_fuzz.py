@@ -4,10 +4,10 @@ cursors of every list, real and forged."""
 
 from __future__ import annotations
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import paging
 from queues_app.operations import Operations
 from queues_app.shipments.queue import ShipmentQueue

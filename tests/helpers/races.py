@@ -8,7 +8,7 @@ import statistics
 import threading
 import time
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.monitoring import invariants
 from tests.helpers.races import HangUpRaces

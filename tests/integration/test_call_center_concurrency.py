@@ -26,17 +26,18 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.calls import call_from_item, call_to_item
-from queues_app.agents.queues import queue_heads
-from queues_app.agents.records import AgentStatus, Call, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import fits
+from queues_app.calls.records import Call, CallStatus
+from queues_app.calls.store import call_from_item, call_to_item
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.monitoring import invariants
+from queues_app.routing.queues import queue_heads
 
 SEED = 20240613
 N_AGENTS = 60

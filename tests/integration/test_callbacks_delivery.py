@@ -12,15 +12,15 @@ import time
 import pytest
 from standardwebhooks import Webhook
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.records import CallStatus
-from queues_app.callbacks.delivery import Deliverer
-from queues_app.callbacks.events import CALLBACK_QUEUE, event_id
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.operations.system import RecordedShipmentQueue
+from queues_app.routing.escalation import EscalationPolicy
 from queues_app.shipments.records import RetryPolicy
 from queues_app.shipments.worker import ShipmentWorker
+from queues_app.webhooks.delivery import Deliverer
+from queues_app.webhooks.events import CALLBACK_QUEUE, event_id
 from tests.helpers.races import HangUpRaces
 from tests.helpers.receiver import Receiver
 
@@ -117,7 +117,9 @@ def test_every_change_is_delivered_exactly_once_through_outages(local_db, settin
         held = events.receive(CALLBACK_QUEUE, visibility_timeout=1)
         assert held is not None
 
-        worker = ShipmentWorker(events, Deliverer(), queue_name=CALLBACK_QUEUE, visibility_timeout=5, idle_sleep=0.05)
+        worker = ShipmentWorker(
+            events, Deliverer(ApiToken.callback_of), queue_name=CALLBACK_QUEUE, visibility_timeout=5, idle_sleep=0.05
+        )
         running = threading.Thread(target=worker.run)
         running.start()
         deadline = time.monotonic() + 90

@@ -16,10 +16,10 @@ from collections import defaultdict
 import pytest
 from django.conf import settings
 
-from queues_app.agents.calls import call_from_item
+from queues_app.calls.store import call_from_item
 from queues_app.ddb.clock import from_iso
-from queues_app.monitoring import facts, service_level
-from queues_app.monitoring.tally import Tally
+from queues_app.figures import facts, service_level
+from queues_app.figures.tally import Tally
 
 pytestmark = pytest.mark.integration
 

@@ -3,8 +3,8 @@ and consumed capacity, which moto does not report faithfully."""
 
 import pytest
 
-from queues_app.agents import keys
 from queues_app.agents.roster import Agents
+from queues_app.centre import keys
 from queues_app.ddb import errors, meter
 from queues_app.ddb.codec import marshal
 

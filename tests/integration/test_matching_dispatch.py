@@ -13,12 +13,13 @@ import time
 import pytest
 from django.core import signing
 
-from queues_app.agents import dispatch
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo
 from queues_app.monitoring import invariants
+from queues_app.routing import dispatch
 from tests.helpers.threads import wait_for
 
 SPANISH_F = {"language": "Spanish", "gender": "F"}

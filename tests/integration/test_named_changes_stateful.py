@@ -27,11 +27,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.invariants import read_callcenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.audit.store import AuditTrail
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
+from queues_app.centre.invariants import read_callcenter
 from queues_app.ddb import errors
 from queues_app.ddb.client import default
 from queues_app.models import ApiToken

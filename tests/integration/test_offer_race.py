@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import MISSED, AgentStatus, CallStatus
+from queues_app.agents.records import MISSED, AgentStatus
+from queues_app.calls.records import CallStatus
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 
 pytestmark = pytest.mark.integration
 

@@ -15,11 +15,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, Call, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents, agent_to_item
 from queues_app.audit.store import AUDIT_SHARDS, AuditTrail
+from queues_app.calls.records import Call, CallStatus
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import batch, meter, schema
 from queues_app.ddb.client import default, reset_default
 from queues_app.ddb.clock import now, to_iso

@@ -12,9 +12,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from queues_app.agents import dispatch
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import free_port
+from queues_app.routing import dispatch
 from tests.helpers.commands import manage_env, start_manage
 from tests.helpers.threads import wait_for
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import schema
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.local import free_port

@@ -39,8 +39,8 @@ def viewer_api(viewer_token):
 def moments(monkeypatch):
     """The clock of the contention gauge and of the claims: however slow the machine, no
     time passes between two lines of a test unless it says so."""
-    from queues_app.agents import claims
     from queues_app.ddb import contention
+    from queues_app.routing import claims
 
     clock = Moments()
     for module in (contention, claims):

@@ -4,10 +4,10 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.audit.store import AuditTrail
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from queues_app.tasks.queue import TaskQueue
 from tests.helpers.seen import ticked, ticked_shipment

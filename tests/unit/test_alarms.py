@@ -4,7 +4,7 @@ background check."""
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.local import free_port
 from queues_app.shipments.queue import ShipmentQueue
 

@@ -8,9 +8,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.local import free_port
 from queues_app.models import ApiToken, hash_token
 from tests.helpers.api import Api, agent, assert_problem
@@ -507,8 +508,8 @@ def test_a_shipments_failure_history_keeps_the_last_ten_through_restores(moto_db
 
 
 def test_a_caller_who_hangs_up_leaves_the_line_at_once_and_counts_as_abandoned(moto_db, api):
-    from queues_app.monitoring import counters
-    from queues_app.monitoring.service_level import ServiceLevelReader
+    from queues_app.figures import counters
+    from queues_app.figures.service_level import ServiceLevelReader
 
     call = api.post("/api/calls", {"preferences": {"language": "French", "gender": "X"}}).json()
     other = api.post("/api/calls", {"preferences": {"language": "French", "gender": "X"}}).json()

@@ -4,8 +4,9 @@ from datetime import timedelta
 
 import pytest
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import now
 from tests.helpers.api import agent, assert_problem
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queues_app.admission import BackpressureGate
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.api.parsing import MAX_BODY_BYTES, MAX_DEPTH
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.queue import ShipmentQueue
 from tests.helpers.api import Api, agent, assert_problem
 
@@ -394,7 +394,7 @@ def test_an_unexpected_failure_is_a_json_500_without_details_and_is_logged(moto_
 
 def test_a_503_always_says_when_to_retry():
     from queues_app.api.problems import DEFAULT_RETRY_AFTER_SECONDS, problem_response
-    from queues_app.http_errors import UserError
+    from queues_app.http.errors import UserError
 
     response = problem_response(UserError(503, "DynamoDB table missing", "The table is missing."))
     assert response["Retry-After"] == str(DEFAULT_RETRY_AFTER_SECONDS)

@@ -4,7 +4,7 @@ agent, calls waiting (in line order) or assigned, with signed cursors; bad filte
 
 import pytest
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from tests.helpers.api import agent, assert_problem
 
 

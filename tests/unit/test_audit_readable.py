@@ -8,12 +8,13 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.audit.day import agent_day
 from queues_app.audit.records import TrailEntry, TrailFilter, target
 from queues_app.audit.store import AUDIT_SHARDS, AuditTrail
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import batch
 from queues_app.ddb.client import default
 from queues_app.operations import Operations

@@ -8,9 +8,9 @@ import pytest
 
 from queues_app import admission
 from queues_app.admission import BackpressureGate
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import CallStatus
 from queues_app.audit.store import AuditTrail
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.fairness import TenantLimiter
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
 from tests.helpers.api import assert_problem

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from queues_app import http_errors
-from queues_app.http_errors import QUOTE_MAX, UserError, bounded, invalid_input
+from queues_app.http import errors as http_errors
+from queues_app.http.errors import QUOTE_MAX, UserError, bounded, invalid_input
 from tests.helpers.api import assert_problem
 
 BIG = 200_000

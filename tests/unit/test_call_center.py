@@ -4,15 +4,16 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import AgentTooBroad, CallCenter
-from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog, SkillError, matching_combinations
+from queues_app.calls.records import CallStatus
+from queues_app.centre import keys
+from queues_app.centre.call_center import AgentTooBroad, CallCenter
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal
+from queues_app.routing.escalation import EscalationPolicy
 
 
 @pytest.fixture
@@ -159,7 +160,7 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
         return real_enqueue(a, change)
 
     def other_router_call():
-        from queues_app.agents.records import Call
+        from queues_app.calls.records import Call
 
         return Call(
             call_id="racer",
@@ -432,7 +433,7 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
 
 
 def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(router):
-    from queues_app.agents.matching import claims_for
+    from queues_app.routing.matching import claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
@@ -450,7 +451,7 @@ def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(route
 def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router, monkeypatch):
     import threading
 
-    from queues_app.agents.matching import claims_for
+    from queues_app.routing.matching import claims_for
 
     only = agent(router, "Only", ["English"], "F")
     queued, _ = router.make_available(only.agent_id)
@@ -476,7 +477,7 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router, m
 
 
 def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(router):
-    from queues_app.agents.matching import claims_for
+    from queues_app.routing.matching import claims_for
 
     first = agent(router, "First", ["English"], "F")
     second = agent(router, "Second", ["English"], "F")
@@ -494,8 +495,8 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
 
 
 def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, moments):
-    from queues_app.agents.matching import claims_for
     from queues_app.ddb import meter
+    from queues_app.routing.matching import claims_for
 
     # No time passes between the callers (`moments`), however slow the machine.
     first = agent(router, "First", ["English"], "F")
@@ -519,9 +520,9 @@ def test_matchers_running_at_the_same_moment_share_a_fresh_read(router, moments)
 
 
 def test_a_read_older_than_a_moment_is_not_shared(router, moments):
-    from queues_app.agents import matching
-    from queues_app.agents.matching import claims_for
     from queues_app.ddb import meter
+    from queues_app.routing import matching
+    from queues_app.routing.matching import claims_for
 
     for name in ("First", "Second"):
         router.make_available(agent(router, name, ["English"], "F").agent_id)

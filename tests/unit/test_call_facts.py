@@ -10,16 +10,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import Call, CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.ddb.clock import to_iso
-from queues_app.monitoring import counters, facts
-from queues_app.monitoring.counters import MetricsStore
-from queues_app.monitoring.service_level import ServiceLevelReader
-from queues_app.monitoring.tally import Fact, Tally
+from queues_app.figures import counters, facts
+from queues_app.figures.counters import MetricsStore
+from queues_app.figures.service_level import ServiceLevelReader
+from queues_app.figures.tally import Fact, Tally
+from queues_app.routing.escalation import EscalationPolicy
 from tests.helpers import figures as seeded
 
 SPANISH_F = {"language": "Spanish", "gender": "F"}

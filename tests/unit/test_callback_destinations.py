@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.callbacks.delivery import Deliverer
-from queues_app.callbacks.destinations import refusal, url_refusal
-from queues_app.callbacks.events import CALLBACK_QUEUE
+from queues_app.centre.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.worker import ShipmentWorker
+from queues_app.webhooks.delivery import Deliverer
+from queues_app.webhooks.destinations import refusal, url_refusal
+from queues_app.webhooks.events import CALLBACK_QUEUE
 from tests.helpers.api import Api, assert_problem
 from tests.helpers.receiver import Receiver
 
@@ -125,7 +125,9 @@ def deliver_once(moto_db, shipment_id: str):
     (The worker reads the token from its own thread: the tests that call it use
     `transactional_db`, so that thread sees the token.)"""
     queue = ShipmentQueue(moto_db)
-    ShipmentWorker(queue, Deliverer(), queue_name=CALLBACK_QUEUE, idle_sleep=0.01).run(max_shipments=1)
+    ShipmentWorker(queue, Deliverer(ApiToken.callback_of), queue_name=CALLBACK_QUEUE, idle_sleep=0.01).run(
+        max_shipments=1
+    )
     return queue.get(shipment_id)
 
 

@@ -19,12 +19,12 @@ from django.apps import apps
 from django.utils.dateparse import parse_datetime
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.callbacks import signing
-from queues_app.callbacks.delivery import Deliverer
-from queues_app.callbacks.events import CALLBACK_QUEUE
+from queues_app.centre.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
+from queues_app.webhooks import signing
+from queues_app.webhooks.delivery import Deliverer
+from queues_app.webhooks.events import CALLBACK_QUEUE
 from tests.helpers.api import Api, assert_problem
 from tests.helpers.receiver import Receiver
 
@@ -62,7 +62,7 @@ def deliver_one(moto_db, token: ApiToken, receiver: Receiver) -> tuple[dict, byt
         for s in queue.list_queue(CALLBACK_QUEUE, limit=100).items
         if s.data["event"]["call"]["call_id"] == call.call_id
     ]
-    Deliverer()(shipment, threading.Event())
+    Deliverer(ApiToken.callback_of)(shipment, threading.Event())
     headers, body, _ = receiver.received[-1]
     return headers, body
 

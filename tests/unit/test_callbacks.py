@@ -10,14 +10,14 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.records import CallStatus
-from queues_app.callbacks.delivery import Deliverer
-from queues_app.callbacks.events import CALLBACK_QUEUE, event_id
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.models import ApiToken
+from queues_app.routing.escalation import EscalationPolicy
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.worker import HandlerFailed
+from queues_app.webhooks.delivery import Deliverer
+from queues_app.webhooks.events import CALLBACK_QUEUE, event_id
 from tests.helpers.api import Api, assert_problem
 
 FRENCH_X = {"language": "French", "gender": "X"}
@@ -167,7 +167,7 @@ def delivery(moto_db, token, transport):
     router.create_call(FRENCH_X, callback=str(token.pk))
     router.abandon(router.line.waiting_calls()[0][0]["call_id"])
     [shipment] = ShipmentQueue(moto_db).list_queue(CALLBACK_QUEUE).items
-    return Deliverer(httpx.Client(transport=transport)), shipment
+    return Deliverer(ApiToken.callback_of, httpx.Client(transport=transport)), shipment
 
 
 def test_a_delivery_posts_the_event_signed_and_succeeds_on_2xx(moto_db, db, issued):
@@ -221,7 +221,7 @@ def test_a_delivery_for_a_revoked_token_fails_without_a_request(moto_db, db, iss
 
 
 def test_event_ids_differ_per_change_and_repeat_for_the_same_one():
-    from queues_app.agents.records import Call
+    from queues_app.calls.records import Call
 
     call = Call(call_id="c1", status="assigned", preferences={}, version=2)
     assert event_id("call.assigned", call) == event_id("call.assigned", call)

@@ -18,7 +18,7 @@ def classes():
 
 def test_the_walk_finds_the_classes():
     found = dict(classes())
-    assert "queues_app/agents/call_center.py::CallCenter" in found and len(found) > 50
+    assert "queues_app/centre/call_center.py::CallCenter" in found and len(found) > 50
 
 
 def test_no_class_is_over_the_limit():

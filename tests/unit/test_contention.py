@@ -1,9 +1,9 @@
 import threading
 from types import SimpleNamespace
 
-from queues_app.agents import claims as claims_module
-from queues_app.agents.claims import Claims
 from queues_app.ddb.contention import ContentionGauge
+from queues_app.routing import claims as claims_module
+from queues_app.routing.claims import Claims
 from tests.helpers.clock import Moments
 
 

@@ -6,9 +6,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.operations import Operations
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue

@@ -10,11 +10,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.management.commands import demo_load
 from queues_app.shipments.queue import ShipmentQueue

@@ -150,10 +150,10 @@ def shows_nothing_secret(text):
 
 
 def test_access_denied_is_told_without_the_role_or_the_account_and_logged_in_full(caplog):
-    from queues_app.http_errors import describe
+    from queues_app.http.errors import describe
     from queues_app.tracing import traced
 
-    with traced("trace-ad-1"), caplog.at_level("WARNING", logger="queues_app.http_errors"):
+    with traced("trace-ad-1"), caplog.at_level("WARNING", logger="queues_app.http.errors"):
         problem = describe(access_denied())
     assert problem.status == 503 and problem.title == "DynamoDB unavailable"
     told = " ".join([problem.message, problem.hint, str(problem.as_json()), problem.as_text()])
@@ -179,7 +179,7 @@ def test_access_denied_is_told_without_the_role_or_the_account_and_logged_in_ful
     ids=["endpoint", "connection", "url in message", "table missing", "arn", "account and key", "traceback"],
 )
 def test_no_message_shown_carries_an_arn_an_account_an_endpoint_or_a_traceback(exc):
-    from queues_app.http_errors import describe
+    from queues_app.http.errors import describe
 
     problem = describe(exc)
     told = " ".join([problem.message, problem.hint, problem.as_text()])
@@ -188,7 +188,7 @@ def test_no_message_shown_carries_an_arn_an_account_an_endpoint_or_a_traceback(e
 
 
 def test_the_configured_endpoint_is_not_shown_even_without_its_scheme(settings):
-    from queues_app.http_errors import describe
+    from queues_app.http.errors import describe
 
     settings.DYNAMODB_ENDPOINT_URL = "http://dynamodb-local.internal:8000"
     problem = describe(errors.Unavailable("DynamoDB at dynamodb-local.internal:8000 refused the connection."))
@@ -197,7 +197,7 @@ def test_the_configured_endpoint_is_not_shown_even_without_its_scheme(settings):
 
 
 def test_ids_and_numbers_that_are_not_secrets_are_left_alone():
-    from queues_app.http_errors import scrub
+    from queues_app.http.errors import scrub
 
     text = "No agent with id '1a2b3c4d5e6f'; shipment 0123-456789012345 has version 12; priority 9."
     assert scrub(text) == text
@@ -206,8 +206,8 @@ def test_ids_and_numbers_that_are_not_secrets_are_left_alone():
 @pytest.fixture
 def denied(monkeypatch):
     """Every read of the agent roster and the queues is refused by IAM."""
-    from queues_app.agents.call_center import CallCenter
     from queues_app.agents.roster import Agents
+    from queues_app.centre.call_center import CallCenter
 
     def refuse(*args, **kwargs):
         raise access_denied()

@@ -5,11 +5,11 @@ from types import SimpleNamespace
 
 from django.core.management import call_command
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
+from queues_app.figures.heartbeats import workers
 from queues_app.management import loops
-from queues_app.monitoring.heartbeats import workers
 
 
 def test_it_relaxes_long_waiting_callers_and_assigns_them(moto_db, settings):

@@ -8,8 +8,8 @@ import io
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.operations import Operations
 from queues_app.views import exports
 

@@ -8,7 +8,7 @@ import pytest
 from queues_app.admission import BacklogBounds, BackpressureGate, ShipmentAdmission
 from queues_app.ddb import meter
 from queues_app.ddb.errors import Backpressure
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 from queues_app.shipments import fairness
 from queues_app.shipments.fairness import FairConsumer, FairnessPolicy, SweepSchedule, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue, ShipmentState

@@ -8,13 +8,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.records import MISSED, AgentStatus, CallStatus
+from queues_app.agents.records import MISSED, AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
-from queues_app.monitoring.counters import MetricsStore
-from queues_app.monitoring.service_level import ServiceLevelReader
+from queues_app.figures.counters import MetricsStore
+from queues_app.figures.service_level import ServiceLevelReader
+from queues_app.routing.escalation import EscalationPolicy
 
 SPANISH_F = {"language": "Spanish", "gender": "F"}
 ENGLISH_ANY = {"language": "English", "gender": None}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 
 
 def staff(*names):

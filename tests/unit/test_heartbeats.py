@@ -1,4 +1,4 @@
-"""Liveness heartbeats of the long-running processes (`queues_app/monitoring/heartbeats.py`):
+"""Liveness heartbeats of the long-running processes (`queues_app/figures/heartbeats.py`):
 throttled beats with a TTL, the listing, and where it is shown (System page, /metrics, /readyz)."""
 
 import functools
@@ -13,8 +13,8 @@ from django.core.management import call_command
 
 from queues_app.ddb import meter
 from queues_app.ddb.codec import unmarshal
-from queues_app.monitoring import heartbeats
-from queues_app.monitoring.heartbeats import (
+from queues_app.figures import heartbeats
+from queues_app.figures.heartbeats import (
     BEAT_SECONDS,
     EXPIRES_AFTER,
     HOLDING,
@@ -230,7 +230,7 @@ def test_a_failing_heartbeat_is_logged_once_until_it_is_written_again(moto_db, c
         raise errors.Unavailable("DynamoDB cannot be reached.")
 
     monkeypatch.setattr(moto_db, "call", down)
-    with caplog.at_level("INFO", logger="queues_app.monitoring.heartbeats"):
+    with caplog.at_level("INFO", logger="queues_app.figures.heartbeats"):
         for _ in range(5):
             clock.advance(2)
             assert beat.beat() is False

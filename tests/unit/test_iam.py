@@ -25,20 +25,20 @@ from django.test import Client
 from django.urls import resolve, reverse
 
 from queues_app import urls as queues_app_urls
-from queues_app.agents import dispatch
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.api.application import machine_urls
+from queues_app.calls.records import Call, CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import iam, meter
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.meter import Access
+from queues_app.figures import counters
 from queues_app.management import loops
 from queues_app.models import ApiToken
-from queues_app.monitoring import counters
 from queues_app.operations import Operations
 from queues_app.operations.system import RecordedTaskQueue
+from queues_app.routing import dispatch
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks import streams
 from queues_app.tasks.downstream import RateLimitedDownstream

@@ -10,12 +10,12 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.codec import unmarshal
-from queues_app.monitoring import service_level
-from queues_app.monitoring.counters import MetricsStore
-from queues_app.monitoring.intervals import IntervalReader
+from queues_app.figures import service_level
+from queues_app.figures.counters import MetricsStore
+from queues_app.figures.intervals import IntervalReader
 from queues_app.operations import Operations
 from tests.helpers import figures as seeded
 from tests.helpers.api import assert_problem

@@ -7,14 +7,15 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import now
 from queues_app.ddb.codec import marshal
 from queues_app.monitoring import invariants
+from queues_app.routing.escalation import EscalationPolicy
 
 
 class Clock:

@@ -4,9 +4,10 @@ items as earlier versions stored them."""
 
 from __future__ import annotations
 
-from queues_app.agents import dispatch, keys
+from queues_app.centre import keys
 from queues_app.ddb.codec import marshal
 from queues_app.ddb.lease import Lease
+from queues_app.routing import dispatch
 from queues_app.tasks.processor_lease import processor_lease
 
 

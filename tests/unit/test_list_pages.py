@@ -9,9 +9,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.listing import ShipmentFilter
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.shipments.records import SPILLOVER_QUEUE

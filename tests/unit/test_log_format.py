@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from queues_app.log_format import JsonFormatter
+from callcenter.log_format import JsonFormatter
 from queues_app.tracing import TraceIdFilter, traced
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from django.http import HttpResponse
 from django.test import Client
 from django.urls import reverse
 
-from queues_app.log_format import JsonFormatter
+from callcenter.log_format import JsonFormatter
 from queues_app.tracing import TraceIdMiddleware
 from queues_app.views import overview
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import meter
+from queues_app.figures import counters
+from queues_app.figures.counters import LIVE, MetricsStore, recorder
 from queues_app.models import ApiToken
-from queues_app.monitoring import counters
-from queues_app.monitoring.counters import LIVE, MetricsStore, recorder
 from queues_app.monitoring.sampler import MetricsCollector
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue

@@ -36,9 +36,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.shipments.queue import ShipmentQueue
 from tests.helpers.page_fuzz import page_world
 from tests.helpers.seen import shipment_version, shown, ticked, ticked_shipment

@@ -1,5 +1,5 @@
 """The figures each process keeps for /metrics: the DynamoDB request counters
-(`ddb/meter.py`) and the per-route latency histogram (`monitoring/latency.py`), in one
+(`ddb/meter.py`) and the per-route latency histogram (`figures/latency.py`), in one
 process and, with PROMETHEUS_MULTIPROC_DIR, added up over several."""
 
 import os
@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from callcenter import gunicorn_config
 from queues_app.ddb import meter
-from queues_app.monitoring import latency
+from queues_app.figures import latency
 from queues_app.monitoring.prometheus import add_process_figures
 from queues_app.shipments.queue import ShipmentQueue
 
@@ -124,7 +124,7 @@ WORKER = textwrap.dedent(
     import sys
     from types import SimpleNamespace
     from queues_app.ddb import meter
-    from queues_app.monitoring import latency
+    from queues_app.figures import latency
 
     answer = {"ResponseMetadata": {"RetryAttempts": 0}, "ConsumedCapacity": [{"CapacityUnits": 0.5}]}
     for _ in range(int(sys.argv[1])):

@@ -217,7 +217,7 @@ def test_tasks_are_written_in_their_final_states_without_transitions(moto_db, mo
 
 
 def test_an_agent_made_available_meanwhile_by_someone_else_is_a_shortfall(moto_db, monkeypatch):
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre.call_center import CallCenter
 
     original, raced = CallCenter.make_available, []
 

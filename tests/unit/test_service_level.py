@@ -8,16 +8,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.audit.store import AuditTrail
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.ddb.client import default
 from queues_app.ddb.clock import now
-from queues_app.monitoring import facts, service_level
-from queues_app.monitoring.counters import MetricsStore
-from queues_app.monitoring.service_level import Figures, ServiceLevelReader, combination_name
+from queues_app.figures import facts, service_level
+from queues_app.figures.counters import MetricsStore
+from queues_app.figures.service_level import Figures, ServiceLevelReader, combination_name
 from queues_app.operations import Operations
 from tests.helpers import figures as seeded
 

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.utils.html import escape
 from oidc_provider_mock import User, run_server_in_thread
 
-from queues_app.logins import REFUSED
-from queues_app.roles import SUPERVISORS, VIEWERS, can_act
+from queues_app.http.logins import REFUSED
+from queues_app.http.roles import SUPERVISORS, VIEWERS, can_act
 from tests.helpers.settings import read_setting
 from tests.helpers.users import PASSWORD, make_user
 
@@ -44,7 +44,7 @@ def sso(settings, provider, db, moto_db):
     settings.OIDC_OP_LOGOUT_ENDPOINT = f"{provider}/oauth2/end_session"
     settings.OIDC_SUPERVISOR_GROUPS = ["cc-supervisors"]
     settings.OIDC_VIEWER_GROUPS = ["cc-viewers"]
-    settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "queues_app.logins.ProviderGroups"]
+    settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "queues_app.http.logins.ProviderGroups"]
     return provider
 
 
@@ -174,4 +174,4 @@ def test_settings_that_cannot_work_refuse_to_start(tmp_path):
         OIDC_VIEWER_GROUPS="cc-viewers",
         **endpoints,
     )
-    assert complete.stdout.strip() == "queues_app.logins.ProviderGroups", complete.stderr
+    assert complete.stdout.strip() == "queues_app.http.logins.ProviderGroups", complete.stderr

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents, agent_to_item
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import batch, meter
 from queues_app.ddb.codec import marshal, unmarshal
 

@@ -4,15 +4,16 @@ messages. On moto."""
 
 import pytest
 
-from queues_app.agents import keys
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.escalation import EscalationPolicy
-from queues_app.agents.queues import queue_heads, split_old_queues
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import SkillCatalog, SkillError
+from queues_app.calls.records import CallStatus
+from queues_app.centre import keys
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import meter
 from queues_app.ddb.codec import marshal
 from queues_app.monitoring.invariants import check_once
+from queues_app.routing.escalation import EscalationPolicy
+from queues_app.routing.queues import queue_heads, split_old_queues
 
 ENGLISH_F, SPANISH_F = ("English", "F"), ("Spanish", "F")
 

@@ -10,7 +10,7 @@ from django.test import Client
 
 import switchboard_client as sc
 from queues_app.admission import BackpressureGate
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
 from tests.helpers.api import agent

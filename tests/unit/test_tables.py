@@ -113,7 +113,7 @@ def test_the_status_index_projects_what_a_status_list_shows():
 
 
 def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_db):
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre.call_center import CallCenter
     from queues_app.monitoring.invariants import check_once
 
     router = CallCenter(moto_db)
@@ -131,8 +131,8 @@ def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_
 
 
 def test_waiting_counts_kept_in_one_copy_get_their_other_copies_from_create(moto_db):
-    from queues_app.agents import keys
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre import keys
+    from queues_app.centre.call_center import CallCenter
     from queues_app.ddb.codec import marshal
     from queues_app.monitoring.invariants import check_once
 
@@ -161,9 +161,10 @@ def test_waiting_counts_kept_in_one_copy_get_their_other_copies_from_create(moto
 
 
 def test_every_copy_of_a_waiting_count_moves_with_the_line_and_any_one_is_read(moto_db, monkeypatch):
-    from queues_app.agents import keys, waiting
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre import keys
+    from queues_app.centre.call_center import CallCenter
     from queues_app.ddb.codec import marshal
+    from queues_app.routing import line as waiting
 
     router = CallCenter(moto_db)
     calls = [router.create_call({"language": "English", "gender": "M"})[0] for _ in range(2)]
@@ -307,8 +308,8 @@ def partitions_holding(db, pks: list[str]) -> dict[str, int]:
 
 
 def test_agents_queue_metadata_and_queues_are_spread_over_partitions(moto_db):
-    from queues_app.agents import keys
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre import keys
+    from queues_app.centre.call_center import CallCenter
 
     router = CallCenter(moto_db)
     agents = [router.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["M"]}) for n in range(40)]
@@ -336,8 +337,8 @@ def make_old_layout(db, router) -> tuple[str, str]:
     """A queued agent, its message and its queue's metadata as an earlier version wrote
     them: the agent in the single AGENTS partition, the message in the queue's single
     partition, the metadata in the single QUEUES partition."""
-    from queues_app.agents import keys
     from queues_app.agents.roster import agent_to_item
+    from queues_app.centre import keys
     from queues_app.ddb.codec import marshal
 
     table = db.table("callcenter")
@@ -359,8 +360,8 @@ def make_old_layout(db, router) -> tuple[str, str]:
 
 
 def test_agents_metadata_and_messages_in_the_old_single_partitions_are_moved_by_create(moto_db):
-    from queues_app.agents import keys
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre import keys
+    from queues_app.centre.call_center import CallCenter
     from queues_app.monitoring.invariants import check_once
 
     router = CallCenter(moto_db)
@@ -399,7 +400,7 @@ def test_agents_metadata_and_messages_in_the_old_single_partitions_are_moved_by_
 
 
 def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre.call_center import CallCenter
     from queues_app.monitoring.invariants import check_once
 
     router = CallCenter(moto_db)
@@ -427,8 +428,8 @@ def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):
 
 
 def test_a_status_partition_left_behind_by_an_older_process_is_mended(moto_db):
-    from queues_app.agents import keys
-    from queues_app.agents.call_center import CallCenter
+    from queues_app.centre import keys
+    from queues_app.centre.call_center import CallCenter
     from queues_app.ddb.codec import marshal
 
     router = CallCenter(moto_db)

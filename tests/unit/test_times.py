@@ -9,7 +9,7 @@ from django.template import Context, Template, TemplateSyntaxError
 from django.test import RequestFactory
 from django.utils import timezone as django_timezone
 
-from queues_app.context_processors import centre_time
+from queues_app.http.context_processors import centre_time
 from queues_app.templatetags import switchboard
 from queues_app.templatetags.switchboard import clock
 

@@ -6,10 +6,10 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.roster import Agents
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.local import free_port
-from queues_app.monitoring.counters import MetricsStore
+from queues_app.figures.counters import MetricsStore
 from tests.helpers import figures as seeded
 from tests.helpers.pages import figure
 

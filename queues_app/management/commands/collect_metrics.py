@@ -1,10 +1,10 @@
 """Sample every queue's figures into the metrics history, every few seconds."""
 
 from queues_app.ddb import errors
+from queues_app.figures import heartbeats
 from queues_app.management.arguments import CheckedCommand, float_range
 from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
-from queues_app.monitoring import heartbeats
 from queues_app.monitoring.sampler import MetricsCollector
 
 

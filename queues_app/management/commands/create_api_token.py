@@ -4,8 +4,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from queues_app.http.roles import can_act
 from queues_app.models import ApiToken
-from queues_app.roles import can_act
 
 
 class Command(BaseCommand):

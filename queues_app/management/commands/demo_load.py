@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from django.core.management.base import CommandError
 
-from queues_app.agents import dispatch
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import ANY, describe_preferences
 from queues_app.ddb import errors
@@ -32,6 +31,7 @@ from queues_app.management.commands.seed_demo import CARRIERS, PRODUCTS
 from queues_app.management.demo_names import seeded_faker
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations import Operations
+from queues_app.routing import dispatch
 from queues_app.tasks.queue import TaskQueue
 
 if TYPE_CHECKING:

@@ -3,8 +3,8 @@ from django.contrib.auth.models import Group
 from django.core.management.base import CommandError
 from django.db import DatabaseError
 
+from queues_app.http.roles import SUPERVISORS, VIEWERS
 from queues_app.management.arguments import CheckedCommand
-from queues_app.roles import SUPERVISORS, VIEWERS
 
 DEMO_USERS = (
     # username, password, group, staff

@@ -3,7 +3,7 @@ import sys
 
 from django.core.management.base import CommandError
 
-from queues_app.agents.call_center import CallCenter
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import cloudformation, errors, iam, schema
 from queues_app.ddb.client import default
 from queues_app.management.arguments import CheckedCommand, int_range

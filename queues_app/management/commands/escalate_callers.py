@@ -1,11 +1,11 @@
-from queues_app.agents.call_center import CallCenter
 from queues_app.agents.skills import describe_preferences
 from queues_app.audit.store import AuditTrail
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
+from queues_app.figures import heartbeats
 from queues_app.management.arguments import CheckedCommand, float_range
 from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
-from queues_app.monitoring import heartbeats
 from queues_app.operations.system import SystemEvents
 
 

@@ -1,6 +1,5 @@
 from django.core.management.base import CommandError
 
-from queues_app.callbacks.events import CALLBACK_QUEUE
 from queues_app.ddb import errors
 from queues_app.management.arguments import (
     SHIPMENT_QUEUES,
@@ -12,6 +11,7 @@ from queues_app.management.arguments import (
 )
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue, ShipmentStatus
+from queues_app.webhooks.events import CALLBACK_QUEUE
 
 SHOWN = 5  # ids named in the one-line error; the rest are counted
 

@@ -13,10 +13,10 @@ import time
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.dispatch import Dispatcher
+from queues_app.centre.call_center import CallCenter
+from queues_app.figures import counters, heartbeats
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, text
-from queues_app.monitoring import counters, heartbeats
+from queues_app.routing.dispatch import Dispatcher
 
 DEFAULT_LISTEN = "127.0.0.1"
 

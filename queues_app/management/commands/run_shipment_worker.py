@@ -1,12 +1,12 @@
 from django.core.management.base import CommandError
 
+from queues_app.figures.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.management.arguments import (
     SHIPMENT_QUEUES,
     float_range,
     share,
 )
 from queues_app.management.consumers import ConsumerCommand
-from queues_app.monitoring.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.queue import DEFAULT_QUEUE
 from queues_app.shipments.worker import demo_handler

@@ -1,11 +1,12 @@
 """`manage.py run_webhook_worker`: deliver call events to the API tokens' callbacks."""
 
-from queues_app.callbacks.delivery import Deliverer
-from queues_app.callbacks.events import CALLBACK_QUEUE
+from queues_app.figures.heartbeats import CALLBACK_WORKER, Heartbeat
 from queues_app.management.consumers import ConsumerCommand
-from queues_app.monitoring.heartbeats import CALLBACK_WORKER, Heartbeat
+from queues_app.models import ApiToken
 from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.records import RetryPolicy
+from queues_app.webhooks.delivery import Deliverer
+from queues_app.webhooks.events import CALLBACK_QUEUE
 
 
 class Command(ConsumerCommand):
@@ -29,7 +30,7 @@ class Command(ConsumerCommand):
         events = RecordedShipmentQueue(retry=RetryPolicy.from_settings("SWITCHBOARD_CALLBACK_RETRY"))
         self.consume(
             events,
-            Deliverer,
+            lambda: Deliverer(ApiToken.callback_of),
             queue=CALLBACK_QUEUE,
             visibility=visibility,
             grace=grace,

@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 
 from django.core.management.base import CommandError
 
-from queues_app.agents.call_center import CallCenter
-from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY
+from queues_app.calls.records import Call, CallStatus
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso

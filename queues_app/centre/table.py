@@ -10,14 +10,15 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from queues_app.agents import keys
-from queues_app.agents.records import Agent, AgentStatus, Call
+from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.skills import SkillCatalog
+from queues_app.calls.records import Call
+from queues_app.centre import keys
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal
-from queues_app.monitoring import facts
+from queues_app.figures import facts
 
 # What a change of a call also writes, in the same transaction, for whoever listens to
 # the call (the event's type, the call as it is after the change, the time): the actions
@@ -55,7 +56,7 @@ class CallCenterTable:
 
     def fact_action(self, kind: str, call: Call, at: str) -> dict:
         """The call fact (answered or abandoned, with the wait) this change adds to the
-        service level, to write in its own transaction (monitoring/facts.py)."""
+        service level, to write in its own transaction (figures/facts.py)."""
         arrived, left = from_iso(call.arrived_at), from_iso(at)
         wait = (left - arrived).total_seconds() if arrived and left else 0.0
         return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait)

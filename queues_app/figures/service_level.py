@@ -4,7 +4,7 @@ abandoned calls and the abandon rate, per skill combination and overall, over th
 15 minutes and today (the centre's day, in its TIME_ZONE), with agent occupancy.
 
 Every figure comes from a call fact, written by the change that answered, abandoned or
-ended the call in its own transaction and counted exactly once by `monitoring/tally.py`
+ended the call in its own transaction and counted exactly once by `figures/tally.py`
 (docs/scale.md, "Counting every call once"). Reading is two Queries: the last
 15 minutes' items (at most 15 x the combinations seen), and today's totals (one item
 per combination).
@@ -15,7 +15,7 @@ Items in the metrics table:
     pk SERVICE_DAY       sk <day>#<combination>      a centre's day's running figures of one combination
     pk SERVICE_INTERVAL  sk <UTC start>#<combination> a quarter hour's figures, kept
                                                      REPORT_RETENTION_DAYS for the interval
-                                                     reports (monitoring/intervals.py)
+                                                     reports (figures/intervals.py)
 
 A quarter hour is keyed by the UTC minute it starts at: every time zone's quarter hours
 start on UTC quarter hours, and the repeated hour of a change of clocks stays two hours.
@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import centre_date, now
 from queues_app.ddb.codec import unmarshal
-from queues_app.monitoring import counters, facts
+from queues_app.figures import counters, facts
 
 MINUTE_PK = "SERVICE"
 DAY_PK = "SERVICE_DAY"

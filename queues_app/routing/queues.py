@@ -5,14 +5,31 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from queues_app.agents import keys
-from queues_app.agents.records import QueueInfo
-from queues_app.agents.writes import CallCenterTable
+from queues_app.centre import keys
+from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import batch, errors
 from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.codec import marshal
 from queues_app.ddb.merge import SortedMerge, read_together
+
+
+@dataclass
+class QueueInfo:
+    """Metadata of one skill-combination queue (the article's `Q#Spanish#M` item)."""
+
+    combination: tuple[str, ...]
+    name: str
+    depth: int = 0
+    version: int = 0
+    oldest_queued_at: str | None = None
+
+    @property
+    def oldest_age_seconds(self) -> float | None:
+        oldest = from_iso(self.oldest_queued_at)
+        return (now() - oldest).total_seconds() if oldest else None
 
 
 def queue_heads(

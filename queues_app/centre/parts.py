@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from queues_app.agents.calls import Calls
-from queues_app.agents.escalation import Escalator
-from queues_app.agents.matching import Matcher
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
-from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable
+from queues_app.calls.store import Calls
+from queues_app.centre.table import CallCenterTable
 from queues_app.ddb.client import Dynamo
+from queues_app.routing.escalation import Escalator
+from queues_app.routing.line import WaitingLine
+from queues_app.routing.matching import Matcher
 
 
 class Parts:

@@ -8,29 +8,25 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpcore
 import httpx
 
-from queues_app.callbacks.destinations import DestinationRefused, GuardedNetwork
-from queues_app.callbacks.signing import SigningSecret, signed_headers
-from queues_app.models import ApiToken
 from queues_app.shipments.records import Shipment
 from queues_app.shipments.worker import HandlerFailed
+from queues_app.webhooks.destinations import DestinationRefused, GuardedNetwork
+from queues_app.webhooks.signing import SigningSecret, signed_headers
 
 TIMEOUT_SECONDS = 5.0
 USER_AGENT = "Switchboard-Callbacks/1"
 
 
-def target(token_id) -> tuple[str, list[SigningSecret]]:
-    """The callback URL of the token the event is for, and the secrets that sign for it;
-    HandlerFailed when the token was deleted, revoked or its callback removed since the
-    event was written."""
-    token = ApiToken.objects.usable().filter(pk=token_id).first()
-    if token is None or not token.callback_url:
-        raise HandlerFailed(f"API token {token_id} has no callback any more (revoked, deleted or removed)")
-    return token.callback_url, token.signing_secrets()
+# Where the events of an API token go: its callback URL and the secrets that sign for it,
+# or None when the token was deleted, revoked or its callback removed since the event was
+# written. `models.ApiToken.callback_of`, given by the command that runs the worker.
+Destinations = Callable[[object], tuple[str, list[SigningSecret]] | None]
 
 
 class GuardedTransport(httpx.HTTPTransport):
@@ -48,7 +44,8 @@ class Deliverer:
     """POSTs events, signed, one at a time; one per worker thread (httpx clients keep
     connections to the receiver open between events)."""
 
-    def __init__(self, client: httpx.Client | None = None):
+    def __init__(self, destinations: Destinations, client: httpx.Client | None = None):
+        self.destinations = destinations
         self.client = client or httpx.Client(
             transport=GuardedTransport(),
             trust_env=False,
@@ -61,7 +58,11 @@ class Deliverer:
         event = shipment.data.get("event")
         if not isinstance(event, dict) or "id" not in event:
             raise HandlerFailed("not a call event (no event in the shipment's data)")
-        url, signing = target(shipment.data.get("token"))
+        token_id = shipment.data.get("token")
+        destination = self.destinations(token_id)
+        if destination is None:
+            raise HandlerFailed(f"API token {token_id} has no callback any more (revoked, deleted or removed)")
+        url, signing = destination
         body = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()
         host = urlsplit(url).netloc
         try:

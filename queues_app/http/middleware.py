@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from queues_app.ddb import errors, meter
 from queues_app.ddb.clock import now
-from queues_app.http_errors import UserError, describe
+from queues_app.http.errors import UserError, describe
 
 log = logging.getLogger(__name__)
 

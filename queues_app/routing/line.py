@@ -16,11 +16,11 @@ import random
 from collections.abc import Iterator
 from datetime import datetime
 
-from queues_app.agents import keys
-from queues_app.agents.calls import CallExists, call_from_item, call_to_item
-from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.skills import ANY
-from queues_app.agents.writes import CallCenterTable
+from queues_app.calls.records import Call, CallStatus
+from queues_app.calls.store import CallExists, call_from_item, call_to_item
+from queues_app.centre import keys
+from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal

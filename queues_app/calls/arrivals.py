@@ -6,19 +6,14 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from queues_app.agents import keys
-from queues_app.agents.calls import (
-    ABANDONED,
-    ENDED_CALL_RETENTION,
-    CallExists,
-    call_id_for_idempotency_key,
-)
-from queues_app.agents.parts import Parts
-from queues_app.agents.records import Call, CallStatus, Outcome, QueueOrder
 from queues_app.agents.skills import ANY, validate_preferences
+from queues_app.calls.records import Call, CallStatus, Outcome, QueueOrder
+from queues_app.calls.store import ABANDONED, ENDED_CALL_RETENTION, CallExists, call_id_for_idempotency_key
+from queues_app.centre import keys
+from queues_app.centre.parts import Parts
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
-from queues_app.monitoring import counters, facts
+from queues_app.figures import counters, facts
 
 
 class Arrivals(Parts):

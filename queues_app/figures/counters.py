@@ -156,7 +156,7 @@ class Recorder:
 recorder = Recorder()
 
 # Counts the call facts a flush was given, returning those it could not count (set by
-# the app's `ready()` to `monitoring.tally.count_expected`, which knows the call records:
+# the app's `ready()` to `figures.tally.count_expected`, which knows the call records:
 # the counters import nothing above the DynamoDB core).
 FactTally = Callable[[Dynamo, list[tuple[str, str]]], list[tuple[str, str]]]
 _fact_tally: FactTally | None = None
@@ -277,7 +277,7 @@ class MetricsStore:
         return writes
 
     def _flush_facts(self) -> int:
-        """Count the call facts this process expects (see `monitoring/facts.py`)."""
+        """Count the call facts this process expects (see `figures/facts.py`)."""
         facts = recorder.take_facts()
         if not facts or _fact_tally is None:
             recorder.give_back_facts(facts)

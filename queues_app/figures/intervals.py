@@ -13,8 +13,8 @@ from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import centre_zone
 from queues_app.ddb.codec import unmarshal
 from queues_app.ddb.errors import InvalidRequest
-from queues_app.monitoring import counters
-from queues_app.monitoring.service_level import INTERVAL_PK, OCCUPANCY, Figures, Occupancy, threshold_seconds
+from queues_app.figures import counters
+from queues_app.figures.service_level import INTERVAL_PK, OCCUPANCY, Figures, Occupancy, threshold_seconds
 
 INTERVALS = (15, 30, 60)
 ALL = "all"

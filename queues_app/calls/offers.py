@@ -1,7 +1,7 @@
 """A call after its assignment: picked up in time or not (ring-no-answer), and transferred.
 
 With ANSWER_TIMEOUT_SECONDS set, an assignment is an offer: the call's transaction also
-puts an offer item (`OFFER#<n>`, sorted by deadline; agents/calls.py `answer_actions`).
+puts an offer item (`OFFER#<n>`, sorted by deadline; calls/store.py `answer_actions`).
 The phone system confirms with `answered`, whose transaction deletes the offer item on
 the condition that it is still there; a sweep (`miss_expired_offers`, run by the
 escalation loop) takes the offers past their deadline and, in one transaction that
@@ -23,15 +23,16 @@ import logging
 from typing import TYPE_CHECKING
 
 from queues_app import event_names as named
-from queues_app.agents import keys
-from queues_app.agents.parts import Parts
-from queues_app.agents.records import AFTER_CALL, MISSED, Agent, AgentStatus, Call, CallStatus, Outcome
+from queues_app.agents.records import AFTER_CALL, MISSED, Agent, AgentStatus
 from queues_app.agents.skills import ANY, validate_preferences
-from queues_app.agents.writes import agent_changed, leg, status_clause
+from queues_app.calls.records import Call, CallStatus, Outcome
+from queues_app.centre import keys
+from queues_app.centre.parts import Parts
+from queues_app.centre.table import agent_changed, leg, status_clause
 from queues_app.ddb import errors, parallel, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.monitoring import facts
+from queues_app.figures import facts
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Counting call facts into the service-level figures, each exactly once.
 
-A fact (`monitoring/facts.py`) is counted by one TransactWriteItems that ADDs its figures
+A fact (`figures/facts.py`) is counted by one TransactWriteItems that ADDs its figures
 to their items (the minute's, the centre's day's, the quarter hour's) and deletes the fact
 on the condition that it is still there. Two processes counting the same fact cannot both
 succeed, and a process that dies before its transaction leaves the fact for the next one:
@@ -16,20 +16,30 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from queues_app.agents import keys as callcenter_keys
-from queues_app.agents.calls import call_from_item
 from queues_app.ddb import batch, errors, parallel
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.codec import marshal
-from queues_app.monitoring import facts, service_level
-from queues_app.monitoring.counters import MetricsStore
+from queues_app.figures import facts, service_level
+from queues_app.figures.counters import MetricsStore
 
 log = logging.getLogger(__name__)
+
+# Each ended call's preferences as first asked and when it was first answered, read from
+# the call records: set by the app's ready() to `calls.store.first_answers` (the figures
+# import nothing of the domains).
+CallAnswers = Callable[[Dynamo, list[str]], dict[str, tuple[Mapping | None, str | None]]]
+_call_answers: CallAnswers | None = None
+
+
+def read_answers_with(reader: CallAnswers | None) -> None:
+    global _call_answers
+    _call_answers = reader
+
 
 # DynamoDB takes 100 actions in a transaction: each fact is one Delete, and each figure
 # item its facts add to is one Update (three per combination and minute).
@@ -128,17 +138,17 @@ class Tally:
         missing = [fact for fact in found if fact.seconds is None]
         if not missing:
             return
-        wanted = [callcenter_keys.call(i) for i in sorted({fact.call_id for fact in missing})]
-        records = batch.get_items(self.db, self.db.table("callcenter"), wanted, consistent=True)
-        calls = {call.call_id: call for call in (call_from_item(item) for item in records)}
+        if _call_answers is None:
+            raise RuntimeError("figures.tally.read_answers_with was not called (the app's ready() calls it)")
+        answers = _call_answers(self.db, sorted({fact.call_id for fact in missing}))
         for fact in missing:
-            call = calls.get(fact.call_id)
-            answered_at = from_iso(call.answered_at or call.assigned_at) if call else None
-            if call is None or answered_at is None:
+            asked, answered = answers.get(fact.call_id, (None, None))
+            answered_at = from_iso(answered)
+            fact.combination = facts.combination_name(asked)
+            if answered_at is None:
                 log.warning("call %s ended with no record of its answer: counted with no handle time", fact.call_id)
-                fact.combination, fact.seconds = facts.combination_name(call.asked_for if call else None), 0.0
+                fact.seconds = 0.0
                 continue
-            fact.combination = facts.combination_name(call.asked_for)
             fact.seconds = round(max(0.0, (fact.at - answered_at).total_seconds()), 3)
 
     def _count_chunk(self, chunk: list[Fact], report: TallyReport) -> None:

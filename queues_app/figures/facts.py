@@ -1,7 +1,7 @@
 """Call facts: what the service-level figures are made of, written by the change itself.
 
 A change that answers a call, ends it or lets it go unanswered also puts, in its own
-transaction, one small item saying so (a fact). `monitoring/tally.py` adds facts to the
+transaction, one small item saying so (a fact). `figures/tally.py` adds facts to the
 figures and deletes them in one transaction of its own, so that a fact is counted once
 or not yet, never twice and never lost: a process that dies after its change has left
 the fact behind, and whoever tallies next counts it. Design and cost: docs/scale.md,
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal
 from queues_app.ddb.shards import Spread
-from queues_app.monitoring import counters
+from queues_app.figures import counters
 
 ANSWERED, ABANDONED, ENDED = "answered", "abandoned", "ended"
 KINDS = (ANSWERED, ABANDONED, ENDED)

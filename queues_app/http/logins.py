@@ -21,7 +21,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
-from queues_app.roles import SUPERVISORS, VIEWERS
+from queues_app.http.roles import SUPERVISORS, VIEWERS
 
 log = logging.getLogger(__name__)
 

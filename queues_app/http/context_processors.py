@@ -1,6 +1,6 @@
 from django.utils import timezone
 
-from queues_app.roles import can_act
+from queues_app.http.roles import can_act
 
 
 def roles(request):

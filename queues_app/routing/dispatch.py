@@ -33,9 +33,9 @@ from collections.abc import Callable
 
 from django.core import signing
 
-from queues_app.agents import keys
-from queues_app.agents.calls import CallExists, call_from_item, call_to_item
-from queues_app.agents.records import Call
+from queues_app.calls.records import Call
+from queues_app.calls.store import CallExists, call_from_item, call_to_item
+from queues_app.centre import keys
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.lease import Lease, LeaseInfo, read_lease

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from queues_app.agents import keys
-from queues_app.agents.records import AgentStatus, CallStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import SkillCatalog
+from queues_app.calls.records import CallStatus
+from queues_app.centre import keys
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.scan import Violation, scan_all
 

@@ -7,20 +7,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from queues_app.agents.arrivals import Arrivals, call_request_digest
 from queues_app.agents.availability import AgentTooBroad, Availability
-from queues_app.agents.calls import Calls
-from queues_app.agents.escalation import EscalationPolicy, Escalator
-from queues_app.agents.handling import Handling
-from queues_app.agents.matching import Matcher
-from queues_app.agents.queues import list_queues, split_old_queues, spread_old_metadata
-from queues_app.agents.records import QueueInfo, QueueOrder
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
-from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable, CallEvents, events_from_settings
+from queues_app.calls.arrivals import Arrivals, call_request_digest
+from queues_app.calls.offers import Handling
+from queues_app.calls.records import QueueOrder
+from queues_app.calls.store import Calls
+from queues_app.centre.table import CallCenterTable, CallEvents, events_from_settings
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
+from queues_app.routing.escalation import EscalationPolicy, Escalator
+from queues_app.routing.line import WaitingLine
+from queues_app.routing.matching import Matcher
+from queues_app.routing.queues import QueueInfo, list_queues, split_old_queues, spread_old_metadata
 
 __all__ = ["AgentTooBroad", "CallCenter", "call_request_digest"]
 

@@ -12,18 +12,20 @@ import zlib
 from dataclasses import dataclass
 from typing import cast
 
-from queues_app.agents import dispatch, keys
-from queues_app.agents.calls import CallExists, Calls
-from queues_app.agents.claims import Claims
-from queues_app.agents.queues import queue_heads
-from queues_app.agents.records import Agent, AgentStatus, Call, CallStatus, QueueOrder
+from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, matching_combinations
-from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable, agent_changed, status_clause
+from queues_app.calls.records import Call, CallStatus, QueueOrder
+from queues_app.calls.store import CallExists, Calls
+from queues_app.centre import keys
+from queues_app.centre.table import CallCenterTable, agent_changed, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.contention import ContentionGauge
+from queues_app.routing import dispatch
+from queues_app.routing.claims import Claims
+from queues_app.routing.line import WaitingLine
+from queues_app.routing.queues import queue_heads
 
 WHY_LIMIT = 8
 # How many times an agent coming back reads the line's heads again when others took them.

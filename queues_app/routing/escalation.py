@@ -7,16 +7,16 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from queues_app.agents import keys
-from queues_app.agents.calls import RELAXED, Calls
-from queues_app.agents.matching import Matcher
-from queues_app.agents.records import Call, CallStatus
 from queues_app.agents.skills import ANY
-from queues_app.agents.waiting import WaitingLine
-from queues_app.agents.writes import CallCenterTable
+from queues_app.calls.records import Call, CallStatus
+from queues_app.calls.store import RELAXED, Calls
+from queues_app.centre import keys
+from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal
+from queues_app.routing.line import WaitingLine
+from queues_app.routing.matching import Matcher
 
 log = logging.getLogger(__name__)
 

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from queues_app import event_names as named
-from queues_app.agents import keys
-from queues_app.agents.records import AgentStatus, Call, CallStatus, QueueOrder
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents, status_queries
 from queues_app.agents.skills import ANY
-from queues_app.agents.writes import CallCenterTable
+from queues_app.calls.records import Call, CallStatus, QueueOrder
+from queues_app.centre import keys
+from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import batch, errors
+from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import query_each
 from queues_app.ddb.paging import Page
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL
-from queues_app.monitoring import facts
+from queues_app.figures import facts
 
 ENDED_CALL_RETENTION = timedelta(days=30)
 
@@ -91,6 +94,15 @@ def call_from_item(item: dict) -> Call:
         first_asked=item.get("first_asked"),
         legs=list(item.get("legs") or []),
     )
+
+
+def first_answers(db: Dynamo, call_ids: list[str]) -> dict[str, tuple[Mapping | None, str | None]]:
+    """Each call's preferences as first asked and when it was first answered (its
+    assignment, for a call assigned before answers were kept), from the records (one
+    BatchGetItem): what the tally reads to count an ended call's handle time."""
+    items = batch.get_items(db, db.table("callcenter"), [keys.call(i) for i in call_ids], consistent=True)
+    calls = (call_from_item(item) for item in items)
+    return {call.call_id: (call.asked_for, call.answered_at or call.assigned_at) for call in calls}
 
 
 PREFIX_MATCHES = 20  # calls listed for a prefix that several ids start with
@@ -213,7 +225,7 @@ class Calls:
     def answer_actions(self, assigned: Call) -> list[dict]:
         """What a call's first assignment adds: with offers off, it is answered (its
         `answered_at` and its fact for the service level); with ANSWER_TIMEOUT_SECONDS, an
-        offer the agent must pick up in time (agents/handling.py). A call answered before
+        offer the agent must pick up in time (calls/offers.py). A call answered before
         (a transfer) adds neither: its answer was counted once already."""
         if assigned.answered_at is not None:
             return []

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from queues_app.agents.records import Call
-from queues_app.agents.writes import CallEvents
+from queues_app.calls.records import Call
+from queues_app.centre.table import CallEvents
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import to_iso
 from queues_app.event_names import CALL_EVENTS
