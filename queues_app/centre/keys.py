@@ -29,6 +29,8 @@ LINE_SHARDS = 4
 CALL_PREFIX = "CALL#"
 CALL_SK = "CALL"
 LEASE_PK = "LEASE"
+# The last upgrade step the table has had (queues_app/upgrades).
+LAYOUT = {"pk": "LAYOUT", "sk": "LAYOUT"}
 MAX_PRIORITY = 9
 
 

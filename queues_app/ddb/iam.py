@@ -158,8 +158,9 @@ GRANTS: dict[str, frozenset[Access]] = {
         # The indexes this version added to the callcenter table, and those they replaced.
         _table("callcenter", "UpdateTable"),
         # `create` moves items an earlier version wrote where this one reads them (callers
-        # into their partitions, agents into the roster's, queue metadata into its shards).
-        _table("callcenter", "BatchGetItem Query PutItem UpdateItem DeleteItem"),
+        # into their partitions, agents into the roster's, queue metadata into its shards),
+        # reading and writing which upgrade steps the table has had (queues_app/upgrades).
+        _table("callcenter", "GetItem BatchGetItem Query PutItem UpdateItem DeleteItem"),
     ),
 }
 

@@ -33,7 +33,7 @@ SHARDED_INDEXES = (
 def make_old_style(db, router, call) -> None:
     """Put a waiting caller back the way an earlier version kept them: in the single
     `WAITING` partition, without a count."""
-    wanted = router.writes.wanted(call.preferences)
+    wanted = router.table.wanted(call.preferences)
     table = db.table("callcenter")
     db.call("delete_item", TableName=table, Key=marshal(keys.waiting_caller(wanted, call.wait_sk)))
     for copy in range(keys.WAIT_COUNT_COPIES):
@@ -56,3 +56,9 @@ def without_status_partition(db, agent_id: str) -> None:
         Key=marshal(keys.agent(agent_id)),
         UpdateExpression="REMOVE status_q",
     )
+
+
+def as_before_numbered_steps(db) -> None:
+    """The callcenter table as a version before the upgrade steps were numbered left it: no
+    record of the steps it has had, so `dynamo_tables create` runs every one."""
+    db.call("delete_item", TableName=db.table("callcenter"), Key=marshal(keys.LAYOUT))

@@ -45,7 +45,12 @@ from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
-from tests.helpers.old_layouts import PREVIOUS_INDEXES, make_old_style, without_status_partition
+from tests.helpers.old_layouts import (
+    PREVIOUS_INDEXES,
+    as_before_numbered_steps,
+    make_old_style,
+    without_status_partition,
+)
 from tests.helpers.receiver import Receiver
 from tests.helpers.threads import wait_for
 
@@ -490,6 +495,7 @@ def admin_setup(db) -> None:
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     make_old_style(db, router, call)
     without_status_partition(db, Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]}).agent_id)
+    as_before_numbered_steps(db)
     with meter.record_access(db.prefix) as log:
         for args in (["create"], ["describe", "--exact"], ["delete", "--yes"]):
             out = io.StringIO()

@@ -13,7 +13,8 @@ from queues_app.ddb import meter
 from queues_app.ddb.codec import marshal
 from queues_app.monitoring.invariants import check_once
 from queues_app.routing.escalation import EscalationPolicy
-from queues_app.routing.queues import queue_heads, split_old_queues
+from queues_app.routing.queues import queue_heads
+from queues_app.upgrades import callcenter
 
 ENGLISH_F, SPANISH_F = ("English", "F"), ("Spanish", "F")
 
@@ -40,7 +41,7 @@ def queue_agents(router, count, languages=("English",)):
 def stored_messages(router, combo):
     """Every message item of the queue: its sub-queues and its unsplit partition."""
     pks = [keys.queue_name(combo), *keys.queue_partitions(combo)]
-    return [item for pk in pks for item in router.db.partition_items(router.table_name, pk, ConsistentRead=True)]
+    return [item for pk in pks for item in router.db.partition_items(router.table.name, pk, ConsistentRead=True)]
 
 
 def violations(router):
@@ -51,9 +52,9 @@ def move_to_old_layout(router, agent):
     """The agent's messages where an earlier version wrote them: the queue's own partition."""
     for combo in router.catalog.combinations(agent.skills):
         key = marshal(keys.queue_message(combo, agent.queue_token))
-        item = router.db.call("get_item", TableName=router.table_name, Key=key, ConsistentRead=True)["Item"]
-        router.db.call("delete_item", TableName=router.table_name, Key=key)
-        router.db.call("put_item", TableName=router.table_name, Item={**item, "pk": {"S": keys.queue_name(combo)}})
+        item = router.db.call("get_item", TableName=router.table.name, Key=key, ConsistentRead=True)["Item"]
+        router.db.call("delete_item", TableName=router.table.name, Key=key)
+        router.db.call("put_item", TableName=router.table.name, Item={**item, "pk": {"S": keys.queue_name(combo)}})
 
 
 # --- keys --------------------------------------------------------------------------------
@@ -123,10 +124,10 @@ def test_lifo_callers_get_the_newest_agent_across_the_sub_queues(moto_db, clock,
 
 def test_sub_queues_read_at_once_count_as_the_callers_requests(router):
     with meter.measure() as seen:
-        queue_heads(router.db, router.table_name, [ENGLISH_F, SPANISH_F], 1)
+        queue_heads(router.db, router.table.name, [ENGLISH_F, SPANISH_F], 1)
     assert seen.calls == seen.calls_of("Query") == 2 * keys.QUEUE_SPLIT  # pool threads' too
     with meter.measure() as seen, meter.housekeeping():
-        queue_heads(router.db, router.table_name, [ENGLISH_F, SPANISH_F], 1)
+        queue_heads(router.db, router.table.name, [ENGLISH_F, SPANISH_F], 1)
     assert seen.calls == 0  # a housekeeping read stays housekeeping on the pool's threads
 
 
@@ -135,18 +136,18 @@ def stored(router, combo, *sub_queues):
     for n, tokens in enumerate(sub_queues):
         for token in tokens:
             item = {"pk": keys.queue_partitions(combo)[n], "sk": token, "agent_id": token, "type": "message"}
-            router.db.call("put_item", TableName=router.table_name, Item=marshal(item))
+            router.db.call("put_item", TableName=router.table.name, Item=marshal(item))
 
 
 def test_a_merge_stops_where_a_sub_queue_may_hold_more(router):
     # Read two a sub-queue: past t3 the second may hold t3.5, older than t4: the head stops at t3.
     stored(router, ENGLISH_F, ("t1", "t5", "t6"), ("t2", "t3", "t35"), ("t4",), ())
-    (head,) = queue_heads(router.db, router.table_name, [ENGLISH_F], 2)
+    (head,) = queue_heads(router.db, router.table.name, [ENGLISH_F], 2)
     assert [item["sk"] for item in head] == ["t1", "t2", "t3"]
     stored(router, SPANISH_F, ("t9", "t5", "t1"), ("t8", "t7", "t2"), ("t6",))
-    (newest,) = queue_heads(router.db, router.table_name, [SPANISH_F], 2, newest_first=True)
+    (newest,) = queue_heads(router.db, router.table.name, [SPANISH_F], 2, newest_first=True)
     assert [item["sk"] for item in newest] == ["t9", "t8", "t7"]
-    (whole,) = queue_heads(router.db, router.table_name, [SPANISH_F], 5)
+    (whole,) = queue_heads(router.db, router.table.name, [SPANISH_F], 5)
     assert [item["sk"] for item in whole] == ["t1", "t2", "t5", "t6", "t7", "t8", "t9"]
 
 
@@ -158,9 +159,9 @@ def test_a_message_in_the_wrong_sub_queue_is_caught(router):
     assert violations(router) == []
     right = keys.queue_message(ENGLISH_F, ana.queue_token)
     wrong = next(pk for pk in keys.queue_partitions(ENGLISH_F) if pk != right["pk"])
-    item = router.db.call("get_item", TableName=router.table_name, Key=marshal(right), ConsistentRead=True)["Item"]
-    router.db.call("delete_item", TableName=router.table_name, Key=marshal(right))
-    router.db.call("put_item", TableName=router.table_name, Item={**item, "pk": {"S": wrong}})
+    item = router.db.call("get_item", TableName=router.table.name, Key=marshal(right), ConsistentRead=True)["Item"]
+    router.db.call("delete_item", TableName=router.table.name, Key=marshal(right))
+    router.db.call("put_item", TableName=router.table.name, Item={**item, "pk": {"S": wrong}})
     found = violations(router)
     assert f"[messages] agent {ana.agent_id} in Q#English#F: queued with token {ana.queue_token} " in found[0]
     assert (
@@ -168,7 +169,7 @@ def test_a_message_in_the_wrong_sub_queue_is_caught(router):
     )
     assert len(found) == 2  # the depth still matches: the queue holds two messages
 
-    router.db.call("put_item", TableName=router.table_name, Item=item)  # and a copy in the right one
+    router.db.call("put_item", TableName=router.table.name, Item=item)  # and a copy in the right one
     found = violations(router)
     assert found[0].startswith("[depth] Q#English#F: metadata depth 2 but 3 message item(s)")
     assert len(found) == 2 and found[1].startswith(f"[orphan] message {wrong} / {ana.queue_token}: ")
@@ -192,8 +193,8 @@ def test_split_old_queues_moves_an_earlier_versions_messages_once(router):
     queued = queue_agents(router, 6, languages=("English", "Spanish"))
     for agent in queued[:4]:
         move_to_old_layout(router, agent)
-    assert router.move_old_layouts()["queue_messages"] == 8  # four agents, in two queues each
-    assert split_old_queues(router.writes) == 0
+    assert callcenter.sub_queues(router.table) == 8  # four agents, in two queues each
+    assert callcenter.sub_queues(router.table) == 0
     for combo in (ENGLISH_F, SPANISH_F):
         messages = stored_messages(router, combo)
         assert sorted(m["sk"] for m in messages) == sorted(a.queue_token for a in queued)
@@ -223,5 +224,5 @@ def test_a_message_taken_while_it_is_moved_is_not_brought_back(router, monkeypat
         return iter(items)
 
     monkeypatch.setattr(router.db, "partition_items", read_then_taken)
-    assert split_old_queues(router.writes) == 0
+    assert callcenter.sub_queues(router.table) == 0
     assert stored_messages(router, ENGLISH_F) == []

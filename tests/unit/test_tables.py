@@ -5,8 +5,10 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from queues_app import upgrades
 from queues_app.ddb import errors, schema
 from queues_app.ddb.tables import TABLES
+from queues_app.upgrades import callcenter
 from tests.helpers.old_layouts import (
     AGENT_FIELDS,
     OLDER_INDEXES,
@@ -123,10 +125,10 @@ def test_callers_waiting_in_the_old_single_partition_are_moved_into_theirs(moto_
     assert router.line.heads_for({"language": ["Spanish"], "gender": ["F"]}) == []
     assert [v.check for v in check_once(moto_db, router.catalog).violations] == ["line"]
 
-    assert router.line.move_old_line() == 1
+    assert callcenter.waiting_line_by_preferences(router.table) == 1
     assert router.line.longest_waiting_since() == call.arrived_at
     assert [h["call_id"] for h in router.line.heads_for({"language": ["Spanish"], "gender": ["F"]})] == [call.call_id]
-    assert router.line.move_old_line() == 0
+    assert callcenter.waiting_line_by_preferences(router.table) == 0
     assert check_once(moto_db, router.catalog).ok
 
 
@@ -157,7 +159,7 @@ def test_waiting_counts_kept_in_one_copy_get_their_other_copies_from_create(moto
             "get_item", TableName=moto_db.table("callcenter"), Key=marshal(keys.waiting_count(("Spanish", "F"), copy))
         )
         assert found["Item"]["waiting"] == {"N": "3"}
-    assert router.line.copy_counts() == 0
+    assert callcenter.waiting_count_copies(router.table) == 0
 
 
 def test_every_copy_of_a_waiting_count_moves_with_the_line_and_any_one_is_read(moto_db, monkeypatch):
@@ -389,14 +391,7 @@ def test_agents_metadata_and_messages_in_the_old_single_partitions_are_moved_by_
     assert partitions_holding(moto_db, keys.queue_partitions(("Spanish", "F"))) == {}  # and dequeued
     assert check_once(moto_db, router.catalog).ok
 
-    assert router.move_old_layouts() == {
-        "callers": 0,
-        "waiting_counts": 0,
-        "agents": 0,
-        "queue_metadata": 0,
-        "queue_messages": 0,
-        "status_partitions": 0,
-    }
+    assert [step.run(router.table) for step in upgrades.STEPS] == [0] * len(upgrades.STEPS)  # each step once
 
 
 def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):
@@ -424,7 +419,7 @@ def test_agents_without_a_status_partition_are_given_one_by_create(moto_db):
     assert router.agents.count(status="queued") == (12, False)
     assert [a.name for a in router.agents.list(status="offline").items] == sorted(a.name for a in offline)
     assert check_once(moto_db, router.catalog).ok
-    assert router.move_old_layouts()["status_partitions"] == 0
+    assert callcenter.status_partitions(router.table) == 0
 
 
 def test_a_status_partition_left_behind_by_an_older_process_is_mended(moto_db):
@@ -445,6 +440,6 @@ def test_a_status_partition_left_behind_by_an_older_process_is_mended(moto_db):
         ExpressionAttributeValues=marshal({":offline": "offline"}),
     )
     assert [a.status for a in router.agents.list(status="queued").items] == ["offline"]
-    assert router.agents.add_status_partitions() == 1
+    assert callcenter.status_partitions(router.table) == 1
     assert router.agents.list(status="queued").items == []
     assert [a.name for a in router.agents.list(status="offline").items] == ["Ana"]

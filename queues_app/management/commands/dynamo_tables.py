@@ -3,6 +3,7 @@ import sys
 
 from django.core.management.base import CommandError
 
+from queues_app import upgrades
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import cloudformation, errors, iam, schema
 from queues_app.ddb.client import default
@@ -75,17 +76,9 @@ class Command(CheckedCommand):
             if action == "create":
                 created = schema.create_tables(db, log=self.stdout.write)
                 self.stdout.write(self.style.SUCCESS(f"{len(created)} table(s) created at {db.endpoint}."))
-                moved = CallCenter(db).move_old_layouts()
-                for what, text in (
-                    ("callers", "waiting caller(s) moved into the partition of their preferences"),
-                    ("agents", "agent(s) moved into the roster's partitions"),
-                    ("queue_metadata", "queue metadata item(s) spread over the metadata shards"),
-                    ("waiting_counts", "copies of the waiting counts written"),
-                    ("queue_messages", "queued agent message(s) moved into their sub-queues"),
-                    ("status_partitions", "agent(s) given their partition of the status index"),
-                ):
-                    if moved[what]:
-                        self.stdout.write(f"{moved[what]} {text}.")
+                for done in upgrades.upgrade(CallCenter(db).table):
+                    if done.moved:
+                        self.stdout.write(f"{done.moved} {done.step.moved}.")
             elif action == "describe":
                 self._describe(db, exact)
             else:
