@@ -46,6 +46,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -65,6 +66,7 @@ from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now, to_iso
 from queues_app.management.commands import run_matcher
 from queues_app.routing import dispatch
+from queues_app.routing.matching import Matcher
 from queues_app.routing.queues import queue_heads
 
 SKILLS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
@@ -104,7 +106,7 @@ class DirectMatcher:
     transaction; claims and reads shared by the threads of a process)."""
 
     def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
-        self.router = CallCenter(db, skill_catalog, default_order=QueueOrder.FIFO)
+        self.router = CallCenter(db, skill_catalog, order=QueueOrder.FIFO)
 
     def assign(self, combo: tuple[str, ...], call_id: str) -> str | None:
         return self.assign_stamped(combo, call_id)[0]
@@ -153,7 +155,20 @@ class SpreadMatcher(DirectMatcher):
 
     def __init__(self, db: Dynamo, skill_catalog: SkillCatalog):
         super().__init__(db, skill_catalog)
-        self.router.matcher.first_spread = self.SPREAD
+        # Every part of the call centre holds the one matcher it built: this one tries differently.
+        self.router.matcher.__class__ = FirstTrySpread
+
+
+class FirstTrySpread(Matcher):
+    """The product's matcher, but a caller's first try starts at one of the first
+    `SpreadMatcher.SPREAD` candidates, by a hash of the call id."""
+
+    def try_order(self, search, count: int) -> list[int]:
+        order = super().try_order(search, count)
+        if search.tried or search.spread_out:
+            return order
+        start = zlib.crc32(search.call.call_id.encode()) % min(SpreadMatcher.SPREAD, count)
+        return order[start:] + order[:start]
 
 
 class ArticleBaseline:
@@ -248,7 +263,7 @@ def queue_all(db: Dynamo, skill_catalog: SkillCatalog, agent_specs: list, worker
     def queue(index: int) -> None:
         agent_id = agent_specs[index][0]
         router = CallCenter(
-            db, skill_catalog, default_order=QueueOrder.FIFO, clock=lambda: base + timedelta(milliseconds=index)
+            db, skill_catalog, order=QueueOrder.FIFO, clock=lambda: base + timedelta(milliseconds=index)
         )
         _agent, call = router.make_available(agent_id)
         if call is not None:
@@ -485,7 +500,7 @@ def holder_process(job: ProcessJob, start_line, stop, results) -> None:
         harness.setup_django()
         db = Dynamo(prefix=job.prefix, endpoint_url=job.endpoint, region="us-east-1", read_timeout=30.0)
         harness.reset_contention()
-        dispatcher = run_matcher.matching_dispatcher(CallCenter(db, catalog(), default_order=QueueOrder.FIFO))
+        dispatcher = run_matcher.matching_dispatcher(CallCenter(db, catalog(), order=QueueOrder.FIFO))
         dispatcher.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not dispatcher.holding and time.monotonic() < deadline:

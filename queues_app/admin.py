@@ -305,7 +305,7 @@ class ShipmentAdmin(DynamoAdmin):
         if not QUEUE_NAME.fullmatch(queue):
             raise InvalidRequest("A queue name is 1 to 64 letters, digits, '.', '_' or '-'.")
         return lister(
-            ShipmentQueue(),
+            ShipmentQueue().listing,
             queue,
             cursor=request.GET.get("cursor"),
             limit=PAGE_SIZE,

@@ -176,8 +176,8 @@ class DynamoPlaceholder(models.Model):
 
     No table is ever created or read for these models (`managed = False`); they exist so
     that the admin index lists agents, queues, shipments and tasks, and so that a
-    permission can be granted for them. Their admins read DynamoDB through the service
-    package (see `queues_app.admin`)."""
+    permission can be granted for them. Their admins read DynamoDB through the domains
+    and the operations (see `queues_app.admin`)."""
 
     class Meta:
         abstract = True

@@ -1,21 +1,22 @@
-"""Agents' side of the call center: an agent made available (taking the longest-waiting
-caller they fit, or queued), a call ended (by naming it), an agent logged off. Each change
-is made from the state the request names (ddb/replay.py)."""
+"""An agent's availability: made available (taking the longest-waiting caller they fit, or
+queued), set not ready with a reason, logged off. Each change is made from the state the
+request names (ddb/replay.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
-from queues_app.calls.records import CallStatus, Outcome
-from queues_app.calls.store import ENDED_CALL_RETENTION
+from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.roster import Agents
+from queues_app.calls.records import Outcome
+from queues_app.calls.store import Calls
 from queues_app.centre import keys
-from queues_app.centre.parts import Parts
-from queues_app.centre.table import agent_changed, leg, stale, status_clause
+from queues_app.centre.table import CallCenterTable, agent_changed, stale, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal
 from queues_app.figures import counters
+from queues_app.routing.matching import Matcher
 
 MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 # An assignment writes the agent, one delete and one metadata update per combination,
@@ -27,7 +28,15 @@ class AgentTooBroad(errors.InvalidRequest):
     """The agent fits more queue combinations than one transaction can hold."""
 
 
-class Availability(Parts):
+class Availability:
+    """Agents joining the queues and leaving them. Given the table, the roster, the calls
+    (to answer a repeated request with the call it gave) and the matcher (an agent coming
+    back takes a waiting caller before queueing)."""
+
+    def __init__(self, table: CallCenterTable, agents: Agents, calls: Calls, matcher: Matcher):
+        self.table, self.agents, self.calls, self.matcher = table, agents, calls, matcher
+        self.db, self.catalog = table.db, table.catalog
+
     def check_fits_in_a_transaction(self, skills: dict[str, list[str]]) -> int:
         combos = len(self.catalog.combinations(skills))
         actions = 2 * combos + ASSIGNMENT_OVERHEAD
@@ -56,14 +65,14 @@ class Availability(Parts):
         self._check_can_queue(agent)
         self.check_fits_in_a_transaction(agent.skills)
         try:
-            return self._make_available(agent, change)
+            return self.take_or_queue(agent, change)
         except errors.Conflict:
             if expected_version is None:
                 raise
             # A copy of this request sent at the same moment may have made the change.
             return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
 
-    def _make_available(self, agent: Agent, change: str, after_call: str | None = None) -> Outcome:
+    def take_or_queue(self, agent: Agent, change: str, after_call: str | None = None) -> Outcome:
         call = self.matcher.offer_waiting_callers(agent, from_queue=False, change=change, after_call=after_call)
         if call:
             counters.note(self.db, counters.CALLS, "completed")
@@ -107,13 +116,14 @@ class Availability(Parts):
             )
 
     def enqueue(self, agent: Agent, change: str | None = None) -> Agent:
-        stamp = to_iso(self.clock())
+        """Queue the agent in every combination they fit (one transaction), as they are."""
+        stamp = to_iso(self.table.clock())
         token = keys.queue_token(stamp, agent.agent_id)
         combos = self.catalog.combinations(agent.skills)
         change = change or replay.change_id("available", agent.version)
         queued, values = status_clause(agent.agent_id, AgentStatus.QUEUED, change)
         actions = [
-            self.writes.agent_update(
+            self.table.agent_update(
                 agent,
                 f"SET {queued}, queued_at = :now, queue_token = :token, "
                 "version = version + :one, updated_at = :now REMOVE call_id",
@@ -125,13 +135,13 @@ class Availability(Parts):
             actions.append(
                 {
                     "Put": {
-                        "TableName": self.table_name,
+                        "TableName": self.table.name,
                         "Item": marshal({**keys.queue_message(combo, token), **message}),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 }
             )
-            actions.append(self.writes.meta_update(combo, +1))
+            actions.append(self.table.meta_update(combo, +1))
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
@@ -142,103 +152,6 @@ class Availability(Parts):
         agent.call_id = None
         agent.change, agent.updated_at = change, stamp
         return agent
-
-    def release(self, agent_id: str, then: str = "queue", *, call_id: str | None = None) -> Outcome:
-        """End the agent's call; then queue them again (at the back), or wrap-up, or offline.
-
-        With `call_id` (the call the person or the phone system saw), only that call is
-        ended: the same request sent again once it took effect is answered as it was (the
-        call the agent took next, `replayed`), and a call that ended otherwise, or is not
-        the agent's, is refused saying what happened. Without it (commands of our own),
-        whatever call the agent is on ends."""
-        if then not in AFTER_CALL:
-            raise errors.InvalidRequest("After a call an agent goes to 'queue', 'wrap_up' or 'offline'.")
-        agent = self.agents.get(agent_id)
-        if call_id is None:
-            if agent.status != AgentStatus.ATTENDING:
-                raise errors.Conflict(f"{agent.name} is not attending a call.", now={"agent": agent})
-            call_id = agent.call_id
-        elif agent.status != AgentStatus.ATTENDING or agent.call_id != call_id:
-            return self._ended_or_stale(agent, call_id, then)
-        change = replay.change_id("end", call_id or "", then)
-        stamp = to_iso(self.clock())
-        next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
-        after, values = status_clause(agent.agent_id, next_status, change)
-        actions = [
-            self.writes.agent_update(
-                agent,
-                f"SET {after}, version = version + :one, updated_at = :now REMOVE call_id",
-                {**values, ":now": stamp},
-            )
-        ]
-        if call_id:
-            actions.append(
-                self.writes.update(
-                    keys.call(call_id),
-                    "SET #status = :ended, ended_at = :now, expires_at = :expires, end_then = :then, "
-                    "legs = list_append(if_not_exists(legs, :none), :leg), version = version + :one "
-                    "REMOVE offer_sk",
-                    {
-                        ":ended": CallStatus.ENDED,
-                        ":now": stamp,
-                        ":one": 1,
-                        ":then": then,
-                        ":none": [],
-                        ":leg": [leg(agent, stamp, "ended")],
-                        ":assigned": CallStatus.ASSIGNED,
-                        ":agent": agent.agent_id,
-                        ":expires": int((self.clock() + ENDED_CALL_RETENTION).timestamp()),
-                    },
-                    condition="#status = :assigned AND agent_id = :agent",
-                )
-            )
-            actions.append(self.writes.ended_fact_action(call_id, stamp))
-        try:
-            self.db.call("transact_write_items", TransactItems=actions)
-        except errors.TransactionCancelled as exc:
-            now = self.agents.get(agent_id)
-            if call_id and (now.status != AgentStatus.ATTENDING or now.call_id != call_id):
-                # Ended meanwhile: by a copy of this request (answered as done), or otherwise.
-                return self._ended_or_stale(now, call_id, then)
-            raise agent_changed(agent, exc) from exc
-        agent.status, agent.call_id, agent.change, agent.updated_at = next_status, None, change, stamp
-        agent.reason, agent.status_since = None, stamp
-        agent.version += 1
-        if then == "queue":
-            return self._make_available(agent, change, after_call=call_id)
-        return Outcome(agent)
-
-    def _ended_or_stale(self, agent: Agent, call_id: str, then: str) -> Outcome:
-        """A release naming a call the agent is not on: the call ended by this very request
-        (answered as it was: the agent now, and the call they took next), or a refusal
-        saying what became of the call and what the agent is doing now."""
-        call = self.calls.find(call_id)
-        if call is None:
-            raise errors.NotFound(f"No call with id {call_id!r}.")
-        now = {"agent": agent, "call": call}
-        if call.agent_id != agent.agent_id:
-            whose = f"it is {call.agent_name}'s" if call.agent_id else f"it is {call.status}"
-            raise errors.Conflict(f"Call {call_id} is not {agent.name}'s call: {whose}.", now=now)
-        if call.status == CallStatus.ENDED and call.end_then == then:
-            taken = self.calls.find(call.next_call_id) if call.next_call_id else None
-            return Outcome(agent, taken, replayed=True)
-        if call.status == CallStatus.ENDED:
-            went = f" ({agent.name} went {AFTER_CALL[call.end_then]})" if call.end_then in AFTER_CALL else ""
-            raise errors.Conflict(f"Call {call_id} already ended{went}; {agent.name} is {agent.doing} now.", now=now)
-        raise errors.Conflict(f"Call {call_id} is {call.status}; {agent.name} is {agent.doing} now.", now=now)
-
-    def end_call(self, call_id: str, then: str = "queue") -> Outcome:
-        """End a call in progress by naming it (the phone system's hang-up): its agent then
-        goes back to the queue, to wrap-up or offline, as `release` with the call named."""
-        call = self.calls.get(call_id)
-        if call.status == CallStatus.WAITING:
-            raise errors.Conflict(
-                f"Call {call_id} is still waiting for an agent: a caller who hangs up while waiting is abandoned.",
-                now={"call": call},
-            )
-        if call.status == CallStatus.ABANDONED or not call.agent_id:
-            raise errors.Conflict(f"Call {call_id} was abandoned while waiting; no agent took it.", now={"call": call})
-        return self.release(call.agent_id, then, call_id=call_id)
 
     def log_off(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         """Take the agent out of every queue at once and mark them offline. With
@@ -269,17 +182,17 @@ class Availability(Parts):
             raise errors.Conflict(
                 f"{agent.name} is attending call {agent.call_id}; release the call first.", now={"agent": agent}
             )
-        stamp = to_iso(self.clock())
+        stamp = to_iso(self.table.clock())
         away, values = status_clause(agent.agent_id, status, change, reason)
         actions = [
-            self.writes.agent_update(
+            self.table.agent_update(
                 agent,
                 f"SET {away}, version = version + :one, updated_at = :now REMOVE queue_token, call_id",
                 {**values, ":now": stamp},
             )
         ]
         if agent.status == AgentStatus.QUEUED and agent.queue_token:
-            actions += self.writes.dequeue_actions(agent.skills, agent.queue_token)
+            actions += self.table.dequeue_actions(agent.skills, agent.queue_token)
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:

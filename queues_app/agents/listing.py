@@ -71,8 +71,8 @@ def shard_cap(cap: int) -> int:
 class AgentPages:
     """The roster's lists and counts (a part of `Agents`)."""
 
-    db: Dynamo
-    catalog: SkillCatalog
+    def __init__(self, db: Dynamo, catalog: SkillCatalog):
+        self.db, self.catalog = db, catalog
 
     @property
     def table_name(self) -> str:

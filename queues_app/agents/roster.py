@@ -24,20 +24,36 @@ from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.facades import Verb
+
+# An agent's skills: each dimension's values (`{"language": ["French", "English"], ...}`).
+Skills = dict[str, list[str]]
 
 
 def new_agent_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-class Agents(AgentPages):
-    """Create, read and list agents (their lists and counts: `AgentPages`)."""
+class Agents:
+    """Create, read and list agents (their lists and counts: the part `pages`)."""
+
+    get_many = Verb("pages", AgentPages.get_many)
+    list = Verb("pages", AgentPages.list)
+    count = Verb("pages", AgentPages.count)
+    count_by_status = Verb("pages", AgentPages.count_by_status)
+    logged_in = Verb("pages", AgentPages.logged_in)
+    any_exist = Verb("pages", AgentPages.any_exist)
 
     def __init__(self, db: Dynamo | None = None, catalog: SkillCatalog | None = None):
         self.db = db or default()
         self.catalog = catalog or SkillCatalog.from_settings()
+        self.pages = AgentPages(self.db, self.catalog)
 
-    def build(self, name: str, skills: dict[str, list[str]], agent_id: str | None = None) -> Agent:
+    @property
+    def table_name(self) -> str:
+        return self.db.table("callcenter")
+
+    def build(self, name: str, skills: Skills, agent_id: str | None = None) -> Agent:
         name = (name or "").strip()
         if not name:
             raise errors.InvalidRequest("An agent needs a name.")
@@ -51,7 +67,7 @@ class Agents(AgentPages):
             status_since=stamp,
         )
 
-    def create(self, name: str, skills: dict[str, list[str]], agent_id: str | None = None) -> Agent:
+    def create(self, name: str, skills: Skills, agent_id: str | None = None) -> Agent:
         agent = self.build(name, skills, agent_id)
         try:
             self.db.call(
@@ -64,10 +80,10 @@ class Agents(AgentPages):
             raise errors.Conflict(f"An agent with id {agent.agent_id!r} exists already.") from exc
         return agent
 
-    def update(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Agent:
+    def update(self, agent_id: str, *, name: str, skills: Skills, expected_version: int) -> Agent:
         return self.edit(agent_id, name=name, skills=skills, expected_version=expected_version).agent  # type: ignore[return-value]
 
-    def edit(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Outcome:
+    def edit(self, agent_id: str, *, name: str, skills: Skills, expected_version: int) -> Outcome:
         """Rename or change skills, from the version the editor saw. Refused while the agent
         is queued or attending, because their message items were written for the old
         skills. The same edit sent again once it took effect is answered as done."""
@@ -138,74 +154,3 @@ class Agents(AgentPages):
         if "Item" not in response:
             raise errors.NotFound(f"No agent with id {agent_id!r}.")
         return agent_from_item(unmarshal(response["Item"]))
-
-    def move_to_shards(self) -> int:
-        """Agents written before the roster was spread live in the single `AGENTS`
-        partition: move each to its own partition (a put and a delete in one transaction,
-        conditioned on the agent as read). Returns how many moved."""
-        moved = 0
-        for item in self.db.partition_items(self.table_name, keys.AGENTS_PK, ConsistentRead=True):
-            if not item["sk"].startswith(keys.AGENT_PREFIX):
-                continue
-            agent_id = keys.agent_id_from_sk(item["sk"])
-            status_q = keys.status_partition(item.get("status", AgentStatus.OFFLINE), agent_id)
-            moved_item = {**item, **keys.agent(agent_id), "status_q": status_q}
-            try:
-                self.db.call(
-                    "transact_write_items",
-                    TransactItems=[
-                        {
-                            "Put": {
-                                "TableName": self.table_name,
-                                "Item": marshal(moved_item),
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Delete": {
-                                "TableName": self.table_name,
-                                "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
-                                "ConditionExpression": "version = :version",
-                                "ExpressionAttributeValues": marshal({":version": item.get("version", 0)}),
-                            }
-                        },
-                    ],
-                )
-                moved += 1
-            except errors.TransactionCancelled:
-                continue  # changed meanwhile by a process of the earlier version: the next run moves it
-        return moved
-
-    def add_status_partitions(self) -> int:
-        """Agents written before the status index was spread lack `status_q`, so no status
-        list or count sees them (and a process of that version changing an agent's status
-        leaves it behind): give each the partition its status says, conditioned on the
-        agent as read (a conflict is left for the next run). Returns how many changed."""
-        added = 0
-        for pk in keys.agent_partitions():
-            for item in self.db.partition_items(self.table_name, pk, ConsistentRead=True):
-                if not item["sk"].startswith(keys.AGENT_PREFIX):
-                    continue
-                status_q = keys.status_partition(item["status"], keys.agent_id_from_sk(item["sk"]))
-                if item.get("status_q") == status_q:
-                    continue
-                try:
-                    self.db.call(
-                        "update_item",
-                        TableName=self.table_name,
-                        Key=marshal({"pk": item["pk"], "sk": item["sk"]}),
-                        UpdateExpression="SET status_q = :status_q",
-                        ConditionExpression="version = :version AND #status = :status",
-                        ExpressionAttributeNames={"#status": "status"},
-                        ExpressionAttributeValues=marshal(
-                            {
-                                ":status": item["status"],
-                                ":status_q": status_q,
-                                ":version": item["version"],
-                            }
-                        ),
-                    )
-                    added += 1
-                except errors.Conflict:
-                    continue  # changed meanwhile: the next run gives it its partition
-        return added

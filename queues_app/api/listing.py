@@ -71,7 +71,7 @@ def _waiting_page(center: CallCenter, *, cursor: str | None, limit: int) -> Page
             raise invalid({"cursor": INVALID}) from exc
     entries, last_key = center.line.waiting_calls(limit=limit, cursor=after)
     call_ids = [entry["call_id"] for entry in entries]
-    found = batch.get_items(center.db, center.table_name, [keys.call(call_id) for call_id in call_ids])
+    found = batch.get_items(center.db, center.table.name, [keys.call(call_id) for call_id in call_ids])
     by_id = {call.call_id: call for call in map(call_from_item, found)}
     calls = [by_id[call_id] for call_id in call_ids if call_id in by_id]
     waiting = [call for call in calls if call.status == CallStatus.WAITING]

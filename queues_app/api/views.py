@@ -50,6 +50,7 @@ from queues_app.api.schemas import (
     VersionIn,
 )
 from queues_app.calls.records import Call, Outcome
+from queues_app.calls.transfers import Transfer
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.errors import Conflict, KeyReused, NotFound
@@ -403,13 +404,7 @@ def transfer_call(request: HttpRequest, call_id: ItemId, payload: TransferIn, re
     for, or is given to, an agent who fits) or to the queued agent `agent_id`. Its agent
     (`from_agent_id`, as last read) then goes `then`. The call's `legs` keep each agent's
     part."""
-    outcome = api_operations(request).transfer(
-        call_id,
-        preferences=payload.preferences,
-        agent_id=payload.agent_id,
-        then=payload.then,
-        from_agent_id=payload.from_agent_id,
-    )
+    outcome = api_operations(request).transfer(Transfer(call_id, **payload.model_dump()))
     call = cast(Call, outcome.call)
     if not outcome.replayed:
         note_change(request, "call.transfer", call_id, f"to {call.agent_name or 'the line'}")

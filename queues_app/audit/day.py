@@ -69,6 +69,43 @@ class AgentDay:
         ]
 
 
+def _first_stretch(
+    trail: AuditTrail, item: str, entries: list, day_start: datetime, moment: datetime, current_status: str
+) -> Stretch:
+    """The status the day began in: what the first entry of today changed, or the last
+    entry before today said (the status now when neither says)."""
+    if entries:
+        first = entries[0]
+        before = first.before or {}
+        start = day_start if first.before else (first.moment or day_start)  # created today: from then
+        status, call_id, reason = before.get("status"), before.get("call_id"), before.get("reason")
+    else:
+        earlier = trail.before(item, day_start)
+        after = (earlier.after or {}) if earlier else {}
+        start, status, call_id, reason = day_start, after.get("status"), after.get("call_id"), after.get("reason")
+    return Stretch(status or current_status, start, moment, call_id, reason or None)
+
+
+def _through_the_day(day: AgentDay, stretch: Stretch, entries: list) -> Stretch:
+    """Today's entries in order: each change of status (or reason, or call) ends a
+    stretch; each call taken is counted. Returns the stretch still going on."""
+    for entry in entries:
+        after = entry.after or {}
+        at = entry.moment or stretch.start
+        if entry.call_taken:
+            day.calls.append((entry.call_taken, at))
+        if "status" not in after and "reason" not in after:
+            continue
+        status = after.get("status", stretch.status)
+        reason = (after.get("reason") or None) if "reason" in after else stretch.reason
+        reason = reason if status == AgentStatus.NOT_READY else None
+        if (status, reason) != (stretch.status, stretch.reason) or after.get("call_id") != stretch.call_id:
+            stretch.end = at
+            day.stretches.append(stretch)
+            stretch = Stretch(status, at, day.until, after.get("call_id"), reason)
+    return stretch
+
+
 def agent_day(
     trail: AuditTrail,
     agent_id: str,
@@ -89,33 +126,8 @@ def agent_day(
     item = target("agent", agent_id)
     entries = trail.day_of(item, day_start, limit=DAY_ENTRY_LIMIT)
     day = AgentDay(day_start, moment, capped=len(entries) >= DAY_ENTRY_LIMIT)
-    if entries:
-        first = entries[0]
-        status = (first.before or {}).get("status")
-        start = day_start if first.before else (first.moment or day_start)  # created today: from then
-        call_id = (first.before or {}).get("call_id")
-        reason = (first.before or {}).get("reason")
-    else:
-        earlier = trail.before(item, day_start)
-        status = (earlier.after or {}).get("status") if earlier else None
-        start, call_id = day_start, (earlier.after or {}).get("call_id") if earlier else None
-        reason = (earlier.after or {}).get("reason") if earlier else None
-    stretch = Stretch(status or current_status, start, moment, call_id, reason or None)
-    for entry in entries:
-        after = entry.after or {}
-        at = entry.moment or stretch.start
-        taken = entry.call_taken
-        if taken:
-            day.calls.append((taken, at))
-        if "status" not in after and "reason" not in after:
-            continue
-        status = after.get("status", stretch.status)
-        reason = (after.get("reason") or None) if "reason" in after else stretch.reason
-        reason = reason if status == AgentStatus.NOT_READY else None
-        if (status, reason) != (stretch.status, stretch.reason) or after.get("call_id") != stretch.call_id:
-            stretch.end = at
-            day.stretches.append(stretch)
-            stretch = Stretch(status, at, moment, after.get("call_id"), reason)
+    stretch = _first_stretch(trail, item, entries, day_start, moment, current_status)
+    stretch = _through_the_day(day, stretch, entries)
     # What the records say now wins over the trail's last word (a change made outside the
     # audited path, or an entry not written): from its own time when later than the trail.
     since = from_iso(call_started if current_status == AgentStatus.ATTENDING and call_started else current_since)

@@ -1,5 +1,5 @@
-"""Callers' side of the call center: a caller arriving (assigned at once or waiting),
-an idempotent retry of one, a waiting caller hanging up, escalation."""
+"""Callers arriving: assigned at once or waiting, an idempotent retry of one, and a waiting
+caller hanging up."""
 
 from __future__ import annotations
 
@@ -8,15 +8,25 @@ import uuid
 
 from queues_app.agents.skills import ANY, validate_preferences
 from queues_app.calls.records import Call, CallStatus, Outcome, QueueOrder
-from queues_app.calls.store import ABANDONED, ENDED_CALL_RETENTION, CallExists, call_id_for_idempotency_key
+from queues_app.calls.store import ABANDONED, ENDED_CALL_RETENTION, CallExists, Calls, call_id_for_idempotency_key
 from queues_app.centre import keys
-from queues_app.centre.parts import Parts
+from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.figures import counters, facts
+from queues_app.routing.line import WaitingLine
+from queues_app.routing.matching import Matcher
 
 
-class Arrivals(Parts):
+class Arrivals:
+    """Callers arriving and hanging up while they wait. Given the table, the calls, the
+    waiting line, the matcher, and the agents' order a call takes by default (FIFO or LIFO)."""
+
+    def __init__(self, table: CallCenterTable, calls: Calls, line: WaitingLine, matcher: Matcher, default_order: str):
+        self.table, self.calls, self.line, self.matcher = table, calls, line, matcher
+        self.db, self.catalog = table.db, table.catalog
+        self.default_order = default_order
+
     def create_call(
         self,
         preferences: dict,
@@ -53,7 +63,7 @@ class Arrivals(Parts):
             preferences=preferences,
             priority=priority,
             order=order,
-            arrived_at=to_iso(self.clock()),
+            arrived_at=to_iso(self.table.clock()),
             callback=callback,
             request_digest=request_digest if idempotency_key else None,
         )
@@ -72,7 +82,7 @@ class Arrivals(Parts):
         except CallExists:
             # A copy of this request with the same key got there first.
             existing = self.find_keyed_call(idempotency_key or "", request_digest) if idempotency_key else None
-            return existing or self.get_call(call.call_id), False
+            return existing or self.calls.get(call.call_id), False
 
     def find_retry(
         self, preferences: dict, *, priority: int = 0, order: str | None = None, idempotency_key: str
@@ -86,7 +96,7 @@ class Arrivals(Parts):
         """The call an idempotency key made, if any; `KeyReused` when that call was made by
         another request (`request_digest` differs): the first request's call is never the
         answer to a different one."""
-        existing = self.find_call(call_id_for_idempotency_key(idempotency_key))
+        existing = self.calls.find(call_id_for_idempotency_key(idempotency_key))
         if existing and request_digest and existing.request_digest and existing.request_digest != request_digest:
             raise errors.KeyReused(
                 "This idempotency key was first sent with a different request (other preferences, priority or order)."
@@ -107,15 +117,15 @@ class Arrivals(Parts):
                 raise errors.Conflict(
                     _not_waiting(call), current={"status": call.status, "agent_id": call.agent_id}, now={"call": call}
                 )
-            moment = self.clock()
+            moment = self.table.clock()
             stamp = to_iso(moment)
             after = dataclasses.replace(
                 call, status=CallStatus.ABANDONED, ended_at=stamp, version=call.version + 1, wait_sk=None
             )
             try:
-                self.writes.transact(
+                self.table.transact(
                     [
-                        self.writes.update(
+                        self.table.update(
                             keys.call(call_id),
                             "SET #status = :abandoned, ended_at = :now, expires_at = :expires, "
                             "version = version + :one REMOVE wait_sk",
@@ -129,9 +139,9 @@ class Arrivals(Parts):
                             },
                             condition="#status = :waiting AND version = :version",
                         ),
-                        *self.writes.leave_line_actions(call),
-                        *self.writes.event_actions(ABANDONED, after),
-                        self.writes.fact_action(facts.ABANDONED, after, stamp),
+                        *self.table.leave_line_actions(call),
+                        *self.table.event_actions(ABANDONED, after),
+                        self.table.fact_action(facts.ABANDONED, after, stamp),
                     ]
                 )
             except errors.TransactionCancelled:
@@ -139,16 +149,6 @@ class Arrivals(Parts):
             counters.note(self.db, counters.CALLS, "abandoned")
             return Outcome(call=after)
         raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
-
-    def get_call(self, call_id: str) -> Call:
-        return self.calls.get(call_id)
-
-    def find_call(self, call_id: str) -> Call | None:
-        return self.calls.find(call_id)
-
-    def escalate(self) -> list[Call]:
-        """Relax the preferences of callers who waited too long, then try to match them."""
-        return self.escalator.escalate()
 
 
 def call_request_digest(preferences: dict, priority: int, order: str | None) -> str:

@@ -1,6 +1,6 @@
-"""The call center's front door: agents becoming available, released or logged off,
-and callers arriving. Matching, the waiting line and escalation are their own modules;
-the design is in docs/architecture.md."""
+"""The call centre's front door: its parts, each built once with what it needs and wired
+together here, and the verbs pages, the API, the operations and the commands call. Each
+verb is the method of the part that owns it; the design is in docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -11,32 +11,62 @@ from queues_app.agents.availability import AgentTooBroad, Availability
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.arrivals import Arrivals, call_request_digest
-from queues_app.calls.offers import Handling
+from queues_app.calls.endings import Endings
+from queues_app.calls.offers import Offers
 from queues_app.calls.records import QueueOrder
 from queues_app.calls.store import Calls
+from queues_app.calls.transfers import Transfers
 from queues_app.centre.table import CallCenterTable, CallEvents, events_from_settings
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
+from queues_app.facades import Verb
 from queues_app.routing.escalation import EscalationPolicy, Escalator
 from queues_app.routing.line import WaitingLine
 from queues_app.routing.matching import Matcher
-from queues_app.routing.queues import QueueInfo, list_queues, split_old_queues, spread_old_metadata
+from queues_app.routing.queues import QueueInfo, list_queues
 
 __all__ = ["AgentTooBroad", "CallCenter", "call_request_digest"]
 
 
-class CallCenter(Availability, Arrivals, Handling):
+def default_order() -> str:
+    """The order agents are taken in when a call does not say (SWITCHBOARD_AGENT_ORDER)."""
+    from django.conf import settings
+
+    return getattr(settings, "SWITCHBOARD_AGENT_ORDER", QueueOrder.FIFO)
+
+
+class CallCenter:
     """Queues agents, matches callers to them, and keeps callers waiting in order.
 
-    Its parts are public: `matcher` (assignments), `line` (the waiting callers),
-    `calls` (call items), `escalator`, and `agents` (the roster)."""
+    Its parts are public: `agents` (the roster), `calls` (call items), `line` (the waiting
+    callers), `matcher`, `escalator`; and the changes: `availability` (agents joining and
+    leaving the queues), `arrivals` (callers arriving and hanging up), `endings`, `offers`
+    and `transfers` (calls in progress)."""
+
+    # The verbs, each the method of the part that owns it.
+    make_available = Verb("availability", Availability.make_available)
+    enqueue = Verb("availability", Availability.enqueue)
+    set_not_ready = Verb("availability", Availability.set_not_ready)
+    log_off = Verb("availability", Availability.log_off)
+    check_fits_in_a_transaction = Verb("availability", Availability.check_fits_in_a_transaction)
+    create_call = Verb("arrivals", Arrivals.create_call)
+    find_retry = Verb("arrivals", Arrivals.find_retry)
+    abandon = Verb("arrivals", Arrivals.abandon)
+    release = Verb("endings", Endings.release)
+    end_call = Verb("endings", Endings.end_call)
+    answered = Verb("offers", Offers.answered)
+    miss_expired_offers = Verb("offers", Offers.miss_expired_offers)
+    transfer = Verb("transfers", Transfers.transfer)
+    escalate = Verb("escalator", Escalator.escalate)
+    get_call = Verb("calls", Calls.get)
+    find_call = Verb("calls", Calls.find)
 
     def __init__(
         self,
         db: Dynamo | None = None,
         catalog: SkillCatalog | None = None,
         *,
-        default_order: str | None = None,
+        order: str | None = None,
         candidate_limit: int = 16,
         spread: int = 16,
         max_rounds: int = 6,
@@ -46,18 +76,12 @@ class CallCenter(Availability, Arrivals, Handling):
     ):
         self.db = db or default()
         self.catalog = catalog or SkillCatalog.from_settings()
-        if default_order is None:
-            from django.conf import settings
-
-            default_order = getattr(settings, "SWITCHBOARD_AGENT_ORDER", QueueOrder.FIFO)
-        self.default_order = default_order
-        self.clock = clock
-        self.writes = CallCenterTable(self.db, self.catalog, clock, events or events_from_settings(self.db))
+        self.table = CallCenterTable(self.db, self.catalog, clock, events or events_from_settings(self.db))
         self.agents = Agents(self.db, self.catalog)
-        self.calls = Calls(self.writes)
-        self.line = WaitingLine(self.writes)
+        self.calls = Calls(self.table)
+        self.line = WaitingLine(self.table)
         self.matcher = Matcher(
-            self.writes,
+            self.table,
             self.agents,
             self.calls,
             self.line,
@@ -65,22 +89,17 @@ class CallCenter(Availability, Arrivals, Handling):
             spread=spread,
             max_rounds=max_rounds,
         )
-        self.escalator = Escalator(self.writes, self.calls, self.line, self.matcher, escalation)
+        self.escalator = Escalator(self.table, self.calls, self.line, self.matcher, escalation)
+        self.availability = Availability(self.table, self.agents, self.calls, self.matcher)
+        self.arrivals = Arrivals(self.table, self.calls, self.line, self.matcher, order or default_order())
+        self.endings = Endings(self.table, self.agents, self.calls, self.availability)
+        self.offers = Offers(self.table, self.agents, self.calls, self.line, self.matcher)
+        self.transfers = Transfers(self.table, self.agents, self.calls, self.line, self.matcher, self.availability)
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self.table.clock
 
     def queues(self) -> list[QueueInfo]:
         """Every combination's metadata and its oldest agent."""
-        return list_queues(self.writes)
-
-    def move_old_layouts(self) -> dict[str, int]:
-        """Items written by an earlier version, moved where this one reads them (each
-        step idempotent): how many waiting callers, agents, queue metadata items and queue
-        messages moved, how many copies of the waiting counts were written, and how many
-        agents were given their partition of the status index."""
-        return {
-            "callers": self.line.move_old_line(),
-            "waiting_counts": self.line.copy_counts(),
-            "agents": self.agents.move_to_shards(),
-            "queue_metadata": spread_old_metadata(self.writes),
-            "queue_messages": split_old_queues(self.writes),
-            "status_partitions": self.agents.add_status_partitions(),
-        }
+        return list_queues(self.table)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from queues_app.agents.records import AgentStatus
@@ -57,71 +58,80 @@ def _sort_item(snap: CallCenterSnapshot, item: dict) -> None:
 
 
 def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
-    """Every invariant violation in one snapshot of the table."""
-    found: list[Violation] = []
+    """Every invariant violation in one snapshot of the table, check by check."""
+    # Keyed by partition, so that a message in the wrong sub-queue is not taken for the right one.
+    present = {(item["pk"], item["sk"]): item for items in snap.messages.values() for item in items}
+    expected: set[tuple[str, str]] = set()
+    return [
+        *_depths(snap),
+        *_unsplit_queues(snap),
+        *_queued_messages(snap, catalog, present, expected),
+        *_orphans(snap, present, expected),
+        *_status_partitions(snap),
+        *_attending(snap, present),
+        *_waiting_items(snap),
+        *_line_counts(snap),
+        *_line_partitions(snap, catalog),
+        *_call_states(snap),
+        *_holders(snap),
+    ]
 
-    def add(check_name: str, subject: str, detail: str) -> None:
-        found.append(Violation(check_name, subject, detail))
 
-    # depth ------------------------------------------------------------------------
+def _depths(snap: CallCenterSnapshot) -> Iterator[Violation]:
+    """Each queue's metadata says how many messages it holds."""
     for name in sorted(set(snap.metas) | set(snap.messages)):
         stored = int(snap.metas.get(name, {}).get("depth", 0))
         actual = len(snap.messages.get(name, []))
         if stored != actual:
             where = "metadata" if name in snap.metas else "no metadata item, so"
-            add(
-                "depth",
-                name,
-                f"{where} depth {stored} but {actual} message item(s) in the queue (off by {stored - actual:+d})",
-            )
+            detail = f"{where} depth {stored} but {actual} message item(s) in the queue (off by {stored - actual:+d})"
+            yield Violation("depth", name, detail)
 
-    # messages and orphans -------------------------------------------------------------
-    # Keyed by partition, so that a message in the wrong sub-queue is not taken for the right one.
-    present = {(item["pk"], item["sk"]): item for items in snap.messages.values() for item in items}
-    expected: set[tuple[str, str]] = set()
-    messages_of: dict[str, list[tuple[str, str]]] = defaultdict(list)  # agent_id -> message keys
-    for (pk, sk), item in present.items():
-        owner = item.get("agent_id") or sk.rsplit("#", 1)[-1]
-        messages_of[owner].append((pk, sk))
+
+def _unsplit_queues(snap: CallCenterSnapshot) -> Iterator[Violation]:
     for name, items in sorted(snap.messages.items()):
         unsplit = sum(1 for item in items if item["pk"] == name)
         if unsplit:
-            add(
-                "messages",
-                name,
-                f"{unsplit} message(s) in the queue's partition from before it was split: run `dynamo_tables create`",
+            detail = (
+                f"{unsplit} message(s) in the queue's partition from before it was split: run `dynamo_tables create`"
             )
+            yield Violation("messages", name, detail)
+
+
+def _queued_messages(
+    snap: CallCenterSnapshot, catalog: SkillCatalog, present: dict, expected: set[tuple[str, str]]
+) -> Iterator[Violation]:
+    """Every queued agent has its message in each queue it fits, naming it; the keys of the
+    messages that should be there go into `expected`."""
     for agent_id, agent in sorted(snap.agents.items()):
         if agent.get("status") != AgentStatus.QUEUED:
             continue
         token = agent.get("queue_token")
         if not token:
-            add("messages", f"agent {agent_id}", "queued without a queue_token")
+            yield Violation("messages", f"agent {agent_id}", "queued without a queue_token")
             continue
         try:
             combos = catalog.combinations(agent.get("skills") or {})
         except KeyError as exc:
-            add("messages", f"agent {agent_id}", f"skills miss the dimension {exc}")
+            yield Violation("messages", f"agent {agent_id}", f"skills miss the dimension {exc}")
             continue
         for combo in combos:
             name = keys.queue_name(combo)
             message_key = (keys.queue_message(combo, token)["pk"], token)
             if message_key not in present and (name, token) in present:
-                message_key = (name, token)  # not moved yet: reported with its queue above
+                message_key = (name, token)  # not moved yet: reported with its queue
             expected.add(message_key)
             message = present.get(message_key)
             if message is None:
-                add(
-                    "messages",
-                    f"agent {agent_id} in {name}",
-                    f"queued with token {token} but has no message item there",
-                )
+                detail = f"queued with token {token} but has no message item there"
+                yield Violation("messages", f"agent {agent_id} in {name}", detail)
             elif message.get("agent_id") != agent_id:
-                add(
-                    "messages",
-                    f"message {message_key[0]} / {token}",
-                    f"belongs to agent {agent_id} but names agent {message.get('agent_id')}",
-                )
+                detail = f"belongs to agent {agent_id} but names agent {message.get('agent_id')}"
+                yield Violation("messages", f"message {message_key[0]} / {token}", detail)
+
+
+def _orphans(snap: CallCenterSnapshot, present: dict, expected: set[tuple[str, str]]) -> Iterator[Violation]:
+    """No message that no queued agent owns, saying why."""
     for (pk, sk), item in sorted(present.items()):
         if (pk, sk) in expected:
             continue
@@ -138,119 +148,128 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
             why = f"in the wrong sub-queue: its token puts it in {keys.queue_message(combo, sk)['pk']}"
         else:
             why = f"agent {owner_id}'s skills do not fit this queue"
-        add("orphan", f"message {pk} / {sk}", f"no queued agent owns it: {why}")
+        yield Violation("orphan", f"message {pk} / {sk}", f"no queued agent owns it: {why}")
 
-    # the status index ---------------------------------------------------------------------
+
+def _status_partitions(snap: CallCenterSnapshot) -> Iterator[Violation]:
+    """Each agent's partition of the status index says its status."""
     for agent_id, agent in sorted(snap.agents.items()):
         expected_q = keys.status_partition(agent.get("status", ""), agent_id)
         if agent.get("status_q") != expected_q:
-            add("status_q", f"agent {agent_id}", f"status_q is {agent.get('status_q')}, its status says {expected_q}")
+            detail = f"status_q is {agent.get('status_q')}, its status says {expected_q}"
+            yield Violation("status_q", f"agent {agent_id}", detail)
 
-    # attending agents -------------------------------------------------------------------
+
+def _attending(snap: CallCenterSnapshot, present: dict) -> Iterator[Violation]:
+    """An attending agent has no message left and is on a call assigned to them."""
+    messages_of: dict[str, list[tuple[str, str]]] = defaultdict(list)  # agent_id -> message keys
+    for (pk, sk), item in present.items():
+        messages_of[item.get("agent_id") or sk.rsplit("#", 1)[-1]].append((pk, sk))
     for agent_id, agent in sorted(snap.agents.items()):
         if agent.get("status") != AgentStatus.ATTENDING:
             continue
+        subject = f"agent {agent_id}"
         held = messages_of.get(agent_id, [])
         if held:
-            add(
-                "attending",
-                f"agent {agent_id}",
-                f"attending but still has {len(held)} message item(s) "
-                f"({', '.join(f'{n} / {s}' for n, s in sorted(held))})",
-            )
+            listed = ", ".join(f"{n} / {s}" for n, s in sorted(held))
+            yield Violation("attending", subject, f"attending but still has {len(held)} message item(s) ({listed})")
         call_id = agent.get("call_id")
+        call = snap.calls.get(call_id or "")
         if not call_id:
-            add("attending", f"agent {agent_id}", "attending without a call_id")
-            continue
+            yield Violation("attending", subject, "attending without a call_id")
+        elif call is None:
+            yield Violation("attending", subject, f"attending call {call_id}, which does not exist")
+        elif call.get("status") != CallStatus.ASSIGNED or call.get("agent_id") != agent_id:
+            detail = f"attending call {call_id}, which is {call.get('status')} with agent {call.get('agent_id')}"
+            yield Violation("attending", subject, detail)
+
+
+def _waiting_items(snap: CallCenterSnapshot) -> Iterator[Violation]:
+    """Each caller's place in line points at a waiting call that waits there."""
+    for item in snap.waiting:
+        call_id, subject = item.get("call_id", ""), f"WAITING {item['sk']}"
         call = snap.calls.get(call_id)
         if call is None:
-            add("attending", f"agent {agent_id}", f"attending call {call_id}, which does not exist")
-        elif call.get("status") != CallStatus.ASSIGNED or call.get("agent_id") != agent_id:
-            add(
-                "attending",
-                f"agent {agent_id}",
-                f"attending call {call_id}, which is {call.get('status')} with agent {call.get('agent_id')}",
-            )
-
-    # calls and waiting callers ------------------------------------------------------------
-    waiting_for: dict[str, list[dict]] = defaultdict(list)  # call_id -> WAITING items
-    for item in snap.waiting:
-        waiting_for[item.get("call_id", "")].append(item)
-        call = snap.calls.get(item.get("call_id", ""))
-        if call is None:
-            add("calls", f"WAITING {item['sk']}", f"points at call {item.get('call_id')}, which does not exist")
+            yield Violation("calls", subject, f"points at call {call_id}, which does not exist")
         elif call.get("status") != CallStatus.WAITING:
-            add(
-                "calls", f"WAITING {item['sk']}", f"points at call {item.get('call_id')}, which is {call.get('status')}"
-            )
+            yield Violation("calls", subject, f"points at call {call_id}, which is {call.get('status')}")
         elif call.get("wait_sk") != item["sk"]:
-            add(
-                "calls",
-                f"WAITING {item['sk']}",
-                f"points at call {item.get('call_id')}, which waits under {call.get('wait_sk')}",
-            )
+            yield Violation("calls", subject, f"points at call {call_id}, which waits under {call.get('wait_sk')}")
+
+
+def _line_counts(snap: CallCenterSnapshot) -> Iterator[Violation]:
+    """Every copy of a partition's count says how many callers wait in it."""
     in_partition = Counter(item["pk"] for item in snap.waiting)
     for partition in sorted(set(in_partition) | {p for p, _ in snap.waiting_counts}):
         if partition == keys.OLD_WAITING_PK:
-            add("line", partition, f"{in_partition[partition]} caller(s) in the old line: run `dynamo_tables create`")
+            detail = f"{in_partition[partition]} caller(s) in the old line: run `dynamo_tables create`"
+            yield Violation("line", partition, detail)
             continue
         for copy in range(keys.WAIT_COUNT_COPIES):
             stored = snap.waiting_counts.get((partition, copy), 0)
             if in_partition[partition] != stored:
                 which = f"count copy {copy}" if copy else "count"
-                add("line", partition, f"{which} says {stored}, {in_partition[partition]} caller(s) wait there")
+                yield Violation(
+                    "line", partition, f"{which} says {stored}, {in_partition[partition]} caller(s) wait there"
+                )
+
+
+def _line_partitions(snap: CallCenterSnapshot, catalog: SkillCatalog) -> Iterator[Violation]:
+    """A waiting caller waits in the partition of their preferences."""
     for item in snap.waiting:
         call = snap.calls.get(item.get("call_id", ""))
         if call and call.get("status") == CallStatus.WAITING and item["pk"] != keys.OLD_WAITING_PK:
             partition = keys.waiting_caller(keys.wanted(catalog.names, call.get("preferences") or {}), "")["pk"]
             if item["pk"] != partition:
-                add("line", f"call {item.get('call_id')}", f"waits in {item['pk']}, its preferences say {partition}")
+                detail = f"waits in {item['pk']}, its preferences say {partition}"
+                yield Violation("line", f"call {item.get('call_id')}", detail)
+
+
+def _call_states(snap: CallCenterSnapshot) -> Iterator[Violation]:
+    """A waiting call has exactly its place in line and no agent; any other has no place."""
+    waiting_for: dict[str, list[dict]] = defaultdict(list)  # call_id -> its places in line
+    for item in snap.waiting:
+        waiting_for[item.get("call_id", "")].append(item)
     for call_id, call in sorted(snap.calls.items()):
-        status, items = call.get("status"), waiting_for.get(call_id, [])
+        status, items, subject = call.get("status"), waiting_for.get(call_id, []), f"call {call_id}"
         if status == CallStatus.WAITING:
             if call.get("agent_id"):
-                add("calls", f"call {call_id}", f"waiting but has agent {call['agent_id']}")
+                yield Violation("calls", subject, f"waiting but has agent {call['agent_id']}")
             wait_sk = call.get("wait_sk")
             if not any(i["sk"] == wait_sk for i in items) or len(items) != 1:
-                add(
-                    "calls",
-                    f"call {call_id}",
-                    f"waiting under {wait_sk} but has {len(items)} WAITING item(s)"
-                    + (f" ({', '.join(sorted(i['sk'] for i in items))})" if items else ""),
+                listed = f" ({', '.join(sorted(i['sk'] for i in items))})" if items else ""
+                yield Violation(
+                    "calls", subject, f"waiting under {wait_sk} but has {len(items)} WAITING item(s){listed}"
                 )
-        elif status in (CallStatus.ASSIGNED, CallStatus.ENDED):
+        elif status in (CallStatus.ASSIGNED, CallStatus.ENDED, CallStatus.ABANDONED):
             if items:
-                add("calls", f"call {call_id}", f"{status} but still has {len(items)} WAITING item(s)")
-            if not call.get("agent_id"):
-                add("calls", f"call {call_id}", f"{status} without an agent_id")
-        elif status == CallStatus.ABANDONED:
-            if items:
-                add("calls", f"call {call_id}", f"abandoned but still has {len(items)} WAITING item(s)")
-            if call.get("agent_id"):
-                add("calls", f"call {call_id}", f"abandoned but has agent {call['agent_id']}")
+                yield Violation("calls", subject, f"{status} but still has {len(items)} WAITING item(s)")
+            if status == CallStatus.ABANDONED and call.get("agent_id"):
+                yield Violation("calls", subject, f"abandoned but has agent {call['agent_id']}")
+            elif status != CallStatus.ABANDONED and not call.get("agent_id"):
+                yield Violation("calls", subject, f"{status} without an agent_id")
         else:
-            add("calls", f"call {call_id}", f"unknown status {status!r}")
+            yield Violation("calls", subject, f"unknown status {status!r}")
 
-    # one call per agent ---------------------------------------------------------------------
+
+def _holders(snap: CallCenterSnapshot) -> Iterator[Violation]:
+    """One assigned call per agent, held by an agent attending exactly it."""
     held_by: dict[str, list[str]] = defaultdict(list)
     for call_id, call in sorted(snap.calls.items()):
         if call.get("status") == CallStatus.ASSIGNED and call.get("agent_id"):
             held_by[call["agent_id"]].append(call_id)
     for agent_id, call_ids in sorted(held_by.items()):
         if len(call_ids) > 1:
-            add("holder", f"agent {agent_id}", f"holds {len(call_ids)} assigned calls: {', '.join(call_ids)}")
+            yield Violation(
+                "holder", f"agent {agent_id}", f"holds {len(call_ids)} assigned calls: {', '.join(call_ids)}"
+            )
         holder = snap.agents.get(agent_id)
         for call_id in call_ids:
             if holder is None:
-                add("holder", f"call {call_id}", f"assigned to agent {agent_id}, who does not exist")
+                yield Violation("holder", f"call {call_id}", f"assigned to agent {agent_id}, who does not exist")
             elif holder.get("status") != AgentStatus.ATTENDING or holder.get("call_id") != call_id:
-                add(
-                    "holder",
-                    f"call {call_id}",
-                    f"assigned to agent {agent_id}, who is {holder.get('status')} with call_id {holder.get('call_id')}",
-                )
-
-    return found
+                state = f"{holder.get('status')} with call_id {holder.get('call_id')}"
+                yield Violation("holder", f"call {call_id}", f"assigned to agent {agent_id}, who is {state}")
 
 
 def counts(snap: CallCenterSnapshot) -> dict[str, int]:

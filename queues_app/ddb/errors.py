@@ -1,7 +1,8 @@
-"""Domain errors raised by the DynamoDB service package.
+"""The one error vocabulary of everything that reads or writes DynamoDB.
 
-Everything the package raises is a `DynamoError`; callers (views, commands) map these
-to user messages in one place and never see a botocore exception.
+Everything the core and the domains raise is a `DynamoError`; callers (views, the API,
+commands) map these to user messages in one place (`http/errors.py`) and never see a
+botocore exception.
 """
 
 from __future__ import annotations

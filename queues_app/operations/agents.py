@@ -9,7 +9,7 @@ from queues_app import event_names as named
 from queues_app.agents.records import Agent, not_ready_reasons
 from queues_app.calls.records import CallStatus, Outcome
 from queues_app.ddb import errors
-from queues_app.operations.base import Recorded
+from queues_app.operations.base import Recorder
 from queues_app.operations.bulk import (
     DONE_ALREADY,
     GONE,
@@ -26,24 +26,30 @@ from queues_app.operations.wording import waited
 THEN_WORDS = {"queue": "queued", "wrap_up": "wrap-up", "offline": "offline"}
 
 
-class AgentOperations(Recorded):
+class AgentOperations:
+    """Audited changes of agents."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+        self.call_center, self.agents, self.system = recorder.call_center, recorder.agents, recorder.system
+
     def create_agent(self, name: str, skills: dict[str, list[str]]) -> Agent:
         agent = self.agents.create(name, skills)
-        self._record(named.AGENT_CREATED, "agent", agent.agent_id, f"created agent {agent.name}", None, agent)
+        self.recorder.record(named.AGENT_CREATED, "agent", agent.agent_id, f"created agent {agent.name}", None, agent)
         return agent
 
     def update_agent(self, agent_id: str, *, name: str, skills: dict[str, list[str]], expected_version: int) -> Outcome:
         before = self.agents.get(agent_id)
-        with self._telling_what_changed("agent", agent_id):
+        with self.recorder.telling_what_changed("agent", agent_id):
             outcome = self.agents.edit(agent_id, name=name, skills=skills, expected_version=expected_version)
         if not outcome.replayed and outcome.agent:
             after = outcome.agent
-            self._record(named.AGENT_EDITED, "agent", agent_id, f"edited agent {after.name}", before, after)
+            self.recorder.record(named.AGENT_EDITED, "agent", agent_id, f"edited agent {after.name}", before, after)
         return outcome
 
     def make_available(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         before = self.agents.get(agent_id)
-        with self._telling_what_changed("agent", agent_id):
+        with self.recorder.telling_what_changed("agent", agent_id):
             outcome = self.call_center.make_available(agent_id, expected_version=expected_version)
         agent, call = outcome
         if outcome.replayed or agent is None:
@@ -51,15 +57,19 @@ class AgentOperations(Recorded):
         if call:
             summary = f"{agent.name} took waiting call {call.call_id} (the caller waited {waited(call)})"
             took = self.system.call_assigned(call)
-            self._record(named.AGENT_AVAILABLE, "agent", agent_id, summary, before, agent, took)
+            self.recorder.record(named.AGENT_AVAILABLE, "agent", agent_id, summary, before, agent, took)
         else:
-            self._record(named.AGENT_AVAILABLE, "agent", agent_id, f"{agent.name} queued", before, agent)
+            self.recorder.record(named.AGENT_AVAILABLE, "agent", agent_id, f"{agent.name} queued", before, agent)
         return outcome
 
     def release(self, agent_id: str, then: str = "queue", *, call_id: str | None = None) -> Outcome:
         """End the agent's call (the one named, when `call_id` is given), then `then`."""
         before = self.agents.get(agent_id)
-        with self._telling_what_changed("call", call_id) if call_id else self._telling_what_changed("agent", agent_id):
+        with (
+            self.recorder.telling_what_changed("call", call_id)
+            if call_id
+            else self.recorder.telling_what_changed("agent", agent_id)
+        ):
             outcome = self.call_center.release(agent_id, then=then, call_id=call_id)
         agent, call = outcome
         if outcome.replayed or agent is None:
@@ -72,7 +82,7 @@ class AgentOperations(Recorded):
             summary += THEN_WORDS.get(then, then)
             assigned = []
         ended = self._ended(agent, before.call_id)
-        self._record(named.AGENT_RELEASED, "agent", agent_id, summary, before, agent, *ended, *assigned)
+        self.recorder.record(named.AGENT_RELEASED, "agent", agent_id, summary, before, agent, *ended, *assigned)
         return outcome
 
     def _ended(self, agent: Agent, call_id: str | None) -> list[dict]:
@@ -80,23 +90,25 @@ class AgentOperations(Recorded):
         if not call_id:
             return []
         summary = f"ended: {agent.name} released"
-        return [self._entry(named.CALL_ENDED, "call", call_id, summary, {"status": "assigned"}, {"status": "ended"})]
+        return [
+            self.recorder.entry(named.CALL_ENDED, "call", call_id, summary, {"status": "assigned"}, {"status": "ended"})
+        ]
 
     def end_call(self, call_id: str, then: str = "queue") -> Outcome:
         """End a call in progress by naming it; its agent then goes `then`."""
         call = self.call_center.get_call(call_id)
         if call.status not in (CallStatus.ASSIGNED, CallStatus.ENDED) or not call.agent_id:
-            with self._telling_what_changed("call", call_id):
+            with self.recorder.telling_what_changed("call", call_id):
                 return self.call_center.end_call(call_id, then)  # refused: says why
         return self.release(call.agent_id, then, call_id=call_id)
 
     def log_off(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         before = self.agents.get(agent_id)
-        with self._telling_what_changed("agent", agent_id):
+        with self.recorder.telling_what_changed("agent", agent_id):
             outcome = self.call_center.log_off(agent_id, expected_version=expected_version)
         agent = outcome.agent
         if not outcome.replayed and agent is not None and agent.version != before.version:
-            self._record(named.AGENT_OFFLINE, "agent", agent_id, f"logged {agent.name} off", before, agent)
+            self.recorder.record(named.AGENT_OFFLINE, "agent", agent_id, f"logged {agent.name} off", before, agent)
         return outcome
 
     def set_not_ready(self, agent_id: str, reason: str, *, expected_version: int | None = None) -> Outcome:
@@ -105,12 +117,12 @@ class AgentOperations(Recorded):
         if reason not in reasons:
             raise errors.InvalidRequest(f"A reason to be not ready is one of {', '.join(reasons)}; not {reason!r}.")
         before = self.agents.get(agent_id)
-        with self._telling_what_changed("agent", agent_id):
+        with self.recorder.telling_what_changed("agent", agent_id):
             outcome = self.call_center.set_not_ready(agent_id, reason, expected_version=expected_version)
         agent = outcome.agent
         if not outcome.replayed and agent is not None and agent.version != before.version:
             summary = f"{agent.name} not ready: {reason}"
-            self._record(named.AGENT_NOT_READY, "agent", agent_id, summary, before, agent)
+            self.recorder.record(named.AGENT_NOT_READY, "agent", agent_id, summary, before, agent)
         return outcome
 
     def agents_effect(self, action: str, selection: Iterable[Seen]) -> Effect:

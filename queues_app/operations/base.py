@@ -1,5 +1,5 @@
-"""What every audited change shares: who acts and from where, the services it acts
-through, the one way its entries are written, and how a refusal is told."""
+"""What every audited change shares (`Recorder`): who acts and from where, the services it
+acts through, the one way its entries are written, and how a refusal is told."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from queues_app.operations.wording import ago
 from queues_app.shipments.queue import ShipmentQueue
 
 
-class Recorded:
-    """Changes made by `actor` from `source` (page, admin, api, command), each written to
-    the audit trail with the request's trace id."""
+class Recorder:
+    """Who acts (`actor`) and from where (`source`: page, admin, api, command), the services
+    the changes go through, and the one way each change is written to the audit trail,
+    with the request's trace id."""
 
     def __init__(self, actor: str, source: str, *, trace_id: str | None = None, db: Dynamo | None = None):
         self.actor = actor
@@ -32,20 +33,15 @@ class Recorded:
         self.trail = AuditTrail(self.db)
         self.system = SystemEvents(self.trail, trace_id=trace_id)
 
-    @classmethod
-    def for_request(cls, request, source: str = "page"):
-        """Changes made by the request's user, recorded with its trace id."""
-        return cls(request.user.get_username(), source, trace_id=getattr(request, "trace_id", None))
-
-    def _entry(self, action: str, kind: str, item_id: str, summary: str, before, after) -> dict:
+    def entry(self, action: str, kind: str, item_id: str, summary: str, before, after) -> dict:
         return Author(self.actor, self.source, self.trace_id).entry(action, kind, item_id, summary, before, after)
 
-    def _record(self, action: str, kind: str, item_id: str, summary: str, before, after, *also: dict) -> None:
+    def record(self, action: str, kind: str, item_id: str, summary: str, before, after, *also: dict) -> None:
         """One entry, and the entries it brought about (one request for all of them)."""
-        self.trail.record_many([self._entry(action, kind, item_id, summary, before, after), *also])
+        self.trail.record_many([self.entry(action, kind, item_id, summary, before, after), *also])
 
     @contextmanager
-    def _telling_what_changed(self, kind: str, item_id: str):
+    def telling_what_changed(self, kind: str, item_id: str):
         """A refusal because the item changed is told with its last recorded change: what,
         by whom, from where and how long ago (one Query of the item's history, only then)."""
         try:

@@ -7,12 +7,20 @@ from queues_app import event_names as named
 from queues_app.admission import BackpressureGate
 from queues_app.agents.skills import describe_preferences
 from queues_app.calls.records import Call, Outcome
+from queues_app.calls.transfers import Transfer
 from queues_app.figures import counters
-from queues_app.operations.base import Recorded
+from queues_app.operations.base import Recorder
 from queues_app.operations.wording import waited, waited_until
 
 
-class CallOperations(Recorded):
+class CallOperations:
+    """Audited changes of calls."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+        self.db, self.call_center, self.agents = recorder.db, recorder.call_center, recorder.agents
+        self.system = recorder.system
+
     def create_call(
         self,
         preferences: dict,
@@ -36,60 +44,53 @@ class CallOperations(Recorded):
         if created and call.agent_id:
             summary = f"new call, assigned to {call.agent_name} after waiting {waited(call)}"
             took = self.system.agent_assigned(call)
-            self._record(named.CALL_CREATED, "call", call.call_id, summary, None, call, took)
+            self.recorder.record(named.CALL_CREATED, "call", call.call_id, summary, None, call, took)
         elif created:
-            self._record(named.CALL_CREATED, "call", call.call_id, "new call, waiting", None, call)
+            self.recorder.record(named.CALL_CREATED, "call", call.call_id, "new call, waiting", None, call)
         return call, created
 
     def abandon_call(self, call_id: str) -> Outcome:
         """The caller hung up while waiting (the phone system, or a supervisor ending a
         waiting call as abandoned): out of line, counted in the service level. Sent again,
         answered as done."""
-        with self._telling_what_changed("call", call_id):
+        with self.recorder.telling_what_changed("call", call_id):
             outcome = self.call_center.abandon(call_id)
         call = outcome.call
         if outcome.replayed or call is None:
             return outcome
         summary = f"abandoned after waiting {waited(call)}"
-        self._record(named.CALL_ABANDONED, "call", call_id, summary, {"status": "waiting"}, {"status": "abandoned"})
+        self.recorder.record(
+            named.CALL_ABANDONED, "call", call_id, summary, {"status": "waiting"}, {"status": "abandoned"}
+        )
         return outcome
 
     def answered(self, call_id: str) -> Outcome:
         """The agent picked up the offered call (ANSWER_TIMEOUT_SECONDS)."""
-        with self._telling_what_changed("call", call_id):
+        with self.recorder.telling_what_changed("call", call_id):
             outcome = self.call_center.answered(call_id)
         call = outcome.call
         if not outcome.replayed and call is not None:
             summary = f"answered by {call.agent_name} after waiting {waited_until(call, call.answered_at)}"
-            self._record(
+            self.recorder.record(
                 named.CALL_ANSWERED, "call", call_id, summary, {"answered_at": None}, {"answered_at": call.answered_at}
             )
         return outcome
 
-    def transfer(
-        self,
-        call_id: str,
-        *,
-        preferences: dict | None = None,
-        agent_id: str | None = None,
-        then: str = "queue",
-        from_agent_id: str | None = None,
-    ) -> Outcome:
+    def transfer(self, request: Transfer) -> Outcome:
         """Hand a call in progress on: to new preferences (at its place in line) or to a
         named queued agent; its agent then goes `then`."""
+        call_id = request.call_id
         before = self.call_center.get_call(call_id)
         from_agent = self.agents.get(before.agent_id) if before.agent_id else None
-        with self._telling_what_changed("call", call_id):
-            outcome = self.call_center.transfer(
-                call_id, preferences=preferences, agent_id=agent_id, then=then, from_agent_id=from_agent_id
-            )
+        with self.recorder.telling_what_changed("call", call_id):
+            outcome = self.call_center.transfer(request)
         call, agent = outcome.call, outcome.agent
         if call is None or agent is None or outcome.replayed:
             return outcome
         where = f"to {call.agent_name}" if call.agent_id else f"to wait for {describe_preferences(call.preferences)}"
         summary = f"transferred by {agent.name} {where}"
         entries = [
-            self._entry(
+            self.recorder.entry(
                 named.AGENT_RELEASED,
                 "agent",
                 agent.agent_id,
@@ -100,7 +101,7 @@ class CallOperations(Recorded):
         ]
         if call.agent_id:
             entries += [self.system.call_assigned(call), self.system.agent_assigned(call)]
-        self._record(
+        self.recorder.record(
             named.CALL_TRANSFERRED,
             "call",
             call_id,

@@ -10,7 +10,7 @@ from queues_app import event_names as named
 from queues_app.admission import Admitted, ShipmentAdmission
 from queues_app.ddb import errors
 from queues_app.ddb.replay import Done
-from queues_app.operations.base import Recorded
+from queues_app.operations.base import Recorder
 from queues_app.operations.bulk import (
     DONE_ALREADY,
     GONE,
@@ -26,7 +26,13 @@ from queues_app.shipments.queue import Shipment
 from queues_app.shipments.records import DEFAULT_DLQ_REASON
 
 
-class ShipmentOperations(Recorded):
+class ShipmentOperations:
+    """Audited changes of shipments."""
+
+    def __init__(self, recorder: Recorder):
+        self.recorder = recorder
+        self.db, self.shipments, self.trace_id = recorder.db, recorder.shipments, recorder.trace_id
+
     def submit_shipment(self, data: dict, **options: Any) -> Admitted:
         """Enqueue through admission (`ShipmentAdmission.submit`'s options: tenant, priority,
         delay_seconds, shipment_id, request_digest), recorded with the request's trace id."""
@@ -36,7 +42,7 @@ class ShipmentOperations(Recorded):
         delay = f", visible in {delay_seconds:g} s" if delay_seconds else ""
         summary = f"enqueued in {where}{delay}"
         shipment = admitted.shipment
-        self._record(named.SHIPMENT_ENQUEUED, "shipment", shipment.shipment_id, summary, None, shipment)
+        self.recorder.record(named.SHIPMENT_ENQUEUED, "shipment", shipment.shipment_id, summary, None, shipment)
         return admitted
 
     def _shipment_change(
@@ -48,10 +54,10 @@ class ShipmentOperations(Recorded):
         before: Shipment | None = None,
     ) -> Done[Shipment]:
         before = before or self.shipments.get(shipment_id)
-        with self._telling_what_changed("shipment", shipment_id):
+        with self.recorder.telling_what_changed("shipment", shipment_id):
             done = change()
         if not done.replayed:
-            self._record(action, "shipment", shipment_id, summary(done.item), before, done.item)
+            self.recorder.record(action, "shipment", shipment_id, summary(done.item), before, done.item)
         return done
 
     def touch(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:

@@ -11,16 +11,18 @@ Design: docs/architecture.md, "The waiting line".
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Iterator
 from datetime import datetime
 
+from queues_app.agents.records import Agent
 from queues_app.agents.skills import ANY
 from queues_app.calls.records import Call, CallStatus
-from queues_app.calls.store import CallExists, call_from_item, call_to_item
+from queues_app.calls.store import CallExists, call_to_item
 from queues_app.centre import keys
-from queues_app.centre.table import CallCenterTable
+from queues_app.centre.table import CallCenterTable, leg
 from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
@@ -78,6 +80,66 @@ class WaitingLine:
         if any(v is not ANY for v in call.preferences.values()):
             item.update(relax_q=shard, relax_at=relax_from or call.arrived_at)
         return item
+
+    # --- back in line: a missed offer, a transfer ------------------------------------
+
+    def back_in_line(self, call: Call, stamp: str, how: str, agent: Agent, *, preferences: dict | None = None) -> Call:
+        """The call as it waits again: its original place (priority, arrival), the agent's
+        part recorded, and, for a transfer, its new preferences (the first ones kept)."""
+        part = leg(dataclasses.replace(agent, status_since=call.assigned_at), stamp, how)
+        back = dataclasses.replace(
+            call,
+            status=CallStatus.WAITING,
+            agent_id=None,
+            agent_name=None,
+            assigned_at=None,
+            offer_sk=None,
+            version=call.version + 1,
+            legs=[*call.legs, part],
+        )
+        if how == "transferred":  # answered already: a call assigned before answers were kept
+            back.answered_at = call.answered_at or call.assigned_at  # was answered at its assignment
+        if preferences is not None:
+            back.first_asked = call.first_asked or call.asked_for
+            back.preferences = preferences
+            back.relaxed = []
+        back.wait_sk = keys.wait_position(back.priority, back.arrived_at, back.call_id)
+        return back
+
+    def return_actions(self, call: Call, back: Call, *, condition_offer: bool) -> list[dict]:
+        """The call's change back to waiting (`back`, from `back_in_line`), conditioned on
+        its agent still having it (and, for a missed offer, the offer still standing), its
+        place in line and its partition's count."""
+        condition = "#status = :assigned AND agent_id = :agent"
+        values = {
+            ":waiting": CallStatus.WAITING,
+            ":wait_sk": back.wait_sk,
+            ":legs": back.legs,
+            ":prefs": {k: v for k, v in back.preferences.items() if v is not ANY},
+            ":first": back.first_asked,
+            ":answered": back.answered_at,
+            ":relaxed": back.relaxed,
+            ":one": 1,
+            ":assigned": CallStatus.ASSIGNED,
+            ":agent": call.agent_id,
+        }
+        if condition_offer:
+            condition += " AND offer_sk = :offer"
+            values[":offer"] = call.offer_sk
+        first = ", first_asked = :first" if back.first_asked is not None else ""
+        first += ", answered_at = :answered" if back.answered_at is not None else ""
+        return [
+            self.table.update(
+                keys.call(call.call_id),
+                "SET #status = :waiting, wait_sk = :wait_sk, legs = :legs, preferences = :prefs, "
+                f"relaxed = :relaxed, version = version + :one{first} "
+                "REMOVE agent_id, agent_name, assigned_at, offer_sk",
+                values,
+                condition=condition,
+            ),
+            {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(back))}},
+            *self.table.count_updates(self.table.wanted(back.preferences), +1),
+        ]
 
     def load(self, calls: list[Call]) -> int:
         """Callers who start waiting together, for demo data and tests: their items in
@@ -213,72 +275,3 @@ class WaitingLine:
         return self._across_shards(WAITING_TO_RELAX, below=to_iso(before), page_size=page_size)
 
     # --- callers written by an earlier version ----------------------------------------------
-
-    def move_old_line(self) -> int:
-        """Callers written before the line was split wait in the single `WAITING`
-        partition: move each into the partition of their preferences (one transaction
-        each). Returns how many moved."""
-        moved = 0
-        for item in self.db.partition_items(self.table.name, keys.OLD_WAITING_PK):
-            found = batch.get_items(self.db, self.table.name, [keys.call(item["call_id"])], consistent=True)
-            call = call_from_item(found[0]) if found else None
-            actions: list[dict] = [
-                {
-                    "Delete": {
-                        "TableName": self.table.name,
-                        "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
-                        "ConditionExpression": "attribute_exists(pk)",
-                    }
-                }
-            ]
-            if call and call.status == CallStatus.WAITING and call.wait_sk == item["sk"]:
-                actions += [
-                    {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
-                    *self.table.count_updates(self.table.wanted(call.preferences), +1),
-                ]
-            try:
-                self.table.transact(actions)
-                moved += 1
-            except errors.TransactionCancelled:
-                continue  # assigned meanwhile
-        return moved
-
-    def copy_counts(self) -> int:
-        """Counts written before they were kept in copies exist only as copy 0: write the
-        missing copies with its value (one transaction each, conditioned on copy 0 as read
-        and on the copy not existing yet). Returns how many copies were written."""
-        partitions = self.partitions_for({name: list(values) for name, values in self.catalog.dimensions})
-        wanted = [keys.waiting_count(p, copy) for p in partitions for copy in range(keys.WAIT_COUNT_COPIES)]
-        found = {item["pk"]: item for item in batch.get_items(self.db, self.table.name, wanted, consistent=True)}
-        written = 0
-        for partition in partitions:
-            first = found.get(keys.waiting_count(partition)["pk"])
-            if first is None:
-                continue
-            for copy in range(1, keys.WAIT_COUNT_COPIES):
-                key = keys.waiting_count(partition, copy)
-                if key["pk"] in found:
-                    continue
-                actions = [
-                    {
-                        "ConditionCheck": {
-                            "TableName": self.table.name,
-                            "Key": marshal(keys.waiting_count(partition)),
-                            "ConditionExpression": "waiting = :n",
-                            "ExpressionAttributeValues": marshal({":n": first.get("waiting", 0)}),
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self.table.name,
-                            "Item": marshal({**key, "waiting": first.get("waiting", 0), "wanted": list(partition)}),
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                ]
-                try:
-                    self.table.transact(actions)
-                    written += 1
-                except errors.TransactionCancelled:
-                    continue  # changed meanwhile by a process of the earlier version: the next run copies it
-        return written

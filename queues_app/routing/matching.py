@@ -8,13 +8,12 @@ import random
 import threading
 import time
 import weakref
-import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.skills import ANY, matching_combinations
+from queues_app.agents.skills import ANY
 from queues_app.calls.records import Call, CallStatus, QueueOrder
 from queues_app.calls.store import CallExists, Calls
 from queues_app.centre import keys
@@ -25,7 +24,7 @@ from queues_app.ddb.contention import ContentionGauge
 from queues_app.routing import dispatch
 from queues_app.routing.claims import Claims
 from queues_app.routing.line import WaitingLine
-from queues_app.routing.queues import queue_heads
+from queues_app.routing.queues import Candidate, queue_candidates
 
 WHY_LIMIT = 8
 # How many times an agent coming back reads the line's heads again when others took them.
@@ -44,21 +43,6 @@ WHY_OUTCOMES = {
     "busy": "passed over: kept busy by concurrent transactions",
     "later": "passed over: queued later than the chosen agent",
 }
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A queued agent seen at the head of a queue."""
-
-    token: str
-    agent_id: str
-    name: str
-    skills: dict
-    queue: str  # the queue's name, whichever of its sub-queues the agent was read from
-
-    @property
-    def queued_at(self) -> str:
-        return self.token.rsplit("#", 1)[0]
 
 
 def assignment_change(call_id: str) -> str:
@@ -93,6 +77,27 @@ def reset_contention() -> None:
         _claims.clear()
 
 
+@dataclass
+class _Search:
+    """One caller's search for an agent: who was tried, why the others were passed over,
+    and whether the tries are spread out (after a lost race, or while this process keeps
+    losing races)."""
+
+    call: Call
+    new_call: bool
+    claims: Claims
+    table: str
+    spread_out: bool
+    tried: set[str] = field(default_factory=set)
+    considered: list[dict] = field(default_factory=list)
+
+    def held(self, candidate: Candidate) -> bool:
+        return self.claims.is_held((self.table, candidate.token))
+
+    def gone(self, candidate: Candidate) -> bool:
+        return self.claims.is_gone((self.table, candidate.token))
+
+
 class Matcher:
     """Assigns callers to queued agents (`match`) and a returning agent to the
     longest-waiting caller they fit (`offer_waiting_callers`)."""
@@ -115,9 +120,6 @@ class Matcher:
         self.candidate_limit = candidate_limit
         self.spread = spread
         self.max_rounds = max_rounds
-        # 1: a caller's first try is the head. N > 1: among the first N, by a hash of the
-        # call id, so that callers of different processes start apart (measured, not used).
-        self.first_spread = 1
         self._rng = random.Random()
 
     @property
@@ -147,74 +149,95 @@ class Matcher:
             claims.leave()
 
     def _match_claiming(self, call: Call, claims: Claims, *, new_call: bool) -> Call | None:
-        """`_match` while this matcher counts among the process's running ones."""
-        considered: list[dict] = []
-        tried: set[str] = set()
-        table = self.table.name
+        """`_match` while this matcher counts among the process's running ones: a few
+        rounds of reading the queues' heads and trying the candidates read."""
+        # Recent races lost by this process say the head is contended before we lose one.
+        search = _Search(call, new_call, claims, self.table.name, spread_out=_contention.contended)
+        for round_ in range(self.max_rounds):
+            read = [c for c in self._read(search, first_round=round_ == 0) if c.agent_id not in search.tried]
+            if not read:
+                return None
+            outcome = self._try_each(search, [c for c in read if not search.gone(c)])
+            if outcome is not None:
+                return outcome
+        return None
+
+    def _read(self, search: _Search, *, first_round: bool) -> list[Candidate]:
+        """The candidates of this round: another matcher's fresh read of the same queues
+        while it has some left (a FIFO caller's first round, with several matchers
+        running), else the queues' heads, read and shared."""
+        call, claims = search.call, search.claims
         shared_key = (
-            table,
+            search.table,
             call.order,
             tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items())),
         )
-        # Recent races lost by this process say the head is contended before we lose one.
-        spread_out = _contention.contended
-        for _round in range(self.max_rounds):
-            found = None
-            if _round == 0 and call.order == QueueOrder.FIFO and claims.active > 1:
-                shared = claims.recent_read(shared_key, SHARED_READ_AGE)
-                if shared and any(
-                    not claims.is_held((table, c.token)) and not claims.is_gone((table, c.token)) for c in shared
-                ):
-                    found = shared
-            if found is None:
-                # A new caller's look may read eventually consistently (half the units):
-                # a head already taken fails its conditioned transaction, and an agent
-                # who queued a moment ago and is missed is found by the look after the
-                # caller joins the line, which reads strongly (new_call false).
-                found = self.queue_candidates(call.preferences, call.order, consistent=not new_call)
-                claims.publish_read(shared_key, found)
-            read = [c for c in found if c.agent_id not in tried]
-            if not read:
-                return None
-            candidates = [c for c in read if not claims.is_gone((table, c.token))]
-            remaining = list(candidates)
-            while remaining:
-                order = list(range(len(remaining)))
-                if self.first_spread > 1 and not tried and not spread_out:
-                    start = zlib.crc32(call.call_id.encode()) % min(self.first_spread, len(order))
-                    order = order[start:] + order[:start]
-                if spread_out:
-                    window = order[: self.spread]
-                    self._rng.shuffle(window)
-                    order[: len(window)] = window
-                index = claims.claim_first([(table, remaining[i].token) for i in order])
-                claimed = index is not None
-                if index is not None:
-                    candidate = remaining.pop(order[index])
-                else:
-                    # Every candidate left is being tried by another thread of this process
-                    # (or was just taken): wait for one of those tries to end.
-                    remaining = self._drop_taken(remaining, claims, considered)
-                    if not remaining:
-                        break
-                    if claims.wait_while_held([(table, c.token) for c in remaining], CLAIM_WAIT):
-                        remaining = self._drop_taken(remaining, claims, considered)
-                        continue
-                    candidate = remaining.pop(0)  # still held after the wait: race for it
-                tried.add(candidate.agent_id)
-                try:
-                    outcome = self._try_assign(
-                        call, candidate, new_call=new_call, considered=considered, others=candidates
-                    )
-                finally:
-                    if claimed:
-                        claims.release((table, candidate.token))
-                won = outcome is not None and outcome.agent_id == candidate.agent_id
-                _contention.observe(lost=not won)
-                if outcome is not None:
-                    return outcome
-                spread_out = True
+        if first_round and call.order == QueueOrder.FIFO and claims.active > 1:
+            shared = claims.recent_read(shared_key, SHARED_READ_AGE)
+            if shared and any(not search.held(c) and not search.gone(c) for c in shared):
+                return shared
+        # A new caller's look may read eventually consistently (half the units): a head
+        # already taken fails its conditioned transaction, and an agent who queued a moment
+        # ago and is missed is found by the look after the caller joins the line, which
+        # reads strongly (new_call false).
+        found = queue_candidates(
+            self.table, call.preferences, call.order, self.candidate_limit, consistent=not search.new_call
+        )
+        claims.publish_read(shared_key, found)
+        return found
+
+    def _try_each(self, search: _Search, candidates: list[Candidate]) -> Call | None:
+        """Try the candidates one by one until one is assigned; a lost try spreads the
+        next ones out."""
+        remaining = list(candidates)
+        while remaining:
+            candidate, claimed = self._next_candidate(search, remaining)
+            if candidate is None:
+                break
+            search.tried.add(candidate.agent_id)
+            try:
+                outcome = self._try_assign(
+                    search.call, candidate, new_call=search.new_call, considered=search.considered, others=candidates
+                )
+            finally:
+                if claimed:
+                    search.claims.release((search.table, candidate.token))
+            _contention.observe(lost=outcome is None or outcome.agent_id != candidate.agent_id)
+            if outcome is not None:
+                return outcome
+            search.spread_out = True
         return None
+
+    def _next_candidate(self, search: _Search, remaining: list[Candidate]) -> tuple[Candidate | None, bool]:
+        """The next candidate to try, taken out of `remaining`, and whether this thread
+        claimed it; None when every one left was taken."""
+        claims = search.claims
+        while remaining:
+            order = self.try_order(search, len(remaining))
+            index = claims.claim_first([(search.table, remaining[i].token) for i in order])
+            if index is not None:
+                return remaining.pop(order[index]), True
+            # Every candidate left is being tried by another thread of this process (or was
+            # just taken): wait for one of those tries to end.
+            remaining[:] = self._drop_taken(remaining, claims, search.considered)
+            if not remaining:
+                break
+            if claims.wait_while_held([(search.table, c.token) for c in remaining], CLAIM_WAIT):
+                remaining[:] = self._drop_taken(remaining, claims, search.considered)
+                continue
+            return remaining.pop(0), False  # still held after the wait: race for it
+        return None, False
+
+    def try_order(self, search: _Search, count: int) -> list[int]:
+        """The order to try the `count` candidates left in: the queue's, or, once tries
+        are spread out, the first `spread` of them shuffled, so that the losers of a race
+        do not all try the same next agent."""
+        order = list(range(count))
+        if search.spread_out:
+            window = order[: self.spread]
+            self._rng.shuffle(window)
+            order[: len(window)] = window
+        return order
 
     def _drop_taken(self, candidates: list[Candidate], claims: Claims, considered: list[dict]) -> list[Candidate]:
         """The candidates not known to be taken; the taken ones go into the why record."""
@@ -225,35 +248,6 @@ class Matcher:
             else:
                 left.append(candidate)
         return left
-
-    def queue_candidates(
-        self, preferences: dict, order: str = QueueOrder.FIFO, *, consistent: bool = True
-    ) -> list[Candidate]:
-        """Heads of every queue that fits, merged in queue order: one Query of each of
-        their sub-queues, all sent at once (`queue_heads`)."""
-        combos = matching_combinations(self.catalog, preferences)
-        heads = queue_heads(
-            self.db,
-            self.table.name,
-            combos,
-            self.candidate_limit,
-            newest_first=order == QueueOrder.LIFO,
-            consistent=consistent,
-        )
-        seen: dict[str, Candidate] = {}
-        for combo, head in zip(combos, heads, strict=True):
-            for item in head:
-                seen.setdefault(
-                    item["agent_id"],
-                    Candidate(
-                        token=item["sk"],
-                        agent_id=item["agent_id"],
-                        name=item.get("name", ""),
-                        skills=item.get("skills") or {},
-                        queue=keys.queue_name(combo),
-                    ),
-                )
-        return sorted(seen.values(), key=lambda c: c.token, reverse=order == QueueOrder.LIFO)
 
     def assign_to_queued(self, call: Call, agent: Agent) -> Call | None:
         """A waiting caller to this queued agent (a transfer to a named agent): None when the
@@ -277,34 +271,14 @@ class Matcher:
         candidate. A lost TransactionConflict is retried on the same candidate. `change`
         is the request the agent's new version is marked with (the caller's assignment by
         default), `also` more actions for the same transaction."""
+        also = also or []
         for attempt in range(4):
-            stamp = to_iso(self.clock())
-            assigned = Call(**call.__dict__)
-            assigned.status = CallStatus.ASSIGNED
-            assigned.agent_id, assigned.agent_name, assigned.assigned_at = candidate.agent_id, candidate.name, stamp
-            assigned.why = self._why(candidate, considered, others)
-            assigned.wait_sk = None
-            attending, values = status_clause(
-                candidate.agent_id, AgentStatus.ATTENDING, change or assignment_change(call.call_id)
-            )
+            assigned = self._assigned(call, candidate, self._why(candidate, considered, others))
             actions = [
-                self.table.update(
-                    keys.agent(candidate.agent_id),
-                    f"SET {attending}, call_id = :call, version = version + :one, updated_at = :now REMOVE queue_token",
-                    {
-                        **values,
-                        ":call": call.call_id,
-                        ":one": 1,
-                        ":now": stamp,
-                        ":queued": AgentStatus.QUEUED,
-                        ":token": candidate.token,
-                    },
-                    condition="#status = :queued AND queue_token = :token",
-                )
+                *self._take_queued(call, candidate, change, assigned.assigned_at or ""),
+                *self.calls.assignment_actions(call, assigned, new_call=new_call),
+                *also,
             ]
-            actions += self.table.dequeue_actions(candidate.skills, candidate.token)
-            actions += self.calls.assignment_actions(call, assigned, new_call=new_call)
-            actions += also or []
             try:
                 self.table.transact(actions)
                 claims_for(self.db).mark_gone((self.table.name, candidate.token))
@@ -313,23 +287,49 @@ class Matcher:
                 if exc.lost_race:
                     time.sleep(random.uniform(0, 0.01 * 2**attempt))
                     continue
-                failed = set(exc.failed_indexes())
-                call_index = 1 + 2 * len(self.catalog.combinations(candidate.skills))
-                if failed & set(range(call_index, len(actions) - len(also or []))):
-                    # The call itself changed: assigned elsewhere, created by a retry, or escalated.
-                    if new_call:
-                        raise CallExists() from exc
-                    current = self.calls.find(call.call_id)
-                    if current and current.status == CallStatus.WAITING and current.version != call.version:
-                        call.__dict__.update(current.__dict__)  # escalated meanwhile: go on with its new state
-                        return None
-                    return current if current and current.status == CallStatus.ASSIGNED else None
+                call_actions = range(1 + 2 * len(self.catalog.combinations(candidate.skills)), len(actions) - len(also))
+                if set(exc.failed_indexes()) & set(call_actions):
+                    return self._call_changed(call, new_call, exc)
                 # The agent is no longer queued with this token: nobody can take it any more.
                 claims_for(self.db).mark_gone((self.table.name, candidate.token))
                 considered.append(why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "taken"))
                 return None
         considered.append(why_entry(candidate.agent_id, candidate.name, candidate.queued_at, "busy"))
         return None
+
+    def _assigned(self, call: Call, candidate: Candidate, why: list[dict]) -> Call:
+        """The call as the assignment to `candidate` leaves it."""
+        assigned = Call(**call.__dict__)
+        assigned.status = CallStatus.ASSIGNED
+        assigned.agent_id, assigned.agent_name = candidate.agent_id, candidate.name
+        assigned.assigned_at, assigned.why, assigned.wait_sk = to_iso(self.clock()), why, None
+        return assigned
+
+    def _take_queued(self, call: Call, candidate: Candidate, change: str | None, stamp: str) -> list[dict]:
+        """The queued agent made attending, on condition that they are still queued with
+        the token read, and their messages out of every queue."""
+        attending, values = status_clause(
+            candidate.agent_id, AgentStatus.ATTENDING, change or assignment_change(call.call_id)
+        )
+        values.update({":call": call.call_id, ":one": 1, ":now": stamp, ":queued": AgentStatus.QUEUED})
+        update = self.table.update(
+            keys.agent(candidate.agent_id),
+            f"SET {attending}, call_id = :call, version = version + :one, updated_at = :now REMOVE queue_token",
+            {**values, ":token": candidate.token},
+            condition="#status = :queued AND queue_token = :token",
+        )
+        return [update, *self.table.dequeue_actions(candidate.skills, candidate.token)]
+
+    def _call_changed(self, call: Call, new_call: bool, exc: errors.TransactionCancelled) -> Call | None:
+        """The call itself changed meanwhile: assigned elsewhere (that call), created by a
+        retry of the same request, or escalated (None: go on with its new state)."""
+        if new_call:
+            raise CallExists() from exc
+        current = self.calls.find(call.call_id)
+        if current and current.status == CallStatus.WAITING and current.version != call.version:
+            call.__dict__.update(current.__dict__)
+            return None
+        return current if current and current.status == CallStatus.ASSIGNED else None
 
     @staticmethod
     def _why(chosen: Candidate, considered: list[dict], others: list[Candidate]) -> list[dict]:

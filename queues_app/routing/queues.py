@@ -7,12 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from queues_app.agents.skills import matching_combinations
+from queues_app.calls.records import QueueOrder
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable
-from queues_app.ddb import batch, errors
+from queues_app.ddb import batch
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now
-from queues_app.ddb.codec import marshal
 from queues_app.ddb.merge import SortedMerge, read_together
 
 
@@ -64,6 +65,45 @@ def queue_heads(
     return [merge.take(limit * keys.QUEUE_SPLIT) for merge in merges]
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A queued agent seen at the head of a queue."""
+
+    token: str
+    agent_id: str
+    name: str
+    skills: dict
+    queue: str  # the queue's name, whichever of its sub-queues the agent was read from
+
+    @property
+    def queued_at(self) -> str:
+        return self.token.rsplit("#", 1)[0]
+
+
+def queue_candidates(
+    table: CallCenterTable, preferences: dict, order: str, limit: int, *, consistent: bool = True
+) -> list[Candidate]:
+    """Heads of every queue that fits the preferences, merged in queue order (FIFO, or LIFO
+    newest first): one Query of each of their sub-queues, all sent at once (`queue_heads`)."""
+    combos = matching_combinations(table.catalog, preferences)
+    newest_first = order == QueueOrder.LIFO
+    heads = queue_heads(table.db, table.name, combos, limit, newest_first=newest_first, consistent=consistent)
+    seen: dict[str, Candidate] = {}
+    for combo, head in zip(combos, heads, strict=True):
+        for item in head:
+            seen.setdefault(
+                item["agent_id"],
+                Candidate(
+                    token=item["sk"],
+                    agent_id=item["agent_id"],
+                    name=item.get("name", ""),
+                    skills=item.get("skills") or {},
+                    queue=keys.queue_name(combo),
+                ),
+            )
+    return sorted(seen.values(), key=lambda c: c.token, reverse=newest_first)
+
+
 def list_queues(table: CallCenterTable) -> list[QueueInfo]:
     """Every combination's metadata (its shards, read in BatchGetItems of a hundred keys)
     and its oldest agent (the oldest of its sub-queues' heads: one Query of each), so the
@@ -84,71 +124,3 @@ def list_queues(table: CallCenterTable) -> list[QueueInfo]:
         if head:
             info.oldest_queued_at = head[0]["sk"].rsplit("#", 1)[0]
     return infos
-
-
-def spread_old_metadata(table: CallCenterTable) -> int:
-    """Metadata written before it was spread over shards lives in the single `QUEUES`
-    partition: add each item's depth and version to shard 0 and delete it, in one
-    transaction each (conditioned on the item as read). Returns how many moved."""
-    moved = 0
-    for item in table.db.partition_items(table.name, keys.QUEUES_PK, ConsistentRead=True):
-        combo = tuple(item.get("combination") or item["sk"].removeprefix(keys.QUEUE_PREFIX).split("#"))
-        depth, version = int(item.get("depth", 0)), int(item.get("version", 0))
-        try:
-            table.transact(
-                [
-                    table.update(
-                        keys.queue_meta(combo),
-                        "ADD #depth :depth, version :version SET combination = :combo",
-                        {":depth": depth, ":version": version, ":combo": list(combo)},
-                        names={"#depth": "depth"},
-                    ),
-                    {
-                        "Delete": {
-                            "TableName": table.name,
-                            "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
-                            "ConditionExpression": "version = :version",
-                            "ExpressionAttributeValues": marshal({":version": version}),
-                        }
-                    },
-                ]
-            )
-            moved += 1
-        except errors.TransactionCancelled:
-            continue  # changed meanwhile by a process of the earlier version: the next run moves it
-    return moved
-
-
-def split_old_queues(table: CallCenterTable) -> int:
-    """Messages written before the queues were split live in the queue's own partition
-    (`Q#<combo>`): move each to its sub-queue, in one transaction each (a Put where nothing
-    is, and a Delete of the item as read). A message changed or taken meanwhile (by a
-    process of the earlier version) is left for the next run. Returns how many moved."""
-    moved = 0
-    for combo in table.catalog.all_combinations():
-        for item in table.db.partition_items(table.name, keys.queue_name(combo), ConsistentRead=True):
-            moved_item = {**item, **keys.queue_message(combo, item["sk"])}
-            try:
-                table.transact(
-                    [
-                        {
-                            "Put": {
-                                "TableName": table.name,
-                                "Item": marshal(moved_item),
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Delete": {
-                                "TableName": table.name,
-                                "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
-                                # A message never changes: still there is still as read.
-                                "ConditionExpression": "attribute_exists(pk)",
-                            }
-                        },
-                    ]
-                )
-                moved += 1
-            except errors.TransactionCancelled:
-                continue  # taken or changed meanwhile: the next run moves what is left
-    return moved

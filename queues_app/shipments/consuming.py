@@ -41,17 +41,20 @@ def reset_contention() -> None:
     _contention.reset()
 
 
-class Consuming(ShipmentStore):
+class Consuming:
+    def __init__(self, store: ShipmentStore):
+        self.store = store
+
     def receive(self, queue: str = DEFAULT_QUEUE, *, visibility_timeout: float = 30.0) -> Receipt | None:
         """Receive one shipment for `visibility_timeout` seconds, or None when nothing is
         visible. At most three requests when uncontended."""
-        moment = self.clock()
+        moment = self.store.clock()
         stamp = to_iso(moment)
-        due = self.db.call(
+        due = self.store.db.call(
             "query",
-            TableName=self.table_name,
+            TableName=self.store.table_name,
             IndexName=SHIPMENTS_INVISIBLE.name,
-            Limit=self.candidate_limit,
+            Limit=self.store.candidate_limit,
             KeyConditionExpression="invisible_q = :q AND invisible_sk < :now",
             ExpressionAttributeValues={":q": {"S": queue}, ":now": {"S": stamp}},
         ).get("Items", [])
@@ -59,7 +62,7 @@ class Consuming(ShipmentStore):
             entry = unmarshal(raw)
             if (
                 entry.get("status") == ShipmentStatus.PROCESSING
-                and int(entry.get("attempts", 0)) >= self.retry.max_receives
+                and int(entry.get("attempts", 0)) >= self.store.retry.max_receives
             ):
                 self._dead_letter_expired(entry, stamp)
                 continue
@@ -97,40 +100,14 @@ class Consuming(ShipmentStore):
         expired_lease: bool = False,
         final: bool = False,
     ) -> Receipt | None:
-        stamp = to_iso(moment)
         deadline = moment + timedelta(seconds=timeout)
         receipt = uuid.uuid4().hex
-        status = ShipmentStatus.COMPLETED if final else ShipmentStatus.PROCESSING
-        sets = [
-            "#st = :status",
-            "receipt = :receipt",
-            "last_attempt_at = :now",
-            "first_attempt_at = if_not_exists(first_attempt_at, :now)",
-            "updated_at = :now",
-            "change = :change",
-        ]
-        removes = ["ready_q", "ready_sk"]
-        values = {
-            ":status": status,
-            ":receipt": receipt,
-            ":now": stamp,
-            ":one": 1,
-            ":seen": seen,
-            ":expired": 1 if expired_lease else 0,
-            ":change": replay.change_id("receive", receipt),
-        }
-        if final:
-            sets += ["completed_at = :now"]
-            removes += ["invisible_q", "invisible_sk", "visible_at", "receipt"]
-            sets.remove("receipt = :receipt")
-            del values[":receipt"]
-        else:
-            sets += ["visible_at = :deadline", "invisible_q = #queue", "invisible_sk = :isk"]
-            values.update({":deadline": to_iso(deadline), ":isk": timed_sort_key(to_iso(deadline), shipment_id)})
+        sets, removes, values = _claim_update(shipment_id, to_iso(moment), to_iso(deadline), receipt, final=final)
+        values.update({":seen": seen, ":expired": 1 if expired_lease else 0})
         try:
-            response = self.db.call(
+            response = self.store.db.call(
                 "update_item",
-                TableName=self.table_name,
+                TableName=self.store.table_name,
                 Key=marshal({"id": shipment_id}),
                 UpdateExpression=f"SET {', '.join(sets)} REMOVE {', '.join(removes)} "
                 "ADD version :one, receive_count :one, attempts :one, lease_expirations :expired",
@@ -143,17 +120,17 @@ class Consuming(ShipmentStore):
             return None  # another consumer took it, or it moved: try the next one
         shipment = shipment_from_item(unmarshal(response["Attributes"]))
         if expired_lease:
-            counters.note(self.db, shipment.queue, "expired_leases")
+            counters.note(self.store.db, shipment.queue, "expired_leases")
         first_enqueued = from_iso(shipment.first_enqueued_at)
         if shipment.receive_count == 1 and first_enqueued:
             # Age at the first attempt only: retries would hide how long new work waits.
-            counters.note_first_attempt(self.db, shipment.queue, (moment - first_enqueued).total_seconds())
+            counters.note_first_attempt(self.store.db, shipment.queue, (moment - first_enqueued).total_seconds())
         return Receipt(shipment, receipt if not final else "", deadline)
 
     def _dead_letter_expired(self, entry: dict, stamp: str) -> None:
-        reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.retry.max_receives})"
+        reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.store.retry.max_receives})"
         try:
-            self._to_dlq_update(
+            self.store.to_dlq_update(
                 entry["id"],
                 reason,
                 stamp,
@@ -167,7 +144,7 @@ class Consuming(ShipmentStore):
     def dequeue(self, queue: str = DEFAULT_QUEUE) -> Shipment | None:
         """Take the head of the queue and remove it at once (at-most-once: if the caller
         then fails, the shipment is not retried). Prefer receive + complete."""
-        moment = self.clock()
+        moment = self.store.clock()
         for entry in self._ready_head(queue):
             taken = self._claim(entry["id"], "ready_sk", entry["ready_sk"], moment, 0, final=True)
             if taken:
@@ -176,7 +153,7 @@ class Consuming(ShipmentStore):
 
     def heartbeat(self, shipment_id: str, receipt: str, *, extend_seconds: float = 30.0) -> Receipt:
         """Push the lease's deadline out while the work goes on."""
-        moment = self.clock()
+        moment = self.store.clock()
         deadline = moment + timedelta(seconds=extend_seconds)
         shipment = self._with_receipt(
             shipment_id,
@@ -195,11 +172,11 @@ class Consuming(ShipmentStore):
         """Give a held shipment back untouched (a worker shutting down): it returns to its
         place in the queue at once, and the receive does not count as a failure."""
         for attempt in range(5):
-            current = self.get(shipment_id)
+            current = self.store.get(shipment_id)
             if current.change == replay.change_id("release", receipt):
                 return current  # given back already: this is the same request again
             self._check_receipt(current, receipt, "release")
-            position = current.enqueued_at or to_iso(self.clock())
+            position = current.enqueued_at or to_iso(self.store.clock())
             try:
                 # Conditioned on the version too: the sort key is built from the priority read.
                 return self._with_receipt(
@@ -210,7 +187,7 @@ class Consuming(ShipmentStore):
                     "REMOVE receipt, visible_at, invisible_q, invisible_sk",
                     {
                         ":ready": ShipmentStatus.READY_TO_SHIP,
-                        ":now": to_iso(self.clock()),
+                        ":now": to_iso(self.store.clock()),
                         ":v": current.version,
                         ":rsk": ready_sort_key(current.priority, position, shipment_id),
                     },
@@ -232,10 +209,10 @@ class Consuming(ShipmentStore):
             "complete",
             "SET #st = :completed, completed_at = :now, updated_at = :now "
             "REMOVE receipt, visible_at, invisible_q, invisible_sk",
-            {":completed": ShipmentStatus.COMPLETED, ":now": to_iso(self.clock())},
+            {":completed": ShipmentStatus.COMPLETED, ":now": to_iso(self.store.clock())},
         )
         if not done.replayed:
-            counters.note(self.db, done.item.queue, "completed")
+            counters.note(self.store.db, done.item.queue, "completed")
         return done.item
 
     def fail(self, shipment_id: str, receipt: str, reason: str) -> Shipment:
@@ -245,18 +222,18 @@ class Consuming(ShipmentStore):
 
     def fail_once(self, shipment_id: str, receipt: str, reason: str) -> Done[Shipment]:
         """`fail`, saying whether this was the same failure reported again (`replayed`)."""
-        current = self.get(shipment_id)
+        current = self.store.get(shipment_id)
         change = replay.change_id("fail", receipt)
         if current.change == change:
             return Done(current, replayed=True)
         self._check_receipt(current, receipt, "fail")
-        moment = self.clock()
+        moment = self.store.clock()
         stamp = to_iso(moment)
         entry = [{"at": stamp, "reason": (reason or "unspecified")[:500], "receive": current.receive_count}]
         reasons = (current.failure_reasons + entry)[-MAX_FAILURE_REASONS:]
-        if current.attempts >= self.retry.max_receives:
-            dlq_reason = f"failed {current.attempts} times (maximum {self.retry.max_receives}): {reason}"
-            return self._to_dlq_update(
+        if current.attempts >= self.store.retry.max_receives:
+            dlq_reason = f"failed {current.attempts} times (maximum {self.store.retry.max_receives}): {reason}"
+            return self.store.to_dlq_update(
                 shipment_id,
                 dlq_reason,
                 stamp,
@@ -266,7 +243,7 @@ class Consuming(ShipmentStore):
                 receipt_check=(receipt, "fail"),
                 change=change,
             )
-        visible = to_iso(moment + timedelta(seconds=self.retry.delay_after(current.attempts)))
+        visible = to_iso(moment + timedelta(seconds=self.store.retry.delay_after(current.attempts)))
         return self._with_receipt(
             shipment_id,
             receipt,
@@ -302,7 +279,7 @@ class Consuming(ShipmentStore):
         change = replay.change_id(action, receipt)
         try:
             return Done(
-                self._update(
+                self.store.update(
                     shipment_id,
                     update + " ADD version :one",
                     "#st = :processing AND receipt = :receipt" + (f" AND {extra_condition}" if extra_condition else ""),
@@ -319,12 +296,40 @@ class Consuming(ShipmentStore):
 
     def _ready_head(self, queue: str) -> list[dict]:
         """The first entries of the `ready` index (one Query): keys in receive order."""
-        response = self.db.call(
+        response = self.store.db.call(
             "query",
-            TableName=self.table_name,
+            TableName=self.store.table_name,
             IndexName=SHIPMENTS_READY.name,
-            Limit=self.candidate_limit,
+            Limit=self.store.candidate_limit,
             KeyConditionExpression="ready_q = :q",
             ExpressionAttributeValues={":q": {"S": queue}},
         )
         return [unmarshal(raw) for raw in response.get("Items", [])]
+
+
+def _claim_update(
+    shipment_id: str, stamp: str, deadline: str, receipt: str, *, final: bool
+) -> tuple[list[str], list[str], dict]:
+    """What a receive sets and removes: processing under a new receipt until `deadline`
+    (in the invisible index), or completed at once (`final`: a receive that finishes it)."""
+    sets = [
+        "#st = :status",
+        "last_attempt_at = :now",
+        "first_attempt_at = if_not_exists(first_attempt_at, :now)",
+        "updated_at = :now",
+        "change = :change",
+    ]
+    removes = ["ready_q", "ready_sk"]
+    values = {
+        ":status": ShipmentStatus.COMPLETED if final else ShipmentStatus.PROCESSING,
+        ":now": stamp,
+        ":one": 1,
+        ":change": replay.change_id("receive", receipt),
+    }
+    if final:
+        sets += ["completed_at = :now"]
+        removes += ["invisible_q", "invisible_sk", "visible_at", "receipt"]
+    else:
+        sets += ["receipt = :receipt", "visible_at = :deadline", "invisible_q = #queue", "invisible_sk = :isk"]
+        values.update({":receipt": receipt, ":deadline": deadline, ":isk": timed_sort_key(deadline, shipment_id)})
+    return sets, removes, values

@@ -76,67 +76,74 @@ def check_shipment(item: dict) -> list[Violation]:
     """The invariants of one shipment item: a known status, index attributes that agree
     with it (one state only), complete index pairs in the shipment's queue, sort keys as
     the code writes them, and a receipt and deadline exactly when they belong."""
-    sid = str(item.get("id", "?"))
-    subject = f"shipment {sid}"
+    subject = f"shipment {item.get('id', '?')}"
     status = item.get("status")
-    queue = item.get("queue", DEFAULT_QUEUE)
-    found: list[Violation] = []
+    problems: list[tuple[str, str]] = []
+    if status not in ShipmentStatus.ALL:
+        problems.append(("status", f"unknown status {status!r} (expected one of {', '.join(ShipmentStatus.ALL)})"))
+    present = _index_pairs(item, problems)
+    if status in ShipmentStatus.ALL and isinstance(status, str):
+        problems += _state(item, status, present)
+    return [Violation(f"shipments.{check}", subject, detail) for check, detail in problems]
 
-    def add(check_name: str, detail: str) -> None:
-        found.append(Violation(f"shipments.{check_name}", subject, detail))
 
-    def has(attr: str) -> bool:
-        return item.get(attr) is not None
+def _has(item: dict, attr: str) -> bool:
+    return item.get(attr) is not None
 
-    known = status in ShipmentStatus.ALL
-    if not known:
-        add("status", f"unknown status {status!r} (expected one of {', '.join(ShipmentStatus.ALL)})")
 
-    # each index pair: complete, in the shipment's queue, with the sort key the code writes
+def _index_pairs(item: dict, problems: list[tuple[str, str]]) -> set[str]:
+    """The indexes the item is in; each index pair complete, in the shipment's queue, with
+    the sort key the code writes (what is not goes into `problems`)."""
+    sid, queue = str(item.get("id", "?")), item.get("queue", DEFAULT_QUEUE)
     present = set()
     for index, (q_attr, sk_attr) in INDEX_KEYS.items():
-        if not (has(q_attr) or has(sk_attr)):
+        if not (_has(item, q_attr) or _has(item, sk_attr)):
             continue
         present.add(index)
-        if not has(sk_attr):
-            add("index", f"{q_attr} without {sk_attr} (an incomplete {index} index entry)")
-        elif not has(q_attr):
-            add("index", f"{sk_attr} without {q_attr} (an incomplete {index} index entry)")
-        if has(q_attr) and item[q_attr] != queue:
-            add("index", f"{q_attr} is {item[q_attr]!r} but the shipment's queue is {queue!r}")
-        if has(sk_attr):
+        if not _has(item, sk_attr):
+            problems.append(("index", f"{q_attr} without {sk_attr} (an incomplete {index} index entry)"))
+        elif not _has(item, q_attr):
+            problems.append(("index", f"{sk_attr} without {q_attr} (an incomplete {index} index entry)"))
+        if _has(item, q_attr) and item[q_attr] != queue:
+            problems.append(("index", f"{q_attr} is {item[q_attr]!r} but the shipment's queue is {queue!r}"))
+        if _has(item, sk_attr):
             expected, why = _expected_sort_key(index, item, sid)
             if expected is None:
-                add("sort_key", f"{sk_attr} is {item[sk_attr]!r} but {why}")
+                problems.append(("sort_key", f"{sk_attr} is {item[sk_attr]!r} but {why}"))
             elif item[sk_attr] != expected:
-                add("sort_key", f"{sk_attr} is {item[sk_attr]!r}, expected {expected!r} ({why})")
+                problems.append(("sort_key", f"{sk_attr} is {item[sk_attr]!r}, expected {expected!r} ({why})"))
+    return present
 
-    # the indexes agree with the status (exactly one state)
-    if known and isinstance(status, str):
-        label = ShipmentStatus.LABELS[status][0].lower() + ShipmentStatus.LABELS[status][1:]  # "in DLQ"
-        extra = sorted(present - _INDEXES_ALLOWED[status])
-        for index in extra:
-            add("index", f"{label} but in the {index} index ({', '.join(a for a in INDEX_KEYS[index] if has(a))})")
-        for index in sorted(_INDEXES_REQUIRED[status] - present):
-            add("index", f"{label} but not in the {index} index (no {' or '.join(INDEX_KEYS[index])})")
-        if status == ShipmentStatus.READY_TO_SHIP and {"ready", "invisible"} <= present:
-            add("index", "ready to ship but both queued and delayed: in the ready and the invisible index")
 
-        # lease attributes: a receipt only while processing; a deadline exactly while in `invisible`
-        if status == ShipmentStatus.PROCESSING:
-            if not has("receipt"):
-                add("lease", "processing without a receipt")
-            if not has("visible_at"):
-                add("lease", "processing without a deadline (visible_at)")
-        elif has("receipt"):
-            add("lease", f"{label} but holds a receipt ({item['receipt']})")
-        if has("visible_at") and "invisible" not in present and status != ShipmentStatus.PROCESSING:
-            add("lease", f"{label} with visible_at {item['visible_at']} but not in the invisible index")
-        if status == ShipmentStatus.IN_DLQ:
-            for attr in ("dlq_at", "dlq_reason"):
-                if not has(attr):
-                    add("index", f"in DLQ without {attr}")
-    return found
+def _state(item: dict, status: str, present: set[str]) -> list[tuple[str, str]]:
+    """The indexes agree with the status (exactly one state); a receipt only while
+    processing; a deadline exactly while in `invisible`; a DLQ entry says when and why."""
+
+    def has(attr: str) -> bool:
+        return _has(item, attr)
+
+    label = ShipmentStatus.LABELS[status][0].lower() + ShipmentStatus.LABELS[status][1:]  # "in DLQ"
+    problems = []
+    for index in sorted(present - _INDEXES_ALLOWED[status]):
+        problems.append(
+            ("index", f"{label} but in the {index} index ({', '.join(a for a in INDEX_KEYS[index] if has(a))})")
+        )
+    for index in sorted(_INDEXES_REQUIRED[status] - present):
+        problems.append(("index", f"{label} but not in the {index} index (no {' or '.join(INDEX_KEYS[index])})"))
+    if status == ShipmentStatus.READY_TO_SHIP and {"ready", "invisible"} <= present:
+        problems.append(("index", "ready to ship but both queued and delayed: in the ready and the invisible index"))
+    if status == ShipmentStatus.PROCESSING:
+        if not has("receipt"):
+            problems.append(("lease", "processing without a receipt"))
+        if not has("visible_at"):
+            problems.append(("lease", "processing without a deadline (visible_at)"))
+    elif has("receipt"):
+        problems.append(("lease", f"{label} but holds a receipt ({item['receipt']})"))
+    if has("visible_at") and "invisible" not in present and status != ShipmentStatus.PROCESSING:
+        problems.append(("lease", f"{label} with visible_at {item['visible_at']} but not in the invisible index"))
+    if status == ShipmentStatus.IN_DLQ:
+        problems += [("index", f"in DLQ without {attr}") for attr in ("dlq_at", "dlq_reason") if not has(attr)]
+    return problems
 
 
 def _expected_sort_key(index: str, item: dict, sid: str) -> tuple[str | None, str]:

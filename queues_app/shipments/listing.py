@@ -86,7 +86,10 @@ def age_of(shipment: Shipment, view: str) -> str | None:
     return shipment.first_enqueued_at or shipment.created_at
 
 
-class Listing(ShipmentStore):
+class Listing:
+    def __init__(self, store: ShipmentStore):
+        self.store = store
+
     def list_filtered(
         self,
         view: str,
@@ -110,9 +113,37 @@ class Listing(ShipmentStore):
           (tenants and ages are not in the KEYS_ONLY indexes).
         A page ends at its last shipment, so nothing read past it is lost; a page not
         full after `max_reads` ends where the reading stopped."""
+        index, _ = LIST_INDEX[view]
+        pk, sk = INDEX_KEYS[index]
+        cutoff = filters.cutoff(self.store.clock())
+        params = self._filtered_query(view, queue, filters, cutoff)
+        purpose = f"shipments:{index}:{queue}"  # the same keys as the list without filters
+        start = decode_cursor(cursor, purpose=purpose)
+        found: list[tuple[Shipment, dict]] = []
+        for _ in range(max_reads):
+            params["Limit"] = FILTERED_READ
+            if start:
+                params["ExclusiveStartKey"] = start
+            response = self.store.db.call("query", **params)
+            # The index key of each entry: where the next page starts if the page ends there.
+            entries = {i["id"]["S"]: {k: i[k] for k in ("id", pk, sk)} for i in response.get("Items", [])}
+            found += [
+                (s, entries[s.shipment_id])
+                for s in self.store.get_many(list(entries))
+                if filters.matches(s, view, cutoff)
+            ]
+            start = response.get("LastEvaluatedKey")
+            if not start or len(found) > limit:
+                break
+        if len(found) > limit:
+            found, start = found[:limit], found[limit - 1][1]
+        return Page([s for s, _ in found], encode_cursor(start, purpose=purpose))
+
+    def _filtered_query(self, view: str, queue: str, filters: ShipmentFilter, cutoff: str | None) -> dict[str, Any]:
+        """The Query of a filtered list's index: what the index's key narrows (a priority,
+        an age on the DLQ), and what a filter expression does (the status, an id prefix)."""
         index, status = LIST_INDEX[view]
         pk, sk = INDEX_KEYS[index]
-        cutoff = filters.cutoff(self.clock())
         names = {"#pk": pk}
         values: dict[str, Any] = {":q": {"S": queue}}
         key = "#pk = :q"
@@ -138,7 +169,7 @@ class Listing(ShipmentStore):
             conditions.append("begins_with(id, :prefix)")
             values[":prefix"] = {"S": filters.id_prefix}
         params: dict[str, Any] = {
-            "TableName": self.table_name,
+            "TableName": self.store.table_name,
             "IndexName": index,
             "KeyConditionExpression": key,
             "ExpressionAttributeNames": names,
@@ -146,31 +177,12 @@ class Listing(ShipmentStore):
         }
         if conditions:
             params["FilterExpression"] = " AND ".join(conditions)
-
-        purpose = f"shipments:{index}:{queue}"  # the same keys as the list without filters
-        start = decode_cursor(cursor, purpose=purpose)
-        found: list[tuple[Shipment, dict]] = []
-        for _ in range(max_reads):
-            params["Limit"] = FILTERED_READ
-            if start:
-                params["ExclusiveStartKey"] = start
-            response = self.db.call("query", **params)
-            # The index key of each entry: where the next page starts if the page ends there.
-            entries = {i["id"]["S"]: {k: i[k] for k in ("id", pk, sk)} for i in response.get("Items", [])}
-            found += [
-                (s, entries[s.shipment_id]) for s in self.get_many(list(entries)) if filters.matches(s, view, cutoff)
-            ]
-            start = response.get("LastEvaluatedKey")
-            if not start or len(found) > limit:
-                break
-        if len(found) > limit:
-            found, start = found[:limit], found[limit - 1][1]
-        return Page([s for s, _ in found], encode_cursor(start, purpose=purpose))
+        return params
 
     def list_queue(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None, limit: int = 25) -> Page[Shipment]:
         """Queued shipments in the order receive takes them: priority, then time."""
         ids, next_cursor = self._index_page("ready", queue, cursor=cursor, limit=limit)
-        return Page(self.get_many(ids), next_cursor)
+        return Page(self.store.get_many(ids), next_cursor)
 
     def list_in_flight(
         self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None, limit: int = 25
@@ -185,7 +197,7 @@ class Listing(ShipmentStore):
     def list_dlq(self, queue: str = DEFAULT_QUEUE, *, cursor: str | None = None, limit: int = 25) -> Page[Shipment]:
         """The dead-letter queue, oldest first."""
         ids, next_cursor = self._index_page("dlq", queue, cursor=cursor, limit=limit)
-        return Page(self.get_many(ids), next_cursor)
+        return Page(self.store.get_many(ids), next_cursor)
 
     def _list_invisible(self, queue: str, status: str, *, cursor: str | None, limit: int) -> Page[Shipment]:
         ids, next_cursor = self._index_page(
@@ -199,7 +211,7 @@ class Listing(ShipmentStore):
                 "values": {":status": {"S": status}},
             },
         )
-        return Page(self.get_many(ids), next_cursor)
+        return Page(self.store.get_many(ids), next_cursor)
 
     def _index_page(
         self, index: str, queue: str, *, cursor: str | None, limit: int, forward: bool = True, extra: dict | None = None
@@ -207,7 +219,7 @@ class Listing(ShipmentStore):
         """One page of an index (a single Limit-bounded Query): the ids and the next cursor."""
         pk, _sk = INDEX_KEYS[index]
         params: dict[str, Any] = {
-            "TableName": self.table_name,
+            "TableName": self.store.table_name,
             "IndexName": index,
             "KeyConditionExpression": "#pk = :q",
             "ExpressionAttributeNames": {"#pk": pk},
@@ -223,7 +235,7 @@ class Listing(ShipmentStore):
         start = decode_cursor(cursor, purpose=purpose)
         if start:
             params["ExclusiveStartKey"] = start
-        response = self.db.call("query", **params)
+        response = self.store.db.call("query", **params)
         ids = [unmarshal(i)["id"] for i in response.get("Items", [])]
         return ids, encode_cursor(response.get("LastEvaluatedKey"), purpose=purpose)
 
@@ -245,7 +257,7 @@ class Listing(ShipmentStore):
     def _count(self, index: str, queue: str, cap: int, status: str | None = None) -> tuple[int, bool]:
         pk, _ = INDEX_KEYS[index]
         params: dict[str, Any] = {
-            "TableName": self.table_name,
+            "TableName": self.store.table_name,
             "IndexName": index,
             "Select": "COUNT",
             "Limit": cap,
@@ -257,7 +269,7 @@ class Listing(ShipmentStore):
             params["FilterExpression"] = "#st = :st"
             params["ExpressionAttributeNames"]["#st"] = "status"
             params["ExpressionAttributeValues"][":st"] = {"S": status}
-        response = self.db.call("query", **params)
+        response = self.store.db.call("query", **params)
         return response["Count"], bool(response.get("LastEvaluatedKey"))
 
     def oldest_queued_at(self, queue: str = DEFAULT_QUEUE) -> str | None:
@@ -265,9 +277,9 @@ class Listing(ShipmentStore):
         priority level that has any (at most ten), since the index sorts by priority first."""
         oldest = None
         for level in range(MAX_PRIORITY + 1):
-            response = self.db.call(
+            response = self.store.db.call(
                 "query",
-                TableName=self.table_name,
+                TableName=self.store.table_name,
                 IndexName="ready",
                 Limit=1,
                 KeyConditionExpression="ready_q = :q AND begins_with(ready_sk, :p)",

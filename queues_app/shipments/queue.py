@@ -1,28 +1,25 @@
 """The shipments priority queue: a queue over an existing table, with visibility
 timeouts, retries with backoff, a dead-letter queue and selective restore.
 
-`ShipmentQueue` is every operation on shipments: consuming (consuming.py), supervising
-(supervising.py), listing (listing.py), and here the lifecycle that leads into the
-queue (create, mark ready, enqueue or submit at once, sideline stale work). The index
-layout and the states are explained in docs/architecture.md.
+`ShipmentQueue` is every operation on shipments: what brings them into the queue
+(intake.py), consuming (consuming.py), supervising (supervising.py) and listing
+(listing.py), over one store (store.py). The index layout and the states are explained in
+docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterable
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime
 
-from queues_app.ddb import batch, errors, replay
-from queues_app.ddb.clock import to_iso
-from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.ddb.tables import SHIPMENTS_READY
-from queues_app.figures import counters
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now
+from queues_app.facades import Verb
 from queues_app.shipments.consuming import Consuming
+from queues_app.shipments.intake import Intake
 from queues_app.shipments.listing import Listing
 from queues_app.shipments.records import (
     DEFAULT_QUEUE,
-    MAX_PRIORITY,
     SPILLOVER_QUEUE,
     Counts,
     InvalidTransition,
@@ -33,13 +30,12 @@ from queues_app.shipments.records import (
     Shipment,
     ShipmentState,
     ShipmentStatus,
-    check_priority,
-    queued_shipment,
     ready_sort_key,
     shipment_from_item,
     shipment_to_item,
     timed_sort_key,
 )
+from queues_app.shipments.store import ShipmentStore
 from queues_app.shipments.supervising import Supervising
 
 # The records are part of this module's interface: callers import them from here too.
@@ -63,176 +59,70 @@ __all__ = [
 ]
 
 
-class ShipmentQueue(Consuming, Supervising, Listing):
-    """Every operation on shipments. `clock` is injectable for tests."""
+class ShipmentQueue:
+    """Every operation on shipments, each the method of the part that owns it: `intake`,
+    `consuming` (workers), `supervising` (people), `listing`, over one `store` (the table,
+    the clock, injectable for tests, and the retry policy)."""
 
-    def create(
+    create = Verb("intake", Intake.create)
+    submit = Verb("intake", Intake.submit)
+    put_new_action = Verb("intake", Intake.put_new_action)
+    create_many = Verb("intake", Intake.create_many)
+    mark_ready = Verb("intake", Intake.mark_ready)
+    enqueue = Verb("intake", Intake.enqueue)
+    sideline_stale = Verb("intake", Intake.sideline_stale)
+
+    receive = Verb("consuming", Consuming.receive)
+    dequeue = Verb("consuming", Consuming.dequeue)
+    heartbeat = Verb("consuming", Consuming.heartbeat)
+    release = Verb("consuming", Consuming.release)
+    complete = Verb("consuming", Consuming.complete)
+    fail = Verb("consuming", Consuming.fail)
+    fail_once = Verb("consuming", Consuming.fail_once)
+
+    remove = Verb("supervising", Supervising.remove)
+    restore = Verb("supervising", Supervising.restore)
+    touch = Verb("supervising", Supervising.touch)
+    set_priority = Verb("supervising", Supervising.set_priority)
+    send_to_dlq = Verb("supervising", Supervising.send_to_dlq)
+    restore_many = Verb("supervising", Supervising.restore_many)
+    dlq_matching = Verb("supervising", Supervising.dlq_matching)
+
+    list_filtered = Verb("listing", Listing.list_filtered)
+    list_queue = Verb("listing", Listing.list_queue)
+    list_in_flight = Verb("listing", Listing.list_in_flight)
+    list_delayed = Verb("listing", Listing.list_delayed)
+    list_dlq = Verb("listing", Listing.list_dlq)
+    counts = Verb("listing", Listing.counts)
+    count_queued = Verb("listing", Listing.count_queued)
+    oldest_queued_at = Verb("listing", Listing.oldest_queued_at)
+
+    get = Verb("store", ShipmentStore.get)
+    get_many = Verb("store", ShipmentStore.get_many)
+
+    def __init__(
         self,
-        data: dict,
+        db: Dynamo | None = None,
         *,
-        shipment_id: str | None = None,
-        priority: int = 0,
-        ready: bool = False,
-        tenant: str | None = None,
-        queue: str = DEFAULT_QUEUE,
-    ) -> Shipment:
-        check_priority(priority)
-        if not isinstance(data, dict):
-            raise errors.InvalidRequest("Shipment data must be a map of fields.")
-        stamp = to_iso(self.clock())
-        shipment = Shipment(
-            shipment_id=shipment_id or uuid.uuid4().hex[:16],
-            data=data,
-            status=ShipmentStatus.READY_TO_SHIP if ready else ShipmentStatus.UNDER_CONSTRUCTION,
-            priority=priority,
-            queue=queue,
-            created_at=stamp,
-            updated_at=stamp,
-            tenant=tenant,
-        )
-        self._put_new(shipment)
-        return shipment
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], datetime] = now,
+        candidate_limit: int = 5,
+    ):
+        self.store = ShipmentStore(db, retry=retry, clock=clock, candidate_limit=candidate_limit)
+        self.db = self.store.db
+        self.intake = Intake(self.store)
+        self.consuming = Consuming(self.store)
+        self.supervising = Supervising(self.store)
+        self.listing = Listing(self.store)
 
-    def submit(
-        self,
-        data: dict,
-        *,
-        priority: int = 0,
-        tenant: str | None = None,
-        queue: str = DEFAULT_QUEUE,
-        delay_seconds: float = 0,
-        shipment_id: str | None = None,
-        trace_id: str | None = None,
-        request_digest: str | None = None,
-    ) -> Shipment:
-        """Create a shipment ready to ship and queued (visible after `delay_seconds`), in
-        one PutItem: what the API's enqueue does."""
-        shipment = queued_shipment(
-            data,
-            moment=self.clock(),
-            priority=priority,
-            tenant=tenant,
-            queue=queue,
-            delay_seconds=delay_seconds,
-            shipment_id=shipment_id,
-            trace_id=trace_id,
-        )
-        shipment.request_digest = request_digest
-        self._put_new(shipment)
-        counters.note(self.db, queue, "enqueued")
-        return shipment
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self.store.clock
 
-    def put_new_action(self, shipment: Shipment) -> dict:
-        """The Put of a new shipment, for a transaction that writes it with other items."""
-        return {
-            "Put": {
-                "TableName": self.table_name,
-                "Item": marshal(shipment_to_item(shipment)),
-                "ConditionExpression": "attribute_not_exists(id)",
-            }
-        }
+    @property
+    def table_name(self) -> str:
+        return self.store.table_name
 
-    def _put_new(self, shipment: Shipment) -> None:
-        try:
-            self.db.call("put_item", **self.put_new_action(shipment)["Put"])
-        except errors.Conflict as exc:
-            raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
-
-    def create_many(self, shipments: Iterable[Shipment], on_batch=None) -> int:
-        return batch.put_items(self.db, self.table_name, (shipment_to_item(s) for s in shipments), on_batch=on_batch)
-
-    def mark_ready(self, shipment_id: str, *, expected_version: int | None = None) -> Shipment:
-        """Under construction -> ready to ship (not yet queued)."""
-        return self._change(
-            shipment_id,
-            "mark ready",
-            "SET #st = :ready",
-            {":ready": ShipmentStatus.READY_TO_SHIP},
-            allowed="#st = :uc",
-            allowed_values={":uc": ShipmentStatus.UNDER_CONSTRUCTION},
-            expected_version=expected_version,
-        ).item
-
-    def enqueue(self, shipment_id: str, *, expected_version: int | None = None, delay_seconds: float = 0) -> Shipment:
-        """Put a ready shipment in its queue (visible after `delay_seconds`)."""
-        current = self.get(shipment_id)
-        if current.status == ShipmentStatus.UNDER_CONSTRUCTION:
-            raise InvalidTransition(f"Shipment {shipment_id} is under construction; mark it ready first.")
-        moment = self.clock()
-        stamp = to_iso(moment)
-        values = {":now": stamp}
-        if delay_seconds and delay_seconds > 0:
-            visible = to_iso(moment + timedelta(seconds=delay_seconds))
-            update = (
-                "SET enqueued_at = :now, first_enqueued_at = if_not_exists(first_enqueued_at, :now), "
-                "visible_at = :visible, invisible_q = #queue, invisible_sk = :isk"
-            )
-            values.update({":visible": visible, ":isk": timed_sort_key(visible, shipment_id)})
-        else:
-            update = (
-                "SET enqueued_at = :now, first_enqueued_at = if_not_exists(first_enqueued_at, :now), "
-                "ready_q = #queue, ready_sk = :rsk"
-            )
-            values[":rsk"] = ready_sort_key(current.priority, stamp, shipment_id)
-        queued = self._change(
-            shipment_id,
-            "enqueue",
-            update,
-            values,
-            allowed="#st = :ready AND attribute_not_exists(ready_q) AND attribute_not_exists(invisible_q)",
-            allowed_values={":ready": ShipmentStatus.READY_TO_SHIP},
-            expected_version=expected_version if expected_version is not None else current.version,
-            names={"#queue": "queue"},
-        )
-        if not queued.replayed:
-            counters.note(self.db, queued.item.queue, "enqueued")
-        return queued.item
-
-    def sideline_stale(
-        self, older_than_seconds: float, *, source: str = DEFAULT_QUEUE, target: str = SPILLOVER_QUEUE, limit: int = 100
-    ) -> list[str]:
-        """Move queued shipments that have waited longer than `older_than_seconds` from
-        `source` to `target`, so fresh work is served first after a backlog. One Query
-        per priority level reads exactly the stale ones (the sort key starts with the
-        level, then the enqueue time); each move is conditioned on the entry as read."""
-        cutoff = to_iso(self.clock() - timedelta(seconds=older_than_seconds))
-        moved: list[str] = []
-        for level in range(MAX_PRIORITY + 1):
-            if len(moved) >= limit:
-                break
-            response = self.db.call(
-                "query",
-                TableName=self.table_name,
-                IndexName=SHIPMENTS_READY.name,
-                Limit=limit - len(moved),
-                KeyConditionExpression="ready_q = :q AND ready_sk BETWEEN :lo AND :hi",
-                ExpressionAttributeValues=marshal({":q": source, ":lo": f"{level}#", ":hi": f"{level}#{cutoff}"}),
-            )
-            for raw in response.get("Items", []):
-                entry = unmarshal(raw)
-                try:
-                    self.db.call(
-                        "update_item",
-                        TableName=self.table_name,
-                        Key=marshal({"id": entry["id"]}),
-                        UpdateExpression="SET #queue = :target, ready_q = :target, updated_at = :now, "
-                        "change = :change ADD version :one",
-                        ConditionExpression="ready_q = :source AND ready_sk = :seen",
-                        ExpressionAttributeNames={"#queue": "queue"},
-                        ExpressionAttributeValues=marshal(
-                            {
-                                ":target": target,
-                                ":source": source,
-                                ":one": 1,
-                                ":seen": entry["ready_sk"],
-                                ":now": to_iso(self.clock()),
-                                ":change": replay.change_id("sideline", target),
-                            }
-                        ),
-                    )
-                    moved.append(entry["id"])
-                except errors.Conflict:
-                    continue  # taken or changed meanwhile
-        if moved:
-            counters.note(self.db, source, "sidelined", len(moved))
-        return moved
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.store.retry

@@ -68,7 +68,7 @@ class ShipmentStore:
 
     # --- conditional updates ------------------------------------------------------------
 
-    def _update(
+    def update(
         self,
         shipment_id: str,
         update: str,
@@ -106,7 +106,7 @@ class ShipmentStore:
             raise
         return shipment_from_item(unmarshal(response["Attributes"]))
 
-    def _change(
+    def change(
         self,
         shipment_id: str,
         action: str,
@@ -133,7 +133,7 @@ class ShipmentStore:
         update = update if "updated_at" in update else update.replace("SET ", "SET updated_at = :now, ", 1)
         try:
             return Done(
-                self._update(
+                self.update(
                     shipment_id,
                     _add_version(update),
                     "attribute_exists(id) AND " + condition,
@@ -145,9 +145,9 @@ class ShipmentStore:
         except errors.Conflict as exc:
             if expected_version is not None and replay.made_by(exc.current, change):
                 return Done(shipment_from_item(exc.current or {}), replayed=True)
-            raise self._stale(shipment_id, action, exc.current, expected_version) from exc
+            raise self.stale(shipment_id, action, exc.current, expected_version) from exc
 
-    def _to_dlq_update(
+    def to_dlq_update(
         self,
         shipment_id: str,
         reason: str,
@@ -178,7 +178,7 @@ class ShipmentStore:
             sets += ", failure_reasons = :failures"
             all_values[":failures"] = failures
         try:
-            moved = self._update(
+            moved = self.update(
                 shipment_id,
                 f"SET {sets} REMOVE ready_q, ready_sk, invisible_q, invisible_sk, visible_at, receipt ADD version :one",
                 condition,
@@ -194,18 +194,18 @@ class ShipmentStore:
                 raise ReceiptInvalid(
                     f"Cannot {receipt_check[1]} shipment {shipment_id}: {problem}", current=exc.current
                 ) from exc
-            raise self._stale(shipment_id, "send to the DLQ", exc.current, conflict_version) from exc
+            raise self.stale(shipment_id, "send to the DLQ", exc.current, conflict_version) from exc
         return Done(moved)
 
-    def _done_or_stale(self, current: Shipment, action: str, seen_version: int, *named) -> Done[Shipment]:
+    def done_or_stale(self, current: Shipment, action: str, seen_version: int, *named) -> Done[Shipment]:
         """A shipment no longer at the version a request names: made so by that very
         request (answered as done), or changed otherwise (refused, saying how)."""
         if current.change == replay.change_id(action.replace(" ", "-"), seen_version, *named):
             return Done(current, replayed=True)
-        raise self._stale(current.shipment_id, action, shipment_to_item(current), seen_version)
+        raise self.stale(current.shipment_id, action, shipment_to_item(current), seen_version)
 
     @staticmethod
-    def _stale(shipment_id: str, action: str, current: dict | None, expected_version: int | None) -> errors.Conflict:
+    def stale(shipment_id: str, action: str, current: dict | None, expected_version: int | None) -> errors.Conflict:
         """The conflict to raise when a change was refused: changed since seen (another
         version), or not allowed from the state it is in."""
         current = current or {}

@@ -27,16 +27,19 @@ from queues_app.shipments.store import ShipmentStore
 DLQ_PAGE_SIZE = 100  # entries read from the DLQ index per request when filtering it
 
 
-class Supervising(ShipmentStore):
+class Supervising:
+    def __init__(self, store: ShipmentStore):
+        self.store = store
+
     def remove(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Take the shipment off the queue (waiting, delayed or in flight); it stays in the
         table as ready to ship, and a consumer holding it can no longer complete it."""
-        return self._change(
+        return self.store.change(
             shipment_id,
             "remove",
             "SET #st = :ready, removed_at = :now REMOVE ready_q, ready_sk, invisible_q, invisible_sk, "
             "visible_at, receipt",
-            {":ready": ShipmentStatus.READY_TO_SHIP, ":now": to_iso(self.clock())},
+            {":ready": ShipmentStatus.READY_TO_SHIP, ":now": to_iso(self.store.clock())},
             allowed="attribute_exists(ready_q) OR attribute_exists(invisible_q)",
             expected_version=expected_version,
         )
@@ -44,9 +47,9 @@ class Supervising(ShipmentStore):
     def restore(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Back to the queue from the DLQ or from processing, keeping its history (first
         enqueue time, receive count, failure reasons)."""
-        current = self.get(shipment_id)
-        stamp = to_iso(self.clock())
-        return self._change(
+        current = self.store.get(shipment_id)
+        stamp = to_iso(self.store.clock())
+        return self.store.change(
             shipment_id,
             "restore",
             "SET #st = :ready, enqueued_at = :now, ready_q = #queue, ready_sk = :rsk, restored_at = :now, "
@@ -66,9 +69,9 @@ class Supervising(ShipmentStore):
 
     def touch(self, shipment_id: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Send a queued shipment to the back of its priority level."""
-        current = self.get(shipment_id)
-        stamp = to_iso(self.clock())
-        return self._change(
+        current = self.store.get(shipment_id)
+        stamp = to_iso(self.store.clock())
+        return self.store.change(
             shipment_id,
             "touch",
             "SET enqueued_at = :now, ready_sk = :rsk",
@@ -81,9 +84,9 @@ class Supervising(ShipmentStore):
         """Change the priority (0-9, higher first); a queued shipment moves at once and keeps
         its time within the new level."""
         check_priority(priority)
-        current = self.get(shipment_id)
+        current = self.store.get(shipment_id)
         if expected_version is not None and current.version != expected_version:
-            return self._done_or_stale(current, "set priority", expected_version, priority)
+            return self.store.done_or_stale(current, "set priority", expected_version, priority)
         if current.state in (ShipmentState.COMPLETED,):
             raise InvalidTransition(f"Shipment {shipment_id} is completed; its priority no longer matters.")
         values: dict = {":priority": priority}
@@ -91,10 +94,10 @@ class Supervising(ShipmentStore):
         allowed = "attribute_not_exists(ready_q)"
         if current.ready_sk:
             update += ", ready_sk = :rsk"
-            values[":rsk"] = ready_sort_key(priority, current.enqueued_at or to_iso(self.clock()), shipment_id)
+            values[":rsk"] = ready_sort_key(priority, current.enqueued_at or to_iso(self.store.clock()), shipment_id)
             allowed = "ready_sk = :seen_rsk"
             values[":seen_rsk"] = current.ready_sk
-        return self._change(
+        return self.store.change(
             shipment_id,
             "set priority",
             update,
@@ -106,10 +109,10 @@ class Supervising(ShipmentStore):
 
     def send_to_dlq(self, shipment_id: str, reason: str, *, expected_version: int | None = None) -> Done[Shipment]:
         """Take a shipment that is queued, delayed, in flight or ready to the DLQ."""
-        current = self.get(shipment_id)
+        current = self.store.get(shipment_id)
         version = expected_version if expected_version is not None else current.version
         if current.version != version:
-            return self._done_or_stale(current, "send to the DLQ", version)
+            return self.store.done_or_stale(current, "send to the DLQ", version)
         if current.state not in (
             ShipmentState.QUEUED,
             ShipmentState.DELAYED,
@@ -120,10 +123,10 @@ class Supervising(ShipmentStore):
                 f"Shipment {shipment_id} is {current.state.replace('_', ' ')}; "
                 "only queued, delayed, in-flight or ready shipments go to the DLQ."
             )
-        return self._to_dlq_update(
+        return self.store.to_dlq_update(
             shipment_id,
             reason or "sent by a supervisor",
-            to_iso(self.clock()),
+            to_iso(self.store.clock()),
             condition="version = :v",
             values={":v": version},
             conflict_version=version,
@@ -149,7 +152,7 @@ class Supervising(ShipmentStore):
                     time.sleep(delay)
                 next_at = max(next_at, time.monotonic()) + interval
             try:
-                shipment = self.get(shipment_id)
+                shipment = self.store.get(shipment_id)
                 if shipment.status != ShipmentStatus.IN_DLQ:
                     report.skipped.append((shipment_id, f"not in the DLQ ({shipment.state.replace('_', ' ')})"))
                 else:
@@ -174,20 +177,20 @@ class Supervising(ShipmentStore):
     ) -> list[Shipment]:
         """DLQ shipments whose reason contains a text and whose time in the DLQ is within
         bounds, oldest first, read a page at a time (up to `limit`)."""
-        moment = self.clock()
+        moment = self.store.clock()
         found: list[Shipment] = []
         if limit <= 0:
             return found
-        pages = self.db.pages(
+        pages = self.store.db.pages(
             "query",
-            TableName=self.table_name,
+            TableName=self.store.table_name,
             IndexName=SHIPMENTS_DLQ.name,
             KeyConditionExpression="dlq_q = :q",
             ExpressionAttributeValues={":q": {"S": queue}},
             PaginationConfig={"PageSize": DLQ_PAGE_SIZE},
         )
         for page in pages:
-            for shipment in self.get_many([unmarshal(raw)["id"] for raw in page.get("Items", [])]):
+            for shipment in self.store.get_many([unmarshal(raw)["id"] for raw in page.get("Items", [])]):
                 dlq_at = from_iso(shipment.dlq_at)
                 age = (moment - dlq_at).total_seconds() if dlq_at else 0
                 if reason_contains and reason_contains.lower() not in (shipment.dlq_reason or "").lower():

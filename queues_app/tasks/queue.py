@@ -6,15 +6,17 @@ is explained in docs/architecture.md.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 from queues_app.ddb import batch, errors
-from queues_app.ddb.clock import to_iso
+from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 from queues_app.ddb.replay import Done
 from queues_app.ddb.tables import TASKS_BY_STATUS
+from queues_app.facades import Verb
 from queues_app.figures import counters
 from queues_app.tasks.records import (
     SHED_STATS_PREFIX,
@@ -30,6 +32,7 @@ from queues_app.tasks.records import (
     task_to_item,
 )
 from queues_app.tasks.shedding import Shedding
+from queues_app.tasks.store import TaskStore
 
 # The records are part of this module's interface: callers import them from here too.
 __all__ = [
@@ -48,9 +51,18 @@ __all__ = [
 ]
 
 
-class TaskQueue(Shedding):
-    """Every operation on tasks: writing and the transitions, the reads, and shedding
-    (`Shedding`). `clock` is injectable for tests."""
+class TaskQueue(TaskStore):
+    """Every operation on tasks: writing and the transitions, the reads, and shedding (its
+    part `shedding`). `clock` is injectable for tests."""
+
+    sweep_expired = Verb("shedding", Shedding.sweep_expired)
+    shed_history = Verb("shedding", Shedding.shed_history)
+
+    def __init__(
+        self, db: Dynamo | None = None, *, expiry: ExpiryPolicy | None = None, clock: Callable[[], datetime] = now
+    ):
+        super().__init__(db, expiry=expiry, clock=clock)
+        self.shedding = Shedding(self)
 
     # --- writing ------------------------------------------------------------------------
 

@@ -14,18 +14,23 @@ from queues_app.tasks.records import SHED_STATS_PREFIX, ShedReport, TaskStatus
 from queues_app.tasks.store import TaskStore
 
 
-class Shedding(TaskStore):
+class Shedding:
+    """Expired pending tasks deleted and counted as shed, with per-minute totals."""
+
+    def __init__(self, store: TaskStore):
+        self.store = store
+
     def sweep_expired(self, *, limit: int = 1000) -> ShedReport:
         """Count pending tasks that expired as shed, with their age, and delete them.
         Reads the pending index oldest first and stops at the first task still alive
         (creation order is expiry order for pending tasks)."""
-        moment = self.clock()
+        moment = self.store.clock()
         epoch = int(moment.timestamp())
         report = ShedReport()
         pages = (
-            self.db.pages(
+            self.store.db.pages(
                 "query",
-                TableName=self.table_name,
+                TableName=self.store.table_name,
                 IndexName=TASKS_BY_STATUS.name,
                 KeyConditionExpression="task_status = :pending",
                 ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING}),
@@ -49,14 +54,14 @@ class Shedding(TaskStore):
                 break  # no further page is read
         if report.shed:
             self._record_shed(report, moment)
-            counters.note(self.db, counters.TASKS, "shed", report.shed)
+            counters.note(self.store.db, counters.TASKS, "shed", report.shed)
         return report
 
     def _delete_shed(self, item: dict, epoch: int, moment: datetime) -> float | None:
         try:
-            response = self.db.call(
+            response = self.store.db.call(
                 "delete_item",
-                TableName=self.table_name,
+                TableName=self.store.table_name,
                 Key=marshal({"task_id": item["task_id"]}),
                 ConditionExpression="task_status = :pending AND expires_at <= :epoch",
                 ExpressionAttributeValues=marshal({":pending": TaskStatus.PENDING, ":epoch": epoch}),
@@ -71,9 +76,9 @@ class Shedding(TaskStore):
     def _record_shed(self, report: ShedReport, moment: datetime) -> None:
         """Per-minute totals of shed tasks (count, summed and largest age) in a stats item."""
         minute = moment.strftime("%Y-%m-%dT%H:%M")
-        self.db.call(
+        self.store.db.call(
             "update_item",
-            TableName=self.table_name,
+            TableName=self.store.table_name,
             Key=marshal({"task_id": SHED_STATS_PREFIX + minute}),
             UpdateExpression="ADD shed :n, age_sum :sum SET #minute = :minute, expires_at = :expires",
             ExpressionAttributeNames={"#minute": "minute"},
@@ -89,9 +94,9 @@ class Shedding(TaskStore):
 
     def shed_history(self, minutes: int = 60) -> list[dict]:
         """Shed counts for the last `minutes` minutes (one BatchGetItem per 100 minutes)."""
-        moment = self.clock()
+        moment = self.store.clock()
         keys = [SHED_STATS_PREFIX + (moment - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M") for m in range(minutes)]
-        rows = batch.get_items(self.db, self.table_name, [{"task_id": k} for k in keys])
+        rows = batch.get_items(self.store.db, self.store.table_name, [{"task_id": k} for k in keys])
         return sorted(
             (
                 {"minute": r["minute"], "shed": int(r.get("shed", 0)), "age_sum": float(r.get("age_sum", 0))}

@@ -15,6 +15,7 @@ from queues_app.agents.skills import ANY
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.calls.records import CallStatus
+from queues_app.calls.transfers import Transfer
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.errors import InvalidRequest, KeyReused
@@ -157,11 +158,13 @@ def call_transfer(request, call_id: str):
     data = form.cleaned_data
     to_agent = data["to"] == "agent"
     outcome = operations(request).transfer(
-        call_id,
-        preferences=None if to_agent else form.preferences,
-        agent_id=check_id("agent", data["agent_id"]) if to_agent else None,
-        then=data["then"],
-        from_agent_id=check_id("agent", data["from_agent_id"]),
+        Transfer(
+            call_id,
+            preferences=None if to_agent else form.preferences,
+            agent_id=check_id("agent", data["agent_id"]) if to_agent else None,
+            then=data["then"],
+            from_agent_id=check_id("agent", data["from_agent_id"]),
+        )
     )
     agent, call = outcome
     holder = call.agent_name if call and call.agent_id else None

@@ -100,7 +100,7 @@ def _list_context(query) -> dict:
     if filters:
         page = service.list_filtered(view, queue, filters, cursor=cursor, limit=PAGE_SIZE)
     else:
-        page = lister(service, queue, cursor=cursor, limit=PAGE_SIZE)
+        page = lister(service.listing, queue, cursor=cursor, limit=PAGE_SIZE)
     return {
         "queue": queue,
         "view": view,

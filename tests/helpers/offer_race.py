@@ -44,7 +44,7 @@ def main() -> None:
             except errors.Conflict:
                 won = False
         else:
-            won = center.miss_offer(offer["call_id"], offer["offer_sk"]) is not None
+            won = center.offers.miss_offer(offer["call_id"], offer["offer_sk"]) is not None
         outcome[offer["call_id"]] = "won" if won else "lost"
     print(json.dumps(outcome), flush=True)
 

@@ -139,14 +139,14 @@ def read_calls(router: CallCenter, call_ids) -> dict[str, Call]:
     calls, ids = {}, sorted(set(call_ids))
     for first in range(0, len(ids), 100):
         pending = {
-            router.table_name: {
+            router.table.name: {
                 "Keys": [marshal(keys.call(i)) for i in ids[first : first + 100]],
                 "ConsistentRead": True,
             }
         }
         while pending:
             response = router.db.call("batch_get_item", RequestItems=pending)
-            for raw in response["Responses"].get(router.table_name, []):
+            for raw in response["Responses"].get(router.table.name, []):
                 call = call_from_item(unmarshal(raw))
                 calls[call.call_id] = call
             pending = response.get("UnprocessedKeys") or {}

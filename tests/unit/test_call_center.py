@@ -30,7 +30,7 @@ def queue_items(router, combo):
     return [
         item
         for pk in keys.queue_partitions(combo)
-        for item in router.db.partition_items(router.table_name, pk, ConsistentRead=True)
+        for item in router.db.partition_items(router.table.name, pk, ConsistentRead=True)
     ]
 
 
@@ -169,7 +169,7 @@ def test_a_caller_arriving_while_the_agent_queues_is_not_missed(router, monkeypa
             arrived_at="2026-01-01T00:00:00.000000Z",
         )
 
-    monkeypatch.setattr(router, "enqueue", enqueue_while_a_caller_arrives)
+    monkeypatch.setattr(router.availability, "enqueue", enqueue_while_a_caller_arrives)
     agent_now, call = router.make_available(ana.agent_id)
     assert call is not None and call.call_id == "racer"
     assert agent_now.status == AgentStatus.ATTENDING
@@ -367,7 +367,7 @@ def test_a_lost_transaction_conflict_is_retried(clock):
     does): the matcher retries the same candidate instead of failing."""
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
-    router = CallCenter(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
+    router = CallCenter(Dynamo(client, prefix="s-"), catalog, clock=clock, order="fifo")
     token = "2026-01-01T00:00:00.000000Z#a1"
     message = {
         **keys.queue_message(("English", "F"), token),
@@ -396,7 +396,7 @@ def test_a_lost_transaction_conflict_is_retried(clock):
 def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     catalog = SkillCatalog.from_mapping({"language": ["English"], "gender": ["F"]})
-    router = CallCenter(Dynamo(client, prefix="s-"), catalog, clock=clock, default_order="fifo")
+    router = CallCenter(Dynamo(client, prefix="s-"), catalog, clock=clock, order="fifo")
     skills = {"language": ["English"], "gender": ["F"]}
     tokens = [f"2026-01-01T00:00:0{i}.000000Z#a{i}" for i in (1, 2)]
     items = [
@@ -439,7 +439,7 @@ def test_an_agent_another_matcher_of_this_process_is_trying_is_passed_over(route
     second = agent(router, "Second", ["English"], "F")
     queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
     claims = claims_for(router.db)
-    held = (router.table_name, queued[0].queue_token)
+    held = (router.table.name, queued[0].queue_token)
     assert claims.claim(held)  # another thread is trying First
     call, _ = router.create_call({"language": "English", "gender": "F"})
     assert call.agent_id == second.agent_id
@@ -456,7 +456,7 @@ def test_a_matcher_waits_for_another_threads_try_of_its_only_candidate(router, m
     only = agent(router, "Only", ["English"], "F")
     queued, _ = router.make_available(only.agent_id)
     claims = claims_for(router.db)
-    held = (router.table_name, queued.queue_token)
+    held = (router.table.name, queued.queue_token)
     assert claims.claim(held)
     waits, others = [], []
     wait_while_held = claims.wait_while_held
@@ -483,7 +483,7 @@ def test_an_agent_taken_by_another_matcher_of_this_process_is_not_tried_again(ro
     second = agent(router, "Second", ["English"], "F")
     queued = [router.make_available(a.agent_id)[0] for a in (first, second)]
     claims = claims_for(router.db)
-    held = (router.table_name, queued[0].queue_token)
+    held = (router.table.name, queued[0].queue_token)
     claims.claim(held)
     router.create_call({"language": "English", "gender": "F"})  # Second, First being held
     claims.mark_gone(held)  # the other thread took First (as far as this process knows)

@@ -10,6 +10,7 @@ from queues_app.calls.records import CallStatus
 from queues_app.centre.call_center import CallCenter
 from queues_app.figures.heartbeats import workers
 from queues_app.management import loops
+from queues_app.routing.escalation import Escalator
 
 
 def test_it_relaxes_long_waiting_callers_and_assigns_them(moto_db, settings):
@@ -50,8 +51,8 @@ def test_once_is_a_single_pass(moto_db, settings, monkeypatch):
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     time.sleep(0.05)
     passes, waits = [], []
-    escalate = CallCenter.escalate
-    monkeypatch.setattr(CallCenter, "escalate", lambda self: passes.append(1) or escalate(self))
+    escalate = Escalator.escalate
+    monkeypatch.setattr(Escalator, "escalate", lambda self: passes.append(1) or escalate(self))
 
     class Counted(OnePass):  # a loop would wait here after its first pass, and then stop
         def wait(self, timeout=None):

@@ -11,6 +11,7 @@ import pytest
 from queues_app.agents.records import MISSED, AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.calls.records import CallStatus
+from queues_app.calls.transfers import Transfer
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.figures.counters import MetricsStore
@@ -164,7 +165,7 @@ def test_a_transfer_to_new_preferences_keeps_the_arrival_and_each_leg(router, cl
     call, _ = router.create_call(SPANISH_F)
     assert call.agent_id == ana.agent_id
     clock.advance(60)
-    outcome = router.transfer(call.call_id, preferences=ENGLISH_ANY, then="wrap_up")
+    outcome = router.transfer(Transfer(call.call_id, preferences=ENGLISH_ANY, then="wrap_up"))
     assert outcome.agent.status == AgentStatus.WRAP_UP
     moved = outcome.call
     assert (moved.status, moved.agent_id, moved.arrived_at) == (CallStatus.ASSIGNED, bea.agent_id, call.arrived_at)
@@ -184,7 +185,7 @@ def test_a_transfer_with_nobody_free_waits_at_its_original_place(router, clock):
     router.make_available(ana.agent_id)
     call, _ = router.create_call(SPANISH_F)
     clock.advance(10)
-    outcome = router.transfer(call.call_id, preferences={"language": "French", "gender": "X"}, then="queue")
+    outcome = router.transfer(Transfer(call.call_id, preferences={"language": "French", "gender": "X"}, then="queue"))
     assert outcome.agent.status == AgentStatus.QUEUED
     waiting = router.get_call(call.call_id)
     assert waiting.status == CallStatus.WAITING and waiting.wait_sk.endswith(f"{call.arrived_at}#{call.call_id}")
@@ -195,17 +196,19 @@ def test_a_transfer_to_a_named_agent_needs_them_queued(router):
     router.make_available(ana.agent_id)
     call, _ = router.create_call(SPANISH_F)
     with pytest.raises(errors.Conflict, match="queued agent"):
-        router.transfer(call.call_id, agent_id=bea.agent_id)  # offline
+        router.transfer(Transfer(call.call_id, agent_id=bea.agent_id))  # offline
     router.make_available(bea.agent_id)
     router.make_available(cid.agent_id)
-    outcome = router.transfer(call.call_id, agent_id=cid.agent_id, then="offline")  # Cid, not Bea ahead of him
+    outcome = router.transfer(
+        Transfer(call.call_id, agent_id=cid.agent_id, then="offline")
+    )  # Cid, not Bea ahead of him
     assert outcome.call.agent_id == cid.agent_id
     with pytest.raises(errors.InvalidRequest):
-        router.transfer(call.call_id, agent_id=cid.agent_id, preferences=SPANISH_F)
+        router.transfer(Transfer(call.call_id, agent_id=cid.agent_id, preferences=SPANISH_F))
     waiting, _ = router.create_call(SPANISH_F)  # Bea takes it: nobody is left
     router.release(bea.agent_id, then="offline")
     with pytest.raises(errors.Conflict, match="in progress"):
-        router.transfer(waiting.call_id, preferences=SPANISH_F)  # ended
+        router.transfer(Transfer(waiting.call_id, preferences=SPANISH_F))  # ended
 
 
 def test_a_call_assigned_before_answers_were_kept_is_not_answered_again_when_transferred(router):
@@ -220,6 +223,6 @@ def test_a_call_assigned_before_answers_were_kept_is_not_answered_again_when_tra
         Key={"pk": {"S": f"CALL#{call.call_id}"}, "sk": {"S": "CALL"}},
         UpdateExpression="REMOVE answered_at",
     )
-    moved = router.transfer(call.call_id, preferences=ENGLISH_ANY).call
+    moved = router.transfer(Transfer(call.call_id, preferences=ENGLISH_ANY)).call
     assert moved.agent_id == bea.agent_id and moved.answered_at == call.assigned_at
     assert today(router).answered == 1  # the first assignment's, not the transfer's

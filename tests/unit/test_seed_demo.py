@@ -217,9 +217,9 @@ def test_tasks_are_written_in_their_final_states_without_transitions(moto_db, mo
 
 
 def test_an_agent_made_available_meanwhile_by_someone_else_is_a_shortfall(moto_db, monkeypatch):
-    from queues_app.centre.call_center import CallCenter
+    from queues_app.agents.availability import Availability
 
-    original, raced = CallCenter.make_available, []
+    original, raced = Availability.make_available, []
 
     def someone_was_quicker(self, agent_id, **named):
         if not raced:
@@ -227,7 +227,7 @@ def test_an_agent_made_available_meanwhile_by_someone_else_is_a_shortfall(moto_d
             original(self, agent_id)  # the dashboard, a moment before the seed
         return original(self, agent_id, **named)
 
-    monkeypatch.setattr(CallCenter, "make_available", someone_was_quicker)
+    monkeypatch.setattr(Availability, "make_available", someone_was_quicker)
     out = io.StringIO()
     with pytest.raises(
         CommandError, match=r"^Demo data incomplete: 1 of 4 agents not made available \(.* is already queued\.\)\.$"

@@ -61,6 +61,18 @@ def production_env(base: dict[str, str], secret_key: str = "") -> dict[str, str]
     }
 
 
+def gunicorn_command(root: Path, port: int, workers: int, threads: int) -> list[str]:
+    command = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application"]
+    command += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+    # The access log in the application's format, with each request's trace id.
+    command += ["--access-logfile", "-", "--logger-class", "callcenter.gunicorn_logging.AccessLogger"]
+    command += ["--worker-class", "gthread", "--threads", str(threads)]
+    # No control socket: its default path is one per user, shared by every gunicorn.
+    command += ["--no-control-socket"]
+    # The hook that tidies a dead worker's metric files (child_exit).
+    return command + ["--config", str(root / "callcenter" / "gunicorn_config.py")]
+
+
 class Command(CheckedCommand):
     help = (
         "Serve the dashboard as in production (DEBUG off, gunicorn, static files by WhiteNoise, the workers) "
@@ -105,25 +117,11 @@ class Command(CheckedCommand):
         web_only: bool = False,
         **options,
     ) -> None:
-        endpoint = settings.DYNAMODB_ENDPOINT_URL
-        if not endpoint:
-            raise CommandError("DYNAMODB_ENDPOINT_URL is empty (real AWS); serve runs on the local DynamoDB.")
-        url = urlparse(endpoint)
-        if url.hostname not in LOOPBACK or not url.port:
-            raise CommandError(f"serve starts DynamoDB Local on loopback; {endpoint} is not a loopback address.")
-        if not wait_for_port_to_free("127.0.0.1", port, attempts=1):
-            raise CommandError(f"Port {port} is busy; choose another with PORT=... or --port.")
+        endpoint = self._check(port)
         root = Path(settings.BASE_DIR)
         var = root / "var"
         var.mkdir(exist_ok=True)
-        shared_key = os.environ.get("SERVE_SECRET_KEY", "")
-        if shared_key and (problems := production_problems(shared_key, LOCAL_HOSTS)):
-            raise CommandError(f"SERVE_SECRET_KEY: {'; '.join(problems)}")
-        env = production_env(dict(os.environ), shared_key)
-        # Only gunicorn's workers share counters; the other processes keep their own.
-        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        # The workers share the overview's cached figures, as the systemd unit has them.
-        env.setdefault("CACHE_URL", f"filecache://{var / 'cache'}")
+        env = self._environment(var)
         manage = [sys.executable, str(root / "manage.py")]
         local = None
         children = Children()
@@ -136,15 +134,7 @@ class Command(CheckedCommand):
                 self._run(manage + step, root, env)
             self._run(manage + ["dynamo_tables", "create"], root, env)
 
-            gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application"]
-            gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
-            # The access log in the application's format, with each request's trace id.
-            gunicorn += ["--access-logfile", "-", "--logger-class", "callcenter.gunicorn_logging.AccessLogger"]
-            gunicorn += ["--worker-class", "gthread", "--threads", str(threads)]
-            # No control socket: its default path is one per user, shared by every gunicorn.
-            gunicorn += ["--no-control-socket"]
-            # The hook that tidies a dead worker's metric files (child_exit).
-            gunicorn += ["--config", str(root / "callcenter" / "gunicorn_config.py")]
+            gunicorn = gunicorn_command(root, port, workers, threads)
             shutil.rmtree(metrics_dir, ignore_errors=True)
             metrics_dir.mkdir()
             web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
@@ -173,6 +163,33 @@ class Command(CheckedCommand):
                 local.stop()
                 self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+    @staticmethod
+    def _check(port: int) -> str:
+        """The local DynamoDB's endpoint, once it and the port are fit to serve on."""
+        endpoint = settings.DYNAMODB_ENDPOINT_URL
+        if not endpoint:
+            raise CommandError("DYNAMODB_ENDPOINT_URL is empty (real AWS); serve runs on the local DynamoDB.")
+        url = urlparse(endpoint)
+        if url.hostname not in LOOPBACK or not url.port:
+            raise CommandError(f"serve starts DynamoDB Local on loopback; {endpoint} is not a loopback address.")
+        if not wait_for_port_to_free("127.0.0.1", port, attempts=1):
+            raise CommandError(f"Port {port} is busy; choose another with PORT=... or --port.")
+        return endpoint
+
+    @staticmethod
+    def _environment(var: Path) -> dict[str, str]:
+        """The processes' environment: production settings (DEBUG off), with the secret key
+        several hosts share when SERVE_SECRET_KEY gives one."""
+        shared_key = os.environ.get("SERVE_SECRET_KEY", "")
+        if shared_key and (problems := production_problems(shared_key, LOCAL_HOSTS)):
+            raise CommandError(f"SERVE_SECRET_KEY: {'; '.join(problems)}")
+        env = production_env(dict(os.environ), shared_key)
+        # Only gunicorn's workers share counters; the other processes keep their own.
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        # The workers share the overview's cached figures, as the systemd unit has them.
+        env.setdefault("CACHE_URL", f"filecache://{var / 'cache'}")
+        return env
 
     def _run(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.stdout.write("$ manage.py " + " ".join(args[2:]))

@@ -1,0 +1,123 @@
+"""A call in progress ended: by naming its agent (a release) or the call (the phone
+system's hang-up); the agent then goes back to the queue, to wrap-up or offline. Only the
+call named ends: sent again, the ending is answered as it was (ddb/replay.py)."""
+
+from __future__ import annotations
+
+from queues_app.agents.availability import Availability
+from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
+from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus, Outcome
+from queues_app.calls.store import ENDED_CALL_RETENTION, Calls
+from queues_app.centre import keys
+from queues_app.centre.table import CallCenterTable, agent_changed, leg, status_clause
+from queues_app.ddb import errors, replay
+from queues_app.ddb.clock import to_iso
+
+
+class Endings:
+    """Calls in progress ended. Given the table, the roster, the calls, and the agents'
+    availability (an agent going back to the queue may take a waiting caller at once)."""
+
+    def __init__(self, table: CallCenterTable, agents: Agents, calls: Calls, availability: Availability):
+        self.table, self.agents, self.calls, self.availability = table, agents, calls, availability
+        self.db = table.db
+
+    def release(self, agent_id: str, then: str = "queue", *, call_id: str | None = None) -> Outcome:
+        """End the agent's call; then queue them again (at the back), or wrap-up, or offline.
+
+        With `call_id` (the call the person or the phone system saw), only that call is
+        ended: the same request sent again once it took effect is answered as it was (the
+        call the agent took next, `replayed`), and a call that ended otherwise, or is not
+        the agent's, is refused saying what happened. Without it (commands of our own),
+        whatever call the agent is on ends."""
+        if then not in AFTER_CALL:
+            raise errors.InvalidRequest("After a call an agent goes to 'queue', 'wrap_up' or 'offline'.")
+        agent = self.agents.get(agent_id)
+        if call_id is None:
+            if agent.status != AgentStatus.ATTENDING:
+                raise errors.Conflict(f"{agent.name} is not attending a call.", now={"agent": agent})
+            call_id = agent.call_id
+        elif agent.status != AgentStatus.ATTENDING or agent.call_id != call_id:
+            return self._ended_or_stale(agent, call_id, then)
+        change = replay.change_id("end", call_id or "", then)
+        stamp = to_iso(self.table.clock())
+        next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
+        after, values = status_clause(agent.agent_id, next_status, change)
+        actions = [
+            self.table.agent_update(
+                agent,
+                f"SET {after}, version = version + :one, updated_at = :now REMOVE call_id",
+                {**values, ":now": stamp},
+            ),
+            *(self._call_ended(call_id, agent, then, stamp) if call_id else []),
+        ]
+        try:
+            self.db.call("transact_write_items", TransactItems=actions)
+        except errors.TransactionCancelled as exc:
+            now = self.agents.get(agent_id)
+            if call_id and (now.status != AgentStatus.ATTENDING or now.call_id != call_id):
+                # Ended meanwhile: by a copy of this request (answered as done), or otherwise.
+                return self._ended_or_stale(now, call_id, then)
+            raise agent_changed(agent, exc) from exc
+        agent.status, agent.call_id, agent.change, agent.updated_at = next_status, None, change, stamp
+        agent.reason, agent.status_since = None, stamp
+        agent.version += 1
+        if then == "queue":
+            return self.availability.take_or_queue(agent, change, after_call=call_id)
+        return Outcome(agent)
+
+    def _call_ended(self, call_id: str, agent: Agent, then: str, stamp: str) -> list[dict]:
+        """The call ended, on condition that it is still this agent's (with the agent's
+        part as its last leg and where they went), and the fact that it ended."""
+        ended = self.table.update(
+            keys.call(call_id),
+            "SET #status = :ended, ended_at = :now, expires_at = :expires, end_then = :then, "
+            "legs = list_append(if_not_exists(legs, :none), :leg), version = version + :one "
+            "REMOVE offer_sk",
+            {
+                ":ended": CallStatus.ENDED,
+                ":now": stamp,
+                ":one": 1,
+                ":then": then,
+                ":none": [],
+                ":leg": [leg(agent, stamp, "ended")],
+                ":assigned": CallStatus.ASSIGNED,
+                ":agent": agent.agent_id,
+                ":expires": int((self.table.clock() + ENDED_CALL_RETENTION).timestamp()),
+            },
+            condition="#status = :assigned AND agent_id = :agent",
+        )
+        return [ended, self.table.ended_fact_action(call_id, stamp)]
+
+    def _ended_or_stale(self, agent: Agent, call_id: str, then: str) -> Outcome:
+        """A release naming a call the agent is not on: the call ended by this very request
+        (answered as it was: the agent now, and the call they took next), or a refusal
+        saying what became of the call and what the agent is doing now."""
+        call = self.calls.find(call_id)
+        if call is None:
+            raise errors.NotFound(f"No call with id {call_id!r}.")
+        now = {"agent": agent, "call": call}
+        if call.agent_id != agent.agent_id:
+            whose = f"it is {call.agent_name}'s" if call.agent_id else f"it is {call.status}"
+            raise errors.Conflict(f"Call {call_id} is not {agent.name}'s call: {whose}.", now=now)
+        if call.status == CallStatus.ENDED and call.end_then == then:
+            taken = self.calls.find(call.next_call_id) if call.next_call_id else None
+            return Outcome(agent, taken, replayed=True)
+        if call.status == CallStatus.ENDED:
+            went = f" ({agent.name} went {AFTER_CALL[call.end_then]})" if call.end_then in AFTER_CALL else ""
+            raise errors.Conflict(f"Call {call_id} already ended{went}; {agent.name} is {agent.doing} now.", now=now)
+        raise errors.Conflict(f"Call {call_id} is {call.status}; {agent.name} is {agent.doing} now.", now=now)
+
+    def end_call(self, call_id: str, then: str = "queue") -> Outcome:
+        """End a call in progress by naming it (the phone system's hang-up): its agent then
+        goes back to the queue, to wrap-up or offline, as `release` with the call named."""
+        call = self.calls.get(call_id)
+        if call.status == CallStatus.WAITING:
+            raise errors.Conflict(
+                f"Call {call_id} is still waiting for an agent: a caller who hangs up while waiting is abandoned.",
+                now={"call": call},
+            )
+        if call.status == CallStatus.ABANDONED or not call.agent_id:
+            raise errors.Conflict(f"Call {call_id} was abandoned while waiting; no agent took it.", now={"call": call})
+        return self.release(call.agent_id, then, call_id=call_id)
