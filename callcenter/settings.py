@@ -434,6 +434,9 @@ SWITCHBOARD_ALARMS = {
 
 # Overview panels are read at most once per this many seconds per cache, however many
 # supervisors poll them (0: every poll reads DynamoDB).
+# Each serving or working process writes what it counted every FLUSH_SECONDS (10) from a
+# thread of its own, however quiet the traffic (figures/counters.py, keep_flushing).
+SWITCHBOARD_BACKGROUND_FLUSH = True
 SWITCHBOARD_PANEL_CACHE_SECONDS = env.float("SWITCHBOARD_PANEL_CACHE_SECONDS", default=1.5)
 # Where those figures are cached: each process's memory by default; a cache shared by the
 # workers (`filecache:///var/cache/switchboard`, `rediscache://...`) reads once for all.

@@ -5,6 +5,7 @@ capacity per operation. Layout and design: docs/architecture.md, "Monitoring".""
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import defaultdict
@@ -178,6 +179,45 @@ def flush_if_due(db: Dynamo) -> None:
     """Write the counts (and count the call facts) if the last flush was a while ago."""
     if recorder.due():
         MetricsStore(db).flush()
+
+
+_flushers: dict[int, threading.Thread] = {}  # by process id: one a process, started after a fork too
+_flushers_lock = threading.Lock()
+
+
+def keep_flushing(db: Dynamo, every: float = FLUSH_SECONDS, stop: threading.Event | None = None) -> threading.Thread:
+    """Write what this process counts at least every `every` seconds, however quiet the
+    traffic: the last events of a burst (a web worker between requests, a worker between
+    shipments) are not left waiting for the next event to flush them. One daemon thread a
+    process; a failed flush keeps its counts and is tried again a period later."""
+
+    stopped = stop or threading.Event()
+
+    def flush_forever() -> None:
+        while not stopped.wait(every):
+            try:
+                flush_if_due(db)
+            except Exception:  # a flush never takes the process down; the next one tries again
+                log.exception("flushing the counts failed")
+
+    with _flushers_lock:
+        running = _flushers.get(os.getpid())
+        if running is not None and running.is_alive():
+            return running
+        thread = threading.Thread(target=flush_forever, name="counters-flush", daemon=True)
+        _flushers[os.getpid()] = thread
+        thread.start()
+        return thread
+
+
+def flush_in_background(db: Dynamo) -> None:
+    """`keep_flushing`, in the processes that serve or work (web workers, the workers, the
+    matcher); not where SWITCHBOARD_BACKGROUND_FLUSH is off (the test suite, whose commands
+    run in its own process, one test after another)."""
+    from django.conf import settings
+
+    if getattr(settings, "SWITCHBOARD_BACKGROUND_FLUSH", True):
+        keep_flushing(db)
 
 
 def note_first_attempt(db: Dynamo, queue: str, age_seconds: float) -> None:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import fields
 
+from queues_app.figures import counters
 from queues_app.figures.heartbeats import Heartbeat
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, positive_int
 from queues_app.management.outcomes import require_tables
@@ -55,6 +56,7 @@ class ConsumerCommand(CheckedCommand):
         --max, --until-empty); one liveness heartbeat for the process."""
         if until_empty:
             require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
+        counters.flush_in_background(shipments.db)  # the last shipment's counts, even when none follows
         # --max is shared: each thread takes its part (no thread when there is none left).
         shares = (
             [None] * concurrency

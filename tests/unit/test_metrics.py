@@ -2,7 +2,10 @@
 and the overview's charts, alarms and capacity panel."""
 
 import re
+import threading
+import time
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.urls import reverse
@@ -15,8 +18,10 @@ from queues_app.models import ApiToken
 from queues_app.monitoring.sampler import MetricsCollector
 from queues_app.shipments.queue import ShipmentQueue
 from queues_app.tasks.queue import TaskQueue
+from tests.helpers.clock import Moments
 from tests.helpers.pages import figure
 from tests.helpers.seen import shown, ticked
+from tests.helpers.threads import wait_for
 
 
 def test_counts_are_written_per_minute_and_as_totals(moto_db, clock):
@@ -30,6 +35,30 @@ def test_counts_are_written_per_minute_and_as_totals(moto_db, clock):
     assert minute.get("enqueued") == 3 and minute.get("completed") == 1
     assert minute.get("first_attempts") == 1
     assert MetricsStore(moto_db).totals()[LIVE]["enqueued"] == 3
+
+
+def test_one_event_with_nothing_after_it_is_written_within_a_flush_period(moto_db, monkeypatch):
+    """A quiet process (a web worker after its last request, a worker after its last
+    shipment) writes what it counted from its flush thread: no later event is needed."""
+    ticks = Moments()
+    monkeypatch.setattr(counters, "time", SimpleNamespace(monotonic=ticks.monotonic, time=time.time))
+    monkeypatch.setattr(counters, "_flushers", {})
+    MetricsStore(moto_db).flush()  # the process flushed a moment ago
+    counters.note(moto_db, LIVE, "enqueued")  # the last event: not due yet, so not written
+    assert MetricsStore(moto_db).totals().get(LIVE, {}).get("enqueued") is None
+
+    stop = threading.Event()
+    flusher = counters.keep_flushing(moto_db, every=0.01, stop=stop)
+    try:
+        assert counters.keep_flushing(moto_db, every=0.01, stop=stop) is flusher  # one a process
+        time.sleep(0.05)  # several ticks of the thread, but the flush period has not passed
+        assert MetricsStore(moto_db).totals().get(LIVE, {}).get("enqueued") is None
+        ticks.advance(counters.FLUSH_SECONDS)
+        assert wait_for(lambda: MetricsStore(moto_db).totals().get(LIVE, {}).get("enqueued") == 1, timeout=5)
+    finally:
+        stop.set()
+        flusher.join(timeout=5)
+    assert not flusher.is_alive()
 
 
 def test_age_at_first_attempt_leaves_retries_out(moto_db, clock):

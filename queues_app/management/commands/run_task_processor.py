@@ -3,6 +3,7 @@ import signal
 from django.core.management.base import CommandError
 
 from queues_app.ddb import errors
+from queues_app.figures import counters
 from queues_app.management.arguments import (
     DAY,
     CheckedCommand,
@@ -89,6 +90,7 @@ class Command(CheckedCommand):
         tasks = RecordedTaskQueue()  # each sweep that sheds tasks goes on the trail
         if until_empty:
             require_tables(tasks.db, "tasks")  # a run that should end does not wait for DynamoDB
+        counters.flush_in_background(tasks.db)
         processor = TaskProcessor(
             tasks,
             RateLimitedDownstream(rate, burst, fail_share=fail_share),
