@@ -11,9 +11,11 @@ docs/architecture.md, "The audit trail".
 from __future__ import annotations
 
 import math
+import threading
 import uuid
+import weakref
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from queues_app.audit.records import (
@@ -47,6 +49,12 @@ DEFAULT_RETENTION_DAYS = 90
 RECENT_CURSOR = "audit-recent"
 TARGET_CURSOR = "audit-target"
 _DAY_FORMAT = "%Y-%m-%d"
+# The days that have entries, one small item each (`sk` the day): the trail across days
+# reads only those, so a quiet week or the retention's empty days cost nothing.
+DAYS_PK = "DAYS"
+# The days each client (a process has one) marked already: its first entry of a day marks it.
+_marked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_marked_lock = threading.Lock()
 
 
 def day_spread(day: str) -> Spread:
@@ -151,7 +159,33 @@ class AuditTrail:
         """One entry (the fields of `entry_item`), in one PutItem."""
         item = self.entry_item(**entry)
         self.db.call("put_item", TableName=self.table_name, Item=marshal(item))
+        self.mark_days([item["at"][:10]])
         return entry_from_item(item)
+
+    def mark_days(self, days: list[str]) -> None:
+        """Each day that now has an entry, marked once by this process (a PutItem of the
+        same marker again is harmless: two processes may both mark a day)."""
+        with _marked_lock:
+            done = _marked.setdefault(self.db, set())
+            new = sorted({day for day in days if (self.table_name, day) not in done})
+        for day in new:
+            until = datetime.strptime(day, _DAY_FORMAT).replace(tzinfo=UTC) + timedelta(days=self.retention_days + 1)
+            marker = {"pk": DAYS_PK, "sk": day, "expires_at": int(until.timestamp())}
+            self.db.call("put_item", TableName=self.table_name, Item=marshal(marker))
+            with _marked_lock:
+                done.add((self.table_name, day))
+
+    def days_with_entries(self, oldest: str, newest: str) -> list[str]:
+        """The days from `newest` back to `oldest` that have entries, newest first (one
+        Query of the markers, a page per year of days)."""
+        items = self.db.items(
+            "query",
+            TableName=self.table_name,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :oldest AND :newest",
+            ExpressionAttributeValues=marshal({":pk": DAYS_PK, ":oldest": oldest, ":newest": newest}),
+            ScanIndexForward=False,
+        )
+        return [item["sk"] for item in items]
 
     def entry_item(
         self,
@@ -201,6 +235,7 @@ class AuditTrail:
             self.db.call("put_item", TableName=self.table_name, Item=marshal(items[0]))
         elif items:
             batch.put_items(self.db, self.table_name, items)
+        self.mark_days([item["at"][:10] for item in items])
 
     def recent(
         self,
@@ -230,7 +265,11 @@ class AuditTrail:
         expression = filters.expression(target_prefixes)
         entries: list[TrailEntry] = []
         rounds = 0
-        while day >= oldest_day and len(entries) < limit:
+        days = iter(self.days_with_entries(oldest_day, day))
+        day = next(days, "")
+        while day and len(entries) < limit:
+            if before is not None and not before.startswith(day):
+                before = None  # the cursor's day had no entry left: its next day from the top
             condition = _sort_key_condition(filters.key_range(), before)
             merge = self._day(day, condition, expression) if condition is not None else None
             last = before
@@ -246,8 +285,8 @@ class AuditTrail:
                 entries += [entry_from_item(item) for item in taken]
             if merge is not None and merge.more:  # full within the day
                 return TrailPage(entries, _recent_cursor(day, last))
-            day, before = (datetime.strptime(day, _DAY_FORMAT) - timedelta(days=1)).strftime(_DAY_FORMAT), None
-        return TrailPage(entries, _recent_cursor(day, None) if day >= oldest_day else None)
+            day, before = next(days, ""), None
+        return TrailPage(entries, _recent_cursor(day, None) if day else None)
 
     def _day(self, day: str, condition: tuple[str, dict], expression: tuple[str, dict, dict]) -> SortedMerge:
         """A day's partitions (its shards, then the unsharded day), newest first."""

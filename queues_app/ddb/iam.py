@@ -161,6 +161,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         # into their partitions, agents into the roster's, queue metadata into its shards),
         # reading and writing which upgrade steps the table has had (queues_app/upgrades).
         _table("callcenter", "GetItem BatchGetItem Query PutItem UpdateItem DeleteItem"),
+        _table("audit", "Query PutItem"),  # the days of the trail that have entries, marked
     ),
 }
 

@@ -4,8 +4,8 @@ once, in order, by `dynamo_tables create` (docs/deploy.md, "Upgrading").
 The callcenter table holds the number of the last step applied (`keys.LAYOUT`). A run
 applies the steps after it, each one idempotent and safe beside processes of the earlier
 version still running (it moves an item only as it read it), and records each step's
-number once it is done; a table created by this version gets every step at once, each
-finding nothing to move. The domain packages know only the layout of this version.
+number once it is done; a table created by this version is recorded as having had every
+step, and runs none. The domain packages know only the layout of this version.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal, unmarshal
-from queues_app.upgrades import callcenter
+from queues_app.upgrades import audit, callcenter
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ STEPS = (
     Step(4, "queue metadata item(s) spread over the metadata shards", callcenter.queue_metadata_shards),
     Step(5, "queued agent message(s) moved into their sub-queues", callcenter.sub_queues),
     Step(6, "agent(s) given their partition of the status index", callcenter.status_partitions),
+    Step(7, "day(s) of the audit trail marked as having entries", audit.day_markers),
 )
 LATEST = STEPS[-1].number
 
@@ -62,6 +63,12 @@ def upgrade(table: CallCenterTable) -> list[Applied]:
         results.append(Applied(step, step.run(table)))
         _record(table, step.number)
     return results
+
+
+def start_new(table: CallCenterTable) -> None:
+    """A table this version has just created holds nothing of an earlier one: every step
+    is recorded as applied, none is run."""
+    _record(table, LATEST)
 
 
 def _record(table: CallCenterTable, number: int) -> None:

@@ -62,3 +62,14 @@ def as_before_numbered_steps(db) -> None:
     """The callcenter table as a version before the upgrade steps were numbered left it: no
     record of the steps it has had, so `dynamo_tables create` runs every one."""
     db.call("delete_item", TableName=db.table("callcenter"), Key=marshal(keys.LAYOUT))
+
+
+def an_unmarked_audit_entry(db, moment=None) -> dict:
+    """An audit entry as a version before the trail's days were marked wrote it: the entry,
+    and no marker of its day."""
+    from queues_app.audit.store import AuditTrail
+
+    trail = AuditTrail(db)
+    item = trail.entry_item(actor="old", source="page", action="agent.update", target="agent:a1", moment=moment)
+    db.call("put_item", TableName=trail.table_name, Item=marshal(item))
+    return item

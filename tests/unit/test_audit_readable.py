@@ -249,21 +249,24 @@ def test_the_page_filters_and_says_what_is_wrong_with_a_filter(supervisor_client
 
 def test_a_filter_that_matches_little_reads_a_bounded_number_of_pages(moto_db):
     trail = AuditTrail()
-    batch.put_items(
-        default(),
-        trail.table_name,
-        (
-            trail.entry_item(actor="loader", source="command", action="agent.update", target="agent:x")
-            for _ in range(60)
-        ),
-    )
+    today = datetime.now(UTC)
+    items = [  # a day's worth a Query of its shards reads at once, on each of five days
+        trail.entry_item(
+            actor="loader", source="command", action="agent.update", target="agent:x", moment=today - timedelta(days=n)
+        )
+        for n in range(5)
+        for _ in range(30)
+    ]
+    batch.put_items(default(), trail.table_name, items)
+    trail.mark_days([item["at"][:10] for item in items])
     from queues_app.ddb import meter
 
     with meter.measure() as seen:
         result = trail.recent(filters=TrailFilter(actor="nobody"), limit=10, max_reads=3)
     assert result.entries == [] and result.next_cursor
-    # Three rounds, each at most one Query of every partition of a day (16 shards, unsharded day).
-    assert seen.calls_of("Query") <= 3 * (AUDIT_SHARDS + 1)
+    # The days that have entries (one Query), then three rounds, each at most one Query of
+    # every partition of a day (16 shards, unsharded day).
+    assert seen.calls_of("Query") <= 1 + 3 * (AUDIT_SHARDS + 1)
 
 
 # --- an agent's day ------------------------------------------------------------------------

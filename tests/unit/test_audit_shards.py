@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from queues_app.audit.records import TrailEntry, TrailFilter
-from queues_app.audit.store import AUDIT_SHARDS, DAY_PREFIX, RECENT_CURSOR, AuditTrail, day_shard
+from queues_app.audit.store import AUDIT_SHARDS, DAY_PREFIX, DAYS_PK, RECENT_CURSOR, AuditTrail, day_shard
 from queues_app.ddb import errors, meter, paging
 from queues_app.ddb.codec import marshal, unmarshal
 
@@ -17,12 +17,12 @@ ACTORS = ("ana", "bo", "matcher")
 ACTIONS = ("agent.update", "call.create", "shipment.submit")
 SOURCES = ("page", "api", "system")
 DAY_BEFORE, DAY = "2026-11-21", "2026-11-22"
+DAYS_READ = 1  # a page's Query of the days that have entries
 
 
 @pytest.fixture
 def trail(moto_db, clock):
     clock.moment = datetime(2026, 11, 21, 23, 50, tzinfo=UTC)
-    # A short retention: a trail followed to its end reads a round for every empty day.
     return AuditTrail(moto_db, clock=clock, retention_days=3)
 
 
@@ -31,7 +31,9 @@ def sk(entry: TrailEntry) -> str:
 
 
 def stored(trail: AuditTrail) -> list[dict]:
-    return [unmarshal(item) for item in trail.db.call("scan", TableName=trail.table_name)["Items"]]
+    """Every entry (not the markers of the days that have entries)."""
+    items = [unmarshal(item) for item in trail.db.call("scan", TableName=trail.table_name)["Items"]]
+    return [item for item in items if item["pk"] != DAYS_PK]
 
 
 def write(trail: AuditTrail, clock, count: int, *, unsharded_every: int = 0) -> None:
@@ -127,6 +129,20 @@ def test_pages_that_stop_for_their_read_bound_carry_on_where_they_stopped(trail,
     assert seen == expected(trail) and pages > len(seen) / 20 + 1
 
 
+def test_the_days_without_entries_of_the_retention_cost_nothing(moto_db, clock):
+    """The trail followed to its end reads the days that have entries (one Query of their
+    markers a page), not every day of the retention."""
+    trail = AuditTrail(moto_db, clock=clock, retention_days=90)
+    clock.moment = datetime(2026, 10, 1, 12, tzinfo=UTC)
+    trail.record(actor="ana", source="page", action="agent.update", target="agent:a1", summary="October")
+    clock.advance(30 * 24 * 3600)
+    trail.record(actor="bo", source="api", action="call.create", target="call:c1", summary="November")
+    with meter.measure() as seen:
+        found, pages = every_page(trail, limit=50)
+    assert [entry.split("#")[0][:10] for entry in found] == ["2026-10-31", "2026-10-01"]
+    assert pages == 1 and seen.calls_of("Query") == DAYS_READ + 2 * (AUDIT_SHARDS + 1)
+
+
 @pytest.mark.parametrize("max_reads", [1, 8])
 @pytest.mark.parametrize("filters", [TrailFilter(), TrailFilter(actor="ana")], ids=["all", "actor"])
 def test_a_shard_holding_more_than_its_share_of_a_page_is_read_again(trail, clock, max_reads, filters):
@@ -138,9 +154,9 @@ def test_a_shard_holding_more_than_its_share_of_a_page_is_read_again(trail, cloc
     # Its first Query ran out before the page was full: one round a page stops there (and the
     # next page carries on below where it stopped); more rounds read that shard again.
     if max_reads == 1:
-        assert seen.calls_of("Query") == AUDIT_SHARDS + 1 and len(first.entries) < 20
+        assert seen.calls_of("Query") == DAYS_READ + AUDIT_SHARDS + 1 and len(first.entries) < 20
     else:
-        assert AUDIT_SHARDS + 1 < seen.calls_of("Query") <= max_reads * (AUDIT_SHARDS + 1)
+        assert DAYS_READ + AUDIT_SHARDS + 1 < seen.calls_of("Query") <= DAYS_READ + max_reads * (AUDIT_SHARDS + 1)
         assert len(first.entries) == 20
     rest, _ = every_page(trail, cursor=first.next_cursor, limit=20, max_reads=max_reads, filters=filters)
     assert [sk(e) for e in first.entries] + rest == expected(trail, matches(filters))
@@ -207,7 +223,7 @@ def test_a_page_reads_each_partition_at_most_once_a_round(trail, clock):
     write(trail, clock, 40)
     with meter.measure() as seen:
         trail.recent(limit=10, max_reads=3, filters=TrailFilter(actor="nobody"))
-    assert AUDIT_SHARDS + 1 <= seen.calls_of("Query") <= 3 * (AUDIT_SHARDS + 1)
+    assert DAYS_READ + AUDIT_SHARDS + 1 <= seen.calls_of("Query") <= DAYS_READ + 3 * (AUDIT_SHARDS + 1)
 
 
 def test_a_tampered_or_foreign_cursor_is_refused(trail, clock):

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 from botocore.awsrequest import AWSResponse
 from django.core.management import CommandError, call_command
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import resolve, reverse
 
 from queues_app import urls as queues_app_urls
@@ -47,6 +47,7 @@ from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.tasks.records import ExpiryPolicy
 from tests.helpers.old_layouts import (
     PREVIOUS_INDEXES,
+    an_unmarked_audit_entry,
     as_before_numbered_steps,
     make_old_style,
     without_status_partition,
@@ -495,14 +496,16 @@ def admin_setup(db) -> None:
     call, _ = router.create_call({"language": "Spanish", "gender": "F"})
     make_old_style(db, router, call)
     without_status_partition(db, Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]}).agent_id)
+    an_unmarked_audit_entry(db)
     as_before_numbered_steps(db)
-    with meter.record_access(db.prefix) as log:
+    with meter.record_access(db.prefix) as log, override_settings(SWITCHBOARD_AUDIT_RETENTION_DAYS=2):
         for args in (["create"], ["describe", "--exact"], ["delete", "--yes"]):
             out = io.StringIO()
             call_command("dynamo_tables", *args, stdout=out)
             if args == ["create"]:
                 assert "1 waiting caller(s) moved" in out.getvalue()
                 assert "1 agent(s) given their partition of the status index" in out.getvalue()
+                assert "1 day(s) of the audit trail marked as having entries" in out.getvalue()
     RECORDED["admin-setup"] = first.accesses | log.accesses
 
 

@@ -6,6 +6,7 @@ the queue, a log-off) and kept in tests/fixtures/tables/."""
 import io
 import json
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,9 @@ def load_release(db, release: str) -> list[dict]:
 
 
 @pytest.fixture
-def release_030(moto_empty):
+def release_030(moto_empty, settings):
+    # The audit trail's step reads each day of the retention: a short one keeps it quick.
+    settings.SWITCHBOARD_AUDIT_RETENTION_DAYS = 2
     return load_release(moto_empty, "0.3.0")
 
 
@@ -95,4 +98,21 @@ def test_a_second_create_applies_no_step_again(moto_empty, release_030, monkeypa
     assert upgrades.upgrade(CallCenter(moto_empty).table) == []
     assert ran == []
     monkeypatch.setattr(upgrades, "applied", lambda db: upgrades.LATEST - 2)  # two steps behind: those two run
-    assert [done.step.number for done in upgrades.upgrade(CallCenter(moto_empty).table)] == ran == [5, 6]
+    assert [done.step.number for done in upgrades.upgrade(CallCenter(moto_empty).table)] == ran == [6, 7]
+
+
+def test_the_days_of_an_earlier_versions_audit_trail_are_marked_and_read(moto_db, settings):
+    from datetime import UTC, datetime
+
+    from queues_app.audit.store import AuditTrail
+    from tests.helpers.old_layouts import an_unmarked_audit_entry
+
+    settings.SWITCHBOARD_AUDIT_RETENTION_DAYS = 8  # each day of it read once: a short one keeps it quick
+    today = datetime.now(UTC)
+    old = [an_unmarked_audit_entry(moto_db, moment=today - timedelta(days=n)) for n in (0, 3, 7)]
+    trail = AuditTrail(moto_db)
+    assert trail.recent().entries == []  # days nobody marked are not read
+    out = io.StringIO()
+    call_command("dynamo_tables", "create", stdout=out)
+    assert "3 day(s) of the audit trail marked as having entries" in out.getvalue()
+    assert [entry.entry_id for entry in trail.recent().entries] == [item["entry_id"] for item in old]

@@ -76,7 +76,10 @@ class Command(CheckedCommand):
             if action == "create":
                 created = schema.create_tables(db, log=self.stdout.write)
                 self.stdout.write(self.style.SUCCESS(f"{len(created)} table(s) created at {db.endpoint}."))
-                for done in upgrades.upgrade(CallCenter(db).table):
+                table = CallCenter(db).table
+                if table.name in created:
+                    upgrades.start_new(table)
+                for done in upgrades.upgrade(table):
                     if done.moved:
                         self.stdout.write(f"{done.moved} {done.step.moved}.")
             elif action == "describe":
