@@ -6,6 +6,9 @@ every failure answered as `{"error", "message", "hint", "fields"}` in one place.
 - domain errors: `queues_app.http.errors.describe` (400/404/409/429/503);
 - anything unexpected: logged, and a JSON 500 without details.
 
+Each failure becomes a `UserError` of http/errors in `_problem_of`, answered by
+http/errors.json_answer.
+
 `machine_urls` makes the Django URL patterns: each one refuses an oversized body before
 it is read, answers a wrong method with a JSON 405 and `Allow`, and needs no session
 login (the token is the login).
@@ -16,11 +19,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from functools import wraps
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpResponseNotAllowed
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.urls import URLPattern
 from django.utils.http import parse_header_parameters
 from django.views.decorators.csrf import csrf_exempt
@@ -31,18 +34,12 @@ from ninja.renderers import JSONRenderer
 from queues_app.agents.skills import SkillError
 from queues_app.api.auth import SAFE_METHODS, BearerToken
 from queues_app.api.parsing import JsonBodyParser, body_limit
-from queues_app.api.problems import (
-    ApiProblem,
-    internal_error,
-    problem_response,
-    too_large,
-    unsupported_media_type,
-)
 from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, CallEventOut, InputSchema
 from queues_app.api.views import endpoints
 from queues_app.ddb.errors import DynamoError
 from queues_app.ddb.numbers import ExactJSONEncoder
-from queues_app.http import errors as user_errors
+from queues_app.http import errors
+from queues_app.http.errors import ApiProblem, UserError, json_answer
 from queues_app.webhooks.signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 log = logging.getLogger(__name__)
@@ -176,55 +173,50 @@ api = SwitchboardApi(
 api.add_router("", endpoints)
 
 
-@api.exception_handler(ApiProblem)
-def _problem(request, exc: ApiProblem):
-    return problem_response(exc.problem)
-
-
-@api.exception_handler(ValidationError)
-def _invalid(request, exc: ValidationError):
-    fields = getattr(exc, "fields", None) or {"body": "invalid"}
-    return problem_response(user_errors.invalid_input(fields))
-
-
-@api.exception_handler(AuthenticationError)
-def _unauthenticated(request, exc: AuthenticationError):
-    return problem_response(user_errors.unauthenticated("This API needs a bearer token."))
-
-
-@api.exception_handler(HttpError)
-def _http_error(request, exc: HttpError):
-    # ninja wraps what the parser raised ("Cannot parse request body"): answer the cause.
-    cause = exc.__cause__
-    if isinstance(cause, ApiProblem):
-        return problem_response(cause.problem)
-    if isinstance(cause, RequestDataTooBig):
-        return problem_response(too_large(body_limit()))
-    if exc.status_code == 400:
-        return problem_response(user_errors.invalid_input({"body": "not valid JSON"}))
-    return problem_response(user_errors.UserError(exc.status_code, "Request refused", exc.message))
-
-
-@api.exception_handler(RequestDataTooBig)
-def _too_big(request, exc: RequestDataTooBig):
-    return problem_response(too_large(body_limit()))
-
-
-@api.exception_handler(Http404)
-def _not_found(request, exc: Http404):
-    return problem_response(user_errors.no_such_endpoint(request.path))
-
-
-@api.exception_handler(DynamoError)
-@api.exception_handler(SkillError)
-def _domain(request, exc: DynamoError | SkillError):
-    return problem_response(user_errors.describe(exc))  # describe logs server-side problems
-
-
-@api.exception_handler(Exception)
-def _unexpected(request, exc: Exception):
+def _problem_of(request, exc: Exception) -> UserError:
+    """What the API answers for anything raised while handling a request."""
+    if isinstance(exc, ApiProblem):
+        return exc.problem
+    if isinstance(exc, ValidationError):
+        return errors.invalid_input(getattr(exc, "fields", None) or {"body": "invalid"})
+    if isinstance(exc, AuthenticationError):
+        return errors.unauthenticated("This API needs a bearer token.")
+    if isinstance(exc, HttpError):
+        # ninja wraps what the parser raised ("Cannot parse request body"): answer the cause.
+        cause = exc.__cause__
+        if isinstance(cause, ApiProblem | RequestDataTooBig):
+            return _problem_of(request, cause)
+        if exc.status_code == 400:
+            return errors.invalid_input({"body": "not valid JSON"})
+        return errors.refused(exc.status_code, exc.message)
+    if isinstance(exc, RequestDataTooBig):
+        return errors.too_large(body_limit())
+    if isinstance(exc, Http404):
+        return errors.no_such_endpoint(request.path)
+    if isinstance(exc, DynamoError | SkillError):
+        return errors.describe(exc)  # describe logs server-side problems
     log.error("%s %s failed", request.method, request.path, exc_info=exc)
-    return problem_response(internal_error())
+    return errors.internal_error()
+
+
+def _answer(request: HttpRequest, exc: Exception | type[Exception]) -> HttpResponse:
+    # ninja's signature allows a class; it always passes the exception raised.
+    return json_answer(_problem_of(request, cast(Exception, exc)))
+
+
+# ninja picks the handler of the most specific class: each of ninja's own is replaced.
+for _kind in (
+    ApiProblem,
+    ValidationError,
+    AuthenticationError,
+    HttpError,
+    RequestDataTooBig,
+    Http404,
+    DynamoError,
+    SkillError,
+    Exception,
+):
+    api.add_exception_handler(_kind, _answer)
 
 
 # --- URL patterns ------------------------------------------------------------------------
@@ -263,14 +255,14 @@ def machine_view(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if _content_length(request) > body_limit():
-            return problem_response(too_large(body_limit()))
+            return json_answer(errors.too_large(body_limit()))
         sent = _not_json(request)
         if sent is not None:
-            return problem_response(unsupported_media_type(sent))
+            return json_answer(errors.unsupported_media_type(sent))
         response = view(request, *args, **kwargs)
         if isinstance(response, HttpResponseNotAllowed):
             allowed = sorted(method.strip() for method in response["Allow"].split(",") if method.strip())
-            return problem_response(user_errors.method_not_allowed(request.method, allowed), allow=allowed)
+            return json_answer(errors.method_not_allowed(request.method, allowed), allow=allowed)
         return response
 
     return csrf_exempt(login_not_required(wrapper))

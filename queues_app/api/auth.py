@@ -14,22 +14,10 @@ from django.views.decorators.csrf import csrf_exempt
 from ninja.security import HttpBearer
 
 from queues_app.admission import TokenLimiter
-from queues_app.api.problems import ApiProblem, problem_response
-from queues_app.http import errors as user_errors
+from queues_app.http import errors
+from queues_app.http.errors import ApiProblem, json_answer
 from queues_app.http.roles import can_act
 from queues_app.models import ApiToken
-
-__all__ = [
-    "ApiProblem",
-    "BearerToken",
-    "SAFE_METHODS",
-    "actor_of",
-    "authenticate",
-    "bearer_token",
-    "not_found",
-    "problem_response",
-    "token_of",
-]
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
@@ -49,18 +37,18 @@ def authenticate(request) -> ApiToken:
     """The request's active token; raises ApiProblem (401) otherwise."""
     raw = bearer_token(request)
     if raw is None:
-        raise ApiProblem(user_errors.unauthenticated("This API needs a bearer token."))
+        raise ApiProblem(errors.unauthenticated("This API needs a bearer token."))
     token = ApiToken.find(raw)
     if token is None:
         expired = ApiToken.find_expired(raw)
         if expired is not None and expired.expires_at is not None:
             raise ApiProblem(
-                user_errors.unauthenticated(
+                errors.unauthenticated(
                     f"The bearer token expired at {expired.expires_at:%Y-%m-%d %H:%M} UTC; ask for a new one."
                 )
             )
         # One answer for unknown, malformed and revoked tokens: nothing to probe.
-        raise ApiProblem(user_errors.unauthenticated("The bearer token is invalid or has been revoked."))
+        raise ApiProblem(errors.unauthenticated("The bearer token is invalid or has been revoked."))
     token.touch()
     return token
 
@@ -94,7 +82,7 @@ class BearerToken(HttpBearer):
         request.api_token = token
         if request.method not in SAFE_METHODS and not can_act(token.user):
             raise ApiProblem(
-                user_errors.forbidden(
+                errors.forbidden(
                     f"The token's user {token.user.get_username()!r} may only read; "
                     "changing queues needs a supervisor's token."
                 )
@@ -109,4 +97,4 @@ class BearerToken(HttpBearer):
 @login_not_required
 def not_found(request, path: str = ""):
     """Any other path under /api/: a JSON 404, not the HTML page."""
-    return problem_response(user_errors.no_such_endpoint(request.path))
+    return json_answer(errors.no_such_endpoint(request.path))
