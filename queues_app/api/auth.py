@@ -9,6 +9,8 @@ past its API_RATE_LIMIT is a 429 with `Retry-After`.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib.auth.decorators import login_not_required
 from django.views.decorators.csrf import csrf_exempt
 from ninja.security import HttpBearer
@@ -56,6 +58,11 @@ def authenticate(request) -> ApiToken:
 def token_of(request) -> ApiToken | None:
     """The token `BearerToken` authenticated the request with (None before it ran)."""
     return getattr(request, "api_token", None)
+
+
+def current_token(request) -> ApiToken:
+    """The request's token, inside an operation (every one runs behind `BearerToken`)."""
+    return cast(ApiToken, token_of(request))
 
 
 def actor_of(request) -> str:

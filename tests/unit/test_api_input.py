@@ -378,12 +378,12 @@ def test_the_api_root_is_a_json_404(moto_db, api):
 
 
 def test_an_unexpected_failure_is_a_json_500_without_details_and_is_logged(moto_db, api, monkeypatch, caplog):
-    from queues_app.api import views
+    from queues_app.api import queues
 
     def broken():
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr(views, "get_call_center", broken)
+    monkeypatch.setattr(queues, "get_call_center", broken)
     with caplog.at_level(logging.ERROR, logger="queues_app"):
         response = api.get("/api/queues")
     body = assert_problem(response, 500, "Internal error")
