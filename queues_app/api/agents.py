@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 from pydantic import Field
 
+from queues_app import inputs
 from queues_app.agents.records import Agent
 from queues_app.api import listing
 from queues_app.api.common import agent_and_call, api_operations, get_call_center, note_change, replayed
@@ -59,7 +60,8 @@ class ReleaseIn(InputSchema):
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "then": THEN_PROBLEM,
-        "call_id": "required: the id of the call you are ending (the agent's call_id as you last read it)",
+        "call_id": "required: the id of the call you are ending (the agent's call_id as you last read it): "
+        + inputs.ID_RULE,
     }
 
 

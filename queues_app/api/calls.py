@@ -9,9 +9,8 @@ from typing import ClassVar, Literal, cast
 from django.http import HttpRequest, HttpResponse
 from ninja import Header, Query, Router, Schema, Status
 from pydantic import Field, field_validator
-from pydantic_core import PydanticCustomError
 
-from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
+from queues_app import inputs
 from queues_app.api import listing
 from queues_app.api.auth import current_token
 from queues_app.api.common import agent_and_call, api_operations, get_call_center, naming_key, note_change, replayed
@@ -26,6 +25,7 @@ from queues_app.api.schemas import (
     ItemId,
     PageSize,
     Then,
+    known_preferences,
 )
 from queues_app.calls.records import Call, QueueOrder
 from queues_app.centre import keys
@@ -62,22 +62,7 @@ class CallIn(InputSchema):
     }
     NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)
 
-    @field_validator("preferences")
-    @classmethod
-    def _known_skills(cls, preferences: dict[str, str]) -> dict[str, str]:
-        catalog = SkillCatalog.from_settings()
-        unknown = sorted(set(preferences) - set(catalog.names))
-        if unknown:
-            problems = {
-                name: f"unknown skill dimension {name!r}; allowed: {', '.join(catalog.names)}" for name in unknown
-            }
-            raise PydanticCustomError("skill", "{summary}", {"problems": problems, "summary": "; ".join(problems)})
-        try:
-            validate_preferences(catalog, preferences)
-        except SkillError as exc:
-            field = exc.field or "preferences"
-            raise PydanticCustomError("skill", "{message}", {"problems": {field: exc.message}}) from exc
-        return preferences
+    preferences_known = field_validator("preferences")(known_preferences)
 
 
 class EndIn(InputSchema):
@@ -108,11 +93,13 @@ class TransferIn(InputSchema):
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "preferences": 'must be an object such as {"language": "French", "gender": "any"}',
-        "agent_id": "must be an agent's id",
-        "from_agent_id": "required: the agent on the call as you last read it (the call's agent_id)",
+        "agent_id": f"must be a queued agent's id: {inputs.ID_RULE}",
+        "from_agent_id": f"required: the agent on the call as you last read it (the call's agent_id): {inputs.ID_RULE}",
         "then": THEN_PROBLEM,
     }
     NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)
+
+    preferences_known = field_validator("preferences")(known_preferences)
 
 
 class NothingIn(InputSchema):

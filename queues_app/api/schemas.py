@@ -16,11 +16,13 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, StringConstraints
+from pydantic_core import PydanticCustomError
 
+from queues_app import inputs
+from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb.numbers import ExactNumber, as_stored
 
 IDEMPOTENCY_KEY_MAX = 255
-ID_MAX = 200  # path ids: ours are much shorter; DynamoDB keys stop at 1 KB
 
 # What DynamoDB can store as a number: 38 significant digits, magnitudes from 1E-130 to
 # 9.99...E+125 (or zero).
@@ -35,19 +37,18 @@ PAGE_MAX = 100
 CURSOR_MAX = 4096  # as queues_app.ddb.paging reads them
 
 IdempotencyKey = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=IDEMPOTENCY_KEY_MAX)]
-ItemId = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX)]
+# Ids, versions and `then` as the pages and the admin take them too (queues_app.inputs).
+ItemId = Annotated[str, StringConstraints(min_length=1, max_length=inputs.ID_MAX, pattern=inputs.ID_PATTERN)]
 Cursor = Annotated[str, StringConstraints(min_length=1, max_length=CURSOR_MAX)]
 PageSize = Annotated[int, Field(ge=1, le=PAGE_MAX)]
 AgentStatusName = Literal["offline", "available", "queued", "attending", "wrap_up", "not_ready"]
 
-Version = Annotated[int, Field(ge=1, le=2**53, strict=True)]
-VERSION_PROBLEM = "required: the agent's `version` as you last read it (a whole number from 1)"
+Version = Annotated[int, Field(ge=inputs.VERSION_MIN, le=inputs.VERSION_MAX, strict=True)]
+VERSION_PROBLEM = f"required: the agent's `version` as you last read it ({inputs.VERSION_RANGE})"
 
 # Where an agent goes once their part in a call ends (ending it, releasing them, a transfer).
-Then = Annotated[
-    Literal["queue", "wrap_up", "offline"], Field(description="`queue` (available again), `wrap_up` or `offline`.")
-]
-THEN_PROBLEM = "must be one of queue, wrap_up, offline"
+Then = Annotated[inputs.ThenName, Field(description="`queue` (available again), `wrap_up` or `offline`.")]
+THEN_PROBLEM = inputs.THEN_PROBLEM
 
 
 class InputSchema(Schema):
@@ -59,6 +60,18 @@ class InputSchema(Schema):
     # Errors inside these fields are named by the inner key alone (`language`, not
     # `preferences.language`): the skill dimensions are the fields people think of.
     NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ()
+
+
+def known_preferences(cls, preferences: dict[str, str] | None) -> dict[str, str] | None:
+    """A body's `preferences` (a field validator): each one value of its skill dimension or
+    any, as the pages take them (`inputs.preference_problems`), every bad one named."""
+    if preferences is None:
+        return None
+    problems = inputs.preference_problems(SkillCatalog.from_settings(), preferences)
+    if problems:
+        summary = "; ".join(f"{name}: {problem}" for name, problem in problems.items())
+        raise PydanticCustomError("skill", "{summary}", {"problems": problems, "summary": summary})
+    return preferences
 
 
 # --- answers ----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from ninja import Header, Router, Schema, Status
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from queues_app import inputs
 from queues_app.api.common import api_operations, naming_key, note_change
 from queues_app.api.openapi import CHANGES, READS, answers
 from queues_app.api.parsing import MAX_DEPTH
@@ -25,7 +26,6 @@ from queues_app.shipments.queue import SPILLOVER_QUEUE, Shipment, ShipmentQueue
 router = Router()
 
 MAX_DELAY_SECONDS = 900  # as SQS delay queues: at most 15 minutes
-TENANT_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 
 
 # --- inputs and outputs ------------------------------------------------------------------
@@ -43,7 +43,7 @@ class ShipmentIn(InputSchema):
     )
     tenant: str | None = Field(
         None,
-        pattern=TENANT_PATTERN,
+        pattern=inputs.SHORT_NAME_PATTERN,
         description="Who sends it (fair share per tenant): 1 to 64 letters, digits, `.`, `_` or `-`.",
     )
     priority: int = Field(0, ge=0, le=keys.MAX_PRIORITY, strict=True, description="0 to 9; higher first.")
@@ -58,7 +58,7 @@ class ShipmentIn(InputSchema):
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "data": "required: an object with the shipment's fields",
-        "tenant": "1 to 64 letters, digits, '.', '_' or '-'",
+        "tenant": inputs.SHORT_NAME_PROBLEM,
         "priority": f"must be a whole number from 0 to {keys.MAX_PRIORITY}",
         "delay_seconds": f"must be a number of seconds from 0 to {MAX_DELAY_SECONDS}",
     }

@@ -10,12 +10,13 @@ from typing import Any
 
 from ninja.errors import ValidationError, ValidationErrorContext
 
-from queues_app.api.schemas import CURSOR_MAX, ID_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, InputSchema
+from queues_app.api.schemas import CURSOR_MAX, IDEMPOTENCY_KEY_MAX, PAGE_MAX, InputSchema
+from queues_app.inputs import ID_PROBLEM
 
 BODY_PARAM = "payload"  # the name every operation gives its body
 PARAMETER_PROBLEMS = {
     "Idempotency-Key": f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters",
-    **{name: f"must be 1 to {ID_MAX} characters" for name in ("call_id", "agent_id", "shipment_id")},
+    **{name: ID_PROBLEM for name in ("call_id", "agent_id", "shipment_id")},
     "limit": f"must be a whole number from 1 to {PAGE_MAX}",
     "cursor": f"must be the next_cursor of the previous page (1 to {CURSOR_MAX} characters)",
     "skill": "must be dimension:value, e.g. language:French",
