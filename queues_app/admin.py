@@ -1,7 +1,9 @@
 """The admin: API tokens (a normal model), and agents, queues, shipments and tasks read
 from DynamoDB through placeholder models (the django-rq pattern): each change list is
 our own view inside the admin's frame, with search, filters, pages and actions; an
-action first shows how many items it will touch, then acts and says what it did."""
+action first shows how many items it will touch, then acts and says what it did. What
+it is sent (the selection's ids and versions, a search, a queue) follows the rules of
+`queues_app.inputs`, read through the pages' forms."""
 
 from __future__ import annotations
 
@@ -21,9 +23,10 @@ from queues_app.agents.roster import Agents
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.ddb.paging import Page
-from queues_app.forms import MAX_SELECTED, QUEUE_NAME, is_item_id
+from queues_app.forms import queue_name, selected
 from queues_app.http.errors import describe
 from queues_app.http.roles import can_act
+from queues_app.inputs import NAME_MAX, NAME_PROBLEM
 from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
 from queues_app.operations import Operations
 from queues_app.operations.bulk import BulkReport, Seen, not_ready_action
@@ -33,7 +36,6 @@ from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.templatetags.switchboard import as_json, since, until
 
 PAGE_SIZE = 50
-SEARCH_MAX = 100
 
 
 @admin.register(ApiToken)
@@ -162,17 +164,11 @@ class DynamoAdmin(admin.ModelAdmin):
         if not can_act(request.user):
             raise PermissionDenied("Only supervisors may change queues.")
         name = request.POST.get("action", "")
-        tokens = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
         back = request.get_full_path()
         try:
-            selection = [Seen.parse(token) for token in tokens]
+            selection = selected(request.POST.getlist("ids"))
         except InvalidRequest as exc:
             self.message_user(request, exc.message, messages.WARNING)
-            return redirect(back)
-        if len(selection) > MAX_SELECTED or not all(is_item_id(s.item_id) for s in selection):
-            self.message_user(
-                request, f"Select at most {MAX_SELECTED} items, by their ids; reload the page.", messages.WARNING
-            )
             return redirect(back)
         ids = [s.item_id for s in selection]
         if name not in self.bulk_actions:
@@ -243,11 +239,14 @@ class AgentAdmin(DynamoAdmin):
 
     def load(self, request) -> Page:
         status = request.GET.get("status") or None
+        search = request.GET.get("q") or None
+        if search and len(search) > NAME_MAX:
+            raise InvalidRequest(f"A search by name is {NAME_PROBLEM}.")
         return Agents().list(
             cursor=request.GET.get("cursor"),
             limit=PAGE_SIZE,
             status=status if status in AgentStatus.ALL else None,
-            search=(request.GET.get("q") or "")[:SEARCH_MAX] or None,
+            search=search,
         )
 
     def item_id(self, item) -> str:
@@ -301,9 +300,7 @@ class ShipmentAdmin(DynamoAdmin):
     def load(self, request) -> Page:
         view = request.GET.get("view", "queue")
         _label, lister = SHIPMENT_LISTS.get(view, SHIPMENT_LISTS["queue"])
-        queue = request.GET.get("queue") or DEFAULT_QUEUE
-        if not QUEUE_NAME.fullmatch(queue):
-            raise InvalidRequest("A queue name is 1 to 64 letters, digits, '.', '_' or '-'.")
+        queue = queue_name(request.GET.get("queue"), DEFAULT_QUEUE)
         return lister(
             ShipmentQueue().listing,
             queue,

@@ -1,7 +1,8 @@
 """Forms and input checks for the pages: they check input shapes and bounds (every
 number bounded, every string length-limited, every choice checked), so that bad input
 is a message on the page and never reaches DynamoDB; the service checks the rest, and
-its SkillError lands on the field it names."""
+its SkillError lands on the field it names. Ids, versions, `then`, preferences and names
+follow the rules of `queues_app.inputs`, as the API and the admin do."""
 
 from __future__ import annotations
 
@@ -11,47 +12,139 @@ from typing import cast
 
 from django import forms
 
-from queues_app.agents.records import AFTER_CALL, AgentStatus
+from queues_app import inputs
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.records import QueueOrder
 from queues_app.centre import keys
+from queues_app.ddb.errors import InvalidRequest
+from queues_app.operations.bulk import Seen
 from queues_app.shipments.records import DEFAULT_DLQ_REASON
 
-ANY_CHOICE = "any"
-
-# An item's version only ever grows by one a change; far below this, and well inside what
-# a DynamoDB number holds (38 digits), so a forged value is refused here, not by DynamoDB.
-MAX_VERSION = 2**53 - 1
 STALE_FORM = "The version sent with the form is not valid; reload the page and try again."
-# Ids this project makes are short (hex); the ones given to it (tests, imports) too.
-MAX_ID_LENGTH = 128
-ITEM_ID = re.compile(rf"[^\s/\\\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}")
 MAX_SELECTED = 500
-QUEUE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 MAX_TARGET_LENGTH = 200
 MAX_DLQ_MINUTES = 10 * 366 * 24 * 60  # ten years: the trail and the DLQ keep nothing that old
 
 
-def version_field() -> forms.IntegerField:
-    return forms.IntegerField(
-        required=False,
-        min_value=0,
-        max_value=MAX_VERSION,
-        widget=forms.HiddenInput,
-        error_messages={"invalid": STALE_FORM, "min_value": STALE_FORM, "max_value": STALE_FORM},
-    )
+class VersionField(forms.Field):
+    """An item's version as a page showed it (a hidden field): `inputs.parse_version`."""
+
+    widget = forms.HiddenInput
+    default_error_messages = {"invalid": STALE_FORM}
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        version = inputs.parse_version(str(value).strip())
+        if version is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return version
+
+
+def version_field() -> VersionField:
+    return VersionField(required=False)
+
+
+# The rules' own words, as the API says them (a form's errors are shown after the field's label).
+
+
+class ItemIdField(forms.CharField):
+    """An agent's, a call's or a shipment's id: `inputs.is_item_id`."""
+
+    def __init__(self, **kwargs):
+        kwargs["error_messages"] = {"max_length": inputs.ID_PROBLEM, **kwargs.get("error_messages", {})}
+        super().__init__(max_length=inputs.ID_MAX, strip=True, **kwargs)
+
+    def validate(self, value):
+        super().validate(value)
+        if value not in self.empty_values and not inputs.is_item_id(value):
+            raise forms.ValidationError(inputs.ID_PROBLEM, code="invalid")
+
+
+class ThenField(forms.ChoiceField):
+    """Where the agent goes once their part in the call ends (`inputs.THEN`); left out,
+    back to the queue, as on the API."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            choices=list(inputs.THEN.items()),
+            initial=inputs.THEN_DEFAULT,
+            required=False,
+            label="After the call",
+            error_messages={"invalid_choice": inputs.THEN_PROBLEM},
+            **kwargs,
+        )
+
+    def clean(self, value):
+        return super().clean(value) or inputs.THEN_DEFAULT
+
+
+class PreferenceField(forms.ChoiceField):
+    """A caller's preference in one skill dimension: one of its values, or any
+    (`inputs.preference_problems`); left out, any, as on the API."""
+
+    def __init__(self, catalog: SkillCatalog, dimension: str, **kwargs):
+        self.catalog, self.dimension = catalog, dimension
+        choices = [(inputs.ANY_WORD, "any"), *((v, v) for v in catalog.values(dimension))]
+        super().__init__(
+            label=dimension.capitalize(), choices=choices, initial=inputs.ANY_WORD, required=False, **kwargs
+        )
+
+    def validate(self, value):
+        problems = inputs.preference_problems(self.catalog, {self.dimension: value})
+        if problems:
+            raise forms.ValidationError(problems[self.dimension], code="invalid_choice")
+
+    def clean(self, value):
+        return super().clean(value) or inputs.ANY_WORD
+
+
+def queue_name(value: str | None, default: str) -> str:
+    """The queue a list or a form names (`default` when none), if it can be one."""
+    queue = (value or default).strip()
+    if not inputs.is_short_name(queue):
+        raise InvalidRequest(f"A queue name is {inputs.SHORT_NAME_PROBLEM}.")
+    return queue
+
+
+NOT_AN_ID = "The selection holds something that is not an id; reload the page and select again."
+NO_VERSION_SEEN = (
+    f"The selection does not say which version of each item you saw ({inputs.VERSION_RANGE}); reload the page "
+    "and select again."
+)
+
+
+def selected(tokens: list[str], limit: int = MAX_SELECTED) -> list[Seen]:
+    """The items ticked on a list (a page's or the admin's), each as the list showed it
+    (`<id>/<version>[/<call id>]`) and each once. InvalidRequest for more than `limit`
+    (an action says how many it touches: it never drops any), and for a token whose ids
+    or version are not ones (`inputs`)."""
+    tokens = list(dict.fromkeys(token for token in tokens if token))
+    if len(tokens) > limit:
+        raise InvalidRequest(f"Select at most {limit} items at a time (you sent {len(tokens)}).")
+    return [_seen(token) for token in tokens]
+
+
+def _seen(token: str) -> Seen:
+    item_id, _, rest = token.partition("/")
+    version_text, _, call_id = rest.partition("/")
+    if not inputs.is_item_id(item_id) or (call_id and not inputs.is_item_id(call_id)):
+        raise InvalidRequest(NOT_AN_ID)
+    version = inputs.parse_version(version_text)
+    if version is None:
+        raise InvalidRequest(NO_VERSION_SEEN)
+    return Seen(item_id, version, call_id or None)
 
 
 def errors_in(form: forms.Form, lead: str = "") -> str:
-    """A form's errors in one message: each field by its label, with what is wrong."""
-    return lead + "; ".join(
-        f"{form.fields[k].label if k in form.fields else k}: {' '.join(map(str, v))}" for k, v in form.errors.items()
-    )
-
-
-def is_item_id(value: object) -> bool:
-    """True for something that can be an agent's, a shipment's or a call's id."""
-    return isinstance(value, str) and bool(ITEM_ID.fullmatch(value))
+    """A form's errors in one message: each field by its label, with what is wrong (the
+    form's own errors without a label)."""
+    parts = []
+    for name, errors in form.errors.items():
+        text = " ".join(map(str, errors))
+        parts.append(f"{form[name].label}: {text}" if name in form.fields else text)
+    return lead + "; ".join(parts)
 
 
 class VersionForm(forms.Form):
@@ -73,11 +166,7 @@ class VersionForm(forms.Form):
 
     def problem(self) -> str:
         """What is wrong, in one sentence per field (for a message)."""
-        parts = []
-        for name, errs in self.errors.items():
-            text = " ".join(str(e) for e in errs)
-            parts.append(text if name == "__all__" else f"{self.fields[name].label or name}: {text}")
-        return "; ".join(parts)
+        return errors_in(self)
 
 
 def skill_field_name(dimension: str) -> str:
@@ -102,12 +191,8 @@ class PreferenceFields(SkillFields):
 
     def add_preference_fields(self) -> None:
         form = cast(forms.Form, self)
-        for dimension, values in self.catalog.dimensions:
-            form.fields[skill_field_name(dimension)] = forms.ChoiceField(
-                label=dimension.capitalize(),
-                choices=[(ANY_CHOICE, "any"), *((v, v) for v in values)],
-                initial=ANY_CHOICE,
-            )
+        for dimension in self.catalog.names:
+            form.fields[skill_field_name(dimension)] = PreferenceField(self.catalog, dimension)
 
     @property
     def preferences(self) -> dict[str, str]:
@@ -116,7 +201,7 @@ class PreferenceFields(SkillFields):
 
 
 class AgentForm(SkillFields, VersionForm):
-    name = forms.CharField(max_length=100, strip=True)
+    name = forms.CharField(max_length=inputs.NAME_MAX, strip=True)
 
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):
         super().__init__(*args, **kwargs)
@@ -161,9 +246,9 @@ class TransferForm(PreferenceFields, forms.Form):
     agent who fits) or to a named queued agent; and where its agent goes after."""
 
     to = forms.ChoiceField(choices=[("preferences", "Preferences"), ("agent", "A queued agent")])
-    agent_id = forms.CharField(required=False, max_length=64)
-    from_agent_id = forms.CharField(max_length=64)  # the agent the page showed on the call
-    then = forms.ChoiceField(choices=list(AFTER_CALL.items()), initial="queue")
+    agent_id = ItemIdField(required=False)
+    from_agent_id = ItemIdField()  # the agent the page showed on the call
+    then = ThenField()
 
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):
         super().__init__(*args, **kwargs)
@@ -177,8 +262,24 @@ class TransferForm(PreferenceFields, forms.Form):
         return data
 
 
+class AfterCallForm(forms.Form):
+    """Ending a call from its page: where its agent goes then."""
+
+    then = ThenField()
+
+
+class ReleaseForm(AfterCallForm):
+    """Ending an agent's call from the agents' list: the call the page showed, and where
+    the agent goes then."""
+
+    call_id = ItemIdField(
+        label="Call",
+        error_messages={"required": "the page did not say which call to end; reload the page and try again."},
+    )
+
+
 class AgentFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=100, label="Name contains")
+    q = forms.CharField(required=False, max_length=inputs.NAME_MAX, label="Name contains")
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *AgentStatus.LABELS.items()])
     skill = forms.ChoiceField(required=False, label="Skill")
 
@@ -209,14 +310,11 @@ class DlqFilterForm(forms.Form):
     )
 
 
-MAX_TENANT_LENGTH = 64
-
-
 class ShipmentFilterForm(forms.Form):
     """The shipment lists' filters (GET); every field is optional."""
 
-    id = forms.CharField(required=False, max_length=MAX_ID_LENGTH, strip=True, label="Id starts with")
-    tenant = forms.CharField(required=False, max_length=MAX_TENANT_LENGTH, strip=True, label="Tenant")
+    id = ItemIdField(required=False, label="Id starts with")
+    tenant = forms.CharField(required=False, max_length=inputs.SHORT_NAME_MAX, strip=True, label="Tenant")
     priority = forms.TypedChoiceField(
         required=False,
         choices=[("", "any"), *((str(p), str(p)) for p in range(keys.MAX_PRIORITY + 1))],
@@ -226,10 +324,10 @@ class ShipmentFilterForm(forms.Form):
     )
     older_than = forms.FloatField(required=False, min_value=0, max_value=MAX_DLQ_MINUTES, label="Older than (min)")
 
-    def clean_id(self):
-        value = self.cleaned_data["id"]
-        if value and not ITEM_ID.fullmatch(value):
-            raise forms.ValidationError("An id has no spaces, slashes or control characters.")
+    def clean_tenant(self):
+        value = self.cleaned_data["tenant"]
+        if value and not inputs.is_short_name(value):
+            raise forms.ValidationError(f"must be {inputs.SHORT_NAME_PROBLEM}")
         return value
 
     def problem(self) -> str:
@@ -240,7 +338,7 @@ CALL_PREFIX_MIN = 4
 
 
 class CallLookupForm(forms.Form):
-    call_id = forms.CharField(max_length=MAX_ID_LENGTH, strip=True, label="Call id or its first characters")
+    call_id = forms.CharField(max_length=inputs.ID_MAX, strip=True, label="Call id or its first characters")
 
     def clean_call_id(self):
         value = self.cleaned_data["call_id"]

@@ -9,27 +9,17 @@ past its API_RATE_LIMIT is a 429 with `Retry-After`.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib.auth.decorators import login_not_required
 from django.views.decorators.csrf import csrf_exempt
 from ninja.security import HttpBearer
 
 from queues_app.admission import TokenLimiter
-from queues_app.api.problems import ApiProblem, problem_response
-from queues_app.http import errors as user_errors
+from queues_app.http import errors
+from queues_app.http.errors import ApiProblem, json_answer
 from queues_app.http.roles import can_act
 from queues_app.models import ApiToken
-
-__all__ = [
-    "ApiProblem",
-    "BearerToken",
-    "SAFE_METHODS",
-    "actor_of",
-    "authenticate",
-    "bearer_token",
-    "not_found",
-    "problem_response",
-    "token_of",
-]
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
@@ -49,18 +39,18 @@ def authenticate(request) -> ApiToken:
     """The request's active token; raises ApiProblem (401) otherwise."""
     raw = bearer_token(request)
     if raw is None:
-        raise ApiProblem(user_errors.unauthenticated("This API needs a bearer token."))
+        raise ApiProblem(errors.unauthenticated("This API needs a bearer token."))
     token = ApiToken.find(raw)
     if token is None:
         expired = ApiToken.find_expired(raw)
         if expired is not None and expired.expires_at is not None:
             raise ApiProblem(
-                user_errors.unauthenticated(
+                errors.unauthenticated(
                     f"The bearer token expired at {expired.expires_at:%Y-%m-%d %H:%M} UTC; ask for a new one."
                 )
             )
         # One answer for unknown, malformed and revoked tokens: nothing to probe.
-        raise ApiProblem(user_errors.unauthenticated("The bearer token is invalid or has been revoked."))
+        raise ApiProblem(errors.unauthenticated("The bearer token is invalid or has been revoked."))
     token.touch()
     return token
 
@@ -68,6 +58,11 @@ def authenticate(request) -> ApiToken:
 def token_of(request) -> ApiToken | None:
     """The token `BearerToken` authenticated the request with (None before it ran)."""
     return getattr(request, "api_token", None)
+
+
+def current_token(request) -> ApiToken:
+    """The request's token, inside an operation (every one runs behind `BearerToken`)."""
+    return cast(ApiToken, token_of(request))
 
 
 def actor_of(request) -> str:
@@ -94,7 +89,7 @@ class BearerToken(HttpBearer):
         request.api_token = token
         if request.method not in SAFE_METHODS and not can_act(token.user):
             raise ApiProblem(
-                user_errors.forbidden(
+                errors.forbidden(
                     f"The token's user {token.user.get_username()!r} may only read; "
                     "changing queues needs a supervisor's token."
                 )
@@ -109,4 +104,4 @@ class BearerToken(HttpBearer):
 @login_not_required
 def not_found(request, path: str = ""):
     """Any other path under /api/: a JSON 404, not the HTML page."""
-    return problem_response(user_errors.no_such_endpoint(request.path))
+    return json_answer(errors.no_such_endpoint(request.path))

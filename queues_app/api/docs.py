@@ -19,8 +19,8 @@ from django.urls import reverse
 
 from queues_app.api.application import openapi_document
 from queues_app.api.auth import authenticate, bearer_token
-from queues_app.api.problems import ApiProblem, problem_response
-from queues_app.http import errors as user_errors
+from queues_app.http import errors
+from queues_app.http.errors import ApiProblem, json_answer
 
 METHOD_ORDER = ("get", "post", "put", "patch", "delete")
 
@@ -40,15 +40,15 @@ def openapi_json(request):
     """The OpenAPI 3.1 document, for a logged-in person or a bearer token."""
     if not request.user.is_authenticated:
         if bearer_token(request) is None:
-            return problem_response(
-                user_errors.unauthenticated(
+            return json_answer(
+                errors.unauthenticated(
                     "The API's description is for logged-in users and API clients: log in, or send a bearer token."
                 )
             )
         try:
             authenticate(request)
         except ApiProblem as exc:
-            return problem_response(exc.problem)
+            return json_answer(exc.problem)
     return JsonResponse(document(api_prefix()), json_dumps_params={"indent": 1})
 
 

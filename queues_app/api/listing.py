@@ -15,13 +15,13 @@ cursor of another list, or one tampered with, is a 400 naming `cursor`.
 from __future__ import annotations
 
 from queues_app.agents.records import AgentStatus
-from queues_app.api.problems import invalid
 from queues_app.calls.records import Call, CallStatus
 from queues_app.calls.store import call_from_item
 from queues_app.centre import keys
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import batch, errors
 from queues_app.ddb.paging import INVALID, Page, decode_state, encode_state
+from queues_app.http.errors import invalid
 
 CALL_LISTS = (CallStatus.WAITING, CallStatus.ASSIGNED)
 WAITING_PURPOSE = "api:calls:waiting"

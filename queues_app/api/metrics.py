@@ -15,9 +15,9 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from queues_app.api.auth import ApiProblem, authenticate
+from queues_app.api.auth import authenticate
 from queues_app.ddb.errors import DynamoError
-from queues_app.http.errors import UserError, describe
+from queues_app.http.errors import ApiProblem, UserError, describe, internal_error
 from queues_app.http.middleware import problem_answer
 from queues_app.monitoring.prometheus import exposition
 
@@ -25,10 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def _answer(request, problem: UserError):
-    response = problem_answer(request, problem, machine=True)
-    if problem.status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="switchboard"'
-    return response
+    return problem_answer(request, problem, machine=True)
 
 
 @login_not_required
@@ -48,7 +45,5 @@ def prometheus(request):
         return _answer(request, problem)
     except Exception:
         log.exception("GET %s failed", request.path)
-        return _answer(
-            request, UserError(500, "Internal error", "The metrics could not be gathered; the failure has been logged.")
-        )
+        return _answer(request, internal_error("The metrics could not be gathered; the failure has been logged."))
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

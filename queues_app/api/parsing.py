@@ -19,8 +19,8 @@ from decimal import Decimal
 from django.conf import settings
 from ninja.parser import Parser
 
-from queues_app.api.problems import invalid
 from queues_app.ddb.numbers import ExactNumber
+from queues_app.http.errors import invalid
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_DEPTH = 32

@@ -1,76 +1,37 @@
-"""Domain errors mapped to what a person (or a machine on the API) is told.
+"""Every refusal and failure a person or a program is told about, in one place.
 
-The one place where a `DynamoError` becomes an HTTP status and a sentence, and where
-what AWS said is cleaned of what nobody outside the operators should see: ARNs (with
-role names), account ids, access key ids, endpoints and stack traces are replaced by a
-placeholder in every message shown on a page or sent to an API client. The full text is
-logged with the request's trace id, which 5xx answers carry for finding it.
+- `UserError`: a status, a title, a message and a hint (and the bad `fields`, what the
+  items are `current`ly, a `trace_id` on 5xx): what pages, admin and API all show;
+- `describe`: a domain error (`DynamoError`, `SkillError`) as a `UserError`, cleaned of
+  what only the operators may see (http/redact.py) and logged in full with the trace id
+  when it was cleaned or is a server-side failure;
+- the refusals that are not domain errors (no token, a body too large, no such page...);
+- `json_answer`: the JSON answer of a `UserError`, with its headers, for the API, /metrics
+  and any request that asks for JSON (pages draw the same `UserError`:
+  http/middleware.problem_answer).
 """
 
 from __future__ import annotations
 
 import logging
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from typing import Any
 
 from django.conf import settings
+from django.http import HttpResponse, JsonResponse
 
 from queues_app.agents.skills import SkillError
 from queues_app.ddb import errors
+from queues_app.ddb.numbers import ExactJSONEncoder
+from queues_app.http.redact import bounded, scrub, shortened
 from queues_app.serializers import current_json
 from queues_app.tracing import current_trace_id
 
 log = logging.getLogger(__name__)
 
-# An answer quotes at most this many characters of a value it was sent (a field's name, a
-# value in quotes in a message); a 200 KB value gets a small refusal, not a copy of itself.
-QUOTE_MAX = 100
-ELLIPSIS = "…"
-
-
-def shortened(text: str, limit: int = QUOTE_MAX) -> str:
-    """`text` cut to `limit` characters, with an ellipsis when it was cut."""
-    return text if len(text) <= limit else text[:limit] + ELLIPSIS
-
-
-def bounded(text: str) -> str:
-    """`text` with every quoted value in it ('...' or "...", as `repr` and the messages
-    write them) cut to QUOTE_MAX characters. A quote opens only after a non-word
-    character (so the apostrophe of "agent's" opens nothing); one never closed runs to
-    the end. One pass, linear in the text however it is made."""
-    if len(text) <= QUOTE_MAX:
-        return text
-    out: list[str] = []
-    start = 0  # of the text not yet copied
-    at = 0
-    while at < len(text):
-        mark = text[at]
-        if mark not in "'\"" or (at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")):
-            at += 1
-            continue
-        end = _closing(text, at + 1, mark)
-        inside = text[at + 1 : end]
-        if len(inside) > QUOTE_MAX:
-            out.append(text[start : at + 1] + shortened(inside))
-            start = end
-        at = end + 1
-    out.append(text[start:])
-    return "".join(out)
-
-
-def _closing(text: str, at: int, mark: str) -> int:
-    """Where the quote opened before `at` closes: the next `mark` not escaped and not
-    followed by a word character; the end of the text when there is none."""
-    while True:
-        found = text.find(mark, at)
-        if found < 0:
-            return len(text)
-        escaped = found > 0 and text[found - 1] == "\\"
-        followed = found + 1 < len(text) and (text[found + 1].isalnum() or text[found + 1] == "_")
-        if not escaped and not followed:
-            return found
-        at = found + 1
+# Retry-After of a 503 whose problem names none: every 503 says when to try again.
+DEFAULT_RETRY_AFTER_SECONDS = 5
 
 
 @dataclass
@@ -117,6 +78,15 @@ class UserError:
         return "\n".join(lines) + "\n"
 
 
+class ApiProblem(Exception):
+    """Raised where a request is read (the API's parser, lists, token) to answer with
+    this problem instead."""
+
+    def __init__(self, problem: UserError):
+        super().__init__(problem.message)
+        self.problem = problem
+
+
 def invalid_input(fields: dict[str, str], message: str | None = None) -> UserError:
     """Input that failed validation: 400, naming each field and what is wrong with it."""
     fields = {shortened(str(name)): bounded(str(problem)) for name, problem in fields.items()}
@@ -125,67 +95,18 @@ def invalid_input(fields: dict[str, str], message: str | None = None) -> UserErr
     return UserError(400, "Invalid request", message, fields=fields)
 
 
-# --- what people are never shown ---------------------------------------------------------
-
-ARN_SHOWN = "[ARN]"
-ENDPOINT_SHOWN = "[endpoint]"
-ACCOUNT_SHOWN = "[account id]"
-KEY_SHOWN = "[access key]"
-TRACE_SHOWN = "[details in the server log]"
-
-_SECRETS = [
-    # arn:partition:service:region:account:resource, resource up to a space or quote.
-    (re.compile(r"\barn:aws[a-z-]*:[^\s'\"<>,;()\[\]{}]*", re.IGNORECASE), ARN_SHOWN),
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE), ENDPOINT_SHOWN),
-    (re.compile(r"\b[\w.-]+\.amazonaws\.com(?:\.cn)?(?::\d+)?(?:/[^\s'\"<>]*)?", re.IGNORECASE), ENDPOINT_SHOWN),
-    (re.compile(r"\b[\w.-]+\.(?:aws|amazon)\.dev(?::\d+)?\b", re.IGNORECASE), ENDPOINT_SHOWN),
-    (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?![\w.])"), ENDPOINT_SHOWN),
-    (re.compile(r"\[[0-9a-f:]*:[0-9a-f:]*\](?::\d{1,5})?", re.IGNORECASE), ENDPOINT_SHOWN),
-    (re.compile(r"\blocalhost(?::\d{1,5})?\b", re.IGNORECASE), ENDPOINT_SHOWN),
-    (re.compile(r"\b(?:AKIA|ASIA|AROA|AIDA|ANPA|AGPA)[A-Z0-9]{12,}\b"), KEY_SHOWN),
-    (re.compile(r"(?<![\w-])\d{12}(?![\w-])"), ACCOUNT_SHOWN),
-]
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]*\", line \d+", re.MULTILINE)
+def invalid(fields: dict[str, str], message: str | None = None) -> ApiProblem:
+    return ApiProblem(invalid_input(fields, message))
 
 
-def _configured_endpoints() -> list[re.Pattern[str]]:
-    """The configured endpoint, and its host (with the port), which may appear alone."""
-    url = getattr(settings, "DYNAMODB_ENDPOINT_URL", None) or ""
-    found = [url] if url else []
-    host = urlsplit(url).netloc if "://" in url else ""
-    if host:
-        found.append(host)
-    return [re.compile(rf"(?<![\w.-]){re.escape(text)}(?![\w-])") for text in sorted(found, key=len, reverse=True)]
-
-
-def scrub(text: str) -> str:
-    """`text` without ARNs, account ids, access key ids, endpoints or stack traces."""
-    if not text:
-        return text
-    trace = _TRACEBACK.search(text)
-    if trace:
-        text = text[: trace.start()].rstrip() + " " + TRACE_SHOWN
-    for endpoint in _configured_endpoints():
-        text = endpoint.sub(ENDPOINT_SHOWN, text)
-    for pattern, shown in _SECRETS:
-        text = pattern.sub(shown, text)
-    return text.strip()
-
-
-def _scrubbed(problem: UserError) -> UserError:
-    problem.message = scrub(problem.message)
-    problem.hint = scrub(problem.hint)
-    if problem.fields:
-        problem.fields = {name: scrub(text) for name, text in problem.fields.items()}
-    problem.bound()
-    return problem
+# --- domain errors -----------------------------------------------------------------------
 
 
 def describe(exc: errors.DynamoError | SkillError) -> UserError:
     """What to tell a person or an API client about `exc`: a status and sentences that
     never carry ARNs, account ids, endpoints or stack traces. A server-side problem (5xx),
     or one whose text had to be cleaned, is logged in full with the trace id."""
-    told = _describe(exc)
+    told = _told(exc)
     full = told.message
     problem = _scrubbed(told)
     trace_id = current_trace_id.get()
@@ -204,67 +125,96 @@ def describe(exc: errors.DynamoError | SkillError) -> UserError:
     return problem
 
 
-def _describe(exc: errors.DynamoError | SkillError) -> UserError:
-    if isinstance(exc, SkillError):
-        return invalid_input({exc.field: exc.message} if exc.field else {}, exc.message)
-    if isinstance(exc, errors.TableMissing):
-        return UserError(
-            503,
-            "DynamoDB table missing",
-            f"The table {exc.table_name!r} does not exist.",
-            hint="Create the tables with: python manage.py dynamo_tables create "
-            "(and check that DYNAMODB_ENDPOINT_URL and AWS_REGION name the right place).",
-            retry_after=30,
-        )
-    if isinstance(exc, errors.Unavailable):
-        return UserError(
-            503,
-            "DynamoDB unavailable",
-            exc.message,
-            hint=(
-                "Start the local DynamoDB with `make run`, or check DYNAMODB_ENDPOINT_URL, "
-                "AWS_REGION and the AWS credentials."
-            ),
-            retry_after=5,
-        )
-    if isinstance(exc, errors.Backpressure):
-        return UserError(
-            429,
-            "Queue backlog over its bound",
-            exc.message,
-            hint="The queue is refusing new work until it drains; the Retry-After header says when to try again.",
-            retry_after=exc.retry_after,
-        )
-    if isinstance(exc, errors.RateLimited):
-        return UserError(
-            429,
-            "Rate limit exceeded",
-            exc.message,
-            hint="Each API token may make API_RATE_LIMIT requests; the Retry-After header says when to go on.",
-            retry_after=exc.retry_after,
-        )
-    if isinstance(exc, errors.Throttled):
-        return UserError(503, "DynamoDB is busy", exc.message, retry_after=2)
-    if isinstance(exc, errors.NotFound):
-        return UserError(404, "Not found", exc.message)
-    if isinstance(exc, errors.Conflict):
-        return UserError(
-            409,
-            "Conflict",
-            exc.message,
-            hint="Reload to see the current state and try again.",
-            current=current_json(exc.now),
-        )
-    if isinstance(exc, errors.KeyReused):
-        return UserError(
-            422,
-            "Idempotency key reused",
-            exc.message,
-            hint="Send a new Idempotency-Key for a new request; resend a key only with the request it was made for.",
-            fields={"Idempotency-Key": "was used for a different request"},
-        )
-    if isinstance(exc, errors.InvalidRequest):
-        return UserError(400, "Invalid request", exc.message)
+def _scrubbed(problem: UserError) -> UserError:
+    problem.message = scrub(problem.message)
+    problem.hint = scrub(problem.hint)
+    if problem.fields:
+        problem.fields = {name: scrub(text) for name, text in problem.fields.items()}
+    problem.bound()
+    return problem
+
+
+def _table_missing(exc: Any) -> UserError:
+    return UserError(
+        503,
+        "DynamoDB table missing",
+        f"The table {exc.table_name!r} does not exist.",
+        hint="Create the tables with: python manage.py dynamo_tables create "
+        "(and check that DYNAMODB_ENDPOINT_URL and AWS_REGION name the right place).",
+        retry_after=30,
+    )
+
+
+def _unavailable(exc: Any) -> UserError:
+    return UserError(
+        503,
+        "DynamoDB unavailable",
+        exc.message,
+        hint="Start the local DynamoDB with `make run`, or check DYNAMODB_ENDPOINT_URL, AWS_REGION and the AWS "
+        "credentials.",
+        retry_after=5,
+    )
+
+
+def _backpressure(exc: Any) -> UserError:
+    return UserError(
+        429,
+        "Queue backlog over its bound",
+        exc.message,
+        hint="The queue is refusing new work until it drains; the Retry-After header says when to try again.",
+        retry_after=exc.retry_after,
+    )
+
+
+def _rate_limited(exc: Any) -> UserError:
+    return UserError(
+        429,
+        "Rate limit exceeded",
+        exc.message,
+        hint="Each API token may make API_RATE_LIMIT requests; the Retry-After header says when to go on.",
+        retry_after=exc.retry_after,
+    )
+
+
+def _conflict(exc: Any) -> UserError:
+    return UserError(
+        409,
+        "Conflict",
+        exc.message,
+        hint="Reload to see the current state and try again.",
+        current=current_json(exc.now),
+    )
+
+
+def _key_reused(exc: Any) -> UserError:
+    return UserError(
+        422,
+        "Idempotency key reused",
+        exc.message,
+        hint="Send a new Idempotency-Key for a new request; resend a key only with the request it was made for.",
+        fields={"Idempotency-Key": "was used for a different request"},
+    )
+
+
+# Each domain error, most specific first, and what it is told as; any other DynamoError is a 500.
+TOLD: list[tuple[type[Exception], Callable[[Any], UserError]]] = [
+    (SkillError, lambda exc: invalid_input({exc.field: exc.message} if exc.field else {}, exc.message)),
+    (errors.TableMissing, _table_missing),
+    (errors.Unavailable, _unavailable),
+    (errors.Backpressure, _backpressure),
+    (errors.RateLimited, _rate_limited),
+    (errors.Throttled, lambda exc: UserError(503, "DynamoDB is busy", exc.message, retry_after=2)),
+    (errors.NotFound, lambda exc: UserError(404, "Not found", exc.message)),
+    (errors.Conflict, _conflict),
+    (errors.KeyReused, _key_reused),
+    (errors.InvalidRequest, lambda exc: UserError(400, "Invalid request", exc.message)),
+]
+
+
+def _told(exc: errors.DynamoError | SkillError) -> UserError:
+    for kind, tell in TOLD:
+        if isinstance(exc, kind):
+            return tell(exc)
     return UserError(500, "DynamoDB error", exc.message)
 
 
@@ -273,7 +223,7 @@ def _endpoint() -> str:
     return settings.DYNAMODB_ENDPOINT_URL or f"AWS DynamoDB ({settings.AWS_REGION})"
 
 
-# --- the JSON API's own refusals (not domain errors, but told the same way) --------------
+# --- refusals that are not domain errors ---------------------------------------------------
 
 
 def unauthenticated(message: str) -> UserError:
@@ -290,9 +240,84 @@ def forbidden(message: str) -> UserError:
     return UserError(403, "Forbidden", message)
 
 
+def not_allowed(message: str) -> UserError:
+    """A page's 403: the person's role may look but not act."""
+    return UserError(
+        403, "Not allowed", message, "Ask an administrator for the supervisor role if you need to act here."
+    )
+
+
+def page_not_found(message: str) -> UserError:
+    return UserError(404, "Not found", message, "Start again from the overview.")
+
+
 def no_such_endpoint(path: str) -> UserError:
     return UserError(404, "Not found", f"There is no API endpoint at {path}.")
 
 
 def method_not_allowed(method: str, allowed: list[str]) -> UserError:
     return UserError(405, "Method not allowed", f"{method} is not allowed here; use {' or '.join(allowed)}.")
+
+
+def too_large(limit: int) -> UserError:
+    return UserError(
+        413,
+        "Request body too large",
+        f"The request body is larger than {limit:,} bytes.",
+        hint="Send less data: a shipment's data must fit in one DynamoDB item.",
+    )
+
+
+def unsupported_media_type(sent: str) -> UserError:
+    shown = repr(sent[:100]) if sent else "none"
+    return UserError(
+        415,
+        "Unsupported media type",
+        f"The request body must be application/json; its Content-Type was {shown}.",
+        hint="Send the body as JSON with `Content-Type: application/json` (a charset, when given, must be utf-8).",
+    )
+
+
+def unreadable_request() -> UserError:
+    """Django could not take the request at all (its Host header, a malformed cookie)."""
+    return UserError(400, "Bad request", "The request could not be read: check its Host header and its headers.")
+
+
+def refused(status: int, message: str) -> UserError:
+    """A refusal the framework made, told with its own words."""
+    return UserError(status, "Request refused", message)
+
+
+def internal_error(message: str = "The server failed to handle this request; it has been logged.") -> UserError:
+    return UserError(500, "Internal error", message)
+
+
+def page_failed() -> UserError:
+    return UserError(500, "Something went wrong", "The server could not answer this request.", "Try again.")
+
+
+# --- the answer ----------------------------------------------------------------------------
+
+
+def with_headers(response: HttpResponse, problem: UserError, *, allow: list[str] | None = None) -> HttpResponse:
+    """The headers a problem's answer carries, whatever its body: when to retry, how to
+    authenticate, which methods to use."""
+    retry_after = problem.retry_after
+    if not retry_after and problem.status == 503:
+        retry_after = DEFAULT_RETRY_AFTER_SECONDS
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    if problem.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="switchboard"'
+    if allow:
+        response["Allow"] = ", ".join(allow)
+    return response
+
+
+def json_answer(problem: UserError, *, allow: list[str] | None = None) -> JsonResponse:
+    """`{"error", "message", "hint", "fields", "current", "trace_id"}` with the problem's
+    status and headers. A conflict's `current` may hold shipment data: its numbers are
+    written exactly."""
+    response = JsonResponse(problem.as_json(), status=problem.status, encoder=ExactJSONEncoder)
+    with_headers(response, problem, allow=allow)
+    return response

@@ -10,13 +10,13 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.shortcuts import render, resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
 from queues_app.ddb import errors, meter
 from queues_app.ddb.clock import now
-from queues_app.http.errors import UserError, describe
+from queues_app.http.errors import UserError, describe, json_answer, unreadable_request, with_headers
 
 log = logging.getLogger(__name__)
 
@@ -42,21 +42,19 @@ def wants_text(request) -> bool:
 
 
 def problem_answer(request, problem: UserError, *, machine: bool | None = None) -> HttpResponse:
-    """The response telling `problem`: JSON or text to a program, a page (or, for htmx,
-    a banner) to a person; Retry-After when there is one."""
+    """The response telling `problem`: JSON (http/errors.json_answer) or text to a
+    program, a page (or, for htmx, a banner) to a person; with the problem's headers."""
     if machine is None:
         machine = wants_machine_answer(request)
+    if machine and not wants_text(request):
+        return json_answer(problem)
     response: HttpResponse
-    if machine and wants_text(request):
+    if machine:
         response = HttpResponse(problem.as_text(), status=problem.status, content_type="text/plain; charset=utf-8")
-    elif machine:
-        response = JsonResponse(problem.as_json(), status=problem.status)
     else:
         template = "queues_app/_error_banner.html" if getattr(request, "htmx", False) else "queues_app/error.html"
         response = render(request, template, {"problem": problem}, status=problem.status)
-    if problem.retry_after:
-        response["Retry-After"] = str(problem.retry_after)
-    return response
+    return with_headers(response, problem)
 
 
 class DynamoErrorMiddleware:
@@ -94,11 +92,7 @@ def bad_request(request, exception):
     from django.views import defaults
 
     if wants_machine_answer(request):
-        return problem_answer(
-            request,
-            UserError(400, "Bad request", "The request could not be read: check its Host header and its headers."),
-            machine=True,
-        )
+        return problem_answer(request, unreadable_request(), machine=True)
     return defaults.bad_request(request, exception)
 
 

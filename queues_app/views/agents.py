@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, not_ready_reasons
+from queues_app.agents.records import Agent, AgentStatus, not_ready_reasons
 from queues_app.agents.roster import COUNT_CAP, Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.audit.day import agent_day
@@ -19,8 +19,9 @@ from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.errors import InvalidRequest, NotFound
-from queues_app.forms import AgentFilterForm, AgentForm, errors_in
+from queues_app.forms import AgentFilterForm, AgentForm, ReleaseForm, errors_in
 from queues_app.http.roles import require_supervisor
+from queues_app.inputs import THEN
 from queues_app.views.common import (
     ask_first,
     back_url,
@@ -42,7 +43,6 @@ BULK_ACTIONS = {
     "release": "Release (end call, back to the queue)",
     "offline": "Log off",
 }
-RELEASE_THEN = {"queue": "back to the queue", "wrap_up": "wrap-up", "offline": "offline"}
 # The day's timeline (SVG fills: the page's CSP allows no inline style).
 DAY_COLORS = {
     "queued": "#2f855a",
@@ -117,7 +117,7 @@ def _list_context(query) -> tuple[dict, bool]:
         "current_status": query.get("status", ""),
         **tabs,
         "bulk_actions": BULK_ACTIONS,
-        "release_then": RELEASE_THEN,
+        "release_then": THEN,
         "not_ready_reasons": not_ready_reasons(),
         "dimensions": catalog.names,
     }
@@ -238,7 +238,7 @@ def agent_detail(request, agent_id: str):
             "day": day,
             "day_colors": DAY_COLORS,
             "status_labels": AgentStatus.LABELS,
-            "release_then": RELEASE_THEN,
+            "release_then": THEN,
             "not_ready_reasons": not_ready_reasons(),
             "here": request.get_full_path(),
         },
@@ -266,19 +266,16 @@ def agent_release(request, agent_id: str):
     """End the agent's call named by the page (asks first), then queue them again, or
     wrap-up, or offline."""
     agent_id = check_id("agent", agent_id)
-    then = request.POST.get("then", "queue")
-    if then not in RELEASE_THEN:
-        raise InvalidRequest(f"After a call an agent goes to one of: {', '.join(RELEASE_THEN)}.")
-    call_id = request.POST.get("call_id") or ""
-    if not call_id:
-        raise InvalidRequest("This page did not say which call to end; reload the page and try again.")
-    call_id = check_id("call", call_id)
+    form = ReleaseForm(request.POST)
+    if not form.is_valid():
+        raise InvalidRequest(errors_in(form))
+    then, call_id = form.cleaned_data["then"], form.cleaned_data["call_id"]
     if not confirmed(request):
         name = Agents().get(agent_id).name
         return ask_first(
             request,
             title="End the call",
-            question=f"End {name}'s call {call_id}, then {RELEASE_THEN[then]}?",
+            question=f"End {name}'s call {call_id}, then {THEN[then]}?",
             url=reverse("agent-release", args=[agent_id]),
             back=back_url(request, reverse("agents")),
             fields=[("call_id", call_id), ("then", then)],
@@ -288,7 +285,7 @@ def agent_release(request, agent_id: str):
     return repeat_or_done(
         outcome.replayed,
         f"Released {agent.name}; now {agent.status_label.lower()}{_call_note(call)}.",
-        f"Call {call_id} had already ended ({agent.name} went {AFTER_CALL[then]}); {agent.name} is {agent.doing} now.",
+        f"Call {call_id} had already ended ({agent.name} went {THEN[then]}); {agent.name} is {agent.doing} now.",
     )
 
 

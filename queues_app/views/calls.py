@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from queues_app.agents.records import AFTER_CALL, AgentStatus
+from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import ANY
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
@@ -19,8 +19,9 @@ from queues_app.calls.transfers import Transfer
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.errors import InvalidRequest, KeyReused
-from queues_app.forms import CallForm, CallLookupForm, TransferForm
+from queues_app.forms import AfterCallForm, CallForm, CallLookupForm, TransferForm, errors_in
 from queues_app.http.roles import require_supervisor
+from queues_app.inputs import THEN
 from queues_app.routing.matching import WHY_OUTCOMES
 from queues_app.views.common import (
     ask_first,
@@ -138,7 +139,7 @@ def call_detail(request, call_id: str):
             "any": ANY,
             "history": history.entries,
             "history_more": history.next_cursor is not None,
-            "after_call": AFTER_CALL,
+            "after_call": THEN,
             "transfer": transfer,
             "leg_words": LEG_WORDS,
             "answer_by": call.answer_by,
@@ -153,8 +154,7 @@ def call_transfer(request, call_id: str):
     center = CallCenter()
     form = TransferForm(request.POST, catalog=center.catalog)
     if not form.is_valid():
-        problems = [str(e) for errors in form.errors.values() for e in errors]
-        raise InvalidRequest("The transfer was not made: " + " ".join(problems))
+        raise InvalidRequest(errors_in(form, "The transfer was not made: "))
     data = form.cleaned_data
     to_agent = data["to"] == "agent"
     outcome = operations(request).transfer(
@@ -199,15 +199,16 @@ def call_end(request, call_id: str):
     """End a call in progress by naming it (asks first); its agent then goes back to the
     queue, to wrap-up or offline."""
     call_id = check_id("call", call_id)
-    then = request.POST.get("then", "queue")
-    if then not in AFTER_CALL:
-        raise InvalidRequest(f"After a call an agent goes to one of: {', '.join(AFTER_CALL)}.")
+    form = AfterCallForm(request.POST)
+    if not form.is_valid():
+        raise InvalidRequest(errors_in(form))
+    then = form.cleaned_data["then"]
     if not confirmed(request):
         call = CallCenter().get_call(call_id)
         return ask_first(
             request,
             title="End the call",
-            question=f"End call {call_id} of {call.agent_name or 'its agent'}, then {AFTER_CALL[then]}?",
+            question=f"End call {call_id} of {call.agent_name or 'its agent'}, then {THEN[then]}?",
             url=reverse("call-end", args=[call_id]),
             back=back_url(request, reverse("call-detail", args=[call_id])),
             fields=[("then", then)],

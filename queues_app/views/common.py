@@ -16,9 +16,10 @@ from django_htmx.http import trigger_client_event
 
 from queues_app.agents.skills import SkillError
 from queues_app.ddb.errors import DynamoError, InvalidRequest, NotFound
-from queues_app.forms import MAX_SELECTED, VersionForm, is_item_id
+from queues_app.forms import MAX_SELECTED, VersionForm, selected
 from queues_app.http.errors import describe
 from queues_app.http.roles import supervisor_required
+from queues_app.inputs import is_item_id
 from queues_app.operations import Operations
 from queues_app.operations.bulk import BulkReport, Effect, Seen
 
@@ -284,14 +285,8 @@ def bulk(
 def selected_items(request, limit: int = MAX_SELECTED) -> list[Seen]:
     """The items ticked on a list, each as it was shown (`<id>/<version>[/<call id>]`),
     each once; InvalidRequest as `selected_ids` does, and for a selection from a page that
-    does not say which version of each item it showed."""
-    tokens = list(dict.fromkeys(i for i in request.POST.getlist("ids") if i))
-    if len(tokens) > limit:
-        raise InvalidRequest(f"Select at most {limit} items at a time (you sent {len(tokens)}).")
-    seen = [Seen.parse(token) for token in tokens]
-    if not all(is_item_id(s.item_id) and (s.call_id is None or is_item_id(s.call_id)) for s in seen):
-        raise InvalidRequest("The selection holds something that is not an id; reload the page and select again.")
-    return seen
+    does not say which version of each item it showed (`forms.selected`)."""
+    return selected(request.POST.getlist("ids"), limit)
 
 
 def capped(count: int, more: bool) -> str:

@@ -8,7 +8,7 @@ import logging
 
 from django.http import HttpResponseServerError
 
-from queues_app.http.errors import UserError
+from queues_app.http import errors
 from queues_app.http.middleware import problem_answer
 
 log = logging.getLogger(__name__)
@@ -22,20 +22,16 @@ def _said(exception) -> str:
 
 
 def permission_denied(request, exception):
-    message = _said(exception) or "Your role may look but not change this."
-    hint = "Ask an administrator for the supervisor role if you need to act here."
-    return problem_answer(request, UserError(403, "Not allowed", message, hint))
+    return problem_answer(request, errors.not_allowed(_said(exception) or "Your role may look but not change this."))
 
 
 def page_not_found(request, exception):
-    message = _said(exception) or "There is no page at this address."
-    return problem_answer(request, UserError(404, "Not found", message, "Start again from the overview."))
+    return problem_answer(request, errors.page_not_found(_said(exception) or "There is no page at this address."))
 
 
 def server_error(request):
-    problem = UserError(500, "Something went wrong", "The server could not answer this request.", "Try again.")
     try:
-        return problem_answer(request, problem)
+        return problem_answer(request, errors.page_failed())
     except Exception:  # the page itself cannot be drawn: plain words, never a second trace
         log.exception("the 500 page could not be drawn")
         return HttpResponseServerError("Something went wrong. Try again.", content_type="text/plain")

@@ -18,13 +18,13 @@ from queues_app.ddb.clock import now
 from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.forms import (
     DEFAULT_DLQ_REASON,
-    QUEUE_NAME,
     DlqFilterForm,
     PriorityForm,
     ReasonForm,
     ShipmentFilterForm,
     VersionForm,
     errors_in,
+    queue_name,
 )
 from queues_app.shipments.listing import LISTS, ShipmentFilter, in_list
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
@@ -51,10 +51,7 @@ FILTER_RESTORE_LIMIT = 200  # more than this from the page: use `manage.py resto
 
 def _queue_name(query) -> str:
     """The queue a query (a list's) or a form names; the live queue when it names none."""
-    queue = (query.get("queue") or DEFAULT_QUEUE).strip()
-    if not QUEUE_NAME.fullmatch(queue):
-        raise InvalidRequest("A queue name is 1 to 64 letters, digits, '.', '_' or '-'.")
-    return queue
+    return queue_name(query.get("queue"), DEFAULT_QUEUE)
 
 
 def _filters(query) -> tuple[ShipmentFilter, str]:

@@ -378,12 +378,12 @@ def test_the_api_root_is_a_json_404(moto_db, api):
 
 
 def test_an_unexpected_failure_is_a_json_500_without_details_and_is_logged(moto_db, api, monkeypatch, caplog):
-    from queues_app.api import views
+    from queues_app.api import queues
 
     def broken():
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr(views, "get_call_center", broken)
+    monkeypatch.setattr(queues, "get_call_center", broken)
     with caplog.at_level(logging.ERROR, logger="queues_app"):
         response = api.get("/api/queues")
     body = assert_problem(response, 500, "Internal error")
@@ -393,12 +393,11 @@ def test_an_unexpected_failure_is_a_json_500_without_details_and_is_logged(moto_
 
 
 def test_a_503_always_says_when_to_retry():
-    from queues_app.api.problems import DEFAULT_RETRY_AFTER_SECONDS, problem_response
-    from queues_app.http.errors import UserError
+    from queues_app.http.errors import DEFAULT_RETRY_AFTER_SECONDS, UserError, json_answer
 
-    response = problem_response(UserError(503, "DynamoDB table missing", "The table is missing."))
+    response = json_answer(UserError(503, "DynamoDB table missing", "The table is missing."))
     assert response["Retry-After"] == str(DEFAULT_RETRY_AFTER_SECONDS)
-    assert problem_response(UserError(503, "busy", "busy", retry_after=2))["Retry-After"] == "2"
+    assert json_answer(UserError(503, "busy", "busy", retry_after=2))["Retry-After"] == "2"
 
 
 @pytest.mark.parametrize("host", ["", "evil.example.com"])

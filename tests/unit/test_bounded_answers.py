@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from queues_app.http import errors as http_errors
-from queues_app.http.errors import QUOTE_MAX, UserError, bounded, invalid_input
+from queues_app.ddb.errors import NotFound
+from queues_app.http.errors import UserError, describe, invalid_input
+from queues_app.http.redact import QUOTE_MAX, bounded
 from tests.helpers.api import assert_problem
 
 BIG = 200_000
@@ -62,4 +63,4 @@ def test_every_user_error_is_bounded_however_it_is_made():
     assert invalid_input({"k" * 500: f"bad {'v' * 500!r}"}).as_json()["message"] == (
         f"{'k' * QUOTE_MAX}…: bad '{'v' * QUOTE_MAX}…'"
     )
-    assert http_errors.describe(http_errors.errors.NotFound(f"No call with id {'c' * 999!r}.")).message.endswith("…'.")
+    assert describe(NotFound(f"No call with id {'c' * 999!r}.")).message.endswith("…'.")

@@ -118,7 +118,7 @@ def test_release_with_an_unknown_next_step_changes_nothing(supervisor_client, mo
     response = supervisor_client.post(
         reverse("agent-release", args=[ana.agent_id]), shown(ana.agent_id, then="lunch", confirmed="1"), follow=True
     )
-    assert "After a call an agent goes to one of" in response.content.decode()
+    assert "After the call: must be one of queue, wrap_up, offline" in response.content.decode()
     assert Agents().get(ana.agent_id).status == AgentStatus.ATTENDING
     assert trail() == []
 

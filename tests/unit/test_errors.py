@@ -197,7 +197,7 @@ def test_the_configured_endpoint_is_not_shown_even_without_its_scheme(settings):
 
 
 def test_ids_and_numbers_that_are_not_secrets_are_left_alone():
-    from queues_app.http.errors import scrub
+    from queues_app.http.redact import scrub
 
     text = "No agent with id '1a2b3c4d5e6f'; shipment 0123-456789012345 has version 12; priority 9."
     assert scrub(text) == text

@@ -1,0 +1,255 @@
+"""/api/agents: list and read agents, and the changes a phone system makes to one (made
+available, released from a call, logged off, not ready), each from the version or call
+it names; with its inputs and outputs."""
+
+from __future__ import annotations
+
+from typing import ClassVar, cast
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from queues_app import inputs
+from queues_app.agents.records import Agent
+from queues_app.api import listing
+from queues_app.api.common import agent_and_call, api_operations, get_call_center, note_change, replayed
+from queues_app.api.openapi import CURSOR, ITEM_CHANGES, READS, answers, per_page
+from queues_app.api.schemas import (
+    THEN_PROBLEM,
+    VERSION_PROBLEM,
+    AgentOut,
+    AgentStatusName,
+    CallEndedOut,
+    CallOut,
+    Cursor,
+    InputSchema,
+    ItemId,
+    PageSize,
+    Then,
+    Version,
+)
+from queues_app.serializers import agent_to_json
+
+router = Router()
+
+
+# --- inputs and outputs ------------------------------------------------------------------
+
+
+class VersionIn(InputSchema):
+    """The version of the agent the request was decided on, as `GET /api/agents/{agent_id}`
+    (or the answer of the last change) showed it: the change is made only from that
+    version. Sent again after it took effect, the request is answered as it was
+    (`Idempotent-Replayed: true`); after any other change, 409 with the agent as now."""
+
+    version: Version = Field(description="The agent's `version` as you last read it.", examples=[7])
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"version": VERSION_PROBLEM}
+
+
+class ReleaseIn(InputSchema):
+    """The call to end, and what the agent does once it has ended."""
+
+    call_id: ItemId = Field(
+        description="The call you are ending: the agent's `call_id` as you last read it. Only that call is ended; "
+        "if it already ended, the request is answered as it was (same `then`) or refused (409).",
+        examples=["3f2a9c1e0b7d4a65"],
+    )
+    then: Then = "queue"
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "then": THEN_PROBLEM,
+        "call_id": "required: the id of the call you are ending (the agent's call_id as you last read it): "
+        + inputs.ID_RULE,
+    }
+
+
+class NotReadyIn(InputSchema):
+    """The agent's version as last read, and why they are not ready."""
+
+    version: Version = Field(description="The agent's `version` as you last read it.", examples=[7])
+    reason: str = Field(min_length=1, max_length=40, description="One of AGENT_NOT_READY_REASONS.", examples=["break"])
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "version": VERSION_PROBLEM,
+        "reason": "required: why the agent is not ready, one of AGENT_NOT_READY_REASONS (at most 40 characters)",
+    }
+
+
+class AgentAndCallOut(Schema):
+    agent: AgentOut
+    call: CallOut | None = Field(description="The call the agent took, or null when they were queued.")
+
+
+class AgentOnlyOut(Schema):
+    agent: AgentOut
+
+
+class AgentsPageOut(Schema):
+    agents: list[AgentOut]
+    next_cursor: str | None = Field(description="Send as `cursor` for the next page; null on the last page.")
+
+
+# --- operations ------------------------------------------------------------------------
+
+AGENT_STATUS = Query(None, description="Only agents in this status.")
+AGENTS_PER_PAGE = per_page("Agents", "a filtered page may hold fewer")
+AGENT_SKILL = Query(
+    None, description="Only agents with this skill, as `dimension:value`, e.g. `language:French`.", max_length=200
+)
+
+
+@router.get(
+    "agents",
+    url_name="api-agents",
+    operation_id="listAgents",
+    summary="List agents",
+    **answers(
+        {
+            200: (
+                AgentsPageOut,
+                "A page of agents in the roster's order (by name), and the cursor of the next page.",
+                (),
+            )
+        },
+        400,
+        *READS,
+    ),
+)
+def list_agents(
+    request: HttpRequest,
+    status: AgentStatusName | None = AGENT_STATUS,
+    skill: str | None = AGENT_SKILL,
+    cursor: Cursor | None = CURSOR,
+    limit: PageSize = AGENTS_PER_PAGE,
+):
+    """Agents in the roster's order (by name), a page at a time; filtered by status and
+    by skill."""
+    center = get_call_center()
+    page = listing.agents_page(
+        center, status=status, skill=listing.parse_skill(center, skill), cursor=cursor, limit=limit
+    )
+    return {"agents": [agent_to_json(agent) for agent in page.items], "next_cursor": page.next_cursor}
+
+
+@router.get(
+    "agents/{agent_id}",
+    url_name="api-agent",
+    operation_id="getAgent",
+    summary="Read an agent",
+    **answers({200: (AgentOut, "The agent as it is now.", ())}, 400, 404, *READS),
+)
+def agent_detail(request: HttpRequest, agent_id: ItemId):
+    """The agent: status, skills, the call they attend."""
+    return agent_to_json(get_call_center().agents.get(agent_id))
+
+
+@router.post(
+    "agents/{agent_id}/available",
+    url_name="api-agent-available",
+    operation_id="makeAgentAvailable",
+    summary="Make an agent available",
+    **answers(
+        {
+            200: (
+                AgentAndCallOut,
+                "The agent, and the call they took (null when they were queued). `Idempotent-Replayed: true` when "
+                "this very request had already made them available.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def agent_available(request: HttpRequest, agent_id: ItemId, payload: VersionIn, response: HttpResponse):
+    """Give the agent the longest-waiting caller they fit, or queue them (`call` null),
+    from the `version` named: an agent changed since answers 409 with the agent as now."""
+    outcome = api_operations(request).make_available(agent_id, expected_version=payload.version)
+    if not outcome.replayed:
+        note_change(
+            request, "agent.available", agent_id, f"took call {outcome.call.call_id}" if outcome.call else "queued"
+        )
+    return agent_and_call(response, outcome)
+
+
+@router.post(
+    "agents/{agent_id}/release",
+    url_name="api-agent-release",
+    operation_id="releaseAgent",
+    summary="End an agent's call",
+    **answers(
+        {
+            200: (
+                CallEndedOut,
+                "The agent, and the next call they took (null when none). `Idempotent-Replayed: true` when the call "
+                "had already ended with the same `then`: the answer is the first one's, as things are now.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def agent_release(request: HttpRequest, agent_id: ItemId, payload: ReleaseIn, response: HttpResponse):
+    """End the call named (`call_id`), then queue the agent again (`then`: `queue`, the
+    default), or wrap-up, or offline. A call that is not the agent's current call answers
+    409 (saying what became of it and what the agent is doing), unless it ended by this
+    same request, which is answered as it first was."""
+    outcome = api_operations(request).release(agent_id, then=payload.then, call_id=payload.call_id)
+    if not outcome.replayed:
+        note_change(request, "agent.release", agent_id, f"call {payload.call_id}, then {payload.then}")
+    return agent_and_call(response, outcome)
+
+
+@router.post(
+    "agents/{agent_id}/offline",
+    url_name="api-agent-offline",
+    operation_id="takeAgentOffline",
+    summary="Log an agent off",
+    **answers(
+        {
+            200: (
+                AgentOnlyOut,
+                "The agent, offline. `Idempotent-Replayed: true` when this very request had logged them off already.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def agent_offline(request: HttpRequest, agent_id: ItemId, payload: VersionIn, response: HttpResponse):
+    """Take the agent out of every queue and mark them offline, from the `version` named:
+    an agent offline already at that version, attending a call, or changed since answers 409."""
+    outcome = api_operations(request).log_off(agent_id, expected_version=payload.version)
+    if not outcome.replayed:
+        note_change(request, "agent.offline", agent_id, "offline")
+    replayed(response, outcome.replayed)
+    return {"agent": agent_to_json(cast(Agent, outcome.agent))}
+
+
+@router.post(
+    "agents/{agent_id}/not-ready",
+    url_name="api-agent-not-ready",
+    operation_id="setAgentNotReady",
+    summary="Set an agent not ready, with a reason",
+    **answers(
+        {
+            200: (
+                AgentOnlyOut,
+                "The agent, not ready: logged in, offered no call. `Idempotent-Replayed: true` when this very "
+                "request had set them not ready already.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def agent_not_ready(request: HttpRequest, agent_id: ItemId, payload: NotReadyIn, response: HttpResponse):
+    """Take the agent out of every queue, logged in but offered no call, for `reason` (one
+    of AGENT_NOT_READY_REASONS), from the `version` named. An agent on a call answers 409:
+    end the call first. Made available again with /available."""
+    outcome = api_operations(request).set_not_ready(agent_id, payload.reason, expected_version=payload.version)
+    if not outcome.replayed:
+        note_change(request, "agent.not_ready", agent_id, payload.reason)
+    replayed(response, outcome.replayed)
+    return {"agent": agent_to_json(cast(Agent, outcome.agent))}

@@ -1,0 +1,327 @@
+"""/api/calls: place a caller, list the waiting and assigned calls, read a call, and
+what happens to one (abandoned, answered, ended, transferred); with its inputs and
+outputs."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, cast
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Header, Query, Router, Schema, Status
+from pydantic import Field, field_validator
+
+from queues_app import inputs
+from queues_app.api import listing
+from queues_app.api.auth import current_token
+from queues_app.api.common import agent_and_call, api_operations, get_call_center, naming_key, note_change, replayed
+from queues_app.api.openapi import CHANGES, CURSOR, ITEM_CHANGES, READS, answers, per_page
+from queues_app.api.schemas import (
+    THEN_PROBLEM,
+    CallEndedOut,
+    CallOut,
+    Cursor,
+    IdempotencyKey,
+    InputSchema,
+    ItemId,
+    PageSize,
+    Then,
+    known_preferences,
+)
+from queues_app.calls.records import Call, QueueOrder
+from queues_app.calls.transfers import Transfer
+from queues_app.centre import keys
+from queues_app.serializers import call_to_json
+
+router = Router()
+
+CallListName = Literal["waiting", "assigned"]
+
+
+# --- inputs and outputs ------------------------------------------------------------------
+
+
+class CallIn(InputSchema):
+    """A caller to place: assigned at once to the earliest-queued agent who fits, or
+    waiting for one."""
+
+    preferences: dict[str, str] = Field(
+        description='One value per skill dimension (`SWITCHBOARD_SKILLS`), or `any` (also "" or `*`); a dimension '
+        "left out means any too, and `{}` means any agent. null is refused: say `any` or leave the dimension out.",
+        examples=[{"language": "Spanish", "gender": "any"}],
+    )
+    priority: int = Field(
+        0, ge=0, le=keys.MAX_PRIORITY, strict=True, description="0 to 9; callers of higher priority are served first."
+    )
+    order: Literal["fifo", "lifo"] | None = Field(
+        None, description="Which queued agent the caller gets; default `SWITCHBOARD_AGENT_ORDER`."
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "preferences": 'must be an object such as {"language": "Spanish", "gender": "any"} (use {} for any agent)',
+        "priority": f"must be a whole number from 0 to {keys.MAX_PRIORITY}",
+        "order": f"must be one of {', '.join(QueueOrder.ALL)}",
+    }
+    NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)
+
+    preferences_known = field_validator("preferences")(known_preferences)
+
+
+class EndIn(InputSchema):
+    """What the call's agent does once the call has ended."""
+
+    then: Then = "queue"
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"then": THEN_PROBLEM}
+
+
+class TransferIn(InputSchema):
+    """Where the call goes: new preferences (it waits at its place for an agent who fits)
+    or a named queued agent; and what its agent does once it is handed on."""
+
+    preferences: dict[str, str] | None = Field(
+        None,
+        description="One value per skill dimension, or `any`, as when placing a call.",
+        examples=[{"language": "French", "gender": "any"}],
+    )
+    agent_id: ItemId | None = Field(None, description="A queued agent to give the call to.")
+    from_agent_id: ItemId = Field(
+        description="The agent on the call as you last read it (its `agent_id`). Only their part is handed on: "
+        "sent again once it took effect, the request is answered as it was (`Idempotent-Replayed: true`); if the "
+        "call has moved on otherwise, 409.",
+        examples=["a1b2c3d4e5f6"],
+    )
+    then: Then = "queue"
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "preferences": 'must be an object such as {"language": "French", "gender": "any"}',
+        "agent_id": f"must be a queued agent's id: {inputs.ID_RULE}",
+        "from_agent_id": f"required: the agent on the call as you last read it (the call's agent_id): {inputs.ID_RULE}",
+        "then": THEN_PROBLEM,
+    }
+    NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ("preferences",)
+
+    preferences_known = field_validator("preferences")(known_preferences)
+
+
+class NothingIn(InputSchema):
+    """No fields: an empty body, `{}` or no body at all."""
+
+
+class CallsPageOut(Schema):
+    calls: list[CallOut]
+    next_cursor: str | None = Field(description="Send as `cursor` for the next page; null on the last page.")
+
+
+# --- operations ------------------------------------------------------------------------
+
+CALL_KEY = Header(
+    None,
+    alias="Idempotency-Key",
+    description="A unique key per new caller, the same when retrying: a retry never makes a second call. "
+    "Scoped to the token's user.",
+)
+CALLS_PER_PAGE = per_page("Calls")
+CALL_LIST = Query(
+    ..., description="`waiting`: the line in order (priority, then arrival); `assigned`: calls an agent is attending."
+)
+
+
+@router.post(
+    "calls",
+    url_name="api-calls",
+    operation_id="createCall",
+    summary="Place a caller",
+    **answers(
+        {
+            201: (CallOut, "The new call: `assigned` to an agent at once, or `waiting`.", ("Location",)),
+            200: (
+                CallOut,
+                "A retry with an `Idempotency-Key` seen before: the first request's call as it is now.",
+                ("Location", "Idempotent-Replayed"),
+            ),
+        },
+        *CHANGES,
+        409,
+        422,
+        429,
+    ),
+)
+def create_call(
+    request: HttpRequest,
+    payload: CallIn,
+    response: HttpResponse,
+    idempotency_key: IdempotencyKey | None = CALL_KEY,
+):
+    """Assigned at once to the earliest-queued agent who fits every preference (201,
+    `status` `assigned`), or waiting (201, `waiting`). With an `Idempotency-Key` seen
+    before, the first call again (200, `Idempotent-Replayed: true`); with the same key and
+    a different body, 422."""
+    key = idempotency_key
+    # Keys are scoped to the token's user, so two clients choosing the same key never
+    # receive each other's call.
+    scoped_key = f"api:{request.user.pk}:{key}" if key else None
+    token = current_token(request)
+    with naming_key(key):
+        call, created = api_operations(request).create_call(
+            payload.preferences,
+            priority=payload.priority,
+            order=payload.order,
+            idempotency_key=scoped_key,
+            callback=str(token.pk) if token.callback_url else None,
+        )
+    if created:
+        note_change(request, "call.create", call.call_id, call.status)
+    response["Location"] = f"/api/calls/{call.call_id}"
+    if key:
+        response["Idempotent-Replayed"] = "false" if created else "true"
+    return Status(201 if created else 200, call_to_json(call))
+
+
+@router.get(
+    "calls",
+    url_name="api-calls",
+    operation_id="listCalls",
+    summary="List waiting or assigned calls",
+    **answers({200: (CallsPageOut, "A page of calls, and the cursor of the next page.", ())}, 400, *READS),
+)
+def list_calls(
+    request: HttpRequest,
+    status: CallListName = CALL_LIST,
+    cursor: Cursor | None = CURSOR,
+    limit: PageSize = CALLS_PER_PAGE,
+):
+    """Waiting calls in the order they will be served, or assigned calls (newest
+    assignment first within a page), a page at a time."""
+    page = listing.calls_page(get_call_center(), status, cursor=cursor, limit=limit)
+    return {"calls": [call_to_json(call) for call in page.items], "next_cursor": page.next_cursor}
+
+
+@router.get(
+    "calls/{call_id}",
+    url_name="api-call",
+    operation_id="getCall",
+    summary="Read a call",
+    **answers({200: (CallOut, "The call as it is now.", ())}, 400, 404, *READS),
+)
+def call_detail(request: HttpRequest, call_id: ItemId):
+    """The call: its status, preferences, the agent who took it and why."""
+    return call_to_json(get_call_center().get_call(call_id))
+
+
+@router.post(
+    "calls/{call_id}/abandon",
+    url_name="api-call-abandon",
+    operation_id="abandonCall",
+    summary="The caller hung up while waiting",
+    **answers(
+        {
+            200: (
+                CallOut,
+                "The call, abandoned: out of line, with how long it waited (`Idempotent-Replayed: true` when it "
+                "was abandoned already).",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def abandon_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: NothingIn | None = None):
+    """Take a waiting caller out of line at once, recorded as abandoned with their wait.
+    The same hang-up sent again answers as the first did (`Idempotent-Replayed: true`). A
+    call that is no longer waiting otherwise answers 409 saying what happened instead
+    (assigned to whom, ended): of an abandon and an assignment at the same moment,
+    exactly one wins."""
+    outcome = api_operations(request).abandon_call(call_id)
+    call = cast(Call, outcome.call)
+    if not outcome.replayed:
+        note_change(request, "call.abandon", call_id, f"abandoned after {call.waited_seconds or 0:.0f} s")
+    replayed(response, outcome.replayed)
+    return call_to_json(call)
+
+
+@router.post(
+    "calls/{call_id}/end",
+    url_name="api-call-end",
+    operation_id="endCall",
+    summary="End a call in progress",
+    **answers(
+        {
+            200: (
+                CallEndedOut,
+                "The call's agent, and the next call they took (null when none). `Idempotent-Replayed: true` when "
+                "the call had already ended with the same `then`: the answer is the first one's, as things are now.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def end_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: EndIn | None = None):
+    """End the call named, then put its agent back in the queue (`then`: `queue`, the
+    default), in wrap-up, or offline. Only that call ends: a retry after it ended is
+    answered as the first request was; a call that ended otherwise (another `then`), is
+    waiting or was abandoned answers 409 saying what happened."""
+    then = payload.then if payload else "queue"
+    outcome = api_operations(request).end_call(call_id, then)
+    if not outcome.replayed:
+        note_change(request, "call.end", call_id, f"then {then}")
+    return agent_and_call(response, outcome)
+
+
+@router.post(
+    "calls/{call_id}/answered",
+    url_name="api-call-answered",
+    operation_id="answerCall",
+    summary="The agent picked up an offered call",
+    **answers(
+        {
+            200: (
+                CallOut,
+                "The call, answered. `Idempotent-Replayed: true` when it was answered already (or when offers are "
+                "off: every assignment is an answer).",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def answer_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: NothingIn | None = None):
+    """With ANSWER_TIMEOUT_SECONDS set, an assignment is an offer: confirm that the agent
+    picked up before the call's `answer_by`. Too late, the call went back to its place in
+    line (and perhaps to the next agent) and this answers 409 saying so: of an answer and
+    the timeout at the same moment, exactly one wins."""
+    outcome = api_operations(request).answered(call_id)
+    if not outcome.replayed:
+        note_change(request, "call.answered", call_id, "answered")
+    replayed(response, outcome.replayed)
+    return call_to_json(cast(Call, outcome.call))
+
+
+@router.post(
+    "calls/{call_id}/transfer",
+    url_name="api-call-transfer",
+    operation_id="transferCall",
+    summary="Transfer a call in progress",
+    **answers(
+        {
+            200: (
+                CallEndedOut,
+                "The agent who handed the call on, as they are now, and the call: assigned to its new agent, or "
+                "waiting at its original place in line. `Idempotent-Replayed: true` when this very transfer had "
+                "been made already: the answer is as things are now.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def transfer_call(request: HttpRequest, call_id: ItemId, payload: TransferIn, response: HttpResponse):
+    """Hand a call in progress on, with new `preferences` (it keeps its arrival and waits
+    for, or is given to, an agent who fits) or to the queued agent `agent_id`. Its agent
+    (`from_agent_id`, as last read) then goes `then`. The call's `legs` keep each agent's
+    part."""
+    outcome = api_operations(request).transfer(Transfer(call_id, **payload.model_dump()))
+    call = cast(Call, outcome.call)
+    if not outcome.replayed:
+        note_change(request, "call.transfer", call_id, f"to {call.agent_name or 'the line'}")
+    return agent_and_call(response, outcome)

@@ -1,0 +1,60 @@
+"""/api/reports: the centre's day in intervals (offered, answered, service level, ASA,
+AHT, occupancy); with its outputs."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from queues_app.api.common import get_call_center
+from queues_app.api.openapi import READS, answers
+from queues_app.figures.intervals import asked_report
+from queues_app.serializers import interval_report_json
+
+router = Router()
+
+
+class IntervalOut(Schema):
+    start: str = Field(description="When the interval starts: ISO 8601 with the centre's UTC offset.")
+    combination: str = Field(description="`all` (the whole centre) or a skill combination, e.g. `Spanish#F`.")
+    offered: int = Field(description="Callers who left the line in the interval: answered + abandoned.")
+    answered: int
+    answered_within: int = Field(description="Answered within `service_level_seconds`.")
+    abandoned: int
+    service_level: float | None = Field(description="answered_within / offered; null when none was offered.")
+    asa_seconds: float | None = Field(description="Average speed of answer; null when none was answered.")
+    aht_seconds: float | None = Field(description="Average handle time of the calls that ended; null when none.")
+    longest_wait_seconds: float | None
+    occupancy: float | None = Field(description="Attending over logged-in agents, sampled (`all` only).")
+
+
+class IntervalsOut(Schema):
+    date: str = Field(description="The centre's day, YYYY-MM-DD.")
+    time_zone: str = Field(description="The centre's time zone (TIME_ZONE), an IANA name.")
+    interval_minutes: int
+    service_level_seconds: int | float = Field(description="The service level's threshold (SERVICE_LEVEL_SECONDS).")
+    intervals: list[IntervalOut]
+
+
+@router.get(
+    "reports/intervals",
+    url_name="api-report-intervals",
+    operation_id="intervalReport",
+    summary="A day in intervals: offered, answered, service level, ASA, AHT",
+    **answers({200: (IntervalsOut, "The centre's day in intervals, overall and per combination.", ())}, 400, *READS),
+)
+def interval_report(
+    request: HttpRequest,
+    date: str | None = Query(None, description="The centre's day, YYYY-MM-DD; today when left out.", max_length=10),
+    interval: int = Query(30, description="Minutes per interval: 15, 30 or 60."),
+    combination: str | None = Query(
+        None, description="Only this combination (`Spanish#F`, `any` for no preference) or `all`.", max_length=200
+    ),
+):
+    """For each interval of the centre's day (its TIME_ZONE): callers offered (answered
+    or abandoned in it), answered, answered within the threshold, abandoned, the service
+    level, the average speed of answer and handle time, the longest wait and occupancy;
+    for the whole centre (`all`) and each skill combination. Kept REPORT_RETENTION_DAYS."""
+    report, chosen = asked_report(get_call_center().db, date, interval, combination)
+    return interval_report_json(report, chosen)
