@@ -57,12 +57,7 @@ class ConsumerCommand(CheckedCommand):
         if until_empty:
             require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
         counters.flush_in_background(shipments.db)  # the last shipment's counts, even when none follows
-        # --max is shared: each thread takes its part (no thread when there is none left).
-        shares = (
-            [None] * concurrency
-            if max is None
-            else [max // concurrency + (i < max % concurrency) for i in range(concurrency)]
-        )
+        shares = _shares(max, concurrency)
         workers = [
             ShipmentWorker(
                 shipments,  # one client per process: boto3 clients are thread-safe
@@ -129,3 +124,10 @@ class ConsumerCommand(CheckedCommand):
                 value = getattr(worker.stats, item.name)
                 setattr(total, item.name, getattr(total, item.name) + value)
         return total
+
+
+def _shares(most: int | None, concurrency: int) -> list[int | None]:
+    """--max is shared: each thread takes its part (no thread when there is none left)."""
+    if most is None:
+        return [None] * concurrency
+    return [most // concurrency + (i < most % concurrency) for i in range(concurrency)]
