@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from queues_app.centre import keys
+from queues_app.ddb.codec import record_from_item
 
 
 class AgentStatus:
@@ -110,18 +111,10 @@ def agent_to_item(agent: Agent) -> dict:
 
 
 def agent_from_item(item: dict) -> Agent:
-    return Agent(
-        agent_id=item["agent_id"],
-        name=item["name"],
+    return record_from_item(
+        Agent,
+        item,
         skills={k: list(v) for k, v in (item.get("skills") or {}).items()},
-        status=item.get("status", AgentStatus.OFFLINE),
-        version=int(item.get("version", 1)),
-        created_at=item.get("created_at", ""),
-        updated_at=item.get("updated_at", ""),
-        queued_at=item.get("queued_at"),
-        queue_token=item.get("queue_token"),
-        call_id=item.get("call_id"),
-        change=item.get("change"),
-        reason=item.get("reason") or None,
+        reason=item.get("reason") or None,  # stored empty once not ready ends
         status_since=item.get("status_since") or item.get("updated_at"),
     )

@@ -69,15 +69,8 @@ class Agents:
 
     def create(self, name: str, skills: Skills, agent_id: str | None = None) -> Agent:
         agent = self.build(name, skills, agent_id)
-        try:
-            self.db.call(
-                "put_item",
-                TableName=self.table_name,
-                Item=marshal(agent_to_item(agent)),
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except errors.Conflict as exc:
-            raise errors.Conflict(f"An agent with id {agent.agent_id!r} exists already.") from exc
+        exists = f"An agent with id {agent.agent_id!r} exists already."
+        self.db.put_new(self.table_name, agent_to_item(agent), key="pk", exists=exists)
         return agent
 
     def update(self, agent_id: str, *, name: str, skills: Skills, expected_version: int) -> Agent:

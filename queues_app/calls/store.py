@@ -11,12 +11,12 @@ from queues_app import event_names as named
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents, status_queries
 from queues_app.agents.skills import ANY
-from queues_app.calls.records import Call, CallStatus, QueueOrder
+from queues_app.calls.records import Call, CallStatus
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import batch, errors
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.codec import marshal, record_from_item, unmarshal
 from queues_app.ddb.merge import query_each
 from queues_app.ddb.paging import Page
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL
@@ -70,30 +70,7 @@ def call_to_item(call: Call) -> dict:
 def call_from_item(item: dict) -> Call:
     given = item.get("preferences") or {}
     preferences = {name: given.get(name, ANY) for name in item.get("dimensions") or list(given)}
-    return Call(
-        call_id=item["call_id"],
-        status=item["status"],
-        preferences=preferences,
-        priority=int(item.get("priority", 0)),
-        order=item.get("order", QueueOrder.FIFO),
-        arrived_at=item.get("arrived_at", ""),
-        version=int(item.get("version", 1)),
-        agent_id=item.get("agent_id"),
-        agent_name=item.get("agent_name"),
-        assigned_at=item.get("assigned_at"),
-        ended_at=item.get("ended_at"),
-        wait_sk=item.get("wait_sk"),
-        relaxed=list(item.get("relaxed") or []),
-        why=list(item.get("why") or []),
-        callback=item.get("callback"),
-        end_then=item.get("end_then"),
-        next_call_id=item.get("next_call_id"),
-        request_digest=item.get("request_digest"),
-        answered_at=item.get("answered_at"),
-        offer_sk=item.get("offer_sk"),
-        first_asked=item.get("first_asked"),
-        legs=list(item.get("legs") or []),
-    )
+    return record_from_item(Call, item, preferences=preferences)
 
 
 def first_answers(db: Dynamo, call_ids: list[str]) -> dict[str, tuple[Mapping | None, str | None]]:

@@ -16,7 +16,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from queues_app.ddb import errors, meter
-from queues_app.ddb.codec import unmarshal
+from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.tables import TABLES
 
 if TYPE_CHECKING:
@@ -138,6 +138,16 @@ class Dynamo:
     def query_partition(self, table: str, pk: str, **params) -> dict[str, Any]:
         """One Query of the partition `pk` (every table here keys its items on `pk`)."""
         return self.call("query", **_partition(table, pk), **params)
+
+    def put_new(self, table: str, item: dict[str, Any], *, key: str, exists: str) -> None:
+        """Put an item that must not exist yet (a condition on its key attribute `key`); a
+        Conflict saying `exists` when one does."""
+        try:
+            self.call(
+                "put_item", TableName=table, Item=marshal(item), ConditionExpression=f"attribute_not_exists({key})"
+            )
+        except errors.Conflict as exc:
+            raise errors.Conflict(exists) from exc
 
     def partition_items(self, table: str, pk: str, **params) -> Iterator[dict[str, Any]]:
         """Every item of the partition `pk`, unmarshalled, a page at a time (see `items`)."""

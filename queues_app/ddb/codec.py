@@ -5,6 +5,8 @@ Nothing above `ddb` sees `{"S": ...}` maps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields
 from decimal import Decimal
 from typing import Any
 
@@ -52,3 +54,19 @@ def _native(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _native(v) for k, v in value.items()}
     return value
+
+
+def record_from_item[R](
+    record: type[R], item: Mapping[str, Any], *, named: Mapping[str, str] | None = None, **given: Any
+) -> R:
+    """A record (a dataclass) from a stored item, unmarshalled: each field is the item's
+    attribute of its name (or of the name `named` gives it), and keeps its default where
+    the item has none or a null; `given` fields are taken as they are (what is derived
+    rather than stored). Numbers come back from `unmarshal` as ints already."""
+    named = named or {}
+    stored = {}
+    for field_ in fields(record):  # type: ignore[arg-type]
+        value = item.get(named.get(field_.name, field_.name))
+        if value is not None:
+            stored[field_.name] = value
+    return record(**{**stored, **given})

@@ -226,20 +226,6 @@ def note_first_attempt(db: Dynamo, queue: str, age_seconds: float) -> None:
         MetricsStore(db).flush()
 
 
-def note_tally(
-    db: Dynamo,
-    pk: str,
-    sk: str,
-    values: dict[str, float],
-    peaks: dict[str, float] | None = None,
-    keep: timedelta | None = None,
-) -> None:
-    """Add figures to one item of the metrics table at the next flush (see `Recorder.tally`)."""
-    recorder.tally(pk, sk, values, peaks, keep)
-    if recorder.due():
-        MetricsStore(db).flush()
-
-
 @dataclass
 class MinuteRow:
     minute: str  # the item's sort key: a minute (a queue's name for the totals)

@@ -100,7 +100,8 @@ def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: date
         "occupancy_samples": 1,
     }
     for pk, sk, keep in figure_keys(moment or now(), OCCUPANCY):
-        counters.note_tally(db, pk, sk, values, keep=keep)
+        counters.recorder.tally(pk, sk, values, keep=keep)
+    counters.flush_if_due(db)
 
 
 @dataclass

@@ -134,87 +134,92 @@ def _scrubbed(problem: UserError) -> UserError:
     return problem
 
 
-def _table_missing(exc: Any) -> UserError:
-    return UserError(
-        503,
-        "DynamoDB table missing",
-        f"The table {exc.table_name!r} does not exist.",
-        hint="Create the tables with: python manage.py dynamo_tables create "
-        "(and check that DYNAMODB_ENDPOINT_URL and AWS_REGION name the right place).",
-        retry_after=30,
-    )
+@dataclass(frozen=True)
+class Told:
+    """How a kind of domain error is told: its status, title and hint; its message is the
+    error's own unless `message` says otherwise, and `more` adds what the answer carries
+    besides (the items as they are now, the field at fault, when to try again)."""
+
+    status: int
+    title: str
+    hint: str = ""
+    retry_after: int | None = None
+    message: Callable[[Any], str] = lambda exc: exc.message
+    more: Callable[[Any], dict] = lambda exc: {}
 
 
-def _unavailable(exc: Any) -> UserError:
-    return UserError(
-        503,
-        "DynamoDB unavailable",
-        exc.message,
-        hint="Start the local DynamoDB with `make run`, or check DYNAMODB_ENDPOINT_URL, AWS_REGION and the AWS "
-        "credentials.",
-        retry_after=5,
-    )
-
-
-def _backpressure(exc: Any) -> UserError:
-    return UserError(
-        429,
-        "Queue backlog over its bound",
-        exc.message,
-        hint="The queue is refusing new work until it drains; the Retry-After header says when to try again.",
-        retry_after=exc.retry_after,
-    )
-
-
-def _rate_limited(exc: Any) -> UserError:
-    return UserError(
-        429,
-        "Rate limit exceeded",
-        exc.message,
-        hint="Each API token may make API_RATE_LIMIT requests; the Retry-After header says when to go on.",
-        retry_after=exc.retry_after,
-    )
-
-
-def _conflict(exc: Any) -> UserError:
-    return UserError(
-        409,
-        "Conflict",
-        exc.message,
-        hint="Reload to see the current state and try again.",
-        current=current_json(exc.now),
-    )
-
-
-def _key_reused(exc: Any) -> UserError:
-    return UserError(
-        422,
-        "Idempotency key reused",
-        exc.message,
-        hint="Send a new Idempotency-Key for a new request; resend a key only with the request it was made for.",
-        fields={"Idempotency-Key": "was used for a different request"},
-    )
-
-
-# Each domain error, most specific first, and what it is told as; any other DynamoError is a 500.
-TOLD: list[tuple[type[Exception], Callable[[Any], UserError]]] = [
-    (SkillError, lambda exc: invalid_input({exc.field: exc.message} if exc.field else {}, exc.message)),
-    (errors.TableMissing, _table_missing),
-    (errors.Unavailable, _unavailable),
-    (errors.Backpressure, _backpressure),
-    (errors.RateLimited, _rate_limited),
-    (errors.Throttled, lambda exc: UserError(503, "DynamoDB is busy", exc.message, retry_after=2)),
-    (errors.NotFound, lambda exc: UserError(404, "Not found", exc.message)),
-    (errors.Conflict, _conflict),
-    (errors.KeyReused, _key_reused),
-    (errors.InvalidRequest, lambda exc: UserError(400, "Invalid request", exc.message)),
+# Each domain error, most specific first, and how it is told; any other DynamoError is a 500.
+TOLD: list[tuple[type[Exception], Told]] = [
+    (
+        errors.TableMissing,
+        Told(
+            503,
+            "DynamoDB table missing",
+            "Create the tables with: python manage.py dynamo_tables create "
+            "(and check that DYNAMODB_ENDPOINT_URL and AWS_REGION name the right place).",
+            retry_after=30,
+            message=lambda exc: f"The table {exc.table_name!r} does not exist.",
+        ),
+    ),
+    (
+        errors.Unavailable,
+        Told(
+            503,
+            "DynamoDB unavailable",
+            "Start the local DynamoDB with `make run`, or check DYNAMODB_ENDPOINT_URL, AWS_REGION and the AWS "
+            "credentials.",
+            retry_after=5,
+        ),
+    ),
+    (
+        errors.Backpressure,
+        Told(
+            429,
+            "Queue backlog over its bound",
+            "The queue is refusing new work until it drains; the Retry-After header says when to try again.",
+            more=lambda exc: {"retry_after": exc.retry_after},
+        ),
+    ),
+    (
+        errors.RateLimited,
+        Told(
+            429,
+            "Rate limit exceeded",
+            "Each API token may make API_RATE_LIMIT requests; the Retry-After header says when to go on.",
+            more=lambda exc: {"retry_after": exc.retry_after},
+        ),
+    ),
+    (errors.Throttled, Told(503, "DynamoDB is busy", retry_after=2)),
+    (errors.NotFound, Told(404, "Not found")),
+    (
+        errors.Conflict,
+        Told(
+            409,
+            "Conflict",
+            "Reload to see the current state and try again.",
+            more=lambda exc: {"current": current_json(exc.now)},
+        ),
+    ),
+    (
+        errors.KeyReused,
+        Told(
+            422,
+            "Idempotency key reused",
+            "Send a new Idempotency-Key for a new request; resend a key only with the request it was made for.",
+            more=lambda exc: {"fields": {"Idempotency-Key": "was used for a different request"}},
+        ),
+    ),
+    (errors.InvalidRequest, Told(400, "Invalid request")),
 ]
 
 
 def _told(exc: errors.DynamoError | SkillError) -> UserError:
-    for kind, tell in TOLD:
+    if isinstance(exc, SkillError):
+        return invalid_input({exc.field: exc.message} if exc.field else {}, exc.message)
+    for kind, told in TOLD:
         if isinstance(exc, kind):
-            return tell(exc)
+            answer = {"hint": told.hint, "retry_after": told.retry_after, **told.more(exc)}
+            return UserError(told.status, told.title, told.message(exc), **answer)
     return UserError(500, "DynamoDB error", exc.message)
 
 

@@ -43,17 +43,16 @@ class ConsumerCommand(CheckedCommand):
         handler: Callable[[], Handler],
         *,
         queue: str,
-        visibility: float,
-        grace: float,
-        max: int | None,
-        until_empty: bool,
-        concurrency: int,
         liveness: Heartbeat,
         title: str,
         fair: bool = False,
+        **options,
     ) -> WorkerStats:
         """Run `concurrency` workers with a handler each until stopped (SIGTERM, Ctrl-C,
-        --max, --until-empty); one liveness heartbeat for the process."""
+        --max, --until-empty: the consumer options among the command's `options`); one
+        liveness heartbeat for the process."""
+        visibility, grace, until_empty = options["visibility"], options["grace"], options["until_empty"]
+        concurrency, max = options["concurrency"], options["max"]
         if until_empty:
             require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
         counters.flush_in_background(shipments.db)  # the last shipment's counts, even when none follows

@@ -102,10 +102,8 @@ class Intake:
         }
 
     def _put_new(self, shipment: Shipment) -> None:
-        try:
-            self.store.db.call("put_item", **self.put_new_action(shipment)["Put"])
-        except errors.Conflict as exc:
-            raise errors.Conflict(f"A shipment with id {shipment.shipment_id!r} exists already.") from exc
+        exists = f"A shipment with id {shipment.shipment_id!r} exists already."
+        self.store.db.put_new(self.store.table_name, shipment_to_item(shipment), key="id", exists=exists)
 
     def create_many(self, shipments: Iterable[Shipment], on_batch=None) -> int:
         return batch.put_items(

@@ -9,11 +9,8 @@ docs/architecture.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
+from functools import cached_property
 
-from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import now
 from queues_app.facades import Verb
 from queues_app.shipments.consuming import Consuming
 from queues_app.shipments.intake import Intake
@@ -59,9 +56,9 @@ __all__ = [
 ]
 
 
-class ShipmentQueue:
+class ShipmentQueue(ShipmentStore):
     """Every operation on shipments, each the method of the part that owns it: `intake`,
-    `consuming` (workers), `supervising` (people), `listing`, over one `store` (the table,
+    `consuming` (workers), `supervising` (people), `listing`, over this store (the table,
     the clock, injectable for tests, and the retry policy)."""
 
     create = Verb("intake", Intake.create)
@@ -97,32 +94,18 @@ class ShipmentQueue:
     count_queued = Verb("listing", Listing.count_queued)
     oldest_queued_at = Verb("listing", Listing.oldest_queued_at)
 
-    get = Verb("store", ShipmentStore.get)
-    get_many = Verb("store", ShipmentStore.get_many)
+    @cached_property
+    def intake(self) -> Intake:
+        return Intake(self)
 
-    def __init__(
-        self,
-        db: Dynamo | None = None,
-        *,
-        retry: RetryPolicy | None = None,
-        clock: Callable[[], datetime] = now,
-        candidate_limit: int = 5,
-    ):
-        self.store = ShipmentStore(db, retry=retry, clock=clock, candidate_limit=candidate_limit)
-        self.db = self.store.db
-        self.intake = Intake(self.store)
-        self.consuming = Consuming(self.store)
-        self.supervising = Supervising(self.store)
-        self.listing = Listing(self.store)
+    @cached_property
+    def consuming(self) -> Consuming:
+        return Consuming(self)
 
-    @property
-    def clock(self) -> Callable[[], datetime]:
-        return self.store.clock
+    @cached_property
+    def supervising(self) -> Supervising:
+        return Supervising(self)
 
-    @property
-    def table_name(self) -> str:
-        return self.store.table_name
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self.store.retry
+    @cached_property
+    def listing(self) -> Listing:
+        return Listing(self)

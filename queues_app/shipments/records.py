@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso, to_iso
+from queues_app.ddb.codec import record_from_item
 from queues_app.ddb.tables import SHIPMENTS_DLQ, SHIPMENTS_INVISIBLE, SHIPMENTS_READY
 
 DEFAULT_DLQ_REASON = "Sent to the DLQ by a supervisor"  # when a supervisor gives none
@@ -234,37 +235,7 @@ def timed_sort_key(moment: str, shipment_id: str) -> str:
 
 
 def shipment_from_item(item: dict) -> Shipment:
-    return Shipment(
-        shipment_id=item["id"],
-        data=item.get("data") or {},
-        status=item["status"],
-        version=int(item.get("version", 1)),
-        priority=int(item.get("priority", 0)),
-        queue=item.get("queue", DEFAULT_QUEUE),
-        created_at=item.get("created_at", ""),
-        updated_at=item.get("updated_at", ""),
-        enqueued_at=item.get("enqueued_at"),
-        first_enqueued_at=item.get("first_enqueued_at"),
-        visible_at=item.get("visible_at"),
-        receipt=item.get("receipt"),
-        receive_count=int(item.get("receive_count", 0)),
-        attempts=int(item.get("attempts", 0)),
-        first_attempt_at=item.get("first_attempt_at"),
-        last_attempt_at=item.get("last_attempt_at"),
-        failure_reasons=list(item.get("failure_reasons") or []),
-        lease_expirations=int(item.get("lease_expirations", 0)),
-        dlq_at=item.get("dlq_at"),
-        dlq_reason=item.get("dlq_reason"),
-        completed_at=item.get("completed_at"),
-        restored_count=int(item.get("restored_count", 0)),
-        tenant=item.get("tenant"),
-        trace_id=item.get("trace_id"),
-        ready_sk=item.get("ready_sk"),
-        invisible_sk=item.get("invisible_sk"),
-        dlq_sk=item.get("dlq_sk"),
-        change=item.get("change"),
-        request_digest=item.get("request_digest"),
-    )
+    return record_from_item(Shipment, item, named={"shipment_id": "id"}, data=item.get("data") or {})
 
 
 def shipment_to_item(shipment: Shipment) -> dict:

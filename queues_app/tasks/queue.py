@@ -6,12 +6,12 @@ is explained in docs/architecture.md.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from queues_app.ddb import batch, errors
-from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.paging import Page, decode_cursor, encode_cursor
 from queues_app.ddb.replay import Done
@@ -58,11 +58,9 @@ class TaskQueue(TaskStore):
     sweep_expired = Verb("shedding", Shedding.sweep_expired)
     shed_history = Verb("shedding", Shedding.shed_history)
 
-    def __init__(
-        self, db: Dynamo | None = None, *, expiry: ExpiryPolicy | None = None, clock: Callable[[], datetime] = now
-    ):
-        super().__init__(db, expiry=expiry, clock=clock)
-        self.shedding = Shedding(self)
+    @cached_property
+    def shedding(self) -> Shedding:
+        return Shedding(self)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -78,15 +76,8 @@ class TaskQueue(TaskStore):
             expires_at=int((moment + timedelta(seconds=self.expiry.pending_seconds)).timestamp()),
             trace_id=trace_id,
         )
-        try:
-            self.db.call(
-                "put_item",
-                TableName=self.table_name,
-                Item=marshal(task_to_item(task)),
-                ConditionExpression="attribute_not_exists(task_id)",
-            )
-        except errors.Conflict as exc:
-            raise errors.Conflict(f"A task with id {task.task_id!r} exists already.") from exc
+        exists = f"A task with id {task.task_id!r} exists already."
+        self.db.put_new(self.table_name, task_to_item(task), key="task_id", exists=exists)
         counters.note(self.db, counters.TASKS, "enqueued")
         return task
 

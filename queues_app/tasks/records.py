@@ -8,6 +8,7 @@ from datetime import datetime
 
 from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso
+from queues_app.ddb.codec import record_from_item
 
 SHED_STATS_PREFIX = "STATS#shed#"
 
@@ -92,18 +93,13 @@ def created_sort_key(created: str, task_id: str) -> str:
 
 
 def task_from_item(item: dict) -> Task:
-    return Task(
-        task_id=item["task_id"],
-        status=item["task_status"],
+    return record_from_item(
+        Task,
+        item,
+        named={"status": "task_status"},
         payload=item.get("payload") or {},
         created=item.get("created", ""),
         updated=item.get("updated", ""),
-        attempts=int(item.get("attempts", 0)),
-        expires_at=int(item.get("expires_at", 0)),
-        taken_at=item.get("taken_at"),
-        finished_at=item.get("finished_at"),
-        result=item.get("result"),
-        trace_id=item.get("trace_id"),
     )
 
 

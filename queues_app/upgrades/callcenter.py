@@ -99,26 +99,7 @@ def roster_partitions(table: CallCenterTable) -> int:
         status_q = keys.status_partition(item.get("status", AgentStatus.OFFLINE), agent_id)
         moved_item = {**item, **keys.agent(agent_id), "status_q": status_q}
         try:
-            table.db.call(
-                "transact_write_items",
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": table.name,
-                            "Item": marshal(moved_item),
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {
-                        "Delete": {
-                            "TableName": table.name,
-                            "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
-                            "ConditionExpression": "version = :version",
-                            "ExpressionAttributeValues": marshal({":version": item.get("version", 0)}),
-                        }
-                    },
-                ],
-            )
+            _move(table, item, moved_item, "version = :version", {":version": item.get("version", 0)})
             moved += 1
         except errors.TransactionCancelled:
             continue  # changed meanwhile by a process of the earlier version: the next run moves it
@@ -168,25 +149,8 @@ def sub_queues(table: CallCenterTable) -> int:
         for item in table.db.partition_items(table.name, keys.queue_name(combo), ConsistentRead=True):
             moved_item = {**item, **keys.queue_message(combo, item["sk"])}
             try:
-                table.transact(
-                    [
-                        {
-                            "Put": {
-                                "TableName": table.name,
-                                "Item": marshal(moved_item),
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Delete": {
-                                "TableName": table.name,
-                                "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
-                                # A message never changes: still there is still as read.
-                                "ConditionExpression": "attribute_exists(pk)",
-                            }
-                        },
-                    ]
-                )
+                # A message never changes: still there is still as read.
+                _move(table, item, moved_item, "attribute_exists(pk)")
                 moved += 1
             except errors.TransactionCancelled:
                 continue  # taken or changed meanwhile: the next run moves what is left
@@ -226,3 +190,17 @@ def status_partitions(table: CallCenterTable) -> int:
             except errors.Conflict:
                 continue  # changed meanwhile: the next run gives it its partition
     return added
+
+
+def _move(table: CallCenterTable, item: dict, moved: dict, still_as_read: str, values: dict | None = None) -> None:
+    """One transaction: `moved` put where nothing is yet, and `item` deleted on condition
+    that it is still as read (`still_as_read`, with `values`)."""
+    delete: dict = {
+        "TableName": table.name,
+        "Key": marshal({"pk": item["pk"], "sk": item["sk"]}),
+        "ConditionExpression": still_as_read,
+    }
+    if values:
+        delete["ExpressionAttributeValues"] = marshal(values)
+    put = {"TableName": table.name, "Item": marshal(moved), "ConditionExpression": "attribute_not_exists(pk)"}
+    table.transact([{"Put": put}, {"Delete": delete}])

@@ -46,19 +46,7 @@ class Command(ConsumerCommand):
             "live work older than SPILLOVER_AFTER_SECONDS",
         )
 
-    def handle(
-        self,
-        queue,
-        visibility,
-        fail_share,
-        work_seconds,
-        grace,
-        max,
-        until_empty,
-        fair=False,
-        concurrency=1,
-        **options,
-    ):
+    def handle(self, queue, fail_share, work_seconds, fair=False, **options):
         if fair and queue is not None:
             raise CommandError("--fair takes the live queue and then the spillover queue: leave out --queue.")
         queue = queue or DEFAULT_QUEUE
@@ -69,11 +57,7 @@ class Command(ConsumerCommand):
             lambda: demo_handler(fail_share=fail_share, work_seconds=work_seconds),
             queue=queue,
             fair=fair,
-            visibility=visibility,
-            grace=grace,
-            max=max,
-            until_empty=until_empty,
-            concurrency=concurrency,
             liveness=Heartbeat(SHIPMENT_WORKER, shipments.db),
             title=f"Shipment worker on queue {where}",
+            **options,
         )

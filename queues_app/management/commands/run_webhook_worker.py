@@ -25,18 +25,14 @@ class Command(ConsumerCommand):
             until_empty="stop when no event is due",
         )
 
-    def handle(self, *, concurrency, visibility, grace, max, until_empty, **options):
+    def handle(self, **options):
         # Dead-lettered events go on their history, as shipments' do; the callbacks' own attempts.
         events = RecordedShipmentQueue(retry=RetryPolicy.from_settings("SWITCHBOARD_CALLBACK_RETRY"))
         self.consume(
             events,
             lambda: Deliverer(ApiToken.callback_of),
             queue=CALLBACK_QUEUE,
-            visibility=visibility,
-            grace=grace,
-            max=max,
-            until_empty=until_empty,
-            concurrency=concurrency,
             liveness=Heartbeat(CALLBACK_WORKER, events.db),
             title="Callback worker",
+            **options,
         )

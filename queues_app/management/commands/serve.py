@@ -80,24 +80,23 @@ class Command(CheckedCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--port",
-            type=int_range(1, 65535),
-            default=int(os.environ.get("PORT") or 8000),
-            help="the port to serve on (PORT, else 8000)",
-        )
-        parser.add_argument(
-            "--workers",
-            type=int_range(1, 64),
-            default=int(os.environ.get("WEB_CONCURRENCY") or 2),
-            help="gunicorn workers (WEB_CONCURRENCY, else 2)",
-        )
-        parser.add_argument(
-            "--threads",
-            type=int_range(1, 64),
-            default=int(os.environ.get("WEB_THREADS") or 8),
-            help="requests each worker serves at once (WEB_THREADS, else 8): a request mostly waits on DynamoDB",
-        )
+        for option, variable, default, most, about in (
+            ("--port", "PORT", 8000, 65535, "the port to serve on"),
+            ("--workers", "WEB_CONCURRENCY", 2, 64, "gunicorn workers"),
+            (
+                "--threads",
+                "WEB_THREADS",
+                8,
+                64,
+                "requests each worker serves at once: a request mostly waits on DynamoDB",
+            ),
+        ):
+            parser.add_argument(
+                option,
+                type=int_range(1, most),
+                default=int(os.environ.get(variable) or default),
+                help=f"{about} ({variable}, else {default})",
+            )
         parser.add_argument(
             "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
         )
