@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Unpack
 
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
@@ -16,6 +17,7 @@ from queues_app.ddb.windows import count_in_window
 from queues_app.figures import counters
 from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Shipment, ShipmentQueue
+from queues_app.shipments.records import Placing
 
 
 @dataclass
@@ -101,30 +103,14 @@ class ShipmentAdmission:
         self.gate = BackpressureGate(self.db, bounds)
         self.limiter = TenantLimiter(self.db, self.policy)
 
-    def submit(
-        self,
-        data: dict,
-        *,
-        tenant: str | None = None,
-        priority: int = 0,
-        delay_seconds: float = 0,
-        shipment_id: str | None = None,
-        trace_id: str | None = None,
-        request_digest: str | None = None,
-    ) -> Admitted:
+    def submit(self, data: dict, *, request_digest: str | None = None, **placing: Unpack[Placing]) -> Admitted:
+        """The live queue, or the spillover queue for a tenant over its rate (`placing`'s
+        queue is decided here)."""
         self.gate.check(counters.LIVE)
+        tenant = placing.get("tenant")
         sidelined = tenant is not None and tenant != "" and not self.limiter.admit(tenant)
-        queue = SPILLOVER_QUEUE if sidelined else DEFAULT_QUEUE
-        shipment = self.shipments.submit(
-            data,
-            tenant=tenant,
-            priority=priority,
-            queue=queue,
-            delay_seconds=delay_seconds,
-            shipment_id=shipment_id,
-            trace_id=trace_id,
-            request_digest=request_digest,
-        )
+        placing["queue"] = SPILLOVER_QUEUE if sidelined else DEFAULT_QUEUE
+        shipment = self.shipments.submit(data, request_digest=request_digest, **placing)
         if sidelined:
             counters.note(self.db, DEFAULT_QUEUE, "sidelined")
         return Admitted(shipment, sidelined)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import Unpack
 
 from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.clock import to_iso
@@ -17,6 +18,7 @@ from queues_app.shipments.records import (
     MAX_PRIORITY,
     SPILLOVER_QUEUE,
     InvalidTransition,
+    Placing,
     Shipment,
     ShipmentStatus,
     check_priority,
@@ -62,33 +64,13 @@ class Intake:
         self._put_new(shipment)
         return shipment
 
-    def submit(
-        self,
-        data: dict,
-        *,
-        priority: int = 0,
-        tenant: str | None = None,
-        queue: str = DEFAULT_QUEUE,
-        delay_seconds: float = 0,
-        shipment_id: str | None = None,
-        trace_id: str | None = None,
-        request_digest: str | None = None,
-    ) -> Shipment:
+    def submit(self, data: dict, *, request_digest: str | None = None, **placing: Unpack[Placing]) -> Shipment:
         """Create a shipment ready to ship and queued (visible after `delay_seconds`), in
         one PutItem: what the API's enqueue does."""
-        shipment = queued_shipment(
-            data,
-            moment=self.store.clock(),
-            priority=priority,
-            tenant=tenant,
-            queue=queue,
-            delay_seconds=delay_seconds,
-            shipment_id=shipment_id,
-            trace_id=trace_id,
-        )
+        shipment = queued_shipment(data, moment=self.store.clock(), **placing)
         shipment.request_digest = request_digest
         self._put_new(shipment)
-        counters.note(self.store.db, queue, "enqueued")
+        counters.note(self.store.db, shipment.queue, "enqueued")
         return shipment
 
     def put_new_action(self, shipment: Shipment) -> dict:

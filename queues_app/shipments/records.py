@@ -10,6 +10,7 @@ import random
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypedDict, Unpack
 
 from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso, to_iso
@@ -184,32 +185,35 @@ class RestoreReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def queued_shipment(
-    data: dict,
-    *,
-    moment: datetime,
-    priority: int = 0,
-    tenant: str | None = None,
-    queue: str = DEFAULT_QUEUE,
-    delay_seconds: float = 0,
-    shipment_id: str | None = None,
-    trace_id: str | None = None,
-) -> Shipment:
+class Placing(TypedDict, total=False):
+    """Where and how a new shipment is queued: written once, passed on as keywords from
+    admission to the queue to the record."""
+
+    priority: int  # 0 (default) to MAX_PRIORITY
+    tenant: str | None
+    queue: str  # DEFAULT_QUEUE when left out
+    delay_seconds: float  # invisible this long first
+    shipment_id: str | None  # made up when left out
+    trace_id: str | None
+
+
+def queued_shipment(data: dict, *, moment: datetime, **placing: Unpack[Placing]) -> Shipment:
     """A new shipment, ready to ship and queued at `moment` (visible after `delay_seconds`)."""
+    priority, delay_seconds = placing.get("priority", 0), placing.get("delay_seconds", 0)
     check_priority(priority)
     if not isinstance(data, dict):
         raise errors.InvalidRequest("Shipment data must be a map of fields.")
     stamp = to_iso(moment)
     shipment = Shipment(
-        shipment_id=shipment_id or uuid.uuid4().hex[:16],
+        shipment_id=placing.get("shipment_id") or uuid.uuid4().hex[:16],
         data=data,
         status=ShipmentStatus.READY_TO_SHIP,
         priority=priority,
-        queue=queue,
+        queue=placing.get("queue", DEFAULT_QUEUE),
         created_at=stamp,
         updated_at=stamp,
-        tenant=tenant,
-        trace_id=trace_id,
+        tenant=placing.get("tenant"),
+        trace_id=placing.get("trace_id"),
         enqueued_at=stamp,
         first_enqueued_at=stamp,
     )
