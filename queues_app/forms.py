@@ -11,6 +11,7 @@ import uuid
 from typing import cast
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from queues_app import inputs
 from queues_app.agents.records import AgentStatus
@@ -200,8 +201,15 @@ class PreferenceFields(SkillFields):
         return {d: data[skill_field_name(d)] for d in self.catalog.names}
 
 
+def typed_text(value: str) -> None:
+    """Text a person types (a name, a reason) holds no control or invisible character."""
+    problem = inputs.text_problem(value)
+    if problem:
+        raise ValidationError(f"It {problem}.")
+
+
 class AgentForm(SkillFields, VersionForm):
-    name = forms.CharField(max_length=inputs.NAME_MAX, strip=True)
+    name = forms.CharField(max_length=inputs.NAME_MAX, strip=True, validators=[typed_text])
 
     def __init__(self, *args, catalog: SkillCatalog, **kwargs):
         super().__init__(*args, **kwargs)
@@ -300,7 +308,7 @@ class PriorityForm(VersionForm):
 
 
 class ReasonForm(VersionForm):
-    reason = forms.CharField(max_length=300, strip=True, initial=DEFAULT_DLQ_REASON)
+    reason = forms.CharField(max_length=300, strip=True, initial=DEFAULT_DLQ_REASON, validators=[typed_text])
 
 
 class DlqFilterForm(forms.Form):

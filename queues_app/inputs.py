@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from queues_app.agents.records import AFTER_CALL
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
+from queues_app.text import hidden_problem
 
 # --- an item's id ------------------------------------------------------------------------
 
@@ -97,6 +98,13 @@ def preference_problems(catalog: SkillCatalog, preferences: Mapping[str, object]
 
 NAME_MAX = 100  # an agent's name, and a search for one
 NAME_PROBLEM = f"1 to {NAME_MAX} characters"
+
+
+def text_problem(value: str) -> str | None:
+    """What is wrong with text a person typed (a name, a reason), or None: control,
+    invisible and direction-changing characters are refused (queues_app/text.py)."""
+    return hidden_problem(value)
+
 
 # A queue's or a tenant's name: a part of keys and of the figures' labels.
 SHORT_NAME_MAX = 64

@@ -17,7 +17,7 @@ from queues_app.agents.listing import (  # noqa: F401 (the roster's names, read 
     status_queries,
 )
 from queues_app.agents.records import Agent, AgentStatus, agent_from_item, agent_to_item
-from queues_app.agents.skills import SkillCatalog
+from queues_app.agents.skills import SkillCatalog, SkillError
 from queues_app.calls.records import Outcome
 from queues_app.centre import keys
 from queues_app.ddb import batch, errors, replay
@@ -25,9 +25,22 @@ from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.facades import Verb
+from queues_app.text import hidden_problem
 
 # An agent's skills: each dimension's values (`{"language": ["French", "English"], ...}`).
 Skills = dict[str, list[str]]
+
+
+def checked_name(name: str) -> str:
+    """An agent's name without the spaces around it; refused when empty, or holding a
+    control, invisible or direction-changing character (queues_app/text.py)."""
+    name = (name or "").strip()
+    if not name:
+        raise errors.InvalidRequest("An agent needs a name.")
+    problem = hidden_problem(name)
+    if problem:
+        raise SkillError("name", f"The name {problem}.")
+    return name
 
 
 def new_agent_id() -> str:
@@ -54,9 +67,7 @@ class Agents:
         return self.db.table("callcenter")
 
     def build(self, name: str, skills: Skills, agent_id: str | None = None) -> Agent:
-        name = (name or "").strip()
-        if not name:
-            raise errors.InvalidRequest("An agent needs a name.")
+        name = checked_name(name)
         stamp = to_iso(now())
         return Agent(
             agent_id=agent_id or new_agent_id(),
@@ -80,9 +91,7 @@ class Agents:
         """Rename or change skills, from the version the editor saw. Refused while the agent
         is queued or attending, because their message items were written for the old
         skills. The same edit sent again once it took effect is answered as done."""
-        name = (name or "").strip()
-        if not name:
-            raise errors.InvalidRequest("An agent needs a name.")
+        name = checked_name(name)
         clean = self.catalog.validate_agent_skills(skills)
         change = replay.change_id("edit", expected_version, replay.digest({"name": name, "skills": clean}))
         try:

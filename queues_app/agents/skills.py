@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 
 class SkillError(ValueError):
-    """Skills or preferences that the catalog does not allow; `field` names the dimension."""
+    """An agent's or a caller's input the domain refuses (skills or preferences the catalog
+    does not allow, a name it may not hold); `field` names the dimension or the field."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)
