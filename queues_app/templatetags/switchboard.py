@@ -1,4 +1,5 @@
-"""Small display filters: ages, capped figures, timestamps."""
+"""Small display filters: ages, capped figures, timestamps, and text a person typed set
+apart from the page around it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,25 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from queues_app.ddb.clock import from_iso, now
+from queues_app.text import visible
 
 register = template.Library()
+
+
+@register.filter
+def isolate(value) -> str:
+    """A name, a reason or a sentence holding one, as data: in `<bdi>`, so that a
+    right-to-left name leaves the text around it in its order, and without the embeddings
+    and overrides an earlier version let in (queues_app/text.py). Empty stays empty."""
+    if value is None or value == "":
+        return value
+    return format_html("<bdi>{}</bdi>", visible(str(value)))
+
+
+@register.filter
+def plain(value) -> str:
+    """`isolate` where no element may stand (an attribute, an option, the title)."""
+    return visible(str(value)) if value else value
 
 
 @register.filter

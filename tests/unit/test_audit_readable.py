@@ -408,7 +408,7 @@ def test_an_entry_reads_as_a_sentence_with_its_fields_behind_details(supervisor_
     entry = html[html.index('data-action="agent.available"') :]
     entry = entry[: entry.index("</tr>")]
     sentence = entry[entry.index('<p class="sentence">') : entry.index("</p>")]
-    assert "Ana Lopez queued" in sentence and f"by {ACTOR} on the dashboard." in sentence
+    assert "<bdi>Ana Lopez queued</bdi>" in sentence and f"by <bdi>{ACTOR}</bdi> on the dashboard." in sentence
     # No action code, id or stored field in the sentence: those are in the details.
     assert "agent.available" not in sentence and ana.agent_id not in sentence.split("item-link")[0]
     details = entry[entry.index('<details class="entry-details">') :]

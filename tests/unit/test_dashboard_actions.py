@@ -240,7 +240,7 @@ def test_a_new_call_is_assigned_and_its_page_shows_why(supervisor_client, moto_d
     assert (location, status) == (reverse("call-detail", args=[call_id]), 302)
     html = response.content.decode()
     assert f"Call {call_id} assigned to Ana." in html
-    assert re.search(r'<tr class="why-chosen"><td><a href="[^"]+">Ana</a>', html)
+    assert re.search(r'<tr class="why-chosen"><td><a href="[^"]+"><bdi>Ana</bdi></a>', html)
     # The call's creation on its history, and the matcher's assignment on Ana's.
     assigned, entry = trail()
     assert (entry.actor, entry.source, entry.action, entry.target) == (ACTOR, "page", "call.create", f"call:{call_id}")

@@ -133,7 +133,7 @@ def test_lists_show_the_items_of_their_view(supervisor_client, world):
         assert shown == {shipment.shipment_id}, view
     agents_html = supervisor_client.get(reverse("agents")).content.decode()
     for name in ("Ana", "Bea", "Cid"):
-        assert f">{name}</a>" in agents_html
+        assert f"><bdi>{name}</bdi></a>" in agents_html
     calls_html = supervisor_client.get(reverse("calls")).content.decode()
     assert set(re.findall(r'<tr data-call="([^"]+)"', calls_html)) == {c.call_id for c in world["waiting"]}
     assert world["call"].call_id[:9] in calls_html  # in progress

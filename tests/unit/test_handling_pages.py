@@ -112,4 +112,4 @@ def test_the_overview_names_the_agents_not_ready_with_why_and_for_how_long(super
     center.set_not_ready(ana.agent_id, "training")
     html = supervisor_client.get(reverse("home")).content.decode()
     assert 'data-figure="agents-not-ready"' in html
-    assert "Ana</a> (training," in html and "Bea</a> (" not in html
+    assert "Ana</bdi></a> (training," in html and "Bea</bdi></a> (" not in html

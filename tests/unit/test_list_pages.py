@@ -414,7 +414,7 @@ def test_agents_are_listed_by_name_with_previous_and_next_pages(supervisor_clien
         Agents().create(name, SKILLS)
 
     def names(html):
-        return re.findall(r'<a href="/agents/[^"]+/">([^<]+)</a>', html)
+        return re.findall(r'<a href="/agents/[^"]+/"><bdi>([^<]+)</bdi></a>', html)
 
     first = supervisor_client.get("/agents/").content.decode()
     assert names(first) == ["Ada", "Bob"] and "Previous page" not in first
