@@ -80,6 +80,12 @@ class SkillCatalog:
     def all_combinations(self) -> list[tuple[str, ...]]:
         return list(itertools.product(*(values for _, values in self.dimensions)))
 
+    def combination_names(self) -> set[str]:
+        """Every combination a caller may ask for, as the figures name it: a value of each
+        dimension or `any` (`Spanish#F`, `Spanish#any`, `any#any`)."""
+        choices = ([*values, "any"] for _, values in self.dimensions)
+        return {"#".join(combination) for combination in itertools.product(*choices)}
+
 
 ANY = None  # a preference that accepts every value of its dimension
 _ANY_WORDS = {"", "any", "*", None}

@@ -42,7 +42,9 @@ class IntervalsOut(Schema):
     url_name="api-report-intervals",
     operation_id="intervalReport",
     summary="A day in intervals: offered, answered, service level, ASA, AHT",
-    **answers({200: (IntervalsOut, "The centre's day in intervals, overall and per combination.", ())}, 400, *READS),
+    **answers(
+        {200: (IntervalsOut, "The centre's day in intervals, overall and per combination.", ())}, 400, 404, *READS
+    ),
 )
 def interval_report(
     request: HttpRequest,
@@ -56,5 +58,7 @@ def interval_report(
     or abandoned in it), answered, answered within the threshold, abandoned, the service
     level, the average speed of answer and handle time, the longest wait and occupancy;
     for the whole centre (`all`) and each skill combination. Kept REPORT_RETENTION_DAYS."""
-    report, chosen = asked_report(get_call_center().db, date, interval, combination)
+    center = get_call_center()
+    known = center.catalog.combination_names()
+    report, chosen = asked_report(center.db, date, interval, combination, known=known)
     return interval_report_json(report, chosen)

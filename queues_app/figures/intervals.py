@@ -6,15 +6,23 @@ written by `service_level`), a page per 5,000 or so items."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import centre_zone
 from queues_app.ddb.codec import unmarshal
-from queues_app.ddb.errors import InvalidRequest
+from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.figures import counters
-from queues_app.figures.service_level import INTERVAL_PK, OCCUPANCY, Figures, Occupancy, threshold_seconds
+from queues_app.figures.service_level import (
+    INTERVAL_PK,
+    OCCUPANCY,
+    Figures,
+    Occupancy,
+    report_retention,
+    threshold_seconds,
+)
 
 INTERVALS = (15, 30, 60)
 ALL = "all"
@@ -98,15 +106,27 @@ class IntervalReader:
         return DayReport(day, str(centre_zone()), interval_minutes, threshold_seconds(), intervals)
 
 
-def asked_report(db: Dynamo, day: str | None, interval: str | int | None, combination: str | None):
+def asked_report(
+    db: Dynamo, day: str | None, interval: str | int | None, combination: str | None, *, known: Collection[str]
+):
     """The report a page, the API or a CSV asks for, from their query's words: the date
-    (the centre's today when left out), 15, 30 or 60 minutes (30 when left out), and a
-    combination (`Spanish#F`, `any` for no preference, `all` for the whole centre).
-    InvalidRequest (a 400) for words that cannot be one."""
+    (the centre's today when left out; one of the days reports are kept), 15, 30 or 60
+    minutes (30 when left out), and a combination (`Spanish#F`, `any` for no preference,
+    `all` for the whole centre) among the `known` ones. InvalidRequest (a 400) for words that
+    cannot be one or a day outside those kept; NotFound (404) for a combination that is none."""
+    today = datetime.now(centre_zone()).date()
     try:
-        wanted = date.fromisoformat(day) if day else datetime.now(centre_zone()).date()
+        wanted = date.fromisoformat(day) if day else today
     except ValueError:
         raise InvalidRequest("`date` is a day as YYYY-MM-DD, e.g. 2026-11-24.") from None
+    earliest = today - report_retention()
+    if wanted > today:
+        raise InvalidRequest(f"`date` {wanted} has not come yet: the latest report is today's, {today}.")
+    if wanted < earliest:
+        kept = report_retention().days
+        raise InvalidRequest(
+            f"`date` {wanted} is older than the {kept} days reports are kept: the earliest is {earliest}."
+        )
     try:
         minutes = int(interval) if interval not in (None, "") else 30
     except (TypeError, ValueError):
@@ -116,4 +136,6 @@ def asked_report(db: Dynamo, day: str | None, interval: str | int | None, combin
     chosen = (combination or "").strip() or None
     if chosen is not None and (len(chosen) > 200 or not all(part for part in chosen.split("#"))):
         raise InvalidRequest("`combination` is like Spanish#F (`any` for no preference), or `all`.")
+    if chosen is not None and chosen != ALL and chosen not in known:
+        raise NotFound(f"There is no combination {chosen!r}: a combination is a value of each skill dimension or any.")
     return IntervalReader(db).day(wanted, minutes), chosen

@@ -61,7 +61,9 @@ def _streamed(first, read_next: Callable, rows_of: Callable) -> Iterator[list]:
             return
 
 
-def csv_answer(name: str, header: list[str], rows: Iterable[list]) -> StreamingHttpResponse:
+def csv_answer(name: str, header: list[str], rows: Iterable[list], *, dated: bool = True) -> StreamingHttpResponse:
+    """A CSV download, streamed; its file name says the centre's day it was taken on unless
+    `name` says which day it is about already (`dated` false)."""
     writer = csv.writer(_Echo())
 
     def lines() -> Iterator[str]:
@@ -76,7 +78,8 @@ def csv_answer(name: str, header: list[str], rows: Iterable[list]) -> StreamingH
             yield "".join(chunk)
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}-{centre_date(now())}.csv"'
+    filename = f"{name}-{centre_date(now())}" if dated else name
+    response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
     return response
 
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb.client import default
 from queues_app.figures.intervals import ALL, INTERVALS, asked_report
 from queues_app.serializers import interval_rows
@@ -41,9 +42,7 @@ def _chart(rows: list[dict]) -> dict:
 
 @require_GET
 def reports(request):
-    report, chosen = asked_report(
-        default(), request.GET.get("date"), request.GET.get("interval"), request.GET.get("combination")
-    )
+    report, chosen = _asked(request)
     shown = chosen or ALL
     rows = interval_rows(report, shown)
     return render(
@@ -69,11 +68,25 @@ def reports(request):
 
 @require_GET
 def reports_csv(request):
-    report, chosen = asked_report(
-        default(), request.GET.get("date"), request.GET.get("interval"), request.GET.get("combination")
-    )
-    names = ["offered", "answered", "answered_within", "abandoned", "service_level"]
-    names += ["asa_seconds", "aht_seconds", "longest_wait_seconds", "occupancy"]
-    header = [f"Start ({report.zone})", "Combination", *names]
-    rows = ([row["start"], row["combination"], *(row[n] for n in names)] for row in interval_rows(report, chosen))
-    return csv_answer(f"intervals-{report.day.isoformat()}-{report.interval_minutes}min", header, rows)
+    report, chosen = _asked(request)
+    columns = {
+        "offered": "Offered",
+        "answered": "Answered",
+        "answered_within": f"Answered within {report.threshold_seconds:g} s",
+        "abandoned": "Abandoned",
+        "service_level": "Service level",
+        "asa_seconds": "Average speed of answer (s)",
+        "aht_seconds": "Average handle time (s)",
+        "longest_wait_seconds": "Longest wait (s)",
+        "occupancy": "Occupancy",
+    }
+    header = [f"Start ({report.zone})", "Combination", *columns.values()]
+    rows = ([row["start"], row["combination"], *(row[n] for n in columns)] for row in interval_rows(report, chosen))
+    name = f"intervals-{report.day.isoformat()}-{report.interval_minutes}min"
+    return csv_answer(name, header, rows, dated=False)
+
+
+def _asked(request):
+    """The report the query asks for (figures.intervals.asked_report)."""
+    query, known = request.GET, SkillCatalog.from_settings().combination_names()
+    return asked_report(default(), query.get("date"), query.get("interval"), query.get("combination"), known=known)

@@ -6,6 +6,7 @@ REPORT_RETENTION_DAYS."""
 import csv
 import io
 from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.urls import reverse
@@ -114,6 +115,19 @@ def test_the_api_refuses_what_cannot_be_a_report(api, moto_db, query, word):
     assert word in body["message"]
 
 
+def test_the_api_refuses_a_day_reports_do_not_keep_and_a_combination_that_is_none(api, moto_db, settings):
+    settings.REPORT_RETENTION_DAYS = 30
+    today = datetime.now(ZoneInfo(settings.TIME_ZONE)).date()
+    future = assert_problem(api.get(f"/api/reports/intervals?date={today + timedelta(days=1)}"), 400)
+    assert f"the latest report is today's, {today}" in future["message"]
+    old = assert_problem(api.get(f"/api/reports/intervals?date={today - timedelta(days=31)}"), 400)
+    assert f"the earliest is {today - timedelta(days=30)}" in old["message"]
+    assert api.get(f"/api/reports/intervals?date={today - timedelta(days=30)}").status_code == 200
+    klingon = assert_problem(api.get("/api/reports/intervals?combination=Klingon%23F"), 404)
+    assert "no combination 'Klingon#F'" in klingon["message"]
+    assert api.get("/api/reports/intervals?combination=any%23F").status_code == 200
+
+
 def test_the_reports_page_and_its_csv(viewer_client, day_of_calls):
     html = viewer_client.get(reverse("reports"), {"date": "2026-11-24", "interval": "30"}).content.decode()
     assert "4 offered, 3 answered (2 within 20 s), 1 abandoned" in html
@@ -121,7 +135,9 @@ def test_the_reports_page_and_its_csv(viewer_client, day_of_calls):
     assert 'data-start="2026-11-24T09:00:00-05:00"' in html and "America/New_York" in html
     response = viewer_client.get(reverse("reports-csv"), {"date": "2026-11-24", "interval": "60"})
     header, *rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert header[:3] == ["Start (America/New_York)", "Combination", "offered"]
+    assert header[:4] == ["Start (America/New_York)", "Combination", "Offered", "Answered"]
+    assert header[4] == "Answered within 20 s" and header[-1] == "Occupancy"
+    assert response["Content-Disposition"] == 'attachment; filename="intervals-2026-11-24-60min.csv"'  # its day, once
     assert len([r for r in rows if r[1] == "all"]) == 24
     assert [r[2] for r in rows if r[0].startswith("2026-11-24T09:00")] == ["4", "1", "3"]  # all, English, Spanish
     assert viewer_client.get(reverse("reports"), {"interval": "7"}).status_code == 400
