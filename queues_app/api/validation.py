@@ -87,7 +87,11 @@ def _named(source: str, loc: tuple, error: Mapping[str, Any], schema: type[Input
             return {str(loc[1]): f"{loc[1]} may not be null: send 'any', or leave {loc[1]} out, for any value"}
         return {str(loc[1]): f"{loc[1]} must be one value or 'any'"}
     if schema and name in schema.PROBLEMS:
-        return {name: schema.PROBLEMS[name]}
+        rule = schema.PROBLEMS[name]
+        if error["type"] != "missing" and rule.startswith("required: "):
+            # Sent, but not what it must be: not "required", but what is wrong with it.
+            return {name: f"{_sentence(error)}: {rule.removeprefix('required: ')}"}
+        return {name: rule}
     return {".".join(str(part) for part in loc): _sentence(error)}
 
 

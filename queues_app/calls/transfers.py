@@ -128,13 +128,18 @@ class Transfers:
     ) -> Outcome:
         """A transfer naming an agent no longer on the call: handed on by that agent, to
         where this request asks (this very request, sent again: answered as done), or
-        refused saying where the call is."""
+        refused saying where the call is, and whether the agent named was ever on it."""
         last = call.legs[-1] if call.legs else {}
         handed_on = last.get("agent_id") == from_agent_id and last.get("how") == "transferred"
         same = call.agent_id == agent_id if agent_id is not None else call.preferences == preferences
         if handed_on and same:
             return Outcome(self.agents.get(from_agent_id), call, replayed=True)
         where = f"with {call.agent_name}" if call.agent_id else call.status
+        if not any(leg.get("agent_id") == from_agent_id for leg in call.legs):
+            raise errors.Conflict(
+                f"Agent {from_agent_id!r} was never on call {call.call_id}: it is {where}; nothing was transferred.",
+                now={"call": call},
+            )
         raise errors.Conflict(
             f"Call {call.call_id} is no longer with the agent named: it is {where} now.", now={"call": call}
         )

@@ -116,3 +116,16 @@ def test_a_transfer_names_preferences_or_an_agent_and_only_of_a_call_in_progress
     anyone = {"preferences": {}, "from_agent_id": ana_id}
     assert_problem(api.post(f"/api/calls/{call['call_id']}/transfer", anyone), 409)
     assert_problem(api.post("/api/calls/nope/transfer", anyone), 404)
+
+
+def test_a_transfer_naming_an_agent_never_on_the_call_says_so_and_moves_nothing(moto_db, api):
+    from queues_app.agents.roster import Agents
+
+    ana = Agents().create("Ana", {"language": ["English"], "gender": ["F"]})
+    api.available(ana.agent_id)
+    call = api.post("/api/calls", {"preferences": {"language": "English"}}).json()
+    refused = assert_problem(
+        api.post(f"/api/calls/{call['call_id']}/transfer", {"from_agent_id": "typo", "preferences": {}}), 409
+    )
+    assert "Agent 'typo' was never on call" in refused["message"] and "with Ana" in refused["message"]
+    assert api.get(f"/api/calls/{call['call_id']}").json()["agent_id"] == ana.agent_id  # not moved

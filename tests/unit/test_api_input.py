@@ -180,6 +180,19 @@ def test_agent_actions_without_the_version_they_were_decided_on_are_400_naming_i
     assert Agents().get(ana.agent_id).status == AgentStatus.OFFLINE
 
 
+@pytest.mark.parametrize(
+    "version, problem",
+    [('"7"', "valid integer"), ("7.5", "valid integer"), ("0", "greater than or equal to 1"), ("true", "integer")],
+)
+def test_a_version_sent_wrong_is_refused_saying_what_is_wrong_with_it_not_that_it_is_missing(
+    moto_db, api, version, problem
+):
+    ana = agent("Ana", ["English"], "F")
+    refused = assert_problem(api.post(f"/api/agents/{ana.agent_id}/available", raw=f'{{"version": {version}}}'), 400)
+    said = refused["fields"]["version"]
+    assert problem in said and "as you last read it" in said and not said.startswith("required")
+
+
 @pytest.mark.parametrize("raw", ["", "{}", "null"])
 def test_ending_a_call_takes_no_body_or_an_empty_one(moto_db, api, raw):
     ana = agent("Ana", ["English"], "F")
