@@ -7,7 +7,7 @@ the figure says so (`capped`), and the page shows "1,000+" rather than a wrong n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -185,8 +185,9 @@ class Dashboard:
             shed_last_hour=sum(row["shed"] for row in self.tasks.shed_history(minutes=60)),
         )
 
-    def supply_and_demand(self) -> SupplyDemand:
-        """Callers waiting per preference set against the agents who fit them.
+    def supply_and_demand(self, also: Iterable[dict] = ()) -> SupplyDemand:
+        """Callers waiting per preference set against the agents who fit them: every full
+        combination, the sets with "any" that have callers waiting, and those of `also`.
 
         Reads the waiting line's counts per preference set, the longest wait of each, and
         the logged-in agents (one capped page per status).
@@ -197,6 +198,10 @@ class Dashboard:
         for combo in catalog.all_combinations():
             grid.cells[combo] = DemandCell(dict(zip(catalog.names, combo, strict=True)))
         flexible: dict[tuple, DemandCell] = {}
+        for prefs in also:
+            asked = tuple(prefs.get(name) for name in catalog.names)
+            if ANY in asked:
+                flexible.setdefault(tuple("" if v is ANY else v for v in asked), DemandCell(dict(prefs)))
 
         # The partitions' counts (one BatchGetItem) and, for the longest wait of each, the
         # line by arrival until every non-empty partition has shown up (at most a page

@@ -107,6 +107,8 @@ class ServiceLevelCollector:
       calls that left the line (answered or abandoned)
     - switchboard_calls_answer_speed_seconds: average wait of the answered calls
     - switchboard_calls_longest_wait_seconds: longest wait of a call that left the line
+    - switchboard_calls_handle_time_seconds: average handle time of the calls that ended
+      (from the first answer to the end, transfers included; wrap-up is not counted)
     - switchboard_calls_answered, switchboard_calls_abandoned: calls in the window
     - switchboard_calls_abandon_ratio: abandoned over calls that left the line
     - switchboard_agent_occupancy_ratio: attending agents over logged-in agents, summed
@@ -134,6 +136,9 @@ class ServiceLevelCollector:
         longest = GaugeMetricFamily(
             "switchboard_calls_longest_wait_seconds", "Longest wait of a call that left the line", labels=labels
         )
+        handle = GaugeMetricFamily(
+            "switchboard_calls_handle_time_seconds", "Average handle time of the calls that ended", labels=labels
+        )
         answered = GaugeMetricFamily("switchboard_calls_answered", "Calls answered in the window", labels=labels)
         abandoned = GaugeMetricFamily("switchboard_calls_abandoned", "Calls abandoned in the window", labels=labels)
         abandon_rate = GaugeMetricFamily(
@@ -154,13 +159,14 @@ class ServiceLevelCollector:
                     (level, f.service_level),
                     (speed, f.average_speed_of_answer),
                     (longest, f.wait_max),
+                    (handle, f.average_handle_time),
                     (abandon_rate, f.abandon_rate),
                 ):
                     if value is not None:
                         family.add_metric(key, round(value, 4))
             if window.occupancy.share is not None:
                 occupancy.add_metric([name], round(window.occupancy.share, 4))
-        yield from (level, speed, longest, answered, abandoned, abandon_rate, occupancy)
+        yield from (level, speed, longest, handle, answered, abandoned, abandon_rate, occupancy)
         threshold = GaugeMetricFamily(
             "switchboard_calls_service_level_threshold_seconds", "The service level's answer threshold (seconds)"
         )

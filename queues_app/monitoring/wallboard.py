@@ -48,10 +48,17 @@ def _line(cell: DemandCell, today: Window) -> BoardLine:
 
 def read_board(dashboard: Dashboard) -> Board:
     """Every combination of the catalog, then the preference sets with "any" that have
-    callers waiting (the overview's grid), under the totals of the calls panel."""
+    callers waiting or figures today (as the overview's grid and service level show
+    them), under the totals of the calls panel."""
     calls = dashboard.calls_panel()
-    grid = dashboard.supply_and_demand()
     today = ServiceLevelReader(dashboard.center.db, clock=dashboard.clock).read().today
+    names = dashboard.center.catalog.names
+    partial = [
+        {name: (None if value == "any" else value) for name, value in zip(names, combination.split("#"), strict=False)}
+        for combination in today.by_combination
+        if "any" in combination.split("#")
+    ]
+    grid = dashboard.supply_and_demand(also=partial)
     total = BoardLine(
         label="All calls",
         waiting=calls.callers_waiting,

@@ -239,9 +239,7 @@ def test_an_agent_that_leaves_the_status_filter_is_answered_as_gone(supervisor_c
     assert tab_count(oob_tabs(html, "agent-tabs"), "queued") == "1"
 
 
-def test_the_headings_total_follows_a_row_that_leaves_a_filtered_list_and_counts_one_as_one(
-    supervisor_client, moto_db
-):
+def test_the_headings_total_follows_a_row_that_leaves_a_filtered_list_and_counts_one_as_one(supervisor_client, moto_db):
     ana, _anna = Agents().create("Ana", SKILLS), Agents().create("Anna", SKILLS)
     first = supervisor_client.get("/agents/?q=an&status=offline").content.decode()
     assert '<span class="muted small" id="agents-total">2 matches</span>' in first

@@ -3,6 +3,7 @@ read back per skill combination and overall for the last 15 minutes and
 today; occupancy from samples; the overview's panel, /metrics and the call page's
 "end as abandoned" action."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -230,3 +231,16 @@ def test_a_figure_is_a_fact_until_the_flush_counts_it(moto_db):
 
     assert read(moto_db).today.overall.left_the_line == 2
     assert not [item for pk in facts.partitions() for item in moto_db.partition_items(moto_db.table("metrics"), pk)]
+
+
+def test_the_overview_and_metrics_give_the_average_handle_time(supervisor_client, moto_db):
+    from tests.helpers import figures as seeded
+
+    for seconds in (100, 200):
+        seeded.handled(moto_db, seconds, ("Spanish", "F"))
+    MetricsStore(moto_db).flush()
+    panel = supervisor_client.get("/?panel=service_level", HTTP_HX_REQUEST="true").content.decode()
+    assert re.search(r'data-figure="aht">2 min 30 s<', panel)
+    metrics = supervisor_client.get("/metrics").content.decode()
+    assert 'switchboard_calls_handle_time_seconds{combination="all",window="today"} 150.0' in metrics
+    assert 'switchboard_calls_handle_time_seconds{combination="Spanish#F",window="today"} 150.0' in metrics

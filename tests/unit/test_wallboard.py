@@ -103,3 +103,15 @@ def test_unreachable_dynamodb_shows_a_banner_in_the_board_which_keeps_polling(vi
     html = response.content.decode()
     assert "DynamoDB unavailable" in html
     assert 'hx-get="/wallboard/"' in html
+
+
+def test_a_partial_combination_with_figures_today_has_its_line_as_on_the_overview(viewer_client, moto_db):
+    """Callers who asked for English with any gender were answered today; none waits now."""
+    seeded.answered(moto_db, 4, ("English", None))
+    seeded.handled(moto_db, 150, ("English", None))
+    MetricsStore(moto_db).flush()
+    html = viewer_client.get(reverse("wallboard")).content.decode()
+    english = line(html, "English · any gender")
+    assert figure(english, "waiting") == "0" and figure(english, "service-level") == "100%"
+    assert figure(english, "aht") == "2:30"
+    assert figure(line(html, "all"), "aht") == "2:30"
