@@ -70,10 +70,20 @@ class Call:
 
     @property
     def waited_seconds(self) -> float | None:
+        """From arrival to the first answer: a transfer adds nothing of its first agent's
+        time, and ringing counts as waiting. Unanswered: until the caller hung up, or now."""
         start = from_iso(self.arrived_at)
-        left = self.ended_at if self.status == CallStatus.ABANDONED else None
-        end = from_iso(self.assigned_at) or from_iso(left) or now()
-        return (end - start).total_seconds() if start else None
+        if start is None:
+            return None
+        if self.answered_at:
+            end = from_iso(self.answered_at)
+        elif self.status == CallStatus.ABANDONED:
+            end = from_iso(self.ended_at)
+        elif self.assigned_at and self.offer_sk is None:
+            end = from_iso(self.assigned_at)  # assigned before answers were kept: answered then
+        else:
+            end = None
+        return ((end or now()) - start).total_seconds()
 
 
 @dataclass
