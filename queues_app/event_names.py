@@ -6,6 +6,7 @@ AGENT_CREATED = "agent.create"
 AGENT_EDITED = "agent.update"
 AGENT_AVAILABLE = "agent.available"
 AGENT_ASSIGNED = "agent.assigned"
+AGENT_ANSWERED = "agent.answered"  # the agent picked up the call offered to them
 AGENT_RELEASED = "agent.release"
 AGENT_OFFLINE = "agent.offline"
 AGENT_NOT_READY = "agent.not_ready"
@@ -34,6 +35,7 @@ ACTION_LABELS = {
     AGENT_EDITED: "Agent edited",
     AGENT_AVAILABLE: "Agent made available",
     AGENT_ASSIGNED: "Agent given a caller",
+    AGENT_ANSWERED: "Agent picked up an offered call",
     AGENT_RELEASED: "Agent released from a call",
     AGENT_OFFLINE: "Agent logged off",
     AGENT_NOT_READY: "Agent set not ready",
@@ -61,6 +63,7 @@ AUDIT_ACTIONS = {
         AGENT_EDITED,
         AGENT_AVAILABLE,
         AGENT_ASSIGNED,
+        AGENT_ANSWERED,
         AGENT_RELEASED,
         AGENT_OFFLINE,
         AGENT_NOT_READY,

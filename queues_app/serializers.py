@@ -30,7 +30,7 @@ def _int_or_none(value) -> int | None:
 def call_to_json(call: Call) -> dict:
     return {
         "call_id": call.call_id,
-        "status": call.status,
+        "status": call.state,
         "preferences": {name: ANY_WORD if value is ANY else value for name, value in call.preferences.items()},
         "priority": call.priority,
         "order": call.order,

@@ -79,7 +79,7 @@ class Availability:
             # The assignment changed exactly these fields of the agent as read.
             taken = dataclasses.replace(
                 agent,
-                status=AgentStatus.ATTENDING,
+                status=AgentStatus.RINGING if call.offer_sk else AgentStatus.ATTENDING,
                 call_id=call.call_id,
                 version=agent.version + 1,
                 updated_at=call.assigned_at or agent.updated_at,
@@ -103,17 +103,14 @@ class Availability:
         (answered as it was, with the call they are on), or refused as stale."""
         if agent.change != change:
             raise stale(agent, seen_version)
-        call = self.calls.find(agent.call_id) if agent.call_id and agent.status == AgentStatus.ATTENDING else None
+        call = self.calls.find(agent.call_id) if agent.call_id and agent.status in AgentStatus.ON_A_CALL else None
         return Outcome(agent, call, replayed=True)
 
     @staticmethod
     def _check_can_queue(agent: Agent) -> None:
         if agent.status == AgentStatus.QUEUED:
             raise errors.Conflict(f"{agent.name} is already queued.", now={"agent": agent})
-        if agent.status == AgentStatus.ATTENDING:
-            raise errors.Conflict(
-                f"{agent.name} is attending call {agent.call_id}; release the call first.", now={"agent": agent}
-            )
+        on_a_call(agent)
 
     def enqueue(self, agent: Agent, change: str | None = None) -> Agent:
         """Queue the agent in every combination they fit (one transaction), as they are."""
@@ -178,10 +175,7 @@ class Availability:
             if expected_version is None:
                 return Outcome(agent)
             raise errors.Conflict(f"{agent.name} is already {agent.doing}.", now={"agent": agent})
-        if agent.status == AgentStatus.ATTENDING:
-            raise errors.Conflict(
-                f"{agent.name} is attending call {agent.call_id}; release the call first.", now={"agent": agent}
-            )
+        on_a_call(agent)
         stamp = to_iso(self.table.clock())
         away, values = status_clause(agent.agent_id, status, change, reason)
         actions = [
@@ -200,3 +194,17 @@ class Availability:
                 return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
             raise agent_changed(agent, exc) from exc
         return Outcome(self.agents.get(agent_id))
+
+
+def on_a_call(agent: Agent) -> None:
+    """Refuse a change that needs the agent free: they hold a call, ringing or attended."""
+    if agent.status == AgentStatus.ATTENDING:
+        raise errors.Conflict(
+            f"{agent.name} is attending call {agent.call_id}; release the call first.", now={"agent": agent}
+        )
+    if agent.status == AgentStatus.RINGING:
+        raise errors.Conflict(
+            f"{agent.name}'s phone is ringing with call {agent.call_id}: wait for the answer (or the answer timeout), "
+            "or end the call first.",
+            now={"agent": agent},
+        )

@@ -12,15 +12,18 @@ class AgentStatus:
     OFFLINE = "offline"
     AVAILABLE = "available"
     QUEUED = "queued"
+    RINGING = "ringing"  # offered a call (ANSWER_TIMEOUT_SECONDS), not picked up yet
     ATTENDING = "attending"
     WRAP_UP = "wrap_up"
     NOT_READY = "not_ready"  # logged in, never offered a call, with a reason (break, lunch...)
 
-    ALL = (OFFLINE, AVAILABLE, QUEUED, ATTENDING, WRAP_UP, NOT_READY)
+    ALL = (OFFLINE, AVAILABLE, QUEUED, RINGING, ATTENDING, WRAP_UP, NOT_READY)
+    ON_A_CALL = (RINGING, ATTENDING)  # holding a call: given it, whether picked up yet or not
     LABELS = {
         OFFLINE: "Offline",
         AVAILABLE: "Joining the queue",  # for the moment between "make available" and queued
         QUEUED: "Queued",
+        RINGING: "Ringing",
         ATTENDING: "Attending a call",
         WRAP_UP: "Wrap-up",
         NOT_READY: "Not ready",
@@ -74,6 +77,8 @@ class Agent:
         """What the agent is doing, for a sentence: "on call 3f2a…", "queued", "in wrap-up"."""
         if self.status == AgentStatus.ATTENDING:
             return f"on call {self.call_id}" if self.call_id else "attending a call"
+        if self.status == AgentStatus.RINGING:
+            return f"ringing with call {self.call_id}" if self.call_id else "ringing"
         if self.status == AgentStatus.WRAP_UP:
             return "in wrap-up"
         if self.status == AgentStatus.NOT_READY:

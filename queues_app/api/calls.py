@@ -34,7 +34,7 @@ from queues_app.serializers import call_to_json
 
 router = Router()
 
-CallListName = Literal["waiting", "assigned"]
+CallListName = Literal["waiting", "offered", "assigned"]
 
 
 # --- inputs and outputs ------------------------------------------------------------------
@@ -122,7 +122,9 @@ CALL_KEY = Header(
 )
 CALLS_PER_PAGE = per_page("Calls")
 CALL_LIST = Query(
-    ..., description="`waiting`: the line in order (priority, then arrival); `assigned`: calls an agent is attending."
+    ...,
+    description="`waiting`: the line in order (priority, then arrival); `offered`: calls given to an agent whose "
+    "phone rings (ANSWER_TIMEOUT_SECONDS); `assigned`: calls an agent is attending.",
 )
 
 

@@ -23,7 +23,7 @@ from queues_app.ddb import batch, errors
 from queues_app.ddb.paging import INVALID, Page, decode_state, encode_state
 from queues_app.http.errors import invalid
 
-CALL_LISTS = (CallStatus.WAITING, CallStatus.ASSIGNED)
+CALL_LISTS = (CallStatus.WAITING, CallStatus.OFFERED, CallStatus.ASSIGNED)
 WAITING_PURPOSE = "api:calls:waiting"
 
 
@@ -57,6 +57,8 @@ def calls_page(center: CallCenter, status: str, *, cursor: str | None, limit: in
     if status == CallStatus.WAITING:
         return _waiting_page(center, cursor=cursor, limit=limit)
     try:
+        if status == CallStatus.OFFERED:
+            return center.calls.ringing(cursor=cursor, limit=limit)
         return center.calls.in_progress(cursor=cursor, limit=limit)
     except errors.InvalidRequest as exc:
         raise invalid({"cursor": exc.message}) from exc

@@ -41,7 +41,7 @@ IdempotencyKey = Annotated[str, StringConstraints(strip_whitespace=True, min_len
 ItemId = Annotated[str, StringConstraints(min_length=1, max_length=inputs.ID_MAX, pattern=inputs.ID_PATTERN)]
 Cursor = Annotated[str, StringConstraints(min_length=1, max_length=CURSOR_MAX)]
 PageSize = Annotated[int, Field(ge=1, le=PAGE_MAX)]
-AgentStatusName = Literal["offline", "available", "queued", "attending", "wrap_up", "not_ready"]
+AgentStatusName = Literal["offline", "available", "queued", "ringing", "attending", "wrap_up", "not_ready"]
 
 Version = Annotated[int, Field(ge=inputs.VERSION_MIN, le=inputs.VERSION_MAX, strict=True)]
 VERSION_PROBLEM = f"required: the agent's `version` as you last read it ({inputs.VERSION_RANGE})"
@@ -104,7 +104,10 @@ class WhyOut(Schema):
 
 class CallOut(Schema):
     call_id: str
-    status: Literal["waiting", "assigned", "ended", "abandoned"]
+    status: Literal["waiting", "offered", "assigned", "ended", "abandoned"] = Field(
+        description="`offered`: given to an agent whose phone rings, until they pick up (`answer_by`); "
+        "`assigned`: an agent is attending it."
+    )
     preferences: dict[str, str] = Field(description="Each skill dimension's value, or `any`.")
     priority: int
     order: Literal["fifo", "lifo"]

@@ -20,7 +20,7 @@ PARAMETER_PROBLEMS = {
     "limit": f"must be a whole number from 1 to {PAGE_MAX}",
     "cursor": f"must be the next_cursor of the previous page (1 to {CURSOR_MAX} characters)",
     "skill": "must be dimension:value, e.g. language:French",
-    "status": "one of waiting or assigned",  # the only status a list requires is the calls'
+    "status": "one of waiting, offered or assigned",  # the only status a list requires is the calls'
 }
 
 

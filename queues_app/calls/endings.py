@@ -4,15 +4,20 @@ call named ends: sent again, the ending is answered as it was (ddb/replay.py).""
 
 from __future__ import annotations
 
+import dataclasses
+
+from queues_app import event_names as named
 from queues_app.agents.availability import Availability
 from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.calls.records import CallStatus, Outcome
+from queues_app.calls.records import Call, CallStatus, Outcome
 from queues_app.calls.store import ENDED_CALL_RETENTION, Calls
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable, agent_changed, leg, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
+from queues_app.ddb.codec import marshal
+from queues_app.figures import facts
 
 
 class Endings:
@@ -35,10 +40,10 @@ class Endings:
             raise errors.InvalidRequest("After a call an agent goes to 'queue', 'wrap_up' or 'offline'.")
         agent = self.agents.get(agent_id)
         if call_id is None:
-            if agent.status != AgentStatus.ATTENDING:
-                raise errors.Conflict(f"{agent.name} is not attending a call.", now={"agent": agent})
+            if agent.status not in AgentStatus.ON_A_CALL:
+                raise errors.Conflict(f"{agent.name} is not on a call.", now={"agent": agent})
             call_id = agent.call_id
-        elif agent.status != AgentStatus.ATTENDING or agent.call_id != call_id:
+        elif agent.status not in AgentStatus.ON_A_CALL or agent.call_id != call_id:
             return self._ended_or_stale(agent, call_id, then)
         change = replay.change_id("end", call_id or "", then)
         stamp = to_iso(self.table.clock())
@@ -50,13 +55,16 @@ class Endings:
                 f"SET {after}, version = version + :one, updated_at = :now REMOVE call_id",
                 {**values, ":now": stamp},
             ),
-            *(self._call_ended(call_id, agent, then, stamp) if call_id else []),
         ]
+        if call_id and agent.status == AgentStatus.RINGING:
+            actions += self._rang_out(self.calls.get(call_id), agent, then, stamp)
+        elif call_id:
+            actions += self._call_ended(call_id, agent, then, stamp)
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
             now = self.agents.get(agent_id)
-            if call_id and (now.status != AgentStatus.ATTENDING or now.call_id != call_id):
+            if call_id and (now.status not in AgentStatus.ON_A_CALL or now.call_id != call_id):
                 # Ended meanwhile: by a copy of this request (answered as done), or otherwise.
                 return self._ended_or_stale(now, call_id, then)
             raise agent_changed(agent, exc) from exc
@@ -90,6 +98,44 @@ class Endings:
         )
         return [ended, self.table.ended_fact_action(call_id, stamp)]
 
+    def _rang_out(self, call: Call, agent: Agent, then: str, stamp: str) -> list[dict]:
+        """A call that ends while it rings (the caller hung up before the agent picked up):
+        abandoned, as a caller who hangs up while waiting is (its wait counted to now),
+        with the agent's part as its last leg (`rang`); its offer withdrawn."""
+        part = leg(dataclasses.replace(agent, status_since=call.assigned_at), stamp, "rang")
+        left = dataclasses.replace(call, status=CallStatus.ABANDONED, ended_at=stamp, agent_id=None, offer_sk=None)
+        left.legs = [*call.legs, part]
+        return [
+            self.table.update(
+                keys.call(call.call_id),
+                "SET #status = :abandoned, ended_at = :now, expires_at = :expires, end_then = :then, "
+                "legs = list_append(if_not_exists(legs, :none), :leg), version = version + :one "
+                "REMOVE offer_sk, agent_id, agent_name",
+                {
+                    ":abandoned": CallStatus.ABANDONED,
+                    ":now": stamp,
+                    ":expires": int((self.table.clock() + ENDED_CALL_RETENTION).timestamp()),
+                    ":then": then,
+                    ":none": [],
+                    ":leg": [part],
+                    ":one": 1,
+                    ":assigned": CallStatus.ASSIGNED,
+                    ":agent": agent.agent_id,
+                    ":offer": call.offer_sk,
+                },
+                condition="#status = :assigned AND agent_id = :agent AND offer_sk = :offer",
+            ),
+            {
+                "Delete": {
+                    "TableName": self.table.name,
+                    "Key": marshal({"pk": keys.OFFERS.of(call.call_id), "sk": call.offer_sk}),
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            },
+            *self.table.event_actions(named.CALL_ABANDONED, left),
+            self.table.fact_action(facts.ABANDONED, left, stamp),
+        ]
+
     def _ended_or_stale(self, agent: Agent, call_id: str, then: str) -> Outcome:
         """A release naming a call the agent is not on: the call ended by this very request
         (answered as it was: the agent now, and the call they took next), or a refusal
@@ -98,6 +144,13 @@ class Endings:
         if call is None:
             raise errors.NotFound(f"No call with id {call_id!r}.")
         now = {"agent": agent, "call": call}
+        last = call.legs[-1] if call.legs else {}
+        if call.status == CallStatus.ABANDONED and last.get("how") == "rang" and last.get("agent_id") == agent.agent_id:
+            if call.end_then == then:  # ended while it rang, by this very request
+                return Outcome(agent, replayed=True)
+            raise errors.Conflict(
+                f"Call {call_id} already ended while it rang; {agent.name} is {agent.doing} now.", now=now
+            )
         if call.agent_id != agent.agent_id:
             whose = f"it is {call.agent_name}'s" if call.agent_id else f"it is {call.status}"
             raise errors.Conflict(f"Call {call_id} is not {agent.name}'s call: {whose}.", now=now)
@@ -118,6 +171,9 @@ class Endings:
                 f"Call {call_id} is still waiting for an agent: a caller who hangs up while waiting is abandoned.",
                 now={"call": call},
             )
+        last = call.legs[-1] if call.legs else {}
+        if call.status == CallStatus.ABANDONED and last.get("how") == "rang":
+            return self.release(last.get("agent_id") or "", then, call_id=call_id)  # sent again: as it was
         if call.status == CallStatus.ABANDONED or not call.agent_id:
             raise errors.Conflict(f"Call {call_id} was abandoned while waiting; no agent took it.", now={"call": call})
         return self.release(call.agent_id, then, call_id=call_id)

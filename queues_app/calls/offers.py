@@ -32,6 +32,8 @@ from queues_app.routing.line import WaitingLine
 from queues_app.routing.matching import Matcher
 
 log = logging.getLogger(__name__)
+# An offered call's agent is ringing; an earlier version left them attending it.
+ON_A_CALL = {":ringing": AgentStatus.RINGING, ":attending": AgentStatus.ATTENDING}
 
 
 class Offers:
@@ -61,6 +63,7 @@ class Offers:
                         {":now": stamp, ":one": 1, ":assigned": CallStatus.ASSIGNED, ":offer": call.offer_sk},
                         condition="#status = :assigned AND offer_sk = :offer",
                     ),
+                    self._agent_answers(call, stamp),
                     *self.table.event_actions(named.CALL_ANSWERED, answered),
                     self.table.fact_action(facts.ANSWERED, answered, stamp),
                 ]
@@ -70,6 +73,18 @@ class Offers:
                 raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.") from exc
             return self._answered_already(self.calls.get(call_id))
         return Outcome(call=answered)
+
+    def _agent_answers(self, call: Call, stamp: str) -> dict:
+        """The agent the call rang for, attending it from now (one who was attending an
+        offered call already, as an earlier version left them, too)."""
+        agent_id = call.agent_id or ""
+        attending, values = status_clause(agent_id, AgentStatus.ATTENDING, replay.change_id("answered", call.call_id))
+        return self.table.update(
+            keys.agent(agent_id),
+            f"SET {attending}, version = version + :one, updated_at = :now",
+            {**values, ":now": stamp, ":one": 1, ":call": call.call_id, **ON_A_CALL},
+            condition="call_id = :call AND #status IN (:ringing, :attending)",
+        )
 
     def _answered_already(self, call: Call) -> Outcome:
         if call.status == CallStatus.ASSIGNED and call.offer_sk is None:
@@ -143,14 +158,8 @@ class Offers:
                     self.table.update(
                         keys.agent(agent.agent_id),
                         f"SET {away}, version = version + :one, updated_at = :now REMOVE call_id",
-                        {
-                            **values,
-                            ":now": stamp,
-                            ":one": 1,
-                            ":attending": AgentStatus.ATTENDING,
-                            ":call": call_id,
-                        },
-                        condition="#status = :attending AND call_id = :call",
+                        {**values, ":now": stamp, ":one": 1, ":call": call_id, **ON_A_CALL},
+                        condition="#status IN (:ringing, :attending) AND call_id = :call",
                     ),
                     *self.table.event_actions(named.CALL_MISSED, back),
                 ]

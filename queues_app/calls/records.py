@@ -14,9 +14,10 @@ class CallStatus:
     WAITING = "waiting"
     ASSIGNED = "assigned"
     ENDED = "ended"
-    ABANDONED = "abandoned"  # the caller hung up while waiting
+    ABANDONED = "abandoned"  # the caller hung up while waiting (or while it rang)
+    OFFERED = "offered"  # shown, not stored: assigned, while its agent's phone rings
 
-    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED)
+    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED)  # as stored
 
 
 class QueueOrder:
@@ -62,6 +63,12 @@ class Call:
         for relaxed in reversed(self.relaxed):
             original[relaxed["dimension"]] = relaxed.get("from")
         return original
+
+    @property
+    def state(self) -> str:
+        """The status as pages and the API show it: `offered` while the agent it was given
+        to has not picked it up (ANSWER_TIMEOUT_SECONDS), else the stored status."""
+        return CallStatus.OFFERED if self.status == CallStatus.ASSIGNED and self.offer_sk else self.status
 
     @property
     def answer_by(self) -> str | None:

@@ -85,6 +85,7 @@ def first_answers(db: Dynamo, call_ids: list[str]) -> dict[str, tuple[Mapping | 
 PREFIX_MATCHES = 20  # calls listed for a prefix that several ids start with
 PREFIX_READ = 1_000  # calls a prefix search evaluates per status
 IN_PROGRESS = "calls:in-progress"  # the cursor's purpose: a place among the attending agents
+RINGING = "calls:ringing"  # ... among the ringing agents
 
 
 @dataclass
@@ -118,15 +119,21 @@ class Calls:
         return call_from_item(unmarshal(response["Item"])) if "Item" in response else None
 
     def in_progress(self, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
-        """Calls in progress, a page at a time, through their agents: every assigned call's
-        agent is attending and holds it (`check_invariants` checks it), so a page is a Query of
-        the attending agents in name order (their partitions of the status index, merged)
-        and one BatchGetItem of
-        their calls, whatever the number of calls. Calls are not indexed by status: that
-        would cost every assignment an index write. Newest assignment first within a page."""
-        agents = Agents(self.db, self.table.catalog).list(
-            status=AgentStatus.ATTENDING, cursor=cursor, limit=limit, purpose=IN_PROGRESS
-        )
+        """Calls in progress (answered), a page at a time, through their agents: every
+        assigned call's agent holds it (`check_invariants` checks it), so a page is a Query
+        of the attending agents in name order (their partitions of the status index,
+        merged) and one BatchGetItem of their calls, whatever the number of calls. Calls are
+        not indexed by status: that would cost every assignment an index write. Newest
+        assignment first within a page."""
+        return self._held(AgentStatus.ATTENDING, IN_PROGRESS, cursor, limit)
+
+    def ringing(self, *, cursor: str | None = None, limit: int = 25) -> Page[Call]:
+        """Calls offered to an agent and not picked up yet (ANSWER_TIMEOUT_SECONDS), through
+        their ringing agents, as `in_progress`."""
+        return self._held(AgentStatus.RINGING, RINGING, cursor, limit)
+
+    def _held(self, status: str, purpose: str, cursor: str | None, limit: int) -> Page[Call]:
+        agents = Agents(self.db, self.table.catalog).list(status=status, cursor=cursor, limit=limit, purpose=purpose)
         wanted = [keys.call(agent.call_id) for agent in agents.items if agent.call_id]
         calls = [call_from_item(item) for item in batch.get_items(self.db, self.table.name, wanted)]
         calls = [call for call in calls if call.status == CallStatus.ASSIGNED]
@@ -156,14 +163,14 @@ class Calls:
             }
             for shard in keys.line_shards()
         ]
-        in_progress = status_queries(
-            self.table.name,
-            AgentStatus.ATTENDING,
-            filters={
-                "FilterExpression": "begins_with(call_id, :prefix)",
-                "ExpressionAttributeValues": {":prefix": {"S": prefix}},
-            },
-        )
+        held = {
+            "FilterExpression": "begins_with(call_id, :prefix)",
+            "ExpressionAttributeValues": {":prefix": {"S": prefix}},
+        }
+        in_progress = [
+            *status_queries(self.table.name, AgentStatus.ATTENDING, filters=held),
+            *status_queries(self.table.name, AgentStatus.RINGING, filters=held),
+        ]
         searches = ((CallStatus.WAITING, waiting), (CallStatus.ASSIGNED, in_progress))
         responses = iter(
             query_each(

@@ -161,12 +161,13 @@ def _status_partitions(snap: CallCenterSnapshot) -> Iterator[Violation]:
 
 
 def _attending(snap: CallCenterSnapshot, present: dict) -> Iterator[Violation]:
-    """An attending agent has no message left and is on a call assigned to them."""
+    """An agent on a call (ringing or attending) has no message left and holds a call
+    assigned to them; a ringing one's call is still offered."""
     messages_of: dict[str, list[tuple[str, str]]] = defaultdict(list)  # agent_id -> message keys
     for (pk, sk), item in present.items():
         messages_of[item.get("agent_id") or sk.rsplit("#", 1)[-1]].append((pk, sk))
     for agent_id, agent in sorted(snap.agents.items()):
-        if agent.get("status") != AgentStatus.ATTENDING:
+        if agent.get("status") not in AgentStatus.ON_A_CALL:
             continue
         subject = f"agent {agent_id}"
         held = messages_of.get(agent_id, [])
@@ -182,6 +183,8 @@ def _attending(snap: CallCenterSnapshot, present: dict) -> Iterator[Violation]:
         elif call.get("status") != CallStatus.ASSIGNED or call.get("agent_id") != agent_id:
             detail = f"attending call {call_id}, which is {call.get('status')} with agent {call.get('agent_id')}"
             yield Violation("attending", subject, detail)
+        elif agent.get("status") == AgentStatus.RINGING and not call.get("offer_sk"):
+            yield Violation("attending", subject, f"ringing with call {call_id}, which is not offered (answered)")
 
 
 def _waiting_items(snap: CallCenterSnapshot) -> Iterator[Violation]:
@@ -267,7 +270,7 @@ def _holders(snap: CallCenterSnapshot) -> Iterator[Violation]:
         for call_id in call_ids:
             if holder is None:
                 yield Violation("holder", f"call {call_id}", f"assigned to agent {agent_id}, who does not exist")
-            elif holder.get("status") != AgentStatus.ATTENDING or holder.get("call_id") != call_id:
+            elif holder.get("status") not in AgentStatus.ON_A_CALL or holder.get("call_id") != call_id:
                 state = f"{holder.get('status')} with call_id {holder.get('call_id')}"
                 yield Violation("holder", f"call {call_id}", f"assigned to agent {agent_id}, who is {state}")
 

@@ -188,8 +188,8 @@ def status_clause(agent_id: str, status: str, change: str, reason: str | None = 
 
 def leg(agent: Agent, until: str, how: str) -> dict:
     """An agent's part in a call, for the call's record: from when they were given it
-    (their status since, attending) until now, and how it ended: ended, transferred or
-    missed (an offer not picked up)."""
+    (their status since, attending) until now, and how it ended: ended, transferred,
+    missed (an offer not picked up in time) or rang (the caller hung up while it rang)."""
     return {"agent_id": agent.agent_id, "agent_name": agent.name, "from": agent.status_since, "to": until, "how": how}
 
 

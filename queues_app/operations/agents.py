@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from queues_app import event_names as named
-from queues_app.agents.records import Agent, not_ready_reasons
+from queues_app.agents.records import Agent, AgentStatus, not_ready_reasons
 from queues_app.calls.records import CallStatus, Outcome
 from queues_app.ddb import errors
 from queues_app.operations.base import Recorder
@@ -21,7 +21,7 @@ from queues_app.operations.bulk import (
     each_seen,
     not_ready_reason,
 )
-from queues_app.operations.wording import waited
+from queues_app.operations.wording import took
 
 THEN_WORDS = {"queue": "queued", "wrap_up": "wrap-up", "offline": "offline"}
 
@@ -55,9 +55,9 @@ class AgentOperations:
         if outcome.replayed or agent is None:
             return outcome
         if call:
-            summary = f"{agent.name} took waiting call {call.call_id} (the caller waited {waited(call)})"
-            took = self.system.call_assigned(call)
-            self.recorder.record(named.AGENT_AVAILABLE, "agent", agent_id, summary, before, agent, took)
+            summary = f"{agent.name} {took(call)}"
+            assigned = self.system.call_assigned(call, self.recorder.actor, self.recorder.source)
+            self.recorder.record(named.AGENT_AVAILABLE, "agent", agent_id, summary, before, agent, assigned)
         else:
             self.recorder.record(named.AGENT_AVAILABLE, "agent", agent_id, f"{agent.name} queued", before, agent)
         return outcome
@@ -74,21 +74,26 @@ class AgentOperations:
         agent, call = outcome
         if outcome.replayed or agent is None:
             return outcome
-        summary = f"released {agent.name} from call {before.call_id}, then "
+        rang = before.status == AgentStatus.RINGING  # the caller hung up before the pick-up
+        summary = f"released {agent.name} from call {before.call_id}{' while it rang' if rang else ''}, then "
         if call:
-            summary += f"took waiting call {call.call_id} (the caller waited {waited(call)})"
-            assigned = [self.system.call_assigned(call)]
+            summary += took(call)
+            assigned = [self.system.call_assigned(call, self.recorder.actor, self.recorder.source)]
         else:
             summary += THEN_WORDS.get(then, then)
             assigned = []
-        ended = self._ended(agent, before.call_id)
+        ended = self._ended(agent, before.call_id, rang)
         self.recorder.record(named.AGENT_RELEASED, "agent", agent_id, summary, before, agent, *ended, *assigned)
         return outcome
 
-    def _ended(self, agent: Agent, call_id: str | None) -> list[dict]:
-        """The call's side of a release: it ended."""
+    def _ended(self, agent: Agent, call_id: str | None, rang: bool) -> list[dict]:
+        """The call's side of a release: it ended (abandoned, when it ended as it rang)."""
         if not call_id:
             return []
+        if rang:
+            summary = f"abandoned while it rang for {agent.name}"
+            before, after = {"status": "offered"}, {"status": "abandoned"}
+            return [self.recorder.entry(named.CALL_ABANDONED, "call", call_id, summary, before, after)]
         summary = f"ended: {agent.name} released"
         return [
             self.recorder.entry(named.CALL_ENDED, "call", call_id, summary, {"status": "assigned"}, {"status": "ended"})

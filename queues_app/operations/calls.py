@@ -42,9 +42,10 @@ class CallOperations:
             preferences, priority=priority, order=order, idempotency_key=idempotency_key, callback=callback
         )
         if created and call.agent_id:
-            summary = f"new call, assigned to {call.agent_name} after waiting {waited(call)}"
-            took = self.system.agent_assigned(call)
-            self.recorder.record(named.CALL_CREATED, "call", call.call_id, summary, None, call, took)
+            given = "offered" if call.offer_sk else "assigned"
+            summary = f"new call, {given} to {call.agent_name} after waiting {waited(call)}"
+            assigned = self.system.agent_assigned(call, self.recorder.actor, self.recorder.source)
+            self.recorder.record(named.CALL_CREATED, "call", call.call_id, summary, None, call, assigned)
         elif created:
             self.recorder.record(named.CALL_CREATED, "call", call.call_id, "new call, waiting", None, call)
         return call, created
@@ -71,9 +72,16 @@ class CallOperations:
         call = outcome.call
         if not outcome.replayed and call is not None:
             summary = f"answered by {call.agent_name} after waiting {waited_until(call, call.answered_at)}"
-            self.recorder.record(
-                named.CALL_ANSWERED, "call", call_id, summary, {"answered_at": None}, {"answered_at": call.answered_at}
+            picked = self.recorder.entry(
+                named.AGENT_ANSWERED,
+                "agent",
+                call.agent_id or "",
+                f"{call.agent_name} picked up call {call_id}",
+                {"status": "ringing", "call_id": call_id},
+                {"status": "attending", "call_id": call_id},
             )
+            before, after = {"answered_at": None}, {"answered_at": call.answered_at}
+            self.recorder.record(named.CALL_ANSWERED, "call", call_id, summary, before, after, picked)
         return outcome
 
     def transfer(self, request: Transfer) -> Outcome:
@@ -100,7 +108,8 @@ class CallOperations:
             )
         ]
         if call.agent_id:
-            entries += [self.system.call_assigned(call), self.system.agent_assigned(call)]
+            by = (self.recorder.actor, self.recorder.source)  # the transfer brought the assignment about
+            entries += [self.system.call_assigned(call, *by), self.system.agent_assigned(call, *by)]
         self.recorder.record(
             named.CALL_TRANSFERRED,
             "call",

@@ -10,13 +10,14 @@ from queues_app.audit.store import AuditTrail
 from queues_app.calls.records import Call
 from queues_app.ddb import errors
 from queues_app.operations.entries import Author, snapshot
-from queues_app.operations.wording import waited
+from queues_app.operations.wording import took, waited
 from queues_app.shipments.queue import Shipment, ShipmentQueue, ShipmentStatus
 from queues_app.tasks.queue import TaskQueue
 from queues_app.tasks.records import ShedReport
 
 # Who acted, for what the queues do on their own (source "system").
 MATCHER, ESCALATION, SHIPMENT_WORKER, TASK_PROCESSOR = "matcher", "escalation", "shipment worker", "task processor"
+ANSWER_TIMEOUT = "answer timeout"  # an offered call not picked up in time (ANSWER_TIMEOUT_SECONDS)
 SYSTEM = "system"
 
 
@@ -29,36 +30,42 @@ class SystemEvents:
         self.trail = trail
         self.trace_id = trace_id
 
-    def entry(self, actor: str, action: str, kind: str, item_id: str, summary: str, before, after) -> dict:
-        return Author(actor, SYSTEM, self.trace_id).entry(action, kind, item_id, summary, before, after)
+    def entry(
+        self, actor: str, action: str, kind: str, item_id: str, summary: str, before, after, source: str = SYSTEM
+    ) -> dict:
+        return Author(actor, source, self.trace_id).entry(action, kind, item_id, summary, before, after)
 
-    def call_assigned(self, call: Call, by: str = MATCHER) -> dict:
-        """The call's side of an assignment."""
+    def call_assigned(self, call: Call, by: str = MATCHER, source: str = SYSTEM) -> dict:
+        """The call's side of an assignment, by the matcher on its own, or by whoever's
+        change brought it about (`by` from `source`: one event, one actor)."""
         return self.entry(
             by,
             named.CALL_ASSIGNED,
             "call",
             call.call_id,
-            f"assigned to {call.agent_name} after waiting {waited(call)}",
+            f"{'offered' if call.offer_sk else 'assigned'} to {call.agent_name} after waiting {waited(call)}",
             {"status": "waiting"},
             {
-                "status": call.status,
+                "status": call.state,
                 "agent_name": call.agent_name,
                 "agent_id": call.agent_id,
                 "assigned_at": call.assigned_at,
             },
+            source,
         )
 
-    def agent_assigned(self, call: Call, by: str = MATCHER) -> dict:
-        """The agent's side of an assignment: they took the call."""
+    def agent_assigned(self, call: Call, by: str = MATCHER, source: str = SYSTEM) -> dict:
+        """The agent's side of an assignment: they took the call, or it rings for them."""
+        status = "ringing" if call.offer_sk else "attending"
         return self.entry(
             by,
             named.AGENT_ASSIGNED,
             "agent",
             call.agent_id or "",
-            f"{call.agent_name} took call {call.call_id} (the caller waited {waited(call)})",
+            f"{call.agent_name} {took(call)}",
             {"status": "queued"},
-            {"status": "attending", "call_id": call.call_id},
+            {"status": status, "call_id": call.call_id},
+            source,
         )
 
     def write(self, *entries: dict) -> None:
@@ -95,7 +102,7 @@ class SystemEvents:
         state = f"then given to {call.agent_name}" if call.agent_id else "back at its place in line"
         entries = [
             self.entry(
-                ESCALATION,
+                ANSWER_TIMEOUT,
                 named.CALL_MISSED,
                 "call",
                 call.call_id,
@@ -104,17 +111,17 @@ class SystemEvents:
                 {"status": call.status, "agent_name": call.agent_name},
             ),
             self.entry(
-                ESCALATION,
+                ANSWER_TIMEOUT,
                 named.AGENT_NOT_READY,
                 "agent",
                 agent_id,
                 f"{name} not ready: missed call {call.call_id}",
-                {"status": "attending", "call_id": call.call_id},
+                {"status": "ringing", "call_id": call.call_id},
                 {"status": "not_ready", "reason": "missed"},
             ),
         ]
         if call.agent_id:
-            entries += [self.call_assigned(call, ESCALATION), self.agent_assigned(call, ESCALATION)]
+            entries += [self.call_assigned(call, ANSWER_TIMEOUT), self.agent_assigned(call, ANSWER_TIMEOUT)]
         self.write(*entries)
 
     def dead_lettered(self, before: Shipment | None, after: Shipment) -> None:

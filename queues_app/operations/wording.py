@@ -20,6 +20,14 @@ def waited(call: Call) -> str:
     return f"{seconds:.0f} s" if seconds is not None else "an unknown time"
 
 
+def took(call: Call) -> str:
+    """What an agent did with a waiting caller given to them: took it, or (with offers)
+    had it offered, ringing until they pick up."""
+    if call.offer_sk:
+        return f"was offered waiting call {call.call_id}, ringing (the caller waited {waited(call)} so far)"
+    return f"took waiting call {call.call_id} (the caller waited {waited(call)})"
+
+
 def waited_until(call: Call, moment: str | None) -> str:
     """How long the caller waited from arrival to `moment` (an offered call picked up)."""
     start, end = from_iso(call.arrived_at), from_iso(moment)

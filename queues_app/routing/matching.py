@@ -274,11 +274,8 @@ class Matcher:
         also = also or []
         for attempt in range(4):
             assigned = self._assigned(call, candidate, self._why(candidate, considered, others))
-            actions = [
-                *self._take_queued(call, candidate, change, assigned.assigned_at or ""),
-                *self.calls.assignment_actions(call, assigned, new_call=new_call),
-                *also,
-            ]
+            call_actions = self.calls.assignment_actions(call, assigned, new_call=new_call)
+            actions = [*self._take_queued(call, assigned, candidate, change), *call_actions, *also]
             try:
                 self.table.transact(actions)
                 claims_for(self.db).mark_gone((self.table.name, candidate.token))
@@ -287,8 +284,8 @@ class Matcher:
                 if exc.lost_race:
                     time.sleep(random.uniform(0, 0.01 * 2**attempt))
                     continue
-                call_actions = range(1 + 2 * len(self.catalog.combinations(candidate.skills)), len(actions) - len(also))
-                if set(exc.failed_indexes()) & set(call_actions):
+                first = len(actions) - len(also) - len(call_actions)
+                if set(exc.failed_indexes()) & set(range(first, first + len(call_actions))):
                     return self._call_changed(call, new_call, exc)
                 # The agent is no longer queued with this token: nobody can take it any more.
                 claims_for(self.db).mark_gone((self.table.name, candidate.token))
@@ -305,12 +302,13 @@ class Matcher:
         assigned.assigned_at, assigned.why, assigned.wait_sk = to_iso(self.clock()), why, None
         return assigned
 
-    def _take_queued(self, call: Call, candidate: Candidate, change: str | None, stamp: str) -> list[dict]:
-        """The queued agent made attending, on condition that they are still queued with
-        the token read, and their messages out of every queue."""
-        attending, values = status_clause(
-            candidate.agent_id, AgentStatus.ATTENDING, change or assignment_change(call.call_id)
-        )
+    def _take_queued(self, call: Call, assigned: Call, candidate: Candidate, change: str | None) -> list[dict]:
+        """The queued agent given the call (ringing while it is offered, else attending),
+        on condition that they are still queued with the token read, and their messages
+        out of every queue."""
+        status = AgentStatus.RINGING if assigned.offer_sk else AgentStatus.ATTENDING
+        attending, values = status_clause(candidate.agent_id, status, change or assignment_change(call.call_id))
+        stamp = assigned.assigned_at or ""
         values.update({":call": call.call_id, ":one": 1, ":now": stamp, ":queued": AgentStatus.QUEUED})
         update = self.table.update(
             keys.agent(candidate.agent_id),
@@ -407,18 +405,18 @@ class Matcher:
         assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
         assigned.assigned_at, assigned.wait_sk = stamp, None
         assigned.why = [why_entry(agent.agent_id, agent.name, stamp, "returned")]
-        attending, values = status_clause(
-            agent.agent_id, AgentStatus.ATTENDING, change or assignment_change(call.call_id)
-        )
+        call_actions = self.calls.assignment_actions(call, assigned, new_call=False)
+        status = AgentStatus.RINGING if assigned.offer_sk else AgentStatus.ATTENDING
+        attending, values = status_clause(agent.agent_id, status, change or assignment_change(call.call_id))
         actions = [
             self.table.agent_update(
                 agent,
                 f"SET {attending}, call_id = :call, version = version + :one, updated_at = :now REMOVE queue_token",
                 {**values, ":call": call.call_id, ":now": stamp},
-            )
+            ),
+            *call_actions,
+            *(also or []),
         ]
-        actions += self.calls.assignment_actions(call, assigned, new_call=False)
-        actions += also or []
         try:
             self.table.transact(actions)
         except errors.TransactionCancelled as exc:

@@ -55,9 +55,13 @@ def test_an_offered_call_is_confirmed_once_and_a_late_answer_is_refused(moto_db,
     ana = agent("Ana", ["English"], "F")
     api.available(ana.agent_id)
     call = api.post("/api/calls", {"preferences": {}}).json()
-    assert call["status"] == "assigned" and call["answer_by"] and call["answered_at"] is None
+    assert call["status"] == "offered" and call["answer_by"] and call["answered_at"] is None
+    assert api.seen(ana.agent_id)["status"] == "ringing"
+    assert [c["call_id"] for c in api.get("/api/calls?status=offered").json()["calls"]] == [call["call_id"]]
+    assert api.get("/api/calls?status=assigned").json()["calls"] == []
     answered = api.post(f"/api/calls/{call['call_id']}/answered")
     assert answered.status_code == 200 and answered.json()["answered_at"] and answered.json()["answer_by"] is None
+    assert answered.json()["status"] == "assigned" and api.seen(ana.agent_id)["status"] == "attending"
     assert api.post(f"/api/calls/{call['call_id']}/answered")["Idempotent-Replayed"] == "true"
 
     api.release(ana.agent_id, "queue")

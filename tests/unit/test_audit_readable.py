@@ -45,10 +45,11 @@ def test_a_caller_assigned_on_arrival_is_on_the_agents_history_too(moto_db):
     ana = agent()
     CallCenter().make_available(ana.agent_id)
     call, _ = Operations(ACTOR, "page").create_call({"language": "Spanish", "gender": "any"})
-    assert actions(history("agent", ana.agent_id)) == [("agent.assigned", "matcher", "system")]
+    # One event, one actor: the assignment the new call brought about is the supervisor's.
+    assert actions(history("agent", ana.agent_id)) == [("agent.assigned", ACTOR, "page")]
     [taken] = history("agent", ana.agent_id)
     assert taken.call_taken == call.call_id
-    assert f"took call {call.call_id}" in taken.summary
+    assert f"took waiting call {call.call_id}" in taken.summary
     assert actions(history("call", call.call_id)) == [("call.create", ACTOR, "page")]
 
 
@@ -57,7 +58,7 @@ def test_an_agent_taking_a_waiting_caller_is_on_the_calls_history(moto_db):
     ana = agent()
     Operations(ACTOR, "page").make_available(ana.agent_id)
     [assigned] = history("call", waiting.call_id)
-    assert (assigned.action, assigned.actor, assigned.source) == ("call.assigned", "matcher", "system")
+    assert (assigned.action, assigned.actor, assigned.source) == ("call.assigned", ACTOR, "page")
     assert assigned.described[:2] == [("status", "waiting", "assigned"), ("agent", "–", "Ana")]
     [available] = history("agent", ana.agent_id)
     assert available.summary.startswith(f"Ana took waiting call {waiting.call_id}")
@@ -75,7 +76,7 @@ def test_a_release_that_took_a_waiting_caller_says_so_and_ends_the_first_call(mo
     [release] = history("agent", ana.agent_id)
     assert f"took waiting call {second.call_id}" in release.summary and "then queue" not in release.summary
     assert actions(history("call", first.call_id)) == [("call.end", ACTOR, "page")]
-    assert actions(history("call", second.call_id)) == [("call.assigned", "matcher", "system")]
+    assert actions(history("call", second.call_id)) == [("call.assigned", ACTOR, "page")]
 
 
 def test_escalation_records_the_relaxed_preferences_and_the_assignment(moto_db, settings):
@@ -181,7 +182,7 @@ def test_the_trail_page_keeps_the_fields_behind_a_toggle(supervisor_client, moto
 
 @pytest.fixture
 def acted(moto_db):
-    """Ana and Bea with a little history each; a call assigned to Ana by the matcher."""
+    """Ana and Bea with a little history each; a call the phone system placed, given to Ana."""
     ana, bea = agent("Ana Lopez"), agent("Bea", ("French",))
     sam, api = Operations(ACTOR, "page"), Operations("phone-system", "api")
     sam.make_available(ana.agent_id)
@@ -221,12 +222,16 @@ def test_filters_by_who_where_from_and_action(moto_db, acted):
     trail = AuditTrail()
     by_sam = trail.recent(filters=TrailFilter(actor=ACTOR)).entries
     assert {e.actor for e in by_sam} == {ACTOR} and len(by_sam) == 1
-    system = trail.recent(filters=TrailFilter(source="system")).entries
-    assert actions(system) == [("agent.assigned", "matcher", "system")]
+    by_api = trail.recent(filters=TrailFilter(source="api")).entries
+    assert sorted(actions(by_api)) == [
+        ("agent.assigned", "phone-system", "api"),
+        ("agent.available", "phone-system", "api"),
+        ("call.create", "phone-system", "api"),
+    ]
     calls = trail.recent(filters=TrailFilter(action="call.")).entries
     assert [e.action for e in calls] == ["call.create"]
-    ana = trail.for_target(target("agent", acted["ana"].agent_id), filters=TrailFilter(source="system")).entries
-    assert actions(ana) == [("agent.assigned", "matcher", "system")]
+    ana = trail.for_target(target("agent", acted["ana"].agent_id), filters=TrailFilter(source="api")).entries
+    assert actions(ana) == [("agent.assigned", "phone-system", "api")]
 
 
 def test_a_time_range_reads_only_entries_inside_it(moto_db, acted):
@@ -239,8 +244,8 @@ def test_a_time_range_reads_only_entries_inside_it(moto_db, acted):
 
 
 def test_the_page_filters_and_says_what_is_wrong_with_a_filter(supervisor_client, acted):
-    status, html = page(supervisor_client, source="system")
-    assert status == 200 and 'data-action="agent.assigned"' in html and 'data-action="agent.available"' not in html
+    status, html = page(supervisor_client, source="page")
+    assert status == 200 and 'data-action="agent.available"' in html and 'data-action="agent.assigned"' not in html
     status, html = page(supervisor_client, since="2026-11-22T10:00", until="2026-11-21T10:00")
     assert status == 400 and "The start of the time range is after its end." in html
     status, _ = page(supervisor_client, source="carrier-pigeon")

@@ -300,7 +300,7 @@ def test_release_gives_the_agent_a_waiting_caller_first(router):
 
 def test_release_of_an_agent_not_on_a_call_is_refused(router):
     ana = agent(router, "Ana", ["English"], "F")
-    with pytest.raises(errors.Conflict, match="not attending"):
+    with pytest.raises(errors.Conflict, match="not on a call"):
         router.release(ana.agent_id)
     with pytest.raises(errors.InvalidRequest):
         router.release(ana.agent_id, then="lunch")

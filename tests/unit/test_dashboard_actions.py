@@ -245,7 +245,7 @@ def test_a_new_call_is_assigned_and_its_page_shows_why(supervisor_client, moto_d
     assigned, entry = trail()
     assert (entry.actor, entry.source, entry.action, entry.target) == (ACTOR, "page", "call.create", f"call:{call_id}")
     assert entry.before is None and entry.after["status"] == CallStatus.ASSIGNED
-    assert (assigned.actor, assigned.source, assigned.action) == ("matcher", "system", "agent.assigned")
+    assert (assigned.actor, assigned.source, assigned.action) == ("sam-supervisor", "page", "agent.assigned")
     assert assigned.after == {"status": "attending", "call_id": call_id}
 
 

@@ -144,15 +144,43 @@ def test_an_offer_not_answered_in_time_goes_back_to_its_place_and_on_to_the_next
     assert today(router).answered == 2
 
 
-def test_an_offered_call_that_ends_before_the_pick_up_leaves_no_offer_behind(router, clock, offers):
+def test_an_offered_call_that_ends_while_it_rings_is_abandoned_and_leaves_no_offer_behind(router, clock, offers):
+    """The caller hung up before the agent picked up: abandoned, as in the line (Amazon
+    Connect counts a contact that leaves before it is connected to an agent so), never a
+    call taken or talked."""
     ana = agent(router, "Ana")
     router.make_available(ana.agent_id)
     call, _ = router.create_call(SPANISH_F)
-    router.release(ana.agent_id, then="offline")
+    assert router.agents.get(ana.agent_id).status == AgentStatus.RINGING
+    clock.advance(7)
+    outcome = router.end_call(call.call_id, then="offline")
+    assert outcome.agent.status == AgentStatus.OFFLINE
+    left = router.get_call(call.call_id)
+    assert (left.status, left.agent_id, left.offer_sk, left.answered_at) == (CallStatus.ABANDONED, None, None, None)
+    assert [(part["agent_name"], part["how"]) for part in left.legs] == [("Ana", "rang")]
+    assert 7 <= left.waited_seconds < 8  # it waited until the caller hung up, ringing included
+    assert router.end_call(call.call_id, then="offline").replayed  # the hang-up sent again
     clock.advance(30)
     assert router.miss_expired_offers() == []
-    assert router.agents.get(ana.agent_id).status == AgentStatus.OFFLINE
-    assert router.get_call(call.call_id).status == CallStatus.ENDED
+    figures = today(router)
+    assert (figures.answered, figures.abandoned, figures.handled) == (0, 1, 0)
+
+
+def test_a_ringing_agent_is_attending_once_they_pick_up(router, clock, offers):
+    ana = agent(router, "Ana")
+    router.make_available(ana.agent_id)
+    call, _ = router.create_call(SPANISH_F)
+    ringing = router.agents.get(ana.agent_id)
+    assert (ringing.status, ringing.call_id, ringing.status_label) == (AgentStatus.RINGING, call.call_id, "Ringing")
+    assert router.get_call(call.call_id).state == CallStatus.OFFERED
+    with pytest.raises(errors.Conflict, match="ringing"):
+        router.set_not_ready(ana.agent_id, "break")
+    clock.advance(4)
+    router.answered(call.call_id)
+    picked = router.agents.get(ana.agent_id)
+    assert (picked.status, picked.call_id) == (AgentStatus.ATTENDING, call.call_id)
+    assert picked.status_since.startswith("2026-11-25T14:00:04.")  # attending since the answer
+    assert router.get_call(call.call_id).state == CallStatus.ASSIGNED
 
 
 # --- transfers ----------------------------------------------------------------------------
