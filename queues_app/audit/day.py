@@ -12,6 +12,7 @@ from queues_app.ddb.clock import centre_day_start, from_iso
 
 DAY_STATUSES = (
     AgentStatus.QUEUED,
+    AgentStatus.RINGING,
     AgentStatus.ATTENDING,
     AgentStatus.WRAP_UP,
     AgentStatus.NOT_READY,

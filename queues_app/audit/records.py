@@ -85,11 +85,14 @@ class TrailEntry:
 
     @property
     def call_taken(self) -> str | None:
-        """The call an agent took in this entry (an agent entry that ends attending a new call)."""
+        """The call an agent took in this entry: an agent entry that ends attending a call
+        they were not attending before (picked up after it rang, or given it at once). A
+        call that only rang is no call taken."""
         if self.kind != "agent" or not self.after:
             return None
-        call_id = self.after.get("call_id")
-        taken = self.after.get("status") == "attending" and call_id != (self.before or {}).get("call_id")
+        before, call_id = self.before or {}, self.after.get("call_id")
+        was_attending = before.get("status", "attending") == "attending" and before.get("call_id") == call_id
+        taken = self.after.get("status") == "attending" and call_id and not was_attending
         return call_id if taken else None
 
 

@@ -88,6 +88,7 @@ class DemandCell:
     oldest_wait_seconds: float | None = None
     agents_queued: int = 0  # queued now, ready to take a call
     agents_logged_in: int = 0  # not offline: queued, available, attending or wrap-up
+    agents_ringing: int = 0  # offered a call, not picked up yet
     agents_attending: int = 0  # on a call now
     # Erlang C's agents for the last hour's calls and handle time to meet the target
     # (SERVICE_LEVEL_TARGET within SERVICE_LEVEL_SECONDS); None without calls to go by.
@@ -231,6 +232,8 @@ class Dashboard:
                         cell.agents_queued += 1
                     elif agent.status == AgentStatus.ATTENDING:
                         cell.agents_attending += 1
+                    elif agent.status == AgentStatus.RINGING:
+                        cell.agents_ringing += 1
         grid.flexible = sorted(flexible.values(), key=lambda c: -(c.oldest_wait_seconds or 0))
         self._advise(cells)
         return grid

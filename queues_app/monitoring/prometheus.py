@@ -27,9 +27,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
 from queues_app.figures import heartbeats, latency
-from queues_app.figures.counters import COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
+from queues_app.figures.counters import CALLS, COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
 from queues_app.figures.service_level import ServiceLevelReader, Window
-from queues_app.monitoring.sampler import MetricsCollector
+from queues_app.monitoring.sampler import AGENTS_PREFIX, MetricsCollector
 
 STALE_AFTER_SECONDS = 120
 
@@ -86,6 +86,13 @@ class QueueCollector:
                 first.add_metric([queue, "max"], values.get("first_attempt_age_max", 0))
                 first.add_metric([queue, "mean"], values["first_attempt_age_sum"] / values["first_attempts"])
         yield first
+        agents = GaugeMetricFamily(
+            "switchboard_agents", "Agents in each status (ringing: offered a call, not picked up)", labels=["status"]
+        )
+        for name, value in sorted(latest.get(CALLS, {}).items()):
+            if name.startswith(AGENTS_PREFIX):
+                agents.add_metric([name.removeprefix(AGENTS_PREFIX)], value)
+        yield agents
         totals = self.store.totals()
         events = CounterMetricFamily(
             "switchboard_queue_events", "Queue events since the metrics table was made", labels=["queue", "event"]

@@ -14,6 +14,8 @@ from queues_app.figures.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsSt
 from queues_app.monitoring.overview import Dashboard
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE
 
+AGENTS_PREFIX = "agents_"  # a sample's count of the agents in one status: agents_ringing
+
 
 class MetricsCollector:
     """Samples every queue's gauges into the current minute and writes the counts this
@@ -34,6 +36,8 @@ class MetricsCollector:
                 "depth": calls.callers_waiting.value,
                 "in_flight": calls.in_flight.value,
                 "oldest_age": calls.oldest_wait_seconds,
+                # The agents in each status (ringing, attending, not ready...), for /metrics.
+                **{f"{AGENTS_PREFIX}{status}": figure.value for status, figure in calls.agents.items()},
             },
             TASKS: {
                 "depth": tasks.pending.value,
@@ -54,10 +58,12 @@ class MetricsCollector:
 
     def sample(self) -> dict[str, dict[str, float | None]]:
         figures = self.gauges()
-        # Occupancy is sampled: attending agents over logged-in (not offline) agents, now.
+        # Occupancy is sampled: agents on a call (ringing or attending: busy either way) over
+        # logged-in (not offline) agents, now.
         agents = self._agents
         logged_in = sum(figure.value for status, figure in agents.items() if status != AgentStatus.OFFLINE)
-        service_level.sample_occupancy(self.db, agents[AgentStatus.ATTENDING].value, logged_in)
+        busy = sum(agents[status].value for status in AgentStatus.ON_A_CALL)
+        service_level.sample_occupancy(self.db, busy, logged_in)
         for queue, values in figures.items():
             self.store.record_gauges(queue, values)
         self.store.flush()

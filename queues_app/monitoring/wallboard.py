@@ -21,6 +21,7 @@ class BoardLine:
     waiting: Figure
     oldest_wait_seconds: float | None
     agents_queued: int
+    agents_ringing: int
     agents_attending: int
     today: Figures  # service level today
     short: bool = False  # callers wait and nobody who fits is queued
@@ -40,6 +41,7 @@ def _line(cell: DemandCell, today: Window) -> BoardLine:
         waiting=Figure(cell.waiting),
         oldest_wait_seconds=cell.oldest_wait_seconds,
         agents_queued=cell.agents_queued,
+        agents_ringing=cell.agents_ringing,
         agents_attending=cell.agents_attending,
         today=today.by_combination.get(combination_name(cell.preferences), Figures()),
         short=cell.short,
@@ -64,6 +66,7 @@ def read_board(dashboard: Dashboard) -> Board:
         waiting=calls.callers_waiting,
         oldest_wait_seconds=calls.oldest_wait_seconds,
         agents_queued=calls.agents[AgentStatus.QUEUED].value,
+        agents_ringing=calls.agents[AgentStatus.RINGING].value,
         agents_attending=calls.agents[AgentStatus.ATTENDING].value,
         today=today.overall,
     )

@@ -96,6 +96,7 @@ class WaitingLine:
             offer_sk=None,
             version=call.version + 1,
             legs=[*call.legs, part],
+            why=[],  # nobody is chosen while it waits again: the next assignment says why
         )
         if how == "transferred":  # answered already: a call assigned before answers were kept
             back.answered_at = call.answered_at or call.assigned_at  # was answered at its assignment
@@ -119,6 +120,7 @@ class WaitingLine:
             ":first": back.first_asked,
             ":answered": back.answered_at,
             ":relaxed": back.relaxed,
+            ":why": back.why,
             ":one": 1,
             ":assigned": CallStatus.ASSIGNED,
             ":agent": call.agent_id,
@@ -132,7 +134,7 @@ class WaitingLine:
             self.table.update(
                 keys.call(call.call_id),
                 "SET #status = :waiting, wait_sk = :wait_sk, legs = :legs, preferences = :prefs, "
-                f"relaxed = :relaxed, version = version + :one{first} "
+                f"relaxed = :relaxed, why = :why, version = version + :one{first} "
                 "REMOVE agent_id, agent_name, assigned_at, offer_sk",
                 values,
                 condition=condition,

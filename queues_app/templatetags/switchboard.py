@@ -85,6 +85,15 @@ def until(stamp) -> str:
 
 
 @register.filter
+def countdown(stamp) -> str:
+    """An offer's deadline as a countdown that the page ticks each second (switchboard.js):
+    `<time datetime=... data-countdown>in 18 s</time>`."""
+    if not stamp:
+        return "–"
+    return format_html('<time datetime="{}" data-countdown>{}</time>', stamp, until(stamp))
+
+
+@register.filter
 def figure(value) -> str:
     """A Figure (value, capped) as "1,234" or "10,000+"."""
     if value is None:

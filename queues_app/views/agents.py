@@ -46,6 +46,7 @@ BULK_ACTIONS = {
 # The day's timeline (SVG fills: the page's CSP allows no inline style).
 DAY_COLORS = {
     "queued": "#2f855a",
+    "ringing": "#d69e2e",
     "attending": "#2b6cb0",
     "wrap_up": "#c05621",
     "offline": "#a0aec0",
@@ -225,7 +226,7 @@ def agent_detail(request, agent_id: str):
         current_since=agent.status_since or agent.updated_at,
         current_reason=agent.reason,
         current_call=agent.call_id,
-        call_started=call.assigned_at if call else None,
+        call_started=(call.answered_at or call.assigned_at) if call else None,
     )
     return render(
         request,
@@ -236,6 +237,7 @@ def agent_detail(request, agent_id: str):
             "history": history.entries,
             "history_more": history.next_cursor is not None,
             "day": day,
+            "answer_by": call.answer_by if call else None,
             "day_colors": DAY_COLORS,
             "status_labels": AgentStatus.LABELS,
             "release_then": THEN,
@@ -247,6 +249,8 @@ def agent_detail(request, agent_id: str):
 
 
 def _call_note(call) -> str:
+    if call and call.offer_sk:
+        return f" and was offered call {call.call_id}: ringing (waited {call.waited_seconds:.0f} s so far)"
     return f" and took call {call.call_id} (waited {call.waited_seconds:.0f} s)" if call else ""
 
 

@@ -77,6 +77,7 @@ def calls(request):
             return redirect("call-detail", call_id=call.call_id)
     waiting, more = center.line.waiting_calls(limit=WAITING_PAGE)
     in_progress = center.calls.in_progress(cursor=request.GET.get("cursor"), limit=25)
+    ringing = center.calls.ringing(limit=25)
     return render(
         request,
         "queues_app/calls.html",
@@ -85,6 +86,7 @@ def calls(request):
             "waiting": _waiting_rows(center, waiting),
             "waiting_more": more is not None,
             "in_progress": in_progress,
+            "ringing": ringing,
             "dimensions": center.catalog.names,
             "any": ANY,
         },
@@ -117,7 +119,12 @@ def _place(request, form: CallForm):
     return save_form(form, place)
 
 
-LEG_WORDS = {"ended": "ended the call", "transferred": "transferred it", "missed": "did not pick up in time"}
+LEG_WORDS = {
+    "ended": "ended the call",
+    "transferred": "transferred it",
+    "missed": "did not pick up in time",
+    "rang": "it rang; the caller hung up",
+}
 QUEUED_CHOICES = 50  # queued agents offered as a transfer's target (the first by name)
 
 

@@ -8,6 +8,7 @@ header row names."""
 from __future__ import annotations
 
 import csv
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 
@@ -109,7 +110,7 @@ def agents_csv(request):
                 agent.agent_id,
                 agent.status_label,
                 skills,
-                local_time(agent.updated_at),
+                local_time(agent.status_since or agent.updated_at),
                 agent.call_id or "",
             ]
 
@@ -152,15 +153,20 @@ def calls_csv(request):
         for call in page.items:
             yield [
                 call.call_id,
+                call.state,
                 *(call.preferences.get(d) or "any" for d in names),
                 call.agent_name or "",
                 call.agent_id or "",
                 local_time(call.arrived_at),
-                local_time(call.assigned_at),
+                local_time(call.answered_at),  # none while it rings
+                local_time(call.answer_by),  # while it rings: back to the line then if not picked up
             ]
 
-    header = ["Call", *(d.capitalize() for d in names), "Agent", "Agent id", f"Arrived ({zone})", f"Answered ({zone})"]
-    return csv_answer("calls-in-progress", header, _streamed(read(None), read, progress_rows))
+    header = ["Call", "Status", *(d.capitalize() for d in names), "Agent", "Agent id", f"Arrived ({zone})"]
+    header += [f"Answered ({zone})", f"Answer by ({zone})"]
+    # The calls ringing (the first page of them: an offer lasts seconds), then those answered.
+    rows = itertools.chain(progress_rows(center.calls.ringing(limit=PAGE)), _streamed(read(None), read, progress_rows))
+    return csv_answer("calls-in-progress", header, rows)
 
 
 @require_GET

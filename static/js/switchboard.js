@@ -372,7 +372,26 @@
     true
   );
 
+  // An offer's countdown (<time data-countdown="ISO">in 18 s</time>): ticked each second
+  // from the deadline the server wrote, so a ringing call says how long it has left.
+  function tickCountdowns() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-countdown]").forEach(function (el) {
+      var left = Math.round((Date.parse(el.getAttribute("datetime")) - now) / 1000);
+      el.textContent = left >= 0 ? "in " + left + " s" : "overdue " + -left + " s";
+      el.classList.toggle("overdue", left < 0);
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    if (document.querySelector("time[data-countdown]")) {
+      window.setInterval(tickCountdowns, 1000);
+    }
+    document.addEventListener("htmx:load", function () {
+      if (document.querySelector("time[data-countdown]") && !window.switchboardCountdown) {
+        window.switchboardCountdown = window.setInterval(tickCountdowns, 1000);
+      }
+    });
     labelCells(document);
     setUpMenu();
     setUpSkipLink();

@@ -60,9 +60,24 @@ def test_the_calls_csvs_have_the_line_in_order_and_the_calls_in_progress(viewer_
     assert header == ["Call", "Language", "Gender", "Priority", "Arrived (UTC)"]
     assert [(r[0], r[1], r[2]) for r in rows] == [(c.call_id, "French", "any") for c in waiting]
     header, *rows = rows_of(viewer_client.get(reverse("calls-csv"), {"list": "in_progress"}))
-    assert header[0] == "Call" and header[3:5] == ["Agent", "Agent id"]
-    assert [(r[0], r[3]) for r in rows] == [(taken.call_id, "Ana")]
+    assert header[:2] == ["Call", "Status"] and header[4:6] == ["Agent", "Agent id"]
+    assert header[-2:] == ["Answered (UTC)", "Answer by (UTC)"]
+    assert [(r[0], r[1], r[4]) for r in rows] == [(taken.call_id, "assigned", "Ana")]
+    assert rows[0][-2] == taken.answered_at.replace("Z", "").split(".")[0] + "+00:00" and rows[0][-1] == ""
     assert viewer_client.get(reverse("calls-csv"), {"list": "ended"}).status_code == 400
+
+
+def test_a_ringing_call_is_in_the_csv_offered_with_no_answer_but_its_deadline(
+    viewer_client, moto_db, small_pages, settings
+):
+    settings.ANSWER_TIMEOUT_SECONDS = 20
+    center = CallCenter()
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    offered, _ = center.create_call({"language": "Spanish", "gender": "F"})
+    _, *rows = rows_of(viewer_client.get(reverse("calls-csv"), {"list": "in_progress"}))
+    assert [(r[0], r[1], r[4], r[-2]) for r in rows] == [(offered.call_id, "offered", "Ana", "")]
+    assert rows[0][-1].endswith("+00:00")  # when it goes back to the line if nobody picks up
 
 
 def test_the_audit_csv_is_the_trail_as_searched(viewer_client, moto_db, small_pages):

@@ -131,6 +131,7 @@ def test_an_offer_not_answered_in_time_goes_back_to_its_place_and_on_to_the_next
     assert back.status == CallStatus.WAITING and back.offer_sk is None
     assert back.wait_sk is not None and back.wait_sk.endswith(f"{first.arrived_at}#{first.call_id}")
     assert back.legs[-1]["agent_id"] == ana.agent_id and back.legs[-1]["how"] == "missed"
+    assert back.why == []  # Ana is not "chosen" any more while it waits again
     ana_now = router.agents.get(ana.agent_id)
     assert (ana_now.status, ana_now.reason) == (AgentStatus.NOT_READY, MISSED)
     with pytest.raises(errors.Conflict, match="not answered in time"):
