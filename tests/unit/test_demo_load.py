@@ -95,6 +95,30 @@ def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_
     assert virtual_seconds.now == pytest.approx(3.0)  # three seconds of the load, on its clock
 
 
+def test_with_offers_on_the_load_picks_up_each_call_after_a_ring_or_two(moto_db, virtual_seconds, settings):
+    settings.ANSWER_TIMEOUT_SECONDS = 10
+    router = CallCenter()
+    every_skill = {name: list(values) for name, values in router.catalog.dimensions}
+    anyone = {name: None for name, _ in router.catalog.dimensions}
+    seeded = Agents().create("Ada", every_skill)
+    router.make_available(seeded.agent_id)
+    earlier, _ = router.create_call(anyone)  # offered before the load starts: it finds it ringing
+    assert Agents().get(seeded.agent_id).status == AgentStatus.RINGING
+    for name in ("Bo", "Cy"):
+        router.make_available(Agents().create(name, every_skill).agent_id)
+    call_command(
+        "demo_load",
+        *["--rate", "60", "--handle-seconds", "30", "40", "--shipment-rate", "0", "--task-rate", "0"],
+        *["--seed", "3", "--max-seconds", "8"],
+        stdout=io.StringIO(),
+    )
+    assert router.get_call(earlier.call_id).answered_at is not None
+    answered = [e for e in AuditTrail().recent(limit=500, max_reads=50).entries if e.action == "call.answered"]
+    assert len(answered) >= 2 and {e.actor for e in answered} == {"demo load"}
+    statuses = {a.status for a in Agents().list(limit=10).items}
+    assert AgentStatus.NOT_READY not in statuses  # no offer missed: nobody "Not ready: missed"
+
+
 class Waits(threading.Event):
     """Stands in for the stop event: records each wait, returns at once, and stops the
     load after `Waits.limit` of them."""

@@ -243,3 +243,11 @@ def test_without_the_demo_extra_the_demo_commands_name_it(command, monkeypatch):
     monkeypatch.setitem(sys.modules, "faker", None)  # as when Faker is not installed: importing it fails
     with pytest.raises(CommandError, match=r"pip install 'switchboard\[demo\]'"):
         call_command(command, "--seed", "1", stdout=io.StringIO())
+
+
+def test_with_offers_on_the_seeded_calls_are_picked_up_not_left_to_ring_out(moto_db, settings):
+    settings.ANSWER_TIMEOUT_SECONDS = 15
+    call_command("seed_demo", agents=8, callers=6, available=8, shipments=0, tasks=0, seed=4, stdout=io.StringIO())
+    statuses = Counter(agent.status for agent in Agents().list(limit=50).items)
+    assert statuses["attending"] >= 1 and statuses["ringing"] == 0
+    assert invariants.check_once(moto_db).ok

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.core.management.base import CommandError
 
 from queues_app.agents.records import AgentStatus
@@ -41,6 +42,10 @@ ACTOR, SOURCE = "demo load", "system"
 TENANTS = ("acme", "globex", "initech")
 MAX_PER_MINUTE = 6000
 LOOK_FOR_CALLS_EVERY = 15.0  # seconds between looks for agents on a call assigned elsewhere
+# With offers on (ANSWER_TIMEOUT_SECONDS), the phone system picks up after a ring or two, so
+# the floor shows calls ringing for a moment, then talked; it looks for ringing agents often.
+RING_SECONDS = (1.0, 4.0)
+LOOK_FOR_RINGING_EVERY = 2.0
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after DynamoDB trouble, doubling in between
 SHORTEST_WAIT = 0.05  # between steps: never a tight loop
 # One item changed meanwhile (a supervisor released the agent, say): that item is left
@@ -102,12 +107,17 @@ class Traffic:
         self.next_task = start + gap(rng, task_rate)
         self.next_look = start
         self.on_call: dict[str, float] = {}  # agent id -> when their call ends
+        self.ringing: dict[str, tuple[str, float]] = {}  # agent id -> (call id, when it is picked up)
+        self.offers = bool(getattr(settings, "ANSWER_TIMEOUT_SECONDS", None))
 
     def step(self) -> float:
         now = self.clock()
         if self.next_look <= now:
             self._look_for_calls(now)
-            self.next_look = now + LOOK_FOR_CALLS_EVERY
+            self.next_look = now + (LOOK_FOR_RINGING_EVERY if self.offers else LOOK_FOR_CALLS_EVERY)
+        for agent_id, (call_id, picked_up) in sorted(self.ringing.items(), key=lambda item: item[1][1]):
+            if picked_up <= now:
+                self._pick_up(agent_id, call_id, now)
         for agent_id, ends in sorted(self.on_call.items(), key=lambda item: item[1]):
             if ends <= now:
                 self._release(agent_id, now)
@@ -121,6 +131,7 @@ class Traffic:
             self._task()
             self.next_task = now + gap(self.rng, self.task_rate)
         upcoming = [self.next_look, self.next_caller, self.next_shipment, self.next_task, *self.on_call.values()]
+        upcoming += [picked_up for _, picked_up in self.ringing.values()]
         return max(SHORTEST_WAIT, min(upcoming) - self.clock())
 
     def _handle_time(self) -> float:
@@ -131,6 +142,32 @@ class Traffic:
         for agent in page.items:
             if agent.agent_id not in self.on_call:
                 self.on_call[agent.agent_id] = now + self._handle_time()
+        if self.offers:
+            for agent in self.operations.agents.list(status=AgentStatus.RINGING, limit=500).items:
+                if agent.call_id:
+                    self._rings(agent.agent_id, agent.call_id, now)
+
+    def _given(self, call, now: float) -> None:
+        """A call given to an agent: ringing until the phone system picks it up, or talked."""
+        if call.offer_sk:
+            self._rings(call.agent_id, call.call_id, now)
+        else:
+            self.on_call[call.agent_id] = now + self._handle_time()
+
+    def _rings(self, agent_id: str, call_id: str, now: float) -> None:
+        if agent_id not in self.ringing:
+            self.ringing[agent_id] = (call_id, now + self.rng.uniform(*RING_SECONDS))
+
+    def _pick_up(self, agent_id: str, call_id: str, now: float) -> None:
+        """The agent picks up, as the phone system says with POST /api/calls/<id>/answered."""
+        del self.ringing[agent_id]
+        try:
+            self.operations.answered(call_id)
+        except LEFT_ALONE as exc:
+            self.say(f"call {call_id} left alone: {exc.message}")
+            return
+        self.on_call[agent_id] = now + self._handle_time()
+        self.say(f"call {call_id} picked up")
 
     def _release(self, agent_id: str, now: float) -> None:
         try:
@@ -142,7 +179,7 @@ class Traffic:
         del self.on_call[agent_id]
         self.tally.released += 1
         if call:
-            self.on_call[agent_id] = now + self._handle_time()
+            self._given(call, now)
             self.say(f"{agent.name} ended a call and took waiting call {call.call_id}")
         else:
             self.say(f"{agent.name} ended a call and queued")
@@ -156,7 +193,7 @@ class Traffic:
         self.tally.callers += 1
         if call.agent_id:
             self.tally.answered += 1
-            self.on_call[call.agent_id] = now + self._handle_time()
+            self._given(call, now)
         state = f"taken by {call.agent_name}" if call.agent_id else "waiting"
         self.say(f"caller {call.call_id} ({describe_preferences(preferences)}): {state}")
 

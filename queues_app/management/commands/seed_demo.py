@@ -221,6 +221,8 @@ class Command(CheckedCommand):
         for agent in agents:
             try:
                 _agent, call = operations.make_available(agent.agent_id)
+                if call is not None and call.offer_sk:  # offers on: picked up, as a phone system would
+                    operations.answered(call.call_id)
             except errors.Conflict as exc:
                 refused.append(exc.message)
                 continue
