@@ -141,6 +141,7 @@ def interval_rows(report: DayReport, combination: str | None = None) -> list[dic
                     "answered": figures.answered,
                     "answered_within": figures.answered_within,
                     "abandoned": figures.abandoned,
+                    "in_queue_at_end": entry.in_queue,
                     "service_level": _round(figures.service_level, 4),
                     "asa_seconds": _round(figures.average_speed_of_answer),
                     "aht_seconds": _round(figures.average_handle_time),

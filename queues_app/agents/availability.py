@@ -19,9 +19,10 @@ from queues_app.figures import counters
 from queues_app.routing.matching import Matcher
 
 MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
-# An assignment writes the agent, one delete and one metadata update per combination,
-# the call and the waiting-caller item.
-ASSIGNMENT_OVERHEAD = 3
+# An assignment writes the agent and one delete and one metadata update per combination;
+# for a waiting caller, the call, their place in line and its two count copies, the call's
+# event, its answer's (or offer's) fact, and the ended call that records it took this one.
+ASSIGNMENT_OVERHEAD = 8
 
 
 class AgentTooBroad(errors.InvalidRequest):

@@ -18,11 +18,21 @@ router = Router()
 class IntervalOut(Schema):
     start: str = Field(description="When the interval starts: ISO 8601 with the centre's UTC offset.")
     combination: str = Field(description="`all` (the whole centre) or a skill combination, e.g. `Spanish#F`.")
-    offered: int = Field(description="Callers who left the line in the interval: answered + abandoned.")
+    offered: int = Field(
+        description="Callers who entered the line in the interval (as Amazon Connect and Genesys count a contact "
+        "offered); for an interval an earlier version counted, those who left it."
+    )
     answered: int
     answered_within: int = Field(description="Answered within `service_level_seconds`.")
     abandoned: int
-    service_level: float | None = Field(description="answered_within / offered; null when none was offered.")
+    in_queue_at_end: int | None = Field(
+        description="Callers still waiting at the interval's end: the day's arrivals so far less those who left the "
+        "line (callers of the day before left out); null where an earlier version counted the day."
+    )
+    service_level: float | None = Field(
+        description="answered_within / (answered + abandoned): of the callers who left the line in the interval; "
+        "null when none did."
+    )
     asa_seconds: float | None = Field(description="Average speed of answer; null when none was answered.")
     aht_seconds: float | None = Field(description="Average handle time of the calls that ended; null when none.")
     longest_wait_seconds: float | None

@@ -235,6 +235,7 @@ class Calls:
                 },
                 *self.table.event_actions(ASSIGNED, assigned),
                 *answering,
+                self.table.fact_action(facts.OFFERED, call, call.arrived_at),
             ]
         assigned.version = call.version + 1
         # Answered now, or offered (a transfer's assignment is neither: answered before).

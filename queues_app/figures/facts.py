@@ -11,9 +11,10 @@ Items in the metrics table (no TTL: a fact stays until it is counted):
 
     pk FACT#<n>   sk <call id>#<kind>   n = a hash of the call id over SHARDS partitions
 
-Attributes: `kind` (answered, abandoned, ended), `call_id`, `at` (when it happened: the
-interval it counts in), and for an answered or abandoned call `combination` (what the
-caller asked for, `Spanish#any`) and `seconds` (the wait). An ended call's handle time
+Attributes: `kind` (offered, answered, abandoned, ended), `call_id`, `at` (when it
+happened: the interval it counts in), and for an offered, answered or abandoned call
+`combination` (what the caller asked for, `Spanish#any`) and `seconds` (the wait; none
+for an offered call). An ended call's handle time
 and combination come from the call's record when it is counted (a fact that carries
 them is counted with them).
 """
@@ -28,7 +29,8 @@ from queues_app.ddb.shards import Spread
 from queues_app.figures import counters
 
 ANSWERED, ABANDONED, ENDED = "answered", "abandoned", "ended"
-KINDS = (ANSWERED, ABANDONED, ENDED)
+OFFERED = "offered"  # a caller entered the line (counted in the interval they arrived in)
+KINDS = (OFFERED, ANSWERED, ABANDONED, ENDED)
 # Each fact is written once and deleted once: 32 partitions keep each under a tenth of its
 # write limit at 1,000 calls a second (docs/scale.md).
 FACTS = Spread("FACT", 32)

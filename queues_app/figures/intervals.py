@@ -33,10 +33,13 @@ class IntervalFigures:
     figures: Figures = field(default_factory=Figures)
     occupancy: Occupancy = field(default_factory=Occupancy)
 
+    in_queue: int | None = None  # callers still waiting at the interval's end (set by the day's report)
+
     @property
     def offered(self) -> int:
-        """Callers who left the line in the interval, answered or abandoned."""
-        return self.figures.left_the_line
+        """Callers who entered the line in the interval (as Amazon Connect and Genesys
+        count them); for an interval an earlier version counted, who left it."""
+        return self.figures.offered if self.figures.offered_counted else self.figures.left_the_line
 
 
 @dataclass
@@ -103,7 +106,23 @@ class IntervalReader:
                 index = int((moment - start) / step)
                 values = {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")}
                 intervals[index].add(combination, values)
+        _count_in_queue(intervals)
         return DayReport(day, str(centre_zone()), interval_minutes, threshold_seconds(), intervals)
+
+
+def _count_in_queue(intervals: list[Interval]) -> None:
+    """Each interval's callers still waiting at its end, overall and per combination: the
+    day's arrivals so far less those who left the line (callers who arrived the day before
+    are not counted; after an interval an earlier version counted, unknown: None)."""
+    waiting: dict[str, int | None] = {}
+    for interval in intervals:
+        for name, shown in [("all", interval.overall), *interval.by_combination.items()]:
+            figures, so_far = shown.figures, waiting.get(name, 0)
+            if so_far is not None and (figures.offered_counted or not figures.left_the_line):
+                so_far += figures.offered - figures.left_the_line
+                waiting[name], shown.in_queue = so_far, max(0, so_far)
+            else:
+                waiting[name] = None
 
 
 def asked_report(

@@ -84,11 +84,14 @@ def figure_keys(moment: datetime, combination: str) -> list[tuple[str, str, time
 def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str, float]]:
     """What one call fact adds to its items (sums) and the maxima it may raise (peaks)."""
     seconds = max(0.0, float(seconds))
+    if kind == facts.OFFERED:
+        return {"offered": 1}, {}
+    # `offered` 0: an item this version wrote counts arrivals (an earlier version's did not).
     if kind == facts.ANSWERED:
         within = 1 if seconds <= threshold_seconds() else 0
-        return {"answered": 1, "answered_within": within, "wait_sum": seconds}, {"wait_max": seconds}
+        return {"answered": 1, "answered_within": within, "wait_sum": seconds, "offered": 0}, {"wait_max": seconds}
     if kind == facts.ABANDONED:
-        return {"abandoned": 1, "abandoned_wait_sum": seconds}, {"wait_max": seconds}
+        return {"abandoned": 1, "abandoned_wait_sum": seconds, "offered": 0}, {"wait_max": seconds}
     return {"handled": 1, "handle_sum": seconds}, {}
 
 
@@ -108,6 +111,8 @@ def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: date
 class Figures:
     """The service figures of one combination (or all of them) over one window."""
 
+    offered: int = 0  # callers who entered the line
+    offered_counted: bool = False  # the items counted arrivals (an earlier version's did not)
     answered: int = 0
     answered_within: int = 0
     wait_sum: float = 0.0
@@ -118,6 +123,9 @@ class Figures:
     handle_sum: float = 0.0
 
     def add(self, values: dict[str, float]) -> None:
+        if "offered" in values:
+            self.offered += int(values["offered"])
+            self.offered_counted = True
         self.handled += int(values.get("handled", 0))
         self.handle_sum += values.get("handle_sum", 0.0)
         self.answered += int(values.get("answered", 0))

@@ -28,6 +28,7 @@ from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import SortedMerge
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_TO_RELAX, Index
+from queues_app.figures import facts
 
 
 class WaitingLine:
@@ -54,6 +55,7 @@ class WaitingLine:
                     },
                     {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
                     *self.table.count_updates(self.table.wanted(call.preferences), +1),
+                    self.table.fact_action(facts.OFFERED, call, call.arrived_at),  # it entered the line
                 ]
             )
         except errors.TransactionCancelled as exc:
@@ -155,6 +157,9 @@ class WaitingLine:
             wanted = self.table.wanted(call.preferences)
             counts[wanted] = counts.get(wanted, 0) + 1
         batch.put_items(self.db, self.table.name, items)
+        offered = [self.table.fact_action(facts.OFFERED, call, call.arrived_at)["Put"] for call in calls]
+        if offered:  # each entered the line, as a caller placed one at a time does
+            batch.put_items(self.db, offered[0]["TableName"], [unmarshal(put["Item"]) for put in offered])
         for wanted, n in counts.items():
             self.table.transact(self.table.count_updates(wanted, n))
         return len(calls)

@@ -51,7 +51,15 @@ def reports(request):
         {
             "report": report,
             "rows": rows,
-            "table_rows": [row for row in rows if row["offered"] or row["occupancy"] is not None],
+            "table_rows": [
+                row
+                for row in rows
+                if row["offered"]
+                or row["answered"]
+                or row["abandoned"]
+                or row["in_queue_at_end"]
+                or row["occupancy"] is not None
+            ],
             "shown": shown,
             "combinations": report.combinations,
             "intervals": INTERVALS,
@@ -74,6 +82,7 @@ def reports_csv(request):
         "answered": "Answered",
         "answered_within": f"Answered within {report.threshold_seconds:g} s",
         "abandoned": "Abandoned",
+        "in_queue_at_end": "In queue at the end",
         "service_level": "Service level",
         "asa_seconds": "Average speed of answer (s)",
         "aht_seconds": "Average handle time (s)",

@@ -66,7 +66,7 @@ def test_agents_come_a_page_at_a_time_each_once(moto_db, api):
 @pytest.mark.parametrize(
     "query, field, words",
     [
-        ("status=lunch", "status", "offline, available, queued, attending, wrap_up or not_ready"),
+        ("status=lunch", "status", "offline, available, queued, ringing, attending, wrap_up or not_ready"),
         ("skill=language:Klingon", "skill", "allowed: English, French, Spanish"),
         ("skill=planet:Mars", "skill", "language, gender"),
         ("skill=French", "skill", "dimension:value"),
@@ -141,7 +141,10 @@ def test_assigned_calls_come_a_page_at_a_time_each_once(moto_db, api):
 
 @pytest.mark.parametrize(
     "query, words",
-    [("", "required; one of waiting or assigned"), ("status=ended", "must be one of waiting or assigned")],
+    [
+        ("", "required; one of waiting, offered or assigned"),
+        ("status=ended", "must be one of waiting, offered or assigned"),
+    ],
 )
 def test_the_call_list_needs_a_status_it_knows(moto_db, api, query, words):
     body = assert_problem(api.get(f"/api/calls?{query}"), 400, "Invalid request")

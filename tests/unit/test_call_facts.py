@@ -64,8 +64,10 @@ def test_each_way_of_answering_abandoning_and_ending_writes_one_fact_in_its_chan
     clock.advance(61)
     router.escalate()  # gender relaxed: Cid takes the English caller
 
+    entered = [at_once, from_line, hangs_up, relaxed, seeded]  # each entered the line once
     assert kinds(router.db) == sorted(
         [
+            *((call.call_id, "offered") for call in entered),
             (at_once.call_id, "answered"),
             (at_once.call_id, "ended"),
             (from_line.call_id, "answered"),
@@ -84,7 +86,7 @@ def test_each_way_of_answering_abandoning_and_ending_writes_one_fact_in_its_chan
     MetricsStore(router.db).flush()
     assert waiting_facts(router.db) == []
     figures = today(router).overall
-    assert (figures.answered, figures.abandoned, figures.handled) == (4, 1, 1)
+    assert (figures.offered, figures.answered, figures.abandoned, figures.handled) == (5, 4, 1, 1)
     assert figures.handle_sum == 30.0  # answered at 14:00:05, ended 30 s later
     assert figures.wait_sum == 0 + 30 + 30 + 91  # at once, from the line, seeded, escalated
     assert figures.answered_within == 1  # only the caller answered at once waited 20 s or less
@@ -106,14 +108,14 @@ def test_the_facts_of_a_process_that_died_are_counted_by_the_sweep_once(router):
     router.create_call(SPANISH_F)
     router.create_call(SPANISH_F)
     expected = counters.recorder.take_facts()  # the process dies before its flush
-    assert len(waiting_facts(router.db)) == 1
+    assert len(waiting_facts(router.db)) == 3  # two callers entered the line, one was answered
 
     report = Tally(router.db).sweep()
-    assert (report.counted, report.already, report.left) == (1, 0, [])
+    assert (report.counted, report.already, report.left) == (3, 0, [])
     # The same fact, had the process lived to count it: nothing left, nothing twice.
     assert Tally(router.db).count_expected(sorted(expected)) == sorted(expected)
     assert Tally(router.db).sweep().counted == 0
-    assert today(router).overall.answered == 1
+    assert (today(router).overall.offered, today(router).overall.answered) == (2, 1)
 
 
 def test_two_counters_racing_over_the_same_facts_count_each_once(router):
@@ -123,7 +125,7 @@ def test_two_counters_racing_over_the_same_facts_count_each_once(router):
     read = [Fact.from_item(item) for item in waiting_facts(router.db)]
     first = Tally(router.db).count(read)
     second = Tally(router.db).count(read)  # read before the first counted them
-    assert (first.counted, second.counted, second.already) == (2, 0, 2)
+    assert (first.counted, second.counted, second.already) == (4, 0, 4)  # two offered, one answered, one abandoned
     figures = today(router).overall
     assert (figures.answered, figures.abandoned) == (1, 1)
 
@@ -143,7 +145,7 @@ def test_a_counter_that_loses_a_race_leaves_the_facts_for_the_next_flush(router,
 
     monkeypatch.setattr(router.db, "call", conflict_once)
     MetricsStore(router.db).flush()
-    assert lost and len(waiting_facts(router.db)) == 1  # not counted, not lost
+    assert lost and len(waiting_facts(router.db)) == 2  # offered and answered: not counted, not lost
     assert today(router).overall.answered == 0
     MetricsStore(router.db).flush()  # given back: the next flush counts it
     assert waiting_facts(router.db) == []
@@ -168,13 +170,15 @@ def test_many_facts_are_counted_in_as_few_transactions_as_fit(moto_db, clock):
     start = datetime(2026, 11, 25, 14, 0, tzinfo=UTC)
     for n in range(150):  # 9 combinations, over 5 minutes
         combination = (["English", "French", "Spanish"][n % 3], ["F", "M", "X"][n // 3 % 3])
-        seeded.answered(moto_db, n % 40, combination, moment=start.replace(minute=n % 5))
+        # Answered at hh:mm:45 after waits under 40 s: each caller entered the line that minute.
+        seeded.answered(moto_db, n % 40, combination, moment=start.replace(minute=n % 5, second=45))
     with meter.measure() as seen:
         Tally(moto_db).sweep()
     sent = seen.calls_of("TransactWriteItems")
-    # Each transaction holds at most 100 actions: 150 Deletes and 9 x 5 minute items,
-    # 9 day and 9 quarter-hour items make at least 3 transactions, and packed, 3 is enough.
-    assert sent == 3
+    # Each transaction holds at most 100 actions. 300 facts (150 offered, 150 answered), 60 a
+    # minute; a transaction spanning two minutes counts 18 minute items, 9 day and 9
+    # quarter-hour items, leaving room for 64 fact deletes: 300 facts take 5 transactions.
+    assert sent == 5
     clock.moment = start.replace(minute=5)
     figures = ServiceLevelReader(moto_db, clock=clock).read().today.overall
     assert figures.answered == 150 and figures.wait_sum == sum(n % 40 for n in range(150))

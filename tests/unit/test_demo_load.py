@@ -200,7 +200,7 @@ def test_an_agent_released_elsewhere_is_left_alone(moto_db, waits, monkeypatch):
         )
     finally:
         Waits.limit = 7
-    assert f"agent {ada.agent_id} left alone: Ada is not attending a call." in out.getvalue()
+    assert f"agent {ada.agent_id} left alone: Ada is not on a call." in out.getvalue()
     assert err.getvalue() == ""
     assert Agents().get(ada.agent_id).status == AgentStatus.WRAP_UP  # not queued by the load
     assert router.get_call(call.call_id).status == CallStatus.ENDED

@@ -98,6 +98,7 @@ def test_the_api_answers_in_the_documented_shape(api, day_of_calls):
         "aht_seconds": 180.0,
         "longest_wait_seconds": 45.0,
         "occupancy": 0.75,
+        "in_queue_at_end": 0,
     }
     assert [row["combination"] for row in nine] == ["all", "Spanish#F"]
     quiet = body["intervals"][0]

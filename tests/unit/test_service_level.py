@@ -226,7 +226,7 @@ def test_a_figure_is_a_fact_until_the_flush_counts_it(moto_db):
     seeded.answered(moto_db, 4, ("Spanish", "F"))
     seeded.abandoned(moto_db, 9, ("Spanish", "F"))
     waiting = [item for pk in facts.partitions() for item in moto_db.partition_items(moto_db.table("metrics"), pk)]
-    assert sorted(item["kind"] for item in waiting) == ["abandoned", "answered"]
+    assert sorted(item["kind"] for item in waiting) == ["abandoned", "answered", "offered", "offered"]
     assert ServiceLevelReader(moto_db).read().today.overall.left_the_line == 0
 
     assert read(moto_db).today.overall.left_the_line == 2
