@@ -15,9 +15,11 @@ another.
 """
 
 import os
+import threading
 import uuid
 from pathlib import Path
 
+import boto3.session
 import pytest
 
 # Plain asserts in the helpers report their values as the tests' own do.
@@ -103,8 +105,53 @@ def aws_credentials(monkeypatch):
         monkeypatch.setenv(name, value)
 
 
+class SharedSession:
+    """One boto3 session for the clients that the tests' fixtures build in this process.
+
+    `Dynamo` builds its client from a new `boto3.session.Session()`, which reads botocore's
+    endpoint and service models from disk again (about 0.1 s); a client from a session that
+    has read them already takes a few milliseconds. A session is not thread-safe: clients
+    are made from it one at a time."""
+
+    def __init__(self, session: boto3.session.Session):
+        self._session = session
+        self._lock = threading.Lock()
+
+    def client(self, *args, **kwargs):
+        with self._lock:
+            return self._session.client(*args, **kwargs)
+
+    def get_credentials(self):
+        with self._lock:
+            return self._session.get_credentials()
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+
+MAKE_SESSION = boto3.session.Session
+# Made after moto is imported: a session takes botocore's handlers as they are when it is
+# made, and moto adds its own (off unless a mock is on) when imported.
+import moto.core.models  # noqa: E402, F401
+
+SHARED_SESSION = SharedSession(MAKE_SESSION())
+
+
+def shared_or_new_session(*args, **kwargs):
+    """`boto3.session.Session()` while the fixture is on: the shared session, unless asked
+    for one with arguments of its own."""
+    return MAKE_SESSION(*args, **kwargs) if args or kwargs else SHARED_SESSION
+
+
 @pytest.fixture
-def moto_empty(settings, aws_credentials):
+def shared_boto_session(monkeypatch):
+    """During the test, `boto3.session.Session()` (which `Dynamo` calls to build its client)
+    is the process's shared session."""
+    monkeypatch.setattr(boto3.session, "Session", shared_or_new_session)
+
+
+@pytest.fixture
+def moto_empty(settings, aws_credentials, shared_boto_session):
     """moto running, no tables yet; the default client is built inside the mock."""
     from moto import mock_aws
 
@@ -133,7 +180,7 @@ def dynamodb_local():
 
 
 @pytest.fixture
-def local_db(settings, dynamodb_local):
+def local_db(settings, dynamodb_local, shared_boto_session):
     """Fresh tables (a unique prefix) on the session's DynamoDB Local."""
     settings.DYNAMODB_ENDPOINT_URL = dynamodb_local.endpoint
     settings.DYNAMODB_TABLE_PREFIX = f"t{uuid.uuid4().hex[:8]}-"
