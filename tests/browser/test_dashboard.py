@@ -27,8 +27,7 @@ def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser
     expect(watcher.locator('[data-cell="French · F"] .supply-n')).to_contain_text("0 queued")
 
     actor = browser.new_context().new_page()
-    log_in(actor, live_server, supervisor)
-    actor.goto(f"{live_server.url}/agents/")
+    log_in(actor, live_server, supervisor, "/agents/")
     row = actor.locator(f'tr[data-agent="{ada.agent_id}"]')
     row.get_by_role("button", name="Make available").click()
     # The message sits under the row it is about.
@@ -50,8 +49,7 @@ def test_a_supervisor_assigns_a_caller_and_sees_why(page, live_server, local_db,
     second = Agents().create("Frances Allen", {"language": ["Spanish", "English"], "gender": ["F"]})
     router.make_available(first.agent_id)
     router.make_available(second.agent_id)
-    log_in(page, live_server, supervisor)
-    page.goto(f"{live_server.url}/calls/")
+    log_in(page, live_server, supervisor, "/calls/")
     page.get_by_label("Language").select_option("Spanish")
     page.get_by_label("Gender").select_option("F")
     page.get_by_role("button", name="Assign now").click()
@@ -65,8 +63,7 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
     queue = ShipmentQueue()
     queue.create({"destination": "Lisbon"}, shipment_id="ship-lisbon", ready=True)
     queue.enqueue("ship-lisbon")
-    log_in(page, live_server, supervisor)
-    page.goto(f"{live_server.url}/shipments/")
+    log_in(page, live_server, supervisor, "/shipments/")
     queued_row = page.locator('tr[data-shipment="ship-lisbon"]')
     queued_row.get_by_role("button", name="Send to DLQ…").click()  # asked in the page's dialog
     dialog = page.locator("#confirm-dialog")
@@ -91,8 +88,7 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
 
 def test_a_viewer_sees_no_actions_and_cannot_post_one(page, live_server, local_db, viewer):
     ada = Agents().create("Ada Lovelace", {"language": ["French"], "gender": ["F"]})
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/agents/")
+    log_in(page, live_server, viewer, "/agents/")
     expect(page.get_by_text("Ada Lovelace")).to_be_visible()
     expect(page.get_by_role("button", name="Make available")).to_have_count(0)
     expect(page.get_by_role("link", name="New agent")).to_have_count(0)

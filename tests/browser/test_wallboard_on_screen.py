@@ -33,8 +33,7 @@ def test_a_viewer_reads_the_key_figures_from_afar_without_scrolling_sideways(
     browser, live_server, floor, viewer, width
 ):
     page = browser.new_context(viewport=WIDTHS[width]).new_page()
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/wallboard/")
+    log_in(page, live_server, viewer, "/wallboard/")
     expect(page.locator('[data-line="French · X"] [data-figure="waiting"]')).to_have_text("12")
     assert page.get_by_role("navigation").count() == 0
     sizes = page.eval_on_selector_all(
@@ -46,8 +45,7 @@ def test_a_viewer_reads_the_key_figures_from_afar_without_scrolling_sideways(
 
 
 def test_the_board_refreshes_itself(page, live_server, floor, viewer):
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/wallboard/")
+    log_in(page, live_server, viewer, "/wallboard/")
     waiting = page.locator('[data-line="English · M"] [data-figure="waiting"]')
     expect(waiting).to_have_text("0")
     floor.create_call({"language": "English", "gender": "M"})
@@ -59,8 +57,7 @@ def test_the_board_refreshes_itself(page, live_server, floor, viewer):
 
 
 def test_a_board_that_stops_refreshing_says_since_when(page, live_server, stoppable_db, viewer):
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/wallboard/")
+    log_in(page, live_server, viewer, "/wallboard/")
     note = page.locator("#stale-note")
     updated = page.locator("#board [data-updated]")
     expect(updated).to_be_visible()
