@@ -14,6 +14,7 @@ Fixtures more than one module uses live here or in a folder's conftest.py
 another.
 """
 
+import copy
 import os
 import threading
 import uuid
@@ -164,10 +165,28 @@ def moto_empty(settings, aws_credentials, shared_boto_session):
     reset_default()
 
 
+# moto's tables as `schema.create_tables` left them, empty, the first time a test of this
+# process asked for them (per prefix and region): {(prefix, region): {name: moto's Table}}.
+MOTO_TABLES: dict[tuple[str, str], dict] = {}
+
+
 @pytest.fixture
 def moto_db(moto_empty):
-    """moto with every table created."""
-    schema.create_tables(moto_empty)
+    """moto with every table created: by `schema.create_tables` for the first test of the
+    process, and for the next ones a copy of what it made (moto's own objects, as moto
+    copies a table for a transaction), without its twenty-odd requests. `schema`'s own
+    tests use `moto_empty`."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][moto_empty.region].tables
+    made = MOTO_TABLES.get((moto_empty.prefix, moto_empty.region))
+    if made is None:
+        schema.create_tables(moto_empty)
+        MOTO_TABLES[(moto_empty.prefix, moto_empty.region)] = copy.deepcopy(dict(tables))
+    else:
+        assert not tables, f"moto has tables already: {sorted(tables)}"
+        tables.update(copy.deepcopy(made))
     return moto_empty
 
 
