@@ -28,6 +28,11 @@ pytest.register_assert_rewrite("tests.helpers")
 
 # live_server flushes SQLite from Playwright's event loop thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# Every DynamoDB Local the tests start (in this process, and in the commands and
+# benchmarks they run) compiles with the JVM's quick compiler only and collects garbage in
+# one thread: its optimizing compiler cost more CPU than it saved over the few thousand
+# requests a test makes (about half of the JVM's CPU; as fast at 20,000 writes).
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 from queues_app.ddb import schema  # noqa: E402
 from queues_app.ddb.client import default, reset_default  # noqa: E402
