@@ -21,6 +21,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser, live_server, local_db, supervisor):
     ada = Agents().create("Ada Lovelace", {"language": ["French"], "gender": ["F"]})
     watcher = browser.new_context().new_page()
+    watcher.clock.install()  # runs as time passes; the test moves it on to the panels' next poll
     log_in(watcher, live_server, supervisor)
     queued = watcher.locator('[data-figure="agents-queued"]')
     expect(queued).to_have_text("0")
@@ -37,6 +38,7 @@ def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser
 
     # The other browser never reloads: its panels poll every 2 seconds.
     url_before = watcher.url
+    watcher.clock.run_for(2000)
     expect(queued).to_have_text("1", timeout=8000)
     expect(watcher.locator('[data-cell="French · F"] .supply-n')).to_contain_text("1 queued", timeout=8000)
     assert watcher.url == url_before
@@ -112,7 +114,6 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
     folder = SCREENSHOTS if os.environ.get("SAVE_SCREENSHOTS") == "1" else tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1280, "height": 900})
-    log_in(page, live_server, staff)
     agent = Agents().list(status=AgentStatus.ATTENDING, limit=1).items[0]
     dlq = ShipmentQueue().list_dlq(limit=1).items[0]
     shots = {
@@ -134,7 +135,7 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
         "admin-shipments": "/admin/queues_app/shipmententry/?view=dlq",
     }
     # A bulk action's confirmation page, then the action (so the audit trail has entries).
-    page.goto(f"{live_server.url}/agents/?status=queued")
+    log_in(page, live_server, staff, "/agents/?status=queued")
     page.locator('input[name="ids"]').nth(0).check()
     page.locator('input[name="ids"]').nth(1).check()
     page.locator("#bulk-form select").select_option("offline")
