@@ -51,6 +51,26 @@ def pytest_collection_modifyitems(config, items):
         if TESTS_DIR / "browser" in path.parents:
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.integration)
+    # Under --dist worksteal, a worker that runs out of tests takes the last ones another
+    # has left. First the modules that set something up once for all their tests (a
+    # module-scoped fixture of their own: servers, a built wheel, a tally), each in one
+    # block, which a worker would otherwise set up again for the part it took; then the
+    # browser and integration tests (seconds each); the unit tests last, which even out
+    # the workers' ends.
+    items[:] = sorted(
+        items,
+        key=lambda item: (not has_a_module_fixture_of_its_own(item), item.get_closest_marker("integration") is None),
+    )
+
+
+def has_a_module_fixture_of_its_own(item) -> bool:
+    module = item.nodeid.split("::")[0]
+    definitions = getattr(item, "_fixtureinfo", None)
+    return definitions is not None and any(
+        fixture.scope == "module" and fixture.baseid == module
+        for fixtures in definitions.name2fixturedefs.values()
+        for fixture in fixtures
+    )
 
 
 @pytest.fixture(scope="session")
