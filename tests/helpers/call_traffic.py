@@ -12,8 +12,9 @@ while waiting; agents end calls to the queue, to wrap-up or offline. The process
 its facts every `--flush-every` seconds (0.2 by default; a process killed with a longer
 one leaves facts behind). Prints one line per round; `--forever` runs until killed.
 With `--hold-when-told`, a SIGUSR1 makes it go on only until it holds facts that its
-changes wrote and it has not counted yet: it prints `holding N uncounted facts` and
-waits to be killed, counting nothing more.
+changes wrote and it has not counted yet (of callers who hung up, of calls its agents
+ended): it prints `holding N uncounted facts` and waits to be killed, counting nothing
+more.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from queues_app.centre.call_center import CallCenter  # noqa: E402
 from queues_app.ddb import errors  # noqa: E402
 from queues_app.ddb.clock import now, to_iso  # noqa: E402
 from queues_app.ddb.codec import marshal  # noqa: E402
-from queues_app.figures import counters  # noqa: E402
+from queues_app.figures import counters, facts  # noqa: E402
 from queues_app.routing import dispatch  # noqa: E402
 from queues_app.routing.escalation import EscalationPolicy  # noqa: E402
 
@@ -48,14 +49,18 @@ def _held(holder) -> bool:
 
 
 def uncounted_facts(db) -> int:
-    """How many of the facts this process expects to count are in the table: written by
-    its changes, not counted yet (the keys of failed transactions are expected too)."""
+    """How many facts that this process wrote are in the table, not counted yet: of the
+    facts it expects to count, those of its own callers who hung up and of the calls its
+    own agents ended, which no other process writes. (It expects the fact of a failed
+    transaction too, and another process may have written that one: an assignment that
+    both tried. That process counts it.)"""
     expected = counters.recorder.take_facts()
     counters.recorder.give_back_facts(expected)
     table = db.table("metrics")
+    own = [(pk, sk) for pk, sk in expected if sk.endswith((f"#{facts.ABANDONED}", f"#{facts.ENDED}"))]
     return sum(
         1
-        for pk, sk in expected
+        for pk, sk in own
         if "Item" in db.call("get_item", TableName=table, Key=marshal({"pk": pk, "sk": sk}), ConsistentRead=True)
     )
 
