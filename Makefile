@@ -25,10 +25,17 @@ serve: setup .env
 .env:
 	$(PY) -m callcenter.local_env $@
 
-# The suite in one process per core (at most 4: each starts its own DynamoDB Local).
-test: setup browser lint
+# The suite in one process per core (at most 4: each starts its own DynamoDB Local), and
+# beside it the static checks (`make lint`: mypy alone takes a while without its cache),
+# whose output follows pytest's. The target fails if either does.
+test: setup browser
 	@scripts/ensure-postgres-redis.sh
-	$(PY) -m pytest --numprocesses auto --maxprocesses 4
+	@log=$$(mktemp); \
+	  $(MAKE) --no-print-directory lint >$$log 2>&1 & lint=$$!; \
+	  $(PY) -m pytest --numprocesses auto --maxprocesses 4; tests=$$?; \
+	  wait $$lint; checks=$$?; \
+	  echo "--- make lint (exit status $$checks)"; cat $$log; rm -f $$log; \
+	  [ $$tests -eq 0 ] && [ $$checks -eq 0 ]
 
 # Static checks (configured in pyproject.toml): ruff's lint rules and formatting, mypy on
 # every module of queues_app and callcenter, import-linter's contracts. Every check runs;

@@ -14,10 +14,13 @@ Fixtures more than one module uses live here or in a folder's conftest.py
 another.
 """
 
+import copy
 import os
+import threading
 import uuid
 from pathlib import Path
 
+import boto3.session
 import pytest
 
 # Plain asserts in the helpers report their values as the tests' own do.
@@ -25,6 +28,11 @@ pytest.register_assert_rewrite("tests.helpers")
 
 # live_server flushes SQLite from Playwright's event loop thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# Every DynamoDB Local the tests start (in this process, and in the commands and
+# benchmarks they run) compiles with the JVM's quick compiler only and collects garbage in
+# one thread: its optimizing compiler cost more CPU than it saved over the few thousand
+# requests a test makes (about half of the JVM's CPU; as fast at 20,000 writes).
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 from queues_app.ddb import schema  # noqa: E402
 from queues_app.ddb.client import default, reset_default  # noqa: E402
@@ -43,6 +51,26 @@ def pytest_collection_modifyitems(config, items):
         if TESTS_DIR / "browser" in path.parents:
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.integration)
+    # Under --dist worksteal, a worker that runs out of tests takes the last ones another
+    # has left. First the modules that set something up once for all their tests (a
+    # module-scoped fixture of their own: servers, a built wheel, a tally), each in one
+    # block, which a worker would otherwise set up again for the part it took; then the
+    # browser and integration tests (seconds each); the unit tests last, which even out
+    # the workers' ends.
+    items[:] = sorted(
+        items,
+        key=lambda item: (not has_a_module_fixture_of_its_own(item), item.get_closest_marker("integration") is None),
+    )
+
+
+def has_a_module_fixture_of_its_own(item) -> bool:
+    module = item.nodeid.split("::")[0]
+    definitions = getattr(item, "_fixtureinfo", None)
+    return definitions is not None and any(
+        fixture.scope == "module" and fixture.baseid == module
+        for fixtures in definitions.name2fixturedefs.values()
+        for fixture in fixtures
+    )
 
 
 @pytest.fixture(scope="session")
@@ -103,8 +131,53 @@ def aws_credentials(monkeypatch):
         monkeypatch.setenv(name, value)
 
 
+class SharedSession:
+    """One boto3 session for the clients that the tests' fixtures build in this process.
+
+    `Dynamo` builds its client from a new `boto3.session.Session()`, which reads botocore's
+    endpoint and service models from disk again (about 0.1 s); a client from a session that
+    has read them already takes a few milliseconds. A session is not thread-safe: clients
+    are made from it one at a time."""
+
+    def __init__(self, session: boto3.session.Session):
+        self._session = session
+        self._lock = threading.Lock()
+
+    def client(self, *args, **kwargs):
+        with self._lock:
+            return self._session.client(*args, **kwargs)
+
+    def get_credentials(self):
+        with self._lock:
+            return self._session.get_credentials()
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+
+MAKE_SESSION = boto3.session.Session
+# Made after moto is imported: a session takes botocore's handlers as they are when it is
+# made, and moto adds its own (off unless a mock is on) when imported.
+import moto.core.models  # noqa: E402, F401
+
+SHARED_SESSION = SharedSession(MAKE_SESSION())
+
+
+def shared_or_new_session(*args, **kwargs):
+    """`boto3.session.Session()` while the fixture is on: the shared session, unless asked
+    for one with arguments of its own."""
+    return MAKE_SESSION(*args, **kwargs) if args or kwargs else SHARED_SESSION
+
+
 @pytest.fixture
-def moto_empty(settings, aws_credentials):
+def shared_boto_session(monkeypatch):
+    """During the test, `boto3.session.Session()` (which `Dynamo` calls to build its client)
+    is the process's shared session."""
+    monkeypatch.setattr(boto3.session, "Session", shared_or_new_session)
+
+
+@pytest.fixture
+def moto_empty(settings, aws_credentials, shared_boto_session):
     """moto running, no tables yet; the default client is built inside the mock."""
     from moto import mock_aws
 
@@ -117,10 +190,28 @@ def moto_empty(settings, aws_credentials):
     reset_default()
 
 
+# moto's tables as `schema.create_tables` left them, empty, the first time a test of this
+# process asked for them (per prefix and region): {(prefix, region): {name: moto's Table}}.
+MOTO_TABLES: dict[tuple[str, str], dict] = {}
+
+
 @pytest.fixture
 def moto_db(moto_empty):
-    """moto with every table created."""
-    schema.create_tables(moto_empty)
+    """moto with every table created: by `schema.create_tables` for the first test of the
+    process, and for the next ones a copy of what it made (moto's own objects, as moto
+    copies a table for a transaction), without its twenty-odd requests. `schema`'s own
+    tests use `moto_empty`."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][moto_empty.region].tables
+    made = MOTO_TABLES.get((moto_empty.prefix, moto_empty.region))
+    if made is None:
+        schema.create_tables(moto_empty)
+        MOTO_TABLES[(moto_empty.prefix, moto_empty.region)] = copy.deepcopy(dict(tables))
+    else:
+        assert not tables, f"moto has tables already: {sorted(tables)}"
+        tables.update(copy.deepcopy(made))
     return moto_empty
 
 
@@ -133,7 +224,7 @@ def dynamodb_local():
 
 
 @pytest.fixture
-def local_db(settings, dynamodb_local):
+def local_db(settings, dynamodb_local, shared_boto_session):
     """Fresh tables (a unique prefix) on the session's DynamoDB Local."""
     settings.DYNAMODB_ENDPOINT_URL = dynamodb_local.endpoint
     settings.DYNAMODB_TABLE_PREFIX = f"t{uuid.uuid4().hex[:8]}-"

@@ -5,22 +5,13 @@ import signal
 
 import pytest
 
-from queues_app.ddb import schema
-from queues_app.ddb.client import default, reset_default
-from queues_app.ddb.local import DynamoDBLocal
-
 
 @pytest.fixture
-def stoppable_db(settings):
-    """Tables on a DynamoDB Local of this test's own, which the test may freeze (SIGSTOP:
-    its requests hang) and thaw (SIGCONT)."""
-    server = DynamoDBLocal().start()
-    settings.DYNAMODB_ENDPOINT_URL = server.endpoint
-    settings.DYNAMODB_TABLE_PREFIX = "stoppable-"
-    reset_default()
-    schema.create_tables(default())
-    yield server
-    assert server.process is not None
-    os.kill(server.process.pid, signal.SIGCONT)
-    reset_default()
-    server.stop()
+def stoppable_db(local_db, dynamodb_local):
+    """Fresh tables on the session's DynamoDB Local, which the test may freeze (SIGSTOP: its
+    requests hang) and thaw (SIGCONT). Nothing else asks it anything meanwhile (each xdist
+    worker has its own, and runs one test at a time); it is thawed after the test, whatever
+    happened."""
+    yield dynamodb_local
+    assert dynamodb_local.process is not None
+    os.kill(dynamodb_local.process.pid, signal.SIGCONT)

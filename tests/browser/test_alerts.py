@@ -35,12 +35,12 @@ BACKGROUND_TAB = """
 """
 
 
-def tab(browser, live_server, user, *, permission="granted", viewport=WIDTHS["desktop"]):
+def tab(browser, live_server, user, path="/", *, permission="granted", viewport=WIDTHS["desktop"]):
     context = browser.new_context(viewport=viewport, permissions=["notifications"])
     context.add_init_script(BACKGROUND_TAB % permission)
     page = context.new_page()
     page.clock.install()  # the check every 15 s runs when the test moves the page's clock on
-    log_in(page, live_server, user)
+    log_in(page, live_server, user, path)
     return page
 
 
@@ -63,8 +63,7 @@ def late_callers(settings):
 def test_a_hidden_tab_counts_the_alarms_in_its_title_and_notifies_each_new_one_once(
     browser, live_server, local_db, supervisor, late_callers, width
 ):
-    page = tab(browser, live_server, supervisor, viewport=WIDTHS[width])
-    page.goto(f"{live_server.url}/agents/")
+    page = tab(browser, live_server, supervisor, "/agents/", viewport=WIDTHS[width])
     expect(page).to_have_title("Agents · Switchboard")
     shipment = dead_letter("Oslo")  # after the supervisor left the overview
 
@@ -115,8 +114,7 @@ def test_alarms_shown_on_the_overview_before_the_tab_is_hidden_are_not_notified(
 
 
 def test_without_permission_nothing_is_notified_and_the_button_asks_for_it(browser, live_server, local_db, supervisor):
-    page = tab(browser, live_server, supervisor, permission="default")
-    page.goto(f"{live_server.url}/agents/")
+    page = tab(browser, live_server, supervisor, "/agents/", permission="default")
     dead_letter("Oslo")
     page.evaluate("showTab('hidden')")
     expect(page).to_have_title("(1) Agents · Switchboard")

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue
-from tests.helpers.browser import log_in
+from tests.helpers.browser import log_in, log_in_with_the_form, requests_seen_so_far
 
 # Runs before any page script: records what the browser refuses under the policy.
 RECORD_VIOLATIONS = """
@@ -70,7 +70,7 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
     shipment = ShipmentQueue().list_dlq(limit=1).items[0]
 
     watched.visit(f"{live_server.url}/login/")
-    log_in(page, live_server, staff)
+    log_in_with_the_form(page, live_server, staff)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     watched.check("after logging in")
     for path in (
@@ -103,22 +103,24 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
 
 
 def test_the_overview_panels_poll_while_visible_and_rest_while_hidden(watched, page, live_server, local_db, staff):
+    page.clock.install()  # runs as time passes; the test moves it on past the panels' ticks
     log_in(page, live_server, staff)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     panel = re.compile(r"\?panel=calls")
     # Polling, with no trigger filter left to eval.
     with page.expect_request(panel, timeout=6000):
-        pass
+        page.clock.run_for(2000)
 
     # A hidden tab asks nothing (after the requests of the tick under way have gone) ...
     page.evaluate(
         "Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});"
         "document.dispatchEvent(new Event('visibilitychange'));"
     )
-    page.wait_for_timeout(500)
+    requests_seen_so_far(page)
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url) if "panel=" in request.url else None)
-    page.wait_for_timeout(4500)  # two ticks of the 2-second panels
+    page.clock.run_for(4500)  # two ticks of the 2-second panels
+    requests_seen_so_far(page)
     assert requests == []
 
     # ... and refreshes every panel at once when it comes back, the slow ones included (the

@@ -21,14 +21,14 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser, live_server, local_db, supervisor):
     ada = Agents().create("Ada Lovelace", {"language": ["French"], "gender": ["F"]})
     watcher = browser.new_context().new_page()
+    watcher.clock.install()  # runs as time passes; the test moves it on to the panels' next poll
     log_in(watcher, live_server, supervisor)
     queued = watcher.locator('[data-figure="agents-queued"]')
     expect(queued).to_have_text("0")
     expect(watcher.locator('[data-cell="French · F"] .supply-n')).to_contain_text("0 queued")
 
     actor = browser.new_context().new_page()
-    log_in(actor, live_server, supervisor)
-    actor.goto(f"{live_server.url}/agents/")
+    log_in(actor, live_server, supervisor, "/agents/")
     row = actor.locator(f'tr[data-agent="{ada.agent_id}"]')
     row.get_by_role("button", name="Make available").click()
     # The message sits under the row it is about.
@@ -38,6 +38,7 @@ def test_enqueueing_an_agent_in_one_browser_changes_the_depth_in_another(browser
 
     # The other browser never reloads: its panels poll every 2 seconds.
     url_before = watcher.url
+    watcher.clock.run_for(2000)
     expect(queued).to_have_text("1", timeout=8000)
     expect(watcher.locator('[data-cell="French · F"] .supply-n')).to_contain_text("1 queued", timeout=8000)
     assert watcher.url == url_before
@@ -50,8 +51,7 @@ def test_a_supervisor_assigns_a_caller_and_sees_why(page, live_server, local_db,
     second = Agents().create("Frances Allen", {"language": ["Spanish", "English"], "gender": ["F"]})
     router.make_available(first.agent_id)
     router.make_available(second.agent_id)
-    log_in(page, live_server, supervisor)
-    page.goto(f"{live_server.url}/calls/")
+    log_in(page, live_server, supervisor, "/calls/")
     page.get_by_label("Language").select_option("Spanish")
     page.get_by_label("Gender").select_option("F")
     page.get_by_role("button", name="Assign now").click()
@@ -65,8 +65,7 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
     queue = ShipmentQueue()
     queue.create({"destination": "Lisbon"}, shipment_id="ship-lisbon", ready=True)
     queue.enqueue("ship-lisbon")
-    log_in(page, live_server, supervisor)
-    page.goto(f"{live_server.url}/shipments/")
+    log_in(page, live_server, supervisor, "/shipments/")
     queued_row = page.locator('tr[data-shipment="ship-lisbon"]')
     queued_row.get_by_role("button", name="Send to DLQ…").click()  # asked in the page's dialog
     dialog = page.locator("#confirm-dialog")
@@ -91,8 +90,7 @@ def test_a_shipment_goes_to_the_dlq_after_confirmation_and_comes_back(page, live
 
 def test_a_viewer_sees_no_actions_and_cannot_post_one(page, live_server, local_db, viewer):
     ada = Agents().create("Ada Lovelace", {"language": ["French"], "gender": ["F"]})
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/agents/")
+    log_in(page, live_server, viewer, "/agents/")
     expect(page.get_by_text("Ada Lovelace")).to_be_visible()
     expect(page.get_by_role("button", name="Make available")).to_have_count(0)
     expect(page.get_by_role("link", name="New agent")).to_have_count(0)
@@ -116,7 +114,6 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
     folder = SCREENSHOTS if os.environ.get("SAVE_SCREENSHOTS") == "1" else tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1280, "height": 900})
-    log_in(page, live_server, staff)
     agent = Agents().list(status=AgentStatus.ATTENDING, limit=1).items[0]
     dlq = ShipmentQueue().list_dlq(limit=1).items[0]
     shots = {
@@ -138,7 +135,7 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path)
         "admin-shipments": "/admin/queues_app/shipmententry/?view=dlq",
     }
     # A bulk action's confirmation page, then the action (so the audit trail has entries).
-    page.goto(f"{live_server.url}/agents/?status=queued")
+    log_in(page, live_server, staff, "/agents/?status=queued")
     page.locator('input[name="ids"]').nth(0).check()
     page.locator('input[name="ids"]').nth(1).check()
     page.locator("#bulk-form select").select_option("offline")

@@ -11,22 +11,45 @@ import signal
 
 from playwright.sync_api import expect
 
-from tests.helpers.browser import log_in
+from tests.helpers.browser import log_in, requests_seen_so_far
 
 PANEL_REQUEST = re.compile(r"\?panel=")
+
+# How many answers with figures each polling panel has had (seen as the page's own script
+# sees them, before the swap).
+COUNT_ANSWERS = """
+window.answered = {};
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const panel = event.detail.elt, status = event.detail.xhr ? event.detail.xhr.status : 0;
+  if (panel.hasAttribute("data-poll") && status >= 200 && status < 300) {
+    window.answered[panel.id] = (window.answered[panel.id] || 0) + 1;
+  }
+});
+"""
+EVERY_PANEL_ANSWERED = "([ids, before]) => ids.every((id) => (window.answered[id] || 0) > (before[id] || 0))"
 
 
 def test_a_panel_whose_dynamodb_hangs_turns_stale_and_fresh_again_when_it_answers(
     page, live_server, stoppable_db, supervisor
 ):
+    # The page's clock runs as time passes, and the test moves it on: the polls and the
+    # check of freshness run as they would over that time.
+    page.clock.install()
+    page.add_init_script(COUNT_ANSWERS)
     log_in(page, live_server, supervisor)
     panel = page.locator("#calls-panel")
     badge = panel.locator(".stale-badge")
     expect(panel.locator("[data-updated] time")).to_be_visible()
-    # Answering, a panel stays fresh past two intervals (its figures are read again and again).
+    # Answering, a panel stays fresh past two intervals (its figures are read again and again):
+    # three intervals of the page's clock, each answered by every 2-second panel before the next.
     first = panel.locator("[data-updated] time").get_attribute("datetime")
     expect(panel.locator("[data-updated] time")).not_to_have_attribute("datetime", first, timeout=6000)
-    page.wait_for_timeout(6000)
+    every_two_seconds = page.eval_on_selector_all("[data-poll='2s']", "panels => panels.map((p) => p.id)")
+    assert "calls-panel" in every_two_seconds
+    for _ in range(3):
+        before = page.evaluate("({...window.answered})")
+        page.clock.run_for(2000)
+        page.wait_for_function(EVERY_PANEL_ANSWERED, arg=[every_two_seconds, before])
     expect(page.locator(".panel.is-stale")).to_have_count(0)
     expect(badge).to_be_hidden()
     expect(page.locator("#poll-note")).to_have_text("")
@@ -36,6 +59,7 @@ def test_a_panel_whose_dynamodb_hangs_turns_stale_and_fresh_again_when_it_answer
     os.kill(stoppable_db.process.pid, signal.SIGSTOP)
     try:
         # Two 2-second intervals without figures, then a little slack for the page's check.
+        page.clock.run_for(6000)
         expect(panel).to_have_class(re.compile(r"\bis-stale\b"), timeout=10_000)
         expect(badge).to_be_visible()
         expect(badge).to_have_text("stale")
@@ -57,21 +81,25 @@ def test_a_panel_whose_dynamodb_hangs_turns_stale_and_fresh_again_when_it_answer
 
 
 def test_paused_the_overview_asks_nothing_even_after_a_reload_until_resumed(page, live_server, local_db, supervisor):
+    page.clock.install()  # runs as time passes; the test moves it on past the panels' ticks
     log_in(page, live_server, supervisor)
     with page.expect_request(PANEL_REQUEST, timeout=6000):
-        pass  # polling
+        page.clock.run_for(2000)  # polling
     page.get_by_role("button", name="Pause updates").click()
     expect(page.get_by_role("button", name="Resume updates")).to_be_visible()
     expect(page.locator("#poll-state")).to_have_text("Updates are paused.")
     page.wait_for_load_state("networkidle")  # what was under way has finished
+    requests_seen_so_far(page)
 
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url) if PANEL_REQUEST.search(request.url) else None)
-    page.wait_for_timeout(4500)  # two ticks of the 2-second panels
+    page.clock.run_for(4500)  # two ticks of the 2-second panels
+    requests_seen_so_far(page)
     assert requests == []
     # A change made elsewhere would make the panels ask at once: not while paused.
     page.evaluate("document.body.dispatchEvent(new CustomEvent('queues-changed'))")
-    page.wait_for_timeout(500)
+    page.clock.run_for(500)
+    requests_seen_so_far(page)
     assert requests == []
     # Paused is not stale: nobody is waiting for figures.
     expect(page.locator(".panel.is-stale")).to_have_count(0)
@@ -79,7 +107,8 @@ def test_paused_the_overview_asks_nothing_even_after_a_reload_until_resumed(page
     # Remembered across a reload.
     page.reload()
     expect(page.get_by_role("button", name="Resume updates")).to_be_visible()
-    page.wait_for_timeout(4500)
+    page.clock.run_for(4500)
+    requests_seen_so_far(page)
     assert requests == []
 
     # Resumed, every panel asks at once, the history panel too: its own interval is 30 s, so

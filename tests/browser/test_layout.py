@@ -54,10 +54,11 @@ def demo(local_db):
     }
 
 
-def page_in(browser, live_server, user, **context):
+def page_in(browser, live_server, user, path="/", **context):
     page = browser.new_context(**context).new_page()
-    log_in(page, live_server, user)
-    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    log_in(page, live_server, user, path)
+    if path == "/":
+        expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     return page
 
 
@@ -159,8 +160,7 @@ def test_without_scripts_the_menu_stays_open_on_a_phone(browser, live_server, lo
 
 
 def test_the_skip_link_comes_first_and_moves_focus_to_the_content(browser, live_server, local_db, supervisor):
-    page = page_in(browser, live_server, supervisor, viewport=DESKTOP)
-    page.goto(f"{live_server.url}/agents/")
+    page = page_in(browser, live_server, supervisor, "/agents/", viewport=DESKTOP)
     skip = page.get_by_role("link", name="Skip to content")
     expect(skip).not_to_be_in_viewport()  # out of sight until focused
     page.keyboard.press("Tab")
@@ -180,8 +180,7 @@ FOCUS_RING = """el => { const s = getComputedStyle(el);
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_keyboard_focus_is_visible_on_links_buttons_and_fields(browser, live_server, local_db, supervisor, scheme):
-    page = page_in(browser, live_server, supervisor, viewport=DESKTOP, color_scheme=scheme)
-    page.goto(f"{live_server.url}/calls/")
+    page = page_in(browser, live_server, supervisor, "/calls/", viewport=DESKTOP, color_scheme=scheme)
     seen = set()
     for _ in range(25):
         page.keyboard.press("Tab")
@@ -281,9 +280,8 @@ def centre_text(stamp: str, zone: str, fmt: str) -> str:
 def test_times_show_in_the_centres_zone_whatever_the_browsers(browser, live_server, demo, supervisor, settings):
     # The centre is in New York; the supervisor's browser is set to Kolkata (UTC+05:30).
     settings.TIME_ZONE = "America/New_York"
-    page = page_in(browser, live_server, supervisor, viewport=DESKTOP, timezone_id="Asia/Kolkata")
-
-    page.goto(f"{live_server.url}{demo['details'][1]}")  # a call: arrived, assigned
+    # A call's page: arrived, assigned.
+    page = page_in(browser, live_server, supervisor, demo["details"][1], viewport=DESKTOP, timezone_id="Asia/Kolkata")
     arrived = page.locator(".facts time").first
     stamp = arrived.get_attribute("datetime")
     assert stamp and stamp.endswith("Z")

@@ -55,9 +55,8 @@ COVERED = """note => {
 
 def test_restore_takes_the_row_out_of_the_dlq_and_the_badges_follow(page, live_server, local_db, supervisor):
     shipments("s-1", "s-2", "s-3", dlq=("s-1", "s-2", "s-3"))
-    log_in(page, live_server, supervisor)
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{live_server.url}/shipments/?view=dlq")
+    log_in(page, live_server, supervisor, "/shipments/?view=dlq")
     expect(tab(page, "dlq")).to_have_text("3")
     url = page.url
     row = page.locator('tr[data-shipment="s-2"]')
@@ -81,9 +80,8 @@ def test_touch_and_priority_re_sort_the_list_at_once(page, live_server, local_db
     shipments("s-1", "s-2", "s-3", "s-4", "s-5")
     for sid in ("s-1", "s-2", "s-3", "s-4", "s-5"):
         ShipmentQueue().set_priority(sid, 3)
-    log_in(page, live_server, supervisor)
     page.set_viewport_size({"width": width, "height": 900})
-    page.goto(f"{live_server.url}/shipments/")
+    log_in(page, live_server, supervisor, "/shipments/")
     assert order(page) == ["s-1", "s-2", "s-3", "s-4", "s-5"]
     row = page.locator('tr[data-shipment="s-5"]')
     row.get_by_label("Priority of s-5").select_option("9")
@@ -127,9 +125,8 @@ def test_dlq_and_remove_ask_in_a_dialog_then_take_the_row_out(
     page, live_server, local_db, supervisor, action, opener, button, text, width
 ):
     shipments("s-1", "s-2")
-    log_in(page, live_server, supervisor)
     page.set_viewport_size({"width": width, "height": 900})
-    page.goto(f"{live_server.url}/shipments/")
+    log_in(page, live_server, supervisor, "/shipments/")
     row = page.locator('tr[data-shipment="s-1"]')
     # Cancelled, nothing happens.
     row.get_by_role("button", name=opener).click()
@@ -154,9 +151,8 @@ def test_dlq_and_remove_ask_in_a_dialog_then_take_the_row_out(
 def test_agent_actions_change_the_row_and_the_status_counts(page, live_server, local_db, supervisor):
     ana = Agents().create("Ana Lima", SKILLS)
     Agents().create("Bea Ortiz", SKILLS)
-    log_in(page, live_server, supervisor)
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{live_server.url}/agents/")
+    log_in(page, live_server, supervisor, "/agents/")
     counts = page.locator("#agent-tabs")
     expect(counts.locator('[data-tab="offline"] .count')).to_have_text("2")
     row = page.locator(f'tr[data-agent="{ana.agent_id}"]')
@@ -211,8 +207,7 @@ def test_on_a_phone_rows_are_cards_with_everything_in_sight(
     Agents().create("Ana Lima", SKILLS)
     shipments("s-1", "s-2", "s-3", dlq=("s-1", "s-2", "s-3") if "dlq" in path else ())
     page.set_viewport_size(PHONE)
-    log_in(page, live_server, supervisor)
-    page.goto(f"{live_server.url}{path}")
+    log_in(page, live_server, supervisor, path)
     rows = page.locator(f".list-table tbody tr[{attribute}]")
     cards = rows.evaluate_all(CARDS)
     assert cards and all(card["inside"] for card in cards), cards
@@ -244,9 +239,8 @@ def test_a_waiting_caller_who_hung_up_is_ended_from_the_line_in_three_interactio
     router = CallCenter()
     kept = router.create_call({"language": "French", "gender": "X"})[0] if waiting == 2 else None
     gone, _ = router.create_call({"language": "French", "gender": "X"})
-    log_in(page, live_server, supervisor)
     page.set_viewport_size({"width": width, "height": 900})
-    page.goto(f"{live_server.url}/")
+    log_in(page, live_server, supervisor)
     menu = page.get_by_role("button", name="Menu")
     if menu.is_visible():
         menu.click()  # on a phone the menu is folded: not one of the job's steps

@@ -33,8 +33,7 @@ def test_a_viewer_reads_the_key_figures_from_afar_without_scrolling_sideways(
     browser, live_server, floor, viewer, width
 ):
     page = browser.new_context(viewport=WIDTHS[width]).new_page()
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/wallboard/")
+    log_in(page, live_server, viewer, "/wallboard/")
     expect(page.locator('[data-line="French · X"] [data-figure="waiting"]')).to_have_text("12")
     assert page.get_by_role("navigation").count() == 0
     sizes = page.eval_on_selector_all(
@@ -45,13 +44,18 @@ def test_a_viewer_reads_the_key_figures_from_afar_without_scrolling_sideways(
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
 
 
+def refresh_seconds(page) -> float:
+    return float(page.locator("#board").get_attribute("data-refresh-seconds"))
+
+
 def test_the_board_refreshes_itself(page, live_server, floor, viewer):
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/wallboard/")
+    page.clock.install()  # runs as time passes; the test moves it on to the next refresh
+    log_in(page, live_server, viewer, "/wallboard/")
     waiting = page.locator('[data-line="English · M"] [data-figure="waiting"]')
     expect(waiting).to_have_text("0")
     floor.create_call({"language": "English", "gender": "M"})
     url = page.url
+    page.clock.run_for(refresh_seconds(page) * 1000)
     expect(waiting).to_have_text("1", timeout=12_000)
     # 12 and this one: the Spanish caller was answered at once.
     expect(page.locator('[data-line="all"] [data-figure="waiting"]')).to_have_text("13")
@@ -59,8 +63,8 @@ def test_the_board_refreshes_itself(page, live_server, floor, viewer):
 
 
 def test_a_board_that_stops_refreshing_says_since_when(page, live_server, stoppable_db, viewer):
-    log_in(page, live_server, viewer)
-    page.goto(f"{live_server.url}/wallboard/")
+    page.clock.install()  # runs as time passes; the test moves it on past two refreshes
+    log_in(page, live_server, viewer, "/wallboard/")
     note = page.locator("#stale-note")
     updated = page.locator("#board [data-updated]")
     expect(updated).to_be_visible()
@@ -69,6 +73,8 @@ def test_a_board_that_stops_refreshing_says_since_when(page, live_server, stoppa
     assert stoppable_db.process is not None
     os.kill(stoppable_db.process.pid, signal.SIGSTOP)  # its requests hang: the board is not redrawn
     try:
+        # Two refreshes without figures, then a second of slack for the page's check.
+        page.clock.run_for((2 * refresh_seconds(page) + 2) * 1000)
         expect(note).to_be_visible(timeout=15_000)
         expect(note).to_have_text(f"Not updated since {updated.text_content()}.")
         assert float(page.locator("#board dd").first.evaluate("el => getComputedStyle(el).opacity")) < 1

@@ -1,6 +1,7 @@
 """Call traffic from a process of its own, for the counting reconciliation test:
 
     python -m tests.helpers.call_traffic SEED ROUNDS [--dispatched] [--seeded] [--forever] [--flush-every S]
+                                         [--hold-when-told]
 
 with DYNAMODB_ENDPOINT_URL and DYNAMODB_TABLE_PREFIX naming the tables. Its own agents
 take callers in every way a call is answered: at once, from the line when an agent comes
@@ -10,6 +11,10 @@ back or is released to the queue, by escalation, through the matching dispatcher
 while waiting; agents end calls to the queue, to wrap-up or offline. The process counts
 its facts every `--flush-every` seconds (0.2 by default; a process killed with a longer
 one leaves facts behind). Prints one line per round; `--forever` runs until killed.
+With `--hold-when-told`, a SIGUSR1 makes it go on only until it holds facts that its
+changes wrote and it has not counted yet (of callers who hung up, of calls its agents
+ended): it prints `holding N uncounted facts` and waits to be killed, counting nothing
+more.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import time
 import uuid
 from datetime import timedelta
@@ -32,13 +38,31 @@ from queues_app.calls.records import Call, CallStatus  # noqa: E402
 from queues_app.centre.call_center import CallCenter  # noqa: E402
 from queues_app.ddb import errors  # noqa: E402
 from queues_app.ddb.clock import now, to_iso  # noqa: E402
-from queues_app.figures import counters  # noqa: E402
+from queues_app.ddb.codec import marshal  # noqa: E402
+from queues_app.figures import counters, facts  # noqa: E402
 from queues_app.routing import dispatch  # noqa: E402
 from queues_app.routing.escalation import EscalationPolicy  # noqa: E402
 
 
 def _held(holder) -> bool:
     return bool(holder and holder.address and holder.live(time.time()))
+
+
+def uncounted_facts(db) -> int:
+    """How many facts that this process wrote are in the table, not counted yet: of the
+    facts it expects to count, those of its own callers who hung up and of the calls its
+    own agents ended, which no other process writes. (It expects the fact of a failed
+    transaction too, and another process may have written that one: an assignment that
+    both tried. That process counts it.)"""
+    expected = counters.recorder.take_facts()
+    counters.recorder.give_back_facts(expected)
+    table = db.table("metrics")
+    own = [(pk, sk) for pk, sk in expected if sk.endswith((f"#{facts.ABANDONED}", f"#{facts.ENDED}"))]
+    return sum(
+        1
+        for pk, sk in own
+        if "Item" in db.call("get_item", TableName=table, Key=marshal({"pk": pk, "sk": sk}), ConsistentRead=True)
+    )
 
 
 def main() -> None:
@@ -49,7 +73,11 @@ def main() -> None:
     parser.add_argument("--seeded", action="store_true")
     parser.add_argument("--forever", action="store_true")
     parser.add_argument("--flush-every", type=float, default=0.2)
+    parser.add_argument("--hold-when-told", action="store_true")
     args = parser.parse_args()
+    told: list[int] = []
+    if args.hold_when_told:
+        signal.signal(signal.SIGUSR1, lambda signum, frame: told.append(signum))
     counters.FLUSH_SECONDS = args.flush_every
     rng = random.Random(args.seed)
     center = CallCenter(escalation=EscalationPolicy(after_seconds=0.3, order=("gender", "language")))
@@ -117,6 +145,10 @@ def main() -> None:
             pass  # a race with another process (an assignment before a hang-up): both fine
         counters.flush_if_due(center.db)
         print(f"round {n}", flush=True)
+        if told and (held := uncounted_facts(center.db)):
+            print(f"holding {held} uncounted facts", flush=True)
+            while True:
+                signal.pause()
     counters.MetricsStore(center.db).flush()
 
 
