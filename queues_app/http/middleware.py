@@ -5,13 +5,15 @@ supervisor's session that has just written, so that their panels show it at once
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.middleware import LoginRequiredMiddleware as _LoginRequired
 from django.http import HttpResponse
-from django.shortcuts import render, resolve_url
+from django.shortcuts import redirect, render, resolve_url
+from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 
 from queues_app.ddb import errors, meter
@@ -74,15 +76,34 @@ class DynamoErrorMiddleware:
 
 
 class LoginRequiredMiddleware(_LoginRequired):
-    """Django's, except that an htmx request from a session that has ended asks the
-    browser to go to the login page (`HX-Redirect`), instead of the login page being
-    swapped into a panel."""
+    """Django's, except for a session that has ended: an htmx request asks the browser to
+    go to the login page (`HX-Redirect`) instead of the login page being swapped into a
+    panel, and an action (any method but GET and HEAD) says it was not done, and sends
+    the person back, once logged in, to the page they acted from: never to GET the
+    action's own URL, which answers only POST."""
 
     def handle_no_permission(self, request, view_func):
-        if getattr(request, "htmx", False):
-            back = request.htmx.current_url_abs_path or "/"
-            return HttpResponseClientRedirect(f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back})}")
+        acted = request.method not in ("GET", "HEAD")
+        if acted:
+            messages.warning(
+                request, "Your session had ended, so what you asked for was not done: log in, then do it again."
+            )
+        htmx = getattr(request, "htmx", False)
+        if htmx or acted:
+            back = (htmx and htmx.current_url_abs_path) or (_page_acted_from(request) if acted else None)
+            to = f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back or request.get_full_path()})}"
+            return HttpResponseClientRedirect(to) if htmx else redirect(to)
         return super().handle_no_permission(request, view_func)
+
+
+def _page_acted_from(request) -> str:
+    """The page a form was sent from (its Referer, when it is this site's), else home."""
+    referer = urlsplit(request.headers.get("Referer", ""))
+    if referer.path and url_has_allowed_host_and_scheme(
+        request.headers["Referer"], allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return urlunsplit(("", "", referer.path, referer.query, ""))
+    return resolve_url("home")
 
 
 def bad_request(request, exception):

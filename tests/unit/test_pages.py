@@ -116,3 +116,44 @@ def test_an_htmx_request_after_the_session_ended_is_sent_to_the_login_page(clien
     assert response.status_code == 200
     assert response["HX-Redirect"] == "/login/?next=%2Fagents%2F%3Fstatus%3Dqueued"
     assert b"Log in" not in response.content  # nothing to swap into the panel
+
+
+def _after_the_session_ended(client, moto_db, **headers):
+    """A supervisor's tab from before their session ended makes Ada available."""
+    ada = Agents().create("Ada", {"language": ["French"], "gender": ["F"]})
+    response = client.post(reverse("agent-available", args=[ada.agent_id]), {"confirmed": "1"}, **headers)
+    assert Agents().get(ada.agent_id).status == "offline"  # not done
+    return response
+
+
+def test_an_htmx_action_after_the_session_ended_says_it_was_not_done(client, moto_db):
+    response = _after_the_session_ended(
+        client, moto_db, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/agents/?status=offline"
+    )
+    assert response["HX-Redirect"] == "/login/?next=%2Fagents%2F%3Fstatus%3Doffline"
+    page = client.get(response["HX-Redirect"]).content.decode()
+    assert "Your session had ended, so what you asked for was not done: log in, then do it again." in page
+
+
+@pytest.mark.parametrize(
+    "referer, back",
+    [
+        ("http://testserver/agents/?status=offline", "/agents/?status=offline"),
+        ("https://elsewhere.example/agents/", "/"),  # not this site's page: home
+        (None, "/"),
+    ],
+)
+def test_a_form_sent_after_the_session_ended_comes_back_to_its_page_not_the_action(
+    client, moto_db, staff, referer, back
+):
+    """Without JavaScript: the login page says it was not done, and logging in leads back
+    to the page the form was on, never to GET the POST-only action (a 405)."""
+    headers = {"HTTP_REFERER": referer} if referer else {}
+    response = _after_the_session_ended(client, moto_db, **headers)
+    assert response.status_code == 302
+    login = response["Location"]
+    page = client.get(login).content.decode()
+    assert "what you asked for was not done" in page
+    assert f'name="next" value="{back}"' in page
+    client.force_login(staff)
+    assert client.get(login)["Location"] == back
