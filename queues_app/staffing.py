@@ -26,6 +26,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from queues_app.text import counted
+
 SECONDS_PER_HOUR = 3600.0
 # Figures computed in floating point that land on a target must meet it, not miss it by
 # 1e-16: 21 agents over 1 - 0.3 of them present is 30.000000000000004, not 31 to schedule.
@@ -41,9 +43,9 @@ class UnstableQueue(ValueError):
         self.traffic = traffic
         self.needed = minimum_stable_agents(traffic)
         super().__init__(
-            f"Unstable queue: {agents} agent(s) for {traffic:g} erlangs of traffic: calls arrive at least as fast "
-            f"as they are handled and the line grows without end (service level 0, no average speed of answer); "
-            f"at least {self.needed} agents are needed."
+            f"Unstable queue: {counted(agents, 'agent')} for {counted(traffic, 'erlang')} of traffic: calls arrive "
+            f"at least as fast as they are handled and the line grows without end (service level 0, no average speed of answer); "
+            f"at least {counted(self.needed, 'agent')} {'is' if self.needed == 1 else 'are'} needed."
         )
 
 
@@ -159,6 +161,8 @@ def required(
     if max_occupancy is not None and not 0.0 < max_occupancy <= 1.0:
         raise ValueError(f"the maximum occupancy is a share above 0 and at most 1, not {max_occupancy:g}")
     traffic = traffic_erlangs(calls_per_hour, aht_seconds)
+    if traffic == 0:  # no calls: nobody needed, and nobody waits
+        return Staffing(0, 0, 1.0, 0.0, 0.0, 0.0, 0.0)
     for agents, loss in _erlang_b(minimum_stable_agents(traffic), traffic):
         figures = _figures(agents, loss, traffic, aht_seconds, answer_within_seconds, shrinkage)
         if figures.service_level >= service_level - TOLERANCE and (

@@ -49,3 +49,8 @@ def hidden_problem(text: str) -> str | None:
 def visible(text: str) -> str:
     """Text an earlier version kept, without the embeddings and overrides it let in."""
     return text.translate(_OVERRIDES)
+
+
+def counted(number: float, noun: str) -> str:
+    """'1 agent', '2 agents', '0 agents': a count with its noun, singular only for one."""
+    return f"{number:g} {noun}{'' if number == 1 else 's'}"

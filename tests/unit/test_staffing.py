@@ -195,11 +195,29 @@ def test_the_command_reads_well_without_json():
     assert text.splitlines() == [
         "Agents needed: 14; 20 to schedule with 30% shrinkage",
         "Traffic: 10 erlangs (200 calls an hour, 180 s each)",
-        "Service level: 88.8% answered within 20 s (target 80%)",
+        "Service level: 88.8% answered within 20 s (target 80%: met)",
         "Average speed of answer: 7.8 s",
         "Calls that wait: 17.4%",
         "Occupancy: 71.4%",
     ]
+
+
+def test_no_calls_need_no_agents():
+    assert run("--calls-per-hour", "0", "--aht", "180", "--answer-within", "20", "--service-level", "0.8").splitlines()[
+        :3
+    ] == [
+        "Agents needed: 0",
+        "Traffic: 0 erlangs (0 calls an hour, 180 s each)",
+        "Service level: 100.0% answered within 20 s (target 80%: met)",
+    ]
+
+
+def test_a_figure_beside_a_fine_target_shows_whether_it_is_met():
+    """99.99996% is shown to one decimal more than the target, rounded down: never 100.0%."""
+    args = ["--calls-per-hour", "100", "--aht", "180", "--answer-within", "20", "--service-level", "0.999999"]
+    assert "Service level: 99.99996% answered within 20 s (target 99.9999%: met)" in run(*args)
+    short = run(*args, "--agents", "18")  # one fewer than needed
+    assert "(target 99.9999%: not met)" in short and "100.0" not in short
 
 
 def test_the_command_says_whether_the_agents_named_meet_the_target():
@@ -212,7 +230,7 @@ def test_the_command_says_whether_the_agents_named_meet_the_target():
     [
         (
             [*MITAN_ARGS, "--agents", "48"],
-            "Unstable queue: 48 agent(s) for 48 erlangs of traffic: calls arrive at least as fast as they are "
+            "Unstable queue: 48 agents for 48 erlangs of traffic: calls arrive at least as fast as they are "
             "handled and the line grows without end (service level 0, no average speed of answer); at least 49 "
             "agents are needed.",
         ),

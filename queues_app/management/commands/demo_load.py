@@ -34,6 +34,7 @@ from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations import Operations
 from queues_app.routing import dispatch
 from queues_app.tasks.queue import TaskQueue
+from queues_app.text import counted
 
 if TYPE_CHECKING:
     from faker import Faker
@@ -67,10 +68,6 @@ class Tally:
             f"{counted(self.released, 'call')} ended, {counted(self.shipments, 'shipment')}, "
             f"{counted(self.tasks, 'task')}"
         )
-
-
-def counted(number: float, noun: str) -> str:
-    return f"{number:g} {noun}{'' if number == 1 else 's'}"
 
 
 def gap(rng: random.Random, per_minute: float) -> float:

@@ -2,6 +2,7 @@
 achieves (the arithmetic is queues_app.staffing; docs/staffing.md)."""
 
 import json
+import math
 
 from django.core.management.base import CommandError
 
@@ -9,9 +10,15 @@ from queues_app import staffing
 from queues_app.management.arguments import CheckedCommand, float_range, int_range
 
 
-def percent(share: float) -> str:
-    """A figure to one decimal (88.8%); an input as given (80%)."""
-    return f"{share * 100:.1f}%"
+def percent(share: float, *, beside: float | None = None) -> str:
+    """A figure to one decimal (88.8%), or one more than the target `beside` it has
+    (99.99996% beside 99.9999%); rounded down, so that a figure short of a target never
+    reads as reaching it, nor anything short of all as 100%."""
+    decimals = 1
+    if beside is not None:
+        decimals = max(1, len(f"{beside * 100:g}".partition(".")[2]) + 1)
+    shown = math.floor(round(share * 100 * 10**decimals, 6)) / 10**decimals
+    return f"{shown:.{decimals}f}%"
 
 
 def given(share: float) -> str:
@@ -27,7 +34,7 @@ class Command(CheckedCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--calls-per-hour", type=float_range(above=0, high=100_000), required=True, help="calls offered an hour"
+            "--calls-per-hour", type=float_range(0, 100_000), required=True, help="calls offered an hour"
         )
         parser.add_argument(
             "--aht", type=float_range(above=0, high=14_400), required=True, help="average handle time, in seconds"
@@ -89,7 +96,7 @@ class Command(CheckedCommand):
         self.stdout.write(self._text(figures, calls_per_hour, aht, answer_within, service_level, agents, shrinkage))
 
     def _text(self, figures, calls_per_hour, aht, answer_within, service_level, agents, shrinkage) -> str:
-        met = "met" if figures.service_level >= service_level else "not met"
+        met = "met" if figures.service_level >= service_level - staffing.TOLERANCE else "not met"
         if agents is None:
             headline = f"Agents needed: {figures.agents}"
         else:
@@ -100,8 +107,8 @@ class Command(CheckedCommand):
             [
                 headline,
                 f"Traffic: {figures.traffic_erlangs:g} erlangs ({calls_per_hour:g} calls an hour, {aht:g} s each)",
-                f"Service level: {percent(figures.service_level)} answered within {answer_within:g} s "
-                f"(target {given(service_level)})",
+                f"Service level: {percent(figures.service_level, beside=service_level)} answered within "
+                f"{answer_within:g} s (target {given(service_level)}: {met})",
                 f"Average speed of answer: {figures.asa_seconds:.1f} s",
                 f"Calls that wait: {percent(figures.wait_probability)}",
                 f"Occupancy: {percent(figures.occupancy)}",
