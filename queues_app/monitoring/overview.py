@@ -99,6 +99,17 @@ class DemandCell:
         return " · ".join(value if value is not ANY else f"any {name}" for name, value in self.preferences.items())
 
     @property
+    def agents_ready(self) -> int:
+        """Agents taking calls who fit: queued, ringing or attending. Erlang C's agents
+        are these (not those in wrap-up or not ready), so they stand beside `agents_needed`."""
+        return self.agents_queued + self.agents_ringing + self.agents_attending
+
+    @property
+    def understaffed(self) -> bool:
+        """Fewer agents take calls who fit than Erlang C says the last hour's calls need."""
+        return self.agents_needed is not None and self.agents_ready < self.agents_needed
+
+    @property
     def uncovered(self) -> bool:
         """Callers wait that no logged-in agent could take."""
         return self.waiting > 0 and self.agents_logged_in == 0

@@ -183,3 +183,30 @@ def test_the_grid_says_how_many_agents_the_last_hours_calls_need(supervisor_clie
     assert "needs 2" in spanish[: spanish.index("</td>")]
     english = html[html.index('data-cell="English · F"') :]
     assert "needs" not in english[: english.index("</td>")]  # no calls to go by
+
+
+def test_the_grid_sets_the_agents_taking_calls_beside_those_needed(supervisor_client, moto_db, settings):
+    """Erlang C's agents are those taking calls: queued, ringing or attending; an agent
+    in wrap-up or not ready is logged in but not ready."""
+    settings.SERVICE_LEVEL_TARGET = 0.8
+    settings.SERVICE_LEVEL_SECONDS = 20
+    for _ in range(10):  # needs 2, as above
+        seeded.answered(moto_db, 5, ("Spanish", "F"))
+        seeded.handled(moto_db, 180, ("Spanish", "F"))
+    MetricsStore(moto_db).flush()
+    center = CallCenter()
+    ana, bea = (Agents().create(name, {"language": ["Spanish"], "gender": ["F"]}) for name in ("Ana", "Bea"))
+    center.make_available(ana.agent_id)
+    center.make_available(bea.agent_id)
+    center.create_call({"language": "Spanish", "gender": "F"})  # one of them takes it
+
+    def spanish_cell() -> str:
+        html = supervisor_client.get(reverse("home"), {"panel": "grid"}, HTTP_HX_REQUEST="true").content.decode()
+        cell = html[html.index('data-cell="Spanish · F"') :]
+        return cell[: cell.index("</td>")]
+
+    assert "1 queued · 2 ready · 2 logged in" in spanish_cell()
+    assert 'class="needed"' in spanish_cell()  # 2 ready of 2 needed
+    center.release(center.calls.in_progress().items[0].agent_id, then="wrap_up")
+    assert "1 queued · 1 ready · 2 logged in" in spanish_cell()
+    assert 'class="needed short-of"' in spanish_cell()
