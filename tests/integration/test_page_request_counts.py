@@ -52,11 +52,12 @@ LANGUAGES, GENDERS = ("English", "French", "Spanish"), ("F", "M", "X")
 # BatchGetItem of their counts and one Query per non-empty set. It grows with how many
 # sets have callers (at most 16 for this catalog: 3 languages or any, 3 genders or any),
 # never with the line's length; its calls in progress are one Query of each of the 8
-# partitions of the attending agents.
+# partitions of the attending agents, its ringing calls one of each of the ringing agents'
+# 8 (and one BatchGetItem of those calls, when any rings).
 # The agents' counts per status for the tabs: every status's 8 partitions of the status index.
 STATUS_COUNTS = len(AgentStatus.ALL) * keys.STATUS_SHARDS
 READ_ON_LIMITS = {
-    "calls": 21 + 4,
+    "calls": 21 + 4 + keys.STATUS_SHARDS + 1,
     "agents: skill filter": STATUS_COUNTS + 4 + 1 + 1,
     "agents: name search": STATUS_COUNTS + 4 + 1 + 1,
     "shipments: filtered": 6 + 4 * 2,
