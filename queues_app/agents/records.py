@@ -19,6 +19,7 @@ class AgentStatus:
 
     ALL = (OFFLINE, AVAILABLE, QUEUED, RINGING, ATTENDING, WRAP_UP, NOT_READY)
     ON_A_CALL = (RINGING, ATTENDING)  # holding a call: given it, whether picked up yet or not
+    OCCUPIED = (*ON_A_CALL, WRAP_UP)  # busy with a call, for occupancy: its wrap-up too
     LABELS = {
         OFFLINE: "Offline",
         AVAILABLE: "Joining the queue",  # for the moment between "make available" and queued

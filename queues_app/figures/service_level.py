@@ -95,11 +95,12 @@ def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str,
     return {"handled": 1, "handle_sum": seconds}, {}
 
 
-def sample_occupancy(db: Dynamo, attending: int, logged_in: int, *, moment: datetime | None = None) -> None:
-    """One sample of the agents attending a call and the agents logged in (not offline)."""
+def sample_occupancy(db: Dynamo, busy: int, staffed: int, *, moment: datetime | None = None) -> None:
+    """One sample of the agents busy with a call (ringing, attending, wrap-up) and the
+    agents staffed (busy, or idle in the queue). The stored names are the first version's."""
     values: dict[str, float] = {
-        "occupancy_attending": attending,
-        "occupancy_logged_in": logged_in,
+        "occupancy_attending": busy,
+        "occupancy_logged_in": staffed,
         "occupancy_samples": 1,
     }
     for pk, sk, keep in figure_keys(moment or now(), OCCUPANCY):
@@ -170,19 +171,19 @@ class Figures:
 
 @dataclass
 class Occupancy:
-    attending: float = 0.0
-    logged_in: float = 0.0
+    busy: float = 0.0
+    staffed: float = 0.0
     samples: int = 0
 
     def add(self, values: dict[str, float]) -> None:
-        self.attending += values.get("occupancy_attending", 0.0)
-        self.logged_in += values.get("occupancy_logged_in", 0.0)
+        self.busy += values.get("occupancy_attending", 0.0)
+        self.staffed += values.get("occupancy_logged_in", 0.0)
         self.samples += int(values.get("occupancy_samples", 0))
 
     @property
     def share(self) -> float | None:
-        """Attending agents over logged-in agents, summed across the samples."""
-        return self.attending / self.logged_in if self.logged_in else None
+        """Busy agents over staffed agents, summed across the samples."""
+        return self.busy / self.staffed if self.staffed else None
 
     @property
     def percent(self) -> float | None:

@@ -118,8 +118,9 @@ class ServiceLevelCollector:
       (from the first answer to the end, transfers included; wrap-up is not counted)
     - switchboard_calls_answered, switchboard_calls_abandoned: calls in the window
     - switchboard_calls_abandon_ratio: abandoned over calls that left the line
-    - switchboard_agent_occupancy_ratio: attending agents over logged-in agents, summed
-      over collect_metrics' samples in the window (`window` label only)
+    - switchboard_agent_occupancy_ratio: agents busy with a call (ringing, attending, wrap-up)
+      over those busy or idle in the queue, summed over collect_metrics' samples in the
+      window (`window` label only)
     - switchboard_calls_service_level_threshold_seconds: SERVICE_LEVEL_SECONDS
     """
 

@@ -58,12 +58,13 @@ class MetricsCollector:
 
     def sample(self) -> dict[str, dict[str, float | None]]:
         figures = self.gauges()
-        # Occupancy is sampled: agents on a call (ringing or attending: busy either way) over
-        # logged-in (not offline) agents, now.
+        # Occupancy is sampled, as Amazon Connect defines it: agents busy with a call
+        # (ringing, attending or in its wrap-up) over those busy or idle in the queue; an
+        # agent not ready (a break, a meeting) or offline is neither.
         agents = self._agents
-        logged_in = sum(figure.value for status, figure in agents.items() if status != AgentStatus.OFFLINE)
-        busy = sum(agents[status].value for status in AgentStatus.ON_A_CALL)
-        service_level.sample_occupancy(self.db, busy, logged_in)
+        busy = sum(agents[status].value for status in AgentStatus.OCCUPIED)
+        staffed = busy + sum(agents[status].value for status in (AgentStatus.QUEUED, AgentStatus.AVAILABLE))
+        service_level.sample_occupancy(self.db, busy, staffed)
         for queue, values in figures.items():
             self.store.record_gauges(queue, values)
         self.store.flush()

@@ -25,6 +25,11 @@ def _arrived_and_left(db: Dynamo, kind: str, wait_seconds: float, combination, m
     _fact(db, kind, wait_seconds, combination, left, call_id)
 
 
+def entered(db: Dynamo, combination, *, moment: datetime | None = None) -> None:
+    """A caller who entered the line at `moment` and is still waiting."""
+    _fact(db, facts.OFFERED, 0.0, combination, moment)
+
+
 def answered(db: Dynamo, wait_seconds: float, combination, *, moment: datetime | None = None) -> None:
     """A caller given an agent after waiting `wait_seconds` (and who entered the line then)."""
     _arrived_and_left(db, facts.ANSWERED, wait_seconds, combination, moment)

@@ -58,6 +58,21 @@ def test_the_day_in_half_hours_overall_and_per_combination(day_of_calls):
     assert sum(i.overall.offered for i in report.intervals) == 4
 
 
+def test_a_caller_is_offered_when_they_enter_and_in_queue_at_each_interval_end_they_wait_past(moto_db, settings):
+    """Offered in the interval they entered, not the one they left; in queue at the end of
+    each interval they are still waiting at."""
+    settings.TIME_ZONE = NY
+    seeded.answered(moto_db, 600, ("Spanish", "F"), moment=MORNING + timedelta(minutes=35))  # in at 09:25
+    seeded.entered(moto_db, ("English", "M"), moment=MORNING + timedelta(minutes=50))  # 09:50, waiting still
+    MetricsStore(moto_db).flush()
+    report = IntervalReader(moto_db).day(date(2026, 11, 24), 30)
+    eight_thirty, nine, half_past, ten = report.intervals[17:21]
+    assert [i.overall.offered for i in (nine, half_past)] == [1, 1]
+    assert [i.overall.in_queue for i in (eight_thirty, nine, half_past, ten)] == [0, 1, 1, 1]
+    assert nine.by_combination["Spanish#F"].in_queue == 1 and half_past.by_combination["Spanish#F"].in_queue == 0
+    assert half_past.by_combination["English#M"].in_queue == 1
+
+
 def test_quarter_hours_and_hours_add_up_to_the_same_day(day_of_calls):
     days = {m: IntervalReader(day_of_calls).day(date(2026, 11, 24), m) for m in (15, 30, 60)}
     assert [len(d.intervals) for d in days.values()] == [96, 48, 24]

@@ -119,25 +119,33 @@ def test_a_failed_flush_keeps_the_counts_for_the_next_one(moto_db, monkeypatch):
     assert (figures.answered, figures.wait_max) == (1, 8)
 
 
-def test_occupancy_is_attending_over_logged_in_agents_summed_over_the_samples(moto_db):
-    service_level.sample_occupancy(moto_db, attending=2, logged_in=4)
-    service_level.sample_occupancy(moto_db, attending=1, logged_in=4)
+def test_occupancy_is_busy_over_staffed_agents_summed_over_the_samples(moto_db):
+    service_level.sample_occupancy(moto_db, busy=2, staffed=4)
+    service_level.sample_occupancy(moto_db, busy=1, staffed=4)
     occupancy = read(moto_db).recent.occupancy
     assert (occupancy.samples, occupancy.share) == (2, pytest.approx(3 / 8))
     assert "occupancy" not in read(moto_db).recent.by_combination
 
 
-def test_collect_metrics_samples_occupancy_from_the_agents_it_counts(moto_db):
+def test_collect_metrics_samples_occupancy_as_amazon_connect_defines_it(moto_db):
+    """Busy with a call (ringing, attending, wrap-up) over busy or idle in the queue: an
+    agent not ready or offline is in neither."""
     from queues_app.monitoring.sampler import MetricsCollector
 
     router = CallCenter()
-    for name in ("Ana", "Bea"):
-        agent = Agents().create(name, {"language": ["Spanish"], "gender": ["F"]})
+    spanish = {"language": ["Spanish"], "gender": ["F"]}
+    ana, bea, cai, dee, eve, flo = (Agents().create(n, spanish) for n in ("Ana", "Bea", "Cai", "Dee", "Eve", "Flo"))
+    for agent in (ana, bea, cai, dee):
         router.make_available(agent.agent_id)
-    router.create_call({"language": "Spanish", "gender": "F"})
+    for _ in range(3):
+        router.create_call({"language": "Spanish", "gender": "F"})
+    taken = [call.agent_id for call in router.calls.in_progress().items + router.calls.ringing().items]
+    router.release(taken[0], then="wrap_up")  # one busy in wrap-up, two on a call, one queued
+    router.set_not_ready(eve.agent_id, "break")
+    assert flo.status == "offline"
     MetricsCollector(moto_db).sample()
     occupancy = ServiceLevelReader(moto_db).read().recent.occupancy
-    assert (occupancy.attending, occupancy.logged_in) == (1, 2)
+    assert (occupancy.busy, occupancy.staffed) == (3, 4)
 
 
 def answered_call(name="Ana"):
