@@ -44,7 +44,8 @@ class UnstableQueue(ValueError):
         self.needed = minimum_stable_agents(traffic)
         super().__init__(
             f"Unstable queue: {counted(agents, 'agent')} for {counted(traffic, 'erlang')} of traffic: calls arrive "
-            f"at least as fast as they are handled and the line grows without end (service level 0, no average speed of answer); "
+            "at least as fast as they are handled and the line grows without end (service level 0, no average "
+            "speed of answer); "
             f"at least {counted(self.needed, 'agent')} {'is' if self.needed == 1 else 'are'} needed."
         )
 
