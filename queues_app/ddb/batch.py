@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from boto3.dynamodb.table import BatchWriter
 from botocore.exceptions import BotoCoreError, ClientError
 
-from queues_app.ddb import errors
+from queues_app.ddb import errors, parallel
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal, unmarshal
 
@@ -50,6 +50,15 @@ def put_items(db: Dynamo, table: str, items: Iterable[dict], *, on_batch: Callab
     if chunk:
         flush()
     return written
+
+
+def load_items(db: Dynamo, table: str, items: Sequence[dict], *, at_once: int = 4) -> int:
+    """`put_items` for a load of many items (demo data, a benchmark's or a test's tables):
+    `at_once` runs of batches at the same time, so the load waits on DynamoDB's work rather
+    than on one round trip after another."""
+    size = -(-len(items) // at_once) if items else 0
+    runs = [items[start : start + size] for start in range(0, len(items), size)] if size else []
+    return sum(parallel.each(lambda run: put_items(db, table, run), runs))
 
 
 def get_items(db: Dynamo, table: str, keys: list[dict], *, consistent: bool = False, max_rounds: int = 8) -> list[dict]:

@@ -145,9 +145,10 @@ class WaitingLine:
             *self.table.count_updates(self.table.wanted(back.preferences), +1),
         ]
 
-    def load(self, calls: list[Call]) -> int:
+    def load(self, calls: list[Call], *, at_once: int = 1) -> int:
         """Callers who start waiting together, for demo data and tests: their items in
-        batches, then one ADD per partition to its count. Returns how many were loaded."""
+        batches (`at_once` runs of them at the same time), then one ADD per partition to
+        its count. Returns how many were loaded."""
         items: list[dict] = []
         counts: dict[tuple[str, ...], int] = {}
         for call in calls:
@@ -156,10 +157,11 @@ class WaitingLine:
             items += [call_to_item(call), self.wait_item(call)]
             wanted = self.table.wanted(call.preferences)
             counts[wanted] = counts.get(wanted, 0) + 1
-        batch.put_items(self.db, self.table.name, items)
+        batch.load_items(self.db, self.table.name, items, at_once=at_once)
         offered = [self.table.fact_action(facts.OFFERED, call, call.arrived_at)["Put"] for call in calls]
         if offered:  # each entered the line, as a caller placed one at a time does
-            batch.put_items(self.db, offered[0]["TableName"], [unmarshal(put["Item"]) for put in offered])
+            facts_table = offered[0]["TableName"]
+            batch.load_items(self.db, facts_table, [unmarshal(put["Item"]) for put in offered], at_once=at_once)
         for wanted, n in counts.items():
             self.table.transact(self.table.count_updates(wanted, n))
         return len(calls)
