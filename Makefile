@@ -25,16 +25,14 @@ serve: setup .env
 .env:
 	$(PY) -m callcenter.local_env $@
 
-# The suite in one process per core and one more (at most 5: each starts its own DynamoDB
-# Local), as a quarter of the tests' time is spent waiting on a server or a subprocess
-# that another worker can use; and beside it the static checks (`make lint`: mypy alone takes a while without its cache),
+# The suite in one process per core (at most 4: each starts its own DynamoDB Local), and
+# beside it the static checks (`make lint`: mypy alone takes a while without its cache),
 # whose output follows pytest's. The target fails if either does.
-TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n + 1 < 5 ? n + 1 : 5 )))
 test: setup browser
 	@scripts/ensure-postgres-redis.sh
 	@log=$$(mktemp); \
 	  $(MAKE) --no-print-directory lint >$$log 2>&1 & lint=$$!; \
-	  $(PY) -m pytest --numprocesses $(TEST_WORKERS); tests=$$?; \
+	  $(PY) -m pytest --numprocesses auto --maxprocesses 4; tests=$$?; \
 	  wait $$lint; checks=$$?; \
 	  echo "--- make lint (exit status $$checks)"; cat $$log; rm -f $$log; \
 	  [ $$tests -eq 0 ] && [ $$checks -eq 0 ]

@@ -107,10 +107,15 @@ def test_a_viewer_sees_no_actions_and_cannot_post_one(page, live_server, local_d
     assert Agents().get(ada.agent_id).status == AgentStatus.OFFLINE
 
 
-def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path):
+def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path, settings):
     """Saves a screenshot of each page at a desk's width and a phone's (phone-<page>.png),
-    to docs/screenshots with SAVE_SCREENSHOTS=1."""
+    to docs/screenshots with SAVE_SCREENSHOTS=1. One call rings at a queued agent, not
+    picked up yet (offers on, ANSWER_TIMEOUT_SECONDS)."""
     call_command("seed_demo", seed=5, stdout=open(os.devnull, "w"))
+    settings.ANSWER_TIMEOUT_SECONDS = 30
+    queued = Agents().list(status=AgentStatus.QUEUED, limit=1).items[0]
+    call, _ = CallCenter().create_call({name: values[0] for name, values in queued.skills.items()})
+    assert Agents().get(call.agent_id).status == AgentStatus.RINGING
     folder = SCREENSHOTS if os.environ.get("SAVE_SCREENSHOTS") == "1" else tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1280, "height": 900})

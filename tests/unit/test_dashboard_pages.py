@@ -182,9 +182,9 @@ def test_panels_show_the_figures_of_the_queues(supervisor_client, world):
     assert figure(tasks, "tasks-failed") == "1"
     grid = panel(supervisor_client, "grid").content.decode()
     cell = re.search(r'data-cell="French · X">(.*?)</td>', grid, re.DOTALL).group(1)
-    assert "2 waiting" in cell and "0 queued · 0 logged in" in cell
+    assert "2 waiting" in cell and "0 queued · 0 ready · 0 logged in" in cell
     english_m = re.search(r'data-cell="English · M">(.*?)</td>', grid, re.DOTALL).group(1)
-    assert "1 queued · 1 logged in" in english_m
+    assert "1 queued · 1 ready · 1 logged in" in english_m
 
 
 def test_the_full_overview_shows_every_panel(supervisor_client, world):
@@ -240,7 +240,7 @@ def test_the_warning_goes_once_a_fitting_agent_is_logged_in_even_if_busy(supervi
     grid = panel(supervisor_client, "grid").content.decode()
     assert "data-warning" not in grid
     cell = re.search(r'data-cell="French · X">(.*?)</td>', grid, re.DOTALL).group(1)
-    assert "1 waiting" in cell and "0 queued · 1 logged in" in cell
+    assert "1 waiting" in cell and "0 queued · 1 ready · 1 logged in" in cell  # on a call: ready, busy
 
 
 # --- looking changes nothing -------------------------------------------------------------------
