@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from queues_app import inputs
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.ddb.clock import now
@@ -233,7 +234,8 @@ def shipment_dlq(request, shipment_id: str):
     form = ReasonForm(data)
     if not form.is_valid():
         if "reason" in form.errors:
-            raise InvalidRequest("Give a reason of at most 300 characters.")
+            problem = inputs.text_problem(data["reason"])
+            raise InvalidRequest(f"The reason {problem}." if problem else "Give a reason of at most 300 characters.")
         raise InvalidRequest(form.problem())
     version = _checked(form).expected_version
     if not confirmed(request):

@@ -3,6 +3,7 @@ in queues_app.inputs: the pages' forms, the API and the admin refuse the same ba
 each with a clear message that names it (a 400 with `fields` on the API), change
 nothing, and take the largest value the rule allows."""
 
+import re
 from html import unescape
 
 import pytest
@@ -15,6 +16,7 @@ from queues_app.agents.roster import Agents
 from queues_app.calls.records import CallStatus
 from queues_app.centre.call_center import CallCenter
 from queues_app.forms import AgentFilterForm, AgentForm, ReleaseForm, TransferForm
+from queues_app.shipments.queue import ShipmentQueue
 from tests.helpers.api import assert_problem
 from tests.helpers.seen import shown, ticked
 
@@ -280,3 +282,37 @@ def test_a_tenant_or_queue_that_is_not_a_short_name_is_refused_alike(supervisor_
     longest = "t" * inputs.SHORT_NAME_MAX
     assert api.post("/api/shipments", {"data": {"to": "Porto"}, "tenant": longest}).status_code == 201
     assert supervisor_client.get(reverse("shipments"), {"tenant": longest}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "hidden, named",
+    [
+        ("\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("\u2067", "U+2067 RIGHT-TO-LEFT ISOLATE"),
+        ("\u200b", "U+200B ZERO WIDTH SPACE"),
+        ("\x07", "U+0007 CONTROL CHARACTER"),
+    ],
+)
+def test_a_name_or_reason_holding_a_hidden_character_is_refused_naming_it(supervisor_client, moto_db, hidden, named):
+    """Text is data: a character that changes direction or cannot be seen would garble or
+    spoof what a page says around it, so it is refused wherever a person types text."""
+    typed = f"Eve{hidden}liam"
+    with pytest.raises(ValueError, match=re.escape(named)):
+        Agents().create(typed, SKILLS)
+    page = supervisor_client.post(reverse("agent-create"), {"name": typed, **{k: v for k, v in SKILLS.items()}})
+    assert f"It must not hold invisible or direction-changing characters ({named})." in page_text(page)
+    ShipmentQueue().create({"to": "Porto"}, shipment_id="s-porto", ready=True)
+    shipment = ShipmentQueue().enqueue("s-porto")
+    response = supervisor_client.post(
+        reverse("shipment-dlq", args=[shipment.shipment_id]),
+        {"reason": typed, "version": shipment.version, "confirmed": "1"},
+        follow=True,
+    )
+    assert f"The reason must not hold invisible or direction-changing characters ({named})." in page_text(response)
+    assert Agents().list(limit=5).items == [] and ShipmentQueue().get(shipment.shipment_id).dlq_reason is None
+
+
+def test_joiners_are_parts_of_words_and_are_kept(moto_db):
+    """Zero-width (non-)joiners shape Persian and Indic names and emoji: allowed."""
+    for name in ("Mi\u200cnoo", "Ann\u200d"):
+        assert Agents().create(name, SKILLS).name == name
