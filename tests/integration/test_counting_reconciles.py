@@ -76,7 +76,9 @@ def test_every_call_fact_is_counted_once_across_processes_and_a_sigkill(local_db
         "DYNAMODB_ENDPOINT_URL": settings.DYNAMODB_ENDPOINT_URL,
         "DYNAMODB_TABLE_PREFIX": settings.DYNAMODB_TABLE_PREFIX,
     }
-    matcher = start(env, "manage.py", "run_matcher", "--listen", "127.0.0.1", "--lease", "2")
+    # A lease long enough that a busy machine does not let it lapse (its callers would then be
+    # matched where they arrive, and none through the dispatcher).
+    matcher = start(env, "manage.py", "run_matcher", "--listen", "127.0.0.1", "--lease", "10")
     line = matcher.stdout.readline()
     assert "listening" in line, matcher.stderr.read()
     traffic = "tests.helpers.call_traffic"
