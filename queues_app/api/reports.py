@@ -36,7 +36,10 @@ class IntervalOut(Schema):
     asa_seconds: float | None = Field(description="Average speed of answer; null when none was answered.")
     aht_seconds: float | None = Field(description="Average handle time of the calls that ended; null when none.")
     longest_wait_seconds: float | None
-    occupancy: float | None = Field(description="Attending over logged-in agents, sampled (`all` only).")
+    occupancy: float | None = Field(
+        description="Agents busy with a call (ringing, attending, wrap-up) over agents busy or idle in the queue, "
+        "sampled (`all` only)."
+    )
 
 
 class IntervalsOut(Schema):

@@ -24,9 +24,10 @@ Figures: `answered`, `answered_within` (waited at most the threshold in force wh
 was answered), `wait_sum` (seconds, answered calls), `abandoned`, `abandoned_wait_sum`,
 `wait_max` (longest wait of any caller who left the line, answered or not), `handled`
 and `handle_sum` (calls that ended, and their seconds from answer to end). Occupancy
-is sampled: `collect_metrics` adds the attending and the logged-in (not offline) agents
-it counts at each pass under the combination `occupancy`, so occupancy over a window is
-the sum of attending agents over the sum of logged-in agents across its samples.
+is sampled: `collect_metrics` adds the busy (ringing, attending, wrap-up) and the staffed
+(busy, or idle in the queue) agents it counts at each pass under the combination
+`occupancy`, so occupancy over a window is the sum of busy agents over the sum of
+staffed agents across its samples (docs/architecture.md, "Definitions").
 """
 
 from __future__ import annotations

@@ -154,7 +154,8 @@ class ServiceLevelCollector:
         )
         occupancy = GaugeMetricFamily(
             "switchboard_agent_occupancy_ratio",
-            "Attending agents over logged-in agents, over the samples in the window",
+            "Agents busy with a call (ringing, attending, wrap-up) over agents busy or idle, "
+            "over the samples in the window",
             labels=["window"],
         )
         for window in windows:
