@@ -15,6 +15,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render, resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from queues_app.ddb import errors, meter
 from queues_app.ddb.clock import now
@@ -88,9 +89,9 @@ class LoginRequiredMiddleware(_LoginRequired):
             messages.warning(
                 request, "Your session had ended, so what you asked for was not done: log in, then do it again."
             )
-        htmx = getattr(request, "htmx", False)
+        htmx: HtmxDetails | None = getattr(request, "htmx", None) or None
         if htmx or acted:
-            back = (htmx and htmx.current_url_abs_path) or (_page_acted_from(request) if acted else None)
+            back = (htmx.current_url_abs_path if htmx else None) or (_page_acted_from(request) if acted else None)
             to = f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back or request.get_full_path()})}"
             return HttpResponseClientRedirect(to) if htmx else redirect(to)
         return super().handle_no_permission(request, view_func)
