@@ -91,19 +91,22 @@ class LoginRequiredMiddleware(_LoginRequired):
             )
         htmx: HtmxDetails | None = getattr(request, "htmx", None) or None
         if htmx or acted:
-            back = (htmx.current_url_abs_path if htmx else None) or (_page_acted_from(request) if acted else None)
-            to = f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back or request.get_full_path()})}"
+            back = (htmx.current_url_abs_path if htmx else None) or (
+                _page_acted_from(request) if acted else resolve_url("home")
+            )
+            to = f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': back})}"
             return HttpResponseClientRedirect(to) if htmx else redirect(to)
         return super().handle_no_permission(request, view_func)
 
 
 def _page_acted_from(request) -> str:
     """The page a form was sent from (its Referer, when it is this site's), else home."""
-    referer = urlsplit(request.headers.get("Referer", ""))
-    if referer.path and url_has_allowed_host_and_scheme(
-        request.headers["Referer"], allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    sent_from = request.headers.get("Referer", "")
+    if url_has_allowed_host_and_scheme(
+        sent_from, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
-        return urlunsplit(("", "", referer.path, referer.query, ""))
+        referer = urlsplit(sent_from)
+        return urlunsplit(("", "", referer.path or "/", referer.query, ""))
     return resolve_url("home")
 
 

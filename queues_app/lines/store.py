@@ -71,11 +71,6 @@ class LineStore:
         return stored
 
     def _line(self, item: dict) -> Line:
+        """A stored line, read back through `parse` (numbers come back as ints and floats)."""
         data = {key: value for key, value in item.items() if key not in STORED}
-        for key in ("service_level_seconds", "short_abandon_seconds", "max_waiting", "max_wait_seconds",
-                    "priority_aging_seconds", "version"):  # fmt: skip
-            if data.get(key) is not None:
-                data[key] = int(data[key])
-        if data.get("service_level_target") is not None:
-            data["service_level_target"] = float(data["service_level_target"])
         return parse(data, dimensions=self.dimensions, defaults=self.defaults)

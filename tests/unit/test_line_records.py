@@ -8,9 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from queues_app.lines.records import MAIN, Defaults, LineError, check_together, main_line, parse
+from tests.helpers.lines import CENTRE, DIMENSIONS
 
-DIMENSIONS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
-CENTRE = Defaults(service_level_seconds=20, service_level_target=0.8)
 SUPPORT = {
     "line_id": "support",
     "name": "Support",

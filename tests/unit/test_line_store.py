@@ -4,10 +4,9 @@ version read, and checked together as they change."""
 import pytest
 
 from queues_app.ddb import errors
-from queues_app.lines.records import Defaults
 from queues_app.lines.store import LineStore
+from tests.helpers.lines import CENTRE, DIMENSIONS
 
-DIMENSIONS = {"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]}
 SUPPORT = {
     "line_id": "support",
     "name": "Support",
@@ -24,7 +23,7 @@ GENERAL = {"line_id": "general", "name": "General"}
 
 @pytest.fixture
 def lines(moto_db):
-    return LineStore(moto_db, dimensions=DIMENSIONS, defaults=Defaults(20, 0.8))
+    return LineStore(moto_db, dimensions=DIMENSIONS, defaults=CENTRE)
 
 
 def test_without_lines_the_centre_has_main(lines):
