@@ -19,6 +19,12 @@ CALL_ABANDONED = "call.abandoned"
 CALL_ANSWERED = "call.answered"  # the agent picked up an offered call (ANSWER_TIMEOUT_SECONDS)
 CALL_MISSED = "call.missed"  # an offered call not picked up in time: back to the line
 CALL_TRANSFERRED = "call.transferred"
+CALL_REFUSED = "call.refused"  # its line was closed or full: the caller never entered it
+CALL_OVERFLOWED = "call.overflowed"  # past its line's limit: moved to another line, or ended
+
+LINE_CREATED = "line.create"
+LINE_EDITED = "line.update"
+LINE_REMOVED = "line.delete"
 
 SHIPMENT_ENQUEUED = "shipment.enqueue"
 SHIPMENT_TOUCHED = "shipment.touch"
@@ -47,6 +53,11 @@ ACTION_LABELS = {
     CALL_ANSWERED: "Offered call answered",
     CALL_MISSED: "Offered call not answered in time",
     CALL_TRANSFERRED: "Call transferred",
+    CALL_REFUSED: "Caller refused (line closed or full)",
+    CALL_OVERFLOWED: "Caller overflowed past the line's limit",
+    LINE_CREATED: "Line created",
+    LINE_EDITED: "Line changed",
+    LINE_REMOVED: "Line removed",
     SHIPMENT_ENQUEUED: "Shipment queued",
     SHIPMENT_TOUCHED: "Shipment sent to the back",
     SHIPMENT_PRIORITY: "Shipment's priority changed",
@@ -77,7 +88,10 @@ AUDIT_ACTIONS = {
         CALL_RELAXED,
         CALL_ENDED,
         CALL_ABANDONED,
+        CALL_REFUSED,
+        CALL_OVERFLOWED,
     ],
+    "Lines": [LINE_CREATED, LINE_EDITED, LINE_REMOVED],
     "Shipments": [
         SHIPMENT_ENQUEUED,
         SHIPMENT_TOUCHED,
@@ -92,4 +106,13 @@ AUDIT_ACTIONS = {
 EARLIER_NAMES = {"call.abandon": CALL_ABANDONED}
 
 # What a token's callback hears of the calls it created.
-CALL_EVENTS = (CALL_ASSIGNED, CALL_ANSWERED, CALL_MISSED, CALL_TRANSFERRED, CALL_ABANDONED, CALL_RELAXED)
+CALL_EVENTS = (
+    CALL_ASSIGNED,
+    CALL_ANSWERED,
+    CALL_MISSED,
+    CALL_TRANSFERRED,
+    CALL_ABANDONED,
+    CALL_RELAXED,
+    CALL_REFUSED,
+    CALL_OVERFLOWED,
+)

@@ -48,6 +48,9 @@ def call_to_json(call: Call) -> dict:
         "answered_at": call.answered_at,
         "answer_by": call.answer_by,
         "legs": [dict(part) for part in call.legs],
+        "line": call.line,
+        "overflowed": [dict(move) for move in call.overflowed],
+        "end_reason": call.end_reason,
     }
 
 

@@ -23,6 +23,7 @@ from queues_app.api.schemas import (
     IdempotencyKey,
     InputSchema,
     ItemId,
+    LineId,
     PageSize,
     Then,
     known_preferences,
@@ -30,6 +31,7 @@ from queues_app.api.schemas import (
 from queues_app.calls.records import Call, QueueOrder
 from queues_app.calls.transfers import Transfer
 from queues_app.centre import keys
+from queues_app.lines.records import LINE_ID_RULE
 from queues_app.serializers import call_to_json
 
 router = Router()
@@ -55,8 +57,16 @@ class CallIn(InputSchema):
     order: Literal["fifo", "lifo"] | None = Field(
         None, description="Which queued agent the caller gets; default `SWITCHBOARD_AGENT_ORDER`."
     )
+    line: LineId | None = Field(
+        None,
+        description="The line the caller is for (`GET /api/lines`); default `main`. A line that is closed or full "
+        'answers 409 with `reason` (`closed`, with `opens_at`, or `full`); what the line requires ({"language": '
+        '"French"}) is added to the preferences.',
+        examples=["support"],
+    )
 
     PROBLEMS: ClassVar[dict[str, str]] = {
+        "line": f"must be a line's id: {LINE_ID_RULE}",
         "preferences": 'must be an object such as {"language": "Spanish", "gender": "any"} (use {} for any agent)',
         "priority": f"must be a whole number from 0 to {keys.MAX_PRIORITY}",
         "order": f"must be one of {', '.join(QueueOrder.ALL)}",
@@ -170,6 +180,7 @@ def create_call(
             order=payload.order,
             idempotency_key=scoped_key,
             callback=str(token.pk) if token.callback_url else None,
+            line=payload.line,
         )
     if created:
         note_change(request, "call.create", call.call_id, call.status)

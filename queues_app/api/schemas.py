@@ -21,6 +21,7 @@ from pydantic_core import PydanticCustomError
 from queues_app import inputs
 from queues_app.agents.skills import SkillCatalog
 from queues_app.ddb.numbers import ExactNumber, as_stored
+from queues_app.lines.records import LINE_ID
 
 IDEMPOTENCY_KEY_MAX = 255
 
@@ -39,6 +40,7 @@ CURSOR_MAX = 4096  # as queues_app.ddb.paging reads them
 IdempotencyKey = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=IDEMPOTENCY_KEY_MAX)]
 # Ids, versions and `then` as the pages and the admin take them too (queues_app.inputs).
 ItemId = Annotated[str, StringConstraints(min_length=1, max_length=inputs.ID_MAX, pattern=inputs.ID_PATTERN)]
+LineId = Annotated[str, StringConstraints(pattern=LINE_ID.pattern)]
 Cursor = Annotated[str, StringConstraints(min_length=1, max_length=CURSOR_MAX)]
 PageSize = Annotated[int, Field(ge=1, le=PAGE_MAX)]
 AgentStatusName = Literal["offline", "available", "queued", "ringing", "attending", "wrap_up", "not_ready"]
@@ -104,9 +106,10 @@ class WhyOut(Schema):
 
 class CallOut(Schema):
     call_id: str
-    status: Literal["waiting", "offered", "assigned", "ended", "abandoned"] = Field(
+    status: Literal["waiting", "offered", "assigned", "ended", "abandoned", "overflowed", "refused"] = Field(
         description="`offered`: given to an agent whose phone rings, until they pick up (`answer_by`); "
-        "`assigned`: an agent is attending it."
+        "`assigned`: an agent is attending it; `overflowed`: ended unanswered past its line's limit (`end_reason`); "
+        "`refused` (in a `call.refused` event only): its line was closed or full."
     )
     preferences: dict[str, str] = Field(description="Each skill dimension's value, or `any`.")
     priority: int
@@ -129,6 +132,11 @@ class CallOut(Schema):
         description="Each agent's part in the call, oldest first: `agent_id`, `agent_name`, `from`, `to`, and `how` "
         "it ended (`ended`, `transferred`, or `missed`: an offer not picked up in time)."
     )
+    line: str | None = Field(description="The line it waits or waited on (null: placed before lines).")
+    overflowed: list[dict[str, str | None]] = Field(
+        description="Each move past a line's limit: `from`, then `to` (another line) or `end` (the reason), and `at`."
+    )
+    end_reason: str | None = Field(description="Why it ended with no agent: its line's overflow `end`, or refused.")
 
 
 class AgentOut(Schema):

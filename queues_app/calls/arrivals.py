@@ -12,9 +12,13 @@ from queues_app.calls.store import ABANDONED, ENDED_CALL_RETENTION, CallExists, 
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import errors, replay
-from queues_app.ddb.clock import to_iso
+from queues_app.ddb.clock import centre_zone, to_iso
+from queues_app.event_names import CALL_REFUSED
 from queues_app.figures import counters, facts
-from queues_app.routing.line import WaitingLine
+from queues_app.lines import entry
+from queues_app.lines.records import Line
+from queues_app.lines.store import LineStore
+from queues_app.routing.line import LineFull, WaitingLine, with_line_requires, without_line_requires
 from queues_app.routing.matching import Matcher
 
 
@@ -22,10 +26,19 @@ class Arrivals:
     """Callers arriving and hanging up while they wait. Given the table, the calls, the
     waiting line, the matcher, and the agents' order a call takes by default (FIFO or LIFO)."""
 
-    def __init__(self, table: CallCenterTable, calls: Calls, line: WaitingLine, matcher: Matcher, default_order: str):
+    def __init__(
+        self,
+        table: CallCenterTable,
+        calls: Calls,
+        line: WaitingLine,
+        matcher: Matcher,
+        default_order: str,
+        lines: LineStore,
+    ):
         self.table, self.calls, self.line, self.matcher = table, calls, line, matcher
         self.db, self.catalog = table.db, table.catalog
         self.default_order = default_order
+        self.lines = lines
 
     def create_call(
         self,
@@ -36,21 +49,19 @@ class Arrivals:
         call_id: str | None = None,
         idempotency_key: str | None = None,
         callback: str | None = None,
+        line: str | None = None,
     ) -> tuple[Call, bool]:
-        """Assign the caller at once or make them wait. Returns (call, created).
-
-        With an idempotency key, a retried request returns the first request's call
-        (created False) instead of making a second one; the same key with another request
-        (other preferences, priority or order) is refused (`KeyReused`). With `callback`
-        (an API token's id), the token's callback hears when the call is assigned,
-        abandoned or relaxed.
-        """
-        preferences = validate_preferences(self.catalog, preferences)
-        if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
-            raise errors.InvalidRequest(f"priority must be a whole number from 0 to {keys.MAX_PRIORITY}.")
-        if order is not None and order not in QueueOrder.ALL:
-            raise errors.InvalidRequest("order must be 'fifo' or 'lifo'.")
-        request_digest = call_request_digest(preferences, priority, order)
+        """Assign the caller at once or make them wait on their line (`main` by default),
+        which must exist (InvalidRequest naming `line`) and be open (Refused `closed`; a
+        full line: `_start_waiting`). Returns (call, created). With an idempotency key, a
+        retry returns the first request's call (created False); the same key with another
+        request is refused (`KeyReused`). With `callback` (an API token's id), the token's
+        callback hears of the call's changes and of a refusal."""
+        lines = self.lines.current()
+        on = entry.line_for(lines, line)
+        asked = self._checked(preferences, priority, order)
+        preferences = with_line_requires(asked, on)
+        request_digest = call_request_digest(asked, priority, order, line)
         order = order or self.default_order
         if idempotency_key:
             call_id = call_id_for_idempotency_key(idempotency_key)
@@ -66,14 +77,19 @@ class Arrivals:
             arrived_at=to_iso(self.table.clock()),
             callback=callback,
             request_digest=request_digest if idempotency_key else None,
+            line=on.line_id,
         )
+        try:
+            entry.refuse_if_closed(on, self.table.clock(), centre_zone())
+        except errors.Refused as refusal:
+            raise self._refused(call, refusal) from None
         try:
             counters.note(self.db, counters.CALLS, "enqueued")
             assigned = self.matcher.match(call, new_call=True)
             if assigned:
                 counters.note(self.db, counters.CALLS, "completed")
                 return assigned, True
-            waiting = self.line.start_waiting(call)
+            waiting = self._start_waiting(call, on, lines)
             # Look once more: an agent may have been queued while we started waiting.
             assigned = self.matcher.match(waiting, new_call=False)
             if assigned:
@@ -84,13 +100,56 @@ class Arrivals:
             existing = self.find_keyed_call(idempotency_key or "", request_digest) if idempotency_key else None
             return existing or self.calls.get(call.call_id), False
 
+    def _checked(self, preferences: dict, priority: int, order: str | None) -> dict:
+        """The caller's preferences, checked with their priority and order."""
+        asked = validate_preferences(self.catalog, preferences)
+        if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= keys.MAX_PRIORITY:
+            raise errors.InvalidRequest(f"priority must be a whole number from 0 to {keys.MAX_PRIORITY}.")
+        if order is not None and order not in QueueOrder.ALL:
+            raise errors.InvalidRequest("order must be 'fifo' or 'lifo'.")
+        return asked
+
+    def _start_waiting(self, call: Call, on: Line, lines: list[Line]) -> Call:
+        """The caller waits on their line or, while it is full, on the line its overflow
+        leads to (keeping their arrival), or is refused (`full`); a refusal is counted and
+        told to the token's callback (`call.refused`)."""
+        first = on
+        for _hop in range(entry.MAX_HOPS):
+            try:
+                return self.line.start_waiting(call, max_waiting=on.max_waiting)
+            except LineFull:
+                target = entry.overflow_target(on, lines, self.table.clock(), centre_zone())
+                if target is None:
+                    raise self._refused(call, entry.refuse_full(first)) from None
+                moved = with_line_requires(without_line_requires(call.preferences, on), target)
+                call.overflowed = [*call.overflowed, {"from": on.line_id, "to": target.line_id, "at": call.arrived_at}]
+                call.preferences, call.line, call.wait_sk, on = moved, target.line_id, None, target
+        raise self._refused(call, entry.refuse_full(first))
+
+    def _refused(self, call: Call, refusal: errors.Refused) -> errors.Refused:
+        """Count the refusal and tell the token's callback (one event, in a transaction of
+        its own: there is no change of a call to write it with)."""
+        counters.note(self.db, counters.CALLS, "refused")
+        told = dataclasses.replace(call, status=CallStatus.REFUSED, end_reason=refusal.reason, wait_sk=None)
+        told.ended_at = told.arrived_at
+        events = self.table.event_actions(CALL_REFUSED, told)
+        if events:
+            self.table.transact(events)
+        return refusal
+
     def find_retry(
-        self, preferences: dict, *, priority: int = 0, order: str | None = None, idempotency_key: str
+        self,
+        preferences: dict,
+        *,
+        priority: int = 0,
+        order: str | None = None,
+        idempotency_key: str,
+        line: str | None = None,
     ) -> Call | None:
         """The call an earlier request with this idempotency key made, if any (`KeyReused`
         when that request asked for something else)."""
-        preferences = validate_preferences(self.catalog, preferences)
-        return self.find_keyed_call(idempotency_key, call_request_digest(preferences, priority, order))
+        asked = validate_preferences(self.catalog, preferences)
+        return self.find_keyed_call(idempotency_key, call_request_digest(asked, priority, order, line))
 
     def find_keyed_call(self, idempotency_key: str, request_digest: str | None) -> Call | None:
         """The call an idempotency key made, if any; `KeyReused` when that call was made by
@@ -151,15 +210,15 @@ class Arrivals:
         raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
 
 
-def call_request_digest(preferences: dict, priority: int, order: str | None) -> str:
-    """What a new caller's request asked for, as an idempotency key's record of it."""
-    return replay.digest(
-        {
-            "preferences": {k: (None if v is ANY else v) for k, v in preferences.items()},
-            "priority": priority,
-            "order": order,
-        }
-    )
+def call_request_digest(preferences: dict, priority: int, order: str | None, line: str | None = None) -> str:
+    """What a new caller's request asked for, as an idempotency key's record of it (the
+    line only when one was named, so that keys recorded before lines still match)."""
+    asked: dict = {
+        "preferences": {k: (None if v is ANY else v) for k, v in preferences.items()},
+        "priority": priority,
+        "order": order,
+    }
+    return replay.digest(asked | ({"line": line} if line else {}))
 
 
 def _not_waiting(call: Call) -> str:

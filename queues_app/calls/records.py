@@ -15,9 +15,11 @@ class CallStatus:
     ASSIGNED = "assigned"
     ENDED = "ended"
     ABANDONED = "abandoned"  # the caller hung up while waiting (or while it rang)
+    OVERFLOWED = "overflowed"  # ended unanswered past its line's limit (the line's overflow `end`)
     OFFERED = "offered"  # shown, not stored: assigned, while its agent's phone rings
+    REFUSED = "refused"  # told, never stored: its line was closed or full (the `call.refused` event)
 
-    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED)  # as stored
+    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED, OVERFLOWED)  # as stored
 
 
 class QueueOrder:
@@ -53,6 +55,10 @@ class Call:
     offer_sk: str | None = None  # while an offered call waits for its agent to pick up (agents/handling.py)
     first_asked: dict | None = None  # the preferences it arrived with, once a transfer changed them
     legs: list[dict] = field(default_factory=list)  # [{agent_id, agent_name, from, to, how}] each agent's part
+    # The line it arrived on (lines/); None for a call placed before lines, counted on none.
+    line: str | None = None
+    overflowed: list[dict] = field(default_factory=list)  # [{"from", "to" or "end", "at"}] each move past a limit
+    end_reason: str | None = None  # ended with no agent: the overflow's reason the phone system is told
 
     @property
     def asked_for(self) -> dict[str, str | None]:
@@ -84,7 +90,7 @@ class Call:
             return None
         if self.answered_at:
             end = from_iso(self.answered_at)
-        elif self.status == CallStatus.ABANDONED:
+        elif self.status in (CallStatus.ABANDONED, CallStatus.OVERFLOWED):
             end = from_iso(self.ended_at)
         elif self.assigned_at and self.offer_sk is None:
             end = from_iso(self.assigned_at)  # assigned before answers were kept: answered then

@@ -64,6 +64,9 @@ def call_to_item(call: Call) -> dict:
         "offer_sk": call.offer_sk,
         "first_asked": call.first_asked,
         "legs": call.legs,
+        "line": call.line,
+        "overflowed": call.overflowed,
+        "end_reason": call.end_reason,
     }
 
 

@@ -20,6 +20,8 @@ from queues_app.centre.table import CallCenterTable, CallEvents, events_from_set
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
 from queues_app.facades import Verb
+from queues_app.lines.records import Defaults
+from queues_app.lines.store import LineStore
 from queues_app.routing.escalation import EscalationPolicy, Escalator
 from queues_app.routing.line import WaitingLine
 from queues_app.routing.matching import Matcher
@@ -80,6 +82,7 @@ class CallCenter:
         self.agents = Agents(self.db, self.catalog)
         self.calls = Calls(self.table)
         self.line = WaitingLine(self.table)
+        self.lines = LineStore(self.db, dimensions=dict(self.catalog.dimensions), defaults=Defaults.from_settings())
         self.matcher = Matcher(
             self.table,
             self.agents,
@@ -89,9 +92,9 @@ class CallCenter:
             spread=spread,
             max_rounds=max_rounds,
         )
-        self.escalator = Escalator(self.table, self.calls, self.line, self.matcher, escalation)
+        self.escalator = Escalator(self.table, self.calls, self.line, self.matcher, escalation, self.lines)
         self.availability = Availability(self.table, self.agents, self.calls, self.matcher)
-        self.arrivals = Arrivals(self.table, self.calls, self.line, self.matcher, order or default_order())
+        self.arrivals = Arrivals(self.table, self.calls, self.line, self.matcher, order or default_order(), self.lines)
         self.endings = Endings(self.table, self.agents, self.calls, self.availability)
         self.offers = Offers(self.table, self.agents, self.calls, self.line, self.matcher)
         self.transfers = Transfers(self.table, self.agents, self.calls, self.line, self.matcher, self.availability)

@@ -25,6 +25,7 @@ class CallCenterSnapshot:
     # (WAIT#... partition, copy) -> the stored count
     waiting_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     calls: dict[str, dict] = field(default_factory=dict)  # call_id -> item
+    on_lines: dict[str, int] = field(default_factory=dict)  # line id -> its stored count of waiting callers
     other: int = 0
 
 
@@ -53,6 +54,8 @@ def _sort_item(snap: CallCenterSnapshot, item: dict) -> None:
         snap.waiting_counts[keys.waiting_count_copy(pk)] = int(item.get("waiting", 0))
     elif pk.startswith(keys.CALL_PREFIX) and sk == keys.CALL_SK:
         snap.calls[pk.removeprefix(keys.CALL_PREFIX)] = item
+    elif pk.startswith(keys.LINE_WAITING_PREFIX):
+        snap.on_lines[pk.removeprefix(keys.LINE_WAITING_PREFIX)] = int(item.get("waiting", 0))
     else:
         snap.other += 1
 
@@ -73,6 +76,7 @@ def check(snap: CallCenterSnapshot, catalog: SkillCatalog) -> list[Violation]:
         *_line_counts(snap),
         *_line_partitions(snap, catalog),
         *_call_states(snap),
+        *_on_lines(snap),
         *_holders(snap),
     ]
 
@@ -244,15 +248,28 @@ def _call_states(snap: CallCenterSnapshot) -> Iterator[Violation]:
                 yield Violation(
                     "calls", subject, f"waiting under {wait_sk} but has {len(items)} WAITING item(s){listed}"
                 )
-        elif status in (CallStatus.ASSIGNED, CallStatus.ENDED, CallStatus.ABANDONED):
+        elif status in (CallStatus.ASSIGNED, CallStatus.ENDED, CallStatus.ABANDONED, CallStatus.OVERFLOWED):
+            unanswered = status in (CallStatus.ABANDONED, CallStatus.OVERFLOWED)
             if items:
                 yield Violation("calls", subject, f"{status} but still has {len(items)} WAITING item(s)")
-            if status == CallStatus.ABANDONED and call.get("agent_id"):
-                yield Violation("calls", subject, f"abandoned but has agent {call['agent_id']}")
-            elif status != CallStatus.ABANDONED and not call.get("agent_id"):
+            if unanswered and call.get("agent_id"):
+                yield Violation("calls", subject, f"{status} but has agent {call['agent_id']}")
+            elif not unanswered and not call.get("agent_id"):
                 yield Violation("calls", subject, f"{status} without an agent_id")
         else:
             yield Violation("calls", subject, f"unknown status {status!r}")
+
+
+def _on_lines(snap: CallCenterSnapshot) -> Iterator[Violation]:
+    """Each line's count says how many callers wait on it (calls placed before lines are on none)."""
+    actual: dict[str, int] = defaultdict(int)
+    for call in snap.calls.values():
+        if call.get("status") == CallStatus.WAITING and call.get("line"):
+            actual[call["line"]] += 1
+    for line_id in sorted(set(actual) | set(snap.on_lines)):
+        if snap.on_lines.get(line_id, 0) != actual.get(line_id, 0):
+            detail = f"counts {snap.on_lines.get(line_id, 0)} waiting, {actual.get(line_id, 0)} wait on it"
+            yield Violation("lines", f"line {line_id}", detail)
 
 
 def _holders(snap: CallCenterSnapshot) -> Iterator[Violation]:

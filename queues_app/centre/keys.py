@@ -26,6 +26,9 @@ WAIT_COUNT_SK = "COUNT"
 WAIT_COUNT_COPIES = 2
 ANY_VALUE = "*"
 LINE_SHARDS = 4
+LINE_WAITING_PREFIX = "LINEWAIT#"
+LINE_MARK = "#line="
+LINE_WAITING_SK = "COUNT"
 CALL_PREFIX = "CALL#"
 CALL_SK = "CALL"
 LEASE_PK = "LEASE"
@@ -158,6 +161,27 @@ def line_shard(call_id: str) -> str:
 
 def line_shards() -> list[str]:
     return LINE.partitions()
+
+
+def wait_since(arrived_at: str, call_id: str, line_id: str | None) -> str:
+    """A waiting caller's sort key in the line by arrival: when they arrived, then (for the
+    same moment) their call id, and their line, so that a read by arrival knows each
+    caller's line without reading the call (the index holds keys only)."""
+    return f"{arrived_at}#{call_id}" + (f"{LINE_MARK}{line_id}" if line_id else "")
+
+
+def parse_wait_since(value: str) -> tuple[str, str | None]:
+    """(arrival, line or None) of a `wait_since`."""
+    rest, mark, line_id = value.partition(LINE_MARK)
+    return rest.split("#", 1)[0], (line_id if mark else None)
+
+
+def line_waiting(line_id: str) -> dict[str, str]:
+    """How many callers wait on a line (lines/): exact, changed in the transaction of every
+    arrival and departure, and the condition that keeps a line under its `max_waiting`.
+    One partition per line: two writes per caller, so one line takes up to about 500
+    callers a second (docs/scale.md)."""
+    return {"pk": LINE_WAITING_PREFIX + line_id, "sk": LINE_WAITING_SK}
 
 
 def call(call_id: str) -> dict[str, str]:

@@ -155,9 +155,26 @@ class CallCenterTable:
             for copy in range(keys.WAIT_COUNT_COPIES)
         ]
 
-    def leave_line_actions(self, call: Call) -> list[dict]:
+    def line_count_update(self, line_id: str | None, delta: int, *, below: int | None = None) -> list[dict]:
+        """The change of a line's count of waiting callers (none for a call placed before
+        lines); with `below`, conditioned on the line having fewer callers than that: its
+        `max_waiting`, which no two arrivals can pass together."""
+        if line_id is None:
+            return []
+        condition = "attribute_not_exists(waiting) OR waiting < :max" if below is not None else None
+        return [
+            self.update(
+                keys.line_waiting(line_id),
+                "ADD waiting :delta SET line_id = :line",
+                {":delta": delta, ":line": line_id, ":max": below},
+                condition=condition,
+            )
+        ]
+
+    def leave_line_actions(self, call: Call, *, line_too: bool = True) -> list[dict]:
         """Take a waiting caller out of line: their waiting item (which must still be
-        there) and their partition's count."""
+        there), their partition's count and (unless `line_too` is false: they stay on their
+        line, only their place moves) their line's count."""
         wanted = self.wanted(call.preferences)
         return [
             {
@@ -168,6 +185,7 @@ class CallCenterTable:
                 }
             },
             *self.count_updates(wanted, -1),
+            *(self.line_count_update(call.line, -1) if line_too else []),
         ]
 
 

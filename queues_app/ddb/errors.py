@@ -91,6 +91,19 @@ class TransactionCancelled(Conflict):
         return bool(self.reasons) and all(r.code == "TransactionConflict" for r in self.reasons if r.failed)
 
 
+class Refused(DynamoError):
+    """A caller the centre does not take now: their line is closed (`opens_at` says when
+    it opens, if ever) or full. `reason` is what the phone system is told."""
+
+    def __init__(self, message: str, *, reason: str, line_id: str, opens_at: str | None = None):
+        super().__init__(message)
+        self.reason, self.line_id, self.opens_at = reason, line_id, opens_at
+
+    def as_json(self) -> dict:
+        body = {"reason": self.reason, "line": self.line_id}
+        return body | ({"opens_at": self.opens_at} if self.reason == "closed" else {})
+
+
 class KeyReused(DynamoError):
     """An idempotency key sent again with a different request: never answered with the
     first request's result."""
@@ -105,7 +118,12 @@ class Throttled(DynamoError):
 
 
 class InvalidRequest(DynamoError):
-    """DynamoDB rejected the request as malformed (a bug or bad input that got through)."""
+    """DynamoDB rejected the request as malformed (a bug or bad input that got through),
+    or the domain refused a value; `field`, when given, names the input at fault."""
+
+    def __init__(self, message: str, *, field: str | None = None, detail: dict | None = None):
+        super().__init__(message, detail=detail)
+        self.field = field
 
 
 class Unavailable(DynamoError):

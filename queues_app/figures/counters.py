@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 CALLS, LIVE, SPILLOVER, TASKS = "calls", "live", "spillover", "tasks"
 QUEUES = (CALLS, LIVE, SPILLOVER, TASKS)
-COUNTERS = ("enqueued", "completed", "shed", "sidelined", "expired_leases")
+COUNTERS = ("enqueued", "completed", "shed", "sidelined", "expired_leases", "refused")
 GAUGES = ("depth", "in_flight", "dlq", "oldest_age")
 RETENTION = timedelta(days=2)
 FLUSH_SECONDS = 10.0

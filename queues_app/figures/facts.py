@@ -30,7 +30,8 @@ from queues_app.figures import counters
 
 ANSWERED, ABANDONED, ENDED = "answered", "abandoned", "ended"
 OFFERED = "offered"  # a caller entered the line (counted in the interval they arrived in)
-KINDS = (OFFERED, ANSWERED, ABANDONED, ENDED)
+OVERFLOWED = "overflowed"  # a caller past their line's limit was ended unanswered (its overflow's `end`)
+KINDS = (OFFERED, ANSWERED, ABANDONED, ENDED, OVERFLOWED)
 # Each fact is written once and deleted once: 32 partitions keep each under a tenth of its
 # write limit at 1,000 calls a second (docs/scale.md).
 FACTS = Spread("FACT", 32)

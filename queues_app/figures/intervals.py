@@ -119,7 +119,7 @@ def _count_in_queue(intervals: list[Interval]) -> None:
         for name, shown in [("all", interval.overall), *interval.by_combination.items()]:
             figures, so_far = shown.figures, waiting.get(name, 0)
             if so_far is not None and (figures.offered_counted or not figures.left_the_line):
-                so_far += figures.offered - figures.left_the_line
+                so_far += figures.offered - figures.gone
                 waiting[name], shown.in_queue = so_far, max(0, so_far)
             else:
                 waiting[name] = None

@@ -93,6 +93,8 @@ def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str,
         return {"answered": 1, "answered_within": within, "wait_sum": seconds, "offered": 0}, {"wait_max": seconds}
     if kind == facts.ABANDONED:
         return {"abandoned": 1, "abandoned_wait_sum": seconds, "offered": 0}, {"wait_max": seconds}
+    if kind == facts.OVERFLOWED:  # neither for nor against the service level
+        return {"overflowed": 1, "offered": 0}, {"wait_max": seconds}
     return {"handled": 1, "handle_sum": seconds}, {}
 
 
@@ -123,6 +125,7 @@ class Figures:
     wait_max: float | None = None
     handled: int = 0
     handle_sum: float = 0.0
+    overflowed: int = 0  # ended unanswered past their line's limit
 
     def add(self, values: dict[str, float]) -> None:
         if "offered" in values:
@@ -135,6 +138,7 @@ class Figures:
         self.wait_sum += values.get("wait_sum", 0.0)
         self.abandoned += int(values.get("abandoned", 0))
         self.abandoned_wait_sum += values.get("abandoned_wait_sum", 0.0)
+        self.overflowed += int(values.get("overflowed", 0))
         peak = values.get("wait_max")
         if peak is not None and (self.wait_max is None or peak > self.wait_max):
             self.wait_max = peak
@@ -143,6 +147,11 @@ class Figures:
     def left_the_line(self) -> int:
         """Callers who stopped waiting in the window: answered or abandoned."""
         return self.answered + self.abandoned
+
+    @property
+    def gone(self) -> int:
+        """Callers no longer in line by the window's end: answered, abandoned or overflowed."""
+        return self.left_the_line + self.overflowed
 
     @property
     def service_level(self) -> float | None:

@@ -44,6 +44,7 @@ class UserError:
     fields: dict[str, str] | None = None  # input field -> what is wrong with it
     trace_id: str | None = None  # on 5xx: where the operators find the details in the log
     current: dict | None = None  # on a conflict: the items named, as they are now, by kind
+    refusal: dict | None = None  # a caller refused: why ("closed", "full"), the line, when it opens
 
     def __post_init__(self) -> None:
         self.bound()
@@ -64,6 +65,8 @@ class UserError:
             body["fields"] = dict(self.fields)
         if self.current:
             body["current"] = self.current
+        if self.refusal:
+            body.update(self.refusal)
         if self.trace_id:
             body["trace_id"] = self.trace_id
         return body
@@ -192,6 +195,15 @@ TOLD: list[tuple[type[Exception], Told]] = [
     (errors.Throttled, Told(503, "DynamoDB is busy", retry_after=2)),
     (errors.NotFound, Told(404, "Not found")),
     (
+        errors.Refused,
+        Told(
+            409,
+            "Caller refused",
+            "The line takes no caller now: route the caller elsewhere or tell them when it opens.",
+            more=lambda exc: {"refusal": exc.as_json()},
+        ),
+    ),
+    (
         errors.Conflict,
         Told(
             409,
@@ -209,7 +221,10 @@ TOLD: list[tuple[type[Exception], Told]] = [
             more=lambda exc: {"fields": {"Idempotency-Key": "was used for a different request"}},
         ),
     ),
-    (errors.InvalidRequest, Told(400, "Invalid request")),
+    (
+        errors.InvalidRequest,
+        Told(400, "Invalid request", more=lambda exc: {"fields": {exc.field: exc.message}} if exc.field else {}),
+    ),
 ]
 
 

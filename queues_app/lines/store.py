@@ -6,6 +6,9 @@ the first of two made from the same one)."""
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
+import weakref
 from collections.abc import Mapping, Sequence
 
 from queues_app.ddb import errors
@@ -15,6 +18,14 @@ from queues_app.lines.records import Defaults, Line, LineError, check_together, 
 
 LINES_PK = "LINES"
 STORED = ("pk", "sk")
+# How long a process routes by the lines it read: a change made elsewhere reaches every
+# host within this (the process that made it, at once).
+LINES_MAX_AGE_SECONDS = 5.0
+# The lines each client (the process's DynamoDB client, `ddb.client.default`) last read:
+# (when, the lines). Kept on the client, so another client (a test's, a new endpoint's)
+# starts afresh.
+_READ: weakref.WeakKeyDictionary[Dynamo, tuple[float, list[Line]]] = weakref.WeakKeyDictionary()
+_READ_LOCK = threading.Lock()
 
 
 class LineStore:
@@ -25,7 +36,27 @@ class LineStore:
     def configured(self) -> list[Line]:
         """The lines configured, by id (one strongly consistent Query)."""
         items = self.db.partition_items(self.table, LINES_PK, ConsistentRead=True)
-        return sorted((self._line(item) for item in items), key=lambda line: line.line_id)
+        lines = sorted((self._line(item) for item in items), key=lambda line: line.line_id)
+        with _READ_LOCK:
+            _READ[self.db] = (time.monotonic(), lines)
+        return lines
+
+    def current(self) -> list[Line]:
+        """The centre's lines as routing uses them: read at most LINES_MAX_AGE_SECONDS ago
+        by this process (so a caller's arrival costs no read of them)."""
+        with _READ_LOCK:
+            read = _READ.get(self.db)
+        if read is None or time.monotonic() - read[0] > LINES_MAX_AGE_SECONDS:
+            return self.configured() or [main_line(self.defaults)]
+        return read[1] or [main_line(self.defaults)]
+
+    def current_line(self, line_id: str) -> Line | None:
+        return next((line for line in self.current() if line.line_id == line_id), None)
+
+    def forget(self) -> None:
+        """Read the lines again at the next use (after this process changed them)."""
+        with _READ_LOCK:
+            _READ.pop(self.db, None)
 
     def all(self) -> list[Line]:
         """The centre's lines: those configured, or `main` alone when none is."""
@@ -42,13 +73,16 @@ class LineStore:
         stored line with its new version. A change made from an older version is a
         Conflict; so is a line that breaks what lines must hold together (an overflow to
         a line that does not exist, or in a circle), checked against the lines as read."""
-        line = parse(data, dimensions=self.dimensions, defaults=self.defaults)
+        try:
+            line = parse(data, dimensions=self.dimensions, defaults=self.defaults)
+        except LineError as exc:
+            raise errors.InvalidRequest(str(exc), field=exc.field) from exc
         others = [other for other in self.configured() if other.line_id != line.line_id]
         stored = dataclasses.replace(line, version=line.version + 1)
         try:
             check_together([stored, *others])  # a circle is told from the line being changed
         except LineError as exc:
-            raise errors.InvalidRequest(str(exc)) from exc
+            raise errors.InvalidRequest(str(exc), field=exc.field) from exc
         condition = "attribute_not_exists(pk)" if line.version == 0 else "version = :expected"
         values = {} if line.version == 0 else {":expected": {"N": str(line.version)}}
         try:
@@ -68,7 +102,36 @@ class LineStore:
             raise errors.Conflict(
                 f"Line {line.line_id!r} changed since version {line.version}: it is at version {now.version}."
             ) from exc
+        finally:
+            self.forget()
         return stored
+
+    def delete(self, line_id: str, version: int, *, waiting: int) -> Line:
+        """Remove a line, from the version read, while nobody waits on it (`waiting`, as
+        counted) and no other line overflows to it. Returns the line as it was."""
+        line = self.get(line_id) if self.configured() else None
+        if line is None or line.version == 0:
+            raise errors.NotFound(f"No line {line_id!r}.")
+        if line.version != version:
+            raise errors.Conflict(f"Line {line_id!r} changed since version {version}: it is at version {line.version}.")
+        if waiting:
+            raise errors.Conflict(f"Line {line_id!r} has {waiting:,} callers waiting: it is removed once nobody waits.")
+        into = [other.line_id for other in self.configured() if other.overflow and other.overflow.to_line == line_id]
+        if into:
+            raise errors.Conflict(f"Line {line_id!r} takes the overflow of {', '.join(into)}: change those first.")
+        try:
+            self.db.call(
+                "delete_item",
+                TableName=self.table,
+                Key=marshal({"pk": LINES_PK, "sk": line_id}),
+                ConditionExpression="version = :expected",
+                ExpressionAttributeValues={":expected": {"N": str(version)}},
+            )
+        except errors.Conflict as exc:
+            raise errors.Conflict(f"Line {line_id!r} changed or was removed meanwhile; read it again.") from exc
+        finally:
+            self.forget()
+        return line
 
     def _line(self, item: dict) -> Line:
         """A stored line, read back through `parse` (numbers come back as ints and floats)."""

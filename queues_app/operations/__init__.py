@@ -12,6 +12,7 @@ from queues_app.facades import Verb
 from queues_app.operations.agents import AgentOperations
 from queues_app.operations.base import Recorder
 from queues_app.operations.calls import CallOperations
+from queues_app.operations.lines import LineOperations
 from queues_app.operations.shipments import ShipmentOperations
 
 
@@ -34,6 +35,9 @@ class Operations:
     answered = Verb("on_call", CallOperations.answered)
     transfer = Verb("on_call", CallOperations.transfer)
 
+    put_line = Verb("on_line", LineOperations.put_line)
+    delete_line = Verb("on_line", LineOperations.delete_line)
+
     submit_shipment = Verb("on_shipment", ShipmentOperations.submit_shipment)
     touch = Verb("on_shipment", ShipmentOperations.touch)
     set_priority = Verb("on_shipment", ShipmentOperations.set_priority)
@@ -53,6 +57,7 @@ class Operations:
         self.on_agent = AgentOperations(self.recorder)
         self.on_call = CallOperations(self.recorder)
         self.on_shipment = ShipmentOperations(self.recorder)
+        self.on_line = LineOperations(self.recorder)
 
     @classmethod
     def for_request(cls, request, source: str = "page") -> Operations:

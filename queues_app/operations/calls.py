@@ -29,17 +29,20 @@ class CallOperations:
         order: str | None = None,
         idempotency_key: str | None = None,
         callback: str | None = None,
+        line: str | None = None,
     ) -> tuple[Call, bool]:
         if idempotency_key:
             # A retry is answered before the backlog gate: its call exists already, so a
             # refusal would only make the client retry something that has been done.
             key = idempotency_key
-            retried = self.call_center.find_retry(preferences, priority=priority, order=order, idempotency_key=key)
+            retried = self.call_center.find_retry(
+                preferences, priority=priority, order=order, idempotency_key=key, line=line
+            )
             if retried:
                 return retried, False
         BackpressureGate(self.db).check(counters.CALLS)
         call, created = self.call_center.create_call(
-            preferences, priority=priority, order=order, idempotency_key=idempotency_key, callback=callback
+            preferences, priority=priority, order=order, idempotency_key=idempotency_key, callback=callback, line=line
         )
         if created and call.agent_id:
             given = "offered" if call.offer_sk else "assigned"
@@ -47,7 +50,10 @@ class CallOperations:
             assigned = self.system.agent_assigned(call, self.recorder.actor, self.recorder.source)
             self.recorder.record(named.CALL_CREATED, "call", call.call_id, summary, None, call, assigned)
         elif created:
-            self.recorder.record(named.CALL_CREATED, "call", call.call_id, "new call, waiting", None, call)
+            summary = "new call, waiting" + (f" on {call.line}" if call.line else "")
+            if call.overflowed:
+                summary += f" (line {call.overflowed[0]['from']} was full)"
+            self.recorder.record(named.CALL_CREATED, "call", call.call_id, summary, None, call)
         return call, created
 
     def abandon_call(self, call_id: str) -> Outcome:

@@ -3,22 +3,32 @@ time, then is offered to the queues again."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from queues_app.agents.skills import ANY
 from queues_app.calls.records import Call, CallStatus
-from queues_app.calls.store import RELAXED, Calls
+from queues_app.calls.store import ENDED_CALL_RETENTION, RELAXED, Calls
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import errors
-from queues_app.ddb.clock import from_iso, to_iso
+from queues_app.ddb.clock import centre_zone, from_iso, to_iso
 from queues_app.ddb.codec import marshal
-from queues_app.routing.line import WaitingLine
+from queues_app.event_names import CALL_OVERFLOWED
+from queues_app.figures import facts
+from queues_app.lines import entry
+from queues_app.lines.records import Line
+from queues_app.lines.store import LineStore
+from queues_app.routing.line import WaitingLine, with_line_requires, without_line_requires
 from queues_app.routing.matching import Matcher
 
 log = logging.getLogger(__name__)
+
+# Callers past the shortest `max_wait_seconds` read per pass, oldest first: the next pass
+# reads on from the same place when a pass could not move them all.
+OVERFLOW_READ_CAP = 500
 
 
 @dataclass(frozen=True)
@@ -47,9 +57,11 @@ class Escalator:
         line: WaitingLine,
         matcher: Matcher,
         policy: EscalationPolicy | None = None,
+        lines: LineStore | None = None,
     ):
         self.table, self.calls, self.line, self.matcher = table, calls, line, matcher
         self._policy = policy
+        self.lines = lines
 
     @property
     def policy(self) -> EscalationPolicy:
@@ -65,8 +77,9 @@ class Escalator:
         callers due (the `waiting_to_relax` index: last change before now minus
         `after_seconds`) are read, however long the line.
         """
-        policy, changed = self.policy, []
+        policy, changed = self.policy, self.overflow()
         moment = self.table.clock()
+        required = {line.line_id: line.requires for line in self.lines.current()} if self.lines else {}
         for waiting in list(self.line.due_for_relaxing(moment - timedelta(seconds=policy.after_seconds))):
             _priority, arrived_at, call_id = keys.parse_wait_position(waiting["sk"])
             arrived = from_iso(arrived_at)
@@ -74,19 +87,20 @@ class Escalator:
             call = self.calls.find(call_id)
             if not call or call.status != CallStatus.WAITING:
                 continue
-            relaxable = [d for d in policy.order[:steps_due] if call.preferences.get(d) is not ANY]
+            kept = required.get(call.line or "", {})  # what the line requires is never relaxed
+            relaxable = [d for d in policy.order[:steps_due] if call.preferences.get(d) is not ANY and d not in kept]
             if not relaxable:
-                self._nothing_to_relax(call, policy)
+                self._nothing_to_relax(call, policy, kept)
                 continue
             relaxed = self._relax(call, relaxable, moment, policy)
             if relaxed:
                 changed.append(self.matcher.match(relaxed, new_call=False) or relaxed)
         return changed
 
-    def _nothing_to_relax(self, call: Call, policy: EscalationPolicy) -> None:
+    def _nothing_to_relax(self, call: Call, policy: EscalationPolicy, kept=None) -> None:
         """A due caller with nothing to relax yet waits for the next step; with nothing the
-        policy would ever relax, they leave the index for good."""
-        left = [d for d in policy.order if call.preferences.get(d) is not ANY]
+        policy would ever relax (what their line requires stays), they leave the index."""
+        left = [d for d in policy.order if call.preferences.get(d) is not ANY and d not in (kept or {})]
         update = "SET relax_at = :now" if left else "REMOVE relax_q, relax_at"
         try:
             self.table.transact(
@@ -130,7 +144,7 @@ class Escalator:
                         },
                         condition="#status = :waiting AND version = :version",
                     ),
-                    *self.table.leave_line_actions(call),
+                    *self.table.leave_line_actions(call, line_too=False),  # same line, new place
                     {"Put": {"TableName": self.table.name, "Item": marshal(new_place)}},
                     *self.table.count_updates(self.table.wanted(preferences), +1),
                     *self.table.event_actions(RELAXED, relaxed),
@@ -140,3 +154,128 @@ class Escalator:
             return None  # assigned or changed meanwhile
         log.info("call %s: relaxed %s after waiting", call.call_id, ", ".join(dimensions))
         return relaxed
+
+    # --- callers past their line's max_wait_seconds --------------------------------------
+
+    def overflow(self) -> list[Call]:
+        """Move every caller who has waited on their line past its `max_wait_seconds` to
+        where its overflow leads (another line, keeping their arrival), or end their call
+        (`overflowed`, with the overflow's reason): exactly once, each move conditioned on
+        the call's version, so a caller answered at the same moment ends in one place.
+        Time on a line counts from when the caller entered it."""
+        if self.lines is None:
+            return []
+        lines = self.lines.current()
+        limits = {line.line_id: line.max_wait_seconds for line in lines if line.max_wait_seconds}
+        if not limits:
+            return []
+        by_id = {line.line_id: line for line in lines}
+        moment = self.table.clock()
+        moved: list[Call] = []
+        earliest = moment - timedelta(seconds=min(limits.values()))
+        for _arrived, call_id, line_id in itertools.islice(self.line.waited_past(earliest), OVERFLOW_READ_CAP):
+            limit = limits.get(line_id or "")
+            if limit is None or line_id is None:
+                continue
+            call = self.calls.find(call_id)
+            if not call or call.status != CallStatus.WAITING or call.line != line_id:
+                continue
+            entered = from_iso(call.overflowed[-1]["at"] if call.overflowed else call.arrived_at)
+            if entered and (moment - entered).total_seconds() < limit:
+                continue
+            done = self._overflow(call, by_id[line_id], lines, moment)
+            if done is not None:
+                moved.append(done)
+        return moved
+
+    def _overflow(self, call: Call, line: Line, lines: list[Line], moment: datetime) -> Call | None:
+        target = entry.overflow_target(line, lines, moment, centre_zone())
+        stamp = to_iso(moment)
+        if target is None:
+            return self._end_overflowed(call, entry.end_reason(line, lines), stamp, moment)
+        moved = Call(**{**call.__dict__})
+        moved.preferences = with_line_requires(without_line_requires(call.preferences, line), target)
+        moved.line, moved.version = target.line_id, call.version + 1
+        moved.overflowed = [*call.overflowed, {"from": line.line_id, "to": target.line_id, "at": stamp}]
+        moved.relaxed = []  # the new line's requirements are where relaxing starts again
+        place = self.line.wait_item(moved, relax_from=stamp)
+        old_wanted, new_wanted = self.table.wanted(call.preferences), self.table.wanted(moved.preferences)
+        if old_wanted == new_wanted:  # the same partition: the place is rewritten where it is
+            places = [
+                {
+                    "Put": {
+                        "TableName": self.table.name,
+                        "Item": marshal(place),
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                },
+                *self.table.line_count_update(call.line, -1),
+            ]
+        else:
+            places = [
+                *self.table.leave_line_actions(call),
+                {"Put": {"TableName": self.table.name, "Item": marshal(place)}},
+                *self.table.count_updates(new_wanted, +1),
+            ]
+        try:
+            self.table.transact(
+                [
+                    self._call_update(
+                        call,
+                        "SET preferences = :prefs, line = :line, overflowed = :overflowed, relaxed = :relaxed, "
+                        "version = version + :one",
+                        {
+                            ":prefs": {k: v for k, v in moved.preferences.items() if v is not ANY},
+                            ":line": target.line_id,
+                            ":overflowed": moved.overflowed,
+                            ":relaxed": [],
+                        },
+                    ),
+                    *places,
+                    *self.table.line_count_update(target.line_id, +1, below=target.max_waiting),
+                    *self.table.event_actions(CALL_OVERFLOWED, moved),
+                ]
+            )
+        except errors.TransactionCancelled:
+            return None  # answered, abandoned or moved meanwhile, or the target is full: next pass
+        log.info("call %s: overflowed from line %s to %s", call.call_id, line.line_id, target.line_id)
+        return self.matcher.match(moved, new_call=False) or moved
+
+    def _end_overflowed(self, call: Call, reason: str, stamp: str, moment: datetime) -> Call | None:
+        ended = Call(**{**call.__dict__})
+        ended.status, ended.ended_at, ended.end_reason, ended.wait_sk = CallStatus.OVERFLOWED, stamp, reason, None
+        ended.version = call.version + 1
+        ended.overflowed = [*call.overflowed, {"from": call.line, "end": reason, "at": stamp}]
+        try:
+            self.table.transact(
+                [
+                    self._call_update(
+                        call,
+                        "SET #status = :new_status, ended_at = :now, end_reason = :reason, overflowed = :overflowed, "
+                        "expires_at = :expires, version = version + :one REMOVE wait_sk",
+                        {
+                            ":overflowed": ended.overflowed,
+                            ":now": stamp,
+                            ":reason": reason,
+                            ":expires": int((moment + ENDED_CALL_RETENTION).timestamp()),
+                        },
+                        status=CallStatus.OVERFLOWED,
+                    ),
+                    *self.table.leave_line_actions(call),
+                    *self.table.event_actions(CALL_OVERFLOWED, ended),
+                    self.table.fact_action(facts.OVERFLOWED, ended, stamp),
+                ]
+            )
+        except errors.TransactionCancelled:
+            return None  # answered or abandoned meanwhile
+        log.info("call %s: ended past line %s's max wait (%s)", call.call_id, call.line, reason)
+        return ended
+
+    def _call_update(self, call: Call, update: str, values: dict, *, status: str | None = None) -> dict:
+        """The change of a waiting call, conditioned on it still waiting at the version read."""
+        return self.table.update(
+            keys.call(call.call_id),
+            update,
+            {**values, ":new_status": status, ":one": 1, ":waiting": CallStatus.WAITING, ":version": call.version},
+            condition="#status = :waiting AND version = :version",
+        )

@@ -29,6 +29,35 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import SortedMerge
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_TO_RELAX, Index
 from queues_app.figures import facts
+from queues_app.lines.records import Line
+
+
+def with_line_requires(preferences: dict, line: Line) -> dict:
+    """The caller's preferences with what their line requires: a dimension the caller left
+    open takes the line's value; one they set otherwise is refused, naming it."""
+    merged = dict(preferences)
+    for dimension, value in line.requires.items():
+        asked = merged.get(dimension, ANY)
+        if asked is not ANY and asked != value:
+            raise errors.InvalidRequest(
+                f"line {line.line_id!r} takes {dimension} {value} only; this caller asked for {asked}.",
+                field=f"preferences.{dimension}",
+            )
+        merged[dimension] = value
+    return merged
+
+
+def without_line_requires(preferences: dict, line: Line) -> dict:
+    """The preferences with what `line` required opened up again (leaving the line)."""
+    return {name: (ANY if name in line.requires else value) for name, value in preferences.items()}
+
+
+class LineFull(Exception):
+    """The caller's line has `max_waiting` callers waiting already."""
+
+    def __init__(self, line_id: str, max_waiting: int):
+        super().__init__(f"Line {line_id!r} has {max_waiting:,} callers waiting, its most.")
+        self.line_id, self.max_waiting = line_id, max_waiting
 
 
 class WaitingLine:
@@ -41,26 +70,33 @@ class WaitingLine:
 
     # --- joining and leaving ----------------------------------------------------------
 
-    def start_waiting(self, call: Call) -> Call:
+    def start_waiting(self, call: Call, *, max_waiting: int | None = None) -> Call:
+        """The caller waits: their record, their place, their partition's and their line's
+        counts, in one transaction. With `max_waiting`, only while their line has fewer
+        callers waiting (`LineFull` otherwise)."""
         call.wait_sk = keys.wait_position(call.priority, call.arrived_at, call.call_id)
+        actions = [
+            {
+                "Put": {
+                    "TableName": self.table.name,
+                    "Item": marshal(call_to_item(call)),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
+            *self.table.count_updates(self.table.wanted(call.preferences), +1),
+            self.table.fact_action(facts.OFFERED, call, call.arrived_at),  # it entered the line
+        ]
+        line_count = len(actions)
+        actions += self.table.line_count_update(call.line, +1, below=max_waiting)
         try:
-            self.table.transact(
-                [
-                    {
-                        "Put": {
-                            "TableName": self.table.name,
-                            "Item": marshal(call_to_item(call)),
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
-                    *self.table.count_updates(self.table.wanted(call.preferences), +1),
-                    self.table.fact_action(facts.OFFERED, call, call.arrived_at),  # it entered the line
-                ]
-            )
+            self.table.transact(actions)
         except errors.TransactionCancelled as exc:
-            if exc.failed_indexes("ConditionalCheckFailed") == [0]:
+            failed = exc.failed_indexes("ConditionalCheckFailed")
+            if failed == [0]:
                 raise CallExists() from exc
+            if failed == [line_count]:
+                raise LineFull(call.line or "", max_waiting or 0) from exc
             raise
         return call
 
@@ -77,7 +113,7 @@ class WaitingLine:
             "arrived_at": call.arrived_at,
             "preferences": {k: v for k, v in call.preferences.items() if v is not ANY},
             "wait_q": shard,
-            "wait_since": f"{call.arrived_at}#{call.call_id}",
+            "wait_since": keys.wait_since(call.arrived_at, call.call_id, call.line),
         }
         if any(v is not ANY for v in call.preferences.values()):
             item.update(relax_q=shard, relax_at=relax_from or call.arrived_at)
@@ -143,6 +179,7 @@ class WaitingLine:
             ),
             {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(back))}},
             *self.table.count_updates(self.table.wanted(back.preferences), +1),
+            *self.table.line_count_update(back.line, +1),
         ]
 
     def load(self, calls: list[Call], *, at_once: int = 1) -> int:
@@ -151,7 +188,10 @@ class WaitingLine:
         its count. Returns how many were loaded."""
         items: list[dict] = []
         counts: dict[tuple[str, ...], int] = {}
+        on_lines: dict[str, int] = {}
         for call in calls:
+            if call.line is not None:
+                on_lines[call.line] = on_lines.get(call.line, 0) + 1
             call.status = CallStatus.WAITING
             call.wait_sk = keys.wait_position(call.priority, call.arrived_at, call.call_id)
             items += [call_to_item(call), self.wait_item(call)]
@@ -164,7 +204,15 @@ class WaitingLine:
             batch.load_items(self.db, facts_table, [unmarshal(put["Item"]) for put in offered], at_once=at_once)
         for wanted, n in counts.items():
             self.table.transact(self.table.count_updates(wanted, n))
+        for line_id, n in on_lines.items():
+            self.table.transact(self.table.line_count_update(line_id, n))
         return len(calls)
+
+    def on_line(self, line_ids: list[str]) -> dict[str, int]:
+        """How many callers wait on each line (one BatchGetItem of their counts)."""
+        found = batch.get_items(self.db, self.table.name, [keys.line_waiting(i) for i in line_ids], consistent=True)
+        counted = {item["line_id"]: max(0, int(item.get("waiting", 0))) for item in found if "line_id" in item}
+        return {line_id: counted.get(line_id, 0) for line_id in line_ids}
 
     # --- an agent coming back ---------------------------------------------------------
 
@@ -261,7 +309,7 @@ class WaitingLine:
         """When the caller who has waited longest arrived (one Limit-1 Query per index
         partition of `waiting_by_arrival`), or None when nobody waits."""
         oldest = next(self._by_arrival(page_size=1), None)
-        return oldest["wait_since"].rsplit("#", 1)[0] if oldest else None
+        return keys.parse_wait_since(oldest["wait_since"])[0] if oldest else None
 
     def oldest_by_partition(self, partitions: set[tuple[str, ...]], *, cap: int = 1000) -> dict:
         """When the longest-waiting caller of each partition arrived: the line by arrival,
@@ -273,10 +321,33 @@ class WaitingLine:
         for item in itertools.islice(by_arrival, cap):
             wanted = tuple(item["pk"].removeprefix(keys.WAIT_PREFIX).split("#"))
             if wanted in partitions and wanted not in oldest:
-                oldest[wanted] = item["wait_since"].rsplit("#", 1)[0]
+                oldest[wanted] = keys.parse_wait_since(item["wait_since"])[0]
                 if len(oldest) == len(partitions):
                     break
         return oldest
+
+    def oldest_by_line(self, line_ids: set[str], *, cap: int = 1000) -> dict[str, str]:
+        """When the longest-waiting caller of each line arrived: the line by arrival, read
+        until every line asked for has shown up (or `cap` callers were read)."""
+        oldest: dict[str, str] = {}
+        if not line_ids:
+            return oldest
+        for item in itertools.islice(self._by_arrival(page_size=min(cap, 100)), cap):
+            arrived, line_id = keys.parse_wait_since(item["wait_since"])
+            if line_id in line_ids and line_id not in oldest:
+                oldest[line_id] = arrived
+                if len(oldest) == len(line_ids):
+                    break
+        return oldest
+
+    def waited_past(self, before: datetime, page_size: int = 100) -> Iterator[tuple[str, str, str | None]]:
+        """Callers who arrived before `before`, oldest first: (arrival, call id, line)."""
+        cutoff = to_iso(before)
+        for item in self._by_arrival(page_size=page_size):
+            arrived, line_id = keys.parse_wait_since(item["wait_since"])
+            if arrived >= cutoff:
+                return
+            yield arrived, keys.parse_wait_position(item["sk"])[2], line_id
 
     def due_for_relaxing(self, before: datetime, page_size: int = 100) -> Iterator[dict]:
         """Callers with preferences left to relax whose last change (or arrival) came

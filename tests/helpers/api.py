@@ -31,6 +31,10 @@ OPERATIONS = {
     ("get", "/api/callback"),
     ("put", "/api/callback"),
     ("delete", "/api/callback"),
+    ("get", "/api/lines"),
+    ("get", "/api/lines/{line_id}"),
+    ("put", "/api/lines/{line_id}"),
+    ("delete", "/api/lines/{line_id}"),
 }
 
 
@@ -51,6 +55,13 @@ class Api:
     def post(self, path, body=None, *, raw=None, **extra):
         data = raw if raw is not None else ("" if body is None else json.dumps(body))
         return self.client.post(path, data=data, content_type="application/json", **self._headers(extra))
+
+    def put(self, path, body=None, **extra):
+        data = "" if body is None else json.dumps(body)
+        return self.client.put(path, data=data, content_type="application/json", **self._headers(extra))
+
+    def delete(self, path, **extra):
+        return self.client.delete(path, **self._headers(extra))
 
     # The agent actions as a phone system sends them: naming what it last read.
 

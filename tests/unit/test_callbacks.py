@@ -49,6 +49,8 @@ def test_a_token_registers_reads_and_removes_its_callback(moto_db, db, issued, s
             "call.transferred",
             "call.abandoned",
             "call.relaxed",
+            "call.refused",
+            "call.overflowed",
         ],
         "previous_secret_until": None,
     }

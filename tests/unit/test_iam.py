@@ -257,6 +257,12 @@ def web(db, staff, token) -> None:
         ("get", "/api/callback", None),
         ("post", "/api/calls", {"preferences": {"language": "French", "gender": "any"}}),
         ("delete", "/api/callback", None),
+        ("put", "/api/lines/sales", {"name": "Sales", "max_waiting": 5, "overflow": {"end": "busy"}}),
+        ("get", "/api/lines", None),
+        ("get", "/api/lines/sales", None),
+        ("post", "/api/calls", {"preferences": {}, "line": "sales"}),
+        ("put", "/api/lines/general", {"name": "General"}),
+        ("delete", "/api/lines/general?version=1", None),
     ]
     with meter.record_access(db.prefix) as log:
         for url, params in gets:

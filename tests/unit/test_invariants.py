@@ -257,6 +257,7 @@ def test_two_calls_assigned_to_the_same_agent_are_reported(router, busy, capsys)
     delete(router, place_in_line(router, extra))
     for copy in range(keys.WAIT_COUNT_COPIES):
         update(router, keys.waiting_count(("English", "F"), copy), "ADD waiting :minus", {":minus": -1})
+    update(router, keys.line_waiting(extra.line or ""), "ADD waiting :minus", {":minus": -1})
     update(
         router,
         keys.call(extra.call_id),
