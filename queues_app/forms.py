@@ -19,6 +19,7 @@ from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.records import QueueOrder
 from queues_app.centre import keys
 from queues_app.ddb.errors import InvalidRequest
+from queues_app.lines.records import LINE_ID, LINE_ID_RULE
 from queues_app.operations.bulk import Seen
 from queues_app.shipments.records import DEFAULT_DLQ_REASON
 
@@ -359,3 +360,103 @@ class CallLookupForm(forms.Form):
 
 class AuditFilterForm(forms.Form):
     target = forms.CharField(required=False, max_length=MAX_TARGET_LENGTH, strip=True, label="Item")
+
+
+WEEKDAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+HOURS_LINE = re.compile(r"^\s*(\w+)\s*(.*)$")
+OVERFLOW_KINDS = [("", "nowhere (no limit)"), ("to_line", "to another line"), ("end", "end the call")]
+
+
+class LineForm(VersionForm):
+    """A line's settings as a supervisor edits them: the hours as one weekday a line
+    (`mon 08:00-18:00 19:00-21:00`), the target in percent. Each value is checked by the
+    lines' own rules (`lines.records.parse`), whose errors come back on the field."""
+
+    line_id = forms.RegexField(regex=LINE_ID, max_length=40, help_text=LINE_ID_RULE)
+    name = forms.CharField(max_length=100, strip=True, validators=[typed_text])
+    service_level_seconds = forms.IntegerField(min_value=0, max_value=86_400, label="Answer within (s)")
+    service_level_target = forms.IntegerField(min_value=1, max_value=99, label="Share answered in time (%)")
+    short_abandon_seconds = forms.IntegerField(min_value=0, max_value=600, initial=0, label="Short abandon (s)")
+    hours = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="One weekday a line: mon 08:00-18:00 19:00-21:00. Empty: always open.",
+    )
+    holidays = forms.CharField(required=False, help_text="Dates the line stays closed: 2026-12-25 2027-01-01")
+    max_waiting = forms.IntegerField(min_value=1, required=False, label="Most callers waiting")
+    max_wait_seconds = forms.IntegerField(min_value=1, required=False, label="Longest wait (s)")
+    overflow_kind = forms.ChoiceField(choices=OVERFLOW_KINDS, required=False, label="Past a limit, callers go")
+    overflow_to = forms.ChoiceField(choices=[], required=False, label="Line")
+    overflow_end = forms.CharField(required=False, max_length=40, label="Reason told to the phone system")
+
+    FIELDS = {"hours": "hours", "holidays": "holidays", "overflow": "overflow_kind", "overflow.to_line": "overflow_to"}
+
+    def __init__(self, *args, catalog: SkillCatalog, others: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.catalog = catalog
+        cast(forms.ChoiceField, self.fields["overflow_to"]).choices = [("", "–"), *[(i, i) for i in others]]
+        for dimension, values in catalog.dimensions:
+            self.fields[skill_field_name(dimension)] = forms.ChoiceField(
+                label=f"Callers need {dimension}", choices=[("", "any"), *[(v, v) for v in values]], required=False
+            )
+
+    @classmethod
+    def initial_for(cls, line) -> dict:
+        data = line.as_dict()
+        hours = data.get("hours") or {}
+        initial = {
+            **{k: v for k, v in data.items() if k not in ("hours", "holidays", "overflow", "requires")},
+            "service_level_target": round(line.service_level_target * 100),
+            "hours": "\n".join(f"{day} " + " ".join(f"{a}-{b}" for a, b in hours[day]) for day in hours),
+            "holidays": " ".join(data.get("holidays") or []),
+            "overflow_kind": "to_line" if line.overflow and line.overflow.to_line else ("end" if line.overflow else ""),
+            "overflow_to": line.overflow.to_line if line.overflow else "",
+            "overflow_end": line.overflow.end if line.overflow and line.overflow.end else "",
+        }
+        initial.update({skill_field_name(d): v for d, v in line.requires.items()})
+        return initial
+
+    def field_for(self, field: str | None) -> str | None:
+        """The form field a line's rule names (`hours.mon[0]` is on `hours`)."""
+        if not field:
+            return None
+        if field.startswith("requires."):
+            return skill_field_name(field.split(".", 1)[1])
+        top = field.split(".")[-1] if field.startswith("lines.") else field
+        top = self.FIELDS.get(top, top).split("[")[0].split(".")[0]
+        return top if top in self.fields else None
+
+    def settings(self) -> dict:
+        """The line as `lines.records.parse` reads it."""
+        data = self.cleaned_data
+        overflow = None
+        if data.get("overflow_kind") == "to_line":
+            overflow = {"to_line": data.get("overflow_to") or ""}
+        elif data.get("overflow_kind") == "end":
+            overflow = {"end": data.get("overflow_end") or ""}
+        return {
+            "line_id": data["line_id"],
+            "name": data["name"],
+            "requires": {d: data.get(skill_field_name(d)) or None for d in self.catalog.names},
+            "service_level_seconds": data["service_level_seconds"],
+            "service_level_target": data["service_level_target"] / 100,
+            "short_abandon_seconds": data.get("short_abandon_seconds") or 0,
+            "hours": self._hours(data.get("hours") or ""),
+            "holidays": (data.get("holidays") or "").replace(",", " ").split(),
+            "max_waiting": data.get("max_waiting"),
+            "max_wait_seconds": data.get("max_wait_seconds"),
+            "overflow": overflow,
+            "version": data.get("version") or 0,
+        }
+
+    def _hours(self, text: str) -> dict | None:
+        if not text.strip():
+            return None
+        hours: dict[str, list[list[str]]] = {}
+        for row in text.splitlines():
+            found = HOURS_LINE.match(row)
+            if not found or not row.strip():
+                continue
+            day, ranges = found.group(1).lower()[:3], found.group(2).replace(",", " ").split()
+            hours[day] = [r.split("-", 1) if "-" in r else [r, ""] for r in ranges]
+        return hours

@@ -26,6 +26,8 @@ PAGES = [
     "/calls/",
     "/calls/find?call_id=zzzz",
     "/queues/",
+    "/lines/",
+    "/lines/new",
     "/shipments/",
     "/shipments/?view=dlq",
     "/tasks/",

@@ -80,6 +80,8 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
         "/calls/",
         f"/calls/{agent.call_id}/",
         "/queues/",
+        "/lines/",
+        "/lines/new",
         "/shipments/",
         "/shipments/?view=dlq",
         f"/shipments/{shipment.shipment_id}/",

@@ -34,7 +34,18 @@ MENU = [
     "Wallboard",
     "Admin",
 ]
-TOP_LEVEL = ["/", "/agents/", "/calls/", "/queues/", "/shipments/", "/tasks/", "/audit/", "/reports/", "/system/"]
+TOP_LEVEL = [
+    "/",
+    "/agents/",
+    "/calls/",
+    "/queues/",
+    "/lines/",
+    "/shipments/",
+    "/tasks/",
+    "/audit/",
+    "/reports/",
+    "/system/",
+]
 
 
 @pytest.fixture

@@ -134,6 +134,8 @@ def web(db, staff, token) -> None:
         (f"/calls/{call.call_id}/", {}),
         (f"/calls/{waiting.call_id}/", {}),
         ("/queues/", {}),
+        ("/lines/", {}),
+        ("/lines/new", {}),
         *[("/shipments/", {"view": v}) for v in ("queue", "in_flight", "delayed", "dlq")],
         ("/shipments/", {"queue": "spillover"}),
         ("/shipments/", {"view": "queue", "cursor": cursors["queue"]}),
@@ -220,6 +222,21 @@ def web(db, staff, token) -> None:
             for action in ("touch", "dlq", "restore")
         ],
         ("/system/htmx-check/", {}),
+        (
+            "/lines/new",
+            {"line_id": "billing", "name": "Billing", "service_level_seconds": "20", "service_level_target": "80"},
+        ),
+        (
+            "/lines/billing/",
+            {
+                "line_id": "billing",
+                "name": "Bills",
+                "service_level_seconds": "20",
+                "service_level_target": "80",
+                "version": "1",
+            },
+        ),
+        ("/lines/billing/delete", {"version": "2", "confirmed": "1"}),
         (f"/calls/{hangs_up.call_id}/abandon", {"confirmed": "1"}),
     ]
     api = Client()
