@@ -31,7 +31,9 @@ from queues_app.api.schemas import (
 from queues_app.calls.records import Call, QueueOrder
 from queues_app.calls.transfers import Transfer
 from queues_app.centre import keys
+from queues_app.figures.service_level import ServiceLevelReader
 from queues_app.lines.records import LINE_ID_RULE
+from queues_app.routing.standing import standing_of
 from queues_app.serializers import call_to_json
 
 router = Router()
@@ -115,6 +117,16 @@ class TransferIn(InputSchema):
 
 class NothingIn(InputSchema):
     """No fields: an empty body, `{}` or no body at all."""
+
+
+class CallDetailOut(CallOut):
+    position: int | None = Field(
+        description="While it waits: how many callers any agent who fits this one takes first, plus one."
+    )
+    estimated_wait_seconds: float | None = Field(
+        description="While it waits: its position over the rate callers like it were answered in the last 15 "
+        "minutes; null when none was (no basis) or it does not wait."
+    )
 
 
 class CallsPageOut(Schema):
@@ -214,11 +226,19 @@ def list_calls(
     url_name="api-call",
     operation_id="getCall",
     summary="Read a call",
-    **answers({200: (CallOut, "The call as it is now.", ())}, 400, 404, *READS),
+    **answers({200: (CallDetailOut, "The call as it is now.", ())}, 400, 404, *READS),
 )
 def call_detail(request: HttpRequest, call_id: ItemId):
-    """The call: its status, preferences, the agent who took it and why."""
-    return call_to_json(get_call_center().get_call(call_id))
+    """The call: its status, preferences, the agent who took it and why; while it waits,
+    where it stands (`position`, `estimated_wait_seconds`)."""
+    center = get_call_center()
+    call = center.get_call(call_id)
+    standing = standing_of(center.line, ServiceLevelReader(center.db), call)
+    return {
+        **call_to_json(call),
+        "position": standing.position if standing else None,
+        "estimated_wait_seconds": standing.estimated_wait_seconds if standing else None,
+    }
 
 
 @router.post(

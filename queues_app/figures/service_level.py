@@ -226,6 +226,13 @@ class Window:
         ]
 
 
+@dataclass(frozen=True)
+class AnswerRates:
+    like: float | None  # callers of the combinations asked about answered a second; None: none answered
+    every: float | None  # callers of every combination answered a second
+    answered_like: int  # how many of those combinations were answered in the window
+
+
 @dataclass
 class ServiceLevel:
     recent: Window
@@ -273,6 +280,33 @@ class ServiceLevelReader:
         """The last 60 minutes (this one included), per combination: one Query."""
         since = counters.minute_of(self.clock() - timedelta(minutes=59))
         return figures_from(self._items(MINUTE_PK, since), "hour", threshold_seconds())
+
+    def answer_rates(self, combinations: set[str]) -> AnswerRates:
+        """How many callers were answered a second lately, of these combinations and of
+        all: over the last `RECENT_MINUTES` minutes, or since the first minute with calls
+        when that is later (a day just begun is not read as slow). One Query."""
+        moment = self.clock()
+        since = counters.minute_of(moment - timedelta(minutes=RECENT_MINUTES - 1))
+        params: dict = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk AND sk >= :since",
+            "ExpressionAttributeValues": {":pk": {"S": MINUTE_PK}, ":since": {"S": since}},
+        }
+        like = every = 0
+        first = None
+        for response in self.db.pages("query", **params):
+            for item in (unmarshal(raw) for raw in response.get("Items", [])):
+                minute, combination = item["sk"].split("#", 1)
+                if "offered" in item or "answered" in item:
+                    first = minute if first is None else min(first, minute)
+                answered = int(item.get("answered", 0))
+                every += answered
+                like += answered if combination in combinations else 0
+        if first is None:
+            return AnswerRates(None, None, 0)
+        began = datetime.strptime(first, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
+        span = max(60.0, (moment - began).total_seconds())
+        return AnswerRates(like / span if like else None, every / span if every else None, like)
 
     def read(self) -> ServiceLevel:
         """The last `RECENT_MINUTES` minutes (this one included) and the centre's today: two Queries."""

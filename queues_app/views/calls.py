@@ -19,10 +19,12 @@ from queues_app.calls.transfers import Transfer
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.errors import InvalidRequest, KeyReused
+from queues_app.figures.service_level import ServiceLevelReader
 from queues_app.forms import AfterCallForm, CallForm, CallLookupForm, TransferForm, errors_in
 from queues_app.http.roles import require_supervisor
 from queues_app.inputs import THEN
 from queues_app.routing.matching import WHY_OUTCOMES
+from queues_app.routing.standing import standing_of
 from queues_app.views.common import (
     ask_first,
     back_url,
@@ -150,6 +152,7 @@ def call_detail(request, call_id: str):
             "transfer": transfer,
             "leg_words": LEG_WORDS,
             "answer_by": call.answer_by,
+            "standing": standing_of(center.line, ServiceLevelReader(center.db), call),
         },
     )
 
