@@ -242,12 +242,17 @@ class CallForm(PreferenceFields, forms.Form):
     # places one caller, as an API client's Idempotency-Key does.
     request_key = forms.RegexField(regex=r"^[0-9a-f]{32}$", required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, catalog: SkillCatalog, **kwargs):
+    line = forms.ChoiceField(choices=[], required=False, label="Line")
+
+    def __init__(self, *args, catalog: SkillCatalog, lines: list[str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.catalog = catalog
         if not self.is_bound:
             self.initial["request_key"] = uuid.uuid4().hex
         self.add_preference_fields()
+        lines = lines or ["main"]
+        cast(forms.ChoiceField, self.fields["line"]).choices = [(i, i) for i in lines]
+        self.initial.setdefault("line", "main" if "main" in lines else lines[0])
 
 
 class TransferForm(PreferenceFields, forms.Form):

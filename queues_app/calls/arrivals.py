@@ -158,7 +158,8 @@ class Arrivals:
         existing = self.calls.find(call_id_for_idempotency_key(idempotency_key))
         if existing and request_digest and existing.request_digest and existing.request_digest != request_digest:
             raise errors.KeyReused(
-                "This idempotency key was first sent with a different request (other preferences, priority or order)."
+                "This idempotency key was first sent with a different request "
+                "(other preferences, priority, order or line)."
             )
         return existing
 

@@ -64,7 +64,8 @@ def _waiting_rows(center: CallCenter, items: list[dict]) -> list[dict]:
 @require_http_methods(["GET", "POST"])
 def calls(request):
     center = CallCenter()
-    form = CallForm(request.POST or None, catalog=center.catalog)
+    lines = [line.line_id for line in center.lines.all()]
+    form = CallForm(request.POST or None, catalog=center.catalog, lines=lines)
     if request.method == "POST":
         require_supervisor(request)
         placed = form.is_valid() and _place(request, form)
@@ -91,6 +92,7 @@ def calls(request):
             "ringing": ringing,
             "dimensions": center.catalog.names,
             "any": ANY,
+            "several_lines": len(lines) > 1,
         },
         status=400 if form.errors else 200,
     )
@@ -109,6 +111,7 @@ def _place(request, form: CallForm):
                 priority=form.cleaned_data["priority"],
                 order=form.cleaned_data["order"],
                 idempotency_key=f"page:{request.user.pk}:{key}" if key else None,
+                line=form.cleaned_data.get("line") or None,
             )
         except KeyReused:
             # Drawn again with a new key: sent again, it places a new caller.

@@ -62,3 +62,27 @@ def test_a_viewer_sees_the_lines_but_cannot_change_them(moto_db, viewer_client):
     assert 'data-line="main"' in page and "New line" not in page
     assert viewer_client.post("/lines/new", form()).status_code == 403
     assert CallCenter().lines.configured() == []
+
+
+def test_the_calls_page_asks_for_the_line_once_there_are_several(moto_db, supervisor_client):
+    page = supervisor_client.get("/calls/").content.decode()
+    assert 'name="line" value="main"' in page and '<select name="line"' not in page  # one line: nothing to ask
+    supervisor_client.post("/lines/new", form(line_id="general", name="General", skill_language=""))
+    supervisor_client.post("/lines/new", form())
+    page = supervisor_client.get("/calls/").content.decode()
+    assert '<select name="line"' in page and '<option value="support"' in page
+    key = page.split('name="request_key" value="', 1)[1].split('"', 1)[0]
+    placed = supervisor_client.post(
+        "/calls/",
+        {
+            "line": "support",
+            "skill_language": "any",
+            "skill_gender": "any",
+            "priority": "0",
+            "order": "fifo",
+            "request_key": key,
+        },
+    )
+    assert placed.status_code == 302
+    assert CallCenter().line.on_line(["support"]) == {"support": 1}
+    assert "French" in supervisor_client.get(placed["Location"]).content.decode()  # what support requires

@@ -186,7 +186,14 @@ class Traffic:
             name: self.rng.choice([*values, ANY, ANY])
             for name, values in self.operations.call_center.catalog.dimensions
         }
-        call, _created = self.operations.create_call(preferences, priority=self.rng.choice((0, 0, 0, 1, 2)))
+        lines = [line.line_id for line in self.operations.call_center.lines.current()]
+        try:  # a line of the centre's at random (requiring a value, it may refuse other preferences)
+            call, _created = self.operations.create_call(
+                preferences, priority=self.rng.choice((0, 0, 0, 1, 2)), line=self.rng.choice(lines)
+            )
+        except (errors.Refused, errors.InvalidRequest) as exc:
+            self.say(f"caller ({describe_preferences(preferences)}) not placed: {exc.message}")
+            return
         self.tally.callers += 1
         if call.agent_id:
             self.tally.answered += 1
