@@ -404,6 +404,8 @@ class LineForm(VersionForm):
             self.fields[skill_field_name(dimension)] = forms.ChoiceField(
                 label=f"Callers need {dimension}", choices=[("", "any"), *[(v, v) for v in values]], required=False
             )
+        needs = [skill_field_name(d) for d in catalog.names]
+        self.order_fields(["line_id", "name", *needs])  # what callers need, then the promise and the rest
 
     @classmethod
     def initial_for(cls, line) -> dict:

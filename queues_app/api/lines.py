@@ -11,7 +11,7 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from queues_app import inputs
-from queues_app.api.common import api_operations, get_call_center, note_change
+from queues_app.api.common import api_operations, get_call_center, note_change, replayed
 from queues_app.api.openapi import ITEM_CHANGES, READS, answers
 from queues_app.api.schemas import InputSchema, LineId, Version
 from queues_app.centre.call_center import CallCenter
@@ -156,8 +156,12 @@ def line_detail(request: HttpRequest, line_id: LineId):
     summary="Create or change a line",
     **answers(
         {
-            201: (LineOut, "The line, created (version 1).", ("Location",)),
-            200: (LineOut, "The line, changed: its new `version`.", ()),
+            201: (LineOut, "The line, created (version 1).", ("Location", "Idempotent-Replayed")),
+            200: (
+                LineOut,
+                "The line, changed: its new `version` (`Idempotent-Replayed: true`: this change was made already).",
+                ("Location", "Idempotent-Replayed"),
+            ),
         },
         *ITEM_CHANGES,
     ),
@@ -170,11 +174,12 @@ def put_line(request: HttpRequest, line_id: LineId, payload: LineIn, response: H
     data = {"line_id": line_id, **payload.model_dump(exclude_unset=True)}
     if data.get("version") is None:
         data.pop("version", None)
-    line, created = api_operations(request).put_line(data)
-    note_change(request, "line.put", line.line_id, f"version {line.version}")
+    line, outcome = api_operations(request).put_line(data)
+    note_change(request, "line.put", line.line_id, f"{outcome}, version {line.version}")
     response["Location"] = f"/api/lines/{line.line_id}"
+    replayed(response, outcome == "replayed")
     center = get_call_center()
-    return Status(201 if created else 200, lines_as_they_stand(center, [line])[0])
+    return Status(201 if outcome == "created" else 200, lines_as_they_stand(center, [line])[0])
 
 
 LINE_VERSION = Query(..., description="The line's `version` as you last read it.")

@@ -70,7 +70,8 @@ class LineStore:
 
     def put(self, data: Mapping[str, object]) -> Line:
         """Create a line (`version` 0 or left out) or change one (`version` as read): the
-        stored line with its new version. A change made from an older version is a
+        stored line with its new version (the same change sent again after it was made is
+        answered with the line as it made it). A change made from an older version is a
         Conflict; so is a line that breaks what lines must hold together (an overflow to
         a line that does not exist, or in a circle), checked against the lines as read."""
         try:
@@ -95,6 +96,8 @@ class LineStore:
             )
         except errors.Conflict as exc:
             now = next((other for other in self.configured() if other.line_id == line.line_id), None)
+            if now is not None and now.version == stored.version and same_settings(now, stored):
+                return now  # this change, sent again (a retry after a timeout): done already
             if now is None:
                 raise errors.NotFound(f"No line {line.line_id!r} to change: it was deleted.") from exc
             if line.version == 0:
@@ -137,3 +140,8 @@ class LineStore:
         """A stored line, read back through `parse` (numbers come back as ints and floats)."""
         data = {key: value for key, value in item.items() if key not in STORED}
         return parse(data, dimensions=self.dimensions, defaults=self.defaults)
+
+
+def same_settings(one: Line, other: Line) -> bool:
+    """The same line, whatever their versions."""
+    return dataclasses.replace(one, version=0) == dataclasses.replace(other, version=0)

@@ -16,20 +16,23 @@ class LineOperations:
         self.recorder = recorder
         self.lines = recorder.call_center.lines
 
-    def put_line(self, data: Mapping[str, object]) -> tuple[Line, bool]:
+    def put_line(self, data: Mapping[str, object]) -> tuple[Line, str]:
         """Create the line (no version, or 0) or change it from `version`: (the line as
-        stored, whether it was created)."""
+        stored, and `created`, `changed` or `replayed`: the same change sent again, answered
+        with the line as it made it, recorded once)."""
         line_id = str(data.get("line_id", ""))
         with self.recorder.telling_what_changed("line", line_id):
             before = next((line for line in self.lines.configured() if line.line_id == line_id), None)
             line = self.lines.put(data)
+        if before is not None and before.version == line.version:
+            return line, "replayed"  # the same change sent again: made already, recorded then
         created = line.version == 1
         action = named.LINE_CREATED if created else named.LINE_EDITED
         summary = f"line {line.name} created" if created else f"line {line.name} changed to version {line.version}"
         self.recorder.record(
             action, "line", line.line_id, summary, before.as_dict() if before else None, line.as_dict()
         )
-        return line, created
+        return line, "created" if created else "changed"
 
     def delete_line(self, line_id: str, version: int) -> Line:
         """Remove a line nobody waits on, from the version read."""

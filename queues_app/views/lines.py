@@ -61,14 +61,14 @@ def line_edit(request, line_id: str | None = None):
         form.fields["line_id"].initial = line.line_id
     if request.method == "POST" and form.is_valid():
         try:
-            saved, created = operations(request).put_line(form.settings())
+            saved, outcome = operations(request).put_line(form.settings())
         except InvalidRequest as exc:
             form.add_error(form.field_for(exc.field), exc.message.split(": ", 1)[-1] if exc.field else exc.message)
         except DynamoError as exc:
             form.add_error(None, problem_text(exc)[0])
         else:
-            verb = "Created" if created else "Saved"
-            messages.success(request, f"{verb} line {saved.name} (version {saved.version}).")
+            said = {"created": "Created", "changed": "Saved", "replayed": "Already saved:"}[outcome]
+            messages.success(request, f"{said} line {saved.name} (version {saved.version}).")
             return redirect("lines")
     context = {"form": form, "line": line, "creating": line is None}
     return render(request, "queues_app/line_form.html", context, status=400 if form.errors else 200)

@@ -6,6 +6,8 @@ from datetime import timedelta
 
 import pytest
 
+from queues_app.audit.records import target
+from queues_app.audit.store import AuditTrail
 from queues_app.calls.records import CallStatus
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.clock import centre_zone, from_iso, now
@@ -46,6 +48,19 @@ def test_a_line_is_created_changed_from_its_version_and_a_stale_change_refused(m
     assert "exists already" in again["message"]
     assert api.get("/api/lines/support").json()["service_level_seconds"] == 60
     assert [line["line_id"] for line in api.get("/api/lines").json()["lines"]] == ["support"]
+
+
+def test_a_change_sent_again_after_a_timeout_is_answered_as_made_and_recorded_once(moto_db, api):
+    for _attempt in range(2):
+        created = put_line(api, "sales", service_level_seconds=30)
+    assert created.status_code == 200 and created["Idempotent-Replayed"] == "true"
+    assert created.json()["version"] == 1
+    first = put_line(api, "sales", service_level_seconds=45, version=1)
+    again = put_line(api, "sales", service_level_seconds=45, version=1)
+    assert first["Idempotent-Replayed"] == "false" and again["Idempotent-Replayed"] == "true"
+    assert again.json()["version"] == 2
+    trail = AuditTrail().for_target(target("line", "sales"), limit=10).entries
+    assert sorted(entry.action for entry in trail) == ["line.create", "line.update"]
 
 
 @pytest.mark.parametrize(
