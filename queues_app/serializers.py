@@ -121,13 +121,15 @@ def _round(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def interval_rows(report: DayReport, combination: str | None = None) -> list[dict]:
+def interval_rows(report: DayReport, combination: str | None = None, *, line: str | None = None) -> list[dict]:
     """The rows of an interval report (figures.intervals.DayReport): for each interval,
     the whole centre (`"all"`) then each combination, or only `combination` when given.
     A figure with nothing to average is None."""
     rows = []
     for interval in report.intervals:
-        if combination is None:
+        if line is not None:  # a line's report: its callers, every interval
+            shown = [(ALL, interval.by_combination.get(line, IntervalFigures()))]
+        elif combination is None:
             shown = [(ALL, interval.overall), *sorted(interval.by_combination.items())]
         elif combination == ALL:
             shown = [(ALL, interval.overall)]
@@ -135,15 +137,18 @@ def interval_rows(report: DayReport, combination: str | None = None) -> list[dic
             shown = [(combination, interval.by_combination.get(combination, IntervalFigures()))]
         for name, entry in shown:
             figures = entry.figures
-            occupancy = interval.overall.occupancy.share if name == ALL else None
+            occupancy = interval.overall.occupancy.share if name == ALL and line is None else None
             rows.append(
                 {
                     "start": interval.start.isoformat(),
                     "combination": name,
+                    "line": line,
                     "offered": entry.offered,
                     "answered": figures.answered,
                     "answered_within": figures.answered_within,
                     "abandoned": figures.abandoned,
+                    "short_abandoned": figures.short_abandoned,
+                    "overflowed": figures.overflowed,
                     "in_queue_at_end": entry.in_queue,
                     "service_level": _round(figures.service_level, 4),
                     "asa_seconds": _round(figures.average_speed_of_answer),
@@ -155,13 +160,15 @@ def interval_rows(report: DayReport, combination: str | None = None) -> list[dic
     return rows
 
 
-def interval_report_json(report: DayReport, combination: str | None = None) -> dict:
+def interval_report_json(
+    report: DayReport, combination: str | None = None, *, line: str | None = None, threshold: float | None = None
+) -> dict:
+    seconds = report.threshold_seconds if threshold is None else threshold
     return {
         "date": report.day.isoformat(),
         "time_zone": report.zone,
         "interval_minutes": report.interval_minutes,
-        "service_level_seconds": (
-            int(report.threshold_seconds) if float(report.threshold_seconds).is_integer() else report.threshold_seconds
-        ),
-        "intervals": interval_rows(report, combination),
+        "service_level_seconds": int(seconds) if float(seconds).is_integer() else seconds,
+        "line": line,
+        "intervals": interval_rows(report, combination, line=line),
     }

@@ -59,7 +59,7 @@ class CallCenterTable:
         service level, to write in its own transaction (figures/facts.py)."""
         arrived, left = from_iso(call.arrived_at), from_iso(at)
         wait = (left - arrived).total_seconds() if arrived and left else 0.0
-        return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait)
+        return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait, call.line)
 
     @staticmethod
     def answer_timeout() -> float | None:

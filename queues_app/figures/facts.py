@@ -11,7 +11,8 @@ Items in the metrics table (no TTL: a fact stays until it is counted):
 
     pk FACT#<n>   sk <call id>#<kind>   n = a hash of the call id over SHARDS partitions
 
-Attributes: `kind` (offered, answered, abandoned, ended), `call_id`, `at` (when it
+Attributes: `kind` (offered, answered, abandoned, overflowed, ended), `call_id`, `line`
+(the call's line, when it has one: its figures by the line's promise), `at` (when it
 happened: the interval it counts in), and for an offered, answered or abandoned call
 `combination` (what the caller asked for, `Spanish#any`) and `seconds` (the wait; none
 for an offered call). An ended call's handle time
@@ -59,20 +60,32 @@ def key(call_id: str, kind: str) -> dict[str, str]:
     return {"pk": partition(call_id), "sk": f"{call_id}#{kind}"}
 
 
-def item(kind: str, call_id: str, at: str, combination=None, seconds: float | None = None) -> dict:
+def item(
+    kind: str, call_id: str, at: str, combination=None, seconds: float | None = None, line: str | None = None
+) -> dict:
     if kind not in KINDS:
         raise ValueError(f"a call fact is one of {', '.join(KINDS)}, not {kind!r}")
     fact: dict = {**key(call_id, kind), "kind": kind, "call_id": call_id, "at": at}
+    if line:
+        fact["line"] = line
     if kind != ENDED or seconds is not None:  # an ended call's are read from its record
         fact["combination"] = combination_name(combination)
         fact["seconds"] = round(max(0.0, float(seconds or 0.0)), 3)
     return fact
 
 
-def put_action(db: Dynamo, kind: str, call_id: str, at: str, combination=None, seconds: float | None = None) -> dict:
+def put_action(
+    db: Dynamo,
+    kind: str,
+    call_id: str,
+    at: str,
+    combination=None,
+    seconds: float | None = None,
+    line: str | None = None,
+) -> dict:
     """The Put of a fact, for the change's own transaction. This process's next flush
     counts it (`counters.Recorder.expect_fact`); if the transaction fails, there is
     nothing to count and the flush forgets the key."""
-    fact = item(kind, call_id, at, combination, seconds)
+    fact = item(kind, call_id, at, combination, seconds, line)
     counters.recorder.expect_fact(fact["pk"], fact["sk"])
     return {"Put": {"TableName": db.table("metrics"), "Item": marshal(fact)}}

@@ -17,6 +17,7 @@ from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.figures import counters
 from queues_app.figures.service_level import (
     INTERVAL_PK,
+    LINE_PKS,
     OCCUPANCY,
     Figures,
     Occupancy,
@@ -84,7 +85,9 @@ class IntervalReader:
     def __init__(self, db: Dynamo):
         self.db = db
 
-    def day(self, day: date, interval_minutes: int = 30) -> DayReport:
+    def day(self, day: date, interval_minutes: int = 30, *, by_line: bool = False) -> DayReport:
+        """The day's intervals, by combination (and for the whole centre), or with
+        `by_line` by line, each counted by its own promise."""
         if interval_minutes not in INTERVALS:
             raise ValueError(f"an interval is one of {INTERVALS} minutes")
         start, end = day_bounds(day)
@@ -95,7 +98,11 @@ class IntervalReader:
         params = {
             "TableName": self.db.table("metrics"),
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :from AND :to",
-            "ExpressionAttributeValues": {":pk": {"S": INTERVAL_PK}, ":from": {"S": first}, ":to": {"S": last}},
+            "ExpressionAttributeValues": {
+                ":pk": {"S": LINE_PKS[INTERVAL_PK] if by_line else INTERVAL_PK},
+                ":from": {"S": first},
+                ":to": {"S": last},
+            },
         }
         for response in self.db.pages("query", **params):
             for item in (unmarshal(raw) for raw in response.get("Items", [])):
@@ -126,13 +133,21 @@ def _count_in_queue(intervals: list[Interval]) -> None:
 
 
 def asked_report(
-    db: Dynamo, day: str | None, interval: str | int | None, combination: str | None, *, known: Collection[str]
+    db: Dynamo,
+    day: str | None,
+    interval: str | int | None,
+    combination: str | None,
+    *,
+    known: Collection[str],
+    line: str | None = None,
+    lines: Collection[str] = (),
 ):
     """The report a page, the API or a CSV asks for, from their query's words: the date
     (the centre's today when left out; one of the days reports are kept), 15, 30 or 60
     minutes (30 when left out), and a combination (`Spanish#F`, `any` for no preference,
     `all` for the whole centre) among the `known` ones. InvalidRequest (a 400) for words that
-    cannot be one or a day outside those kept; NotFound (404) for a combination that is none."""
+    cannot be one or a day outside those kept; NotFound (404) for a combination that is none.
+    With `line` (one of `lines`), that line's day, counted by its own promise."""
     today = datetime.now(centre_zone()).date()
     try:
         wanted = date.fromisoformat(day) if day else today
@@ -157,4 +172,10 @@ def asked_report(
         raise InvalidRequest("`combination` is like Spanish#F (`any` for no preference), or `all`.")
     if chosen is not None and chosen != ALL and chosen not in known:
         raise NotFound(f"There is no combination {chosen!r}: a combination is a value of each skill dimension or any.")
+    if line:
+        if chosen is not None:
+            raise InvalidRequest("Ask for a `line` or a `combination`, not both.")
+        if line not in lines:
+            raise NotFound(f"There is no line {line!r}: the lines are {', '.join(lines)}.")
+        return IntervalReader(db).day(wanted, minutes, by_line=True), line
     return IntervalReader(db).day(wanted, minutes), chosen

@@ -40,10 +40,14 @@ from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import centre_date, now
 from queues_app.ddb.codec import unmarshal
 from queues_app.figures import counters, facts
+from queues_app.lines.store import Promise
 
 MINUTE_PK = "SERVICE"
 DAY_PK = "SERVICE_DAY"
 INTERVAL_PK = "SERVICE_INTERVAL"
+# The same three, per line (sk <minute|day|quarter hour>#<line_id>), counted by each
+# line's own promise; apart from the combinations', which add up to the whole centre.
+LINE_PKS = {MINUTE_PK: "LINE_SERVICE", DAY_PK: "LINE_SERVICE_DAY", INTERVAL_PK: "LINE_SERVICE_INTERVAL"}
 INTERVAL_MINUTES = 15  # the stored interval; reports add them up to 30 or 60
 DEFAULT_REPORT_RETENTION_DAYS = 400
 OCCUPANCY = "occupancy"  # the pseudo-combination of the occupancy samples
@@ -80,6 +84,25 @@ def figure_keys(moment: datetime, combination: str) -> list[tuple[str, str, time
         (DAY_PK, f"{centre_date(moment)}#{combination}", None),
         (INTERVAL_PK, f"{interval_start(moment)}#{combination}", report_retention()),
     ]
+
+
+def line_figure_keys(moment: datetime, line_id: str) -> list[tuple[str, str, timedelta | None]]:
+    """The items a fact of a call on `line_id` adds to, besides its combination's."""
+    return [(LINE_PKS[pk], sk.rsplit("#", 1)[0] + f"#{line_id}", keep) for pk, sk, keep in figure_keys(moment, "")]
+
+
+def line_fact_figures(kind: str, seconds: float, promise: Promise | None) -> tuple[dict[str, float], dict[str, float]]:
+    """What one call fact adds to its line's items: answered within the line's own
+    threshold; a caller who hung up sooner than its `short_abandon_seconds` counted apart
+    (neither for nor against the service level)."""
+    threshold = promise.service_level_seconds if promise else threshold_seconds()
+    seconds = max(0.0, float(seconds))
+    if kind == facts.ABANDONED and promise and seconds < promise.short_abandon_seconds:
+        return {"short_abandoned": 1, "offered": 0}, {}
+    if kind == facts.ANSWERED:
+        within = 1 if seconds <= threshold else 0
+        return {"answered": 1, "answered_within": within, "wait_sum": seconds, "offered": 0}, {"wait_max": seconds}
+    return fact_figures(kind, seconds)
 
 
 def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str, float]]:
@@ -126,6 +149,7 @@ class Figures:
     handled: int = 0
     handle_sum: float = 0.0
     overflowed: int = 0  # ended unanswered past their line's limit
+    short_abandoned: int = 0  # (per line) hung up sooner than the line's short_abandon_seconds
 
     def add(self, values: dict[str, float]) -> None:
         if "offered" in values:
@@ -139,6 +163,7 @@ class Figures:
         self.abandoned += int(values.get("abandoned", 0))
         self.abandoned_wait_sum += values.get("abandoned_wait_sum", 0.0)
         self.overflowed += int(values.get("overflowed", 0))
+        self.short_abandoned += int(values.get("short_abandoned", 0))
         peak = values.get("wait_max")
         if peak is not None and (self.wait_max is None or peak > self.wait_max):
             self.wait_max = peak
@@ -150,8 +175,9 @@ class Figures:
 
     @property
     def gone(self) -> int:
-        """Callers no longer in line by the window's end: answered, abandoned or overflowed."""
-        return self.left_the_line + self.overflowed
+        """Callers no longer in line by the window's end: answered, abandoned (short or
+        not) or overflowed."""
+        return self.left_the_line + self.overflowed + self.short_abandoned
 
     @property
     def service_level(self) -> float | None:

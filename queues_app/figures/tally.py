@@ -26,6 +26,8 @@ from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.codec import marshal
 from queues_app.figures import facts, service_level
 from queues_app.figures.counters import MetricsStore
+from queues_app.lines.store import Promise
+from queues_app.lines.store import promises as line_promises
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,7 @@ class Fact:
     at: datetime
     combination: str | None
     seconds: float | None
+    line: str | None = None
 
     @classmethod
     def from_item(cls, item: dict) -> Fact:
@@ -68,6 +71,7 @@ class Fact:
             at=from_iso(item["at"]) or now(),
             combination=item.get("combination"),
             seconds=float(seconds) if seconds is not None else None,
+            line=item.get("line"),
         )
 
 
@@ -125,13 +129,26 @@ class Tally:
         chunk: list[Fact] = []
         items: set[Key] = set()
         for fact in sorted(found, key=lambda f: (f.at, f.key)):
-            wanted = {(pk, sk) for pk, sk, _ in service_level.figure_keys(fact.at, fact.combination or "any")}
+            wanted = {(pk, sk) for pk, sk, _, _ in self._figures(fact, {})}
             if chunk and len(chunk) + 1 + len(items | wanted) > MAX_ACTIONS:
                 chunks.append(chunk)
                 chunk, items = [], set()
             chunk.append(fact)
             items |= wanted
         return [*chunks, chunk] if chunk else chunks
+
+    @staticmethod
+    def _figures(fact: Fact, promises: dict[str, Promise]):
+        """(pk, sk, how long kept, (sums, maxima)) of each item a fact adds to: its
+        combination's, and its line's by the line's own promise."""
+        seconds = fact.seconds or 0.0
+        counted = service_level.fact_figures(fact.kind, seconds)
+        for pk, sk, keep in service_level.figure_keys(fact.at, fact.combination or "any"):
+            yield pk, sk, keep, counted
+        if fact.line:
+            by_line = service_level.line_fact_figures(fact.kind, seconds, promises.get(fact.line))
+            for pk, sk, keep in service_level.line_figure_keys(fact.at, fact.line):
+                yield pk, sk, keep, by_line
 
     def _complete(self, found: list[Fact]) -> None:
         """An ended call's combination and handle time, from its record (one BatchGetItem)."""
@@ -158,9 +175,9 @@ class Tally:
             sums: dict[Key, dict[str, float]] = defaultdict(lambda: defaultdict(float))
             peaks: dict[tuple[str, str, str], float] = {}
             kept: dict[Key, timedelta | None] = {}
+            promises = line_promises(self.db) if any(fact.line for fact in chunk) else {}
             for fact in chunk:
-                values, maxima = service_level.fact_figures(fact.kind, fact.seconds or 0.0)
-                for pk, sk, keep in service_level.figure_keys(fact.at, fact.combination or "any"):
+                for pk, sk, keep, (values, maxima) in self._figures(fact, promises):
                     kept[(pk, sk)] = keep
                     for name, value in values.items():
                         sums[(pk, sk)][name] += value

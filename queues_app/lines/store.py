@@ -10,6 +10,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
@@ -57,6 +58,7 @@ class LineStore:
         """Read the lines again at the next use (after this process changed them)."""
         with _READ_LOCK:
             _READ.pop(self.db, None)
+            _PROMISES.pop(self.db, None)
 
     def all(self) -> list[Line]:
         """The centre's lines: those configured, or `main` alone when none is."""
@@ -145,3 +147,36 @@ class LineStore:
 def same_settings(one: Line, other: Line) -> bool:
     """The same line, whatever their versions."""
     return dataclasses.replace(one, version=0) == dataclasses.replace(other, version=0)
+
+
+@dataclass(frozen=True)
+class Promise:
+    """What a line's figures are counted by: its threshold and target, and the waits short
+    enough not to count (`short_abandon_seconds`)."""
+
+    service_level_seconds: float
+    service_level_target: float
+    short_abandon_seconds: float = 0.0
+
+
+_PROMISES: weakref.WeakKeyDictionary[Dynamo, tuple[float, dict[str, Promise]]] = weakref.WeakKeyDictionary()
+
+
+def promises(db: Dynamo) -> dict[str, Promise]:
+    """Each configured line's promise, as counting reads it (no skill catalog needed: the
+    values were checked when stored), read at most LINES_MAX_AGE_SECONDS ago."""
+    with _READ_LOCK:
+        read = _PROMISES.get(db)
+    if read is not None and time.monotonic() - read[0] <= LINES_MAX_AGE_SECONDS:
+        return read[1]
+    found = {
+        item["sk"]: Promise(
+            float(item["service_level_seconds"]),
+            float(item["service_level_target"]),
+            float(item.get("short_abandon_seconds") or 0),
+        )
+        for item in db.partition_items(db.table("callcenter"), LINES_PK, ConsistentRead=True)
+    }
+    with _READ_LOCK:
+        _PROMISES[db] = (time.monotonic(), found)
+    return found

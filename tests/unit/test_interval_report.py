@@ -104,10 +104,13 @@ def test_the_api_answers_in_the_documented_shape(api, day_of_calls):
     assert nine[0] == {
         "start": "2026-11-24T09:00:00-05:00",
         "combination": "all",
+        "line": None,
         "offered": 2,
         "answered": 2,
         "answered_within": 1,
         "abandoned": 0,
+        "short_abandoned": 0,
+        "overflowed": 0,
         "service_level": 0.5,
         "asa_seconds": 25.0,
         "aht_seconds": 180.0,
