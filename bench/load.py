@@ -128,7 +128,18 @@ class LoadParameters:
     warmup: int = 1
 
 
-SMOKE = dict(rates=(2,), step_seconds=8.0, supervisors=2, shipment_rate=1.0, agents=12, warmup=0)
+# One short step, and two web workers and one shipment worker: still several web workers
+# handing callers to the matcher, with fewer processes to start on a small machine.
+SMOKE = dict(
+    rates=(2,),
+    step_seconds=4.0,
+    supervisors=2,
+    shipment_rate=1.0,
+    agents=12,
+    warmup=0,
+    web_workers=2,
+    shipment_workers=1,
+)
 
 
 # --- the DynamoDB meter between the servers and DynamoDB --------------------------------------
@@ -964,7 +975,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         per_worker = f" ({params.web_threads} threads each)" if params.web_threads > 1 else ""
         log(
             f"serving at {base_url}: gunicorn x{params.web_workers}{per_worker}, the matcher, escalation, "
-            f"{params.shipment_workers} workers"
+            f"{params.shipment_workers} shipment worker(s)"
         )
 
         recorder = Recorder()

@@ -10,5 +10,7 @@ fixtures are in the conftest.py files):
 - threads: running product code in threads; receiver: a callback endpoint;
 - clock: time the test moves (`ManualClock`, `Moments`); users: the tests' people;
 - browser: logging in with Playwright; settings: the project's settings in a fresh process;
+- manage_cases: several `manage.py` command lines, each in a child forked from one
+  started Django;
 - postgres_redis: a throwaway PostgreSQL and Redis (the several-hosts tests).
 """

@@ -1,5 +1,7 @@
 """The commands as a shell runs them (`manage.py ...` in a subprocess): exit statuses,
-one line of reason on stderr, never a traceback."""
+one line of reason on stderr, never a traceback. The command lines that share an
+environment run in one process each, forked from one started Django
+(tests/helpers/manage_cases.py): each still exits and writes as `manage.py` would."""
 
 import os
 import subprocess
@@ -10,6 +12,7 @@ import pytest
 
 from queues_app.ddb.local import free_port
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState
+from tests.helpers.manage_cases import run_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,28 +36,50 @@ def reason(result):
     return lines
 
 
+UNREACHABLE = [
+    ["check_invariants", "--once"],
+    ["dynamo_tables", "describe"],
+    ["dynamo_tables", "create"],
+    ["escalate_callers", "--once"],
+    ["collect_metrics", "--once"],
+    ["restore_shipments", "some-id"],
+    ["seed_demo", "--agents", "1"],
+    ["run_shipment_worker", "--until-empty"],
+    ["run_task_processor", "--until-empty"],
+]
+BAD_OPTIONS = [
+    (["run_shipment_worker", "--visibility", "-5"], 2, "argument --visibility: expected a number from 1 to 43200"),
+    (["run_shipment_worker", "--queue", "bogus"], 2, "argument --queue: invalid choice: 'bogus'"),
+    (["run_shipment_worker", "--fail-share", "7"], 2, "argument --fail-share: expected a number from 0 to 1"),
+    (["run_task_processor", "--rate", "0"], 2, "argument --rate: expected a number above 0"),
+    (["run_task_processor", "--lease", "-1"], 2, "argument --lease: expected a number from 1 to 3600"),
+    (["collect_metrics", "--every", "0"], 2, "argument --every: expected a number from 1 to 3600"),
+    (["escalate_callers", "--every", "nan"], 2, "argument --every: expected a number"),
+    (["check_invariants", "--pause", "-1"], 2, "argument --pause: expected a number from 0 to 60"),
+    (["seed_demo", "--tasks", "-3"], 2, "argument --tasks: expected a whole number from 0 to 100000"),
+    (["restore_shipments", "--limit", "0", "--reason", "x"], 2, "argument --limit: expected a whole number"),
+    (["dynamo_tables", "drop"], 2, "argument action: invalid choice: 'drop'"),
+    (["demo_users", "--bogus"], 2, "unrecognized arguments: --bogus"),
+    (["run_shipment_worker", "--fair", "--queue", "live"], 1, "CommandError: --fair takes the live queue"),
+    (["restore_shipments"], 1, "CommandError: Name the shipments to restore, or give a filter"),
+]
+HELP = ["run_shipment_worker", "--help"]
+
+
 @pytest.fixture(scope="module")
 def unreachable():
     return environment(DYNAMODB_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}", DYNAMODB_TABLE_PREFIX="nowhere-")
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["check_invariants", "--once"],
-        ["dynamo_tables", "describe"],
-        ["dynamo_tables", "create"],
-        ["escalate_callers", "--once"],
-        ["collect_metrics", "--once"],
-        ["restore_shipments", "some-id"],
-        ["seed_demo", "--agents", "1"],
-        ["run_shipment_worker", "--until-empty"],
-        ["run_task_processor", "--until-empty"],
-    ],
-    ids=lambda args: " ".join(args),
-)
-def test_an_unreachable_dynamodb_is_one_line_and_exit_status_1(unreachable, args):
-    result = manage(*args, env=unreachable)
+@pytest.fixture(scope="module")
+def answered(unreachable):
+    """What each command line of this module run with `unreachable` answered, by its arguments."""
+    return run_cases([*UNREACHABLE, *(args for args, _, _ in BAD_OPTIONS), HELP], unreachable)
+
+
+@pytest.mark.parametrize("args", UNREACHABLE, ids=lambda args: " ".join(args))
+def test_an_unreachable_dynamodb_is_one_line_and_exit_status_1(unreachable, answered, args):
+    result = answered[tuple(args)]
     assert result.returncode == 1, result.stdout + result.stderr
     lines = reason(result)
     assert len(lines) == 1, lines
@@ -64,26 +89,11 @@ def test_an_unreachable_dynamodb_is_one_line_and_exit_status_1(unreachable, args
 
 @pytest.mark.parametrize(
     ("args", "status", "said"),
-    [
-        (["run_shipment_worker", "--visibility", "-5"], 2, "argument --visibility: expected a number from 1 to 43200"),
-        (["run_shipment_worker", "--queue", "bogus"], 2, "argument --queue: invalid choice: 'bogus'"),
-        (["run_shipment_worker", "--fail-share", "7"], 2, "argument --fail-share: expected a number from 0 to 1"),
-        (["run_task_processor", "--rate", "0"], 2, "argument --rate: expected a number above 0"),
-        (["run_task_processor", "--lease", "-1"], 2, "argument --lease: expected a number from 1 to 3600"),
-        (["collect_metrics", "--every", "0"], 2, "argument --every: expected a number from 1 to 3600"),
-        (["escalate_callers", "--every", "nan"], 2, "argument --every: expected a number"),
-        (["check_invariants", "--pause", "-1"], 2, "argument --pause: expected a number from 0 to 60"),
-        (["seed_demo", "--tasks", "-3"], 2, "argument --tasks: expected a whole number from 0 to 100000"),
-        (["restore_shipments", "--limit", "0", "--reason", "x"], 2, "argument --limit: expected a whole number"),
-        (["dynamo_tables", "drop"], 2, "argument action: invalid choice: 'drop'"),
-        (["demo_users", "--bogus"], 2, "unrecognized arguments: --bogus"),
-        (["run_shipment_worker", "--fair", "--queue", "live"], 1, "CommandError: --fair takes the live queue"),
-        (["restore_shipments"], 1, "CommandError: Name the shipments to restore, or give a filter"),
-    ],
+    BAD_OPTIONS,
     ids=lambda value: " ".join(value) if isinstance(value, list) else str(value),
 )
-def test_a_bad_option_exits_non_zero_with_its_reason(unreachable, args, status, said):
-    result = manage(*args, env=unreachable)  # refused before DynamoDB is asked anything
+def test_a_bad_option_exits_non_zero_with_its_reason(answered, args, status, said):
+    result = answered[tuple(args)]  # refused before DynamoDB is asked anything
     assert result.returncode == status, result.stdout + result.stderr
     last = reason(result)[-1]
     assert said in last
@@ -92,8 +102,8 @@ def test_a_bad_option_exits_non_zero_with_its_reason(unreachable, args, status, 
         assert result.stderr.startswith(f"usage: manage.py {args[0]}")
 
 
-def test_help_shows_the_defaults(unreachable):
-    result = manage("run_shipment_worker", "--help", env=unreachable)
+def test_help_shows_the_defaults(answered):
+    result = answered[tuple(HELP)]
     assert result.returncode == 0
     shown = " ".join(result.stdout.split())
     assert (

@@ -61,14 +61,14 @@ def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local
     args = ["run_local", "--agents", "3", "--addrport", f"127.0.0.1:{port}"]
     process = start_manage([*args, "--data-dir", str(tmp_path / "dynamodb"), "--demo-load"], env, log)
     try:
-        for _ in range(240):  # until the dashboard answers (its login page) and the demo load runs
+        for _ in range(1200):  # until the dashboard answers (its login page) and the demo load runs
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=1) as answer:
                     if answer.status == 200 and "Demo load: on average" in (tmp_path / "run_local.log").read_text():
                         break
             except OSError:
                 pass
-            time.sleep(0.5)
+            time.sleep(0.1)  # within 120 s in all, as soon as both are so
         else:
             raise AssertionError((tmp_path / "run_local.log").read_text())
         os.killpg(process.pid, signal.SIGTERM)
