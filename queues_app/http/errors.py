@@ -223,9 +223,15 @@ TOLD: list[tuple[type[Exception], Told]] = [
     ),
     (
         errors.InvalidRequest,
-        Told(400, "Invalid request", more=lambda exc: {"fields": {exc.field: exc.message}} if exc.field else {}),
+        Told(400, "Invalid request", more=lambda exc: {"fields": _field_problem(exc)} if exc.field else {}),
     ),
 ]
+
+
+def _field_problem(exc: errors.InvalidRequest) -> dict[str, str]:
+    """The field a refusal names, with what is wrong with it (the message without the name)."""
+    field = exc.field or ""
+    return {field: exc.message.removeprefix(f"{field}: ")}
 
 
 def _told(exc: errors.DynamoError | SkillError) -> UserError:

@@ -72,11 +72,11 @@ def plan(wanted: Sequence[Line], stored: Sequence[Line]) -> list[Step]:
         now = by_id.get(line.line_id)
         if now is None:
             steps.append(Step(line.line_id, "create", "new line", dataclasses.replace(line, version=0)))
+        elif _settings(line) == _settings(now):  # as the file says (imported already, maybe)
+            steps.append(Step(line.line_id, "unchanged", f"version {now.version}"))
         elif line.version and line.version != now.version:
             detail = f"changed since the file (version {line.version}, now {now.version})"
             steps.append(Step(line.line_id, "stale", detail))
-        elif _settings(line) == _settings(now):
-            steps.append(Step(line.line_id, "unchanged", f"version {now.version}"))
         else:
             changed = sorted(k for k, v in _settings(line).items() if _settings(now).get(k) != v)
             detail = f"{', '.join(changed)} (from version {now.version})"

@@ -105,3 +105,11 @@ def test_the_readmes_two_line_centre_imports_as_it_says(moto_db, tmp_path):
     assert support.hours.as_dict()["hours"]["fri"] == [["08:00", "17:00"]] and support.requires == {
         "language": "French"
     }
+
+
+def test_a_file_imported_twice_changes_nothing_the_second_time(centre, tmp_path):
+    path = tmp_path / "lines.toml"
+    path.write_text(run("export").replace("service_level_seconds = 30", "service_level_seconds = 45"))
+    assert "Applied: 1 line(s)." in run("import", str(path))
+    again = run("import", str(path))
+    assert "unchanged support: version 2" in again and "Nothing to change." in again
