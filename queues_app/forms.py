@@ -384,7 +384,7 @@ class LineForm(VersionForm):
     short_abandon_seconds = forms.IntegerField(min_value=0, max_value=600, initial=0, label="Short abandon (s)")
     hours = forms.CharField(
         required=False,
-        widget=forms.Textarea(attrs={"rows": 4}),
+        widget=forms.Textarea(attrs={"rows": 7}),  # a weekday a row
         help_text="One weekday a line: mon 08:00-18:00 19:00-21:00. Empty: always open.",
     )
     holidays = forms.CharField(required=False, help_text="Dates the line stays closed: 2026-12-25 2027-01-01")

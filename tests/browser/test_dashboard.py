@@ -116,6 +116,19 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path,
     queued = Agents().list(status=AgentStatus.QUEUED, limit=1).items[0]
     call, _ = CallCenter().create_call({name: values[0] for name, values in queued.skills.items()})
     assert Agents().get(call.agent_id).status == AgentStatus.RINGING
+    lines = CallCenter().lines  # two lines, for the Lines page (every caller above is on main)
+    lines.put({"line_id": "general", "name": "General", "service_level_seconds": 60})
+    lines.put(
+        {
+            "line_id": "support",
+            "name": "Support",
+            "requires": {"language": "French"},
+            "service_level_seconds": 30,
+            "hours": {day: [["08:00", "18:00"]] for day in ("mon", "tue", "wed", "thu", "fri")},
+            "max_wait_seconds": 600,
+            "overflow": {"to_line": "general"},
+        }
+    )
     folder = SCREENSHOTS if os.environ.get("SAVE_SCREENSHOTS") == "1" else tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -128,6 +141,8 @@ def test_screenshots_of_every_page(page, live_server, local_db, staff, tmp_path,
         "calls": "/calls/",
         "call-detail": f"/calls/{agent.call_id}/",
         "queues": "/queues/",
+        "lines": "/lines/",
+        "line-edit": "/lines/support/",
         "shipments": "/shipments/",
         "shipments-dlq": "/shipments/?view=dlq",
         "shipment-detail": f"/shipments/{dlq.shipment_id}/",
