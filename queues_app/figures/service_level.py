@@ -334,6 +334,12 @@ class ServiceLevelReader:
         span = max(60.0, (moment - began).total_seconds())
         return AnswerRates(like / span if like else None, every / span if every else None, like)
 
+    def lines_today(self) -> Window:
+        """Each line's figures of the centre's today, by the line's own promise (the
+        window's combinations are line ids): one Query."""
+        day = centre_date(self.clock())
+        return figures_from(self._items(LINE_PKS[DAY_PK], "", prefix=f"{day}#"), "today", threshold_seconds())
+
     def read(self) -> ServiceLevel:
         """The last `RECENT_MINUTES` minutes (this one included) and the centre's today: two Queries."""
         moment = self.clock()

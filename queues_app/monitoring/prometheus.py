@@ -24,11 +24,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import meter
 from queues_app.ddb.clock import now
 from queues_app.figures import heartbeats, latency
 from queues_app.figures.counters import CALLS, COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
-from queues_app.figures.service_level import ServiceLevelReader, Window
+from queues_app.figures.service_level import Figures, ServiceLevelReader, Window
 from queues_app.monitoring.sampler import AGENTS_PREFIX, MetricsCollector
 
 STALE_AFTER_SECONDS = 120
@@ -183,6 +184,50 @@ class ServiceLevelCollector:
         yield threshold
 
 
+class LineCollector:
+    """Each configured line's day so far by its own promise, and its callers waiting now
+    (`line` label; nothing while no line is configured): the lines (one Query), their
+    counts (one BatchGetItem) and today's figures (one Query).
+
+    - switchboard_line_waiting: callers waiting on the line now
+    - switchboard_line_answered, switchboard_line_abandoned, switchboard_line_short_abandoned,
+      switchboard_line_overflowed: callers today
+    - switchboard_line_service_level_ratio: answered within the line's threshold over callers
+      who left it (short abandons left out); switchboard_line_service_level_target_ratio and
+      switchboard_line_service_level_threshold_seconds: the line's promise
+    """
+
+    def collect(self):
+        center = CallCenter()
+        lines = center.lines.configured()
+        if not lines:
+            return
+        waiting = center.line.on_line([line.line_id for line in lines])
+        today = ServiceLevelReader(center.db).lines_today()
+        names = ("waiting", "answered", "abandoned", "short_abandoned", "overflowed")
+        families = {
+            name: GaugeMetricFamily(f"switchboard_line_{name}", f"Callers {name.replace('_', ' ')}", labels=["line"])
+            for name in names
+        }
+        level = GaugeMetricFamily(
+            "switchboard_line_service_level_ratio", "Answered within the line's threshold, today", labels=["line"]
+        )
+        target = GaugeMetricFamily("switchboard_line_service_level_target_ratio", "The line's target", labels=["line"])
+        threshold = GaugeMetricFamily(
+            "switchboard_line_service_level_threshold_seconds", "The line's answer threshold", labels=["line"]
+        )
+        for line in lines:
+            key, figures = [line.line_id], today.by_combination.get(line.line_id, Figures())
+            families["waiting"].add_metric(key, waiting[line.line_id])
+            for name in names[1:]:
+                families[name].add_metric(key, getattr(figures, name))
+            if figures.service_level is not None:
+                level.add_metric(key, round(figures.service_level, 4))
+            target.add_metric(key, line.service_level_target)
+            threshold.add_metric(key, line.service_level_seconds)
+        yield from (*families.values(), level, target, threshold)
+
+
 class WorkerCollector:
     """The processes' heartbeats (one Query): age of each one's last beat, and how many
     of each kind report (neither stale nor stopped)."""
@@ -231,4 +276,5 @@ def exposition() -> bytes:
     registry.register(QueueCollector(MetricsStore(), MetricsCollector()))
     registry.register(WorkerCollector())
     registry.register(ServiceLevelCollector(ServiceLevelReader(MetricsStore().db)))
+    registry.register(LineCollector())
     return generate_latest(registry)

@@ -8,10 +8,12 @@ counts nothing itself, so it always agrees with the overview.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from queues_app.agents.records import AgentStatus
+from queues_app.ddb.clock import from_iso
 from queues_app.figures.service_level import Figures, ServiceLevelReader, Window, combination_name
+from queues_app.lines.records import Line
 from queues_app.monitoring.overview import Dashboard, DemandCell, Figure
 
 
@@ -28,11 +30,28 @@ class BoardLine:
 
 
 @dataclass
+class LineFigures:
+    """One of the centre's lines (lines/): its callers waiting now and its day so far, by
+    its own promise."""
+
+    line: Line
+    waiting: int
+    oldest_wait_seconds: float | None
+    today: Figures
+
+    @property
+    def below_target(self) -> bool:
+        level = self.today.service_level
+        return level is not None and level < self.line.service_level_target
+
+
+@dataclass
 class Board:
     total: BoardLine
     lines: list[BoardLine]
     threshold_seconds: float  # of the service level
     capped: bool  # some counts stopped at their caps: the lines are lower bounds
+    by_line: list[LineFigures] = field(default_factory=list)  # the configured lines (none: nothing configured)
 
 
 def _line(cell: DemandCell, today: Window) -> BoardLine:
@@ -48,7 +67,27 @@ def _line(cell: DemandCell, today: Window) -> BoardLine:
     )
 
 
-def read_board(dashboard: Dashboard) -> Board:
+def read_lines(dashboard: Dashboard, only: str | None = None) -> list[LineFigures]:
+    """The configured lines (or only the one asked for) with their callers waiting (one
+    BatchGetItem of the counts), longest wait and today's figures (one Query)."""
+    center = dashboard.center
+    lines = [line for line in center.lines.configured() if only is None or line.line_id == only]
+    if not lines:
+        return []
+    waiting = center.line.on_line([line.line_id for line in lines])
+    oldest = center.line.oldest_by_line({line_id for line_id, n in waiting.items() if n})
+    today = ServiceLevelReader(center.db, clock=dashboard.clock).lines_today()
+    moment = dashboard.clock()
+    shown = []
+    for line in lines:
+        since = from_iso(oldest.get(line.line_id))
+        seconds = (moment - since).total_seconds() if since and waiting[line.line_id] else None
+        figures = today.by_combination.get(line.line_id, Figures())
+        shown.append(LineFigures(line, waiting[line.line_id], seconds, figures))
+    return shown
+
+
+def read_board(dashboard: Dashboard, only_line: str | None = None) -> Board:
     """Every combination of the catalog, then the preference sets with "any" that have
     callers waiting or figures today (as the overview's grid and service level show
     them), under the totals of the calls panel."""
@@ -72,7 +111,8 @@ def read_board(dashboard: Dashboard) -> Board:
     )
     return Board(
         total=total,
-        lines=[_line(cell, today) for cell in [*grid.cells.values(), *grid.flexible]],
+        lines=[] if only_line else [_line(cell, today) for cell in [*grid.cells.values(), *grid.flexible]],
         threshold_seconds=today.threshold_seconds,
         capped=grid.waiting_capped or grid.agents_capped,
+        by_line=read_lines(dashboard, only_line),
     )

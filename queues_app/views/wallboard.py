@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from queues_app.ddb.clock import now
-from queues_app.ddb.errors import DynamoError
+from queues_app.ddb.errors import DynamoError, NotFound
 from queues_app.http.errors import describe
 from queues_app.http.middleware import wrote_recently
 from queues_app.monitoring.overview import Dashboard, cached_panel
@@ -23,13 +23,16 @@ REFRESH_SECONDS = 5
 def wallboard(request):
     dashboard = Dashboard()
     seconds = settings.SWITCHBOARD_PANEL_CACHE_SECONDS
-    context: dict = {"refresh_seconds": REFRESH_SECONDS}
+    only = request.GET.get("line") or None
+    context: dict = {"refresh_seconds": REFRESH_SECONDS, "only_line": only}
     status = 200
     try:
+        if only is not None and not any(line.line_id == only for line in dashboard.center.lines.current()):
+            raise NotFound(f"There is no line {only[:40]!r}.")
         context |= cached_panel(
             dashboard.center.db.prefix,
-            "wallboard",
-            lambda: {"board": read_board(dashboard), "read_at": now()},
+            f"wallboard:{only}" if only else "wallboard",
+            lambda: {"board": read_board(dashboard, only), "read_at": now()},
             seconds,
             fresh=wrote_recently(request, seconds + 1),
         )

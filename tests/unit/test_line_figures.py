@@ -69,3 +69,36 @@ def test_an_overflowed_caller_is_counted_on_the_line_they_left(centre, clock, ap
 def test_a_report_of_a_line_that_does_not_exist_is_a_404_and_of_both_a_400(centre, api):
     assert_problem(api.get("/api/reports/intervals?line=billing"), 404)
     assert_problem(api.get("/api/reports/intervals?line=general&combination=all"), 400)
+
+
+def test_the_wallboard_shows_each_line_by_its_promise_and_one_line_alone(centre, clock, supervisor_client):
+    waited_then_answered(centre, clock, "general", 40, "Ann")
+    centre.create_call({}, line="support")
+    counters.MetricsStore(centre.db).flush()
+    board = supervisor_client.get("/wallboard/").content.decode()
+    general = board.split('data-line="line:general"', 1)[1].split("</section>", 1)[0]
+    support = board.split('data-line="line:support"', 1)[1].split("</section>", 1)[0]
+    assert 'data-figure="answered">1<' in general and "100%" in general and "of 80% in 60 s" in general
+    assert 'data-figure="waiting" class="warn">1<' in support
+    alone = supervisor_client.get("/wallboard/?line=support").content.decode()
+    assert 'data-line="line:support"' in alone and 'data-line="line:general"' not in alone
+    assert 'hx-get="/wallboard/?line=support"' in alone
+    assert 'data-line="English' not in alone  # the combinations are the whole centre's: not shown for one line
+    missing = supervisor_client.get("/wallboard/?line=nope")
+    assert missing.status_code == 404 and "There is no line" in missing.content.decode()
+
+
+def test_metrics_give_each_line_by_its_promise(centre, clock, supervisor_client):
+    waited_then_answered(centre, clock, "general", 40, "Ann")
+    centre.create_call({}, line="support")
+    counters.MetricsStore(centre.db).flush()
+    text = supervisor_client.get("/metrics").content.decode()
+    assert 'switchboard_line_waiting{line="support"} 1.0' in text
+    assert 'switchboard_line_answered{line="general"} 1.0' in text
+    assert 'switchboard_line_service_level_ratio{line="general"} 1.0' in text
+    assert 'switchboard_line_service_level_threshold_seconds{line="support"} 30.0' in text
+    assert 'switchboard_line_service_level_ratio{line="support"}' not in text  # nobody left it yet
+
+
+def test_metrics_say_nothing_of_lines_while_none_is_configured(moto_db, supervisor_client):
+    assert "switchboard_line_" not in supervisor_client.get("/metrics").content.decode()
