@@ -67,6 +67,7 @@ def call_to_item(call: Call) -> dict:
         "line": call.line,
         "overflowed": call.overflowed,
         "end_reason": call.end_reason,
+        "aged_from": call.aged_from,
     }
 
 

@@ -21,6 +21,7 @@ from queues_app.figures import facts
 from queues_app.lines import entry
 from queues_app.lines.records import Line
 from queues_app.lines.store import LineStore
+from queues_app.routing.aging import PriorityAging
 from queues_app.routing.line import WaitingLine, with_line_requires, without_line_requires
 from queues_app.routing.matching import Matcher
 
@@ -78,6 +79,8 @@ class Escalator:
         `after_seconds`) are read, however long the line.
         """
         policy, changed = self.policy, self.overflow()
+        if self.lines is not None:
+            changed += PriorityAging(self.table, self.calls, self.line).age(self.lines.current())
         moment = self.table.clock()
         required = {line.line_id: line.requires for line in self.lines.current()} if self.lines else {}
         for waiting in list(self.line.due_for_relaxing(moment - timedelta(seconds=policy.after_seconds))):

@@ -199,3 +199,22 @@ def test_what_a_line_requires_is_never_relaxed(centre, clock, settings):
     stored = centre.get_call(call.call_id)
     assert stored.preferences["language"] == "French"
     assert [entry["dimension"] for entry in stored.relaxed] == ["gender"]
+
+
+def test_priority_aging_lifts_a_long_waiting_caller_ahead_of_later_higher_ones(centre, clock):
+    configure(centre, {"line_id": "main", "priority_aging_seconds": 60})
+    old, _ = centre.create_call({"language": "French"})  # priority 0
+    clock.advance(30)
+    urgent, _ = centre.create_call({"language": "French"}, priority=1)
+    clock.advance(35)  # old has waited 65 s: one step, to 1, and arrived before urgent
+    [risen] = centre.escalator.escalate()
+    assert (risen.call_id, risen.priority, risen.aged_from) == (old.call_id, 1, 0)
+    assert centre.escalator.escalate() == []  # not again within the period
+    clock.advance(60 * 20)
+    centre.escalator.escalate()
+    assert centre.get_call(old.call_id).priority == 9  # at most the top
+    order = [call["call_id"] for call in centre.line.waiting_calls(limit=5)[0]]
+    assert order == [old.call_id, urgent.call_id]  # urgent rose too (to 9), but arrived later
+    taken = centre.make_available(agent("Flo", ["French"], "F").agent_id).call
+    assert taken and taken.call_id == old.call_id
+    assert centre.line.count_waiting() == (1, False) and centre.line.on_line(["main"]) == {"main": 1}
