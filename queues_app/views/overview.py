@@ -26,6 +26,7 @@ from queues_app.figures.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsSt
 from queues_app.http.errors import describe
 from queues_app.http.middleware import wrote_recently
 from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
+from queues_app.monitoring.wallboard import read_lines
 from queues_app.views import charts
 from queues_app.views.service_level import service_level_panel
 
@@ -183,8 +184,15 @@ def capacity_panel(dashboard: Dashboard) -> dict:
     }
 
 
+def lines_panel(dashboard: Dashboard) -> dict:
+    """The configured lines with their callers waiting and their day by their own
+    promise (the wallboard's reading); none while no line is configured."""
+    return {"lines": read_lines(dashboard)}
+
+
 PANELS = {
     "calls": calls_panel,
+    "lines": lines_panel,
     "shipments": shipments_panel,
     "tasks": tasks_panel,
     "grid": grid_panel,
@@ -195,7 +203,7 @@ PANELS = {
 
 
 # The overview draws these on its page; every panel of PANELS answers `?panel=<name>`.
-OVERVIEW_PANELS = ("calls", "service_level", "grid", "shipments", "tasks", "history")
+OVERVIEW_PANELS = ("calls", "lines", "service_level", "grid", "shipments", "tasks", "history")
 PANEL_TEMPLATES = {"capacity": "queues_app/_capacity_panel.html"}
 
 

@@ -191,6 +191,7 @@ def test_the_full_overview_shows_every_panel(supervisor_client, world):
     html = supervisor_client.get(reverse("home")).content.decode()
     assert re.findall(r'id="(\w+)-panel"', html) == [
         "calls",
+        "lines",  # hidden while no line is configured
         "service_level",
         "grid",
         "shipments",

@@ -102,3 +102,22 @@ def test_metrics_give_each_line_by_its_promise(centre, clock, supervisor_client)
 
 def test_metrics_say_nothing_of_lines_while_none_is_configured(moto_db, supervisor_client):
     assert "switchboard_line_" not in supervisor_client.get("/metrics").content.decode()
+
+
+def test_the_overview_shows_each_line_and_nothing_of_lines_without_them(centre, clock, supervisor_client):
+    waited_then_answered(centre, clock, "general", 40, "Ann")
+    centre.create_call({}, line="support")
+    counters.MetricsStore(centre.db).flush()
+    page = supervisor_client.get("/").content.decode()
+    panel = page.split('id="lines-panel"', 1)[1].split("</section>", 1)[0]
+    assert 'data-line="general"' in panel and 'data-line="support"' in panel
+    support = panel.split('data-line="support"', 1)[1].split("</tr>", 1)[0]
+    assert 'data-figure="waiting">1<' in support and "of 80% in 30 s" in support
+    alone = supervisor_client.get("/?panel=lines").content.decode()
+    assert 'id="lines-panel"' in alone and 'hx-get="/?panel=lines"' in alone
+
+
+def test_without_lines_the_overview_has_no_lines_panel(moto_db, supervisor_client):
+    page = supervisor_client.get("/").content.decode()
+    panel = page.split('id="lines-panel"', 1)[1].split(">", 1)[0]
+    assert panel.endswith(" hidden") and 'hx-get="/?panel=lines"' in panel  # polls: lines made elsewhere appear
