@@ -15,8 +15,9 @@ from queues_app.api.common import api_operations, get_call_center, note_change, 
 from queues_app.api.openapi import ITEM_CHANGES, READS, answers
 from queues_app.api.schemas import InputSchema, LineId, Version
 from queues_app.centre.call_center import CallCenter
-from queues_app.ddb.clock import centre_zone, from_iso, now, to_iso
+from queues_app.ddb.clock import now, to_iso
 from queues_app.lines.records import Line
+from queues_app.monitoring.overview import LineNow, lines_now
 
 router = Router()
 
@@ -97,30 +98,22 @@ class LinesOut(Schema):
     lines: list[LineOut]
 
 
-def line_to_json(line: Line, waiting: int, oldest: str | None) -> dict[str, Any]:
-    moment = now()
-    open_now = line.hours.is_open(moment, centre_zone())
-    opens = None if open_now else line.hours.opens_at(moment, centre_zone())
-    arrived = from_iso(oldest)
-    data = line.as_dict()
+def line_to_json(shown: LineNow) -> dict[str, Any]:
+    data = shown.line.as_dict()
     data.setdefault("hours", None)
     data.setdefault("holidays", [])
+    seconds = shown.oldest_wait_seconds
     return {
         **data,
-        "open_now": open_now,
-        "opens_at": to_iso(opens) if opens else None,
-        "waiting": waiting,
-        "oldest_wait_seconds": round((moment - arrived).total_seconds(), 1) if arrived and waiting else None,
+        "open_now": shown.open_now,
+        "opens_at": to_iso(shown.opens_at) if shown.opens_at else None,
+        "waiting": shown.waiting,
+        "oldest_wait_seconds": round(seconds, 1) if seconds is not None else None,
     }
 
 
 def lines_as_they_stand(center: CallCenter, lines: list[Line]) -> list[dict[str, Any]]:
-    """Each line with how it stands: open now, callers waiting (one BatchGetItem of their
-    counts) and its longest wait (the line by arrival, read until each has shown up)."""
-    ids = [line.line_id for line in lines]
-    waiting = center.line.on_line(ids)
-    oldest = center.line.oldest_by_line({line_id for line_id, n in waiting.items() if n})
-    return [line_to_json(line, waiting[line.line_id], oldest.get(line.line_id)) for line in lines]
+    return [line_to_json(shown) for shown in lines_now(center, lines, now())]
 
 
 @router.get(
@@ -197,4 +190,4 @@ def delete_line(request: HttpRequest, line_id: LineId, version: QueryVersion = L
     line overflows to it (409 otherwise)."""
     line = api_operations(request).delete_line(line_id, version)
     note_change(request, "line.delete", line_id, "removed")
-    return line_to_json(line, 0, None)
+    return lines_as_they_stand(get_call_center(), [line])[0]

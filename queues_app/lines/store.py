@@ -114,14 +114,15 @@ class LineStore:
     def delete(self, line_id: str, version: int, *, waiting: int) -> Line:
         """Remove a line, from the version read, while nobody waits on it (`waiting`, as
         counted) and no other line overflows to it. Returns the line as it was."""
-        line = self.get(line_id) if self.configured() else None
-        if line is None or line.version == 0:
+        lines = self.configured()
+        line = next((line for line in lines if line.line_id == line_id), None)
+        if line is None:
             raise errors.NotFound(f"No line {line_id!r}.")
         if line.version != version:
             raise errors.Conflict(f"Line {line_id!r} changed since version {version}: it is at version {line.version}.")
         if waiting:
             raise errors.Conflict(f"Line {line_id!r} has {waiting:,} callers waiting: it is removed once nobody waits.")
-        into = [other.line_id for other in self.configured() if other.overflow and other.overflow.to_line == line_id]
+        into = [other.line_id for other in lines if other.overflow and other.overflow.to_line == line_id]
         if into:
             raise errors.Conflict(f"Line {line_id!r} takes the overflow of {', '.join(into)}: change those first.")
         try:

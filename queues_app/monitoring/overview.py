@@ -19,8 +19,9 @@ from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, fits
 from queues_app.centre.call_center import CallCenter
 from queues_app.centre.keys import ANY_VALUE
-from queues_app.ddb.clock import from_iso, now
-from queues_app.figures.service_level import ServiceLevelReader, combination_name
+from queues_app.ddb.clock import centre_zone, from_iso, now
+from queues_app.figures.service_level import Figures, ServiceLevelReader, Window, combination_name
+from queues_app.lines.records import Line
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
@@ -142,6 +143,48 @@ class SupplyDemand:
     @property
     def warnings(self) -> list[DemandCell]:
         return [c for c in [*self.cells.values(), *self.flexible] if c.uncovered]
+
+
+@dataclass
+class LineNow:
+    """One of the centre's lines as it stands: open or not (and when it opens), its callers
+    waiting and the longest wait, and (on the boards) its day by its own promise."""
+
+    line: Line
+    open_now: bool
+    opens_at: datetime | None
+    waiting: int
+    oldest_wait_seconds: float | None
+    today: Figures = field(default_factory=Figures)
+
+    @property
+    def below_target(self) -> bool:
+        level = self.today.service_level
+        return level is not None and level < self.line.service_level_target
+
+
+def lines_now(center: CallCenter, lines: list[Line], moment: datetime, today: Window | None = None) -> list[LineNow]:
+    """Each line as it stands at `moment`: its count of callers waiting (one BatchGetItem
+    for all of them) and its longest wait (the line by arrival, read until each line with
+    callers has shown up); with `today`, each line's figures from it."""
+    waiting = center.line.on_line([line.line_id for line in lines])
+    oldest = center.line.oldest_by_line({line_id for line_id, n in waiting.items() if n})
+    zone = centre_zone()
+    shown = []
+    for line in lines:
+        since = from_iso(oldest.get(line.line_id))
+        open_now = line.hours.is_open(moment, zone)
+        shown.append(
+            LineNow(
+                line,
+                open_now,
+                None if open_now else line.hours.opens_at(moment, zone),
+                waiting[line.line_id],
+                (moment - since).total_seconds() if since and waiting[line.line_id] else None,
+                today.by_combination.get(line.line_id, Figures()) if today else Figures(),
+            )
+        )
+    return shown
 
 
 class Dashboard:

@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from queues_app.agents.records import AgentStatus
-from queues_app.ddb.clock import from_iso
 from queues_app.figures.service_level import Figures, ServiceLevelReader, Window, combination_name
-from queues_app.lines.records import Line
-from queues_app.monitoring.overview import Dashboard, DemandCell, Figure
+from queues_app.monitoring.overview import Dashboard, DemandCell, Figure, LineNow, lines_now
 
 
 @dataclass
@@ -30,28 +28,12 @@ class BoardLine:
 
 
 @dataclass
-class LineFigures:
-    """One of the centre's lines (lines/): its callers waiting now and its day so far, by
-    its own promise."""
-
-    line: Line
-    waiting: int
-    oldest_wait_seconds: float | None
-    today: Figures
-
-    @property
-    def below_target(self) -> bool:
-        level = self.today.service_level
-        return level is not None and level < self.line.service_level_target
-
-
-@dataclass
 class Board:
     total: BoardLine
     lines: list[BoardLine]
     threshold_seconds: float  # of the service level
     capped: bool  # some counts stopped at their caps: the lines are lower bounds
-    by_line: list[LineFigures] = field(default_factory=list)  # the configured lines (none: nothing configured)
+    by_line: list[LineNow] = field(default_factory=list)  # the configured lines (none: nothing configured)
 
 
 def _line(cell: DemandCell, today: Window) -> BoardLine:
@@ -67,24 +49,15 @@ def _line(cell: DemandCell, today: Window) -> BoardLine:
     )
 
 
-def read_lines(dashboard: Dashboard, only: str | None = None) -> list[LineFigures]:
-    """The configured lines (or only the one asked for) with their callers waiting (one
-    BatchGetItem of the counts), longest wait and today's figures (one Query)."""
+def read_lines(dashboard: Dashboard, only: str | None = None) -> list[LineNow]:
+    """The configured lines (or only the one asked for) as they stand, with today's
+    figures (one Query more)."""
     center = dashboard.center
     lines = [line for line in center.lines.configured() if only is None or line.line_id == only]
     if not lines:
         return []
-    waiting = center.line.on_line([line.line_id for line in lines])
-    oldest = center.line.oldest_by_line({line_id for line_id, n in waiting.items() if n})
     today = ServiceLevelReader(center.db, clock=dashboard.clock).lines_today()
-    moment = dashboard.clock()
-    shown = []
-    for line in lines:
-        since = from_iso(oldest.get(line.line_id))
-        seconds = (moment - since).total_seconds() if since and waiting[line.line_id] else None
-        figures = today.by_combination.get(line.line_id, Figures())
-        shown.append(LineFigures(line, waiting[line.line_id], seconds, figures))
-    return shown
+    return lines_now(center, lines, dashboard.clock(), today)
 
 
 def read_board(dashboard: Dashboard, only_line: str | None = None) -> Board:

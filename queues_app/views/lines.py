@@ -1,5 +1,6 @@
 """The Lines page: the centre's lines with how they stand now (open or closed, callers
-waiting, longest wait), each edited from the version shown and removed once nobody waits."""
+waiting, longest wait: `monitoring.overview.lines_now`), each edited from the version
+shown and removed once nobody waits."""
 
 from __future__ import annotations
 
@@ -9,41 +10,20 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from queues_app.agents.skills import SkillCatalog
 from queues_app.centre.call_center import CallCenter
-from queues_app.ddb.clock import centre_zone, from_iso, now
+from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.forms import LineForm
 from queues_app.http.roles import require_supervisor
-from queues_app.lines.records import Line
+from queues_app.monitoring.overview import lines_now
 from queues_app.views.common import operations, problem_text, seen_version, supervisor_action
-
-
-def standing(center: CallCenter, lines: list[Line]) -> list[dict]:
-    """Each line with whether it is open now, when it opens, its callers waiting and the
-    longest wait (one BatchGetItem of the counts; the line by arrival for the oldest)."""
-    moment, zone = now(), centre_zone()
-    waiting = center.line.on_line([line.line_id for line in lines])
-    oldest = center.line.oldest_by_line({line_id for line_id, n in waiting.items() if n})
-    rows = []
-    for line in lines:
-        open_now = line.hours.is_open(moment, zone)
-        since = from_iso(oldest.get(line.line_id))
-        rows.append(
-            {
-                "line": line,
-                "open_now": open_now,
-                "opens_at": None if open_now else line.hours.opens_at(moment, zone),
-                "waiting": waiting[line.line_id],
-                "oldest_seconds": (moment - since).total_seconds() if since and waiting[line.line_id] else None,
-            }
-        )
-    return rows
 
 
 @require_GET
 def line_list(request):
     center = CallCenter()
     lines = center.lines.all()
-    return render(request, "queues_app/lines.html", {"rows": standing(center, lines), "configured": lines[0].version})
+    rows = lines_now(center, lines, now())
+    return render(request, "queues_app/lines.html", {"rows": rows, "configured": lines[0].version})
 
 
 @require_http_methods(["GET", "POST"])
