@@ -24,6 +24,13 @@ def waited_then_answered(center, clock, line, seconds, name):
     return call
 
 
+def one_answered_one_waiting(centre, clock):
+    """General: one caller answered after 40 s (within its 60 s); support: one waiting."""
+    waited_then_answered(centre, clock, "general", 40, "Ann")
+    centre.create_call({}, line="support")
+    counters.MetricsStore(centre.db).flush()
+
+
 def totals(api, **query):
     params = "&".join(f"{k}={v}" for k, v in query.items())
     rows = api.get(f"/api/reports/intervals?interval=60&{params}").json()["intervals"]
@@ -72,9 +79,7 @@ def test_a_report_of_a_line_that_does_not_exist_is_a_404_and_of_both_a_400(centr
 
 
 def test_the_wallboard_shows_each_line_by_its_promise_and_one_line_alone(centre, clock, supervisor_client):
-    waited_then_answered(centre, clock, "general", 40, "Ann")
-    centre.create_call({}, line="support")
-    counters.MetricsStore(centre.db).flush()
+    one_answered_one_waiting(centre, clock)
     board = supervisor_client.get("/wallboard/").content.decode()
     general = board.split('data-line="line:general"', 1)[1].split("</section>", 1)[0]
     support = board.split('data-line="line:support"', 1)[1].split("</section>", 1)[0]
@@ -89,9 +94,7 @@ def test_the_wallboard_shows_each_line_by_its_promise_and_one_line_alone(centre,
 
 
 def test_metrics_give_each_line_by_its_promise(centre, clock, supervisor_client):
-    waited_then_answered(centre, clock, "general", 40, "Ann")
-    centre.create_call({}, line="support")
-    counters.MetricsStore(centre.db).flush()
+    one_answered_one_waiting(centre, clock)
     text = supervisor_client.get("/metrics").content.decode()
     assert 'switchboard_line_waiting{line="support"} 1.0' in text
     assert 'switchboard_line_answered{line="general"} 1.0' in text
@@ -105,9 +108,7 @@ def test_metrics_say_nothing_of_lines_while_none_is_configured(moto_db, supervis
 
 
 def test_the_overview_shows_each_line_and_nothing_of_lines_without_them(centre, clock, supervisor_client):
-    waited_then_answered(centre, clock, "general", 40, "Ann")
-    centre.create_call({}, line="support")
-    counters.MetricsStore(centre.db).flush()
+    one_answered_one_waiting(centre, clock)
     page = supervisor_client.get("/").content.decode()
     panel = page.split('id="lines-panel"', 1)[1].split("</section>", 1)[0]
     assert 'data-line="general"' in panel and 'data-line="support"' in panel
