@@ -77,13 +77,14 @@ def call_from_item(item: dict) -> Call:
     return record_from_item(Call, item, preferences=preferences)
 
 
-def first_answers(db: Dynamo, call_ids: list[str]) -> dict[str, tuple[Mapping | None, str | None]]:
-    """Each call's preferences as first asked and when it was first answered (its
-    assignment, for a call assigned before answers were kept), from the records (one
-    BatchGetItem): what the tally reads to count an ended call's handle time."""
+def first_answers(db: Dynamo, call_ids: list[str]) -> dict[str, tuple[Mapping | None, str | None, str | None]]:
+    """Each call's preferences as first asked, when it was first answered (its
+    assignment, for a call assigned before answers were kept) and the line it was
+    answered on, from the records (one BatchGetItem): what the tally reads to count an
+    ended call's handle time, for its combination and its line."""
     items = batch.get_items(db, db.table("callcenter"), [keys.call(i) for i in call_ids], consistent=True)
     calls = (call_from_item(item) for item in items)
-    return {call.call_id: (call.asked_for, call.answered_at or call.assigned_at) for call in calls}
+    return {call.call_id: (call.asked_for, call.answered_at or call.assigned_at, call.line) for call in calls}
 
 
 PREFIX_MATCHES = 20  # calls listed for a prefix that several ids start with

@@ -176,6 +176,7 @@ def asked_report(
         if chosen is not None:
             raise InvalidRequest("Ask for a `line` or a `combination`, not both.")
         if line not in lines:
-            raise NotFound(f"There is no line {line!r}: the lines are {', '.join(lines)}.")
+            known_lines = f"the lines are {', '.join(lines)}" if lines else "no line is configured"
+            raise NotFound(f"There is no line {line!r}: {known_lines}.")
         return IntervalReader(db).day(wanted, minutes, by_line=True), line
     return IntervalReader(db).day(wanted, minutes), chosen

@@ -31,10 +31,10 @@ from queues_app.lines.store import promises as line_promises
 
 log = logging.getLogger(__name__)
 
-# Each ended call's preferences as first asked and when it was first answered, read from
-# the call records: set by the app's ready() to `calls.store.first_answers` (the figures
+# Each ended call's preferences as first asked, when it was first answered and its line,
+# read from the call records: set by the app's ready() to `calls.store.first_answers` (the figures
 # import nothing of the domains).
-CallAnswers = Callable[[Dynamo, list[str]], dict[str, tuple[Mapping | None, str | None]]]
+CallAnswers = Callable[[Dynamo, list[str]], dict[str, tuple[Mapping | None, str | None, str | None]]]
 _call_answers: CallAnswers | None = None
 
 
@@ -151,7 +151,8 @@ class Tally:
                 yield pk, sk, keep, by_line
 
     def _complete(self, found: list[Fact]) -> None:
-        """An ended call's combination and handle time, from its record (one BatchGetItem)."""
+        """An ended call's combination, line and handle time, from its record (one
+        BatchGetItem): its handle time counts for the line that answered it."""
         missing = [fact for fact in found if fact.seconds is None]
         if not missing:
             return
@@ -159,9 +160,9 @@ class Tally:
             raise RuntimeError("figures.tally.read_answers_with was not called (the app's ready() calls it)")
         answers = _call_answers(self.db, sorted({fact.call_id for fact in missing}))
         for fact in missing:
-            asked, answered = answers.get(fact.call_id, (None, None))
+            asked, answered, line = answers.get(fact.call_id, (None, None, None))
             answered_at = from_iso(answered)
-            fact.combination = facts.combination_name(asked)
+            fact.combination, fact.line = facts.combination_name(asked), fact.line or line
             if answered_at is None:
                 log.warning("call %s ended with no record of its answer: counted with no handle time", fact.call_id)
                 fact.seconds = 0.0

@@ -1,17 +1,18 @@
 """Reports: the centre's day in intervals (figures/intervals.py), as a chart of the
-callers offered and answered and a table, for the whole centre or one combination; the
-same report as CSV."""
+callers offered and answered and a table, for the whole centre, one combination or one
+line (counted by the line's own promise); the same report as CSV."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from queues_app.agents.skills import SkillCatalog
-from queues_app.ddb.client import default
-from queues_app.figures.intervals import ALL, INTERVALS, asked_report
+from queues_app.centre.call_center import CallCenter
+from queues_app.figures.intervals import ALL, INTERVALS, DayReport, asked_report
+from queues_app.lines.records import Line
 from queues_app.serializers import interval_rows
 from queues_app.views.exports import csv_answer
 
@@ -42,14 +43,13 @@ def _chart(rows: list[dict]) -> dict:
 
 @require_GET
 def reports(request):
-    report, chosen = _asked(request)
-    shown = chosen or ALL
-    rows = interval_rows(report, shown)
+    asked = _asked(request)
+    rows = asked.rows()
     return render(
         request,
         "queues_app/reports.html",
         {
-            "report": report,
+            "report": asked.report,
             "rows": rows,
             "table_rows": [
                 row
@@ -57,17 +57,24 @@ def reports(request):
                 if row["offered"]
                 or row["answered"]
                 or row["abandoned"]
+                or row["short_abandoned"]
+                or row["overflowed"]
                 or row["in_queue_at_end"]
                 or row["occupancy"] is not None
             ],
-            "shown": shown,
-            "combinations": report.combinations,
+            "shown": asked.shown,
+            "line": asked.line,
+            "lines": asked.lines,
+            "threshold": asked.threshold,
+            "combinations": asked.report.combinations,
             "intervals": INTERVALS,
             "chart": _chart(rows),
-            "previous_day": report.day - timedelta(days=1),
-            "next_day": report.day + timedelta(days=1),
+            "previous_day": asked.report.day - timedelta(days=1),
+            "next_day": asked.report.day + timedelta(days=1),
+            "day_query": f"&line={asked.line.line_id}" if asked.line else f"&combination={asked.shown}",
             "totals": {
-                name: sum(row[name] for row in rows) for name in ("offered", "answered", "answered_within", "abandoned")
+                name: sum(row[name] for row in rows)
+                for name in ("offered", "answered", "answered_within", "abandoned", "short_abandoned", "overflowed")
             },
             "query": request.GET.urlencode(),
         },
@@ -76,12 +83,13 @@ def reports(request):
 
 @require_GET
 def reports_csv(request):
-    report, chosen = _asked(request)
+    asked = _asked(request)
     columns = {
         "offered": "Offered",
         "answered": "Answered",
-        "answered_within": f"Answered within {report.threshold_seconds:g} s",
+        "answered_within": f"Answered within {asked.threshold:g} s",
         "abandoned": "Abandoned",
+        **({"short_abandoned": "Short abandons", "overflowed": "Overflowed"} if asked.line else {}),
         "in_queue_at_end": "In queue at the end",
         "service_level": "Service level",
         "asa_seconds": "Average speed of answer (s)",
@@ -89,13 +97,61 @@ def reports_csv(request):
         "longest_wait_seconds": "Longest wait (s)",
         "occupancy": "Occupancy",
     }
-    header = [f"Start ({report.zone})", "Combination", *columns.values()]
-    rows = ([row["start"], row["combination"], *(row[n] for n in columns)] for row in interval_rows(report, chosen))
+    report = asked.report
+    header = [f"Start ({report.zone})", "Line" if asked.line else "Combination", *columns.values()]
+    rows = (
+        [row["start"], row["line"] or row["combination"], *(row[n] for n in columns)]
+        for row in asked.rows(every_combination=True)
+    )
     name = f"intervals-{report.day.isoformat()}-{report.interval_minutes}min"
+    if asked.line:
+        name += f"-{asked.line.line_id}"
     return csv_answer(name, header, rows, dated=False)
 
 
-def _asked(request):
-    """The report the query asks for (figures.intervals.asked_report)."""
-    query, known = request.GET, SkillCatalog.from_settings().combination_names()
-    return asked_report(default(), query.get("date"), query.get("interval"), query.get("combination"), known=known)
+@dataclass
+class _Asked:
+    """The report a page or CSV asks for: the whole centre, a combination (`chosen`) or
+    a line."""
+
+    report: DayReport
+    chosen: str | None
+    line: Line | None
+    lines: list[Line]
+
+    @property
+    def shown(self) -> str:
+        return self.chosen or ALL
+
+    @property
+    def threshold(self) -> float:
+        return self.line.service_level_seconds if self.line else self.report.threshold_seconds
+
+    def rows(self, *, every_combination: bool = False) -> list[dict]:
+        """The line's rows; or the combination's (the whole centre's by default, or with
+        `every_combination` each combination's after the whole centre's, as the CSV has)."""
+        if self.line:
+            return interval_rows(self.report, line=self.line.line_id)
+        return interval_rows(self.report, self.chosen if every_combination else self.shown)
+
+
+def _asked(request) -> _Asked:
+    """The report the query asks for (figures.intervals.asked_report); lines listed once
+    any is configured."""
+    query, center = request.GET, CallCenter()
+    configured = center.lines.configured()
+    every = configured or center.lines.all()  # `main` alone while none is configured
+    line_id = (query.get("line") or "").strip() or None
+    known = center.catalog.combination_names()
+    report, chosen = asked_report(
+        center.db,
+        query.get("date"),
+        query.get("interval"),
+        # The form sends both: a line's report is of all its callers.
+        None if line_id and query.get("combination") == ALL else query.get("combination"),
+        known=known,
+        line=line_id,
+        lines=[line.line_id for line in every],
+    )
+    line = next((each for each in every if each.line_id == line_id), None)
+    return _Asked(report, None if line else chosen, line, configured)

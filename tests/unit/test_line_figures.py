@@ -122,3 +122,62 @@ def test_without_lines_the_overview_has_no_lines_panel(moto_db, supervisor_clien
     page = supervisor_client.get("/").content.decode()
     panel = page.split('id="lines-panel"', 1)[1].split(">", 1)[0]
     assert panel.endswith(" hidden") and 'hx-get="/?panel=lines"' in panel  # polls: lines made elsewhere appear
+
+
+def test_a_lines_handle_time_is_its_answered_calls_and_the_lines_add_up_to_the_centre(centre, clock, api):
+    short = waited_then_answered(centre, clock, "general", 10, "Ann")
+    clock.advance(60)
+    centre.end_call(short.call_id, then="wrap_up")  # Ann does not take the next caller
+    long = waited_then_answered(centre, clock, "support", 10, "Bob")
+    clock.advance(300)
+    centre.end_call(long.call_id)
+    counters.MetricsStore(centre.db).flush()
+
+    def handle(**query):
+        params = "&".join(f"{k}={v}" for k, v in query.items())
+        rows = api.get(f"/api/reports/intervals?interval=60&{params}").json()["intervals"]
+        return [row["aht_seconds"] for row in rows if row["combination"] == "all" and row["aht_seconds"] is not None]
+
+    assert handle(line="general") == [60.0] and handle(line="support") == [300.0]
+    assert handle() == [180.0]  # the centre's: both calls
+
+
+def test_the_reports_page_and_csv_give_one_line_by_its_promise(centre, clock, supervisor_client):
+    waited_then_answered(centre, clock, "support", 25, "Bob")  # within support's 30 s, not the centre's 20
+    quick, _ = centre.create_call({}, line="support")
+    clock.advance(2)
+    centre.abandon(quick.call_id)  # a short abandon
+    counters.MetricsStore(centre.db).flush()
+
+    page = supervisor_client.get("/reports/?line=support&combination=all&interval=60").content.decode()
+    assert '<option value="support" selected>Support</option>' in page
+    assert "by its promise of 80% in 30 s" in page and "<th>Within 30 s</th>" in page
+    assert "1 answered (1 within 30 s), 0 abandoned, 1 short abandons, 0 overflowed" in page
+    assert "&amp;line=support" in page and "<th>Occupancy</th>" not in page
+    whole = supervisor_client.get("/reports/?interval=60").content.decode()
+    assert "1 answered (0 within 20 s), 1 abandoned." in whole  # the centre's threshold; a short abandon abandoned
+
+    csv = supervisor_client.get("/reports/export.csv?line=support&interval=60")
+    assert (
+        csv.status_code == 200
+        and "intervals-" in csv["Content-Disposition"]
+        and "-support" in csv["Content-Disposition"]
+    )
+    header, *rows = b"".join(csv.streaming_content).decode().splitlines()
+    assert header.split(",")[1:7] == [
+        "Line",
+        "Offered",
+        "Answered",
+        "Answered within 30 s",
+        "Abandoned",
+        "Short abandons",
+    ]
+    counted = [row.split(",") for row in rows if row.split(",")[3] != "0" or row.split(",")[6] != "0"]
+    assert [(row[1], row[3], row[4], row[6]) for row in counted] == [("support", "1", "1", "1")]
+
+
+def test_a_report_of_an_unknown_line_says_which_lines_there_are(centre, supervisor_client):
+    missing = supervisor_client.get("/reports/?line=billing")
+    assert missing.status_code == 404 and "the lines are general, support" in missing.content.decode()
+    both = supervisor_client.get("/reports/?line=general&combination=English%23F")
+    assert both.status_code == 400 and "not both" in both.content.decode()
