@@ -1,4 +1,4 @@
-"""The admin: API tokens (a normal model), and agents, queues, shipments and tasks read
+"""The admin: API tokens (a normal model), and agents, lines, queues, shipments and tasks read
 from DynamoDB through placeholder models (the django-rq pattern): each change list is
 our own view inside the admin's frame, with search, filters, pages and actions; an
 action first shows how many items it will touch, then acts and says what it did. What
@@ -21,13 +21,15 @@ from django.utils.html import format_html
 from queues_app.agents.records import AgentStatus, not_ready_reasons
 from queues_app.agents.roster import Agents
 from queues_app.centre.call_center import CallCenter
+from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.ddb.paging import Page
 from queues_app.forms import queue_name, selected
 from queues_app.http.errors import describe
 from queues_app.http.roles import can_act
 from queues_app.inputs import NAME_MAX, NAME_PROBLEM
-from queues_app.models import AgentEntry, ApiToken, QueueEntry, ShipmentEntry, TaskEntry
+from queues_app.models import AgentEntry, ApiToken, LineEntry, QueueEntry, ShipmentEntry, TaskEntry
+from queues_app.monitoring.overview import LineNow, lines_now
 from queues_app.operations import Operations
 from queues_app.operations.bulk import BulkReport, Seen, not_ready_action
 from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
@@ -257,6 +259,69 @@ class AgentAdmin(DynamoAdmin):
 
     def item_seen(self, item) -> str:
         return Seen(item.agent_id, item.version, item.call_id).token
+
+
+def _promise(line: LineNow) -> str:
+    target = line.line.service_level_target * 100
+    return f"{target:g}% in {line.line.service_level_seconds:g} s"
+
+
+def _open(line: LineNow) -> str:
+    if line.open_now:
+        return "open"
+    return f"closed, opens {until(to_iso(line.opens_at))}" if line.opens_at else "closed"
+
+
+def _overflow(line: LineNow) -> str:
+    overflow = line.line.overflow
+    if overflow is None:
+        return "–"
+    return f"to {overflow.to_line}" if overflow.to_line else f"ends: {overflow.end}"
+
+
+def _remove_lines(ops: Operations, selection: list[Seen]) -> BulkReport:
+    """Each selected line removed from the version shown; one that changed since, or that
+    callers wait on or another line overflows to, is left as it is, saying why."""
+    report = BulkReport(did="removed")
+    for seen in selection:
+        try:
+            ops.delete_line(seen.item_id, seen.version)
+        except DynamoError as exc:
+            report.skipped.append((seen.item_id, describe(exc).message))
+        else:
+            report.done.append(seen.item_id)
+    return report
+
+
+@admin.register(LineEntry)
+class LineAdmin(DynamoAdmin):
+    """The lines configured, as they stand; each opens on the Lines page to be edited."""
+
+    columns = [
+        Column("Line", lambda n: n.line.line_id),
+        Column("Name", lambda n: n.line.name),
+        Column("Requires", lambda n: ", ".join(f"{k}: {v}" for k, v in n.line.requires.items()) or "–"),
+        Column("Promise", _promise),
+        Column("Now", _open),
+        Column("Waiting", lambda n: n.waiting),
+        Column("At most waiting", lambda n: n.line.max_waiting if n.line.max_waiting is not None else "–"),
+        Column("Overflow", _overflow),
+        Column("Version", lambda n: n.line.version),
+    ]
+    bulk_actions = {"remove": BulkAction("Remove the selected lines", _remove_lines, destructive=True)}
+
+    def load(self, request) -> Page:
+        center = CallCenter()
+        return Page(lines_now(center, center.lines.configured(), now()), None)
+
+    def item_id(self, item) -> str:
+        return item.line.line_id
+
+    def item_seen(self, item) -> str:
+        return Seen(item.line.line_id, item.line.version).token
+
+    def item_link(self, item) -> str:
+        return reverse("line-edit", args=[item.line.line_id])
 
 
 @admin.register(QueueEntry)

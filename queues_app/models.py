@@ -175,7 +175,7 @@ class DynamoPlaceholder(models.Model):
     """Base of the admin's entries for data that lives in DynamoDB, not in this database.
 
     No table is ever created or read for these models (`managed = False`); they exist so
-    that the admin index lists agents, queues, shipments and tasks, and so that a
+    that the admin index lists agents, lines, queues, shipments and tasks, and so that a
     permission can be granted for them. Their admins read DynamoDB through the domains
     and the operations (see `queues_app.admin`)."""
 
@@ -190,6 +190,12 @@ class AgentEntry(DynamoPlaceholder):
         verbose_name = "agent"
         verbose_name_plural = "agents"
         permissions = [("view_queues", "Can see queues, agents, shipments and tasks in the admin")]
+
+
+class LineEntry(DynamoPlaceholder):
+    class Meta(DynamoPlaceholder.Meta):
+        verbose_name = "line"
+        verbose_name_plural = "lines"
 
 
 class QueueEntry(DynamoPlaceholder):

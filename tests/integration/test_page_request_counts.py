@@ -179,6 +179,7 @@ def pages(ids: dict) -> dict[str, str]:
         "audit trail": reverse("audit"),
         "audit: one item": reverse("audit") + f"?target=agent:{ids['agent']}",
         "admin: agents": admin + "agententry/",
+        "admin: lines": admin + "lineentry/",
         "admin: agents searched": admin + "agententry/?q=00007",
         "admin: queues": admin + "queueentry/",
         "admin: shipments dlq": admin + "shipmententry/?view=dlq",

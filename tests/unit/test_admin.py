@@ -1,4 +1,4 @@
-"""The admin lists agents, queues, shipments and tasks from DynamoDB and acts on them."""
+"""The admin lists agents, lines, queues, shipments and tasks from DynamoDB and acts on them."""
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -13,7 +13,7 @@ from queues_app.tasks.queue import TaskQueue
 from tests.helpers.seen import ticked, ticked_shipment
 
 SKILLS = {"language": ["English"], "gender": ["F"]}
-CHANGELISTS = ("agententry", "queueentry", "shipmententry", "taskentry")
+CHANGELISTS = ("agententry", "lineentry", "queueentry", "shipmententry", "taskentry")
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def changelist(model: str) -> str:
 
 def test_admin_index_lists_the_dynamodb_entries(staff_client, moto_db):
     html = staff_client.get(reverse("admin:index")).content.decode()
-    for plural in ("Agents", "Agent queues", "Shipments", "Tasks"):
+    for plural in ("Agents", "Lines", "Agent queues", "Shipments", "Tasks"):
         assert plural in html
 
 
@@ -38,11 +38,13 @@ def test_every_changelist_reads_dynamodb(staff_client, moto_db, model):
     ShipmentQueue().create({"destination": "Lyon"}, shipment_id="s-admin", ready=True)
     ShipmentQueue().enqueue("s-admin")
     TaskQueue().create({"job": "admin-task"})
+    CallCenter().lines.put({"line_id": "support", "name": "Support desk"})
     response = staff_client.get(changelist(model))
     assert response.status_code == 200
     html = response.content.decode()
     expected = {
         "agententry": "Ada Admin",
+        "lineentry": "Support desk",
         "queueentry": "Q#English#F",
         "shipmententry": "s-admin",
         "taskentry": "admin-task",
@@ -166,3 +168,27 @@ def test_the_not_ready_action_sets_the_selected_agents_not_ready_for_its_reason(
     assert (now.status, now.reason) == (AgentStatus.NOT_READY, "lunch")
     entries = AuditTrail().for_target(f"agent:{ada.agent_id}").entries
     assert entries[0].action == "agent.not_ready" and entries[0].source == "admin"
+
+
+def test_the_lines_are_listed_as_they_stand_and_removed_from_the_version_shown(staff_client, moto_db):
+    center = CallCenter()
+    center.lines.put({"line_id": "general", "name": "General", "service_level_seconds": 60})
+    center.lines.put({"line_id": "vip", "name": "VIP", "max_waiting": 5, "overflow": {"to_line": "general"}})
+    center.lines.put({"line_id": "spare", "name": "Spare"})
+    center.create_call({}, line="vip")
+    listed = staff_client.get(changelist("lineentry")).content.decode()
+    vip = listed.split(">vip<", 1)[1].split("</tr>", 1)[0]
+    assert "to general" in vip and ">1<" in vip and 'href="/lines/vip/"' in listed  # one waiting; edited on its page
+    assert "80% in 60 s" in listed.split(">general<", 1)[1].split("</tr>", 1)[0]
+
+    center.lines.put({"line_id": "spare", "name": "Spare line", "version": 1})  # changed since it was shown
+    answer = staff_client.post(
+        changelist("lineentry"),
+        {"action": "remove", "ids": ["vip/1", "general/1", "spare/1"], "confirmed": "1"},
+        follow=True,
+    ).content.decode()
+    assert "0 removed, 3 failed" in answer and "wait" in answer  # vip: a caller waits; general: vip overflows to it
+    assert [line.line_id for line in center.lines.configured()] == ["general", "spare", "vip"]
+    staff_client.post(changelist("lineentry"), {"action": "remove", "ids": ["spare/2"], "confirmed": "1"})
+    assert [line.line_id for line in center.lines.configured()] == ["general", "vip"]
+    assert AuditTrail().for_target("line:spare").entries[0].action == "line.delete"

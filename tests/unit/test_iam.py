@@ -160,7 +160,7 @@ def web(db, staff, token) -> None:
         ("/admin/", {}),
         *[
             (reverse(f"admin:queues_app_{m}_changelist"), {})
-            for m in ("agententry", "queueentry", "shipmententry", "tasksentry" if False else "taskentry")
+            for m in ("agententry", "lineentry", "queueentry", "shipmententry", "taskentry")
         ],
         (reverse("admin:queues_app_agententry_changelist"), {"q": "an", "status": "queued"}),
         (reverse("admin:queues_app_shipmententry_changelist"), {"view": "dlq"}),
