@@ -12,10 +12,11 @@ from typing import Unpack
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
-from queues_app.ddb.errors import Backpressure, RateLimited
+from queues_app.ddb.errors import Backpressure, InvalidRequest, RateLimited, TenantOverRate
 from queues_app.ddb.windows import count_in_window
 from queues_app.figures import counters
 from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
+from queues_app.shipments.named import NamedQueues
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, Shipment, ShipmentQueue
 from queues_app.shipments.records import Placing
 
@@ -104,8 +105,11 @@ class ShipmentAdmission:
         self.limiter = TenantLimiter(self.db, self.policy)
 
     def submit(self, data: dict, *, request_digest: str | None = None, **placing: Unpack[Placing]) -> Admitted:
-        """The live queue, or the spillover queue for a tenant over its rate (`placing`'s
-        queue is decided here)."""
+        """The live queue, or the spillover queue for a tenant over its rate; or the named
+        queue `placing` asks for (shipments/named.py), refused (429) for a tenant over that
+        queue's rate."""
+        if placing.get("queue") not in (None, DEFAULT_QUEUE):
+            return self._submit_named(data, request_digest, placing)
         self.gate.check(counters.LIVE)
         tenant = placing.get("tenant")
         sidelined = tenant is not None and tenant != "" and not self.limiter.admit(tenant)
@@ -114,6 +118,20 @@ class ShipmentAdmission:
         if sidelined:
             counters.note(self.db, DEFAULT_QUEUE, "sidelined")
         return Admitted(shipment, sidelined)
+
+    def _submit_named(self, data: dict, request_digest: str | None, placing: Placing) -> Admitted:
+        queue = str(placing.get("queue"))
+        configured = NamedQueues(self.db).settings_for(queue)
+        if configured is None:
+            known = ", ".join(each.queue_id for each in NamedQueues(self.db).all())
+            raise InvalidRequest(f"queue: no shipment queue {queue!r}; the queues are {known}.", field="queue")
+        tenant = placing.get("tenant")
+        if tenant and configured.tenant_rate is not None:
+            limiter = TenantLimiter(self.db, FairnessPolicy(tenant_rate=configured.tenant_rate))
+            wait = limiter.wait(tenant, queue=queue)
+            if wait:
+                raise TenantOverRate(queue, tenant, wait)
+        return Admitted(self.shipments.submit(data, request_digest=request_digest, **placing), False)
 
 
 class TokenLimiter:

@@ -26,6 +26,10 @@ LINE_CREATED = "line.create"
 LINE_EDITED = "line.update"
 LINE_REMOVED = "line.delete"
 
+SHIPMENT_QUEUE_CREATED = "shipment_queue.create"
+SHIPMENT_QUEUE_EDITED = "shipment_queue.update"
+SHIPMENT_QUEUE_REMOVED = "shipment_queue.delete"
+
 SHIPMENT_ENQUEUED = "shipment.enqueue"
 SHIPMENT_TOUCHED = "shipment.touch"
 SHIPMENT_PRIORITY = "shipment.priority"
@@ -58,6 +62,9 @@ ACTION_LABELS = {
     LINE_CREATED: "Line created",
     LINE_EDITED: "Line changed",
     LINE_REMOVED: "Line removed",
+    SHIPMENT_QUEUE_CREATED: "Shipment queue created",
+    SHIPMENT_QUEUE_EDITED: "Shipment queue changed",
+    SHIPMENT_QUEUE_REMOVED: "Shipment queue removed",
     SHIPMENT_ENQUEUED: "Shipment queued",
     SHIPMENT_TOUCHED: "Shipment sent to the back",
     SHIPMENT_PRIORITY: "Shipment's priority changed",
@@ -92,6 +99,7 @@ AUDIT_ACTIONS = {
         CALL_OVERFLOWED,
     ],
     "Lines": [LINE_CREATED, LINE_EDITED, LINE_REMOVED],
+    "Shipment queues": [SHIPMENT_QUEUE_CREATED, SHIPMENT_QUEUE_EDITED, SHIPMENT_QUEUE_REMOVED],
     "Shipments": [
         SHIPMENT_ENQUEUED,
         SHIPMENT_TOUCHED,

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Literal
 
 from queues_app.agents.records import AFTER_CALL
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
-from queues_app.text import hidden_problem
+from queues_app.text import (
+    NAME_MAX,
+    SHORT_NAME_MAX,
+    SHORT_NAME_PATTERN,
+    SHORT_NAME_PROBLEM,
+    VERSION_MAX,
+    hidden_problem,
+    is_short_name,
+)
 
 # --- an item's id ------------------------------------------------------------------------
 
@@ -45,7 +53,6 @@ def is_item_id(value: object) -> bool:
 # JSON reader keeps exactly (I-JSON, RFC 7493: 2**53 - 1, JavaScript's MAX_SAFE_INTEGER),
 # far inside a DynamoDB number: a forged value is refused here, not by DynamoDB.
 VERSION_MIN = 1
-VERSION_MAX = 2**53 - 1
 VERSION_RANGE = f"a whole number from {VERSION_MIN} to {VERSION_MAX}"
 _DIGITS = re.compile(r"[0-9]{1,16}")  # ASCII digits only: int() takes "٧", "+7" and "7_0" too
 
@@ -96,7 +103,6 @@ def preference_problems(catalog: SkillCatalog, preferences: Mapping[str, object]
 
 # --- names ------------------------------------------------------------------------------------
 
-NAME_MAX = 100  # an agent's name, and a search for one
 NAME_PROBLEM = f"1 to {NAME_MAX} characters"
 
 
@@ -106,12 +112,5 @@ def text_problem(value: str) -> str | None:
     return hidden_problem(value)
 
 
-# A queue's or a tenant's name: a part of keys and of the figures' labels.
-SHORT_NAME_MAX = 64
-SHORT_NAME_PATTERN = rf"^[A-Za-z0-9._-]{{1,{SHORT_NAME_MAX}}}$"
-SHORT_NAME_PROBLEM = f"1 to {SHORT_NAME_MAX} letters, digits, '.', '_' or '-'"
-_SHORT_NAME = re.compile(SHORT_NAME_PATTERN)
-
-
-def is_short_name(value: object) -> bool:
-    return isinstance(value, str) and bool(_SHORT_NAME.fullmatch(value))
+# A queue's or a tenant's name (queues_app/text.py: the shipment queues' store reads it too).
+__all__ = ["NAME_MAX", "VERSION_MAX", "SHORT_NAME_MAX", "SHORT_NAME_PATTERN", "SHORT_NAME_PROBLEM", "is_short_name"]

@@ -16,6 +16,7 @@ what an earlier version let in is shown without its embeddings and overrides (`v
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -54,3 +55,18 @@ def visible(text: str) -> str:
 def counted(number: float, noun: str) -> str:
     """'1 agent', '2 agents', '0 agents': a count with its noun, singular only for one."""
     return f"{number:g} {noun}{'' if number == 1 else 's'}"
+
+
+# A queue's or a tenant's name: a part of keys and of the figures' labels.
+SHORT_NAME_MAX = 64
+SHORT_NAME_PATTERN = rf"^[A-Za-z0-9._-]{{1,{SHORT_NAME_MAX}}}$"
+SHORT_NAME_PROBLEM = f"1 to {SHORT_NAME_MAX} letters, digits, '.', '_' or '-'"
+_SHORT_NAME = re.compile(SHORT_NAME_PATTERN)
+
+
+def is_short_name(value: object) -> bool:
+    return isinstance(value, str) and bool(_SHORT_NAME.fullmatch(value))
+
+
+NAME_MAX = 100  # a name a person reads (an agent's, a line's, a queue's), and a search for one
+VERSION_MAX = 2**53 - 1  # an item's version: the largest whole number JSON clients keep exactly

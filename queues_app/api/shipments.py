@@ -46,6 +46,11 @@ class ShipmentIn(InputSchema):
         pattern=inputs.SHORT_NAME_PATTERN,
         description="Who sends it (fair share per tenant): 1 to 64 letters, digits, `.`, `_` or `-`.",
     )
+    queue: str | None = Field(
+        None,
+        pattern=inputs.SHORT_NAME_PATTERN,
+        description="The queue to send it to: `live` (when left out) or a named queue (`GET /api/shipment-queues`).",
+    )
     priority: int = Field(0, ge=0, le=keys.MAX_PRIORITY, strict=True, description="0 to 9; higher first.")
     delay_seconds: float = Field(
         0,
@@ -59,6 +64,7 @@ class ShipmentIn(InputSchema):
     PROBLEMS: ClassVar[dict[str, str]] = {
         "data": "required: an object with the shipment's fields",
         "tenant": inputs.SHORT_NAME_PROBLEM,
+        "queue": inputs.SHORT_NAME_PROBLEM,
         "priority": f"must be a whole number from 0 to {keys.MAX_PRIORITY}",
         "delay_seconds": f"must be a number of seconds from 0 to {MAX_DELAY_SECONDS}",
     }
@@ -82,7 +88,7 @@ class ShipmentOut(Schema):
     shipment_id: str
     state: str = Field(description="under construction, ready, queued, delayed, processing, completed or in DLQ.")
     status: str
-    queue: str = Field(description="`live`, or `spillover` when sidelined.")
+    queue: str = Field(description="`live`, `spillover` when sidelined, or the named queue it was sent to.")
     tenant: str | None
     priority: int
     data: dict[str, Any]
@@ -144,8 +150,8 @@ def create_shipment(
     idempotency_key: IdempotencyKey | None = SHIPMENT_KEY,
 ):
     """Enqueue a shipment: 201 with the queue it went to; 429 with `Retry-After` while the
-    live queue is past its bound. With an `Idempotency-Key` seen before, the first
-    shipment again (200)."""
+    live queue is past its bound, or a tenant is over a named queue's rate. With an
+    `Idempotency-Key` seen before, the first shipment again (200)."""
     key = idempotency_key
     shipment_id = "k" + hashlib.sha256(f"api:{request.user.pk}:{key}".encode()).hexdigest()[:23] if key else None
     body = digest(payload.model_dump(mode="json")) if key else None
@@ -157,6 +163,7 @@ def create_shipment(
         admitted = api_operations(request).submit_shipment(
             payload.data,
             tenant=payload.tenant,
+            **({"queue": payload.queue} if payload.queue else {}),
             priority=payload.priority,
             delay_seconds=payload.delay_seconds,
             shipment_id=shipment_id,

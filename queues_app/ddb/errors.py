@@ -250,6 +250,14 @@ class RateLimited(DynamoError):
         self.limit, self.seconds, self.retry_after = limit, seconds, retry_after
 
 
+class TenantOverRate(DynamoError):
+    """A tenant sent a named shipment queue more than its rate allows in this window."""
+
+    def __init__(self, queue: str, tenant: str, retry_after: int):
+        super().__init__(f"Tenant {tenant!r} is over queue {queue!r}'s tenant rate; try again in {retry_after} s.")
+        self.queue, self.tenant, self.retry_after = queue, tenant, retry_after
+
+
 class Backpressure(DynamoError):
     """A queue's backlog is past its bound: the enqueue is refused, try again later."""
 

@@ -80,6 +80,10 @@ _CONSUMING = _table(
     indexes={SHIPMENTS_READY.name: "Query", SHIPMENTS_INVISIBLE.name: "Query"},
 )
 
+# The named shipment queues' settings: one partition of the callcenter table, read by a
+# worker at most every few seconds (shipments/named.py).
+_QUEUE_SETTINGS = _table("callcenter", "Query")
+
 GRANTS: dict[str, frozenset[Access]] = {
     "web": _role(
         _table(
@@ -103,7 +107,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         _CALL_FACTS,
         {Access("dynamodb:ListTables", None)},  # the system page's check: which tables exist
     ),
-    "shipment-worker": _role(_CONSUMING, _COUNTERS, _SYSTEM_EVENTS),
+    "shipment-worker": _role(_CONSUMING, _QUEUE_SETTINGS, _COUNTERS, _SYSTEM_EVENTS),
     "callback-worker": _role(_CONSUMING, _COUNTERS, _SYSTEM_EVENTS),
     "task-processor": _role(
         _table(

@@ -192,6 +192,16 @@ TOLD: list[tuple[type[Exception], Told]] = [
             more=lambda exc: {"retry_after": exc.retry_after},
         ),
     ),
+    (
+        errors.TenantOverRate,
+        Told(
+            429,
+            "Tenant over the queue's rate",
+            "A named shipment queue takes at most its tenant_rate shipments a second from each tenant; the "
+            "Retry-After header says when to send more.",
+            more=lambda exc: {"retry_after": exc.retry_after},
+        ),
+    ),
     (errors.Throttled, Told(503, "DynamoDB is busy", retry_after=2)),
     (errors.NotFound, Told(404, "Not found")),
     (

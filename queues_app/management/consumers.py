@@ -27,7 +27,9 @@ class ConsumerCommand(CheckedCommand):
         grace on stopping, how many at once (`concurrency`: default, help), --max and
         --until-empty."""
         low, high, about = visibility
-        parser.add_argument("--visibility", type=float_range(low, high), default=30.0, help=about)
+        parser.add_argument(
+            "--visibility", type=float_range(low, high), default=None, help=f"{about}; the queue's own by default"
+        )
         parser.add_argument(
             "--grace", type=float_range(0, DAY), default=10.0, help="seconds to finish after a stop request"
         )
@@ -51,10 +53,11 @@ class ConsumerCommand(CheckedCommand):
         """Run `concurrency` workers with a handler each until stopped (SIGTERM, Ctrl-C,
         --max, --until-empty: the consumer options among the command's `options`); one
         liveness heartbeat for the process."""
-        visibility, grace, until_empty = options["visibility"], options["grace"], options["until_empty"]
+        grace, until_empty = options["grace"], options["until_empty"]
         concurrency, max = options["concurrency"], options["max"]
         if until_empty:
             require_tables(shipments.db, "shipments")  # a run that should end does not wait for DynamoDB
+        visibility = options["visibility"] or shipments.visibility_for(queue)
         counters.flush_in_background(shipments.db)  # the last shipment's counts, even when none follows
         shares = _shares(max, concurrency)
         workers = [

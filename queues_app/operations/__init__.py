@@ -13,6 +13,7 @@ from queues_app.operations.agents import AgentOperations
 from queues_app.operations.base import Recorder
 from queues_app.operations.calls import CallOperations
 from queues_app.operations.lines import LineOperations
+from queues_app.operations.shipment_queues import ShipmentQueueOperations
 from queues_app.operations.shipments import ShipmentOperations
 
 
@@ -38,6 +39,9 @@ class Operations:
     put_line = Verb("on_line", LineOperations.put_line)
     delete_line = Verb("on_line", LineOperations.delete_line)
 
+    put_shipment_queue = Verb("on_shipment_queue", ShipmentQueueOperations.put_shipment_queue)
+    delete_shipment_queue = Verb("on_shipment_queue", ShipmentQueueOperations.delete_shipment_queue)
+
     submit_shipment = Verb("on_shipment", ShipmentOperations.submit_shipment)
     touch = Verb("on_shipment", ShipmentOperations.touch)
     set_priority = Verb("on_shipment", ShipmentOperations.set_priority)
@@ -58,6 +62,7 @@ class Operations:
         self.on_call = CallOperations(self.recorder)
         self.on_shipment = ShipmentOperations(self.recorder)
         self.on_line = LineOperations(self.recorder)
+        self.on_shipment_queue = ShipmentQueueOperations(self.recorder)
 
     @classmethod
     def for_request(cls, request, source: str = "page") -> Operations:

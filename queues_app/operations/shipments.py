@@ -34,10 +34,11 @@ class ShipmentOperations:
         self.db, self.shipments, self.trace_id = recorder.db, recorder.shipments, recorder.trace_id
 
     def submit_shipment(self, data: dict, **options: Any) -> Admitted:
-        """Enqueue through admission (`ShipmentAdmission.submit`'s options: tenant, priority,
-        delay_seconds, shipment_id, request_digest), recorded with the request's trace id."""
+        """Enqueue through admission (`ShipmentAdmission.submit`'s options: queue, tenant,
+        priority, delay_seconds, shipment_id, request_digest), recorded with the request's trace id."""
         admitted = ShipmentAdmission(self.db).submit(data, trace_id=self.trace_id, **options)
-        where = "the spillover queue (tenant over its rate)" if admitted.sidelined else "the live queue"
+        queue = admitted.shipment.queue
+        where = "the spillover queue (tenant over its rate)" if admitted.sidelined else f"the {queue} queue"
         delay_seconds = options.get("delay_seconds") or 0
         delay = f", visible in {delay_seconds:g} s" if delay_seconds else ""
         summary = f"enqueued in {where}{delay}"

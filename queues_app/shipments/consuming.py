@@ -45,9 +45,11 @@ class Consuming:
     def __init__(self, store: ShipmentStore):
         self.store = store
 
-    def receive(self, queue: str = DEFAULT_QUEUE, *, visibility_timeout: float = 30.0) -> Receipt | None:
-        """Receive one shipment for `visibility_timeout` seconds, or None when nothing is
-        visible. At most three requests when uncontended."""
+    def receive(self, queue: str = DEFAULT_QUEUE, *, visibility_timeout: float | None = None) -> Receipt | None:
+        """Receive one shipment for `visibility_timeout` seconds (the queue's own when left
+        out), or None when nothing is visible. At most three requests when uncontended."""
+        if visibility_timeout is None:
+            visibility_timeout = self.store.visibility_for(queue)
         moment = self.store.clock()
         stamp = to_iso(moment)
         due = self.store.db.call(
@@ -60,11 +62,10 @@ class Consuming:
         ).get("Items", [])
         for raw in due:
             entry = unmarshal(raw)
-            if (
-                entry.get("status") == ShipmentStatus.PROCESSING
-                and int(entry.get("attempts", 0)) >= self.store.retry.max_receives
-            ):
-                self._dead_letter_expired(entry, stamp)
+            # The queue's retry policy is read only for a lease that ran out.
+            expired = entry.get("status") == ShipmentStatus.PROCESSING
+            if expired and int(entry.get("attempts", 0)) >= (limit := self.store.retry_for(queue).max_receives):
+                self._dead_letter_expired(entry, stamp, limit)
                 continue
             receipt = self._claim(
                 entry["id"],
@@ -127,8 +128,8 @@ class Consuming:
             counters.note_first_attempt(self.store.db, shipment.queue, (moment - first_enqueued).total_seconds())
         return Receipt(shipment, receipt if not final else "", deadline)
 
-    def _dead_letter_expired(self, entry: dict, stamp: str) -> None:
-        reason = f"lease expired after {entry.get('attempts')} receives (maximum {self.store.retry.max_receives})"
+    def _dead_letter_expired(self, entry: dict, stamp: str, max_receives: int) -> None:
+        reason = f"lease expired after {entry.get('attempts')} receives (maximum {max_receives})"
         try:
             self.store.to_dlq_update(
                 entry["id"],
@@ -231,8 +232,9 @@ class Consuming:
         stamp = to_iso(moment)
         entry = [{"at": stamp, "reason": (reason or "unspecified")[:500], "receive": current.receive_count}]
         reasons = (current.failure_reasons + entry)[-MAX_FAILURE_REASONS:]
-        if current.attempts >= self.store.retry.max_receives:
-            dlq_reason = f"failed {current.attempts} times (maximum {self.store.retry.max_receives}): {reason}"
+        retry = self.store.retry_for(current.queue)
+        if current.attempts >= retry.max_receives:
+            dlq_reason = f"failed {current.attempts} times (maximum {retry.max_receives}): {reason}"
             return self.store.to_dlq_update(
                 shipment_id,
                 dlq_reason,
@@ -243,7 +245,7 @@ class Consuming:
                 receipt_check=(receipt, "fail"),
                 change=change,
             )
-        visible = to_iso(moment + timedelta(seconds=self.store.retry.delay_after(current.attempts)))
+        visible = to_iso(moment + timedelta(seconds=retry.delay_after(current.attempts)))
         return self._with_receipt(
             shipment_id,
             receipt,

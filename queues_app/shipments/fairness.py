@@ -63,10 +63,16 @@ class TenantLimiter:
         return seconds, max(1, round(rate * seconds))
 
     def admit(self, tenant: str) -> bool:
+        return not self.wait(tenant)
+
+    def wait(self, tenant: str, *, queue: str | None = None) -> int:
+        """Count one shipment of `tenant` (into `queue`, for a named queue's own windows):
+        0 when it is within its rate, else the seconds left in the window."""
         seconds, quota = self.window(tenant)
         if quota == 0:
-            return False
-        return not count_in_window(self.db, f"RATE#{tenant}", quota, seconds, self.clock())
+            return seconds
+        key = f"RATE#{queue}#{tenant}" if queue else f"RATE#{tenant}"
+        return count_in_window(self.db, key, quota, seconds, self.clock())
 
 
 class SweepSchedule:

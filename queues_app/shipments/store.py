@@ -12,6 +12,7 @@ from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.replay import Done
+from queues_app.shipments.named import NamedQueues
 from queues_app.shipments.records import (
     InvalidTransition,
     ReceiptInvalid,
@@ -44,11 +45,18 @@ class ShipmentStore:
     def table_name(self) -> str:
         return self.db.table("shipments")
 
-    @property
-    def retry(self) -> RetryPolicy:
-        if self._retry is None:
-            self._retry = RetryPolicy.from_settings()
-        return self._retry
+    def retry_for(self, queue: str) -> RetryPolicy:
+        """How shipments of `queue` are retried: the policy this store was given (the
+        callbacks' worker's, a benchmark's), or the queue's own settings (shipments/named.py)."""
+        if self._retry is not None:
+            return self._retry
+        configured = NamedQueues(self.db).settings_for(queue)
+        return configured.retry if configured else RetryPolicy.from_settings()
+
+    def visibility_for(self, queue: str) -> float:
+        """How long a receive of `queue` holds a shipment when the consumer does not say."""
+        configured = NamedQueues(self.db).settings_for(queue)
+        return float(configured.visibility_timeout_seconds) if configured else 30.0
 
     # --- reads --------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from queues_app.forms import (
     queue_name,
 )
 from queues_app.shipments.listing import LISTS, ShipmentFilter, in_list
+from queues_app.shipments.named import NamedQueues
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.shipments.records import SPILLOVER_QUEUE, ShipmentState
 from queues_app.views.common import (
@@ -76,10 +77,12 @@ QUEUES = (DEFAULT_QUEUE, SPILLOVER_QUEUE, CALLBACK_QUEUE)
 
 def _tabs(service: ShipmentQueue, queue: str) -> dict:
     """The tabs' figures: each list of this queue, and the other queues (live, spillover,
-    the callbacks' events) beside them. Six COUNT queries, each stopping at its cap."""
+    the callbacks' events, the named queues) beside them. A COUNT query each, stopping at
+    its cap: six without named queues."""
+    named = [each.queue_id for each in NamedQueues(service.db).current() if each.queue_id not in QUEUES]
     return {
         "counts": service.counts(queue),
-        "other_queues": [(other, service.count_queued(other)) for other in QUEUES if other != queue],
+        "other_queues": [(other, service.count_queued(other)) for other in (*QUEUES, *named) if other != queue],
         "views": {k: v[0] for k, v in LISTS.items()},
     }
 

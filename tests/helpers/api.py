@@ -35,6 +35,10 @@ OPERATIONS = {
     ("get", "/api/lines/{line_id}"),
     ("put", "/api/lines/{line_id}"),
     ("delete", "/api/lines/{line_id}"),
+    ("get", "/api/shipment-queues"),
+    ("get", "/api/shipment-queues/{queue_id}"),
+    ("put", "/api/shipment-queues/{queue_id}"),
+    ("delete", "/api/shipment-queues/{queue_id}"),
 }
 
 

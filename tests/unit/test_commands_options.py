@@ -44,7 +44,7 @@ BAD = [
     ("restore_shipments", ["a", "--reason", "x"], "Name shipments or give a filter, not both."),
     ("run_shipment_worker", ["--until-empty", "--visibility", "-5"], "argument --visibility: expected a number from 1"),
     ("run_shipment_worker", ["--until-empty", "--visibility", "0"], "argument --visibility: expected a number from 1"),
-    ("run_shipment_worker", ["--until-empty", "--queue", "bogus"], "argument --queue: invalid choice: 'bogus'"),
+    ("run_shipment_worker", ["--until-empty", "--queue", "bogus"], "No shipment queue 'bogus': the queues are live,"),
     (
         "run_shipment_worker",
         ["--until-empty", "--fail-share", "7"],

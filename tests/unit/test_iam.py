@@ -280,6 +280,12 @@ def web(db, staff, token) -> None:
         ("post", "/api/calls", {"preferences": {}, "line": "sales"}),
         ("put", "/api/lines/general", {"name": "General"}),
         ("delete", "/api/lines/general?version=1", None),
+        ("put", "/api/shipment-queues/returns", {"visibility_timeout_seconds": 120, "max_receives": 3}),
+        ("get", "/api/shipment-queues", None),
+        ("get", "/api/shipment-queues/returns", None),
+        ("post", "/api/shipments", {"data": {"to": "Lyon"}, "queue": "returns", "tenant": "acme"}),
+        ("put", "/api/shipment-queues/outbound", {"name": "Outbound"}),
+        ("delete", "/api/shipment-queues/outbound?version=1", None),
     ]
     with meter.record_access(db.prefix) as log:
         for url, params in gets:

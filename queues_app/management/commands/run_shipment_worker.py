@@ -8,6 +8,7 @@ from queues_app.management.arguments import (
 )
 from queues_app.management.consumers import ConsumerCommand
 from queues_app.operations.system import RecordedShipmentQueue
+from queues_app.shipments.named import NamedQueues
 from queues_app.shipments.queue import DEFAULT_QUEUE
 from queues_app.shipments.worker import demo_handler
 
@@ -24,9 +25,9 @@ class Command(ConsumerCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "--queue",
-            choices=SHIPMENT_QUEUES,
             default=None,
-            help=f"the queue to consume; without it, {DEFAULT_QUEUE} (not with --fair)",
+            help=f"the queue to consume: {', '.join(SHIPMENT_QUEUES)} or a named queue "
+            f"(GET /api/shipment-queues); without it, {DEFAULT_QUEUE} (not with --fair)",
         )
         parser.add_argument("--fail-share", type=share, default=0.1, help="share of shipments the demo handler fails")
         parser.add_argument(
@@ -51,6 +52,12 @@ class Command(ConsumerCommand):
             raise CommandError("--fair takes the live queue and then the spillover queue: leave out --queue.")
         queue = queue or DEFAULT_QUEUE
         shipments = RecordedShipmentQueue()  # dead-lettered shipments go on their history
+        if queue not in SHIPMENT_QUEUES:
+            named = [each.queue_id for each in NamedQueues(shipments.db).all()]
+            if queue not in named:
+                raise CommandError(
+                    f"No shipment queue {queue!r}: the queues are {', '.join(sorted({*SHIPMENT_QUEUES, *named}))}."
+                )
         where = "live, then spillover" if fair else repr(queue)
         self.consume(
             shipments,
