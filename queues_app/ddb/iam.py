@@ -131,6 +131,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         ),
         _table("tasks", "BatchGetItem", indexes={TASKS_BY_STATUS.name: "Query"}),
         _COUNTERS,
+        _QUEUE_SETTINGS,  # each named shipment queue sampled
         # The sweep of the call facts nobody counted (the ended calls' records read back).
         _table("metrics", "Query DeleteItem UpdateItem"),
     ),

@@ -30,7 +30,7 @@ from queues_app.ddb.clock import now
 from queues_app.figures import heartbeats, latency
 from queues_app.figures.counters import CALLS, COUNTERS, GAUGES, QUEUES, MetricsStore, minute_of
 from queues_app.figures.service_level import Figures, ServiceLevelReader, Window
-from queues_app.monitoring.sampler import AGENTS_PREFIX, MetricsCollector
+from queues_app.monitoring.sampler import AGENTS_PREFIX, MetricsCollector, shipment_queues
 
 STALE_AFTER_SECONDS = 120
 
@@ -48,7 +48,8 @@ class QueueCollector:
         self.collector = collector
 
     def _latest(self) -> dict[str, dict[str, float]]:
-        rows = {queue: self.store.latest(queue) for queue in QUEUES}
+        named = [name for name, _ in shipment_queues(self.store.db) if name not in QUEUES]
+        rows = {queue: self.store.latest(queue) for queue in (*QUEUES, *named)}
         latest = {queue: dict(row.values) if row else {} for queue, row in rows.items()}
         fresh = [r for r in rows.values() if r and "depth" in r.values]
         moment = now()

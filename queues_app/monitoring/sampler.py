@@ -12,9 +12,17 @@ from queues_app.ddb.clock import now
 from queues_app.figures import service_level, tally
 from queues_app.figures.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore
 from queues_app.monitoring.overview import Dashboard
+from queues_app.shipments.named import NamedQueues
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE
 
 AGENTS_PREFIX = "agents_"  # a sample's count of the agents in one status: agents_ringing
+
+
+def shipment_queues(db: Dynamo) -> list[tuple[str, str]]:
+    """(the figures' name, the queue) of every shipment queue: live, spillover and each
+    named queue (its settings as read in the last few seconds)."""
+    named = [queue.queue_id for queue in NamedQueues(db).current() if queue.queue_id != DEFAULT_QUEUE]
+    return [(LIVE, DEFAULT_QUEUE), (SPILLOVER, SPILLOVER_QUEUE), *((queue, queue) for queue in named)]
 
 
 class MetricsCollector:
@@ -46,7 +54,7 @@ class MetricsCollector:
                 "oldest_age": tasks.oldest_pending_age_seconds,
             },
         }
-        for name, queue in ((LIVE, DEFAULT_QUEUE), (SPILLOVER, SPILLOVER_QUEUE)):
+        for name, queue in shipment_queues(self.db):
             panel = self.dashboard.shipments_panel(queue)
             figures[name] = {
                 "depth": panel.queued.value + panel.delayed.value,

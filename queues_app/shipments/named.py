@@ -22,7 +22,9 @@ from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, RetryPo
 from queues_app.text import NAME_MAX, SHORT_NAME_PROBLEM, VERSION_MAX, hidden_problem, is_short_name
 
 QUEUES_PK = "SHIPMENT_QUEUES"
-RESERVED = (SPILLOVER_QUEUE, "callbacks")
+# The system's own queues, and the names the figures give the call centre's line and the
+# task queue (the per-queue figures are kept by name).
+RESERVED = (SPILLOVER_QUEUE, "callbacks", "calls", "tasks")
 MAX_VISIBILITY_SECONDS = 43_200  # 12 hours, as SQS
 MAX_RECEIVES = 1_000
 MAX_BACKOFF_SECONDS = 43_200
@@ -85,7 +87,7 @@ def parse(data: Mapping[str, object]) -> QueueSettings:
         raise errors.InvalidRequest(f"queue_id is {SHORT_NAME_PROBLEM}.", field="queue_id")
     assert isinstance(queue_id, str)
     if queue_id in RESERVED:
-        raise errors.InvalidRequest(f"{queue_id!r} is the system's own queue: choose another id.", field="queue_id")
+        raise errors.InvalidRequest(f"{queue_id!r} is a name the system uses: choose another id.", field="queue_id")
     base = deployment_default(queue_id)
     name = data.get("name") or queue_id
     if not isinstance(name, str) or not name.strip() or len(name.strip()) > NAME_MAX:

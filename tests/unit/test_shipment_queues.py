@@ -139,3 +139,13 @@ def test_the_shipments_page_has_a_tab_for_each_named_queue_and_lists_its_own(mot
     assert 'data-tab="returns"' in page and sent["shipment_id"] not in page  # live's list
     own = supervisor_client.get("/shipments/?queue=returns&view=queue").content.decode()
     assert sent["shipment_id"] in own and 'data-tab="live"' in own
+
+
+def test_each_named_queue_has_its_figures_on_metrics(moto_db, api, supervisor_client):
+    put_queue(api, "returns")
+    api.post("/api/shipments", {"data": {}, "queue": "returns"})
+    api.post("/api/shipments", {"data": {}, "queue": "returns", "delay_seconds": 60})
+    text = supervisor_client.get("/metrics").content.decode()
+    assert 'switchboard_queue_depth{queue="returns"} 2.0' in text  # queued and delayed
+    assert 'switchboard_queue_depth{queue="live"} 0.0' in text
+    assert "calls" in assert_problem(put_queue(api, "calls"), 400)["message"]  # the figures' own names
