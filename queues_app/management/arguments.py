@@ -19,6 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
 
 from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE
+from queues_app.text import SHORT_NAME_PROBLEM, is_short_name
 
 DAY = 86_400.0
 SHIPMENT_QUEUES = (DEFAULT_QUEUE, SPILLOVER_QUEUE)
@@ -189,3 +190,7 @@ class CheckedCommand(BaseCommand):
             if action.choices is not None and value not in action.choices:
                 allowed = ", ".join(map(str, action.choices))
                 raise CommandError(f"Error: argument {name}: invalid choice: {value!r} (choose from {allowed})")
+
+
+# A shipment queue's name, as the API takes it (whether it exists is asked of DynamoDB).
+queue_name = Checked(str, is_short_name, f"a queue name: {SHORT_NAME_PROBLEM}")

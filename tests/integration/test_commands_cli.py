@@ -45,11 +45,12 @@ UNREACHABLE = [
     ["restore_shipments", "some-id"],
     ["seed_demo", "--agents", "1"],
     ["run_shipment_worker", "--until-empty"],
+    ["run_shipment_worker", "--queue", "returns"],  # a named queue is looked up first
     ["run_task_processor", "--until-empty"],
 ]
 BAD_OPTIONS = [
     (["run_shipment_worker", "--visibility", "-5"], 2, "argument --visibility: expected a number from 1 to 43200"),
-    (["run_shipment_worker", "--queue", "bogus"], 2, "argument --queue: invalid choice: 'bogus'"),
+    (["run_shipment_worker", "--queue", "no spaces"], 2, "argument --queue: expected a queue name: 1 to 64"),
     (["run_shipment_worker", "--fail-share", "7"], 2, "argument --fail-share: expected a number from 0 to 1"),
     (["run_task_processor", "--rate", "0"], 2, "argument --rate: expected a number above 0"),
     (["run_task_processor", "--lease", "-1"], 2, "argument --lease: expected a number from 1 to 3600"),
@@ -107,7 +108,8 @@ def test_help_shows_the_defaults(answered):
     assert result.returncode == 0
     shown = " ".join(result.stdout.split())
     assert (
-        "lease length in seconds (heartbeats renew it every third) (a number from 1 to 43200; default: 30.0)" in shown
+        "lease length in seconds (heartbeats renew it every third); the queue's own by default (a number from 1 to "
+        "43200)" in shown
     )
     assert "seconds to finish after a stop request (a number from 0 to 86400; default: 10.0)" in shown
 

@@ -1,12 +1,15 @@
 from django.core.management.base import CommandError
 
+from queues_app.ddb.errors import DynamoError
 from queues_app.figures.heartbeats import SHIPMENT_WORKER, Heartbeat
 from queues_app.management.arguments import (
     SHIPMENT_QUEUES,
     float_range,
+    queue_name,
     share,
 )
 from queues_app.management.consumers import ConsumerCommand
+from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations.system import RecordedShipmentQueue
 from queues_app.shipments.named import NamedQueues
 from queues_app.shipments.queue import DEFAULT_QUEUE
@@ -25,6 +28,7 @@ class Command(ConsumerCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "--queue",
+            type=queue_name,
             default=None,
             help=f"the queue to consume: {', '.join(SHIPMENT_QUEUES)} or a named queue "
             f"(GET /api/shipment-queues); without it, {DEFAULT_QUEUE} (not with --fair)",
@@ -53,7 +57,10 @@ class Command(ConsumerCommand):
         queue = queue or DEFAULT_QUEUE
         shipments = RecordedShipmentQueue()  # dead-lettered shipments go on their history
         if queue not in SHIPMENT_QUEUES:
-            named = [each.queue_id for each in NamedQueues(shipments.db).all()]
+            try:
+                named = [each.queue_id for each in NamedQueues(shipments.db).all()]
+            except DynamoError as exc:
+                raise dynamo_failure(exc, shipments.db) from exc
             if queue not in named:
                 raise CommandError(
                     f"No shipment queue {queue!r}: the queues are {', '.join(sorted({*SHIPMENT_QUEUES, *named}))}."
