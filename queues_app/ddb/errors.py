@@ -254,7 +254,9 @@ class TenantOverRate(DynamoError):
     """A tenant sent a named shipment queue more than its rate allows in this window."""
 
     def __init__(self, queue: str, tenant: str, retry_after: int):
-        super().__init__(f"Tenant {tenant!r} is over queue {queue!r}'s tenant rate; try again in {retry_after} s.")
+        super().__init__(
+            f"Tenant {tenant!r} sent queue {queue!r} more than its tenant rate allows; try again in {retry_after} s."
+        )
         self.queue, self.tenant, self.retry_after = queue, tenant, retry_after
 
 

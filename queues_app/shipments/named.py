@@ -19,7 +19,7 @@ from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.codec import marshal
 from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, RetryPolicy
-from queues_app.text import NAME_MAX, SHORT_NAME_PROBLEM, VERSION_MAX, hidden_problem, is_short_name
+from queues_app.text import NAME_MAX, SHORT_NAME_PROBLEM, VERSION_MAX, counted, hidden_problem, is_short_name
 
 QUEUES_PK = "SHIPMENT_QUEUES"
 # The system's own queues, and the names the figures give the call centre's line and the
@@ -226,7 +226,9 @@ class NamedQueues:
                 f"Queue {queue_id!r} changed since version {version}: it is at version {queue.version}."
             )
         if holding and queue_id != DEFAULT_QUEUE:
-            raise errors.Conflict(f"Queue {queue_id!r} holds {holding:,} shipments: it is removed once it is empty.")
+            raise errors.Conflict(
+                f"Queue {queue_id!r} holds {counted(holding, 'shipment')}: it is removed once it is empty."
+            )
         try:
             self.db.call(
                 "delete_item",

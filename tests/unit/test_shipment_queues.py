@@ -109,7 +109,7 @@ def test_a_queue_is_removed_from_its_version_once_it_holds_nothing(moto_db, api,
     put_queue(api, "returns")
     api.post("/api/shipments", {"data": {}, "queue": "returns"})
     held = assert_problem(api.delete("/api/shipment-queues/returns?version=1"), 409)
-    assert "holds 1 shipments" in held["message"]
+    assert "holds 1 shipment:" in held["message"]
     queue = ShipmentQueue(moto_db, clock=clock)
     lease = queue.receive("returns")
     queue.complete(lease.shipment.shipment_id, lease.receipt)
