@@ -149,6 +149,7 @@ def interval_rows(report: DayReport, combination: str | None = None, *, line: st
                     "abandoned": figures.abandoned,
                     "short_abandoned": figures.short_abandoned,
                     "overflowed": figures.overflowed,
+                    "refused": figures.refused,
                     "in_queue_at_end": entry.in_queue,
                     "service_level": _round(figures.service_level, 4),
                     "asa_seconds": _round(figures.average_speed_of_answer),

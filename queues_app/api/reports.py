@@ -31,6 +31,9 @@ class IntervalOut(Schema):
         "for nor against the service level, and not in `abandoned`."
     )
     overflowed: int = Field(description="Callers ended unanswered past their line's limit (its overflow's `end`).")
+    refused: int = Field(
+        description="Callers their line turned away (closed, or full with nowhere to overflow): never offered."
+    )
     in_queue_at_end: int | None = Field(
         description="Callers still waiting at the interval's end: the day's arrivals so far less those who left the "
         "line (callers of the day before left out); null where an earlier version counted the day."

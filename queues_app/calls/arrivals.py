@@ -132,9 +132,11 @@ class Arrivals:
         counters.note(self.db, counters.CALLS, "refused")
         told = dataclasses.replace(call, status=CallStatus.REFUSED, end_reason=refusal.reason, wait_sk=None)
         told.ended_at = told.arrived_at
-        events = self.table.event_actions(CALL_REFUSED, told)
-        if events:
-            self.table.transact(events)
+        counted = told.arrived_at or to_iso(self.table.clock())
+        line = dataclasses.replace(told, line=refusal.line_id or told.line)  # the line that turned them away
+        self.table.transact(
+            [*self.table.event_actions(CALL_REFUSED, told), self.table.fact_action(facts.REFUSED, line, counted)]
+        )
         return refusal
 
     def find_retry(

@@ -11,7 +11,7 @@ Items in the metrics table (no TTL: a fact stays until it is counted):
 
     pk FACT#<n>   sk <call id>#<kind>   n = a hash of the call id over SHARDS partitions
 
-Attributes: `kind` (offered, answered, abandoned, overflowed, ended), `call_id`, `line`
+Attributes: `kind` (offered, answered, abandoned, overflowed, ended, refused), `call_id`, `line`
 (the call's line, when it has one: its figures by the line's promise), `at` (when it
 happened: the interval it counts in), and for an offered, answered or abandoned call
 `combination` (what the caller asked for, `Spanish#any`) and `seconds` (the wait; none
@@ -32,7 +32,8 @@ from queues_app.figures import counters
 ANSWERED, ABANDONED, ENDED = "answered", "abandoned", "ended"
 OFFERED = "offered"  # a caller entered the line (counted in the interval they arrived in)
 OVERFLOWED = "overflowed"  # a caller past their line's limit was ended unanswered (its overflow's `end`)
-KINDS = (OFFERED, ANSWERED, ABANDONED, ENDED, OVERFLOWED)
+REFUSED = "refused"  # a caller their line turned away (closed, or full with nowhere to go): never offered
+KINDS = (OFFERED, ANSWERED, ABANDONED, ENDED, OVERFLOWED, REFUSED)
 # Each fact is written once and deleted once: 32 partitions keep each under a tenth of its
 # write limit at 1,000 calls a second (docs/scale.md).
 FACTS = Spread("FACT", 32)

@@ -116,6 +116,8 @@ def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str,
         return {"answered": 1, "answered_within": within, "wait_sum": seconds, "offered": 0}, {"wait_max": seconds}
     if kind == facts.ABANDONED:
         return {"abandoned": 1, "abandoned_wait_sum": seconds, "offered": 0}, {"wait_max": seconds}
+    if kind == facts.REFUSED:  # never entered the line: not offered, nothing to answer
+        return {"refused": 1, "offered": 0}, {}
     if kind == facts.OVERFLOWED:  # neither for nor against the service level
         return {"overflowed": 1, "offered": 0}, {"wait_max": seconds}
     return {"handled": 1, "handle_sum": seconds}, {}
@@ -150,6 +152,7 @@ class Figures:
     handle_sum: float = 0.0
     overflowed: int = 0  # ended unanswered past their line's limit
     short_abandoned: int = 0  # (per line) hung up sooner than the line's short_abandon_seconds
+    refused: int = 0  # turned away by their line (closed, or full): never offered
 
     def add(self, values: dict[str, float]) -> None:
         if "offered" in values:
@@ -164,6 +167,7 @@ class Figures:
         self.abandoned_wait_sum += values.get("abandoned_wait_sum", 0.0)
         self.overflowed += int(values.get("overflowed", 0))
         self.short_abandoned += int(values.get("short_abandoned", 0))
+        self.refused += int(values.get("refused", 0))
         peak = values.get("wait_max")
         if peak is not None and (self.wait_max is None or peak > self.wait_max):
             self.wait_max = peak

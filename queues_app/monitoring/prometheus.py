@@ -192,7 +192,7 @@ class LineCollector:
 
     - switchboard_line_waiting: callers waiting on the line now
     - switchboard_line_answered, switchboard_line_abandoned, switchboard_line_short_abandoned,
-      switchboard_line_overflowed: callers today
+      switchboard_line_overflowed, switchboard_line_refused: callers today
     - switchboard_line_service_level_ratio: answered within the line's threshold over callers
       who left it (short abandons left out); switchboard_line_service_level_target_ratio and
       switchboard_line_service_level_threshold_seconds: the line's promise
@@ -205,7 +205,7 @@ class LineCollector:
             return
         waiting = center.line.on_line([line.line_id for line in lines])
         today = ServiceLevelReader(center.db).lines_today()
-        names = ("waiting", "answered", "abandoned", "short_abandoned", "overflowed")
+        names = ("waiting", "answered", "abandoned", "short_abandoned", "overflowed", "refused")
         families = {
             name: GaugeMetricFamily(f"switchboard_line_{name}", f"Callers {name.replace('_', ' ')}", labels=["line"])
             for name in names

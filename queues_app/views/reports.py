@@ -74,7 +74,15 @@ def reports(request):
             "day_query": f"&line={asked.line.line_id}" if asked.line else f"&combination={asked.shown}",
             "totals": {
                 name: sum(row[name] for row in rows)
-                for name in ("offered", "answered", "answered_within", "abandoned", "short_abandoned", "overflowed")
+                for name in (
+                    "offered",
+                    "answered",
+                    "answered_within",
+                    "abandoned",
+                    "short_abandoned",
+                    "overflowed",
+                    "refused",
+                )
             },
             "query": request.GET.urlencode(),
         },
@@ -89,7 +97,11 @@ def reports_csv(request):
         "answered": "Answered",
         "answered_within": f"Answered within {asked.threshold:g} s",
         "abandoned": "Abandoned",
-        **({"short_abandoned": "Short abandons", "overflowed": "Overflowed"} if asked.line else {}),
+        **(
+            {"short_abandoned": "Short abandons", "overflowed": "Overflowed", "refused": "Refused"}
+            if asked.line
+            else {}
+        ),
         "in_queue_at_end": "In queue at the end",
         "service_level": "Service level",
         "asa_seconds": "Average speed of answer (s)",

@@ -111,6 +111,7 @@ def test_the_api_answers_in_the_documented_shape(api, day_of_calls):
         "abandoned": 0,
         "short_abandoned": 0,
         "overflowed": 0,
+        "refused": 0,
         "service_level": 0.5,
         "asa_seconds": 25.0,
         "aht_seconds": 180.0,

@@ -34,7 +34,7 @@ def one_answered_one_waiting(centre, clock):
 def totals(api, **query):
     params = "&".join(f"{k}={v}" for k, v in query.items())
     rows = api.get(f"/api/reports/intervals?interval=60&{params}").json()["intervals"]
-    names = ("offered", "answered", "answered_within", "abandoned", "short_abandoned", "overflowed")
+    names = ("offered", "answered", "answered_within", "abandoned", "short_abandoned", "overflowed", "refused")
     return {name: sum(row[name] for row in rows if row["combination"] == "all") for name in names}
 
 
@@ -51,10 +51,12 @@ def test_each_line_is_counted_by_its_own_promise_and_the_lines_add_up(centre, cl
 
     general, support, whole = totals(api, line="general"), totals(api, line="support"), totals(api)
     assert general == {
-        "offered": 2, "answered": 1, "answered_within": 1, "abandoned": 1, "short_abandoned": 0, "overflowed": 0
+        "offered": 2, "answered": 1, "answered_within": 1, "abandoned": 1, "short_abandoned": 0, "overflowed": 0,
+        "refused": 0,
     }  # fmt: skip
     assert support == {
-        "offered": 2, "answered": 1, "answered_within": 1, "abandoned": 0, "short_abandoned": 1, "overflowed": 0
+        "offered": 2, "answered": 1, "answered_within": 1, "abandoned": 0, "short_abandoned": 1, "overflowed": 0,
+        "refused": 0,
     }  # fmt: skip
     assert whole["offered"] == general["offered"] + support["offered"]
     assert whole["answered"] == general["answered"] + support["answered"]
@@ -125,6 +127,7 @@ def test_without_lines_the_overview_has_no_lines_panel(moto_db, supervisor_clien
 
 
 def test_a_lines_handle_time_is_its_answered_calls_and_the_lines_add_up_to_the_centre(centre, clock, api):
+    clock.moment = clock.moment.replace(minute=1)  # both calls end in this hour's interval
     short = waited_then_answered(centre, clock, "general", 10, "Ann")
     clock.advance(60)
     centre.end_call(short.call_id, then="wrap_up")  # Ann does not take the next caller
@@ -181,3 +184,17 @@ def test_a_report_of_an_unknown_line_says_which_lines_there_are(centre, supervis
     assert missing.status_code == 404 and "the lines are general, support" in missing.content.decode()
     both = supervisor_client.get("/reports/?line=general&combination=English%23F")
     assert both.status_code == 400 and "not both" in both.content.decode()
+
+
+def test_a_caller_a_full_line_turns_away_is_refused_on_that_line_and_never_offered(centre, api):
+    centre.lines.put({"line_id": "vip", "name": "VIP", "max_waiting": 1, "overflow": {"end": "busy"}})
+    assert call_on_vip(api).status_code == 201
+    refused = call_on_vip(api)
+    assert refused.status_code == 409 and refused.json()["reason"] == "full"
+    counters.MetricsStore(centre.db).flush()
+    vip = totals(api, line="vip")
+    assert (vip["offered"], vip["refused"]) == (1, 1) and totals(api)["refused"] == 1
+
+
+def call_on_vip(api):
+    return api.post("/api/calls", {"preferences": {}, "line": "vip"})
