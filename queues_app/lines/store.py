@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.codec import marshal
+from queues_app.ddb.versioned import delete_at_version, put_from_version, why_refused
 from queues_app.lines.records import Defaults, Line, LineError, check_together, main_line, parse
 
 LINES_PK = "LINES"
@@ -86,27 +86,15 @@ class LineStore:
             check_together([stored, *others])  # a circle is told from the line being changed
         except LineError as exc:
             raise errors.InvalidRequest(str(exc), field=exc.field) from exc
-        condition = "attribute_not_exists(pk)" if line.version == 0 else "version = :expected"
-        values = {} if line.version == 0 else {":expected": {"N": str(line.version)}}
         try:
-            self.db.call(
-                "put_item",
-                TableName=self.table,
-                Item=marshal({"pk": LINES_PK, "sk": line.line_id, **stored.as_dict()}),
-                ConditionExpression=condition,
-                **({"ExpressionAttributeValues": values} if values else {}),
+            put_from_version(
+                self.db, self.table, {"pk": LINES_PK, "sk": line.line_id, **stored.as_dict()}, line.version
             )
         except errors.Conflict as exc:
             now = next((other for other in self.configured() if other.line_id == line.line_id), None)
             if now is not None and now.version == stored.version and same_settings(now, stored):
                 return now  # this change, sent again (a retry after a timeout): done already
-            if now is None:
-                raise errors.NotFound(f"No line {line.line_id!r} to change: it was deleted.") from exc
-            if line.version == 0:
-                raise errors.Conflict(f"Line {line.line_id!r} exists already (version {now.version}).") from exc
-            raise errors.Conflict(
-                f"Line {line.line_id!r} changed since version {line.version}: it is at version {now.version}."
-            ) from exc
+            raise why_refused(f"line {line.line_id!r}", line.version, now.version if now else None) from exc
         finally:
             self.forget()
         return stored
@@ -126,13 +114,7 @@ class LineStore:
         if into:
             raise errors.Conflict(f"Line {line_id!r} takes the overflow of {', '.join(into)}: change those first.")
         try:
-            self.db.call(
-                "delete_item",
-                TableName=self.table,
-                Key=marshal({"pk": LINES_PK, "sk": line_id}),
-                ConditionExpression="version = :expected",
-                ExpressionAttributeValues={":expected": {"N": str(version)}},
-            )
+            delete_at_version(self.db, self.table, {"pk": LINES_PK, "sk": line_id}, version)
         except errors.Conflict as exc:
             raise errors.Conflict(f"Line {line_id!r} changed or was removed meanwhile; read it again.") from exc
         finally:

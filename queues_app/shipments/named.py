@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.codec import marshal
+from queues_app.ddb.versioned import delete_at_version, put_from_version, why_refused
 from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, RetryPolicy
 from queues_app.text import NAME_MAX, SHORT_NAME_PROBLEM, VERSION_MAX, counted, hidden_problem, is_short_name
 
@@ -189,27 +189,14 @@ class NamedQueues:
         made is answered with them as it made them. From an older version: Conflict."""
         wanted = parse(data)
         stored = dataclasses.replace(wanted, version=wanted.version + 1)
-        condition = "attribute_not_exists(pk)" if wanted.version == 0 else "version = :expected"
-        values = {} if wanted.version == 0 else {":expected": {"N": str(wanted.version)}}
         try:
-            self.db.call(
-                "put_item",
-                TableName=self.table,
-                Item=marshal({"pk": QUEUES_PK, "sk": stored.queue_id, **stored.as_dict()}),
-                ConditionExpression=condition,
-                **({"ExpressionAttributeValues": values} if values else {}),
-            )
+            item = {"pk": QUEUES_PK, "sk": stored.queue_id, **stored.as_dict()}
+            put_from_version(self.db, self.table, item, wanted.version)
         except errors.Conflict as exc:
             now = next((queue for queue in self.configured() if queue.queue_id == stored.queue_id), None)
             if now is not None and now == stored:
                 return now  # this change, sent again (a retry after a timeout): done already
-            if now is None:
-                raise errors.NotFound(f"No shipment queue {stored.queue_id!r} to change: it was removed.") from exc
-            if wanted.version == 0:
-                raise errors.Conflict(f"Queue {stored.queue_id!r} exists already (version {now.version}).") from exc
-            raise errors.Conflict(
-                f"Queue {stored.queue_id!r} changed since version {wanted.version}: it is at version {now.version}."
-            ) from exc
+            raise why_refused(f"queue {stored.queue_id!r}", wanted.version, now.version if now else None) from exc
         finally:
             self.forget()
         return stored
@@ -230,13 +217,7 @@ class NamedQueues:
                 f"Queue {queue_id!r} holds {counted(holding, 'shipment')}: it is removed once it is empty."
             )
         try:
-            self.db.call(
-                "delete_item",
-                TableName=self.table,
-                Key=marshal({"pk": QUEUES_PK, "sk": queue_id}),
-                ConditionExpression="version = :expected",
-                ExpressionAttributeValues={":expected": {"N": str(version)}},
-            )
+            delete_at_version(self.db, self.table, {"pk": QUEUES_PK, "sk": queue_id}, version)
         except errors.Conflict as exc:
             raise errors.Conflict(f"Queue {queue_id!r} changed or was removed meanwhile; read it again.") from exc
         finally:
