@@ -179,11 +179,15 @@ class DispatchClient:
 _clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _clients_lock = threading.Lock()
 _sending = threading.Event()
+_bound = 2.0  # seconds a new caller waits for the holder before being matched here
 
 
-def send_new_callers() -> None:
+def send_new_callers(*, bound: float = 2.0) -> None:
     """From now on, this process's new callers go to the holder of the dispatcher's lease
-    (a web worker calls it as it starts: callcenter/wsgi.py)."""
+    (a web worker calls it as it starts: callcenter/wsgi.py), each matched here instead
+    when the holder does not answer within `bound` seconds."""
+    global _bound
+    _bound = bound
     _sending.set()
 
 
@@ -202,7 +206,7 @@ def client_for(db: Dynamo) -> DispatchClient | None:
     with _clients_lock:
         found = _clients.get(db)
         if found is None:
-            found = _clients[db] = DispatchClient(db)
+            found = _clients[db] = DispatchClient(db, bound=_bound)
         return found
 
 
