@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from queues_app.ddb import errors
 from queues_app.ddb.clock import to_iso
 from queues_app.lines.records import MAIN, Line
+from queues_app.text import counted
 
 MAX_HOPS = 8  # overflows followed from one line before giving up (check_together forbids circles)
 
@@ -42,7 +43,7 @@ def refuse_if_closed(line: Line, moment: datetime, zone: ZoneInfo) -> None:
 
 def refuse_full(line: Line) -> errors.Refused:
     return errors.Refused(
-        f"Line {line.line_id!r} has {line.max_waiting or 0:,} callers waiting, its most.",
+        f"Line {line.line_id!r} is full: at most {counted(line.max_waiting or 0, 'caller')} may wait on it.",
         reason="full",
         line_id=line.line_id,
     )

@@ -30,6 +30,7 @@ from queues_app.ddb.merge import SortedMerge
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_TO_RELAX, Index
 from queues_app.figures import facts
 from queues_app.lines.records import Line
+from queues_app.text import counted
 
 
 def with_line_requires(preferences: dict, line: Line) -> dict:
@@ -56,7 +57,7 @@ class LineFull(Exception):
     """The caller's line has `max_waiting` callers waiting already."""
 
     def __init__(self, line_id: str, max_waiting: int):
-        super().__init__(f"Line {line_id!r} has {max_waiting:,} callers waiting, its most.")
+        super().__init__(f"Line {line_id!r} is full: at most {counted(max_waiting, 'caller')} may wait on it.")
         self.line_id, self.max_waiting = line_id, max_waiting
 
 
