@@ -4,6 +4,7 @@ name (a caller who hung up is `call.abandoned` in the trail and in the event).""
 
 AGENT_CREATED = "agent.create"
 AGENT_EDITED = "agent.update"
+AGENT_REMOVED = "agent.delete"
 AGENT_AVAILABLE = "agent.available"
 AGENT_ASSIGNED = "agent.assigned"
 AGENT_ANSWERED = "agent.answered"  # the agent picked up the call offered to them
@@ -43,6 +44,7 @@ TASKS_SHED = "tasks.shed"
 ACTION_LABELS = {
     AGENT_CREATED: "Agent created",
     AGENT_EDITED: "Agent edited",
+    AGENT_REMOVED: "Agent removed",
     AGENT_AVAILABLE: "Agent made available",
     AGENT_ASSIGNED: "Agent given a caller",
     AGENT_ANSWERED: "Agent picked up an offered call",
@@ -79,6 +81,7 @@ AUDIT_ACTIONS = {
     "Agents": [
         AGENT_CREATED,
         AGENT_EDITED,
+        AGENT_REMOVED,
         AGENT_AVAILABLE,
         AGENT_ASSIGNED,
         AGENT_ANSWERED,

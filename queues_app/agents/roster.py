@@ -36,7 +36,7 @@ def checked_name(name: str) -> str:
     control, invisible or direction-changing character (queues_app/text.py)."""
     name = (name or "").strip()
     if not name:
-        raise errors.InvalidRequest("An agent needs a name.")
+        raise errors.InvalidRequest("An agent needs a name.", field="name")
     problem = hidden_problem(name)
     if problem:
         raise SkillError("name", f"The name {problem}.")
@@ -144,6 +144,39 @@ class Agents:
             current=current,
             now={"agent": agent},
         )
+
+    def remove(self, agent_id: str, *, expected_version: int) -> Agent:
+        """Remove an agent from the roster, from the version read, while they are logged
+        off or not ready (no call, no place in a queue). Returns the agent as they were."""
+        try:
+            response = self.db.call(
+                "delete_item",
+                TableName=self.table_name,
+                Key=marshal(keys.agent(agent_id)),
+                ConditionExpression="attribute_exists(pk) AND version = :expected "
+                "AND #status IN (:offline, :not_ready)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=marshal(
+                    {
+                        ":expected": expected_version,
+                        ":offline": AgentStatus.OFFLINE,
+                        ":not_ready": AgentStatus.NOT_READY,
+                    }
+                ),
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except errors.Conflict as exc:
+            current = exc.current
+            if current and current.get("version") == expected_version:
+                label = AgentStatus.LABELS.get(str(current.get("status")), str(current.get("status"))).lower()
+                raise errors.Conflict(
+                    f"{current['name']} is {label}; log them off before removing them.",
+                    current=current,
+                    now={"agent": agent_from_item(current)},
+                ) from exc
+            raise self._edit_conflict(agent_id, current, expected_version) from exc
+        return agent_from_item(unmarshal(response["Attributes"]))
 
     def create_many(self, agents: Iterable[Agent], on_batch=None) -> int:
         """Bulk insert for demo data and imports (no existence check)."""

@@ -1,13 +1,13 @@
-"""/api/agents: list and read agents, and the changes a phone system makes to one (made
-available, released from a call, logged off, not ready), each from the version or call
-it names; with its inputs and outputs."""
+"""/api/agents: the roster (agents added, renamed or given other skills, removed) and the
+changes a phone system makes to one (made available, released from a call, logged off,
+not ready), each from the version or call it names; with its inputs and outputs."""
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from typing import Annotated, ClassVar, cast
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from queues_app import inputs
@@ -29,6 +29,7 @@ from queues_app.api.schemas import (
     Then,
     Version,
 )
+from queues_app.ddb.errors import Conflict
 from queues_app.serializers import agent_to_json
 
 router = Router()
@@ -46,6 +47,34 @@ class VersionIn(InputSchema):
     version: Version = Field(description="The agent's `version` as you last read it.", examples=[7])
 
     PROBLEMS: ClassVar[dict[str, str]] = {"version": VERSION_PROBLEM}
+
+
+class AgentIn(InputSchema):
+    """A new agent: their name and skills, and (to make a retry safe) the id to give them."""
+
+    name: str = Field(description=f"As supervisors read it: {inputs.NAME_PROBLEM}.", examples=["Ana Lima"])
+    skills: dict[str, list[str]] = Field(
+        description="The values of each skill dimension the agent has (the centre's catalog).",
+        examples=[{"language": ["Spanish", "English"], "gender": ["F"]}],
+    )
+    agent_id: ItemId | None = Field(
+        None,
+        description="The id to give the agent (made up when left out). Sent again with the same name and skills, "
+        "the agent is answered as made (`Idempotent-Replayed: true`); with others, 409.",
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "name": f"required: the agent's name, {inputs.NAME_PROBLEM}",
+        "skills": 'required: values per dimension, e.g. {"language": ["French"]}',
+    }
+
+
+class AgentChangeIn(VersionIn):
+    """What changes (a field left out stays as it is), from the version read. Refused
+    (409) while the agent is queued or on a call."""
+
+    name: str | None = Field(None, description=f"The agent's new name: {inputs.NAME_PROBLEM}.")
+    skills: dict[str, list[str]] | None = Field(None, description="The agent's skills, all of them.")
 
 
 class ReleaseIn(InputSchema):
@@ -143,6 +172,93 @@ def list_agents(
 def agent_detail(request: HttpRequest, agent_id: ItemId):
     """The agent: status, skills, the call they attend."""
     return agent_to_json(get_call_center().agents.get(agent_id))
+
+
+@router.post(
+    "agents",
+    url_name="api-agents",
+    operation_id="createAgent",
+    summary="Add an agent to the roster",
+    **answers(
+        {
+            201: (AgentOut, "The agent, logged off (version 1).", ("Location", "Idempotent-Replayed")),
+            200: (AgentOut, "The agent this very request made already.", ("Location", "Idempotent-Replayed")),
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def create_agent(request: HttpRequest, payload: AgentIn, response: HttpResponse):
+    """Add an agent, logged off, with the skills given (each checked against the centre's
+    catalog: 400 naming the one at fault)."""
+    ops = api_operations(request)
+    try:
+        agent, status = ops.create_agent(payload.name, payload.skills, agent_id=payload.agent_id), 201
+    except Conflict:
+        existing = ops.agents.get(payload.agent_id or "")
+        asked = ops.agents.build(payload.name, payload.skills, payload.agent_id)
+        if (existing.version, existing.name, existing.skills) != (1, asked.name, asked.skills):
+            raise
+        agent, status = existing, 200  # a retry of this very request
+    if status == 201:
+        note_change(request, "agent.create", agent.agent_id, "created")
+    response["Location"] = f"/api/agents/{agent.agent_id}"
+    replayed(response, status == 200)
+    return Status(status, agent_to_json(agent))
+
+
+@router.patch(
+    "agents/{agent_id}",
+    url_name="api-agent",
+    operation_id="changeAgent",
+    summary="Rename an agent or change their skills",
+    **answers(
+        {
+            200: (
+                AgentOut,
+                "The agent as changed (`Idempotent-Replayed: true`: made already).",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def change_agent(request: HttpRequest, agent_id: ItemId, payload: AgentChangeIn, response: HttpResponse):
+    """Change the agent's name or skills from the `version` you read (409 from another,
+    or while they are queued or on a call)."""
+    ops = api_operations(request)
+    now = ops.agents.get(agent_id)
+    outcome = ops.update_agent(
+        agent_id,
+        name=payload.name if payload.name is not None else now.name,
+        skills=payload.skills if payload.skills is not None else now.skills,
+        expected_version=payload.version,
+    )
+    if not outcome.replayed:
+        note_change(request, "agent.update", agent_id, f"version {payload.version} changed")
+    replayed(response, outcome.replayed)
+    return agent_to_json(cast(Agent, outcome.agent))
+
+
+AGENT_VERSION = Query(..., description="The agent's `version` as you last read it.")
+
+
+@router.delete(
+    "agents/{agent_id}",
+    url_name="api-agent",
+    operation_id="removeAgent",
+    summary="Remove an agent from the roster",
+    **answers({200: (AgentOut, "The agent as they were.", ())}, *ITEM_CHANGES),
+)
+def remove_agent(
+    request: HttpRequest,
+    agent_id: ItemId,
+    version: Annotated[int, Field(ge=inputs.VERSION_MIN, le=inputs.VERSION_MAX)] = AGENT_VERSION,
+):
+    """Remove the agent, from the version you read, while they are logged off or not
+    ready (409 while queued, ringing or on a call: log them off first)."""
+    agent = api_operations(request).remove_agent(agent_id, expected_version=version)
+    note_change(request, "agent.delete", agent_id, "removed")
+    return agent_to_json(agent)
 
 
 @router.post(

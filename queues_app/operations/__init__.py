@@ -23,6 +23,7 @@ class Operations:
 
     create_agent = Verb("on_agent", AgentOperations.create_agent)
     update_agent = Verb("on_agent", AgentOperations.update_agent)
+    remove_agent = Verb("on_agent", AgentOperations.remove_agent)
     make_available = Verb("on_agent", AgentOperations.make_available)
     release = Verb("on_agent", AgentOperations.release)
     end_call = Verb("on_agent", AgentOperations.end_call)

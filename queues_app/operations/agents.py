@@ -33,8 +33,8 @@ class AgentOperations:
         self.recorder = recorder
         self.call_center, self.agents, self.system = recorder.call_center, recorder.agents, recorder.system
 
-    def create_agent(self, name: str, skills: dict[str, list[str]]) -> Agent:
-        agent = self.agents.create(name, skills)
+    def create_agent(self, name: str, skills: dict[str, list[str]], *, agent_id: str | None = None) -> Agent:
+        agent = self.agents.create(name, skills, agent_id)
         self.recorder.record(named.AGENT_CREATED, "agent", agent.agent_id, f"created agent {agent.name}", None, agent)
         return agent
 
@@ -46,6 +46,13 @@ class AgentOperations:
             after = outcome.agent
             self.recorder.record(named.AGENT_EDITED, "agent", agent_id, f"edited agent {after.name}", before, after)
         return outcome
+
+    def remove_agent(self, agent_id: str, *, expected_version: int) -> Agent:
+        """Remove a logged-off (or not ready) agent from the roster, from the version read."""
+        with self.recorder.telling_what_changed("agent", agent_id):
+            agent = self.agents.remove(agent_id, expected_version=expected_version)
+        self.recorder.record(named.AGENT_REMOVED, "agent", agent_id, f"removed agent {agent.name}", agent, None)
+        return agent
 
     def make_available(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         before = self.agents.get(agent_id)

@@ -15,6 +15,9 @@ OPERATIONS = {
     ("get", "/api/calls"),
     ("get", "/api/agents"),
     ("get", "/api/agents/{agent_id}"),
+    ("post", "/api/agents"),
+    ("patch", "/api/agents/{agent_id}"),
+    ("delete", "/api/agents/{agent_id}"),
     ("get", "/api/calls/{call_id}"),
     ("post", "/api/calls/{call_id}/abandon"),
     ("post", "/api/calls/{call_id}/end"),
@@ -66,6 +69,10 @@ class Api:
 
     def delete(self, path, **extra):
         return self.client.delete(path, **self._headers(extra))
+
+    def patch(self, path, body=None, **extra):
+        data = "" if body is None else json.dumps(body)
+        return self.client.patch(path, data=data, content_type="application/json", **self._headers(extra))
 
     # The agent actions as a phone system sends them: naming what it last read.
 

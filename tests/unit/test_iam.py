@@ -280,6 +280,13 @@ def web(db, staff, token) -> None:
         ("post", "/api/calls", {"preferences": {}, "line": "sales"}),
         ("put", "/api/lines/general", {"name": "General"}),
         ("delete", "/api/lines/general?version=1", None),
+        (
+            "post",
+            "/api/agents",
+            {"name": "Ines", "skills": {"language": ["French"], "gender": ["F"]}, "agent_id": "ines"},
+        ),
+        ("patch", "/api/agents/ines", {"name": "Ines Roy", "version": 1}),
+        ("delete", "/api/agents/ines?version=2", None),
         ("put", "/api/shipment-queues/returns", {"visibility_timeout_seconds": 120, "max_receives": 3}),
         ("get", "/api/shipment-queues", None),
         ("get", "/api/shipment-queues/returns", None),
