@@ -175,7 +175,14 @@ class Agents:
                     current=current,
                     now={"agent": agent_from_item(current)},
                 ) from exc
-            raise self._edit_conflict(agent_id, current, expected_version) from exc
+            if not current:
+                raise errors.NotFound(f"No agent with id {agent_id!r}.") from exc
+            raise errors.Conflict(
+                f"{current['name']} was changed by someone else (version {current.get('version')}, you read "
+                f"version {expected_version}); reload and try again.",
+                current=current,
+                now={"agent": agent_from_item(current)},
+            ) from exc
         return agent_from_item(unmarshal(response["Attributes"]))
 
     def create_many(self, agents: Iterable[Agent], on_batch=None) -> int:
