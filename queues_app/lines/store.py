@@ -6,14 +6,12 @@ the first of two made from the same one)."""
 from __future__ import annotations
 
 import dataclasses
-import threading
-import time
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
+from queues_app.ddb.recent import RecentReads
 from queues_app.ddb.versioned import delete_at_version, put_from_version, why_refused
 from queues_app.lines.records import Defaults, Line, LineError, check_together, main_line, parse
 
@@ -22,11 +20,8 @@ STORED = ("pk", "sk")
 # How long a process routes by the lines it read: a change made elsewhere reaches every
 # host within this (the process that made it, at once).
 LINES_MAX_AGE_SECONDS = 5.0
-# The lines each client (the process's DynamoDB client, `ddb.client.default`) last read:
-# (when, the lines). Kept on the client, so another client (a test's, a new endpoint's)
-# starts afresh.
-_READ: weakref.WeakKeyDictionary[Dynamo, tuple[float, list[Line]]] = weakref.WeakKeyDictionary()
-_READ_LOCK = threading.Lock()
+# The lines each client last read (ddb/recent.py).
+_READ: RecentReads[list[Line]] = RecentReads(LINES_MAX_AGE_SECONDS)
 
 
 class LineStore:
@@ -37,28 +32,21 @@ class LineStore:
     def configured(self) -> list[Line]:
         """The lines configured, by id (one strongly consistent Query)."""
         items = self.db.partition_items(self.table, LINES_PK, ConsistentRead=True)
-        lines = sorted((self._line(item) for item in items), key=lambda line: line.line_id)
-        with _READ_LOCK:
-            _READ[self.db] = (time.monotonic(), lines)
-        return lines
+        return _READ.keep(self.db, sorted((self._line(item) for item in items), key=lambda line: line.line_id))
 
     def current(self) -> list[Line]:
         """The centre's lines as routing uses them: read at most LINES_MAX_AGE_SECONDS ago
         by this process (so a caller's arrival costs no read of them)."""
-        with _READ_LOCK:
-            read = _READ.get(self.db)
-        if read is None or time.monotonic() - read[0] > LINES_MAX_AGE_SECONDS:
-            return self.configured() or [main_line(self.defaults)]
-        return read[1] or [main_line(self.defaults)]
+        read = _READ.get(self.db)
+        return (self.configured() if read is None else read) or [main_line(self.defaults)]
 
     def current_line(self, line_id: str) -> Line | None:
         return next((line for line in self.current() if line.line_id == line_id), None)
 
     def forget(self) -> None:
         """Read the lines again at the next use (after this process changed them)."""
-        with _READ_LOCK:
-            _READ.pop(self.db, None)
-            _PROMISES.pop(self.db, None)
+        _READ.forget(self.db)
+        _PROMISES.forget(self.db)
 
     def all(self) -> list[Line]:
         """The centre's lines: those configured, or `main` alone when none is."""
@@ -142,16 +130,15 @@ class Promise:
     short_abandon_seconds: float = 0.0
 
 
-_PROMISES: weakref.WeakKeyDictionary[Dynamo, tuple[float, dict[str, Promise]]] = weakref.WeakKeyDictionary()
+_PROMISES: RecentReads[dict[str, Promise]] = RecentReads(LINES_MAX_AGE_SECONDS)
 
 
 def promises(db: Dynamo) -> dict[str, Promise]:
     """Each configured line's promise, as counting reads it (no skill catalog needed: the
     values were checked when stored), read at most LINES_MAX_AGE_SECONDS ago."""
-    with _READ_LOCK:
-        read = _PROMISES.get(db)
-    if read is not None and time.monotonic() - read[0] <= LINES_MAX_AGE_SECONDS:
-        return read[1]
+    read = _PROMISES.get(db)
+    if read is not None:
+        return read
     found = {
         item["sk"]: Promise(
             float(item["service_level_seconds"]),
@@ -160,6 +147,4 @@ def promises(db: Dynamo) -> dict[str, Promise]:
         )
         for item in db.partition_items(db.table("callcenter"), LINES_PK, ConsistentRead=True)
     }
-    with _READ_LOCK:
-        _PROMISES[db] = (time.monotonic(), found)
-    return found
+    return _PROMISES.keep(db, found)

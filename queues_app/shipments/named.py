@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
-import time
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
+from queues_app.ddb.recent import RecentReads
 from queues_app.ddb.versioned import delete_at_version, put_from_version, why_refused
 from queues_app.shipments.records import DEFAULT_QUEUE, SPILLOVER_QUEUE, RetryPolicy
 from queues_app.text import NAME_MAX, SHORT_NAME_PROBLEM, VERSION_MAX, counted, hidden_problem, is_short_name
@@ -31,8 +29,7 @@ MAX_BACKOFF_SECONDS = 43_200
 # How long a process works by the settings it read: a change made elsewhere reaches every
 # worker within this (the process that made it, at once).
 SETTINGS_MAX_AGE_SECONDS = 5.0
-_READ: weakref.WeakKeyDictionary[Dynamo, tuple[float, dict[str, QueueSettings]]] = weakref.WeakKeyDictionary()
-_READ_LOCK = threading.Lock()
+_READ: RecentReads[dict[str, QueueSettings]] = RecentReads(SETTINGS_MAX_AGE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -140,8 +137,7 @@ class NamedQueues:
         """The queues configured, by id (one strongly consistent Query)."""
         items = self.db.partition_items(self.table, QUEUES_PK, ConsistentRead=True)
         found = {item["sk"]: parse({k: v for k, v in item.items() if k not in ("pk", "sk")}) for item in items}
-        with _READ_LOCK:
-            _READ[self.db] = (time.monotonic(), found)
+        _READ.keep(self.db, found)
         return [found[queue_id] for queue_id in sorted(found)]
 
     def all(self) -> list[QueueSettings]:
@@ -164,24 +160,23 @@ class NamedQueues:
         configured here, and costs no read)."""
         if queue_id in RESERVED and queue_id != SPILLOVER_QUEUE:
             return None
-        with _READ_LOCK:
-            read = _READ.get(self.db)
-        if read is None or time.monotonic() - read[0] > SETTINGS_MAX_AGE_SECONDS:
-            self.configured()
-            with _READ_LOCK:
-                read = _READ[self.db]
         own = DEFAULT_QUEUE if queue_id == SPILLOVER_QUEUE else queue_id
-        found = read[1].get(own)
+        found = self._recent().get(own)
         return found if found is not None or own != DEFAULT_QUEUE else deployment_default()
 
     def current(self) -> list[QueueSettings]:
         """The queues configured, as read at most SETTINGS_MAX_AGE_SECONDS ago by this
         process (a page's tabs: no read of its own most of the time)."""
-        with _READ_LOCK:
-            read = _READ.get(self.db)
-        if read is None or time.monotonic() - read[0] > SETTINGS_MAX_AGE_SECONDS:
-            return self.configured()
-        return [read[1][queue_id] for queue_id in sorted(read[1])]
+        recent = self._recent()
+        return [recent[queue_id] for queue_id in sorted(recent)]
+
+    def _recent(self) -> dict[str, QueueSettings]:
+        """The queues configured by id, as this process read them in the last few seconds."""
+        recent = _READ.get(self.db)
+        if recent is None:
+            self.configured()
+            recent = _READ.get(self.db) or {}
+        return recent
 
     def put(self, data: Mapping[str, object]) -> QueueSettings:
         """Create a queue (`version` 0 or left out) or change one (`version` as read): the
@@ -225,5 +220,4 @@ class NamedQueues:
         return queue
 
     def forget(self) -> None:
-        with _READ_LOCK:
-            _READ.pop(self.db, None)
+        _READ.forget(self.db)
