@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -59,6 +60,7 @@ def reports(request):
                 or row["abandoned"]
                 or row["short_abandoned"]
                 or row["overflowed"]
+                or row["refused"]
                 or row["in_queue_at_end"]
                 or row["occupancy"] is not None
             ],
@@ -71,7 +73,7 @@ def reports(request):
             "chart": _chart(rows),
             "previous_day": asked.report.day - timedelta(days=1),
             "next_day": asked.report.day + timedelta(days=1),
-            "day_query": f"&line={asked.line.line_id}" if asked.line else f"&combination={asked.shown}",
+            "day_query": "&" + urlencode({"line": asked.line.line_id} if asked.line else {"combination": asked.shown}),
             "totals": {
                 name: sum(row[name] for row in rows)
                 for name in (
@@ -151,8 +153,8 @@ def _asked(request) -> _Asked:
     """The report the query asks for (figures.intervals.asked_report); lines listed once
     any is configured."""
     query, center = request.GET, CallCenter()
-    configured = center.lines.configured()
-    every = configured or center.lines.all()  # `main` alone while none is configured
+    every = center.lines.all()  # `main` alone (version 0) while none is configured
+    configured = [line for line in every if line.version]
     line_id = (query.get("line") or "").strip() or None
     known = center.catalog.combination_names()
     report, chosen = asked_report(

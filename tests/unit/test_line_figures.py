@@ -198,3 +198,8 @@ def test_a_caller_a_full_line_turns_away_is_refused_on_that_line_and_never_offer
 
 def call_on_vip(api):
     return api.post("/api/calls", {"preferences": {}, "line": "vip"})
+
+
+def test_the_reports_day_links_keep_a_combination_whole(moto_db, supervisor_client):
+    page = supervisor_client.get("/reports/?combination=English%23F").content.decode()
+    assert '&amp;combination=English%23F">' in page  # a bare # would cut the link at the combination
