@@ -17,15 +17,16 @@ from typing import TYPE_CHECKING, Literal
 
 from queues_app.agents.records import AFTER_CALL
 from queues_app.agents.skills import SkillCatalog, SkillError, validate_preferences
-from queues_app.text import (
-    NAME_MAX,
-    SHORT_NAME_MAX,
-    SHORT_NAME_PATTERN,
-    SHORT_NAME_PROBLEM,
-    VERSION_MAX,
-    hidden_problem,
-    is_short_name,
-)
+
+# A name's length, a version's bound and a queue's or tenant's name are defined in
+# queues_app/text.py (the stores below read them too), and are rules of this module.
+from queues_app.text import NAME_MAX as NAME_MAX
+from queues_app.text import SHORT_NAME_MAX as SHORT_NAME_MAX
+from queues_app.text import SHORT_NAME_PATTERN as SHORT_NAME_PATTERN
+from queues_app.text import SHORT_NAME_PROBLEM as SHORT_NAME_PROBLEM
+from queues_app.text import VERSION_MAX as VERSION_MAX
+from queues_app.text import hidden_problem
+from queues_app.text import is_short_name as is_short_name
 
 # --- an item's id ------------------------------------------------------------------------
 
@@ -110,7 +111,3 @@ def text_problem(value: str) -> str | None:
     """What is wrong with text a person typed (a name, a reason), or None: control,
     invisible and direction-changing characters are refused (queues_app/text.py)."""
     return hidden_problem(value)
-
-
-# A queue's or a tenant's name (queues_app/text.py: the shipment queues' store reads it too).
-__all__ = ["NAME_MAX", "VERSION_MAX", "SHORT_NAME_MAX", "SHORT_NAME_PATTERN", "SHORT_NAME_PROBLEM", "is_short_name"]

@@ -127,20 +127,30 @@ class Agents:
         return Outcome(agent_from_item(unmarshal(response["Attributes"])))
 
     @staticmethod
-    def _edit_conflict(agent_id: str, current: dict | None, expected_version: int) -> errors.DynamoError:
+    def _edit_conflict(
+        agent_id: str,
+        current: dict | None,
+        expected_version: int,
+        *,
+        busy: tuple[str, ...] = (AgentStatus.QUEUED, AgentStatus.ATTENDING),
+        doing: str = "changing their skills",
+        seen: str = "edited",
+    ) -> errors.DynamoError:
+        """Why a change of the agent from `expected_version` was refused: gone, `busy`
+        (log them off before `doing`), or changed since."""
         if not current:
             return errors.NotFound(f"No agent with id {agent_id!r}.")
         agent = agent_from_item(current)
-        if current.get("status") in (AgentStatus.QUEUED, AgentStatus.ATTENDING):
+        if current.get("status") in busy:
             label = AgentStatus.LABELS[current["status"]].lower()
             return errors.Conflict(
-                f"{current['name']} is {label}; log them off before changing their skills.",
+                f"{current['name']} is {label}; log them off before {doing}.",
                 current=current,
                 now={"agent": agent},
             )
         return errors.Conflict(
             f"{current['name']} was changed by someone else (version {current.get('version')}, "
-            f"you edited version {expected_version}); reload and try again.",
+            f"you {seen} version {expected_version}); reload and try again.",
             current=current,
             now={"agent": agent},
         )
@@ -167,21 +177,9 @@ class Agents:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except errors.Conflict as exc:
-            current = exc.current
-            if current and current.get("version") == expected_version:
-                label = AgentStatus.LABELS.get(str(current.get("status")), str(current.get("status"))).lower()
-                raise errors.Conflict(
-                    f"{current['name']} is {label}; log them off before removing them.",
-                    current=current,
-                    now={"agent": agent_from_item(current)},
-                ) from exc
-            if not current:
-                raise errors.NotFound(f"No agent with id {agent_id!r}.") from exc
-            raise errors.Conflict(
-                f"{current['name']} was changed by someone else (version {current.get('version')}, you read "
-                f"version {expected_version}); reload and try again.",
-                current=current,
-                now={"agent": agent_from_item(current)},
+            busy = tuple(set(AgentStatus.ALL) - {AgentStatus.OFFLINE, AgentStatus.NOT_READY})
+            raise self._edit_conflict(
+                agent_id, exc.current, expected_version, busy=busy, doing="removing them", seen="read"
             ) from exc
         return agent_from_item(unmarshal(response["Attributes"]))
 

@@ -226,13 +226,11 @@ def change_agent(request: HttpRequest, agent_id: ItemId, payload: AgentChangeIn,
     """Change the agent's name or skills from the `version` you read (409 from another,
     or while they are queued or on a call)."""
     ops = api_operations(request)
-    now = ops.agents.get(agent_id)
-    outcome = ops.update_agent(
-        agent_id,
-        name=payload.name if payload.name is not None else now.name,
-        skills=payload.skills if payload.skills is not None else now.skills,
-        expected_version=payload.version,
-    )
+    name, skills = payload.name, payload.skills
+    if name is None or skills is None:  # what is left out stays as it is
+        now = ops.agents.get(agent_id)
+        name, skills = name if name is not None else now.name, skills if skills is not None else now.skills
+    outcome = ops.update_agent(agent_id, name=name, skills=skills, expected_version=payload.version)
     if not outcome.replayed:
         note_change(request, "agent.update", agent_id, f"version {payload.version} changed")
     replayed(response, outcome.replayed)

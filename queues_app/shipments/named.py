@@ -23,6 +23,7 @@ QUEUES_PK = "SHIPMENT_QUEUES"
 # The system's own queues, and the names the figures give the call centre's line and the
 # task queue (the per-queue figures are kept by name).
 RESERVED = (SPILLOVER_QUEUE, "callbacks", "calls", "tasks")
+VISIBILITY_SECONDS = 30  # a receive's lease, unless the queue or the consumer says otherwise
 MAX_VISIBILITY_SECONDS = 43_200  # 12 hours, as SQS
 MAX_RECEIVES = 1_000
 MAX_BACKOFF_SECONDS = 43_200
@@ -59,13 +60,19 @@ def deployment_default(queue_id: str = DEFAULT_QUEUE) -> QueueSettings:
     retry = RetryPolicy.from_settings()
     rate = FairnessPolicy.from_settings().tenant_rate if queue_id == DEFAULT_QUEUE else None
     return QueueSettings(
-        queue_id, queue_id, 30, retry.max_receives, retry.backoff_base_seconds, retry.backoff_max_seconds, rate
+        queue_id,
+        queue_id,
+        VISIBILITY_SECONDS,
+        retry.max_receives,
+        retry.backoff_base_seconds,
+        retry.backoff_max_seconds,
+        rate,
     )
 
 
-def _number(data: Mapping, name: str, default, *, low: float, high: float, whole: bool = False):
+def _number(data: Mapping, name: str, default, *, low: float, high: float, whole: bool = False, optional=False):
     value = data.get(name, default)
-    if value is None and name == "tenant_rate":
+    if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise errors.InvalidRequest(f"{name} is a number from {low:g} to {high:g}.", field=name)
@@ -117,7 +124,7 @@ def parse(data: Mapping[str, object]) -> QueueSettings:
             low=backoff_base,
             high=MAX_BACKOFF_SECONDS,
         ),
-        tenant_rate=_number(data, "tenant_rate", base.tenant_rate, low=0.001, high=100_000),
+        tenant_rate=_number(data, "tenant_rate", base.tenant_rate, low=0.001, high=100_000, optional=True),
         version=version,
     )
     unknown = sorted(set(data) - {field.name for field in dataclasses.fields(QueueSettings)})

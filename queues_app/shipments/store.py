@@ -12,7 +12,7 @@ from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.replay import Done
-from queues_app.shipments.named import NamedQueues
+from queues_app.shipments.named import VISIBILITY_SECONDS, NamedQueues
 from queues_app.shipments.records import (
     InvalidTransition,
     ReceiptInvalid,
@@ -56,7 +56,7 @@ class ShipmentStore:
     def visibility_for(self, queue: str) -> float:
         """How long a receive of `queue` holds a shipment when the consumer does not say."""
         configured = NamedQueues(self.db).settings_for(queue)
-        return float(configured.visibility_timeout_seconds) if configured else 30.0
+        return float(configured.visibility_timeout_seconds if configured else VISIBILITY_SECONDS)
 
     # --- reads --------------------------------------------------------------------------
 
