@@ -51,6 +51,7 @@ def call_to_json(call: Call) -> dict:
         "line": call.line,
         "overflowed": [dict(move) for move in call.overflowed],
         "end_reason": call.end_reason,
+        "steps": [dict(step) for step in call.steps],
     }
 
 
@@ -59,6 +60,7 @@ def agent_to_json(agent: Agent) -> dict:
         "agent_id": agent.agent_id,
         "name": agent.name,
         "skills": {name: list(values) for name, values in agent.skills.items()},
+        "levels": agent.skills_with_levels,
         "status": agent.status,
         "status_label": agent.status_label,
         "version": agent.version,

@@ -8,6 +8,7 @@ import dataclasses
 
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
+from queues_app.agents.skills import combination_levels
 from queues_app.calls.records import Outcome
 from queues_app.calls.store import Calls
 from queues_app.centre import keys
@@ -130,11 +131,14 @@ class Availability:
         ]
         message = {"type": "message", "agent_id": agent.agent_id, "name": agent.name, "skills": agent.skills}
         for combo in combos:
+            # The agent's levels in this combination, for routing steps (`lv`, levels above 1).
+            levels = combination_levels(self.catalog, agent.levels, combo)
+            item = {**keys.queue_message(combo, token), **message, **({"lv": levels} if levels else {})}
             actions.append(
                 {
                     "Put": {
                         "TableName": self.table.name,
-                        "Item": marshal({**keys.queue_message(combo, token), **message}),
+                        "Item": marshal(item),
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from queues_app.centre import keys
 from queues_app.ddb.codec import record_from_item
@@ -68,10 +68,20 @@ class Agent:
     change: str | None = None  # the request that made this version (ddb/replay.py)
     reason: str | None = None  # why the agent is not ready (only while not ready)
     status_since: str | None = None  # when the agent's status last changed
+    levels: dict[str, dict[str, int]] = field(default_factory=dict)  # skill levels above 1 (agents/skills.py)
 
     @property
     def status_label(self) -> str:
         return status_label(self.status, self.reason)
+
+    @property
+    def skills_with_levels(self) -> dict[str, dict[str, int]]:
+        """Each skill value with its level (1 unless set higher): the agent's skills as
+        they are given back to be changed."""
+        return {
+            name: {value: self.levels.get(name, {}).get(value, 1) for value in values}
+            for name, values in self.skills.items()
+        }
 
     @property
     def doing(self) -> str:
@@ -102,6 +112,7 @@ def agent_to_item(agent: Agent) -> dict:
         "name": agent.name,
         "name_lower": agent.name.lower(),
         "skills": agent.skills,
+        "levels": agent.levels,
         "status": agent.status,
         "status_q": keys.status_partition(agent.status, agent.agent_id),
         "version": agent.version,
@@ -121,6 +132,7 @@ def agent_from_item(item: dict) -> Agent:
         Agent,
         item,
         skills={k: list(v) for k, v in (item.get("skills") or {}).items()},
+        levels={k: {value: int(n) for value, n in v.items()} for k, v in (item.get("levels") or {}).items()},
         reason=item.get("reason") or None,  # stored empty once not ready ends
         status_since=item.get("status_since") or item.get("updated_at"),
     )

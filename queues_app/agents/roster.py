@@ -27,8 +27,9 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.facades import Verb
 from queues_app.text import hidden_problem
 
-# An agent's skills: each dimension's values (`{"language": ["French", "English"], ...}`).
-Skills = dict[str, list[str]]
+# An agent's skills: each dimension's values (`{"language": ["French", "English"], ...}`),
+# or, given with their levels, values and levels (`{"language": {"French": 5}}`).
+Skills = dict[str, list[str]] | dict
 
 
 def checked_name(name: str) -> str:
@@ -73,6 +74,7 @@ class Agents:
             agent_id=agent_id or new_agent_id(),
             name=name,
             skills=self.catalog.validate_agent_skills(skills),
+            levels=self.catalog.validate_levels(skills),
             created_at=stamp,
             updated_at=stamp,
             status_since=stamp,
@@ -92,14 +94,15 @@ class Agents:
         is queued or attending, because their message items were written for the old
         skills. The same edit sent again once it took effect is answered as done."""
         name = checked_name(name)
-        clean = self.catalog.validate_agent_skills(skills)
-        change = replay.change_id("edit", expected_version, replay.digest({"name": name, "skills": clean}))
+        clean, levels = self.catalog.validate_agent_skills(skills), self.catalog.validate_levels(skills)
+        digest = {"name": name, "skills": clean, **({"levels": levels} if levels else {})}
+        change = replay.change_id("edit", expected_version, replay.digest(digest))
         try:
             response = self.db.call(
                 "update_item",
                 TableName=self.table_name,
                 Key=marshal(keys.agent(agent_id)),
-                UpdateExpression="SET #name = :name, name_lower = :lower, skills = :skills, "
+                UpdateExpression="SET #name = :name, name_lower = :lower, skills = :skills, levels = :levels, "
                 "version = version + :one, updated_at = :now, change = :change",
                 ConditionExpression="attribute_exists(pk) AND version = :expected "
                 "AND NOT #status IN (:queued, :attending)",
@@ -109,6 +112,7 @@ class Agents:
                         ":name": name,
                         ":lower": name.lower(),
                         ":skills": clean,
+                        ":levels": levels,
                         ":one": 1,
                         ":now": to_iso(now()),
                         ":expected": expected_version,

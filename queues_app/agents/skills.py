@@ -53,14 +53,17 @@ class SkillCatalog:
     def values(self, dimension: str) -> tuple[str, ...]:
         return dict(self.dimensions)[dimension]
 
-    def validate_agent_skills(self, skills: dict[str, list[str]]) -> dict[str, list[str]]:
+    def validate_agent_skills(self, skills: dict) -> dict[str, list[str]]:
         """Every dimension needs at least one allowed value; returns them normalized
-        (in catalog order, without duplicates)."""
+        (in catalog order, without duplicates). A dimension's values may be given with
+        their levels (`{"French": 5}`: `validate_levels` reads those)."""
         clean = {}
         for name, allowed in self.dimensions:
             given = skills.get(name) or []
             if isinstance(given, str):
                 given = [given]
+            elif isinstance(given, dict):
+                given = list(given)
             if not given:
                 raise SkillError(name, f"choose at least one {name}")
             unknown = [v for v in given if v not in allowed]
@@ -72,6 +75,20 @@ class SkillCatalog:
             field = sorted(extra)[0]
             raise SkillError(field, f"unknown skill dimension {field!r}")
         return clean
+
+    def validate_levels(self, skills: dict) -> Levels:
+        """The levels given with the skills (`{"language": {"French": 5, "English": 2}}`),
+        only those above 1: a value given in a plain list, or at level 1, is level 1."""
+        levels: Levels = {}
+        for name, given in skills.items():
+            if not isinstance(given, dict):
+                continue
+            for value, level in given.items():
+                if isinstance(level, bool) or not isinstance(level, int) or not LEVEL_MIN <= level <= LEVEL_MAX:
+                    raise SkillError(name, f"the level of {name} {value!r} must be a whole number 1 to {LEVEL_MAX}")
+                if level > LEVEL_MIN:
+                    levels.setdefault(name, {})[value] = level
+        return {name: levels[name] for name in self.names if name in levels}
 
     def combinations(self, skills: dict[str, list[str]]) -> list[tuple[str, ...]]:
         """Every queue combination an agent with these skills fits."""
@@ -85,6 +102,49 @@ class SkillCatalog:
         dimension or `any` (`Spanish#F`, `Spanish#any`, `any#any`)."""
         choices = ([*values, "any"] for _, values in self.dimensions)
         return {"#".join(combination) for combination in itertools.product(*choices)}
+
+
+# An agent's proficiency in a skill value: 1 (can take the call) to 5 (expert), as
+# Amazon Connect's proficiencies. Only levels above 1 are stored.
+LEVEL_MIN, LEVEL_MAX = 1, 5
+Levels = dict[str, dict[str, int]]  # {"language": {"French": 5}}: levels above 1
+
+
+def level_of(levels: Levels, dimension: str, value: str) -> int:
+    return levels.get(dimension, {}).get(value, LEVEL_MIN)
+
+
+def combination_levels(catalog: SkillCatalog, levels: Levels, combination: tuple[str, ...]) -> dict[str, int]:
+    """An agent's level in each part of one queue combination, those above 1 (`lv` of the
+    agent's message in that queue)."""
+    found = {name: level_of(levels, name, value) for name, value in zip(catalog.names, combination, strict=True)}
+    return {name: level for name, level in found.items() if level > LEVEL_MIN}
+
+
+def meets(levels: dict[str, int], min_level: dict[str, int]) -> bool:
+    """Whether levels of one combination (`combination_levels`) meet a routing step's minimums."""
+    return all(levels.get(name, LEVEL_MIN) >= level for name, level in min_level.items())
+
+
+def best_levels(skills: dict[str, list[str]], levels: Levels, preferences: dict[str, str | None]) -> dict[str, int]:
+    """An agent's levels for a caller: in a dimension the caller named, their level in that
+    value; in one left open, their best level among their values (the queue they would be
+    found in)."""
+    found = {}
+    for name, values in skills.items():
+        wanted = preferences.get(name)
+        candidates = [wanted] if wanted is not None else values
+        found[name] = max((level_of(levels, name, v) for v in candidates if v in values), default=LEVEL_MIN)
+    return found
+
+
+def describe_levels(skills: dict[str, list[str]], levels: Levels) -> str:
+    """Skills in words with their levels above 1: "French 5, English, F"."""
+    return ", ".join(
+        f"{value} {levels[name][value]}" if value in levels.get(name, {}) else value
+        for name, values in skills.items()
+        for value in values
+    )
 
 
 ANY = None  # a preference that accepts every value of its dimension

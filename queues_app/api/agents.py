@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar, cast
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from queues_app import inputs
 from queues_app.agents.records import Agent
@@ -53,9 +53,10 @@ class AgentIn(InputSchema):
     """A new agent: their name and skills, and (to make a retry safe) the id to give them."""
 
     name: str = Field(description=f"As supervisors read it: {inputs.NAME_PROBLEM}.", examples=["Ana Lima"])
-    skills: dict[str, list[str]] = Field(
-        description="The values of each skill dimension the agent has (the centre's catalog).",
-        examples=[{"language": ["Spanish", "English"], "gender": ["F"]}],
+    skills: dict[str, list[str] | dict[str, StrictInt]] = Field(
+        description="The values of each skill dimension the agent has (the centre's catalog), as a list (each at "
+        'level 1) or with their levels 1 to 5 ({"French": 5, "English": 2}).',
+        examples=[{"language": {"Spanish": 5, "English": 2}, "gender": ["F"]}],
     )
     agent_id: ItemId | None = Field(
         None,
@@ -65,7 +66,7 @@ class AgentIn(InputSchema):
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "name": f"required: the agent's name, {inputs.NAME_PROBLEM}",
-        "skills": 'required: values per dimension, e.g. {"language": ["French"]}',
+        "skills": 'required: values per dimension, e.g. {"language": ["French"]} or {"language": {"French": 5}}',
     }
 
 
@@ -74,7 +75,9 @@ class AgentChangeIn(VersionIn):
     (409) while the agent is queued or on a call."""
 
     name: str | None = Field(None, description=f"The agent's new name: {inputs.NAME_PROBLEM}.")
-    skills: dict[str, list[str]] | None = Field(None, description="The agent's skills, all of them.")
+    skills: dict[str, list[str] | dict[str, StrictInt]] | None = Field(
+        None, description="The agent's skills, all of them, with their levels or as lists (level 1)."
+    )
 
 
 class ReleaseIn(InputSchema):
@@ -196,7 +199,9 @@ def create_agent(request: HttpRequest, payload: AgentIn, response: HttpResponse)
     except Conflict:
         existing = ops.agents.get(payload.agent_id or "")
         asked = ops.agents.build(payload.name, payload.skills, payload.agent_id)
-        if (existing.version, existing.name, existing.skills) != (1, asked.name, asked.skills):
+        if (existing.version, existing.name, existing.skills, existing.levels) != (
+            1, asked.name, asked.skills, asked.levels
+        ):  # fmt: skip
             raise
         agent, status = existing, 200  # a retry of this very request
     if status == 201:
@@ -226,10 +231,11 @@ def change_agent(request: HttpRequest, agent_id: ItemId, payload: AgentChangeIn,
     """Change the agent's name or skills from the `version` you read (409 from another,
     or while they are queued or on a call)."""
     ops = api_operations(request)
-    name, skills = payload.name, payload.skills
+    name, skills = payload.name, cast(dict | None, payload.skills)
     if name is None or skills is None:  # what is left out stays as it is
         now = ops.agents.get(agent_id)
-        name, skills = name if name is not None else now.name, skills if skills is not None else now.skills
+        name = name if name is not None else now.name
+        skills = skills if skills is not None else now.skills_with_levels
     outcome = ops.update_agent(agent_id, name=name, skills=skills, expected_version=payload.version)
     if not outcome.replayed:
         note_change(request, "agent.update", agent_id, f"version {payload.version} changed")

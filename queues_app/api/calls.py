@@ -34,6 +34,7 @@ from queues_app.centre import keys
 from queues_app.figures.service_level import ServiceLevelReader
 from queues_app.lines.records import LINE_ID_RULE
 from queues_app.routing.standing import standing_of
+from queues_app.routing.steps import MAX_STEP_SECONDS, MAX_STEPS
 from queues_app.serializers import call_to_json
 
 router = Router()
@@ -42,6 +43,22 @@ CallListName = Literal["waiting", "offered", "assigned"]
 
 
 # --- inputs and outputs ------------------------------------------------------------------
+
+
+class StepIn(InputSchema):
+    """One routing step: while it runs, only agents at these levels or above."""
+
+    min_level: dict[str, int] = Field(
+        description="Minimum levels (1 to 5) by skill dimension, of the value the caller asks for (or, for a "
+        "dimension left open, the agent's best).",
+        examples=[{"language": 4}],
+    )
+    seconds: int = Field(ge=1, le=MAX_STEP_SECONDS, strict=True, description="How long the step runs.")
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "min_level": 'must be an object such as {"language": 4}: levels 1 to 5 by skill dimension',
+        "seconds": f"must be a whole number from 1 to {MAX_STEP_SECONDS}",
+    }
 
 
 class CallIn(InputSchema):
@@ -67,8 +84,19 @@ class CallIn(InputSchema):
         examples=["support"],
     )
 
+    steps: list[StepIn] | None = Field(
+        None,
+        max_length=MAX_STEPS,
+        description="Routing steps, at most five: while the first runs, only agents meeting its `min_level` are "
+        "offered the caller; each expires after its `seconds`, one after the other from arrival; after the last, "
+        "any agent who fits the preferences. Among agents meeting a step, the earliest queued.",
+        examples=[[{"min_level": {"language": 4}, "seconds": 20}, {"min_level": {"language": 2}, "seconds": 40}]],
+    )
+
     PROBLEMS: ClassVar[dict[str, str]] = {
         "line": f"must be a line's id: {LINE_ID_RULE}",
+        "steps": f"must be a list of at most {MAX_STEPS} steps such as "
+        '{"min_level": {"language": 4}, "seconds": 20}',
         "preferences": 'must be an object such as {"language": "Spanish", "gender": "any"} (use {} for any agent)',
         "priority": f"must be a whole number from 0 to {keys.MAX_PRIORITY}",
         "order": f"must be one of {', '.join(QueueOrder.ALL)}",
@@ -193,6 +221,7 @@ def create_call(
             idempotency_key=scoped_key,
             callback=str(token.pk) if token.callback_url else None,
             line=payload.line,
+            steps=[step.model_dump() for step in payload.steps] if payload.steps is not None else None,
         )
     if created:
         note_change(request, "call.create", call.call_id, call.status)

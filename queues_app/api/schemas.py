@@ -102,6 +102,7 @@ class WhyOut(Schema):
     queued_at: str | None = None
     outcome: str | None = None
     explanation: str | None = None
+    step: str | None = Field(None, description="The routing step the chosen agent was matched at, in words.")
 
 
 class CallOut(Schema):
@@ -137,12 +138,18 @@ class CallOut(Schema):
         description="Each move past a line's limit: `from`, then `to` (another line) or `end` (the reason), and `at`."
     )
     end_reason: str | None = Field(description="Why it ended with no agent: its line's overflow `end`, or refused.")
+    steps: list[dict] = Field(
+        description="Its routing steps (`min_level`, `seconds`), as placed; empty: any agent who fits."
+    )
 
 
 class AgentOut(Schema):
     agent_id: str
     name: str
     skills: dict[str, list[str]]
+    levels: dict[str, dict[str, int]] = Field(
+        description="Each skill value's level, 1 to 5 (1 unless set higher), as routing steps read it."
+    )
     status: AgentStatusName
     status_label: str
     version: int

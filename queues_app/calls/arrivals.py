@@ -20,6 +20,7 @@ from queues_app.lines.records import Line
 from queues_app.lines.store import LineStore
 from queues_app.routing.line import LineFull, WaitingLine, with_line_requires, without_line_requires
 from queues_app.routing.matching import Matcher
+from queues_app.routing.steps import validate_steps
 
 
 class Arrivals:
@@ -50,18 +51,20 @@ class Arrivals:
         idempotency_key: str | None = None,
         callback: str | None = None,
         line: str | None = None,
+        steps: list | None = None,
     ) -> tuple[Call, bool]:
-        """Assign the caller at once or make them wait on their line (`main` by default),
-        which must exist (InvalidRequest naming `line`) and be open (Refused `closed`; a
-        full line: `_start_waiting`). Returns (call, created). With an idempotency key, a
-        retry returns the first request's call (created False); the same key with another
-        request is refused (`KeyReused`). With `callback` (an API token's id), the token's
-        callback hears of the call's changes and of a refusal."""
+        """Assign the caller at once (to an agent meeting their routing `steps`, if any) or
+        make them wait on their line (`main` by default), which must exist and be open
+        (Refused `closed`; full: `_start_waiting`). Returns (call, created). With an
+        idempotency key, a retry returns the first request's call (created False), another
+        request with it is refused (`KeyReused`). `callback`: an API token's id."""
         lines = self.lines.current()
         on = entry.line_for(lines, line)
         asked = self._checked(preferences, priority, order)
         preferences = with_line_requires(asked, on)
-        request_digest = call_request_digest(asked, priority, order, line)
+        request_digest = call_request_digest(
+            asked, priority, order, line, routing := validate_steps(self.catalog, steps)
+        )
         order = order or self.default_order
         if idempotency_key:
             call_id = call_id_for_idempotency_key(idempotency_key)
@@ -78,27 +81,32 @@ class Arrivals:
             callback=callback,
             request_digest=request_digest if idempotency_key else None,
             line=on.line_id,
+            steps=routing,
         )
         try:
             entry.refuse_if_closed(on, self.table.clock(), centre_zone())
         except errors.Refused as refusal:
             raise self._refused(call, refusal) from None
         try:
-            counters.note(self.db, counters.CALLS, "enqueued")
-            assigned = self.matcher.match(call, new_call=True)
-            if assigned:
-                counters.note(self.db, counters.CALLS, "completed")
-                return assigned, True
-            waiting = self._start_waiting(call, on, lines)
-            # Look once more: an agent may have been queued while we started waiting.
-            assigned = self.matcher.match(waiting, new_call=False)
-            if assigned:
-                counters.note(self.db, counters.CALLS, "completed")
-            return (assigned or waiting), True
+            return self._place(call, on, lines), True
         except CallExists:
             # A copy of this request with the same key got there first.
             existing = self.find_keyed_call(idempotency_key or "", request_digest) if idempotency_key else None
             return existing or self.calls.get(call.call_id), False
+
+    def _place(self, call: Call, on: Line, lines: list[Line]) -> Call:
+        """The new caller assigned, or waiting on `on` (and looked for once more)."""
+        counters.note(self.db, counters.CALLS, "enqueued")
+        assigned = self.matcher.match(call, new_call=True)
+        if assigned:
+            counters.note(self.db, counters.CALLS, "completed")
+            return assigned
+        waiting = self._start_waiting(call, on, lines)
+        # Look once more: an agent may have been queued while we started waiting.
+        assigned = self.matcher.match(waiting, new_call=False)
+        if assigned:
+            counters.note(self.db, counters.CALLS, "completed")
+        return assigned or waiting
 
     def _checked(self, preferences: dict, priority: int, order: str | None) -> dict:
         """The caller's preferences, checked with their priority and order."""
@@ -147,11 +155,13 @@ class Arrivals:
         order: str | None = None,
         idempotency_key: str,
         line: str | None = None,
+        steps: list | None = None,
     ) -> Call | None:
         """The call an earlier request with this idempotency key made, if any (`KeyReused`
         when that request asked for something else)."""
         asked = validate_preferences(self.catalog, preferences)
-        return self.find_keyed_call(idempotency_key, call_request_digest(asked, priority, order, line))
+        digest = call_request_digest(asked, priority, order, line, validate_steps(self.catalog, steps))
+        return self.find_keyed_call(idempotency_key, digest)
 
     def find_keyed_call(self, idempotency_key: str, request_digest: str | None) -> Call | None:
         """The call an idempotency key made, if any; `KeyReused` when that call was made by
@@ -213,15 +223,17 @@ class Arrivals:
         raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
 
 
-def call_request_digest(preferences: dict, priority: int, order: str | None, line: str | None = None) -> str:
+def call_request_digest(
+    preferences: dict, priority: int, order: str | None, line: str | None = None, steps: list | None = None
+) -> str:
     """What a new caller's request asked for, as an idempotency key's record of it (the
-    line only when one was named, so that keys recorded before lines still match)."""
+    line and steps only when given, so that keys recorded before them still match)."""
     asked: dict = {
         "preferences": {k: (None if v is ANY else v) for k, v in preferences.items()},
         "priority": priority,
         "order": order,
     }
-    return replay.digest(asked | ({"line": line} if line else {}))
+    return replay.digest(asked | ({"line": line} if line else {}) | ({"steps": steps} if steps else {}))
 
 
 def _not_waiting(call: Call) -> str:

@@ -60,6 +60,7 @@ class Call:
     overflowed: list[dict] = field(default_factory=list)  # [{"from", "to" or "end", "at"}] each move past a limit
     end_reason: str | None = None  # ended with no agent: the overflow's reason the phone system is told
     aged_from: int | None = None  # the priority it arrived with, once its line's aging raised it
+    steps: list[dict] = field(default_factory=list)  # routing steps: minimum levels as it waits (routing/steps.py)
 
     @property
     def asked_for(self) -> dict[str, str | None]:

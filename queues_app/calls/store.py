@@ -68,13 +68,18 @@ def call_to_item(call: Call) -> dict:
         "overflowed": call.overflowed,
         "end_reason": call.end_reason,
         "aged_from": call.aged_from,
+        **({"steps": call.steps} if call.steps else {}),
     }
 
 
 def call_from_item(item: dict) -> Call:
     given = item.get("preferences") or {}
     preferences = {name: given.get(name, ANY) for name in item.get("dimensions") or list(given)}
-    return record_from_item(Call, item, preferences=preferences)
+    steps = [
+        {"min_level": {k: int(v) for k, v in step["min_level"].items()}, "seconds": int(step["seconds"])}
+        for step in item.get("steps") or []
+    ]
+    return record_from_item(Call, item, preferences=preferences, steps=steps)
 
 
 def first_answers(db: Dynamo, call_ids: list[str]) -> dict[str, tuple[Mapping | None, str | None, str | None]]:

@@ -26,6 +26,7 @@ from queues_app.ddb.tables import (
     TABLES,
     TASKS_BY_STATUS,
     WAITING_BY_ARRIVAL,
+    WAITING_BY_STEP,
     WAITING_TO_RELAX,
 )
 
@@ -139,7 +140,7 @@ GRANTS: dict[str, frozenset[Access]] = {
         _table(
             "callcenter",
             "GetItem Query PutItem UpdateItem DeleteItem",
-            indexes={WAITING_TO_RELAX.name: "Query"},
+            indexes={WAITING_TO_RELAX.name: "Query", WAITING_BY_STEP.name: "Query"},
         ),
         _CALL_EVENTS,
         _CALL_FACTS,

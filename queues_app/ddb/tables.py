@@ -90,6 +90,9 @@ AGENTS_BY_NAME = Index(
 # due). The line in order is its partitions merged.
 WAITING_BY_ARRIVAL = Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY")
 WAITING_TO_RELAX = Index("waiting_to_relax", "relax_q", "relax_at", projection="KEYS_ONLY")
+# Callers with routing steps, by when their step in force expires: escalation offers them
+# again to the agents the next step admits (routing/steps.py).
+WAITING_BY_STEP = Index("waiting_by_step", "step_q", "step_due", projection="KEYS_ONLY")
 
 # Waiting shipments in peek order: <9-priority>#<enqueued_at>#<id>.
 SHIPMENTS_READY = Index("ready", "ready_q", "ready_sk", projection="KEYS_ONLY")
@@ -113,7 +116,7 @@ CALLCENTER = TableSpec(
         "Agents, queue metadata per skill combination, agent-queue message items, "
         "calls and waiting callers (single-table design, as in the FIFO article)."
     ),
-    indexes=(AGENTS_BY_STATUS, AGENTS_BY_NAME, WAITING_BY_ARRIVAL, WAITING_TO_RELAX),
+    indexes=(AGENTS_BY_STATUS, AGENTS_BY_NAME, WAITING_BY_ARRIVAL, WAITING_TO_RELAX, WAITING_BY_STEP),
     # Agents and calls shared `by_status` (status, sk): calls in progress are now read
     # through their attending agents. `by_name` projected the whole agent.
     # `agents_by_status` (status, name_lower) took every write of a status in one partition.

@@ -30,19 +30,26 @@ class CallOperations:
         idempotency_key: str | None = None,
         callback: str | None = None,
         line: str | None = None,
+        steps: list | None = None,
     ) -> tuple[Call, bool]:
         if idempotency_key:
             # A retry is answered before the backlog gate: its call exists already, so a
             # refusal would only make the client retry something that has been done.
             key = idempotency_key
             retried = self.call_center.find_retry(
-                preferences, priority=priority, order=order, idempotency_key=key, line=line
+                preferences, priority=priority, order=order, idempotency_key=key, line=line, steps=steps
             )
             if retried:
                 return retried, False
         BackpressureGate(self.db).check(counters.CALLS)
         call, created = self.call_center.create_call(
-            preferences, priority=priority, order=order, idempotency_key=idempotency_key, callback=callback, line=line
+            preferences,
+            priority=priority,
+            order=order,
+            idempotency_key=idempotency_key,
+            callback=callback,
+            line=line,
+            steps=steps,
         )
         if created and call.agent_id:
             given = "offered" if call.offer_sk else "assigned"

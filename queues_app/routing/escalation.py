@@ -21,6 +21,7 @@ from queues_app.figures import facts
 from queues_app.lines import entry
 from queues_app.lines.records import Line
 from queues_app.lines.store import LineStore
+from queues_app.routing import steps
 from queues_app.routing.aging import PriorityAging
 from queues_app.routing.line import WaitingLine, with_line_requires, without_line_requires
 from queues_app.routing.matching import Matcher
@@ -79,6 +80,7 @@ class Escalator:
         `after_seconds`) are read, however long the line.
         """
         policy, changed = self.policy, self.overflow()
+        changed += self.widen_steps()
         if self.lines is not None:
             changed += PriorityAging(self.table, self.calls, self.line).age(self.lines.current())
         moment = self.table.clock()
@@ -98,6 +100,33 @@ class Escalator:
             relaxed = self._relax(call, relaxable, moment, policy)
             if relaxed:
                 changed.append(self.matcher.match(relaxed, new_call=False) or relaxed)
+        return changed
+
+    def widen_steps(self) -> list[Call]:
+        """Offer again every caller whose routing step expired, to the agents the next step
+        (or, after the last, any agent who fits) admits; their place in line notes when the
+        next one expires. Only callers due are read (`waiting_by_step`)."""
+        moment, changed = self.table.clock(), []
+        for due in list(self.line.step_expired(moment)):
+            call = self.calls.find(keys.parse_wait_position(due["sk"])[2])
+            if not call or call.status != CallStatus.WAITING or not call.steps:
+                continue
+            next_due = steps.expires_at(call.steps, call.arrived_at, moment)
+            update = "SET step_due = :due" if next_due else "REMOVE step_q, step_due"
+            try:
+                self.table.transact(
+                    [
+                        self.table.update(
+                            {"pk": due["pk"], "sk": due["sk"]},
+                            update,
+                            {":due": to_iso(next_due)} if next_due else None,
+                            condition="attribute_exists(pk)",
+                        )
+                    ]
+                )
+            except errors.TransactionCancelled:
+                continue  # assigned or gone meanwhile
+            changed.append(self.matcher.match(call, new_call=False) or call)
         return changed
 
     def _nothing_to_relax(self, call: Call, policy: EscalationPolicy, kept=None) -> None:

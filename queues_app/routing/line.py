@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from queues_app.agents.records import Agent
@@ -27,9 +27,10 @@ from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import SortedMerge
-from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_TO_RELAX, Index
+from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_BY_STEP, WAITING_TO_RELAX, Index
 from queues_app.figures import facts
 from queues_app.lines.records import Line
+from queues_app.routing import steps
 from queues_app.text import counted
 
 
@@ -51,6 +52,10 @@ def with_line_requires(preferences: dict, line: Line) -> dict:
 def without_line_requires(preferences: dict, line: Line) -> dict:
     """The preferences with what `line` required opened up again (leaving the line)."""
     return {name: (ANY if name in line.requires else value) for name, value in preferences.items()}
+
+
+# Waiting callers read per page past those an agent coming back does not meet the step of.
+STEP_PAGE = 100
 
 
 class LineFull(Exception):
@@ -118,6 +123,11 @@ class WaitingLine:
         }
         if any(v is not ANY for v in call.preferences.values()):
             item.update(relax_q=shard, relax_at=relax_from or call.arrived_at)
+        if call.steps:  # who may take them as they wait, and when that widens (routing/steps.py)
+            item["steps"] = call.steps
+            due = steps.expires_at(call.steps, call.arrived_at, self.table.clock())
+            if due is not None:
+                item.update(step_q=shard, step_due=to_iso(due))
         return item
 
     # --- back in line: a missed offer, a transfer ------------------------------------
@@ -233,18 +243,32 @@ class WaitingLine:
         found = batch.get_items(self.db, self.table.name, wanted, consistent=consistent)
         return {tuple(item["wanted"]): int(item["waiting"]) for item in found if int(item.get("waiting", 0)) > 0}
 
-    def heads_for(self, skills: dict[str, list[str]], *, consistent: bool = True) -> list[dict]:
+    def heads_for(
+        self, skills: dict[str, list[str]], *, consistent: bool = True, takes: Callable[[dict], bool] | None = None
+    ) -> list[dict]:
         """The first caller of every partition the agent fits, in line order: the first
         of them is the longest-waiting caller (priority, then arrival) they fit. Read
         eventually consistently when `consistent` is false, as the counts are (half the
         read units): a head already taken is skipped when its call is read strongly; a
         caller who joined in the last moments may be missed, as by the counts, and is
-        found by the look after queueing, which reads strongly."""
+        found by the look after queueing, which reads strongly. With `takes` (whether the
+        agent meets a caller's routing step), a partition is read on past the callers it
+        refuses, a page at a time, to the first it takes."""
         heads = []
         for wanted in self.counts(self.partitions_for(skills), consistent=consistent):
             pk = keys.waiting_caller(wanted, "")["pk"]
-            response = self.db.query_partition(self.table.name, pk, ConsistentRead=consistent, Limit=1)
-            heads += [unmarshal(i) for i in response.get("Items", [])]
+            start: dict | None = None
+            limit = 1
+            while True:
+                more = {"ExclusiveStartKey": start} if start else {}
+                response = self.db.query_partition(self.table.name, pk, ConsistentRead=consistent, Limit=limit, **more)
+                items = [unmarshal(i) for i in response.get("Items", [])]
+                found = [item for item in items if takes is None or takes(item)][:1]
+                start = response.get("LastEvaluatedKey")
+                if found or not start:
+                    heads += found
+                    break
+                limit = STEP_PAGE
         return sorted(heads, key=lambda item: item["sk"])
 
     # --- the whole line -----------------------------------------------------------------
@@ -349,6 +373,10 @@ class WaitingLine:
             if arrived >= cutoff:
                 return
             yield arrived, keys.parse_wait_position(item["sk"])[2], line_id
+
+    def step_expired(self, before: datetime, page_size: int = 100) -> Iterator[dict]:
+        """Callers whose routing step in force expired before `before`, oldest first."""
+        return self._across_shards(WAITING_BY_STEP, below=to_iso(before), page_size=page_size)
 
     def due_for_relaxing(self, before: datetime, page_size: int = 100) -> Iterator[dict]:
         """Callers with preferences left to relax whose last change (or arrival) came

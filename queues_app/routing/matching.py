@@ -13,7 +13,7 @@ from typing import cast
 
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.skills import ANY
+from queues_app.agents.skills import ANY, best_levels, meets
 from queues_app.calls.records import Call, CallStatus, QueueOrder
 from queues_app.calls.store import CallExists, Calls
 from queues_app.centre import keys
@@ -21,7 +21,7 @@ from queues_app.centre.table import CallCenterTable, agent_changed, status_claus
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.contention import ContentionGauge
-from queues_app.routing import dispatch
+from queues_app.routing import dispatch, steps
 from queues_app.routing.claims import Claims
 from queues_app.routing.line import WaitingLine
 from queues_app.routing.queues import Candidate, queue_candidates
@@ -167,10 +167,12 @@ class Matcher:
         while it has some left (a FIFO caller's first round, with several matchers
         running), else the queues' heads, read and shared."""
         call, claims = search.call, search.claims
+        min_level = steps.min_level(call.steps, call.arrived_at, self.clock())
         shared_key = (
             search.table,
             call.order,
             tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items())),
+            tuple(sorted(min_level.items())),
         )
         if first_round and call.order == QueueOrder.FIFO and claims.active > 1:
             shared = claims.recent_read(shared_key, SHARED_READ_AGE)
@@ -181,7 +183,12 @@ class Matcher:
         # ago and is missed is found by the look after the caller joins the line, which
         # reads strongly (new_call false).
         found = queue_candidates(
-            self.table, call.preferences, call.order, self.candidate_limit, consistent=not search.new_call
+            self.table,
+            call.preferences,
+            call.order,
+            self.candidate_limit,
+            consistent=not search.new_call,
+            min_level=min_level,
         )
         claims.publish_read(shared_key, found)
         return found
@@ -273,7 +280,8 @@ class Matcher:
         default), `also` more actions for the same transaction."""
         also = also or []
         for attempt in range(4):
-            assigned = self._assigned(call, candidate, self._why(candidate, considered, others))
+            why = self._why(candidate, considered, others, self._step_words(call))
+            assigned = self._assigned(call, candidate, why)
             call_actions = self.calls.assignment_actions(call, assigned, new_call=new_call)
             actions = [*self._take_queued(call, assigned, candidate, change), *call_actions, *also]
             try:
@@ -329,9 +337,18 @@ class Matcher:
             return None
         return current if current and current.status == CallStatus.ASSIGNED else None
 
+    def _step_words(self, call: Call) -> str | None:
+        """The routing step the caller is matched at, in words (None: the call has none)."""
+        if not call.steps:
+            return None
+        return steps.describe(call.steps, steps.current(call.steps, call.arrived_at, self.clock()))
+
     @staticmethod
-    def _why(chosen: Candidate, considered: list[dict], others: list[Candidate]) -> list[dict]:
-        why = [why_entry(chosen.agent_id, chosen.name, chosen.queued_at, "chosen"), *considered]
+    def _why(chosen: Candidate, considered: list[dict], others: list[Candidate], step: str | None = None) -> list[dict]:
+        first = why_entry(chosen.agent_id, chosen.name, chosen.queued_at, "chosen")
+        if step:
+            first["step"] = step
+        why = [first, *considered]
         passed = {entry["agent_id"] for entry in why}
         for other in others:
             if other.agent_id not in passed:
@@ -350,8 +367,15 @@ class Matcher:
         `change` marks the agent's new version with the request being served; with
         `after_call` (the call the agent just ended), that call records the one taken in
         the same transaction, so that the ending, sent again, is answered as it was."""
+        moment = self.clock()
+
+        def takes(waiting: dict) -> bool:  # the agent meets the caller's routing step now
+            wanted = steps.min_level(waiting.get("steps") or [], waiting.get("arrived_at", ""), moment)
+            prefs = waiting.get("preferences") or {}
+            return not wanted or meets(best_levels(agent.skills, agent.levels, prefs), wanted)
+
         for _round in range(OFFER_ROUNDS):
-            heads = self.line.heads_for(agent.skills, consistent=from_queue)
+            heads = self.line.heads_for(agent.skills, consistent=from_queue, takes=takes)
             if not heads:
                 return None
             outcome = self._offer_heads(agent, heads, from_queue=from_queue, change=change, after_call=after_call)

@@ -4,10 +4,10 @@ sub-queues merged into the head of the queue."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
-from queues_app.agents.skills import matching_combinations
+from queues_app.agents.skills import matching_combinations, meets
 from queues_app.calls.records import QueueOrder
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable
@@ -41,13 +41,18 @@ def queue_heads(
     *,
     newest_first: bool = False,
     consistent: bool = True,
+    keep: Callable[[dict], bool] | None = None,
 ) -> list[list[dict]]:
     """The first messages of each combination's queue, oldest first (newest first with
     `newest_first`): one Query of each sub-queue (strongly consistent unless `consistent`
     is false), all sent at once, merged by token. A sub-queue that holds more than its
     page stops its queue's merge at the page's last token: past it, a message of that
     sub-queue could be missing, so each head is the queue's own first messages, none
-    skipped (FIFO across sub-queues)."""
+    skipped (FIFO across sub-queues).
+
+    With `keep` (a routing step's minimum levels), only the messages it keeps count, and
+    each queue is read on, a page at a time, until it has `limit` of them or ends: the
+    earliest agent who meets the step is found however many who do not queued before."""
     merges = []
     for combo in combos:
         queries = [
@@ -61,8 +66,23 @@ def queue_heads(
             for pk in keys.queue_partitions(combo)
         ]
         merges.append(SortedMerge(db, queries, sort_key="sk", descending=newest_first))
-    read_together([(merge, merge.partitions, limit) for merge in merges])
-    return [merge.take(limit * keys.QUEUE_SPLIT) for merge in merges]
+    if keep is None:
+        read_together([(merge, merge.partitions, limit) for merge in merges])
+        return [merge.take(limit * keys.QUEUE_SPLIT) for merge in merges]
+    page = max(limit, STEP_PAGE)
+    read_together([(merge, merge.partitions, page) for merge in merges], keep)
+    heads = []
+    for merge in merges:
+        head = merge.take(limit)
+        while len(head) < limit and (due := merge.due(limit - len(head))):
+            merge.read(due, page, keep)
+            head += merge.take(limit - len(head))
+        heads.append(head)
+    return heads
+
+
+# Messages read per sub-queue and page while looking past agents below a routing step.
+STEP_PAGE = 100
 
 
 @dataclass(frozen=True)
@@ -74,6 +94,7 @@ class Candidate:
     name: str
     skills: dict
     queue: str  # the queue's name, whichever of its sub-queues the agent was read from
+    levels: dict = field(default_factory=dict)  # their levels in that queue's combination, above 1
 
     @property
     def queued_at(self) -> str:
@@ -81,13 +102,23 @@ class Candidate:
 
 
 def queue_candidates(
-    table: CallCenterTable, preferences: dict, order: str, limit: int, *, consistent: bool = True
+    table: CallCenterTable,
+    preferences: dict,
+    order: str,
+    limit: int,
+    *,
+    consistent: bool = True,
+    min_level: dict[str, int] | None = None,
 ) -> list[Candidate]:
     """Heads of every queue that fits the preferences, merged in queue order (FIFO, or LIFO
-    newest first): one Query of each of their sub-queues, all sent at once (`queue_heads`)."""
+    newest first): one Query of each of their sub-queues, all sent at once (`queue_heads`).
+    With `min_level` (a routing step), only agents at those levels or above."""
     combos = matching_combinations(table.catalog, preferences)
     newest_first = order == QueueOrder.LIFO
-    heads = queue_heads(table.db, table.name, combos, limit, newest_first=newest_first, consistent=consistent)
+    keep = (lambda item: meets(item.get("lv") or {}, min_level)) if min_level else None
+    heads = queue_heads(
+        table.db, table.name, combos, limit, newest_first=newest_first, consistent=consistent, keep=keep
+    )
     seen: dict[str, Candidate] = {}
     for combo, head in zip(combos, heads, strict=True):
         for item in head:
@@ -99,6 +130,7 @@ def queue_candidates(
                     name=item.get("name", ""),
                     skills=item.get("skills") or {},
                     queue=keys.queue_name(combo),
+                    levels={k: int(v) for k, v in (item.get("lv") or {}).items()},
                 ),
             )
     return sorted(seen.values(), key=lambda c: c.token, reverse=newest_first)

@@ -29,6 +29,21 @@ SHARDED_INDEXES = (
     ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
 )
 
+# Before routing steps: every index of today but the callers' steps.
+STATUS_FIELDS = (*AGENT_FIELDS, "status", "status_since", "reason")
+BEFORE_STEPS_INDEXES = (
+    (
+        "agents_by_status_since",
+        "status_q",
+        "name_lower",
+        "INCLUDE",
+        (*AGENT_FIELDS, "status", "status_since", "reason"),
+    ),
+    ("agents_by_name", "type", "name_lower", "INCLUDE", ("agent_id", "name", "skills", "created_at")),
+    ("waiting_by_arrival", "wait_q", "wait_since", "KEYS_ONLY", ()),
+    ("waiting_to_relax", "relax_q", "relax_at", "KEYS_ONLY", ()),
+)
+
 
 def make_old_style(db, router, call) -> None:
     """Put a waiting caller back the way an earlier version kept them: in the single

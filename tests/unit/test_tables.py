@@ -11,6 +11,7 @@ from queues_app.ddb.tables import TABLES
 from queues_app.upgrades import callcenter
 from tests.helpers.old_layouts import (
     AGENT_FIELDS,
+    BEFORE_STEPS_INDEXES,
     OLDER_INDEXES,
     PREVIOUS_INDEXES,
     SHARDED_INDEXES,
@@ -67,14 +68,16 @@ def test_create_command_reports_what_it_did(moto_empty):
 @pytest.mark.parametrize(
     "layout, added, deleted",
     [
-        (OLDER_INDEXES, ["agents_by_status_since", "agents_by_name"], ["by_status", "by_name"]),
-        (PREVIOUS_INDEXES, ["agents_by_status_since"], ["agents_by_status"]),
-        (SHARDED_INDEXES, ["agents_by_status_since"], ["agents_by_status_shard"]),
+        (OLDER_INDEXES, ["agents_by_status_since", "agents_by_name", "waiting_by_step"], ["by_status", "by_name"]),
+        (PREVIOUS_INDEXES, ["agents_by_status_since", "waiting_by_step"], ["agents_by_status"]),
+        (SHARDED_INDEXES, ["agents_by_status_since", "waiting_by_step"], ["agents_by_status_shard"]),
+        (BEFORE_STEPS_INDEXES, ["waiting_by_step"], []),
     ],
     ids=[
         "before agents had their own indexes",
         "before the status index was spread",
         "before the status index projected since when and why",
+        "before routing steps",
     ],
 )
 def test_create_adds_the_indexes_an_older_table_lacks_and_deletes_the_ones_it_replaced(

@@ -1,0 +1,171 @@
+"""Proficiency levels and routing steps: agents carry levels 1-5 per skill value (a plain
+list is level 1), a caller's steps admit only agents at their levels while each runs,
+widen as they expire, and the call says which step it was matched at."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
+from queues_app.routing.escalation import EscalationPolicy
+from tests.helpers.api import assert_problem
+
+STEPS = [{"min_level": {"language": 4}, "seconds": 20}, {"min_level": {"language": 2}, "seconds": 40}]
+
+
+@pytest.fixture
+def centre(moto_db, clock):
+    # No preference relaxed here: the steps alone widen who may take a caller.
+    return CallCenter(clock=clock, escalation=EscalationPolicy(after_seconds=10**6))
+
+
+def queued(centre, name, french_level, clock):
+    agent = Agents().create(name, {"language": {"French": french_level}, "gender": ["F"]})
+    centre.make_available(agent.agent_id)
+    clock.advance(1)  # each queued a second after the last
+    return agent
+
+
+def test_levels_are_kept_a_plain_list_is_level_one_and_a_bad_level_is_a_400(moto_db, api):
+    made = api.post(
+        "/api/agents", {"name": "Ana", "skills": {"language": {"French": 5, "English": 2}, "gender": ["F"]}}
+    )
+    assert made.status_code == 201, made.json()
+    assert made.json()["levels"] == {"language": {"English": 2, "French": 5}, "gender": {"F": 1}}
+    assert made.json()["skills"]["language"] == ["English", "French"]  # as before: lists
+    plain = api.post("/api/agents", {"name": "Bo", "skills": {"language": ["French"], "gender": ["M"]}}).json()
+    assert plain["levels"] == {"language": {"French": 1}, "gender": {"M": 1}}
+    for level in (6, 0, "5", True, 2.5):
+        skills = {"language": {"French": level}, "gender": ["F"]}
+        problem = assert_problem(api.post("/api/agents", {"name": "Cy", "skills": skills}), 400)
+        assert "skills" in problem["message"] or "language" in problem["message"], (level, problem)
+    # A rename keeps the levels: skills left out stay as they are, levels too.
+    renamed = api.patch(f"/api/agents/{made.json()['agent_id']}", {"name": "Ana Lima", "version": 1})
+    assert renamed.json()["levels"]["language"] == {"English": 2, "French": 5}
+
+
+def test_the_first_step_skips_agents_below_its_level_and_the_call_names_the_step(centre, clock):
+    junior = queued(centre, "Junior", 2, clock)
+    expert = queued(centre, "Expert", 5, clock)
+    call, _ = centre.create_call({"language": "French"}, steps=STEPS)
+    assert (call.status, call.agent_id) == (CallStatus.ASSIGNED, expert.agent_id)
+    assert call.why[0]["step"] == "step 1 (language 4 or above)"
+    assert Agents().get(junior.agent_id).status == "queued"
+
+
+def test_a_caller_nobody_meets_waits_and_is_widened_to_as_each_step_expires(centre, clock):
+    junior = queued(centre, "Junior", 1, clock)
+    middle = queued(centre, "Middle", 3, clock)
+    call, _ = centre.create_call({"language": "French"}, steps=STEPS)
+    assert call.status == CallStatus.WAITING
+    centre.escalate()
+    assert centre.get_call(call.call_id).status == CallStatus.WAITING  # step 1 runs for 20 s
+    clock.advance(20)
+    centre.escalate()  # step 2 (level 2) admits Middle, queued after Junior
+    matched = centre.get_call(call.call_id)
+    assert (matched.agent_id, matched.why[0]["step"]) == (middle.agent_id, "step 2 (language 2 or above)")
+    second, _ = centre.create_call({"language": "French"}, steps=STEPS)
+    clock.advance(60)
+    centre.escalate()  # after the last step: any agent who fits
+    taken = centre.get_call(second.call_id)
+    assert (taken.agent_id, taken.why[0]["step"]) == (junior.agent_id, "after the last step (any agent who fits)")
+
+
+def test_an_agent_coming_back_takes_the_first_caller_whose_step_they_meet(centre, clock):
+    hard, _ = centre.create_call({"language": "French"}, steps=STEPS)
+    easy, _ = centre.create_call({"language": "French"})  # behind, in the same part of the line
+    agent = Agents().create("Junior", {"language": {"French": 2}, "gender": ["M"]})
+    outcome = centre.make_available(agent.agent_id)
+    assert outcome.call is not None and outcome.call.call_id == easy.call_id
+    assert centre.get_call(hard.call_id).status == CallStatus.WAITING
+    expert = Agents().create("Expert", {"language": {"French": 4}, "gender": ["F"]})
+    assert centre.make_available(expert.agent_id).call.call_id == hard.call_id
+
+
+def test_bad_steps_are_a_400_naming_the_step(moto_db, api):
+    cases = [
+        ([{"min_level": {"planet": 3}, "seconds": 5}], "planet"),
+        ([{"min_level": {"language": 7}, "seconds": 5}], "steps"),
+        ([{"min_level": {"language": 3}, "seconds": 0}], "seconds"),
+        ([{"min_level": {}, "seconds": 5}], "min_level"),
+        ([{"min_level": {"language": 3}, "seconds": 5}] * 6, "steps"),
+        ("fast", "steps"),
+    ]
+    for steps, named in cases:
+        problem = assert_problem(api.post("/api/calls", {"preferences": {}, "steps": steps}), 400)
+        assert named in problem["message"] or named in str(problem.get("fields")), (steps, problem)
+    placed = api.post("/api/calls", {"preferences": {"language": "French"}, "steps": STEPS})
+    assert placed.status_code == 201 and placed.json()["steps"] == STEPS
+
+
+# --- the chosen agent is the one the rules choose, on generated floors -------------------
+
+LEVEL = st.integers(min_value=1, max_value=5)
+AGENT = st.fixed_dictionaries(
+    {
+        "languages": st.dictionaries(st.sampled_from(["French", "English"]), LEVEL, min_size=1),
+        "gender": st.sampled_from(["F", "M"]),
+    }
+)
+STEP = st.fixed_dictionaries(
+    {"min_level": st.dictionaries(st.just("language"), st.integers(2, 5), min_size=1), "seconds": st.integers(1, 30)}
+)
+
+
+def expected(floor, wanted, steps, elapsed):
+    """Brute force: the earliest-queued agent who fits the preferences and meets the step in
+    force `elapsed` seconds after arrival (their level in the language asked, or their best)."""
+    total, minimum = 0, 1
+    for step in steps:
+        total += step["seconds"]
+        if elapsed < total:
+            minimum = step["min_level"].get("language", 1)
+            break
+    for n, agent in enumerate(floor):
+        languages = agent["languages"]
+        if wanted["language"] is not None and wanted["language"] not in languages:
+            continue
+        if wanted["gender"] is not None and wanted["gender"] != agent["gender"]:
+            continue
+        level = languages[wanted["language"]] if wanted["language"] else max(languages.values())
+        if level >= minimum:
+            return n
+    return None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    floor=st.lists(AGENT, min_size=1, max_size=5),
+    language=st.sampled_from(["French", "English", None]),
+    gender=st.sampled_from(["F", "M", None]),
+    steps=st.lists(STEP, max_size=2),
+    wait=st.integers(0, 70),
+)
+def test_the_agent_chosen_is_the_one_the_rules_choose(centre, clock, floor, language, gender, steps, wait):
+    agents = []
+    for n, spec in enumerate(floor):
+        made = Agents().create(f"Agent {n}", {"language": spec["languages"], "gender": [spec["gender"]]})
+        centre.make_available(made.agent_id)
+        clock.advance(1)
+        agents.append(made)
+    wanted = {"language": language, "gender": gender}
+    call, _ = centre.create_call({k: v or "any" for k, v in wanted.items()}, steps=steps)
+    at_once = expected(floor, wanted, steps, 0)
+    if at_once is not None:
+        assert call.agent_id == agents[at_once].agent_id
+    else:
+        assert call.status == CallStatus.WAITING
+        clock.advance(wait)
+        centre.escalate()
+        later = expected(floor, wanted, steps, wait)
+        after = centre.get_call(call.call_id)
+        assert after.agent_id == (agents[later].agent_id if later is not None else None), (floor, steps, wait)
+        if after.status == CallStatus.WAITING:
+            centre.abandon(call.call_id)
+    for agent in agents:  # the next example starts from an empty floor
+        if Agents().get(agent.agent_id).status == "queued":
+            centre.log_off(agent.agent_id)
