@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16] [--processes]
                                        [--algorithms ours,article] [--seed 7] [--repeat 3]
-                                       [--warmup 1] [--answer-timeout S] [--endpoint URL] [--smoke]
+                                       [--warmup 1] [--answer-timeout S] [--steps] [--endpoint URL] [--smoke]
 
 For each algorithm and each K: fresh tables, the same seeded agents (gender F/M/X, one
 to three languages), all queued before timing starts; then K matchers drain the queues.
@@ -85,13 +85,24 @@ def catalog() -> SkillCatalog:
     return SkillCatalog.from_mapping(SKILLS)
 
 
-def make_agents(count: int, seed: int) -> list[tuple[str, str, dict[str, list[str]]]]:
-    """(agent_id, name, skills): a gender of F/M/X and one to three languages each."""
+# With --steps (set in the environment, so that the processes started inherit it): every
+# agent has a level of 2 to 5 in each of their languages, and every caller of the product's
+# matchers carries a routing step that all of them meet, so that each match takes the
+# path of a step (its filter on levels) at the same drain as without.
+STEPS = os.environ.get("BENCH_MATCHING_STEPS") == "1"
+CALLER_STEPS = [{"min_level": {"language": 2}, "seconds": 3600}]
+
+
+def make_agents(count: int, seed: int) -> list[tuple[str, str, dict]]:
+    """(agent_id, name, skills): a gender of F/M/X and one to three languages each (with
+    levels under --steps)."""
     rng = random.Random(seed)
     agents = []
     for i in range(count):
-        languages = rng.sample(SKILLS["language"], rng.randint(1, 3))
+        languages: list[str] | dict[str, int] = rng.sample(SKILLS["language"], rng.randint(1, 3))
         gender = rng.choice(SKILLS["gender"])
+        if STEPS:
+            languages = {language: rng.randint(2, 5) for language in languages}
         agents.append((f"a{i:04d}", f"Agent {i:04d}", {"language": languages, "gender": [gender]}))
     return agents
 
@@ -120,6 +131,7 @@ class DirectMatcher:
             preferences=preferences,
             order=QueueOrder.FIFO,
             arrived_at=to_iso(now()),
+            steps=CALLER_STEPS if STEPS else [],
         )
         assigned = self.router.matcher.match(call, new_call=True)
         if not assigned:
@@ -868,7 +880,17 @@ def main(argv: list[str] | None = None) -> int:
         help="ANSWER_TIMEOUT_SECONDS for the run: each assignment is an offer (its item written in the same "
         "transaction); default: off, as deployed",
     )
+    parser.add_argument(
+        "--steps",
+        action="store_true",
+        help="agents with levels 2-5 and callers of the product's matchers with a routing step all of them meet "
+        "(the cost of a step's filter)",
+    )
     args = harness.parse(parser, argv, smoke=SMOKE)
+    if args.steps:
+        global STEPS
+        STEPS = True
+        os.environ["BENCH_MATCHING_STEPS"] = "1"  # the processes started read it
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
         parser.error("--threads and --agents need positive numbers")
     if args.answer_timeout is not None:

@@ -69,13 +69,14 @@ def queue_heads(
     if keep is None:
         read_together([(merge, merge.partitions, limit) for merge in merges])
         return [merge.take(limit * keys.QUEUE_SPLIT) for merge in merges]
-    page = max(limit, STEP_PAGE)
-    read_together([(merge, merge.partitions, page) for merge in merges], keep)
+    # The first read as without a step (most agents meet it); past those who do not,
+    # larger pages.
+    read_together([(merge, merge.partitions, limit) for merge in merges], keep)
     heads = []
     for merge in merges:
         head = merge.take(limit)
         while len(head) < limit and (due := merge.due(limit - len(head))):
-            merge.read(due, page, keep)
+            merge.read(due, max(limit, STEP_PAGE), keep)
             head += merge.take(limit - len(head))
         heads.append(head)
     return heads
