@@ -52,6 +52,8 @@ def call_to_json(call: Call) -> dict:
         "overflowed": [dict(move) for move in call.overflowed],
         "end_reason": call.end_reason,
         "steps": [dict(step) for step in call.steps],
+        "preferred_agent_id": call.preferred_agent_id,
+        "preferred_until": call.preferred_until,
     }
 
 

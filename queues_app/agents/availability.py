@@ -18,6 +18,7 @@ from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal
 from queues_app.figures import counters
 from queues_app.routing.matching import Matcher
+from queues_app.routing.returning import ComingBack
 
 MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 # An assignment writes the agent and one delete and one metadata update per combination;
@@ -37,6 +38,7 @@ class Availability:
 
     def __init__(self, table: CallCenterTable, agents: Agents, calls: Calls, matcher: Matcher):
         self.table, self.agents, self.calls, self.matcher = table, agents, calls, matcher
+        self.coming_back = ComingBack(matcher)
         self.db, self.catalog = table.db, table.catalog
 
     def check_fits_in_a_transaction(self, skills: dict[str, list[str]]) -> int:
@@ -75,7 +77,7 @@ class Availability:
             return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
 
     def take_or_queue(self, agent: Agent, change: str, after_call: str | None = None) -> Outcome:
-        call = self.matcher.offer_waiting_callers(agent, from_queue=False, change=change, after_call=after_call)
+        call = self.coming_back.offer_waiting_callers(agent, from_queue=False, change=change, after_call=after_call)
         if call:
             counters.note(self.db, counters.CALLS, "completed")
             # The assignment changed exactly these fields of the agent as read.
@@ -94,7 +96,7 @@ class Availability:
 
         agent = self.enqueue(agent, change)
         # Look once more: a caller may have started waiting while we queued.
-        call = self.matcher.offer_waiting_callers(agent, from_queue=True, change=change, after_call=after_call)
+        call = self.coming_back.offer_waiting_callers(agent, from_queue=True, change=change, after_call=after_call)
         if call:
             counters.note(self.db, counters.CALLS, "completed")
             return Outcome(self.agents.get(agent.agent_id), call)

@@ -31,6 +31,7 @@ from queues_app.api.schemas import (
 from queues_app.calls.records import Call, QueueOrder
 from queues_app.calls.transfers import Transfer
 from queues_app.centre import keys
+from queues_app.ddb import errors
 from queues_app.figures.service_level import ServiceLevelReader
 from queues_app.lines.records import LINE_ID_RULE
 from queues_app.routing.standing import standing_of
@@ -93,7 +94,20 @@ class CallIn(InputSchema):
         examples=[[{"min_level": {"language": 4}, "seconds": 20}, {"min_level": {"language": 2}, "seconds": 40}]],
     )
 
+    preferred_agent_id: ItemId | None = Field(
+        None,
+        description="An agent to keep the caller for (their account owner, the last agent they spoke to): offered "
+        "to that agent alone while they are logged in and `preferred_for_seconds` runs (an agent logged off, or "
+        "who does not fit the preferences, does not hold the caller); then as any caller. The agent, coming back, "
+        "takes the callers kept for them first.",
+    )
+    preferred_for_seconds: int | None = Field(
+        None, ge=1, le=3600, strict=True, description="How long the caller is kept for that agent (default 60)."
+    )
+
     PROBLEMS: ClassVar[dict[str, str]] = {
+        "preferred_agent_id": "must be an agent's id",
+        "preferred_for_seconds": "must be a whole number of seconds from 1 to 3600",
         "line": f"must be a line's id: {LINE_ID_RULE}",
         "steps": f"must be a list of at most {MAX_STEPS} steps such as "
         '{"min_level": {"language": 4}, "seconds": 20}',
@@ -222,6 +236,7 @@ def create_call(
             callback=str(token.pk) if token.callback_url else None,
             line=payload.line,
             steps=[step.model_dump() for step in payload.steps] if payload.steps is not None else None,
+            preferred=preferred_of(payload),
         )
     if created:
         note_change(request, "call.create", call.call_id, call.status)
@@ -229,6 +244,17 @@ def create_call(
     if key:
         response["Idempotent-Replayed"] = "false" if created else "true"
     return Status(201 if created else 200, call_to_json(call))
+
+
+def preferred_of(payload: CallIn) -> tuple[str, int] | None:
+    """The preferred agent asked for, with its time (60 s unless given); the time alone is a 400."""
+    if payload.preferred_agent_id is None:
+        if payload.preferred_for_seconds is not None:
+            raise errors.InvalidRequest(
+                "preferred_for_seconds needs a preferred_agent_id.", field="preferred_for_seconds"
+            )
+        return None
+    return payload.preferred_agent_id, payload.preferred_for_seconds or 60
 
 
 @router.get(

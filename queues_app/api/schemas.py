@@ -141,6 +141,8 @@ class CallOut(Schema):
     steps: list[dict] = Field(
         description="Its routing steps (`min_level`, `seconds`), as placed; empty: any agent who fits."
     )
+    preferred_agent_id: str | None = Field(description="The agent the caller is kept for, if any.")
+    preferred_until: str | None = Field(description="Until when the caller is kept for that agent.")
 
 
 class AgentOut(Schema):

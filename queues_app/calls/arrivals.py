@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from datetime import datetime, timedelta
 
 from queues_app.agents.skills import ANY, validate_preferences
 from queues_app.calls.records import Call, CallStatus, Outcome, QueueOrder
@@ -52,19 +53,20 @@ class Arrivals:
         callback: str | None = None,
         line: str | None = None,
         steps: list | None = None,
+        preferred: tuple[str, int] | None = None,
     ) -> tuple[Call, bool]:
         """Assign the caller at once (to an agent meeting their routing `steps`, if any) or
         make them wait on their line (`main` by default), which must exist and be open
         (Refused `closed`; full: `_start_waiting`). Returns (call, created). With an
         idempotency key, a retry returns the first request's call (created False), another
-        request with it is refused (`KeyReused`). `callback`: an API token's id."""
+        request with it is refused (`KeyReused`). `callback`: an API token's id; `preferred`:
+        the agent to keep the caller for, and for how many seconds."""
         lines = self.lines.current()
         on = entry.line_for(lines, line)
         asked = self._checked(preferences, priority, order)
         preferences = with_line_requires(asked, on)
-        request_digest = call_request_digest(
-            asked, priority, order, line, routing := validate_steps(self.catalog, steps)
-        )
+        routing, kept = validate_steps(self.catalog, steps), checked_preferred(preferred)
+        request_digest = call_request_digest(asked, priority, order, line, routing, kept)
         order = order or self.default_order
         if idempotency_key:
             call_id = call_id_for_idempotency_key(idempotency_key)
@@ -82,6 +84,7 @@ class Arrivals:
             request_digest=request_digest if idempotency_key else None,
             line=on.line_id,
             steps=routing,
+            **kept_for(kept, self.table.clock()),
         )
         try:
             entry.refuse_if_closed(on, self.table.clock(), centre_zone())
@@ -156,11 +159,13 @@ class Arrivals:
         idempotency_key: str,
         line: str | None = None,
         steps: list | None = None,
+        preferred: tuple[str, int] | None = None,
     ) -> Call | None:
         """The call an earlier request with this idempotency key made, if any (`KeyReused`
         when that request asked for something else)."""
         asked = validate_preferences(self.catalog, preferences)
-        digest = call_request_digest(asked, priority, order, line, validate_steps(self.catalog, steps))
+        routing = validate_steps(self.catalog, steps)
+        digest = call_request_digest(asked, priority, order, line, routing, checked_preferred(preferred))
         return self.find_keyed_call(idempotency_key, digest)
 
     def find_keyed_call(self, idempotency_key: str, request_digest: str | None) -> Call | None:
@@ -224,16 +229,47 @@ class Arrivals:
 
 
 def call_request_digest(
-    preferences: dict, priority: int, order: str | None, line: str | None = None, steps: list | None = None
+    preferences: dict,
+    priority: int,
+    order: str | None,
+    line: str | None = None,
+    steps: list | None = None,
+    preferred: tuple[str, int] | None = None,
 ) -> str:
     """What a new caller's request asked for, as an idempotency key's record of it (the
-    line and steps only when given, so that keys recorded before them still match)."""
+    line, steps and preferred agent only when given, so that keys recorded before them
+    still match)."""
     asked: dict = {
         "preferences": {k: (None if v is ANY else v) for k, v in preferences.items()},
         "priority": priority,
         "order": order,
     }
-    return replay.digest(asked | ({"line": line} if line else {}) | ({"steps": steps} if steps else {}))
+    asked |= {"line": line} if line else {}
+    asked |= {"steps": steps} if steps else {}
+    return replay.digest(asked | ({"preferred": list(preferred)} if preferred else {}))
+
+
+MAX_PREFERRED_SECONDS = 3600
+
+
+def checked_preferred(preferred: tuple[str, int] | None) -> tuple[str, int] | None:
+    """The preferred agent and seconds, checked: the time is 1 to 3600 whole seconds."""
+    if preferred is None:
+        return None
+    agent_id, seconds = preferred
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_PREFERRED_SECONDS:
+        raise errors.InvalidRequest(
+            f"preferred_for_seconds must be a whole number from 1 to {MAX_PREFERRED_SECONDS}.",
+            field="preferred_for_seconds",
+        )
+    return agent_id, seconds
+
+
+def kept_for(preferred: tuple[str, int] | None, moment: datetime) -> dict:
+    """A new call's fields for its preferred agent (none without one)."""
+    if preferred is None:
+        return {}
+    return {"preferred_agent_id": preferred[0], "preferred_until": to_iso(moment + timedelta(seconds=preferred[1]))}
 
 
 def _not_waiting(call: Call) -> str:

@@ -4,6 +4,7 @@ what an action on an agent or a call left (`Outcome`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from queues_app.agents.records import Agent
 from queues_app.centre import keys
@@ -61,6 +62,13 @@ class Call:
     end_reason: str | None = None  # ended with no agent: the overflow's reason the phone system is told
     aged_from: int | None = None  # the priority it arrived with, once its line's aging raised it
     steps: list[dict] = field(default_factory=list)  # routing steps: minimum levels as it waits (routing/steps.py)
+    preferred_agent_id: str | None = None  # offered to this agent alone until `preferred_until`, if logged in
+    preferred_until: str | None = None
+
+    def prefers_at(self, moment: datetime) -> str | None:
+        """The agent the caller is kept for at `moment`, if any (routing/steps.py)."""
+        until = from_iso(self.preferred_until)
+        return self.preferred_agent_id if self.preferred_agent_id and until and moment < until else None
 
     @property
     def asked_for(self) -> dict[str, str | None]:

@@ -69,6 +69,11 @@ def call_to_item(call: Call) -> dict:
         "end_reason": call.end_reason,
         "aged_from": call.aged_from,
         **({"steps": call.steps} if call.steps else {}),
+        **(
+            {"preferred_agent_id": call.preferred_agent_id, "preferred_until": call.preferred_until}
+            if call.preferred_agent_id
+            else {}
+        ),
     }
 
 

@@ -188,6 +188,12 @@ def call(call_id: str) -> dict[str, str]:
     return {"pk": CALL_PREFIX + call_id, "sk": CALL_SK}
 
 
+def preferred(agent_id: str, call_id: str) -> dict[str, str]:
+    """A waiting caller's note that they prefer this agent (read when the agent comes back):
+    in the agent's own partition, expiring with the preference."""
+    return {"pk": f"PREFER#{agent_id}", "sk": call_id}
+
+
 def offer(call_id: str, deadline: str) -> dict[str, str]:
     """An offered call's item: its partition by call id, sorted by when the offer runs out."""
     return {"pk": OFFERS.of(call_id), "sk": f"{deadline}#{call_id}"}

@@ -31,13 +31,20 @@ class CallOperations:
         callback: str | None = None,
         line: str | None = None,
         steps: list | None = None,
+        preferred: tuple[str, int] | None = None,
     ) -> tuple[Call, bool]:
         if idempotency_key:
             # A retry is answered before the backlog gate: its call exists already, so a
             # refusal would only make the client retry something that has been done.
             key = idempotency_key
             retried = self.call_center.find_retry(
-                preferences, priority=priority, order=order, idempotency_key=key, line=line, steps=steps
+                preferences,
+                priority=priority,
+                order=order,
+                idempotency_key=key,
+                line=line,
+                steps=steps,
+                preferred=preferred,
             )
             if retried:
                 return retried, False
@@ -50,6 +57,7 @@ class CallOperations:
             callback=callback,
             line=line,
             steps=steps,
+            preferred=preferred,
         )
         if created and call.agent_id:
             given = "offered" if call.offer_sk else "assigned"

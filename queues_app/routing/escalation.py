@@ -103,15 +103,15 @@ class Escalator:
         return changed
 
     def widen_steps(self) -> list[Call]:
-        """Offer again every caller whose routing step expired, to the agents the next step
-        (or, after the last, any agent who fits) admits; their place in line notes when the
-        next one expires. Only callers due are read (`waiting_by_step`)."""
+        """Offer again every caller whose routing step expired (or whose time kept for their
+        preferred agent ran out), to the agents now admitted; their place in line notes when
+        that next widens. Only callers due are read (`waiting_by_step`)."""
         moment, changed = self.table.clock(), []
         for due in list(self.line.step_expired(moment)):
             call = self.calls.find(keys.parse_wait_position(due["sk"])[2])
-            if not call or call.status != CallStatus.WAITING or not call.steps:
+            if not call or call.status != CallStatus.WAITING or not (call.steps or call.preferred_agent_id):
                 continue
-            next_due = steps.expires_at(call.steps, call.arrived_at, moment)
+            next_due = steps.next_widening(call.steps, call.arrived_at, call.preferred_until, moment)
             update = "SET step_due = :due" if next_due else "REMOVE step_q, step_due"
             try:
                 self.table.transact(

@@ -24,7 +24,7 @@ from queues_app.calls.store import CallExists, call_to_item
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable, leg
 from queues_app.ddb import batch, errors
-from queues_app.ddb.clock import to_iso
+from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import SortedMerge
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_BY_STEP, WAITING_TO_RELAX, Index
@@ -92,6 +92,7 @@ class WaitingLine:
             {"Put": {"TableName": self.table.name, "Item": marshal(self.wait_item(call))}},
             *self.table.count_updates(self.table.wanted(call.preferences), +1),
             self.table.fact_action(facts.OFFERED, call, call.arrived_at),  # it entered the line
+            *self.preferred_note(call),
         ]
         line_count = len(actions)
         actions += self.table.line_count_update(call.line, +1, below=max_waiting)
@@ -123,12 +124,33 @@ class WaitingLine:
         }
         if any(v is not ANY for v in call.preferences.values()):
             item.update(relax_q=shard, relax_at=relax_from or call.arrived_at)
-        if call.steps:  # who may take them as they wait, and when that widens (routing/steps.py)
+        if call.steps:  # who may take them as they wait (routing/steps.py)
             item["steps"] = call.steps
-            due = steps.expires_at(call.steps, call.arrived_at, self.table.clock())
-            if due is not None:
-                item.update(step_q=shard, step_due=to_iso(due))
+        if call.preferred_agent_id:
+            item.update(pref=call.preferred_agent_id, pref_until=call.preferred_until)
+        due = steps.next_widening(call.steps, call.arrived_at, call.preferred_until, self.table.clock())
+        if due is not None:  # when that widens: escalation offers them again then
+            item.update(step_q=shard, step_due=to_iso(due))
         return item
+
+    def preferred_note(self, call: Call) -> list[dict]:
+        """The Put of the note that the caller waits for their preferred agent (read when
+        that agent comes back; it expires with the preference), if they have one."""
+        until = from_iso(call.preferred_until)
+        if not call.preferred_agent_id or until is None:
+            return []
+        item = {
+            **keys.preferred(call.preferred_agent_id, call.call_id),
+            "preferred_until": call.preferred_until,
+            "expires_at": int(until.timestamp()) + 3600,
+        }
+        return [{"Put": {"TableName": self.table.name, "Item": marshal(item)}}]
+
+    def preferring(self, agent_id: str, moment: datetime) -> list[str]:
+        """The callers kept for this agent at `moment` (some may no longer wait)."""
+        response = self.db.query_partition(self.table.name, f"PREFER#{agent_id}", ConsistentRead=True)
+        notes = [unmarshal(item) for item in response.get("Items", [])]
+        return [note["sk"] for note in notes if note.get("preferred_until", "") > to_iso(moment)]
 
     # --- back in line: a missed offer, a transfer ------------------------------------
 

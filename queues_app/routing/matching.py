@@ -13,11 +13,11 @@ from typing import cast
 
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
-from queues_app.agents.skills import ANY, best_levels, meets
+from queues_app.agents.skills import ANY, fits
 from queues_app.calls.records import Call, CallStatus, QueueOrder
 from queues_app.calls.store import CallExists, Calls
 from queues_app.centre import keys
-from queues_app.centre.table import CallCenterTable, agent_changed, status_clause
+from queues_app.centre.table import CallCenterTable, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.contention import ContentionGauge
@@ -27,9 +27,7 @@ from queues_app.routing.line import WaitingLine
 from queues_app.routing.queues import Candidate, queue_candidates
 
 WHY_LIMIT = 8
-# How many times an agent coming back reads the line's heads again when others took them.
-OFFER_ROUNDS = 3
-_TAKEN = object()  # every head offered was taken by someone else meanwhile
+_ANYONE = object()  # the caller's preferred agent is not logged in (or cannot take them): as any caller
 # How long a matcher waits for another thread's try of the only candidates it has left.
 CLAIM_WAIT = 0.5
 # How old another matcher's read of the same queue may be for a caller's first try to use it:
@@ -39,6 +37,7 @@ SHARED_READ_AGE = 1.0
 WHY_OUTCOMES = {
     "chosen": "chosen: the earliest-queued agent who fits and was still free",
     "returned": "chosen: became available while this caller was the longest-waiting caller they fit",
+    "preferred": "chosen: the agent this caller is kept for (their preferred agent)",
     "taken": "passed over: taken by another caller a moment earlier",
     "busy": "passed over: kept busy by concurrent transactions",
     "later": "passed over: queued later than the chosen agent",
@@ -99,8 +98,7 @@ class _Search:
 
 
 class Matcher:
-    """Assigns callers to queued agents (`match`) and a returning agent to the
-    longest-waiting caller they fit (`offer_waiting_callers`)."""
+    """Assigns callers to queued agents (`match`); an agent coming back is routing/returning.py's."""
 
     def __init__(
         self,
@@ -151,6 +149,11 @@ class Matcher:
     def _match_claiming(self, call: Call, claims: Claims, *, new_call: bool) -> Call | None:
         """`_match` while this matcher counts among the process's running ones: a few
         rounds of reading the queues' heads and trying the candidates read."""
+        kept_for = call.prefers_at(self.clock())
+        if kept_for:
+            outcome = self._match_preferred(call, kept_for, new_call=new_call)
+            if outcome is not _ANYONE:
+                return cast(Call | None, outcome)
         # Recent races lost by this process say the head is contended before we lose one.
         search = _Search(call, new_call, claims, self.table.name, spread_out=_contention.contended)
         for round_ in range(self.max_rounds):
@@ -161,6 +164,21 @@ class Matcher:
             if outcome is not None:
                 return outcome
         return None
+
+    def _match_preferred(self, call: Call, agent_id: str, *, new_call: bool) -> object:
+        """A caller kept for their preferred agent: given to them when they are queued;
+        waiting for them (None) while they are logged in but busy; `_ANYONE` when they are
+        logged off, gone, or do not fit the caller's preferences."""
+        try:
+            agent = self.agents.get(agent_id)
+        except errors.NotFound:
+            return _ANYONE
+        if agent.status == AgentStatus.OFFLINE or not fits(agent.skills, call.preferences):
+            return _ANYONE
+        if agent.status != AgentStatus.QUEUED or not agent.queue_token:
+            return None
+        candidate = Candidate(agent.queue_token, agent.agent_id, agent.name, agent.skills, "preferred")
+        return self.try_assign(call, candidate, new_call=new_call, considered=[], others=[], chosen_as="preferred")
 
     def _read(self, search: _Search, *, first_round: bool) -> list[Candidate]:
         """The candidates of this round: another matcher's fresh read of the same queues
@@ -203,7 +221,7 @@ class Matcher:
                 break
             search.tried.add(candidate.agent_id)
             try:
-                outcome = self._try_assign(
+                outcome = self.try_assign(
                     search.call, candidate, new_call=search.new_call, considered=search.considered, others=candidates
                 )
             finally:
@@ -261,9 +279,9 @@ class Matcher:
         agent was taken or left the queue meanwhile."""
         candidate = Candidate(agent.queue_token or "", agent.agent_id, agent.name, agent.skills, "named")
         considered: list[dict] = []
-        return self._try_assign(call, candidate, new_call=False, considered=considered, others=[])
+        return self.try_assign(call, candidate, new_call=False, considered=considered, others=[])
 
-    def _try_assign(
+    def try_assign(
         self,
         call: Call,
         candidate: Candidate,
@@ -273,6 +291,7 @@ class Matcher:
         others: list[Candidate],
         change: str | None = None,
         also: list[dict] | None = None,
+        chosen_as: str = "chosen",
     ) -> Call | None:
         """One assignment transaction. Returns the assigned call, or None to try the next
         candidate. A lost TransactionConflict is retried on the same candidate. `change`
@@ -280,7 +299,7 @@ class Matcher:
         default), `also` more actions for the same transaction."""
         also = also or []
         for attempt in range(4):
-            why = self._why(candidate, considered, others, self._step_words(call))
+            why = self._why(candidate, considered, others, self._step_words(call), chosen_as)
             assigned = self._assigned(call, candidate, why)
             call_actions = self.calls.assignment_actions(call, assigned, new_call=new_call)
             actions = [*self._take_queued(call, assigned, candidate, change), *call_actions, *also]
@@ -344,8 +363,10 @@ class Matcher:
         return steps.describe(call.steps, steps.current(call.steps, call.arrived_at, self.clock()))
 
     @staticmethod
-    def _why(chosen: Candidate, considered: list[dict], others: list[Candidate], step: str | None = None) -> list[dict]:
-        first = why_entry(chosen.agent_id, chosen.name, chosen.queued_at, "chosen")
+    def _why(
+        chosen: Candidate, considered: list[dict], others: list[Candidate], step: str | None = None, how: str = "chosen"
+    ) -> list[dict]:
+        first = why_entry(chosen.agent_id, chosen.name, chosen.queued_at, how)
         if step:
             first["step"] = step
         why = [first, *considered]
@@ -355,96 +376,3 @@ class Matcher:
                 why.append(why_entry(other.agent_id, other.name, other.queued_at, "later"))
                 passed.add(other.agent_id)
         return why[:WHY_LIMIT]
-
-    def offer_waiting_callers(
-        self, agent: Agent, *, from_queue: bool, change: str | None = None, after_call: str | None = None
-    ) -> Call | None:
-        """Give the agent the first waiting caller (priority, then arrival) they fit.
-
-        The look before queueing may read the line's counts eventually consistently (a
-        caller it misses is found by the look after); the look after reads them strongly.
-        When every head read was taken meanwhile, the line is read again, a few times.
-        `change` marks the agent's new version with the request being served; with
-        `after_call` (the call the agent just ended), that call records the one taken in
-        the same transaction, so that the ending, sent again, is answered as it was."""
-        moment = self.clock()
-
-        def takes(waiting: dict) -> bool:  # the agent meets the caller's routing step now
-            wanted = steps.min_level(waiting.get("steps") or [], waiting.get("arrived_at", ""), moment)
-            prefs = waiting.get("preferences") or {}
-            return not wanted or meets(best_levels(agent.skills, agent.levels, prefs), wanted)
-
-        for _round in range(OFFER_ROUNDS):
-            heads = self.line.heads_for(agent.skills, consistent=from_queue, takes=takes)
-            if not heads:
-                return None
-            outcome = self._offer_heads(agent, heads, from_queue=from_queue, change=change, after_call=after_call)
-            if outcome is not _TAKEN:
-                return cast(Call | None, outcome)
-        return None
-
-    def _offer_heads(
-        self, agent: Agent, heads: list[dict], *, from_queue: bool, change: str | None, after_call: str | None
-    ) -> object:
-        for waiting in heads:
-            call = self.calls.find(waiting["call_id"])
-            if not call or call.status != CallStatus.WAITING:
-                continue
-            also = [self.calls.next_call_action(after_call, call.call_id)] if after_call else []
-            if from_queue:
-                candidate = Candidate(
-                    token=agent.queue_token or "",
-                    agent_id=agent.agent_id,
-                    name=agent.name,
-                    skills=agent.skills,
-                    queue="(agent came back)",
-                )
-                assigned = self._try_assign(
-                    call,
-                    candidate,
-                    new_call=False,
-                    considered=[],
-                    others=[],
-                    change=change,
-                    also=also,
-                )
-                # `_try_assign` also returns the call when another agent took it meanwhile.
-                if assigned and assigned.agent_id == agent.agent_id:
-                    return assigned
-                current = self.agents.get(agent.agent_id)
-                if current.status != AgentStatus.QUEUED or current.queue_token != agent.queue_token:
-                    return None  # someone else took the agent first
-                continue
-            assigned = self._give_free_agent(agent, call, change=change, also=also)
-            if assigned:
-                return assigned
-        return _TAKEN
-
-    def _give_free_agent(
-        self, agent: Agent, call: Call, *, change: str | None = None, also: list[dict] | None = None
-    ) -> Call | None:
-        """Assign a caller to an agent who is not queued (offline, available, wrap-up)."""
-        stamp = to_iso(self.clock())
-        assigned = Call(**call.__dict__)
-        assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
-        assigned.assigned_at, assigned.wait_sk = stamp, None
-        assigned.why = [why_entry(agent.agent_id, agent.name, stamp, "returned")]
-        call_actions = self.calls.assignment_actions(call, assigned, new_call=False)
-        status = AgentStatus.RINGING if assigned.offer_sk else AgentStatus.ATTENDING
-        attending, values = status_clause(agent.agent_id, status, change or assignment_change(call.call_id))
-        actions = [
-            self.table.agent_update(
-                agent,
-                f"SET {attending}, call_id = :call, version = version + :one, updated_at = :now REMOVE queue_token",
-                {**values, ":call": call.call_id, ":now": stamp},
-            ),
-            *call_actions,
-            *(also or []),
-        ]
-        try:
-            self.table.transact(actions)
-        except errors.TransactionCancelled as exc:
-            if exc.reasons and exc.reasons[0].failed and exc.reasons[0].code == "ConditionalCheckFailed":
-                raise agent_changed(agent, exc) from exc
-            return None  # the caller went to someone else (or a lost race): try the next caller
-        return assigned

@@ -50,9 +50,10 @@ def queue_heads(
     sub-queue could be missing, so each head is the queue's own first messages, none
     skipped (FIFO across sub-queues).
 
-    With `keep` (a routing step's minimum levels), only the messages it keeps count, and
-    each queue is read on, a page at a time, until it has `limit` of them or ends: the
-    earliest agent who meets the step is found however many who do not queued before."""
+    With `keep` (a routing step's minimum levels), only the messages it keeps count, and a
+    queue with none of them in its first page is read on, a page at a time, until it has
+    one or ends: the earliest agent who meets the step is found however many who do not
+    queued before."""
     merges = []
     for combo in combos:
         queries = [
@@ -69,15 +70,15 @@ def queue_heads(
     if keep is None:
         read_together([(merge, merge.partitions, limit) for merge in merges])
         return [merge.take(limit * keys.QUEUE_SPLIT) for merge in merges]
-    # The first read as without a step (most agents meet it); past those who do not,
-    # larger pages.
+    # The first read as without a step (most agents meet it); a queue that gave no one who
+    # meets it is read on, in larger pages, until it does or ends.
     read_together([(merge, merge.partitions, limit) for merge in merges], keep)
     heads = []
     for merge in merges:
-        head = merge.take(limit)
-        while len(head) < limit and (due := merge.due(limit - len(head))):
+        head = merge.take(limit * keys.QUEUE_SPLIT)
+        while not head and (due := merge.due(1)):
             merge.read(due, max(limit, STEP_PAGE), keep)
-            head += merge.take(limit - len(head))
+            head = merge.take(limit * keys.QUEUE_SPLIT)
         heads.append(head)
     return heads
 

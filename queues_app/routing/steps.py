@@ -83,6 +83,13 @@ def expires_at(steps: list[Step], arrived_at: str, moment: datetime) -> datetime
     return start + timedelta(seconds=sum(int(step["seconds"]) for step in steps[: index + 1]))
 
 
+def next_widening(steps: list[Step], arrived_at: str, preferred_until: str | None, moment: datetime) -> datetime | None:
+    """When who may take the caller next widens after `moment`: their step in force expires,
+    or the time they are kept for their preferred agent runs out; None: it never will."""
+    due = [d for d in (expires_at(steps, arrived_at, moment), from_iso(preferred_until)) if d and d > moment]
+    return min(due, default=None)
+
+
 def describe(steps: list[Step], index: int | None) -> str:
     """A step in words: "step 1 (language 4 or above)", "after the last step (any agent who fits)"."""
     if index is None:

@@ -169,3 +169,56 @@ def test_the_agent_chosen_is_the_one_the_rules_choose(centre, clock, floor, lang
     for agent in agents:  # the next example starts from an empty floor
         if Agents().get(agent.agent_id).status == "queued":
             centre.log_off(agent.agent_id)
+
+
+# --- the preferred agent -----------------------------------------------------------------
+
+
+def test_a_caller_kept_for_a_busy_agent_waits_for_them_then_goes_to_anyone(centre, clock):
+    owner = Agents().create("Owner", {"language": ["French"], "gender": ["F"]})
+    other = queued(centre, "Other", 1, clock)
+    first, _ = centre.create_call({"language": "French"})  # Other takes it
+    assert first.agent_id == other.agent_id
+    centre.make_available(owner.agent_id)
+    busy, _ = centre.create_call({"language": "French"})  # the owner takes this one: busy now
+    assert busy.agent_id == owner.agent_id
+    centre.end_call(first.call_id, then="queue")  # Other is free again
+    kept, _ = centre.create_call({"language": "French"}, preferred=(owner.agent_id, 60))
+    assert kept.status == CallStatus.WAITING  # not given to Other: kept for the owner
+    plain, _ = centre.create_call({"language": "French"})
+    assert plain.agent_id == other.agent_id  # Other, queued, was never offered the kept caller
+    outcome = centre.end_call(busy.call_id, then="queue")  # the owner frees up: their caller first
+    assert outcome.call.call_id == kept.call_id
+    assert centre.get_call(kept.call_id).why[0]["outcome"] == "preferred"
+
+
+def test_the_time_kept_runs_out_and_a_logged_off_agent_holds_no_one(centre, clock):
+    owner = Agents().create("Owner", {"language": ["French"], "gender": ["F"]})
+    centre.set_not_ready(owner.agent_id, "break")  # logged in, not taking calls
+    kept, _ = centre.create_call({"language": "French"}, preferred=(owner.agent_id, 30))
+    other = queued(centre, "Other", 1, clock)
+    assert centre.get_call(kept.call_id).status == CallStatus.WAITING  # Other came back and passed it
+    clock.advance(30)
+    centre.escalate()  # the time kept ran out: as any caller
+    assert centre.get_call(kept.call_id).agent_id == other.agent_id
+    gone = Agents().create("Gone", {"language": ["French"], "gender": ["F"]})  # logged off
+    spare = queued(centre, "Spare", 1, clock)
+    call, _ = centre.create_call({"language": "French"}, preferred=(gone.agent_id, 60))
+    assert call.agent_id == spare.agent_id
+
+
+def test_the_preferred_agent_through_the_api(moto_db, api):
+    owner = api.post("/api/agents", {"name": "Owner", "skills": {"language": ["French"], "gender": ["F"]}}).json()
+    api.post(f"/api/agents/{owner['agent_id']}/available", {"version": 1})
+    placed = api.post(
+        "/api/calls", {"preferences": {}, "preferred_agent_id": owner["agent_id"], "preferred_for_seconds": 90}
+    )
+    body = placed.json()
+    assert (placed.status_code, body["agent_id"], body["why"][0]["outcome"]) == (201, owner["agent_id"], "preferred")
+    assert body["preferred_agent_id"] == owner["agent_id"] and body["preferred_until"]
+    alone = assert_problem(api.post("/api/calls", {"preferences": {}, "preferred_for_seconds": 5}), 400)
+    assert "preferred_agent_id" in alone["message"]
+    long = assert_problem(
+        api.post("/api/calls", {"preferences": {}, "preferred_agent_id": "x", "preferred_for_seconds": 99999}), 400
+    )
+    assert "preferred_for_seconds" in long["message"]
