@@ -96,13 +96,13 @@ CALLER_STEPS = [{"min_level": {"language": 2}, "seconds": 3600}]
 def make_agents(count: int, seed: int) -> list[tuple[str, str, dict]]:
     """(agent_id, name, skills): a gender of F/M/X and one to three languages each (with
     levels under --steps)."""
-    rng = random.Random(seed)
+    rng, level_rng = random.Random(seed), random.Random(seed + 1)  # the same agents with levels or without
     agents = []
     for i in range(count):
         languages: list[str] | dict[str, int] = rng.sample(SKILLS["language"], rng.randint(1, 3))
         gender = rng.choice(SKILLS["gender"])
         if STEPS:
-            languages = {language: rng.randint(2, 5) for language in languages}
+            languages = {language: level_rng.randint(2, 5) for language in languages}
         agents.append((f"a{i:04d}", f"Agent {i:04d}", {"language": languages, "gender": [gender]}))
     return agents
 

@@ -73,7 +73,11 @@ def test_an_unknown_skill_dimension_is_named_with_the_dimensions_allowed(moto_db
 @pytest.mark.parametrize(
     "path, body, allowed",
     [
-        ("/api/calls", {"preferences": {}, "colour": "red"}, "allowed: preferences, priority, order, line, steps, preferred_agent_id, preferred_for_seconds"),
+        (
+            "/api/calls",
+            {"preferences": {}, "colour": "red"},
+            "allowed: preferences, priority, order, line, steps, preferred_agent_id, preferred_for_seconds",
+        ),
         ("/api/shipments", {"data": {}, "colour": "red"}, "allowed: data, tenant, queue, priority, delay_seconds"),
         ("/api/agents/{id}/release", {"call_id": "c1", "colour": "red"}, "allowed: call_id, then"),
         ("/api/agents/{id}/available", {"version": 1, "colour": "red"}, "allowed: version"),
