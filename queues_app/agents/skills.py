@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from queues_app.steps import LEVEL_MAX, LEVEL_MIN
+
 
 class SkillError(ValueError):
     """An agent's or a caller's input the domain refuses (skills or preferences the catalog
@@ -104,9 +106,7 @@ class SkillCatalog:
         return {"#".join(combination) for combination in itertools.product(*choices)}
 
 
-# An agent's proficiency in a skill value: 1 (can take the call) to 5 (expert), as
-# Amazon Connect's proficiencies. Only levels above 1 are stored.
-LEVEL_MIN, LEVEL_MAX = 1, 5
+# Only levels above 1 are stored (queues_app/steps.py: LEVEL_MIN, LEVEL_MAX).
 Levels = dict[str, dict[str, int]]  # {"language": {"French": 5}}: levels above 1
 
 

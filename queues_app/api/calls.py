@@ -35,8 +35,8 @@ from queues_app.ddb import errors
 from queues_app.figures.service_level import ServiceLevelReader
 from queues_app.lines.records import LINE_ID_RULE
 from queues_app.routing.standing import standing_of
-from queues_app.routing.steps import MAX_STEP_SECONDS, MAX_STEPS
 from queues_app.serializers import call_to_json
+from queues_app.steps import MAX_STEP_SECONDS, MAX_STEPS
 
 router = Router()
 

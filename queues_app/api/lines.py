@@ -61,6 +61,11 @@ class LineIn(InputSchema):
         examples=[{"to_line": "general"}],
     )
     priority_aging_seconds: int | None = Field(None, description="Kept for the routing of priorities by age.")
+    steps: list[dict] | None = Field(
+        None,
+        description="Routing steps for the line's callers who bring none (`POST /api/calls`, `steps`).",
+        examples=[[{"min_level": {"language": 4}, "seconds": 20}]],
+    )
     version: Version | None = Field(
         None, description="The line's `version` as you last read it; leave out (or 0) to create it.", examples=[3]
     )
@@ -87,6 +92,7 @@ class LineOut(Schema):
     max_wait_seconds: int | None
     overflow: dict[str, str] | None
     priority_aging_seconds: int | None
+    steps: list[dict]
     version: int = Field(description="0 for `main` when no line is configured (send it to create `main`).")
     open_now: bool
     opens_at: str | None = Field(description="While closed: when it opens next (null: no hours ahead).")

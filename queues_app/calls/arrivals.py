@@ -21,7 +21,7 @@ from queues_app.lines.records import Line
 from queues_app.lines.store import LineStore
 from queues_app.routing.line import LineFull, WaitingLine, with_line_requires, without_line_requires
 from queues_app.routing.matching import Matcher
-from queues_app.routing.steps import validate_steps
+from queues_app.steps import validate_steps
 
 
 class Arrivals:
@@ -65,8 +65,8 @@ class Arrivals:
         on = entry.line_for(lines, line)
         asked = self._checked(preferences, priority, order)
         preferences = with_line_requires(asked, on)
-        routing, kept = validate_steps(self.catalog, steps), checked_preferred(preferred)
-        request_digest = call_request_digest(asked, priority, order, line, routing, kept)
+        given, kept = validate_steps(steps, self.catalog.names), checked_preferred(preferred)
+        request_digest = call_request_digest(asked, priority, order, line, given, kept)
         order = order or self.default_order
         if idempotency_key:
             call_id = call_id_for_idempotency_key(idempotency_key)
@@ -83,7 +83,7 @@ class Arrivals:
             callback=callback,
             request_digest=request_digest if idempotency_key else None,
             line=on.line_id,
-            steps=routing,
+            steps=given or list(on.steps),  # the line's own unless the caller brings some
             **kept_for(kept, self.table.clock()),
         )
         try:
@@ -164,7 +164,7 @@ class Arrivals:
         """The call an earlier request with this idempotency key made, if any (`KeyReused`
         when that request asked for something else)."""
         asked = validate_preferences(self.catalog, preferences)
-        routing = validate_steps(self.catalog, steps)
+        routing = validate_steps(steps, self.catalog.names)
         digest = call_request_digest(asked, priority, order, line, routing, checked_preferred(preferred))
         return self.find_keyed_call(idempotency_key, digest)
 

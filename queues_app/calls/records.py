@@ -61,12 +61,12 @@ class Call:
     overflowed: list[dict] = field(default_factory=list)  # [{"from", "to" or "end", "at"}] each move past a limit
     end_reason: str | None = None  # ended with no agent: the overflow's reason the phone system is told
     aged_from: int | None = None  # the priority it arrived with, once its line's aging raised it
-    steps: list[dict] = field(default_factory=list)  # routing steps: minimum levels as it waits (routing/steps.py)
+    steps: list[dict] = field(default_factory=list)  # routing steps: minimum levels as it waits (queues_app/steps.py)
     preferred_agent_id: str | None = None  # offered to this agent alone until `preferred_until`, if logged in
     preferred_until: str | None = None
 
     def prefers_at(self, moment: datetime) -> str | None:
-        """The agent the caller is kept for at `moment`, if any (routing/steps.py)."""
+        """The agent the caller is kept for at `moment`, if any (queues_app/steps.py)."""
         until = from_iso(self.preferred_until)
         return self.preferred_agent_id if self.preferred_agent_id and until and moment < until else None
 

@@ -91,7 +91,7 @@ AGENTS_BY_NAME = Index(
 WAITING_BY_ARRIVAL = Index("waiting_by_arrival", "wait_q", "wait_since", projection="KEYS_ONLY")
 WAITING_TO_RELAX = Index("waiting_to_relax", "relax_q", "relax_at", projection="KEYS_ONLY")
 # Callers with routing steps, by when their step in force expires: escalation offers them
-# again to the agents the next step admits (routing/steps.py).
+# again to the agents the next step admits (queues_app/steps.py).
 WAITING_BY_STEP = Index("waiting_by_step", "step_q", "step_due", projection="KEYS_ONLY")
 
 # Waiting shipments in peek order: <9-priority>#<enqueued_at>#<id>.

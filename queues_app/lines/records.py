@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from queues_app.ddb.errors import InvalidRequest
 from queues_app.lines.hours import Hours, HoursError
+from queues_app.steps import validate_steps
 from queues_app.text import hidden_problem
 
 MAIN = "main"  # the line of a centre that has configured none
@@ -77,6 +79,8 @@ class Line:
     overflow: Overflow | None = None
     priority_aging_seconds: int | None = None
     version: int = 0
+    # Routing steps for its callers who bring none (queues_app/steps.py).
+    steps: tuple[dict, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The written form `parse` reads back (the API's, and an exported file's)."""
@@ -92,6 +96,7 @@ class Line:
             "max_wait_seconds": self.max_wait_seconds,
             "overflow": self.overflow.as_dict() if self.overflow else None,
             "priority_aging_seconds": self.priority_aging_seconds,
+            "steps": [dict(step) for step in self.steps],
             "version": self.version,
         }
 
@@ -106,7 +111,7 @@ FIELDS = frozenset(
     {
         "line_id", "name", "requires", "service_level_seconds", "service_level_target",
         "short_abandon_seconds", "hours", "holidays", "max_waiting", "max_wait_seconds",
-        "overflow", "priority_aging_seconds", "version",
+        "overflow", "priority_aging_seconds", "steps", "version",
     }
 )  # fmt: skip
 
@@ -147,6 +152,7 @@ def parse(data: Mapping[str, Any], *, dimensions: Mapping[str, Sequence[str]], d
         max_wait_seconds=_limit(data, "max_wait_seconds", MAX_WAIT_SECONDS),
         overflow=_overflow(data.get("overflow"), line_id),
         priority_aging_seconds=_limit(data, "priority_aging_seconds", MAX_PRIORITY_AGING_SECONDS),
+        steps=_steps(data.get("steps"), dimensions),
         version=_whole(data, "version", 0, 2**53, 0),
     )
     if line.overflow is None and (line.max_waiting is not None or line.max_wait_seconds is not None):
@@ -178,6 +184,13 @@ def check_together(lines: Sequence[Line]) -> None:
                 raise LineError(f"lines.{start}.overflow", f"overflows in a circle: {' -> '.join([*path, at])}")
             path.append(at)
             at = targets[at]
+
+
+def _steps(steps: object, dimensions: Mapping[str, Sequence[str]]) -> tuple[dict, ...]:
+    try:
+        return tuple(validate_steps(steps, dimensions))
+    except InvalidRequest as exc:
+        raise LineError(exc.field or "steps", exc.message.split(": ", 1)[-1].rstrip(".")) from None
 
 
 def _whole(data: Mapping[str, Any], field: str, low: int, high: int, default: int) -> int:

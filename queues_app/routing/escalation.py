@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from queues_app import steps
 from queues_app.agents.skills import ANY
 from queues_app.calls.records import Call, CallStatus
 from queues_app.calls.store import ENDED_CALL_RETENTION, RELAXED, Calls
@@ -21,7 +22,6 @@ from queues_app.figures import facts
 from queues_app.lines import entry
 from queues_app.lines.records import Line
 from queues_app.lines.store import LineStore
-from queues_app.routing import steps
 from queues_app.routing.aging import PriorityAging
 from queues_app.routing.line import WaitingLine, with_line_requires, without_line_requires
 from queues_app.routing.matching import Matcher

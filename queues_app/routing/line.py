@@ -17,6 +17,7 @@ import random
 from collections.abc import Callable, Iterator
 from datetime import datetime
 
+from queues_app import steps
 from queues_app.agents.records import Agent
 from queues_app.agents.skills import ANY
 from queues_app.calls.records import Call, CallStatus
@@ -30,7 +31,6 @@ from queues_app.ddb.merge import SortedMerge
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_BY_STEP, WAITING_TO_RELAX, Index
 from queues_app.figures import facts
 from queues_app.lines.records import Line
-from queues_app.routing import steps
 from queues_app.text import counted
 
 
@@ -124,7 +124,7 @@ class WaitingLine:
         }
         if any(v is not ANY for v in call.preferences.values()):
             item.update(relax_q=shard, relax_at=relax_from or call.arrived_at)
-        if call.steps:  # who may take them as they wait (routing/steps.py)
+        if call.steps:  # who may take them as they wait (queues_app/steps.py)
             item["steps"] = call.steps
         if call.preferred_agent_id:
             item.update(pref=call.preferred_agent_id, pref_until=call.preferred_until)

@@ -11,6 +11,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import cast
 
+from queues_app import steps
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, fits
@@ -21,7 +22,7 @@ from queues_app.centre.table import CallCenterTable, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.contention import ContentionGauge
-from queues_app.routing import dispatch, steps
+from queues_app.routing import dispatch
 from queues_app.routing.claims import Claims
 from queues_app.routing.line import WaitingLine
 from queues_app.routing.queues import Candidate, queue_candidates

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import cast
 
+from queues_app import steps
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.skills import best_levels, fits, meets
 from queues_app.calls.records import Call, CallStatus
 from queues_app.centre.table import agent_changed, status_clause
 from queues_app.ddb import errors
 from queues_app.ddb.clock import to_iso
-from queues_app.routing import steps
 from queues_app.routing.matching import Matcher, assignment_change, why_entry
 from queues_app.routing.queues import Candidate
 

@@ -41,7 +41,9 @@ def line_edit(request, line_id: str | None = None):
         form.fields["line_id"].initial = line.line_id
     if request.method == "POST" and form.is_valid():
         try:
-            saved, outcome = operations(request).put_line(form.settings())
+            # What the form does not show (priority aging, routing steps) stays as it was.
+            kept = line.as_dict() if line else {}
+            saved, outcome = operations(request).put_line({**kept, **form.settings()})
         except InvalidRequest as exc:
             form.add_error(form.field_for(exc.field), exc.message.split(": ", 1)[-1] if exc.field else exc.message)
         except DynamoError as exc:

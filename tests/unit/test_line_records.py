@@ -23,6 +23,7 @@ SUPPORT = {
     "max_wait_seconds": 600,
     "overflow": {"to_line": "general"},
     "priority_aging_seconds": 60,
+    "steps": [{"min_level": {"language": 4}, "seconds": 20}],
     "version": 3,
 }
 

@@ -222,3 +222,26 @@ def test_the_preferred_agent_through_the_api(moto_db, api):
         api.post("/api/calls", {"preferences": {}, "preferred_agent_id": "x", "preferred_for_seconds": 99999}), 400
     )
     assert "preferred_for_seconds" in long["message"]
+
+
+# --- a line's default steps ----------------------------------------------------------------
+
+
+def test_a_lines_steps_are_its_callers_own_unless_they_bring_some(moto_db, api, supervisor_client):
+    line = {"name": "Support", "steps": [{"min_level": {"language": 4}, "seconds": 30}], "priority_aging_seconds": 60}
+    assert api.put("/api/lines/support", line).status_code == 201
+    assert api.get("/api/lines/support").json()["steps"] == line["steps"]
+    placed = api.post("/api/calls", {"preferences": {}, "line": "support"}).json()
+    assert placed["steps"] == line["steps"]
+    own = [{"min_level": {"language": 2}, "seconds": 5}]
+    assert api.post("/api/calls", {"preferences": {}, "line": "support", "steps": own}).json()["steps"] == own
+    bad = assert_problem(
+        api.put("/api/lines/sales", {"name": "Sales", "steps": [{"min_level": {"x": 3}, "seconds": 5}]}), 400
+    )
+    assert "steps" in bad["message"], bad
+    # Saved from the Lines page, which shows neither, the steps and the aging stay.
+    form = {"name": "Support desk", "service_level_seconds": "20", "service_level_target": "80", "version": "1"}
+    form.update(short_abandon_seconds="0", hours="", holidays="", overflow_kind="")
+    assert supervisor_client.post("/lines/support/", form).status_code == 302
+    kept = api.get("/api/lines/support").json()
+    assert (kept["name"], kept["steps"], kept["priority_aging_seconds"]) == ("Support desk", line["steps"], 60)

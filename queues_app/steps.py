@@ -10,10 +10,15 @@ Genesys's bullseye rings (docs/architecture.md, "Routing steps").
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from queues_app.agents.skills import LEVEL_MAX, LEVEL_MIN, SkillCatalog, SkillError
+from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso
+
+# An agent's proficiency in a skill value: 1 (can take the call) to 5 (expert), as Amazon
+# Connect's proficiencies; agents' skills (agents/skills.py) and steps read them.
+LEVEL_MIN, LEVEL_MAX = 1, 5
 
 MAX_STEPS = 5
 MAX_STEP_SECONDS = 24 * 3600
@@ -21,33 +26,38 @@ MAX_STEP_SECONDS = 24 * 3600
 Step = dict  # {"min_level": {dimension: level}, "seconds": int}
 
 
-def validate_steps(catalog: SkillCatalog, steps: object, field: str = "steps") -> list[Step]:
+def _refuse(field: str, message: str) -> errors.InvalidRequest:
+    return errors.InvalidRequest(f"{field}: {message}.", field=field)
+
+
+def validate_steps(steps: object, dimensions: Iterable[str], field: str = "steps") -> list[Step]:
     """Steps as stored: each a non-empty `min_level` of the catalog's dimensions at levels
     1 to 5 and whole `seconds` from 1 to a day; at most five. A level of 1 asks nothing and
-    is left out."""
+    is left out. InvalidRequest naming the step at fault."""
+    names = list(dimensions)
     if steps is None:
         return []
     if not isinstance(steps, list):
-        raise SkillError(field, 'steps must be a list such as [{"min_level": {"language": 4}, "seconds": 20}]')
+        raise _refuse(field, 'steps must be a list such as [{"min_level": {"language": 4}, "seconds": 20}]')
     if len(steps) > MAX_STEPS:
-        raise SkillError(field, f"at most {MAX_STEPS} steps")
+        raise _refuse(field, f"at most {MAX_STEPS} steps")
     clean = []
     for n, step in enumerate(steps):
         where = f"{field}[{n}]"
         if not isinstance(step, dict) or set(step) - {"min_level", "seconds"}:
-            raise SkillError(where, "a step is an object with min_level and seconds")
+            raise _refuse(where, "a step is an object with min_level and seconds")
         seconds = step.get("seconds")
         if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_STEP_SECONDS:
-            raise SkillError(f"{where}.seconds", f"seconds must be a whole number from 1 to {MAX_STEP_SECONDS}")
+            raise _refuse(f"{where}.seconds", f"seconds must be a whole number from 1 to {MAX_STEP_SECONDS}")
         min_level = step.get("min_level")
         if not isinstance(min_level, dict) or not min_level:
-            raise SkillError(f"{where}.min_level", "min_level names at least one dimension and its level")
+            raise _refuse(f"{where}.min_level", "min_level names at least one dimension and its level")
         levels = {}
         for name, level in min_level.items():
-            if name not in catalog.names:
-                raise SkillError(f"{where}.min_level", f"unknown skill dimension {name!r}")
+            if name not in names:
+                raise _refuse(f"{where}.min_level", f"unknown skill dimension {name!r}")
             if isinstance(level, bool) or not isinstance(level, int) or not LEVEL_MIN <= level <= LEVEL_MAX:
-                raise SkillError(f"{where}.min_level.{name}", f"a level is a whole number {LEVEL_MIN} to {LEVEL_MAX}")
+                raise _refuse(f"{where}.min_level.{name}", f"a level is a whole number {LEVEL_MIN} to {LEVEL_MAX}")
             if level > LEVEL_MIN:
                 levels[name] = level
         clean.append({"min_level": levels, "seconds": seconds})
