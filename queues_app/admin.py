@@ -35,7 +35,7 @@ from queues_app.operations.bulk import BulkReport, Seen, not_ready_action
 from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
-from queues_app.templatetags.switchboard import as_json, since, until
+from queues_app.templatetags.switchboard import as_json, since, skills_text, until
 
 PAGE_SIZE = 50
 
@@ -208,10 +208,6 @@ class DynamoAdmin(admin.ModelAdmin):
         return redirect(back)
 
 
-def _skills(agent) -> str:
-    return ", ".join(v for values in agent.skills.values() for v in values)
-
-
 def _not_ready_action(reason: str) -> BulkAction:
     action = not_ready_action(reason)
     return BulkAction(f"Set the selected agents not ready: {reason}", lambda ops, ids: ops.on_agents(action, ids))
@@ -222,7 +218,7 @@ class AgentAdmin(DynamoAdmin):
     columns = [
         Column("Name", lambda a: a.name),
         Column("Id", lambda a: a.agent_id),
-        Column("Skills", _skills),
+        Column("Skills", skills_text),  # with levels above 1: "English, French 5, F"
         Column("Status", lambda a: a.status_label),
         Column("In this status", lambda a: since(a.status_since)),
     ]

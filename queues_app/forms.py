@@ -22,6 +22,7 @@ from queues_app.ddb.errors import InvalidRequest
 from queues_app.lines.records import LINE_ID, LINE_ID_RULE
 from queues_app.operations.bulk import Seen
 from queues_app.shipments.records import DEFAULT_DLQ_REASON
+from queues_app.steps import LEVEL_MAX, LEVEL_MIN
 
 STALE_FORM = "The version sent with the form is not valid; reload the page and try again."
 MAX_SELECTED = 500
@@ -209,6 +210,30 @@ def typed_text(value: str) -> None:
         raise ValidationError(f"It {problem}.")
 
 
+def level_field_name(dimension: str, index: int) -> str:
+    """A skill value's level field, named by the value's place in its dimension: a value
+    may hold characters an HTML id may not."""
+    return f"level_{dimension}_{index}"
+
+
+class LevelField(forms.TypedChoiceField):
+    """A skill value's level, 1 to 5; 1 when not sent (a form drawn before levels)."""
+
+    def __init__(self, value: str):
+        label = f"{value} level"
+        problem = f"The level of {value} must be a whole number {LEVEL_MIN} to {LEVEL_MAX}."
+        super().__init__(
+            label=label,
+            choices=[(n, str(n)) for n in range(LEVEL_MIN, LEVEL_MAX + 1)],
+            coerce=int,
+            empty_value=None,
+            required=False,
+            initial=LEVEL_MIN,
+            widget=forms.Select(attrs={"aria-label": label}),
+            error_messages={"invalid_choice": problem},
+        )
+
+
 class AgentForm(SkillFields, VersionForm):
     name = forms.CharField(max_length=inputs.NAME_MAX, strip=True, validators=[typed_text])
 
@@ -222,17 +247,40 @@ class AgentForm(SkillFields, VersionForm):
                 widget=forms.CheckboxSelectMultiple,
                 required=True,
             )
+            for index, value in enumerate(values):
+                self.fields[level_field_name(dimension, index)] = LevelField(value)
 
     @classmethod
     def initial_for(cls, agent) -> dict:
         initial = {"name": agent.name, "version": agent.version}
         for dimension, values in agent.skills.items():
             initial[skill_field_name(dimension)] = values
+        held = agent.skills_with_levels
+        for dimension, values in SkillCatalog.from_settings().dimensions:
+            for index, value in enumerate(values):
+                if value in held.get(dimension, {}):
+                    initial[level_field_name(dimension, index)] = held[dimension][value]
         return initial
 
+    def skill_rows(self) -> list[tuple[forms.BoundField, list[tuple[object, forms.BoundField]]]]:
+        """Each dimension's field with its values, each value's box beside its level."""
+        rows = []
+        for dimension, field in zip(self.catalog.names, self.skill_fields(), strict=True):
+            levels = [self[level_field_name(dimension, n)] for n in range(len(self.catalog.values(dimension)))]
+            rows.append((field, list(zip(field, levels, strict=True))))
+        return rows
+
     @property
-    def skills(self) -> dict[str, list[str]]:
-        return {d: self.cleaned_data[skill_field_name(d)] for d in self.catalog.names}
+    def skills(self) -> dict[str, dict[str, int]]:
+        """The values ticked with their levels (`Agents.create` and `edit` store levels above 1)."""
+        data = self.cleaned_data
+        return {
+            dimension: {
+                value: data[level_field_name(dimension, values.index(value))] or LEVEL_MIN
+                for value in data[skill_field_name(dimension)]
+            }
+            for dimension, values in self.catalog.dimensions
+        }
 
 
 class CallForm(PreferenceFields, forms.Form):

@@ -41,8 +41,12 @@ def call_to_json(call: Call) -> dict:
         "ended_at": call.ended_at,
         "relaxed": [dict(entry) for entry in call.relaxed],
         "why": [
-            {**entry, "explanation": WHY_OUTCOMES.get(entry.get("outcome") or "", entry.get("outcome"))}
-            for entry in call.why
+            {
+                **entry,
+                "explanation": WHY_OUTCOMES.get(entry.get("outcome") or "", entry.get("outcome")),
+                **({"step": call.matched_step} if n == 0 and "step" in entry else {}),
+            }
+            for n, entry in enumerate(call.why)
         ],
         "waited_seconds": _seconds(call.waited_seconds),
         "answered_at": call.answered_at,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from queues_app import steps
 from queues_app.agents.records import Agent
 from queues_app.centre import keys
 from queues_app.ddb.clock import from_iso, now
@@ -64,6 +65,14 @@ class Call:
     steps: list[dict] = field(default_factory=list)  # routing steps: minimum levels as it waits (queues_app/steps.py)
     preferred_agent_id: str | None = None  # offered to this agent alone until `preferred_until`, if logged in
     preferred_until: str | None = None
+
+    @property
+    def matched_step(self) -> str | None:
+        """The routing step its agent was chosen at, in words (None: no step was in play)."""
+        number = self.why[0].get("step") if self.why else None
+        if number is None or not self.steps:
+            return None
+        return steps.describe(self.steps, int(number) - 1 if int(number) > 0 else None)
 
     def prefers_at(self, moment: datetime) -> str | None:
         """The agent the caller is kept for at `moment`, if any (queues_app/steps.py)."""

@@ -300,7 +300,7 @@ class Matcher:
         default), `also` more actions for the same transaction."""
         also = also or []
         for attempt in range(4):
-            why = self._why(candidate, considered, others, self._step_words(call), chosen_as)
+            why = self._why(candidate, considered, others, self._step_number(call), chosen_as)
             assigned = self._assigned(call, candidate, why)
             call_actions = self.calls.assignment_actions(call, assigned, new_call=new_call)
             actions = [*self._take_queued(call, assigned, candidate, change), *call_actions, *also]
@@ -357,18 +357,20 @@ class Matcher:
             return None
         return current if current and current.status == CallStatus.ASSIGNED else None
 
-    def _step_words(self, call: Call) -> str | None:
-        """The routing step the caller is matched at, in words (None: the call has none)."""
+    def _step_number(self, call: Call) -> int | None:
+        """The routing step the caller is matched at: its number from 1, 0 after the last
+        (None: the call has none). A number, not words: the call's record stays small."""
         if not call.steps:
             return None
-        return steps.describe(call.steps, steps.current(call.steps, call.arrived_at, self.clock()))
+        index = steps.current(call.steps, call.arrived_at, self.clock())
+        return 0 if index is None else index + 1
 
     @staticmethod
     def _why(
-        chosen: Candidate, considered: list[dict], others: list[Candidate], step: str | None = None, how: str = "chosen"
+        chosen: Candidate, considered: list[dict], others: list[Candidate], step: int | None = None, how: str = "chosen"
     ) -> list[dict]:
         first = why_entry(chosen.agent_id, chosen.name, chosen.queued_at, how)
-        if step:
+        if step is not None:
             first["step"] = step
         why = [first, *considered]
         passed = {entry["agent_id"] for entry in why}

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from queues_app.agents.skills import describe_levels
 from queues_app.ddb.clock import from_iso, now
 from queues_app.text import visible
 
@@ -152,6 +153,31 @@ def clock(stamp, precision: str = "second") -> str:
         local.strftime("%-d %b %Y %H:%M:%S %Z"),
         text,
     )
+
+
+@register.filter
+def skills_text(agent) -> str:
+    """An agent's skills with their levels above 1: "English, French 5, F". An agent read
+    from an index that leaves levels out shows their values alone."""
+    return describe_levels(agent.skills, getattr(agent, "levels", None) or {})
+
+
+@register.filter
+def skill_chips(agent) -> list[str]:
+    """An agent's skill values one by one, each with its level above 1: ["French 5", "F"]."""
+    levels = getattr(agent, "levels", None) or {}
+    return [describe_levels({name: [value]}, levels) for name, values in agent.skills.items() for value in values]
+
+
+@register.filter
+def steps_text(steps) -> str:
+    """A caller's routing steps in words: "language 4 or above for 20 s, then any agent who
+    fits"; empty without steps."""
+    parts = []
+    for step in steps or []:
+        wanted = ", ".join(f"{name} {level} or above" for name, level in step.get("min_level", {}).items())
+        parts.append(f"{wanted or 'any level'} for {age(step.get('seconds'))}")
+    return ", then ".join([*parts, "any agent who fits"]) if parts else ""
 
 
 @register.filter

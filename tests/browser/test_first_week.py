@@ -116,7 +116,7 @@ def test_names_change_no_sentences_order_and_widen_no_page(browser, live_server,
 def test_a_name_with_a_direction_changing_character_is_refused_with_a_message(page, live_server, local_db, staff):
     log_in(page, live_server, staff, "/agents/new")
     page.get_by_label("Name").fill(SPOOFED)
-    page.get_by_label("Spanish").check()
+    page.get_by_label("Spanish", exact=True).check()
     page.get_by_label("F", exact=True).check()
     page.get_by_role("button", name="Create agent").click()
     expect(page.locator(".field-error")).to_have_text(re.compile(r"U\+202E RIGHT-TO-LEFT OVERRIDE"))

@@ -53,7 +53,7 @@ def test_the_first_step_skips_agents_below_its_level_and_the_call_names_the_step
     expert = queued(centre, "Expert", 5, clock)
     call, _ = centre.create_call({"language": "French"}, steps=STEPS)
     assert (call.status, call.agent_id) == (CallStatus.ASSIGNED, expert.agent_id)
-    assert call.why[0]["step"] == "step 1 (language 4 or above)"
+    assert call.matched_step == "step 1 (language 4 or above)"
     assert Agents().get(junior.agent_id).status == "queued"
 
 
@@ -67,12 +67,12 @@ def test_a_caller_nobody_meets_waits_and_is_widened_to_as_each_step_expires(cent
     clock.advance(20)
     centre.escalate()  # step 2 (level 2) admits Middle, queued after Junior
     matched = centre.get_call(call.call_id)
-    assert (matched.agent_id, matched.why[0]["step"]) == (middle.agent_id, "step 2 (language 2 or above)")
+    assert (matched.agent_id, matched.matched_step) == (middle.agent_id, "step 2 (language 2 or above)")
     second, _ = centre.create_call({"language": "French"}, steps=STEPS)
     clock.advance(60)
     centre.escalate()  # after the last step: any agent who fits
     taken = centre.get_call(second.call_id)
-    assert (taken.agent_id, taken.why[0]["step"]) == (junior.agent_id, "after the last step (any agent who fits)")
+    assert (taken.agent_id, taken.matched_step) == (junior.agent_id, "after the last step (any agent who fits)")
 
 
 def test_an_agent_coming_back_takes_the_first_caller_whose_step_they_meet(centre, clock):
@@ -98,8 +98,12 @@ def test_bad_steps_are_a_400_naming_the_step(moto_db, api):
     for steps, named in cases:
         problem = assert_problem(api.post("/api/calls", {"preferences": {}, "steps": steps}), 400)
         assert named in problem["message"] or named in str(problem.get("fields")), (steps, problem)
+    expert = {"name": "Expert", "skills": {"language": {"French": 5}, "gender": ["F"]}}
+    made = api.post("/api/agents", expert).json()
+    api.post(f"/api/agents/{made['agent_id']}/available", {"version": 1})
     placed = api.post("/api/calls", {"preferences": {"language": "French"}, "steps": STEPS})
     assert placed.status_code == 201 and placed.json()["steps"] == STEPS
+    assert placed.json()["why"][0]["step"] == "step 1 (language 4 or above)"
 
 
 # --- the chosen agent is the one the rules choose, on generated floors -------------------
