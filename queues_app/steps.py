@@ -100,9 +100,19 @@ def next_widening(steps: list[Step], arrived_at: str, preferred_until: str | Non
     return min(due, default=None)
 
 
+def _wanted(step: Step) -> str:
+    return ", ".join(f"{name} {level} or above" for name, level in step["min_level"].items()) or "any level"
+
+
 def describe(steps: list[Step], index: int | None) -> str:
     """A step in words: "step 1 (language 4 or above)", "after the last step (any agent who fits)"."""
     if index is None:
         return "after the last step (any agent who fits)"
-    wanted = ", ".join(f"{name} {level} or above" for name, level in steps[index]["min_level"].items())
-    return f"step {index + 1} ({wanted or 'any level'})"
+    return f"step {index + 1} ({_wanted(steps[index])})"
+
+
+def describe_all(steps: list[Step]) -> str:
+    """Every step in words: "language 4 or above for 20 s, then any agent who fits"; empty
+    without steps."""
+    parts = [f"{_wanted(step)} for {int(step['seconds'])} s" for step in steps]
+    return ", then ".join([*parts, "any agent who fits"]) if parts else ""

@@ -13,6 +13,7 @@ from django.utils.html import format_html
 
 from queues_app.agents.skills import describe_levels
 from queues_app.ddb.clock import from_iso, now
+from queues_app.steps import describe_all
 from queues_app.text import visible
 
 register = template.Library()
@@ -171,13 +172,8 @@ def skill_chips(agent) -> list[str]:
 
 @register.filter
 def steps_text(steps) -> str:
-    """A caller's routing steps in words: "language 4 or above for 20 s, then any agent who
-    fits"; empty without steps."""
-    parts = []
-    for step in steps or []:
-        wanted = ", ".join(f"{name} {level} or above" for name, level in step.get("min_level", {}).items())
-        parts.append(f"{wanted or 'any level'} for {age(step.get('seconds'))}")
-    return ", then ".join([*parts, "any agent who fits"]) if parts else ""
+    """A caller's routing steps in words (queues_app/steps.py); empty without steps."""
+    return describe_all(steps or [])
 
 
 @register.filter
