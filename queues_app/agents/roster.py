@@ -25,7 +25,7 @@ from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.facades import Verb
-from queues_app.text import hidden_problem
+from queues_app.text import NAME_MAX, hidden_problem
 
 # An agent's skills: each dimension's values (`{"language": ["French", "English"], ...}`),
 # or, given with their levels, values and levels (`{"language": {"French": 5}}`).
@@ -38,6 +38,8 @@ def checked_name(name: str) -> str:
     name = (name or "").strip()
     if not name:
         raise errors.InvalidRequest("An agent needs a name.", field="name")
+    if len(name) > NAME_MAX:
+        raise errors.InvalidRequest(f"An agent's name is at most {NAME_MAX} characters.", field="name")
     problem = hidden_problem(name)
     if problem:
         raise SkillError("name", f"The name {problem}.")

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal, cast
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Header, Query, Router, Schema, Status
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from queues_app import inputs
 from queues_app.api import listing
@@ -49,7 +49,7 @@ CallListName = Literal["waiting", "offered", "assigned"]
 class StepIn(InputSchema):
     """One routing step: while it runs, only agents at these levels or above."""
 
-    min_level: dict[str, int] = Field(
+    min_level: dict[str, StrictInt] = Field(
         description="Minimum levels (1 to 5) by skill dimension, of the value the caller asks for (or, for a "
         "dimension left open, the agent's best).",
         examples=[{"language": 4}],

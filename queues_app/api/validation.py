@@ -5,6 +5,7 @@ schema says so (`InputSchema.PROBLEMS`), what it must be."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,6 +78,10 @@ def _named(source: str, loc: tuple, error: Mapping[str, Any], schema: type[Input
             return {"body": "a JSON object is required"}
         return {"body": "must be a JSON object"}
     name = str(loc[0])
+    if error["type"] == "extra_forbidden" and len(loc) > 1:  # a field of an object inside the body
+        path = name + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[1:])
+        allowed = _nested_fields(schema, loc[:-1])
+        return {path: "unknown field" + (f"; allowed: {', '.join(allowed)}" if allowed else "")}
     if error["type"] == "extra_forbidden":
         if not (schema and schema.model_fields):
             return {name: "unknown field; this operation takes no fields"}
@@ -93,6 +98,30 @@ def _named(source: str, loc: tuple, error: Mapping[str, Any], schema: type[Input
             return {name: f"{_sentence(error)}: {rule.removeprefix('required: ')}"}
         return {name: rule}
     return {".".join(str(part) for part in loc): _sentence(error)}
+
+
+def _nested_fields(schema: type[InputSchema] | None, loc: tuple) -> list[str]:
+    """The fields of the object at `loc` inside the body (a step of `steps`), when it is a
+    schema of its own; [] otherwise."""
+    model: Any = schema
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        model = _model_in(fields[part].annotation)
+    return list(getattr(model, "model_fields", {}) or {})
+
+
+def _model_in(annotation: Any) -> Any:
+    """The schema an annotation holds, as `list[StepIn] | None` holds StepIn."""
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for argument in typing.get_args(annotation):
+        if (found := _model_in(argument)) is not None:
+            return found
+    return None
 
 
 def _choices(context: Mapping[str, Any]) -> str:

@@ -300,7 +300,7 @@ class Matcher:
         default), `also` more actions for the same transaction."""
         also = also or []
         for attempt in range(4):
-            why = self._why(candidate, considered, others, self._step_number(call), chosen_as)
+            why = self._why(candidate, considered, others, self.step_number(call), chosen_as)
             assigned = self._assigned(call, candidate, why)
             call_actions = self.calls.assignment_actions(call, assigned, new_call=new_call)
             actions = [*self._take_queued(call, assigned, candidate, change), *call_actions, *also]
@@ -357,7 +357,7 @@ class Matcher:
             return None
         return current if current and current.status == CallStatus.ASSIGNED else None
 
-    def _step_number(self, call: Call) -> int | None:
+    def step_number(self, call: Call) -> int | None:
         """The routing step the caller is matched at: its number from 1, 0 after the last
         (None: the call has none). A number, not words: the call's record stays small."""
         if not call.steps:

@@ -131,7 +131,10 @@ class ComingBack:
         assigned = Call(**call.__dict__)
         assigned.status, assigned.agent_id, assigned.agent_name = CallStatus.ASSIGNED, agent.agent_id, agent.name
         assigned.assigned_at, assigned.wait_sk = stamp, None
-        assigned.why = [why_entry(agent.agent_id, agent.name, stamp, "preferred" if how == "preferred" else "returned")]
+        chosen = why_entry(agent.agent_id, agent.name, stamp, "preferred" if how == "preferred" else "returned")
+        if (step := self.matcher.step_number(call)) is not None:
+            chosen["step"] = step
+        assigned.why = [chosen]
         call_actions = self.matcher.calls.assignment_actions(call, assigned, new_call=False)
         status = AgentStatus.RINGING if assigned.offer_sk else AgentStatus.ATTENDING
         attending, values = status_clause(agent.agent_id, status, change or assignment_change(call.call_id))

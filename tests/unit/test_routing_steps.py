@@ -83,7 +83,9 @@ def test_an_agent_coming_back_takes_the_first_caller_whose_step_they_meet(centre
     assert outcome.call is not None and outcome.call.call_id == easy.call_id
     assert centre.get_call(hard.call_id).status == CallStatus.WAITING
     expert = Agents().create("Expert", {"language": {"French": 4}, "gender": ["F"]})
-    assert centre.make_available(expert.agent_id).call.call_id == hard.call_id
+    taken = centre.make_available(expert.agent_id).call
+    assert taken.call_id == hard.call_id
+    assert taken.matched_step == "step 1 (language 4 or above)"  # an agent coming back says it too
 
 
 def test_bad_steps_are_a_400_naming_the_step(moto_db, api):
@@ -94,10 +96,20 @@ def test_bad_steps_are_a_400_naming_the_step(moto_db, api):
         ([{"min_level": {}, "seconds": 5}], "min_level"),
         ([{"min_level": {"language": 3}, "seconds": 5}] * 6, "steps"),
         ("fast", "steps"),
+        ([{"min_level": {"language": "4"}, "seconds": 5}], "steps"),  # a level is a number, not text
+        ([{"min_level": {"language": 4}, "seconds": 5, "colour": "red"}], "steps[0].colour"),
     ]
     for steps, named in cases:
         problem = assert_problem(api.post("/api/calls", {"preferences": {}, "steps": steps}), 400)
         assert named in problem["message"] or named in str(problem.get("fields")), (steps, problem)
+    unknown = api.post(
+        "/api/calls", {"preferences": {}, "steps": [{"min_level": {"language": 4}, "seconds": 5, "x": 1}]}
+    )
+    assert assert_problem(unknown, 400)["fields"] == {"steps[0].x": "unknown field; allowed: min_level, seconds"}
+    long_name = assert_problem(
+        api.post("/api/agents", {"name": "A" * 200_000, "skills": {"language": ["French"]}}), 400
+    )
+    assert long_name["fields"] == {"name": "An agent's name is at most 100 characters."}, long_name
     expert = {"name": "Expert", "skills": {"language": {"French": 5}, "gender": ["F"]}}
     made = api.post("/api/agents", expert).json()
     api.post(f"/api/agents/{made['agent_id']}/available", {"version": 1})
