@@ -283,6 +283,10 @@ SWITCHBOARD_SKILLS = json.loads(
     )
 )
 
+# The dimensions whose values the agent form gives a level, 1 to 5 (routing steps read
+# them); the API and `import_agents` take levels in any dimension, and the form keeps them.
+SWITCHBOARD_LEVELLED_SKILLS = env.list("SWITCHBOARD_LEVELLED_SKILLS", default=["language"])
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

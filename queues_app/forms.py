@@ -11,6 +11,7 @@ import uuid
 from typing import cast
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from queues_app import inputs
@@ -217,9 +218,11 @@ def level_field_name(dimension: str, index: int) -> str:
 
 
 class LevelField(forms.TypedChoiceField):
-    """A skill value's level, 1 to 5; 1 when not sent (a form drawn before levels)."""
+    """A skill value's level, 1 to 5; 1 when not sent (a form drawn before levels). Of a
+    dimension the form gives no level (SWITCHBOARD_LEVELLED_SKILLS), a hidden field that
+    keeps the agent's level as it is."""
 
-    def __init__(self, value: str):
+    def __init__(self, value: str, *, shown: bool = True):
         label = f"{value} level"
         problem = f"The level of {value} must be a whole number {LEVEL_MIN} to {LEVEL_MAX}."
         super().__init__(
@@ -229,7 +232,7 @@ class LevelField(forms.TypedChoiceField):
             empty_value=None,
             required=False,
             initial=LEVEL_MIN,
-            widget=forms.Select(attrs={"aria-label": label}),
+            widget=forms.Select(attrs={"aria-label": label}) if shown else forms.HiddenInput,
             error_messages={"invalid_choice": problem},
         )
 
@@ -247,8 +250,9 @@ class AgentForm(SkillFields, VersionForm):
                 widget=forms.CheckboxSelectMultiple,
                 required=True,
             )
+            shown = dimension in getattr(settings, "SWITCHBOARD_LEVELLED_SKILLS", ())
             for index, value in enumerate(values):
-                self.fields[level_field_name(dimension, index)] = LevelField(value)
+                self.fields[level_field_name(dimension, index)] = LevelField(value, shown=shown)
 
     @classmethod
     def initial_for(cls, agent) -> dict:
@@ -262,12 +266,14 @@ class AgentForm(SkillFields, VersionForm):
                     initial[level_field_name(dimension, index)] = held[dimension][value]
         return initial
 
-    def skill_rows(self) -> list[tuple[forms.BoundField, list[tuple[object, forms.BoundField]]]]:
-        """Each dimension's field with its values, each value's box beside its level."""
+    def skill_rows(self) -> list[tuple[forms.BoundField, list[tuple[object, forms.BoundField]], bool]]:
+        """Each dimension's field with its values, each value's box beside its level, and
+        whether the levels are shown."""
         rows = []
         for dimension, field in zip(self.catalog.names, self.skill_fields(), strict=True):
             levels = [self[level_field_name(dimension, n)] for n in range(len(self.catalog.values(dimension)))]
-            rows.append((field, list(zip(field, levels, strict=True))))
+            shown = dimension in getattr(settings, "SWITCHBOARD_LEVELLED_SKILLS", ())
+            rows.append((field, list(zip(field, levels, strict=True)), shown))
         return rows
 
     @property

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from queues_app.agents.skills import describe_levels
+from queues_app.agents.skills import SkillCatalog, describe_levels
 from queues_app.ddb.clock import from_iso, now
 from queues_app.steps import describe_all
 from queues_app.text import visible
@@ -156,18 +156,25 @@ def clock(stamp, precision: str = "second") -> str:
     )
 
 
+def _in_catalog_order(skills: dict) -> dict:
+    """An agent's skills in the catalog's order of dimensions (as stored, any order)."""
+    names = SkillCatalog.from_settings().names
+    return {name: skills[name] for name in sorted(skills, key=lambda n: names.index(n) if n in names else len(names))}
+
+
 @register.filter
 def skills_text(agent) -> str:
     """An agent's skills with their levels above 1: "English, French 5, F". An agent read
     from an index that leaves levels out shows their values alone."""
-    return describe_levels(agent.skills, getattr(agent, "levels", None) or {})
+    return describe_levels(_in_catalog_order(agent.skills), getattr(agent, "levels", None) or {})
 
 
 @register.filter
 def skill_chips(agent) -> list[str]:
     """An agent's skill values one by one, each with its level above 1: ["French 5", "F"]."""
     levels = getattr(agent, "levels", None) or {}
-    return [describe_levels({name: [value]}, levels) for name, values in agent.skills.items() for value in values]
+    skills = _in_catalog_order(agent.skills)
+    return [describe_levels({name: [value]}, levels) for name, values in skills.items() for value in values]
 
 
 @register.filter

@@ -39,13 +39,15 @@ def test_a_new_agent_is_saved_with_the_levels_chosen_on_the_form(supervisor_clie
 
 
 def test_the_edit_form_shows_the_agents_levels_and_saves_changed_ones(supervisor_client, moto_db):
-    ana = Agents().create("Ana", {"language": {"French": 5, "English": 2}, "gender": ["F"]})
+    ana = Agents().create("Ana", {"language": {"French": 5, "English": 2}, "gender": {"F": 3}})
     url = reverse("agent-detail", args=[ana.agent_id])
     html = supervisor_client.get(url).content.decode()
-    assert (selected(html, FRENCH_LEVEL), selected(html, ENGLISH_LEVEL), selected(html, F_LEVEL)) == ("5", "2", "1")
-    posted = agent_form("Ana", version=ana.version, **{FRENCH_LEVEL: "3", ENGLISH_LEVEL: "1"})
+    assert (selected(html, FRENCH_LEVEL), selected(html, ENGLISH_LEVEL)) == ("5", "2")
+    # Gender is not levelled on the form (SWITCHBOARD_LEVELLED_SKILLS): its level rides hidden.
+    assert f'<input type="hidden" name="{F_LEVEL}" value="3"' in html and "F level" not in html
+    posted = agent_form("Ana", version=ana.version, **{FRENCH_LEVEL: "3", ENGLISH_LEVEL: "1", F_LEVEL: "3"})
     assert supervisor_client.post(url, posted).status_code == 302
-    assert Agents().get(ana.agent_id).levels == {"language": {"French": 3}}
+    assert Agents().get(ana.agent_id).levels == {"language": {"French": 3}, "gender": {"F": 3}}
 
 
 @pytest.mark.parametrize("level", ["9", "x", "0", "2.5"])
