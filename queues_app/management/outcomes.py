@@ -3,6 +3,8 @@ a `CommandError` (exit status 1) saying what is missing on one line, never a tra
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.core.management.base import CommandError
 
 from queues_app.ddb import errors
@@ -16,6 +18,17 @@ def dynamo_failure(exc: errors.DynamoError, db: Dynamo, after: str = "") -> Comm
     if isinstance(exc, errors.TableMissing):
         message += "; create the tables with `python manage.py dynamo_tables create`"
     return CommandError(message + (f"; {after}" if after else ""))
+
+
+def read_file(file: Path, max_bytes: int, *, too_large: str = "", encoding: str = "utf-8") -> str:
+    """A file a command is given, as text: a CommandError saying why when it is larger than
+    `max_bytes` (and `too_large`), missing, unreadable or not text."""
+    try:
+        if file.stat().st_size > max_bytes:
+            raise CommandError(f"{file}: larger than {max_bytes:,} bytes{too_large}.")
+        return file.read_text(encoding=encoding)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"{file}: cannot be read ({exc}).") from exc
 
 
 def require_tables(db: Dynamo, *logical_names: str) -> None:

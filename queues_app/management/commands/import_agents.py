@@ -12,7 +12,7 @@ from queues_app.agents.files import RosterError, plan, read_csv
 from queues_app.agents.roster import Agents
 from queues_app.ddb import errors
 from queues_app.management.arguments import CheckedCommand
-from queues_app.management.outcomes import dynamo_failure
+from queues_app.management.outcomes import dynamo_failure, read_file
 from queues_app.operations import Operations
 
 MAX_FILE_BYTES = 5_000_000
@@ -33,12 +33,7 @@ class Command(CheckedCommand):
 
     def handle(self, file: Path, dry_run: bool = False, **options):
         agents = Agents()
-        try:
-            if file.stat().st_size > MAX_FILE_BYTES:
-                raise CommandError(f"{file}: larger than {MAX_FILE_BYTES:,} bytes.")
-            text = file.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"{file}: cannot be read ({exc}).") from exc
+        text = read_file(file, MAX_FILE_BYTES, encoding="utf-8-sig")  # a spreadsheet's BOM read as none
         try:
             rows = read_csv(text, agents.catalog)
         except RosterError as exc:

@@ -13,7 +13,7 @@ from queues_app.ddb import errors
 from queues_app.lines.files import plan, read_toml, to_toml
 from queues_app.lines.records import LineError
 from queues_app.management.arguments import CheckedCommand
-from queues_app.management.outcomes import dynamo_failure
+from queues_app.management.outcomes import dynamo_failure, read_file
 from queues_app.operations import Operations
 
 MAX_FILE_BYTES = 1_000_000
@@ -45,12 +45,7 @@ class Command(CheckedCommand):
             raise dynamo_failure(exc, center.db, after) from exc
 
     def _import(self, center: CallCenter, file: Path, dry_run: bool) -> None:
-        try:
-            if file.stat().st_size > MAX_FILE_BYTES:
-                raise CommandError(f"{file}: larger than {MAX_FILE_BYTES:,} bytes; a centre's lines are far smaller.")
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"{file}: cannot be read ({exc}).") from exc
+        text = read_file(file, MAX_FILE_BYTES, too_large="; a centre's lines are far smaller")
         store = center.lines
         try:
             steps = plan(read_toml(text, dimensions=store.dimensions, defaults=store.defaults), store.configured())
