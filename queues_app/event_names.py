@@ -26,6 +26,9 @@ CALL_OVERFLOWED = "call.overflowed"  # past its line's limit: moved to another l
 LINE_CREATED = "line.create"
 LINE_EDITED = "line.update"
 LINE_REMOVED = "line.delete"
+PROFILE_CREATED = "profile.create"
+PROFILE_EDITED = "profile.update"
+PROFILE_REMOVED = "profile.delete"
 
 SHIPMENT_QUEUE_CREATED = "shipment_queue.create"
 SHIPMENT_QUEUE_EDITED = "shipment_queue.update"
@@ -64,6 +67,9 @@ ACTION_LABELS = {
     LINE_CREATED: "Line created",
     LINE_EDITED: "Line changed",
     LINE_REMOVED: "Line removed",
+    PROFILE_CREATED: "Routing profile created",
+    PROFILE_EDITED: "Routing profile changed",
+    PROFILE_REMOVED: "Routing profile removed",
     SHIPMENT_QUEUE_CREATED: "Shipment queue created",
     SHIPMENT_QUEUE_EDITED: "Shipment queue changed",
     SHIPMENT_QUEUE_REMOVED: "Shipment queue removed",
@@ -101,7 +107,7 @@ AUDIT_ACTIONS = {
         CALL_REFUSED,
         CALL_OVERFLOWED,
     ],
-    "Lines": [LINE_CREATED, LINE_EDITED, LINE_REMOVED],
+    "Lines": [LINE_CREATED, LINE_EDITED, LINE_REMOVED, PROFILE_CREATED, PROFILE_EDITED, PROFILE_REMOVED],
     "Shipment queues": [SHIPMENT_QUEUE_CREATED, SHIPMENT_QUEUE_EDITED, SHIPMENT_QUEUE_REMOVED],
     "Shipments": [
         SHIPMENT_ENQUEUED,

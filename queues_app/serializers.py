@@ -13,6 +13,7 @@ from queues_app.agents.records import Agent
 from queues_app.agents.skills import ANY
 from queues_app.calls.records import Call
 from queues_app.figures.intervals import ALL, DayReport, IntervalFigures
+from queues_app.lines.profiles import lines_as_dict
 from queues_app.routing.matching import WHY_OUTCOMES
 from queues_app.routing.queues import QueueInfo
 
@@ -75,6 +76,8 @@ def agent_to_json(agent: Agent) -> dict:
         "updated_at": agent.updated_at or None,
         "reason": agent.reason,
         "status_since": agent.status_since,
+        "profile": agent.profile,
+        "lines": lines_as_dict(agent.lines),
     }
 
 

@@ -93,10 +93,19 @@ def expires_at(steps: list[Step], arrived_at: str, moment: datetime) -> datetime
     return start + timedelta(seconds=sum(int(step["seconds"]) for step in steps[: index + 1]))
 
 
-def next_widening(steps: list[Step], arrived_at: str, preferred_until: str | None, moment: datetime) -> datetime | None:
+def next_widening(
+    steps: list[Step],
+    arrived_at: str,
+    preferred_until: str | None,
+    moment: datetime,
+    delays: Iterable[int] = (),
+) -> datetime | None:
     """When who may take the caller next widens after `moment`: their step in force expires,
-    or the time they are kept for their preferred agent runs out; None: it never will."""
-    due = [d for d in (expires_at(steps, arrived_at, moment), from_iso(preferred_until)) if d and d > moment]
+    the time they are kept for their preferred agent runs out, or they have waited past one
+    of the `delays` of their line in agents' routing profiles; None: it never will."""
+    arrived = from_iso(arrived_at)
+    passing = [arrived + timedelta(seconds=d) for d in delays] if arrived else []
+    due = [d for d in (expires_at(steps, arrived_at, moment), from_iso(preferred_until), *passing) if d and d > moment]
     return min(due, default=None)
 
 

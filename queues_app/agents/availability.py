@@ -132,6 +132,12 @@ class Availability:
             )
         ]
         message = {"type": "message", "agent_id": agent.agent_id, "name": agent.name, "skills": agent.skills}
+        # The lines they serve, for a new caller's matching: their profile's name (its lines
+        # read as routing reads them), or their own lines with each one's delay.
+        if agent.profile:
+            message["pf"] = agent.profile
+        elif agent.lines:
+            message["ln"] = {line_id: terms.delay_seconds for line_id, terms in agent.lines.items()}
         for combo in combos:
             # The agent's levels in this combination, for routing steps (`lv`, levels above 1).
             levels = combination_levels(self.catalog, agent.levels, combo)

@@ -1,6 +1,8 @@
 """A roster as a CSV file (`manage.py import_agents`): one agent a row, `agent_id`,
 `name`, then a column per skill dimension whose values are separated by spaces or `;`,
-each with its level after a colon (`French:5 English:2`; no level means 1).
+each with its level after a colon (`French:5 English:2`; no level means 1), and, when the
+file has the column, `profile`: the named routing profile the agent serves lines by (empty:
+every line; without the column, the lines served stay as they are).
 
 Read whole and checked before anything is applied: a row at fault is named by its line
 number and nothing changes. The plan compares each row with the agent as stored."""
@@ -32,6 +34,19 @@ class RosterRow:
     agent_id: str
     name: str
     skills: dict[str, dict[str, int]]  # every value with its level
+    profile: str | None = None  # "" every line; None: the file has no profile column
+
+    def keeps_serving(self, agent: Agent) -> bool:
+        """Whether the agent serves the lines the row says already."""
+        return self.profile is None or (self.profile or None, {}) == (
+            agent.profile,
+            agent.lines if self.profile else {},
+        )
+
+    @property
+    def serving(self) -> dict[str, object]:
+        """The lines served, as an edit takes them (nothing: they stay)."""
+        return {} if self.profile is None else {"profile": self.profile or None, "lines": None}
 
     @property
     def described(self) -> str:
@@ -59,6 +74,8 @@ class Change:
             was.append(f"name {self.current.name!r} -> {self.row.name!r}")
         if self.current.skills_with_levels != self.row.skills:
             was.append(f"skills -> {self.row.described}")
+        if not self.row.keeps_serving(self.current):
+            was.append(f"profile -> {self.row.profile or '(every line)'}")
         return ", ".join(was)
 
 
@@ -74,14 +91,16 @@ def _values(cell: str, dimension: str, line: int) -> dict[str, int]:
     return levels
 
 
-def read_csv(text: str, catalog: SkillCatalog) -> list[RosterRow]:
-    """Every row, checked against the catalog; RosterError naming the first at fault."""
+def read_csv(text: str, catalog: SkillCatalog, profiles: set[str] | None = None) -> list[RosterRow]:
+    """Every row, checked against the catalog (and the named routing `profiles`);
+    RosterError naming the first at fault."""
     reader = csv.DictReader(io.StringIO(text))
     wanted = {"agent_id", "name", *catalog.names}
     missing = sorted(wanted - set(reader.fieldnames or []))
     if missing:
         raise RosterError(f"the header needs the columns {', '.join(sorted(wanted))}; missing: {', '.join(missing)}")
-    extra = sorted(set(reader.fieldnames or []) - wanted)
+    with_profile = "profile" in (reader.fieldnames or [])
+    extra = sorted(set(reader.fieldnames or []) - wanted - {"profile"})
     if extra:
         raise RosterError(f"unknown column {extra[0]!r}; the columns are {', '.join(sorted(wanted))}")
     rows: list[RosterRow] = []
@@ -106,7 +125,11 @@ def read_csv(text: str, catalog: SkillCatalog) -> list[RosterRow]:
         except (SkillError, errors.InvalidRequest) as exc:
             raise RosterError(f"line {line}: {getattr(exc, 'message', exc)}") from exc
         full = {d: {v: levels.get(d, {}).get(v, 1) for v in values} for d, values in skills.items()}
-        rows.append(RosterRow(line, agent_id, name, full))
+        profile = (record["profile"] or "").strip() if with_profile else None
+        if profile and profile not in (profiles or set()):
+            shown = ", ".join(sorted(profiles or ())) or "none yet"
+            raise RosterError(f"line {line}: no routing profile {profile[:50]!r} (the profiles: {shown})")
+        rows.append(RosterRow(line, agent_id, name, full, profile))
     return rows
 
 
@@ -117,7 +140,7 @@ def plan(rows: list[RosterRow], current: dict[str, Agent]) -> list[Change]:
         agent = current.get(row.agent_id)
         if agent is None:
             changes.append(Change("create", row, None))
-        elif (agent.name, agent.skills_with_levels) == (row.name, row.skills):
+        elif (agent.name, agent.skills_with_levels) == (row.name, row.skills) and row.keeps_serving(agent):
             changes.append(Change("same", row, agent))
         else:
             changes.append(Change("update", row, agent))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from queues_app.centre import keys
 from queues_app.ddb.codec import record_from_item
+from queues_app.lines.profiles import Terms, lines_as_dict, stored_lines
 
 
 class AgentStatus:
@@ -69,6 +70,9 @@ class Agent:
     reason: str | None = None  # why the agent is not ready (only while not ready)
     status_since: str | None = None  # when the agent's status last changed
     levels: dict[str, dict[str, int]] = field(default_factory=dict)  # skill levels above 1 (agents/skills.py)
+    # The lines served (lines/profiles.py): a named profile, or their own; neither: every line.
+    profile: str | None = None
+    lines: dict[str, Terms] = field(default_factory=dict)
 
     @property
     def status_label(self) -> str:
@@ -124,6 +128,8 @@ def agent_to_item(agent: Agent) -> dict:
         "change": agent.change,
         "reason": agent.reason,
         "status_since": agent.status_since or agent.updated_at or agent.created_at,
+        **({"profile": agent.profile} if agent.profile else {}),
+        **({"lines": lines_as_dict(agent.lines)} if agent.lines else {}),
     }
 
 
@@ -135,4 +141,6 @@ def agent_from_item(item: dict) -> Agent:
         levels={k: {value: int(n) for value, n in v.items()} for k, v in (item.get("levels") or {}).items()},
         reason=item.get("reason") or None,  # stored empty once not ready ends
         status_since=item.get("status_since") or item.get("updated_at"),
+        profile=item.get("profile") or None,
+        lines=stored_lines(item.get("lines")),
     )

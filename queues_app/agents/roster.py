@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Iterable
 
@@ -16,7 +17,7 @@ from queues_app.agents.listing import (  # noqa: F401 (the roster's names, read 
     status_position,
     status_queries,
 )
-from queues_app.agents.records import Agent, AgentStatus, agent_from_item, agent_to_item
+from queues_app.agents.records import AGENT_TYPE, Agent, AgentStatus, agent_from_item, agent_to_item
 from queues_app.agents.skills import SkillCatalog, SkillError
 from queues_app.calls.records import Outcome
 from queues_app.centre import keys
@@ -24,7 +25,10 @@ from queues_app.ddb import batch, errors, replay
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.tables import AGENTS_BY_NAME
 from queues_app.facades import Verb
+from queues_app.lines import profiles
+from queues_app.lines.store import promises
 from queues_app.text import NAME_MAX, hidden_problem
 
 # An agent's skills: each dimension's values (`{"language": ["French", "English"], ...}`),
@@ -44,6 +48,32 @@ def checked_name(name: str) -> str:
     if problem:
         raise SkillError("name", f"The name {problem}.")
     return name
+
+
+KEEP = object()  # an edit that leaves the lines an agent serves as they are
+
+
+def known_lines(db: Dynamo) -> set[str]:
+    """The lines an agent may serve: those configured, or `main` when none is."""
+    return set(promises(db)) or {"main"}
+
+
+def checked_serving(db: Dynamo, profile: object, lines: object) -> tuple[str | None, dict[str, profiles.Terms]]:
+    """The lines an agent serves, as given (a named profile, or their own lines, or neither
+    for every line), each checked: refused with the field at fault."""
+    if profile is not None and lines is not None:
+        raise errors.InvalidRequest("Give a routing profile or the lines served, not both.", field="lines")
+    if profile is not None:
+        named_ = profiles.ProfileStore(db).current().profiles
+        if not isinstance(profile, str) or profile not in named_:
+            shown = ", ".join(sorted(named_)) or "none yet"
+            raise errors.InvalidRequest(
+                f"No routing profile {str(profile)[:50]!r} (the profiles: {shown}).", field="profile"
+            )
+        return profile, {}
+    if lines is None:
+        return None, {}
+    return None, profiles.parse_lines(lines, known=known_lines(db))
 
 
 def new_agent_id() -> str:
@@ -69,10 +99,15 @@ class Agents:
     def table_name(self) -> str:
         return self.db.table("callcenter")
 
-    def build(self, name: str, skills: Skills, agent_id: str | None = None) -> Agent:
+    def build(
+        self, name: str, skills: Skills, agent_id: str | None = None, *, profile: object = None, lines: object = None
+    ) -> Agent:
         name = checked_name(name)
+        profile_id, own = checked_serving(self.db, profile, lines)
         stamp = to_iso(now())
         return Agent(
+            profile=profile_id,
+            lines=own,
             agent_id=agent_id or new_agent_id(),
             name=name,
             skills=self.catalog.validate_agent_skills(skills),
@@ -82,8 +117,11 @@ class Agents:
             status_since=stamp,
         )
 
-    def create(self, name: str, skills: Skills, agent_id: str | None = None) -> Agent:
-        agent = self.build(name, skills, agent_id)
+    def create(
+        self, name: str, skills: Skills, agent_id: str | None = None, *, profile: object = None, lines: object = None
+    ) -> Agent:
+        agent = self.build(name, skills, agent_id, profile=profile, lines=lines)
+        profiles.ProfileStore(self.db).note_inline(agent.lines)
         exists = f"An agent with id {agent.agent_id!r} exists already."
         self.db.put_new(self.table_name, agent_to_item(agent), key="pk", exists=exists)
         return agent
@@ -91,13 +129,24 @@ class Agents:
     def update(self, agent_id: str, *, name: str, skills: Skills, expected_version: int) -> Agent:
         return self.edit(agent_id, name=name, skills=skills, expected_version=expected_version).agent  # type: ignore[return-value]
 
-    def edit(self, agent_id: str, *, name: str, skills: Skills, expected_version: int) -> Outcome:
-        """Rename or change skills, from the version the editor saw. Refused while the agent
-        is queued or attending, because their message items were written for the old
-        skills. The same edit sent again once it took effect is answered as done."""
+    def edit(
+        self,
+        agent_id: str,
+        *,
+        name: str,
+        skills: Skills,
+        expected_version: int,
+        profile: object = KEEP,
+        lines: object = KEEP,
+    ) -> Outcome:
+        """Rename or change skills (and, when given, the lines served), from the version the
+        editor saw. Refused while the agent is queued or attending, because their message
+        items were written for the old skills. The same edit sent again once it took effect
+        is answered as done."""
         name = checked_name(name)
         clean, levels = self.catalog.validate_agent_skills(skills), self.catalog.validate_levels(skills)
-        digest = {"name": name, "skills": clean, **({"levels": levels} if levels else {})}
+        digest: dict = {"name": name, "skills": clean, **({"levels": levels} if levels else {})}
+        serving, routing_values = self._serving_change(profile, lines, digest)
         change = replay.change_id("edit", expected_version, replay.digest(digest))
         try:
             response = self.db.call(
@@ -105,10 +154,14 @@ class Agents:
                 TableName=self.table_name,
                 Key=marshal(keys.agent(agent_id)),
                 UpdateExpression="SET #name = :name, name_lower = :lower, skills = :skills, levels = :levels, "
-                "version = version + :one, updated_at = :now, change = :change",
+                f"version = version + :one, updated_at = :now, change = :change{serving}",
                 ConditionExpression="attribute_exists(pk) AND version = :expected "
                 "AND NOT #status IN (:queued, :attending)",
-                ExpressionAttributeNames={"#name": "name", "#status": "status"},
+                ExpressionAttributeNames={
+                    "#name": "name",
+                    "#status": "status",
+                    **({"#profile": "profile", "#lines": "lines"} if serving else {}),
+                },
                 ExpressionAttributeValues=marshal(
                     {
                         ":name": name,
@@ -121,6 +174,7 @@ class Agents:
                         ":queued": AgentStatus.QUEUED,
                         ":attending": AgentStatus.ATTENDING,
                         ":change": change,
+                        **routing_values,
                     }
                 ),
                 ReturnValues="ALL_NEW",
@@ -131,6 +185,22 @@ class Agents:
                 return Outcome(agent_from_item(exc.current or {}), replayed=True)
             raise self._edit_conflict(agent_id, exc.current, expected_version) from exc
         return Outcome(agent_from_item(unmarshal(response["Attributes"])))
+
+    def _serving_change(self, profile: object, lines: object, digest: dict) -> tuple[str, dict[str, object]]:
+        """The part of an edit that sets the lines served (nothing when both are KEEP): its
+        update expression's tail and values; the digest of the edit notes it."""
+        if profile is KEEP and lines is KEEP:
+            return "", {}
+        profile_id, own = checked_serving(
+            self.db, None if profile is KEEP else profile, None if lines is KEEP else lines
+        )
+        profiles.ProfileStore(self.db).note_inline(own)
+        digest.update(profile=profile_id, lines=profiles.lines_as_dict(own))
+        if profile_id:
+            return ", #profile = :profile REMOVE #lines", {":profile": profile_id}
+        if own:
+            return ", #lines = :lines REMOVE #profile", {":lines": profiles.lines_as_dict(own)}
+        return " REMOVE #profile, #lines", {}
 
     @staticmethod
     def _edit_conflict(
@@ -192,6 +262,22 @@ class Agents:
     def create_many(self, agents: Iterable[Agent], on_batch=None) -> int:
         """Bulk insert for demo data and imports (no existence check)."""
         return batch.put_items(self.db, self.table_name, (agent_to_item(a) for a in agents), on_batch=on_batch)
+
+    def with_profile(self, profile_id: str) -> builtins.list[Agent]:
+        """Every agent who names the routing profile: the whole roster read (its name index,
+        then the agents a hundred at a time), for the rare removal of a profile."""
+        ids = [
+            item["agent_id"]
+            for item in self.db.items(
+                "query",
+                TableName=self.table_name,
+                IndexName=AGENTS_BY_NAME.name,
+                KeyConditionExpression="#type = :agent",
+                ExpressionAttributeNames={"#type": "type"},
+                ExpressionAttributeValues={":agent": {"S": AGENT_TYPE}},
+            )
+        ]
+        return [agent for agent in self.get_many(ids) if agent.profile == profile_id]
 
     def get(self, agent_id: str) -> Agent:
         response = self.db.call(

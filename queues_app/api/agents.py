@@ -49,6 +49,10 @@ class VersionIn(InputSchema):
     PROBLEMS: ClassVar[dict[str, str]] = {"version": VERSION_PROBLEM}
 
 
+LINES_EXAMPLE = {"support": {"priority": 1}, "sales": {"priority": 2, "delay_seconds": 30}}
+LINES_PROBLEM = 'the lines served, e.g. {"support": {"priority": 1}, "sales": {"priority": 2, "delay_seconds": 30}}'
+
+
 class AgentIn(InputSchema):
     """A new agent: their name and skills, and (to make a retry safe) the id to give them."""
 
@@ -63,10 +67,20 @@ class AgentIn(InputSchema):
         description="The id to give the agent (made up when left out). Sent again with the same name and skills, "
         "the agent is answered as made (`Idempotent-Replayed: true`); with others, 409.",
     )
+    profile: str | None = Field(
+        None, description="A named routing profile (`/api/profiles`) the agent serves lines by.", examples=["blended"]
+    )
+    lines: dict[str, dict[str, StrictInt]] | None = Field(
+        None,
+        description="Or the agent's own lines: each with its `priority` (1 first, to 9) and `delay_seconds` (a "
+        "caller of that line is offered to this agent once they have waited that long). With neither, every line.",
+        examples=[LINES_EXAMPLE],
+    )
 
     PROBLEMS: ClassVar[dict[str, str]] = {
         "name": f"required: the agent's name, {inputs.NAME_PROBLEM}",
         "skills": 'required: values per dimension, e.g. {"language": ["French"]} or {"language": {"French": 5}}',
+        "lines": LINES_PROBLEM,
     }
 
 
@@ -78,6 +92,16 @@ class AgentChangeIn(VersionIn):
     skills: dict[str, list[str] | dict[str, StrictInt]] | None = Field(
         None, description="The agent's skills, all of them, with their levels or as lists (level 1)."
     )
+    profile: str | None = Field(
+        None, description="A named routing profile; null (with `lines` left out or null): every line."
+    )
+    lines: dict[str, dict[str, StrictInt]] | None = Field(
+        None,
+        description="The agent's own lines with their priority and delay (replacing a profile).",
+        examples=[LINES_EXAMPLE],
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {**VersionIn.PROBLEMS, "lines": LINES_PROBLEM}
 
 
 class ReleaseIn(InputSchema):
@@ -192,15 +216,18 @@ def agent_detail(request: HttpRequest, agent_id: ItemId):
 )
 def create_agent(request: HttpRequest, payload: AgentIn, response: HttpResponse):
     """Add an agent, logged off, with the skills given (each checked against the centre's
-    catalog: 400 naming the one at fault)."""
+    catalog: 400 naming the one at fault), serving the lines of its `profile`, its own
+    `lines`, or every line."""
     ops = api_operations(request)
+    serving = {"profile": payload.profile, "lines": payload.lines}
     try:
-        agent, status = ops.create_agent(payload.name, payload.skills, agent_id=payload.agent_id), 201
+        agent = ops.create_agent(payload.name, payload.skills, agent_id=payload.agent_id, **serving)
+        status = 201
     except Conflict:
         existing = ops.agents.get(payload.agent_id or "")
-        asked = ops.agents.build(payload.name, payload.skills, payload.agent_id)
-        if (existing.version, existing.name, existing.skills, existing.levels) != (
-            1, asked.name, asked.skills, asked.levels
+        asked = ops.agents.build(payload.name, payload.skills, payload.agent_id, **serving)
+        if (existing.version, existing.name, existing.skills, existing.levels, existing.profile, existing.lines) != (
+            1, asked.name, asked.skills, asked.levels, asked.profile, asked.lines
         ):  # fmt: skip
             raise
         agent, status = existing, 200  # a retry of this very request
@@ -228,15 +255,18 @@ def create_agent(request: HttpRequest, payload: AgentIn, response: HttpResponse)
     ),
 )
 def change_agent(request: HttpRequest, agent_id: ItemId, payload: AgentChangeIn, response: HttpResponse):
-    """Change the agent's name or skills from the `version` you read (409 from another,
-    or while they are queued or on a call)."""
+    """Change the agent's name, skills or the lines they serve from the `version` you read
+    (409 from another, or while they are queued or on a call)."""
     ops = api_operations(request)
     name, skills = payload.name, cast(dict | None, payload.skills)
     if name is None or skills is None:  # what is left out stays as it is
         now = ops.agents.get(agent_id)
         name = name if name is not None else now.name
         skills = skills if skills is not None else now.skills_with_levels
-    outcome = ops.update_agent(agent_id, name=name, skills=skills, expected_version=payload.version)
+    # The lines served change when either is sent (null for every line); left out, they stay.
+    sent = payload.model_fields_set & {"profile", "lines"}
+    serving = {"profile": payload.profile, "lines": payload.lines} if sent else {}
+    outcome = ops.update_agent(agent_id, name=name, skills=skills, expected_version=payload.version, **serving)
     if not outcome.replayed:
         note_change(request, "agent.update", agent_id, f"version {payload.version} changed")
     replayed(response, outcome.replayed)

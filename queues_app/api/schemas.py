@@ -160,6 +160,11 @@ class AgentOut(Schema):
     updated_at: str | None
     reason: str | None = Field(description="Why the agent is not ready (`missed`: an offered call not picked up).")
     status_since: str | None = Field(description="When the agent's status last changed.")
+    profile: str | None = Field(description="The named routing profile the agent serves lines by (null: none).")
+    lines: dict[str, dict[str, int]] = Field(
+        description="The agent's own lines, each with its `priority` and `delay_seconds` (empty: none of their own; "
+        "with neither a profile nor lines, the agent serves every line)."
+    )
 
 
 class CallEndedOut(Schema):

@@ -39,6 +39,8 @@ class Operations:
 
     put_line = Verb("on_line", LineOperations.put_line)
     delete_line = Verb("on_line", LineOperations.delete_line)
+    put_profile = Verb("on_line", LineOperations.put_profile)
+    delete_profile = Verb("on_line", LineOperations.delete_profile)
 
     put_shipment_queue = Verb("on_shipment_queue", ShipmentQueueOperations.put_shipment_queue)
     delete_shipment_queue = Verb("on_shipment_queue", ShipmentQueueOperations.delete_shipment_queue)

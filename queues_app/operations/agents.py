@@ -33,15 +33,21 @@ class AgentOperations:
         self.recorder = recorder
         self.call_center, self.agents, self.system = recorder.call_center, recorder.agents, recorder.system
 
-    def create_agent(self, name: str, skills: dict, *, agent_id: str | None = None) -> Agent:
-        agent = self.agents.create(name, skills, agent_id)
+    def create_agent(
+        self, name: str, skills: dict, *, agent_id: str | None = None, profile: object = None, lines: object = None
+    ) -> Agent:
+        agent = self.agents.create(name, skills, agent_id, profile=profile, lines=lines)
         self.recorder.record(named.AGENT_CREATED, "agent", agent.agent_id, f"created agent {agent.name}", None, agent)
         return agent
 
-    def update_agent(self, agent_id: str, *, name: str, skills: dict, expected_version: int) -> Outcome:
+    def update_agent(
+        self, agent_id: str, *, name: str, skills: dict, expected_version: int, **serving: object
+    ) -> Outcome:
+        """Rename the agent or change their skills, and (given as `profile` or `lines`) the
+        lines they serve."""
         before = self.agents.get(agent_id)
         with self.recorder.telling_what_changed("agent", agent_id):
-            outcome = self.agents.edit(agent_id, name=name, skills=skills, expected_version=expected_version)
+            outcome = self.agents.edit(agent_id, name=name, skills=skills, expected_version=expected_version, **serving)
         if not outcome.replayed and outcome.agent:
             after = outcome.agent
             self.recorder.record(named.AGENT_EDITED, "agent", agent_id, f"edited agent {after.name}", before, after)

@@ -1,10 +1,11 @@
-"""Audited changes of the centre's lines: created, changed, removed."""
+"""Audited changes of the centre's lines and routing profiles: created, changed, removed."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from queues_app import event_names as named
+from queues_app.lines.profiles import Profile, ProfileStore
 from queues_app.lines.records import Line
 from queues_app.operations.base import Recorder
 
@@ -41,3 +42,35 @@ class LineOperations:
             line = self.lines.delete(line_id, version, waiting=waiting)
         self.recorder.record(named.LINE_REMOVED, "line", line_id, f"line {line.name} removed", line.as_dict(), None)
         return line
+
+    def put_profile(self, data: Mapping[str, object]) -> tuple[Profile, str]:
+        """Create a routing profile or change it from `version`, as `put_line`."""
+        profiles = ProfileStore(self.recorder.call_center.db)
+        profile_id = str(data.get("profile_id", ""))
+        known = {line.line_id for line in self.lines.all()}
+        with self.recorder.telling_what_changed("profile", profile_id):
+            before = profiles.read().profiles.get(profile_id)
+            profile = profiles.put(data, known=known)
+        if before is not None and before.version == profile.version:
+            return profile, "replayed"
+        created = profile.version == 1
+        action = named.PROFILE_CREATED if created else named.PROFILE_EDITED
+        summary = (
+            f"routing profile {profile.name} created"
+            if created
+            else f"routing profile {profile.name} changed to version {profile.version}"
+        )
+        self.recorder.record(
+            action, "profile", profile_id, summary, before.as_dict() if before else None, profile.as_dict()
+        )
+        return profile, "created" if created else "changed"
+
+    def delete_profile(self, profile_id: str, version: int) -> Profile:
+        """Remove a routing profile no agent names, from the version read."""
+        agents = self.recorder.call_center.agents
+        used_by = [agent.name for agent in agents.with_profile(profile_id)]
+        with self.recorder.telling_what_changed("profile", profile_id):
+            profile = ProfileStore(self.recorder.call_center.db).delete(profile_id, version, used_by=used_by)
+        summary = f"routing profile {profile.name} removed"
+        self.recorder.record(named.PROFILE_REMOVED, "profile", profile_id, summary, profile.as_dict(), None)
+        return profile

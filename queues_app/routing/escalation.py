@@ -64,6 +64,7 @@ class Escalator:
         self.table, self.calls, self.line, self.matcher = table, calls, line, matcher
         self._policy = policy
         self.lines = lines
+        self._delays_seen: set[tuple[str, int]] = set()
 
     @property
     def policy(self) -> EscalationPolicy:
@@ -80,6 +81,7 @@ class Escalator:
         `after_seconds`) are read, however long the line.
         """
         policy, changed = self.policy, self.overflow()
+        self.count_new_delays()
         changed += self.widen_steps()
         if self.lines is not None:
             changed += PriorityAging(self.table, self.calls, self.line).age(self.lines.current())
@@ -102,16 +104,44 @@ class Escalator:
                 changed.append(self.matcher.match(relaxed, new_call=False) or relaxed)
         return changed
 
+    def count_new_delays(self) -> None:
+        """A delay of agents' routing profiles this process has not seen yet (a profile made
+        or changed while callers wait, or this process starting): the callers waiting on
+        its line are offered again now, and their place notes when it next widens."""
+        pairs = self.line.profiles.delay_pairs()
+        new, self._delays_seen = pairs - self._delays_seen, pairs
+        lines = {line_id for line_id, _ in new}
+        moment = self.table.clock()
+        for _arrived, call_id, line_id in itertools.islice(self.line.waited_past(moment), OVERFLOW_READ_CAP):
+            call = self.calls.find(call_id) if line_id in lines else None
+            if not call or call.status != CallStatus.WAITING or not call.wait_sk:
+                continue
+            try:  # due now: the widening pass that follows offers them again
+                self.table.transact(
+                    [
+                        self.table.update(
+                            keys.waiting_caller(self.table.wanted(call.preferences), call.wait_sk),
+                            "SET step_q = :q, step_due = :due",
+                            {":q": keys.line_shard(call.call_id), ":due": to_iso(moment)},
+                            condition="attribute_exists(pk)",
+                        )
+                    ]
+                )
+            except errors.TransactionCancelled:
+                continue  # taken meanwhile
+
     def widen_steps(self) -> list[Call]:
         """Offer again every caller whose routing step expired (or whose time kept for their
-        preferred agent ran out), to the agents now admitted; their place in line notes when
+        preferred agent ran out, or who waited past a delay of agents' routing profiles), to
+        the agents now admitted; their place in line notes when
         that next widens. Only callers due are read (`waiting_by_step`)."""
         moment, changed = self.table.clock(), []
         for due in list(self.line.step_expired(moment)):
             call = self.calls.find(keys.parse_wait_position(due["sk"])[2])
-            if not call or call.status != CallStatus.WAITING or not (call.steps or call.preferred_agent_id):
+            if not call or call.status != CallStatus.WAITING:
                 continue
-            next_due = steps.next_widening(call.steps, call.arrived_at, call.preferred_until, moment)
+            delays = self.line.profiles.delays(call.line)
+            next_due = steps.next_widening(call.steps, call.arrived_at, call.preferred_until, moment, delays)
             update = "SET step_due = :due" if next_due else "REMOVE step_q, step_due"
             try:
                 self.table.transact(

@@ -30,6 +30,7 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.ddb.merge import SortedMerge
 from queues_app.ddb.tables import WAITING_BY_ARRIVAL, WAITING_BY_STEP, WAITING_TO_RELAX, Index
 from queues_app.figures import facts
+from queues_app.lines.profiles import ProfileStore
 from queues_app.lines.records import Line
 from queues_app.text import counted
 
@@ -73,6 +74,7 @@ class WaitingLine:
         self.table = table
         self.db = table.db
         self.catalog = table.catalog
+        self.profiles = ProfileStore(self.db)
 
     # --- joining and leaving ----------------------------------------------------------
 
@@ -128,7 +130,8 @@ class WaitingLine:
             item["steps"] = call.steps
         if call.preferred_agent_id:
             item.update(pref=call.preferred_agent_id, pref_until=call.preferred_until)
-        due = steps.next_widening(call.steps, call.arrived_at, call.preferred_until, self.table.clock())
+        delays = self.profiles.delays(call.line)
+        due = steps.next_widening(call.steps, call.arrived_at, call.preferred_until, self.table.clock(), delays)
         if due is not None:  # when that widens: escalation offers them again then
             item.update(step_q=shard, step_due=to_iso(due))
         return item

@@ -8,6 +8,7 @@ import random
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -20,8 +21,10 @@ from queues_app.calls.store import CallExists, Calls
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable, status_clause
 from queues_app.ddb import errors, replay
-from queues_app.ddb.clock import to_iso
+from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.contention import ContentionGauge
+from queues_app.lines import profiles
+from queues_app.lines.profiles import ProfileStore
 from queues_app.routing import dispatch
 from queues_app.routing.claims import Claims
 from queues_app.routing.line import WaitingLine
@@ -120,6 +123,7 @@ class Matcher:
         self.spread = spread
         self.max_rounds = max_rounds
         self._rng = random.Random()
+        self.profiles = ProfileStore(self.db)
 
     @property
     def clock(self):
@@ -186,12 +190,15 @@ class Matcher:
         while it has some left (a FIFO caller's first round, with several matchers
         running), else the queues' heads, read and shared."""
         call, claims = search.call, search.claims
-        min_level = steps.min_level(call.steps, call.arrived_at, self.clock())
+        moment = self.clock()
+        min_level = steps.min_level(call.steps, call.arrived_at, moment)
+        admit, admitted = self.admission(call, moment)
         shared_key = (
             search.table,
             call.order,
             tuple((k, None if v is ANY else v) for k, v in sorted(call.preferences.items())),
             tuple(sorted(min_level.items())),
+            admitted,
         )
         if first_round and call.order == QueueOrder.FIFO and claims.active > 1:
             shared = claims.recent_read(shared_key, SHARED_READ_AGE)
@@ -208,9 +215,22 @@ class Matcher:
             self.candidate_limit,
             consistent=not search.new_call,
             min_level=min_level,
+            admit=admit,
         )
         claims.publish_read(shared_key, found)
         return found
+
+    def admission(self, call: Call, moment) -> tuple[Callable[[dict], bool] | None, tuple]:
+        """Which queued agents' routing profiles admit the caller now (None: every agent,
+        while no agent has a profile), and what that depends on (their line, and the
+        longest delay they have waited past), for sharing a read of the queues."""
+        read = self.profiles.current()
+        if not read.in_use:
+            return None, ()
+        arrived = from_iso(call.arrived_at)
+        waited = (moment - arrived).total_seconds() if arrived else 0.0
+        passed = max((d for d in self.profiles.delays(call.line) if d <= waited), default=0)
+        return (lambda message: profiles.admits_message(message, read, call.line, waited)), (call.line, passed)
 
     def _try_each(self, search: _Search, candidates: list[Candidate]) -> Call | None:
         """Try the candidates one by one until one is assigned; a lost try spreads the

@@ -111,13 +111,19 @@ def queue_candidates(
     *,
     consistent: bool = True,
     min_level: dict[str, int] | None = None,
+    admit: Callable[[dict], bool] | None = None,
 ) -> list[Candidate]:
     """Heads of every queue that fits the preferences, merged in queue order (FIFO, or LIFO
     newest first): one Query of each of their sub-queues, all sent at once (`queue_heads`).
-    With `min_level` (a routing step), only agents at those levels or above."""
+    With `min_level` (a routing step), only agents at those levels or above; with `admit`
+    (their routing profiles), only the agents whose messages it admits."""
     combos = matching_combinations(table.catalog, preferences)
     newest_first = order == QueueOrder.LIFO
-    keep = (lambda item: meets(item.get("lv") or {}, min_level)) if min_level else None
+
+    def meets_all(item: dict) -> bool:
+        return (not min_level or meets(item.get("lv") or {}, min_level)) and (admit is None or admit(item))
+
+    keep = meets_all if min_level or admit else None
     heads = queue_heads(
         table.db, table.name, combos, limit, newest_first=newest_first, consistent=consistent, keep=keep
     )

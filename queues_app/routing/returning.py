@@ -1,7 +1,8 @@
 """An agent coming back (made available, or ending a call to the queue) takes the
 longest-waiting caller they fit: the callers kept for them as their preferred agent first,
-then the heads of the line's parts they fit, passing callers kept for someone else or
-whose routing step they do not meet. One conditioned transaction per try, as matching's
+then, line by line in their routing profile's priority, the heads of the line's parts they
+fit, passing callers kept for someone else, of other lines, not yet waited past the line's
+delay, or whose routing step they do not meet. One conditioned transaction per try, as matching's
 (docs/architecture.md, "Matching")."""
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from queues_app import steps
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.skills import best_levels, fits, meets
 from queues_app.calls.records import Call, CallStatus
+from queues_app.centre import keys
 from queues_app.centre.table import agent_changed, status_clause
 from queues_app.ddb import errors
-from queues_app.ddb.clock import to_iso
+from queues_app.ddb.clock import from_iso, to_iso
+from queues_app.lines import profiles
 from queues_app.routing.matching import Matcher, assignment_change, why_entry
 from queues_app.routing.queues import Candidate
 
@@ -56,13 +59,24 @@ class ComingBack:
             )
             if outcome is not _TAKEN:
                 return cast(Call | None, outcome)
-        for _round in range(OFFER_ROUNDS):
-            heads = self.matcher.line.heads_for(agent.skills, consistent=from_queue, takes=takes)
-            if not heads:
-                return None
-            outcome = self._offer_heads(agent, heads, from_queue=from_queue, change=change, after_call=after_call)
-            if outcome is not _TAKEN:
-                return cast(Call | None, outcome)
+        serving = self.matcher.profiles.serving(agent.profile, agent.lines)
+        # Their lines by priority, first priority first (one group of every line without a profile).
+        for lines in profiles.tiers(serving) if serving else [None]:
+
+            def on_lines(waiting: dict, lines=lines) -> bool:
+                if lines is None:
+                    return takes(waiting)
+                arrived, line_id = keys.parse_wait_since(waiting.get("wait_since", ""))
+                waited = (moment - (from_iso(arrived) or moment)).total_seconds()
+                return line_id in lines and profiles.admits(serving, line_id, waited) and takes(waiting)
+
+            for _round in range(OFFER_ROUNDS):
+                heads = self.matcher.line.heads_for(agent.skills, consistent=from_queue, takes=on_lines)
+                if not heads:
+                    break
+                outcome = self._offer_heads(agent, heads, from_queue=from_queue, change=change, after_call=after_call)
+                if outcome is not _TAKEN:
+                    return cast(Call | None, outcome)
         return None
 
     def _kept_for(self, agent: Agent, moment) -> list[dict]:

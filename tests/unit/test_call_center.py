@@ -377,6 +377,7 @@ def test_a_lost_transaction_conflict_is_retried(clock):
     }
     with Stubber(client) as stub:
         stub.add_response("query", {"Items": []}, None)  # the lines (none: main), read once a few seconds
+        stub.add_response("query", {"Items": []}, None)  # the routing profiles (none), likewise
         # One Query of each sub-queue, sent at once: which one gets the message does not matter.
         stub.add_response("query", {"Items": [marshal(message)]}, None)
         for _ in range(keys.QUEUE_SPLIT - 1):
@@ -413,6 +414,7 @@ def test_a_condition_failure_moves_on_to_the_next_candidate(clock):
     ]
     with Stubber(client) as stub:
         stub.add_response("query", {"Items": []}, None)  # the lines (none: main)
+        stub.add_response("query", {"Items": []}, None)  # the routing profiles (none)
         stub.add_response("query", {"Items": items}, None)
         for _ in range(keys.QUEUE_SPLIT - 1):
             stub.add_response("query", {"Items": []}, None)
@@ -546,6 +548,7 @@ def test_a_caller_alone_always_reads_the_queue(router):
     for name in ("First", "Second"):
         router.make_available(agent(router, name, ["English"], "F").agent_id)
     router.lines.current()  # the lines, read once every few seconds, not by each arrival
+    router.matcher.profiles.current()  # and the routing profiles
     for _ in range(2):
         with meter.measure() as measured:
             router.create_call({"language": "English", "gender": "F"})

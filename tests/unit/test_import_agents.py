@@ -68,3 +68,21 @@ def test_an_agent_queued_is_left_as_they_are_and_named(moto_db, tmp_path):
         run(tmp_path, ROSTER.replace("Bo Chen", "Bo Chen-Li").replace("French:5", "French:4"))
     assert "Left as they were: ana (line 2): Ana Lima is queued" in str(raised.value)
     assert Agents().get("bo").name == "Bo Chen-Li"  # the others were applied
+
+
+def test_a_profile_column_sets_the_lines_served_and_an_unknown_profile_changes_nothing(moto_db, tmp_path):
+    from queues_app.lines.profiles import ProfileStore
+
+    ProfileStore(Agents().db).put({"profile_id": "blended", "name": "Blended", "lines": {"main": {}}}, known={"main"})
+    run(tmp_path, ROSTER)
+    with_profile = (
+        "agent_id,name,language,gender,profile\nana,Ana Lima,French:5 English:2,F,blended\nbo,Bo Chen,English,M,\n"
+    )
+    out = run(tmp_path, with_profile)
+    assert "update  ana: profile -> blended" in out and "same    bo" in out, out
+    assert Agents().get("ana").profile == "blended"
+    assert "Nothing to change." in run(tmp_path, with_profile)
+    assert "same    ana" in run(tmp_path, ROSTER, "--dry-run")  # no column: the lines served stay
+    with pytest.raises(CommandError, match="line 3: no routing profile 'gone'"):
+        run(tmp_path, with_profile.replace("M,\n", "M,gone\n"))
+    assert Agents().get("bo").profile is None

@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 from queues_app.agents.files import RosterError, plan, read_csv
 from queues_app.agents.roster import Agents
 from queues_app.ddb import errors
+from queues_app.lines.profiles import ProfileStore
 from queues_app.management.arguments import CheckedCommand
 from queues_app.management.outcomes import dynamo_failure, read_file
 from queues_app.operations import Operations
@@ -21,7 +22,8 @@ MAX_FILE_BYTES = 5_000_000
 class Command(CheckedCommand):
     help = (
         "Create and change agents from a CSV file with the columns agent_id, name and one per skill dimension "
-        "(values separated by spaces or ';', each with its level after a colon: 'French:5 English:2'). The "
+        "(values separated by spaces or ';', each with its level after a colon: 'French:5 English:2'), and "
+        "optionally profile (a named routing profile; empty: every line). The "
         "whole file is checked first (a row at fault: nothing changes); each agent is then created or changed "
         "from the version read, and audited. An agent queued or on a call is left as it is and named. Agents the "
         "file leaves out are left as they are."
@@ -35,7 +37,7 @@ class Command(CheckedCommand):
         agents = Agents()
         text = read_file(file, MAX_FILE_BYTES, encoding="utf-8-sig")  # a spreadsheet's BOM read as none
         try:
-            rows = read_csv(text, agents.catalog)
+            rows = read_csv(text, agents.catalog, set(ProfileStore(agents.db).read().profiles))
         except RosterError as exc:
             raise CommandError(f"{file}: {exc}; nothing was changed.") from exc
         try:
@@ -57,10 +59,14 @@ class Command(CheckedCommand):
             row = change.row
             try:
                 if change.action == "create":
-                    operations.create_agent(row.name, row.skills, agent_id=row.agent_id)
+                    operations.create_agent(row.name, row.skills, agent_id=row.agent_id, profile=row.profile or None)
                 else:
                     operations.update_agent(
-                        row.agent_id, name=row.name, skills=row.skills, expected_version=change.current.version
+                        row.agent_id,
+                        name=row.name,
+                        skills=row.skills,
+                        expected_version=change.current.version,
+                        **row.serving,
                     )
             except (errors.Conflict, errors.NotFound) as exc:
                 refused.append(f"{row.agent_id} (line {row.line}): {exc.message}")
