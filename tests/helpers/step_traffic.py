@@ -1,11 +1,13 @@
 """One side of the routing-steps race, from a process of its own:
 
     python -m tests.helpers.step_traffic callers SEED COUNT
+    python -m tests.helpers.step_traffic line-callers SEED COUNT LINE
     python -m tests.helpers.step_traffic agents SEED AGENT_ID...
 
 with DYNAMODB_ENDPOINT_URL and DYNAMODB_TABLE_PREFIX naming the tables. `callers` places
 COUNT French callers whose one step (an hour long) admits only agents at language level 4
-or above; `agents` makes the agents named available, in an order of its own. Both start
+or above; `line-callers` places COUNT callers on LINE, with no preference (routing profiles
+choose who may take them); `agents` makes the agents named available, in an order of its own. Both start
 together (at the next whole second) and print what they did, one line each.
 """
 
@@ -35,6 +37,11 @@ def main(role: str, seed: int, rest: list[str]) -> None:
     if role == "callers":
         for _ in range(int(rest[0])):
             call, _ = centre.create_call({"language": "French"}, steps=STEPS)
+            print(call.call_id, call.status, call.agent_id, flush=True)
+            time.sleep(rng.uniform(0, 0.01))
+    elif role == "line-callers":
+        for _ in range(int(rest[0])):
+            call, _ = centre.create_call({}, line=rest[1])
             print(call.call_id, call.status, call.agent_id, flush=True)
             time.sleep(rng.uniform(0, 0.01))
     else:
