@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16] [--processes]
                                        [--algorithms ours,article] [--seed 7] [--repeat 3]
-                                       [--warmup 1] [--answer-timeout S] [--steps] [--endpoint URL] [--smoke]
+                                       [--warmup 1] [--answer-timeout S] [--steps] [--profiles]
+                                       [--endpoint URL] [--smoke]
 
 For each algorithm and each K: fresh tables, the same seeded agents (gender F/M/X, one
 to three languages), all queued before timing starts; then K matchers drain the queues.
@@ -64,6 +65,7 @@ from queues_app.centre import keys
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now, to_iso
+from queues_app.lines.profiles import ProfileStore
 from queues_app.management.commands import run_matcher
 from queues_app.routing import dispatch
 from queues_app.routing.matching import Matcher
@@ -91,6 +93,11 @@ def catalog() -> SkillCatalog:
 # path of a step (its filter on levels) at the same drain as without.
 STEPS = os.environ.get("BENCH_MATCHING_STEPS") == "1"
 CALLER_STEPS = [{"min_level": {"language": 2}, "seconds": 3600}]
+# With --profiles (likewise): every agent serves lines by a named routing profile that
+# admits the callers of the product's matchers (on `support`), so that each match reads
+# the profiles and filters the queues' messages by them at the same drain as without.
+PROFILES = os.environ.get("BENCH_MATCHING_PROFILES") == "1"
+PROFILE = {"profile_id": "blended", "name": "Blended", "lines": {"support": {}, "sales": {"priority": 2}}}
 
 
 def make_agents(count: int, seed: int) -> list[tuple[str, str, dict]]:
@@ -132,6 +139,7 @@ class DirectMatcher:
             order=QueueOrder.FIFO,
             arrived_at=to_iso(now()),
             steps=CALLER_STEPS if STEPS else [],
+            line="support" if PROFILES else None,
         )
         assigned = self.router.matcher.match(call, new_call=True)
         if not assigned:
@@ -292,7 +300,12 @@ def queued_tables(endpoint: str, algorithm: str, k: int, agent_specs: list, *lab
     with harness.fresh_tables(endpoint, "matching", algorithm, k, *labels) as db:
         ArticleMatcher(db, skill_catalog).initialize_metadata()
         agents = Agents(db, skill_catalog)
-        agents.create_many([agents.build(name, skills, agent_id=agent_id) for agent_id, name, skills in agent_specs])
+        profile = None
+        if PROFILES:
+            profile = ProfileStore(db).put(PROFILE, known={"support", "sales"}).profile_id
+        agents.create_many(
+            [agents.build(name, skills, agent_id=agent_id, profile=profile) for agent_id, name, skills in agent_specs]
+        )
         queue_all(db, skill_catalog, agent_specs)
         yield db
 
@@ -886,11 +899,20 @@ def main(argv: list[str] | None = None) -> int:
         help="agents with levels 2-5 and callers of the product's matchers with a routing step all of them meet "
         "(the cost of a step's filter)",
     )
+    parser.add_argument(
+        "--profiles",
+        action="store_true",
+        help="agents serving lines by a named routing profile that admits every caller (the cost of its filter)",
+    )
     args = harness.parse(parser, argv, smoke=SMOKE)
     if args.steps:
         global STEPS
         STEPS = True
         os.environ["BENCH_MATCHING_STEPS"] = "1"  # the processes started read it
+    if args.profiles:
+        global PROFILES
+        PROFILES = True
+        os.environ["BENCH_MATCHING_PROFILES"] = "1"
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
         parser.error("--threads and --agents need positive numbers")
     if args.answer_timeout is not None:
