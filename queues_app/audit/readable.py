@@ -34,6 +34,25 @@ def _skills(value: object) -> str:
     return "; ".join(f"{name}: {', '.join(map(str, values))}" for name, values in value.items())
 
 
+def _levels(value: object) -> str:
+    if not isinstance(value, dict):
+        return _plain(value)
+    shown = [f"{v} {n}" for values in value.values() if isinstance(values, dict) for v, n in values.items()]
+    return ", ".join(shown) or "all 1"
+
+
+def _lines(value: object) -> str:
+    """Lines served, as stored ({line: {"priority", "delay_seconds"}}): "support (1), sales (2, after 30 s)"."""
+    if not isinstance(value, dict) or not value:
+        return _plain(value)
+    parts = []
+    given = {line_id: terms if isinstance(terms, dict) else {} for line_id, terms in value.items()}
+    for line_id, terms in sorted(given.items(), key=lambda pair: (pair[1].get("priority", 1), pair[0])):
+        delay = terms.get("delay_seconds") or 0
+        parts.append(f"{line_id} ({terms.get('priority', 1)}" + (f", after {delay} s)" if delay else ")"))
+    return ", ".join(parts)
+
+
 def _relaxed(value: object) -> str:
     if not isinstance(value, list):
         return _plain(value)
@@ -62,6 +81,9 @@ READABLE: dict[str, dict[str, tuple[str, Callable[[object], str]]]] = {
         "status": ("status", _status),
         "name": ("name", _plain),
         "skills": ("skills", _skills),
+        "levels": ("levels", _levels),
+        "profile": ("routing profile", _plain),
+        "lines": ("own lines", _lines),
         "call_id": ("call", _plain),
         "queued_at": ("queued at", _plain),
     },
@@ -92,6 +114,10 @@ READABLE: dict[str, dict[str, tuple[str, Callable[[object], str]]]] = {
         "status": ("status", _status),
         "attempts": ("attempts", _plain),
         "result": ("result", _plain),
+    },
+    "profile": {
+        "name": ("name", _plain),
+        "lines": ("lines", _lines),
     },
     "queue": {
         "shed": ("tasks shed", _plain),

@@ -196,3 +196,26 @@ def test_the_agent_and_the_caller_chosen_are_the_ones_the_rules_choose(centre, c
                 centre.end_call(current.call_id, then="offline")
             else:
                 centre.log_off(made.agent_id)
+
+
+def test_the_audit_trail_says_the_lines_served_and_the_levels_in_words(centre, clock):
+    from queues_app.audit.readable import readable_changes
+    from queues_app.operations import Operations
+
+    ops = Operations("sam-supervisor", "page")
+    made = ops.create_agent("Ana", {"language": {"French": 5}, "gender": ["F"]})
+    lines = {"support": {"priority": 1}, "sales": {"priority": 2, "delay_seconds": 30}}
+    ops.update_agent(made.agent_id, name="Ana", skills=made.skills_with_levels, expected_version=1, lines=lines)
+    entry = next(e for e in history(made.agent_id) if e.action == "agent.update")
+    assert ("own lines", "–", "support (1), sales (2, after 30 s)") in readable_changes(
+        "agent", entry.before, entry.after
+    )
+    created = next(e for e in history(made.agent_id) if e.action == "agent.create")
+    assert ("levels", "–", "French 5") in readable_changes("agent", created.before, created.after)
+
+
+def history(agent_id):
+    from queues_app.audit.records import target
+    from queues_app.audit.store import AuditTrail
+
+    return AuditTrail().for_target(target("agent", agent_id)).entries
