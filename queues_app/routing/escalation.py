@@ -111,6 +111,8 @@ class Escalator:
         pairs = self.line.profiles.delay_pairs()
         new, self._delays_seen = pairs - self._delays_seen, pairs
         lines = {line_id for line_id, _ in new}
+        if not lines:
+            return
         moment = self.table.clock()
         for _arrived, call_id, line_id in itertools.islice(self.line.waited_past(moment), OVERFLOW_READ_CAP):
             call = self.calls.find(call_id) if line_id in lines else None

@@ -219,3 +219,15 @@ def history(agent_id):
     from queues_app.audit.store import AuditTrail
 
     return AuditTrail().for_target(target("agent", agent_id)).entries
+
+
+def test_an_escalation_pass_reads_the_line_for_a_delay_only_when_it_is_new(centre, clock, monkeypatch):
+    agent(centre, clock, "Delayed", lines={"sales": {"delay_seconds": 30}})
+    centre.create_call({}, line="sales")
+    centre.escalate()  # this process sees the delay for the first time: the sales callers are offered again
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("the line was read for a delay seen already")
+
+    monkeypatch.setattr(centre.line, "waited_past", read_again)
+    centre.escalate()
