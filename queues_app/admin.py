@@ -21,6 +21,7 @@ from django.utils.html import format_html
 from queues_app.agents.records import AgentStatus, not_ready_reasons
 from queues_app.agents.roster import Agents
 from queues_app.centre.call_center import CallCenter
+from queues_app.ddb.client import default
 from queues_app.ddb.clock import now, to_iso
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.ddb.paging import Page
@@ -28,6 +29,7 @@ from queues_app.forms import queue_name, selected
 from queues_app.http.errors import describe
 from queues_app.http.roles import can_act
 from queues_app.inputs import NAME_MAX, NAME_PROBLEM
+from queues_app.lines.profiles import ProfileStore
 from queues_app.models import AgentEntry, ApiToken, LineEntry, QueueEntry, ShipmentEntry, TaskEntry
 from queues_app.monitoring.overview import LineNow, lines_now
 from queues_app.operations import Operations
@@ -35,7 +37,7 @@ from queues_app.operations.bulk import BulkReport, Seen, not_ready_action
 from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
-from queues_app.templatetags.switchboard import as_json, since, skills_text, until
+from queues_app.templatetags.switchboard import as_json, lines_served, since, skills_text, until
 
 PAGE_SIZE = 50
 
@@ -219,6 +221,9 @@ class AgentAdmin(DynamoAdmin):
         Column("Name", lambda a: a.name),
         Column("Id", lambda a: a.agent_id),
         Column("Skills", skills_text),  # with levels above 1: "English, French 5, F"
+        # "Blended: support (1), sales (2, after 30 s)", "Every line": the profiles read at
+        # most a few seconds ago by this process (one Query a page at most).
+        Column("Lines served", lambda a: lines_served(a, ProfileStore(default()).current().profiles)),
         Column("Status", lambda a: a.status_label),
         Column("In this status", lambda a: since(a.status_since)),
     ]
@@ -240,12 +245,19 @@ class AgentAdmin(DynamoAdmin):
         search = request.GET.get("q") or None
         if search and len(search) > NAME_MAX:
             raise InvalidRequest(f"A search by name is {NAME_PROBLEM}.")
-        return Agents().list(
+        agents = Agents()
+        page = agents.list(
             cursor=request.GET.get("cursor"),
             limit=PAGE_SIZE,
             status=status if status in AgentStatus.ALL else None,
             search=search,
         )
+        if status and page.items:
+            # A status's list is read from its index, which leaves out levels and the lines
+            # served: the page's agents whole (one BatchGetItem), in the page's order.
+            whole = {a.agent_id: a for a in agents.get_many(a.agent_id for a in page.items)}
+            page.items = [whole.get(a.agent_id, a) for a in page.items]
+        return page
 
     def item_id(self, item) -> str:
         return item.agent_id

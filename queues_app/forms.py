@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from typing import cast
 
 from django import forms
@@ -20,7 +21,8 @@ from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.records import QueueOrder
 from queues_app.centre import keys
 from queues_app.ddb.errors import InvalidRequest
-from queues_app.lines.records import LINE_ID, LINE_ID_RULE
+from queues_app.lines import profiles
+from queues_app.lines.records import LINE_ID, LINE_ID_RULE, Line
 from queues_app.operations.bulk import Seen
 from queues_app.shipments.records import DEFAULT_DLQ_REASON
 from queues_app.steps import LEVEL_MAX, LEVEL_MIN
@@ -237,12 +239,41 @@ class LevelField(forms.TypedChoiceField):
         )
 
 
+# The agent form's choice that keeps the agent's own lines (no profile id starts with "~").
+OWN_LINES = "~own"
+PROFILE_GONE = "That routing profile no longer exists (removed meanwhile); choose another."
+
+
 class AgentForm(SkillFields, VersionForm):
     name = forms.CharField(max_length=inputs.NAME_MAX, strip=True, validators=[typed_text])
+    profile = forms.ChoiceField(
+        label="Lines served",
+        required=False,
+        choices=[("", "Every line")],
+        error_messages={"invalid_choice": PROFILE_GONE},
+    )
 
-    def __init__(self, *args, catalog: SkillCatalog, **kwargs):
+    def __init__(
+        self,
+        *args,
+        catalog: SkillCatalog,
+        named: Sequence[profiles.Profile] | None = (),
+        own: profiles.Serving | None = None,
+        **kwargs,
+    ):
+        """`named`: the routing profiles to choose from (None: they could not be read, and
+        the one sent is left for the service to check); `own`: the lines the agent edited
+        serves of their own (kept when chosen)."""
         super().__init__(*args, **kwargs)
         self.catalog = catalog
+        if named is None:
+            sent = str(self.data.get("profile") or "")
+            choices = [("", "Every line"), *([(sent, sent)] if profiles.PROFILE_ID.match(sent) else [])]
+        else:
+            choices = [("", "Every line"), *((p.profile_id, p.name) for p in named)]
+        if own:
+            choices.append((OWN_LINES, f"Their own lines: {profiles.describe(own)}"))
+        cast(forms.ChoiceField, self.fields["profile"]).choices = choices
         for dimension, values in catalog.dimensions:
             self.fields[skill_field_name(dimension)] = forms.MultipleChoiceField(
                 label=dimension.capitalize(),
@@ -257,6 +288,7 @@ class AgentForm(SkillFields, VersionForm):
     @classmethod
     def initial_for(cls, agent) -> dict:
         initial = {"name": agent.name, "version": agent.version}
+        initial["profile"] = agent.profile or (OWN_LINES if agent.lines else "")
         for dimension, values in agent.skills.items():
             initial[skill_field_name(dimension)] = values
         held = agent.skills_with_levels
@@ -287,6 +319,16 @@ class AgentForm(SkillFields, VersionForm):
             }
             for dimension, values in self.catalog.dimensions
         }
+
+    @property
+    def serving(self) -> dict[str, str | None]:
+        """The lines served as `create_agent` and `update_agent` take them: a named profile,
+        or neither (every line); nothing for the agent's own lines kept, or from a form drawn
+        before it asked (what the agent serves stays as it is)."""
+        choice = self.cleaned_data.get("profile") or None
+        if "profile" not in self.data or choice == OWN_LINES:
+            return {}
+        return {"profile": choice, "lines": None}
 
 
 class CallForm(PreferenceFields, forms.Form):
@@ -521,3 +563,106 @@ class LineForm(VersionForm):
             day, ranges = found.group(1).lower()[:3], found.group(2).replace(",", " ").split()
             hours[day] = [r.split("-", 1) if "-" in r else [r, ""] for r in ranges]
         return hours
+
+
+PRIORITY_CHOICES = [(n, str(n)) for n in range(profiles.PRIORITY_MIN, profiles.PRIORITY_MAX + 1)]
+NO_LINE_SERVED = "Tick at least one line the profile serves."
+
+
+class ProfileForm(VersionForm):
+    """A routing profile as a supervisor edits it: its id (a new one's only), its name,
+    and for each of the centre's lines whether it is served, its priority (1 first) and
+    its delay. The profiles' own rules (`lines.profiles.parse_profile`) check it again;
+    their errors come back on the field."""
+
+    profile_id = forms.RegexField(
+        regex=profiles.PROFILE_ID,
+        max_length=40,
+        label="Profile id",
+        help_text=f"{profiles.PROFILE_ID_RULE}; it cannot change later.",
+        error_messages={"invalid": f"It must be {profiles.PROFILE_ID_RULE}."},
+    )
+    name = forms.CharField(max_length=profiles.NAME_MAX, strip=True, validators=[typed_text])
+
+    def __init__(self, *args, lines: Sequence[Line], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lines = list(lines)
+        for line in self.lines:
+            self._add_line(line.line_id, line.name)
+
+    def _add_line(self, line_id: str, name: str) -> None:
+        priority = f"The priority of {name} must be a whole number {profiles.PRIORITY_MIN} to {profiles.PRIORITY_MAX}."
+        delay = f"The delay of {name} must be a whole number of seconds, 0 to {profiles.MAX_DELAY_SECONDS}."
+        self.fields[f"serves_{line_id}"] = forms.BooleanField(
+            required=False, label=f"Serves {name}", widget=forms.CheckboxInput(attrs={"aria-label": f"Serves {name}"})
+        )
+        self.fields[f"priority_{line_id}"] = forms.TypedChoiceField(
+            label=f"{name} priority",
+            choices=PRIORITY_CHOICES,
+            coerce=int,
+            empty_value=None,
+            required=False,
+            initial=profiles.PRIORITY_MIN,
+            widget=forms.Select(attrs={"aria-label": f"{name} priority"}),
+            error_messages={"invalid_choice": priority},
+        )
+        self.fields[f"delay_{line_id}"] = forms.IntegerField(
+            label=f"{name} delay",
+            min_value=0,
+            max_value=profiles.MAX_DELAY_SECONDS,
+            required=False,
+            initial=0,
+            widget=forms.NumberInput(attrs={"aria-label": f"{name} delay in seconds"}),
+            error_messages={"invalid": delay, "min_value": delay, "max_value": delay},
+        )
+
+    @classmethod
+    def initial_for(cls, profile: profiles.Profile) -> dict:
+        initial: dict[str, object] = {"profile_id": profile.profile_id, "name": profile.name}
+        initial["version"] = profile.version
+        for line_id, terms in profile.lines.items():
+            initial[f"serves_{line_id}"] = True
+            initial[f"priority_{line_id}"] = terms.priority
+            initial[f"delay_{line_id}"] = terms.delay_seconds
+        return initial
+
+    def line_rows(self) -> list[tuple[Line, forms.BoundField, forms.BoundField, forms.BoundField]]:
+        """Each line with its three fields: served, priority, delay."""
+        return [
+            (line, self[f"serves_{line.line_id}"], self[f"priority_{line.line_id}"], self[f"delay_{line.line_id}"])
+            for line in self.lines
+        ]
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.lines and not any(cleaned.get(f"serves_{line.line_id}") for line in self.lines):
+            self.add_error(None, NO_LINE_SERVED)
+        return cleaned
+
+    def field_for(self, field: str | None) -> str | None:
+        """The form field a profile's rule names (`lines.sales.delay_seconds` is `delay_sales`)."""
+        if not field:
+            return None
+        parts = field.split(".")
+        name = parts[0]
+        if name == "lines" and len(parts) > 1:
+            term = parts[2] if len(parts) > 2 else ""
+            name = {"priority": "priority_", "delay_seconds": "delay_"}.get(term, "serves_") + parts[1]
+        return name if name in self.fields else None
+
+    def profile_data(self) -> dict:
+        """The profile as `Operations.put_profile` takes it."""
+        data = self.cleaned_data
+        return {
+            "profile_id": data["profile_id"],
+            "name": data["name"],
+            "lines": {
+                line.line_id: {
+                    "priority": data.get(f"priority_{line.line_id}") or profiles.PRIORITY_MIN,
+                    "delay_seconds": data.get(f"delay_{line.line_id}") or 0,
+                }
+                for line in self.lines
+                if data.get(f"serves_{line.line_id}")
+            },
+            "version": data.get("version") or 0,
+        }

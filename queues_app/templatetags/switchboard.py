@@ -13,6 +13,7 @@ from django.utils.html import format_html
 
 from queues_app.agents.skills import SkillCatalog, describe_levels
 from queues_app.ddb.clock import from_iso, now
+from queues_app.lines import profiles as routing_profiles
 from queues_app.steps import describe_all
 from queues_app.text import visible
 
@@ -175,6 +176,24 @@ def skill_chips(agent) -> list[str]:
     levels = getattr(agent, "levels", None) or {}
     skills = _in_catalog_order(agent.skills)
     return [describe_levels({name: [value]}, levels) for name, values in skills.items() for value in values]
+
+
+@register.filter
+def lines_text(serving) -> str:
+    """The lines a routing profile serves in words: "support (1), sales (2, after 30 s)"."""
+    return routing_profiles.describe(serving)
+
+
+@register.filter
+def lines_served(agent, profiles) -> str:
+    """The lines an agent serves in words: their routing profile's name and its lines,
+    their own lines, or every line. `profiles`: the named profiles by id."""
+    if agent.profile:
+        profile = (profiles or {}).get(agent.profile)
+        if profile is None:
+            return f"Every line (their routing profile {agent.profile} was removed)"
+        return f"{profile.name}: {routing_profiles.describe(profile.lines)}"
+    return f"Their own: {routing_profiles.describe(agent.lines)}" if agent.lines else "Every line"
 
 
 @register.filter

@@ -18,10 +18,12 @@ from queues_app.audit.day import agent_day
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
 from queues_app.centre.call_center import CallCenter
-from queues_app.ddb.errors import InvalidRequest, NotFound
+from queues_app.ddb.client import default
+from queues_app.ddb.errors import DynamoError, InvalidRequest, NotFound
 from queues_app.forms import AgentFilterForm, AgentForm, ReleaseForm, errors_in
 from queues_app.http.roles import require_supervisor
 from queues_app.inputs import THEN
+from queues_app.lines.profiles import Profile, ProfileStore
 from queues_app.views.common import (
     ask_first,
     back_url,
@@ -178,10 +180,14 @@ def _gone(agent_id: str, listed_status: str) -> dict:
 def agent_create(request):
     require_supervisor(request)  # a viewer is shown no form they could not send
     catalog = SkillCatalog.from_settings()
-    form = AgentForm(request.POST or None, catalog=catalog)
+    try:
+        named: list[Profile] | None = ProfileStore(default()).all()
+    except DynamoError:
+        named = None  # DynamoDB is out of reach: saving says so, on the form
+    form = AgentForm(request.POST or None, catalog=catalog, named=named)
     if request.method == "POST":
         agent = form.is_valid() and save_form(
-            form, lambda: operations(request).create_agent(form.cleaned_data["name"], form.skills)
+            form, lambda: operations(request).create_agent(form.cleaned_data["name"], form.skills, **form.serving)
         )
         if agent:
             messages.success(request, f"Created agent {agent.name}.")
@@ -198,7 +204,14 @@ def agent_detail(request, agent_id: str):
     catalog = SkillCatalog.from_settings()
     agents = Agents(catalog=catalog)
     agent = agents.get(check_id("agent", agent_id))
-    form = AgentForm(request.POST or None, catalog=catalog, initial=AgentForm.initial_for(agent))
+    named = ProfileStore(agents.db).read().profiles
+    form = AgentForm(
+        request.POST or None,
+        catalog=catalog,
+        named=sorted(named.values(), key=lambda p: p.profile_id),
+        own=agent.lines,
+        initial=AgentForm.initial_for(agent),
+    )
     if request.method == "POST" and form.is_valid():
         outcome = save_form(
             form,
@@ -207,6 +220,7 @@ def agent_detail(request, agent_id: str):
                 name=form.cleaned_data["name"],
                 skills=form.skills,
                 expected_version=form.expected_version or agent.version,
+                **form.serving,
             ),
         )
         if outcome:
@@ -215,29 +229,14 @@ def agent_detail(request, agent_id: str):
             else:
                 messages.success(request, f"Saved {outcome.agent.name}.")
             return redirect("agent-detail", agent_id=agent_id)
-    trail = AuditTrail()
-    history = trail.for_target(target("agent", agent_id), limit=20)
-    # The current call's record gives the start of the stretch in progress (one GetItem).
-    call = CallCenter().find_call(agent.call_id) if agent.call_id else None
-    day = agent_day(
-        trail,
-        agent_id,
-        current_status=agent.status,
-        current_since=agent.status_since or agent.updated_at,
-        current_reason=agent.reason,
-        current_call=agent.call_id,
-        call_started=(call.answered_at or call.assigned_at) if call else None,
-    )
     return render(
         request,
         "queues_app/agent_detail.html",
         {
             "agent": agent,
             "form": form,
-            "history": history.entries,
-            "history_more": history.next_cursor is not None,
-            "day": day,
-            "answer_by": call.answer_by if call else None,
+            "profiles": named,
+            **_activity(agent),
             "day_colors": DAY_COLORS,
             "status_labels": AgentStatus.LABELS,
             "release_then": THEN,
@@ -246,6 +245,29 @@ def agent_detail(request, agent_id: str):
         },
         status=400 if form.errors else 200,
     )
+
+
+def _activity(agent: Agent) -> dict:
+    """The agent's day so far and their recent history, for their page."""
+    trail = AuditTrail()
+    history = trail.for_target(target("agent", agent.agent_id), limit=20)
+    # The current call's record gives the start of the stretch in progress (one GetItem).
+    call = CallCenter().find_call(agent.call_id) if agent.call_id else None
+    day = agent_day(
+        trail,
+        agent.agent_id,
+        current_status=agent.status,
+        current_since=agent.status_since or agent.updated_at,
+        current_reason=agent.reason,
+        current_call=agent.call_id,
+        call_started=(call.answered_at or call.assigned_at) if call else None,
+    )
+    return {
+        "history": history.entries,
+        "history_more": history.next_cursor is not None,
+        "day": day,
+        "answer_by": call.answer_by if call else None,
+    }
 
 
 def _call_note(call) -> str:

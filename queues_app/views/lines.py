@@ -1,6 +1,6 @@
 """The Lines page: the centre's lines with how they stand now (open or closed, callers
 waiting, longest wait: `monitoring.overview.lines_now`), each edited from the version
-shown and removed once nobody waits."""
+shown and removed once nobody waits; and the routing profiles (`views/profiles.py`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError, InvalidRequest
 from queues_app.forms import LineForm
 from queues_app.http.roles import require_supervisor
+from queues_app.lines.profiles import ProfileStore
 from queues_app.monitoring.overview import lines_now
 from queues_app.views.common import operations, problem_text, seen_version, supervisor_action
 
@@ -23,7 +24,8 @@ def line_list(request):
     center = CallCenter()
     lines = center.lines.all()
     rows = lines_now(center, lines, now())
-    return render(request, "queues_app/lines.html", {"rows": rows, "configured": lines[0].version})
+    context = {"rows": rows, "configured": lines[0].version, "profiles": ProfileStore(center.db).all()}
+    return render(request, "queues_app/lines.html", context)
 
 
 @require_http_methods(["GET", "POST"])

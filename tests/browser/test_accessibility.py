@@ -28,6 +28,7 @@ PAGES = [
     "/queues/",
     "/lines/",
     "/lines/new",
+    "/lines/profiles/new",
     "/shipments/",
     "/shipments/?view=dlq",
     "/tasks/",

@@ -82,6 +82,7 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
         "/queues/",
         "/lines/",
         "/lines/new",
+        "/lines/profiles/new",
         "/shipments/",
         "/shipments/?view=dlq",
         f"/shipments/{shipment.shipment_id}/",

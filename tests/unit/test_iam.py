@@ -136,6 +136,7 @@ def web(db, staff, token) -> None:
         ("/queues/", {}),
         ("/lines/", {}),
         ("/lines/new", {}),
+        ("/lines/profiles/new", {}),
         *[("/shipments/", {"view": v}) for v in ("queue", "in_flight", "delayed", "dlq")],
         ("/shipments/", {"queue": "spillover"}),
         ("/shipments/", {"view": "queue", "cursor": cursors["queue"]}),
@@ -236,6 +237,15 @@ def web(db, staff, token) -> None:
                 "version": "1",
             },
         ),
+        (
+            "/lines/profiles/new",
+            {"profile_id": "desk", "name": "Desk", "serves_billing": "on", "delay_billing": "9"},
+        ),
+        (
+            "/lines/profiles/desk/",
+            {"name": "Front desk", "serves_billing": "on", "priority_billing": "2", "version": "1"},
+        ),
+        ("/lines/profiles/desk/delete", {"version": "2", "confirmed": "1"}),
         ("/lines/billing/delete", {"version": "2", "confirmed": "1"}),
         (f"/calls/{hangs_up.call_id}/abandon", {"confirmed": "1"}),
     ]
