@@ -64,7 +64,10 @@ def checked_serving(db: Dynamo, profile: object, lines: object) -> tuple[str | N
     if profile is not None and lines is not None:
         raise errors.InvalidRequest("Give a routing profile or the lines served, not both.", field="lines")
     if profile is not None:
-        named_ = profiles.ProfileStore(db).current().profiles
+        store = profiles.ProfileStore(db)
+        named_ = store.current().profiles
+        if isinstance(profile, str) and profile not in named_:
+            named_ = store.read().profiles  # made a moment ago, maybe by another process
         if not isinstance(profile, str) or profile not in named_:
             shown = ", ".join(sorted(named_)) or "none yet"
             raise errors.InvalidRequest(

@@ -13,6 +13,7 @@ from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.recent import RecentReads
 from queues_app.ddb.versioned import delete_at_version, put_from_version, why_refused
+from queues_app.lines.profiles import ProfileStore
 from queues_app.lines.records import Defaults, Line, LineError, check_together, main_line, parse
 
 LINES_PK = "LINES"
@@ -101,6 +102,11 @@ class LineStore:
         into = [other.line_id for other in lines if other.overflow and other.overflow.to_line == line_id]
         if into:
             raise errors.Conflict(f"Line {line_id!r} takes the overflow of {', '.join(into)}: change those first.")
+        served = [p.name for p in ProfileStore(self.db).read().profiles.values() if line_id in p.lines]
+        if served:
+            raise errors.Conflict(
+                f"Line {line_id!r} is served by the routing profile {', '.join(served)}: change those first."
+            )
         try:
             delete_at_version(self.db, self.table, {"pk": LINES_PK, "sk": line_id}, version)
         except errors.Conflict as exc:

@@ -231,3 +231,17 @@ def test_an_escalation_pass_reads_the_line_for_a_delay_only_when_it_is_new(centr
 
     monkeypatch.setattr(centre.line, "waited_past", read_again)
     centre.escalate()
+
+
+def test_a_line_a_profile_serves_is_not_removed_and_a_profile_made_elsewhere_is_found_at_once(centre, clock, api):
+    from queues_app.lines.profiles import _READ, ProfileStore, Read
+
+    ProfileStore(centre.db).current()  # this process read the profiles: none yet
+    ProfileStore(centre.db).put(
+        {"profile_id": "sales-desk", "name": "Sales desk", "lines": {"sales": {}}}, known={"sales"}
+    )
+    _READ.keep(centre.db, Read({}, {}))  # as if made by another process since this one read them
+    assert Agents().create("Ana", FRENCH, profile="sales-desk").profile == "sales-desk"
+    version = api.get("/api/lines/sales").json()["version"]
+    refused = assert_problem(api.delete(f"/api/lines/sales?version={version}"), 409)
+    assert "Sales desk" in refused["message"], refused
