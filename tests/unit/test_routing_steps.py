@@ -261,3 +261,40 @@ def test_a_lines_steps_are_its_callers_own_unless_they_bring_some(moto_db, api, 
     assert supervisor_client.post("/lines/support/", form).status_code == 302
     kept = api.get("/api/lines/support").json()
     assert (kept["name"], kept["steps"], kept["priority_aging_seconds"]) == ("Support desk", line["steps"], 60)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(others=st.integers(0, 3), state=st.sampled_from(["queued", "offline", "busy", "not_ready"]))
+def test_a_preferred_caller_goes_where_the_rules_say(centre, clock, others, state):
+    """Brute force: kept for a queued agent, they take the caller; for one logged in but busy
+    or not ready, the caller waits until the time kept runs out; for one logged off, the
+    caller goes to the earliest-queued other agent. After the time kept, as any caller."""
+    owner = Agents().create("Owner", {"language": ["French"], "gender": ["F"]})
+    made = [owner]
+    if state == "busy":
+        centre.make_available(owner.agent_id)
+        centre.create_call({"language": "French"})  # the owner, alone, takes it
+    elif state == "not_ready":
+        centre.set_not_ready(owner.agent_id, "break")
+    rest = [queued(centre, f"Other {n}", 1, clock) for n in range(others)]
+    made += rest
+    if state == "queued":
+        centre.make_available(owner.agent_id)
+    call, _ = centre.create_call({"language": "French"}, preferred=(owner.agent_id, 30))
+    if state == "queued":
+        assert call.agent_id == owner.agent_id
+    elif state == "offline" or not rest:
+        assert call.agent_id == (rest[0].agent_id if rest and state == "offline" else None), (state, others)
+    else:
+        assert call.status == CallStatus.WAITING
+        clock.advance(30)
+        centre.escalate()  # the time kept ran out: the earliest-queued other agent
+        assert centre.get_call(call.call_id).agent_id == rest[0].agent_id
+    for agent in made:  # the next example starts from an empty floor
+        current = Agents().get(agent.agent_id)
+        if current.status in ("attending", "ringing"):
+            centre.end_call(current.call_id, then="offline")
+        elif current.status in ("queued", "not_ready"):
+            centre.log_off(agent.agent_id)
+    for waiting in centre.line.everyone():
+        centre.abandon(waiting["call_id"])
