@@ -67,6 +67,7 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
         ana = roster.create("Ana", {"language": ["English"], "gender": ["F"]})
         fran = roster.create("Fran", {"language": ["French"], "gender": ["X"]})
         harness.reset_contention()
+        center.matcher.profiles.current()  # the routing profiles, read once every few seconds, not by each case
 
         with harness.metered() as seen:
             _agent, took = center.make_available(ana.agent_id)
