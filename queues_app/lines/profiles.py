@@ -292,16 +292,20 @@ class ProfileStore:
             _READ.forget(self.db)
         return stored
 
-    def delete(self, profile_id: str, version: int, *, used_by: list[str]) -> Profile:
-        """Remove a profile, from the version read, while no agent names it (`used_by`)."""
+    def refuse_while_used(self, profile_id: str, used_by: list[str]) -> None:
+        """Conflict naming the agents (`used_by`, as read) who name the profile, if any."""
+        self.get(profile_id)  # gone already: NotFound says so
+        if used_by:
+            shown = ", ".join(used_by[:3]) + (f" and {len(used_by) - 3} more" if len(used_by) > 3 else "")
+            raise errors.Conflict(f"Routing profile {profile_id!r} is used by {shown}: give them another first.")
+
+    def delete(self, profile_id: str, version: int) -> Profile:
+        """Remove a profile, from the version read (no agent naming it: `refuse_while_used`)."""
         profile = self.get(profile_id)
         if profile.version != version:
             raise errors.Conflict(
                 f"Routing profile {profile_id!r} changed since version {version}: it is at version {profile.version}."
             )
-        if used_by:
-            shown = ", ".join(used_by[:3]) + (f" and {len(used_by) - 3} more" if len(used_by) > 3 else "")
-            raise errors.Conflict(f"Routing profile {profile_id!r} is used by {shown}: give them another first.")
         try:
             delete_at_version(self.db, self.table, {"pk": PROFILES_PK, "sk": profile_id}, version)
         except errors.Conflict as exc:

@@ -68,9 +68,10 @@ class LineOperations:
     def delete_profile(self, profile_id: str, version: int) -> Profile:
         """Remove a routing profile no agent names, from the version read."""
         agents = self.recorder.call_center.agents
-        used_by = [agent.name for agent in agents.with_profile(profile_id)]
-        with self.recorder.telling_what_changed("profile", profile_id):
-            profile = ProfileStore(self.recorder.call_center.db).delete(profile_id, version, used_by=used_by)
+        store = ProfileStore(self.recorder.call_center.db)
+        store.refuse_while_used(profile_id, [agent.name for agent in agents.with_profile(profile_id)])
+        with self.recorder.telling_what_changed("profile", profile_id):  # a refusal of a stale version says why
+            profile = store.delete(profile_id, version)
         summary = f"routing profile {profile.name} removed"
         self.recorder.record(named.PROFILE_REMOVED, "profile", profile_id, summary, profile.as_dict(), None)
         return profile

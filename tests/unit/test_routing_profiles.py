@@ -93,6 +93,7 @@ def test_a_named_profile_is_shared_and_its_change_reaches_queued_agents(centre, 
     assert call.agent_id == one.agent_id  # the queued agents serve sales now
     used = assert_problem(api.delete("/api/profiles/support-first?version=2"), 409)
     assert "One" in used["message"] and "Two" in used["message"], used
+    assert "Last change" not in used["message"]  # in use, not changed: its last change is beside the point
     assert two.profile == "support-first"
 
 
