@@ -78,6 +78,8 @@ def agent_to_json(agent: Agent) -> dict:
         "status_since": agent.status_since,
         "profile": agent.profile,
         "lines": lines_as_dict(agent.lines),
+        "next_status": agent.next_status,
+        "next_reason": agent.next_reason,
     }
 
 

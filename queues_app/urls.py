@@ -28,6 +28,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/release", agents.agent_release, name="agent-release"),
     path("agents/<str:agent_id>/offline", agents.agent_offline, name="agent-offline"),
     path("agents/<str:agent_id>/not-ready", agents.agent_not_ready, name="agent-not-ready"),
+    path("agents/<str:agent_id>/next-status/cancel", agents.agent_next_status_cancel, name="agent-next-status-cancel"),
     path("calls/", calls.calls, name="calls"),
     path("calls/find", calls.call_lookup, name="call-lookup"),
     path("calls/export.csv", exports.calls_csv, name="calls-csv"),

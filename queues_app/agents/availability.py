@@ -172,11 +172,56 @@ class Availability:
     def set_not_ready(self, agent_id: str, reason: str, *, expected_version: int | None = None) -> Outcome:
         """The agent stays logged in but takes no call, for `reason` (a break, lunch...):
         out of every queue at once, as logging off is. From offline it logs them in not
-        ready; not ready already, it changes the reason. An agent on a call is refused:
-        the call is ended first (release), then the agent is set not ready."""
+        ready; not ready already, it changes the reason. An agent on a call (ringing or
+        attending) keeps it: not ready becomes their next status, applied when the call
+        ends (`next_status`; `cancel_next_status` takes it back)."""
         if not reason:
             raise errors.InvalidRequest("Say why the agent is not ready.")
+        agent = self.agents.get(agent_id)
+        if agent.status in AgentStatus.ON_A_CALL:
+            return self._next_status(agent, reason, expected_version)
         return self._step_away(agent_id, AgentStatus.NOT_READY, reason, expected_version)
+
+    def _next_status(self, agent: Agent, reason: str | None, expected_version: int | None) -> Outcome:
+        """Set (or, with no reason, cancel) the status the agent goes to when their call
+        ends, from the version read, while they are on that call."""
+        seen = agent.version if expected_version is None else expected_version
+        change = replay.change_id(f"next:{reason or ''}", seen)
+        if agent.version != seen or agent.status not in AgentStatus.ON_A_CALL:
+            if agent.change == change:
+                return Outcome(agent, replayed=True)
+            if agent.version != seen:
+                raise stale(agent, seen)
+            raise errors.Conflict(f"{agent.name} is not on a call: {agent.doing}.", now={"agent": agent})
+        status, values = (AgentStatus.NOT_READY, {":reason": reason}) if reason else ("", {":reason": ""})
+        update = self.table.agent_update(
+            agent,
+            "SET next_status = :next, next_reason = :reason, change = :change, version = version + :one, "
+            "updated_at = :now",
+            {**values, ":next": status, ":change": change, ":now": to_iso(self.table.clock())},
+        )
+        try:
+            self.table.transact([update])
+        except errors.TransactionCancelled as exc:
+            now = self.agents.get(agent.agent_id)
+            if now.change == change:
+                return Outcome(now, replayed=True)
+            raise stale(now, seen) if now.version != seen else agent_changed(agent, exc) from exc
+        # As this change left them (their call may end the next moment and spend it).
+        return Outcome(
+            dataclasses.replace(
+                agent, next_status=status or None, next_reason=reason, version=agent.version + 1, change=change
+            )
+        )
+
+    def cancel_next_status(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
+        """Take back the agent's next status: when their call ends, they go where the
+        ending says. Refused when they have none."""
+        agent = self.agents.get(agent_id)
+        seen = agent.version if expected_version is None else expected_version
+        if not agent.next_status and agent.change != replay.change_id("next:", seen):
+            raise errors.Conflict(f"{agent.name} has no next status to cancel.", now={"agent": agent})
+        return self._next_status(agent, None, expected_version)
 
     def _step_away(self, agent_id: str, status: str, reason: str | None, expected_version: int | None) -> Outcome:
         agent = self.agents.get(agent_id)

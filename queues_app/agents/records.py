@@ -73,6 +73,10 @@ class Agent:
     # The lines served (lines/profiles.py): a named profile, or their own; neither: every line.
     profile: str | None = None
     lines: dict[str, Terms] = field(default_factory=dict)
+    # The status the agent goes to when their call ends, whatever the ending says (Amazon
+    # Connect's "next status"): not ready, with `next_reason`. Only while on a call.
+    next_status: str | None = None
+    next_reason: str | None = None
 
     @property
     def status_label(self) -> str:
@@ -86,6 +90,21 @@ class Agent:
             name: {value: self.levels.get(name, {}).get(value, 1) for value in values}
             for name, values in self.skills.items()
         }
+
+    def after_call(self, then: str) -> tuple[str, str | None]:
+        """The status (and reason) the agent goes to when their call ends and the ending
+        says `then`: their next status when they have one, else wrap-up (the queue comes
+        after it) or offline."""
+        if self.next_status:
+            return self.next_status, self.next_reason
+        return (AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP), None
+
+    @property
+    def next_label(self) -> str | None:
+        """The next status in words, "Break after this call", or None."""
+        if not self.next_status:
+            return None
+        return f"{(self.next_reason or 'not ready').capitalize()} after this call"
 
     @property
     def doing(self) -> str:
@@ -143,4 +162,6 @@ def agent_from_item(item: dict) -> Agent:
         status_since=item.get("status_since") or item.get("updated_at"),
         profile=item.get("profile") or None,
         lines=stored_lines(item.get("lines")),
+        next_status=item.get("next_status") or None,  # stored empty once it is applied or cancelled
+        next_reason=item.get("next_reason") or None,
     )

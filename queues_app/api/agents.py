@@ -389,17 +389,49 @@ def agent_offline(request: HttpRequest, agent_id: ItemId, payload: VersionIn, re
                 "The agent, not ready: logged in, offered no call. `Idempotent-Replayed: true` when this very "
                 "request had set them not ready already.",
                 ("Idempotent-Replayed",),
-            )
+            ),
+            202: (
+                AgentOnlyOut,
+                "The agent is on a call: not ready is their `next_status` (with `next_reason`), applied when the "
+                "call ends, whatever the ending's `then`.",
+                ("Idempotent-Replayed",),
+            ),
         },
         *ITEM_CHANGES,
     ),
 )
 def agent_not_ready(request: HttpRequest, agent_id: ItemId, payload: NotReadyIn, response: HttpResponse):
     """Take the agent out of every queue, logged in but offered no call, for `reason` (one
-    of AGENT_NOT_READY_REASONS), from the `version` named. An agent on a call answers 409:
-    end the call first. Made available again with /available."""
+    of AGENT_NOT_READY_REASONS), from the `version` named. An agent on a call keeps it and
+    goes not ready when it ends (202, `next_status`); `DELETE .../next-status` takes that
+    back. Made available again with /available."""
     outcome = api_operations(request).set_not_ready(agent_id, payload.reason, expected_version=payload.version)
+    agent = cast(Agent, outcome.agent)
     if not outcome.replayed:
-        note_change(request, "agent.not_ready", agent_id, payload.reason)
+        note_change(
+            request, "agent.not_ready", agent_id, payload.reason + (" after this call" if agent.next_status else "")
+        )
+    replayed(response, outcome.replayed)
+    return Status(202 if agent.next_status else 200, {"agent": agent_to_json(agent)})
+
+
+@router.delete(
+    "agents/{agent_id}/next-status",
+    url_name="api-agent-next-status",
+    operation_id="cancelAgentNextStatus",
+    summary="Cancel an agent's next status",
+    **answers({200: (AgentOnlyOut, "The agent, with no next status.", ("Idempotent-Replayed",))}, *ITEM_CHANGES),
+)
+def cancel_next_status(
+    request: HttpRequest,
+    agent_id: ItemId,
+    response: HttpResponse,
+    version: Annotated[int, Field(ge=inputs.VERSION_MIN, le=inputs.VERSION_MAX)] = AGENT_VERSION,
+):
+    """When the agent's call ends, they go where the ending says after all (409 when they
+    have no next status, or changed since `version`)."""
+    outcome = api_operations(request).cancel_next_status(agent_id, expected_version=version)
+    if not outcome.replayed:
+        note_change(request, "agent.next_status", agent_id, "cancelled")
     replayed(response, outcome.replayed)
     return {"agent": agent_to_json(cast(Agent, outcome.agent))}

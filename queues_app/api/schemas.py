@@ -160,6 +160,10 @@ class AgentOut(Schema):
     updated_at: str | None
     reason: str | None = Field(description="Why the agent is not ready (`missed`: an offered call not picked up).")
     status_since: str | None = Field(description="When the agent's status last changed.")
+    next_status: str | None = Field(
+        description="Where the agent goes when their call ends, whatever the ending says: `not_ready` (null: none)."
+    )
+    next_reason: str | None = Field(description="The reason of that next status (`break`).")
     profile: str | None = Field(description="The named routing profile the agent serves lines by (null: none).")
     lines: dict[str, dict[str, int]] = Field(
         description="The agent's own lines, each with its `priority` and `delay_seconds` (empty: none of their own; "

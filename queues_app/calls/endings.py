@@ -43,12 +43,22 @@ class Endings:
             if agent.status not in AgentStatus.ON_A_CALL:
                 raise errors.Conflict(f"{agent.name} is not on a call.", now={"agent": agent})
             call_id = agent.call_id
-        elif agent.status not in AgentStatus.ON_A_CALL or agent.call_id != call_id:
-            return self._ended_or_stale(agent, call_id, then)
-        change = replay.change_id("end", call_id or "", then)
+        for _attempt in range(3):  # the agent changed on the same call (a next status set): again
+            if agent.status not in AgentStatus.ON_A_CALL or agent.call_id != call_id:
+                return self._ended_or_stale(agent, call_id or "", then)
+            ended = self._end(agent, call_id or "", then)
+            if ended is not None:
+                return ended
+            agent = self.agents.get(agent_id)
+        raise errors.Conflict(f"{agent.name} was being changed at the same moment; try again.")
+
+    def _end(self, agent: Agent, call_id: str, then: str) -> Outcome | None:
+        """One try at ending the agent's call as read; None when the agent changed meanwhile
+        (read them again)."""
+        change = replay.change_id("end", call_id, then)
         stamp = to_iso(self.table.clock())
-        next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
-        after, values = status_clause(agent.agent_id, next_status, change)
+        next_status, reason = agent.after_call(then)
+        after, values = status_clause(agent.agent_id, next_status, change, reason)
         actions = [
             self.table.agent_update(
                 agent,
@@ -63,15 +73,14 @@ class Endings:
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
-            now = self.agents.get(agent_id)
-            if call_id and (now.status not in AgentStatus.ON_A_CALL or now.call_id != call_id):
-                # Ended meanwhile: by a copy of this request (answered as done), or otherwise.
-                return self._ended_or_stale(now, call_id, then)
-            raise agent_changed(agent, exc) from exc
+            if exc.lost_race:
+                raise agent_changed(agent, exc) from exc
+            return None  # ended meanwhile (by a copy of this request, or otherwise) or changed: read again
         agent.status, agent.call_id, agent.change, agent.updated_at = next_status, None, change, stamp
-        agent.reason, agent.status_since = None, stamp
+        agent.reason, agent.status_since = reason, stamp
+        agent.next_status = agent.next_reason = None
         agent.version += 1
-        if then == "queue":
+        if then == "queue" and next_status == AgentStatus.WRAP_UP:
             return self.availability.take_or_queue(agent, change, after_call=call_id)
         return Outcome(agent)
 

@@ -76,7 +76,7 @@ class Transfers:
         agent, target = self._parties(call, request.agent_id)
         back, freed = self._hand_on(call, agent, wanted, request.then)
         taken = self.matcher.assign_to_queued(back, target) if target else self.matcher.match(back, new_call=False)
-        if request.then == "queue":
+        if request.then == "queue" and freed.status == AgentStatus.WRAP_UP:  # not when their next status is set
             freed = self.availability.take_or_queue(freed, freed.change or "").agent or freed
         return Outcome(freed, taken or self.calls.get(call.call_id))
 
@@ -102,8 +102,8 @@ class Transfers:
         stamp = to_iso(self.table.clock())
         back = self.line.back_in_line(call, stamp, "transferred", agent, preferences=wanted)
         change = replay.change_id("transfer", call.call_id)
-        next_status = AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP
-        after, values = status_clause(agent.agent_id, next_status, change)
+        next_status, reason = agent.after_call(then)
+        after, values = status_clause(agent.agent_id, next_status, change, reason)
         try:
             self.table.transact(
                 [
@@ -119,7 +119,15 @@ class Transfers:
         except errors.TransactionCancelled as exc:
             raise agent_changed(agent, exc) from exc
         freed = dataclasses.replace(
-            agent, status=next_status, call_id=None, version=agent.version + 1, change=change, status_since=stamp
+            agent,
+            status=next_status,
+            reason=reason,
+            next_status=None,
+            next_reason=None,
+            call_id=None,
+            version=agent.version + 1,
+            change=change,
+            status_since=stamp,
         )
         return back, freed
 

@@ -196,12 +196,16 @@ def status_clause(agent_id: str, status: str, change: str, reason: str | None = 
     which every change of status overwrites, since when (`:now`, which the caller's
     values give) and why, for a status that has a reason (not ready)."""
     clause = "#status = :status, status_q = :status_q, change = :change, status_since = :now, reason = :reason"
-    return clause, {
+    values = {
         ":status": status,
         ":status_q": keys.status_partition(status, agent_id),
         ":change": change,
         ":reason": reason or "",  # not REMOVE: the clause is one SET (an empty reason reads as none)
     }
+    if status not in AgentStatus.ON_A_CALL:  # a next status lasts until the call ends, then is spent
+        clause += ", next_status = :no_next, next_reason = :no_next"
+        values[":no_next"] = ""
+    return clause, values
 
 
 def leg(agent: Agent, until: str, how: str) -> dict:

@@ -29,6 +29,7 @@ class Operations:
     end_call = Verb("on_agent", AgentOperations.end_call)
     log_off = Verb("on_agent", AgentOperations.log_off)
     set_not_ready = Verb("on_agent", AgentOperations.set_not_ready)
+    cancel_next_status = Verb("on_agent", AgentOperations.cancel_next_status)
     agents_effect = Verb("on_agent", AgentOperations.agents_effect)
     on_agents = Verb("on_agent", AgentOperations.on_agents)
 

@@ -139,7 +139,18 @@ class AgentOperations:
             outcome = self.call_center.set_not_ready(agent_id, reason, expected_version=expected_version)
         agent = outcome.agent
         if not outcome.replayed and agent is not None and agent.version != before.version:
-            summary = f"{agent.name} not ready: {reason}"
+            summary = f"{agent.name} not ready: {reason}" + (" after this call" if agent.next_status else "")
+            self.recorder.record(named.AGENT_NOT_READY, "agent", agent_id, summary, before, agent)
+        return outcome
+
+    def cancel_next_status(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
+        """The agent's next status taken back: the end of their call decides where they go."""
+        before = self.agents.get(agent_id)
+        with self.recorder.telling_what_changed("agent", agent_id):
+            outcome = self.call_center.cancel_next_status(agent_id, expected_version=expected_version)
+        agent = outcome.agent
+        if not outcome.replayed and agent is not None:
+            summary = f"{agent.name}'s next status cancelled"
             self.recorder.record(named.AGENT_NOT_READY, "agent", agent_id, summary, before, agent)
         return outcome
 

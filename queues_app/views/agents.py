@@ -330,8 +330,28 @@ def agent_not_ready(request, agent_id: str):
         check_id("agent", agent_id), reason, expected_version=seen_version(request)
     )
     agent = cast(Agent, outcome.agent)
+    if agent.next_status:  # on a call: not ready once it ends
+        return repeat_or_done(
+            outcome.replayed,
+            f"{agent.name} goes not ready ({reason}) when the call ends.",
+            f"{agent.name} was set to go not ready after this call already.",
+        )
     return repeat_or_done(
         outcome.replayed, f"{agent.name} is not ready: {reason}.", f"{agent.name} was set not ready already."
+    )
+
+
+@supervisor_action(default_back="/agents/", row=agents_answer)
+def agent_next_status_cancel(request, agent_id: str):
+    """The agent's next status taken back: the end of their call decides again."""
+    outcome = operations(request).cancel_next_status(
+        check_id("agent", agent_id), expected_version=seen_version(request)
+    )
+    agent = cast(Agent, outcome.agent)
+    return repeat_or_done(
+        outcome.replayed,
+        f"{agent.name} no longer goes not ready after this call.",
+        f"{agent.name}'s next status was cancelled already.",
     )
 
 

@@ -25,6 +25,7 @@ OPERATIONS = {
     ("post", "/api/agents/{agent_id}/release"),
     ("post", "/api/agents/{agent_id}/offline"),
     ("post", "/api/agents/{agent_id}/not-ready"),
+    ("delete", "/api/agents/{agent_id}/next-status"),
     ("post", "/api/calls/{call_id}/answered"),
     ("post", "/api/calls/{call_id}/transfer"),
     ("get", "/api/queues"),

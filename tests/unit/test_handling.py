@@ -67,14 +67,14 @@ def test_not_ready_from_offline_logs_in_and_a_new_reason_replaces_the_old(router
     assert router.set_not_ready(ana.agent_id, "lunch").agent.reason == "lunch"
 
 
-def test_not_ready_is_refused_on_a_call_and_without_a_reason(router):
+def test_not_ready_is_refused_without_a_reason_and_on_a_call_is_the_next_status(router):
     ana = agent(router, "Ana")
     with pytest.raises(errors.InvalidRequest, match="why"):
         router.set_not_ready(ana.agent_id, "")
     router.make_available(ana.agent_id)
     router.create_call(SPANISH_F)
-    with pytest.raises(errors.Conflict, match="release the call first"):
-        router.set_not_ready(ana.agent_id, "break")
+    later = router.set_not_ready(ana.agent_id, "break").agent
+    assert (later.status, later.next_status, later.next_reason) == (AgentStatus.ATTENDING, "not_ready", "break")
 
 
 def test_a_stale_not_ready_names_the_version_it_saw(router):
@@ -174,12 +174,15 @@ def test_a_ringing_agent_is_attending_once_they_pick_up(router, clock, offers):
     ringing = router.agents.get(ana.agent_id)
     assert (ringing.status, ringing.call_id, ringing.status_label) == (AgentStatus.RINGING, call.call_id, "Ringing")
     assert router.get_call(call.call_id).state == CallStatus.OFFERED
-    with pytest.raises(errors.Conflict, match="ringing"):
-        router.set_not_ready(ana.agent_id, "break")
+    assert router.set_not_ready(ana.agent_id, "break").agent.next_status == "not_ready"  # kept for the call's end
     clock.advance(4)
     router.answered(call.call_id)
     picked = router.agents.get(ana.agent_id)
-    assert (picked.status, picked.call_id) == (AgentStatus.ATTENDING, call.call_id)
+    assert (picked.status, picked.call_id, picked.next_label) == (
+        AgentStatus.ATTENDING,
+        call.call_id,
+        "Break after this call",
+    )
     assert picked.status_since.startswith("2026-11-25T14:00:04.")  # attending since the answer
     assert router.get_call(call.call_id).state == CallStatus.ASSIGNED
 

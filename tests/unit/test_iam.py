@@ -185,6 +185,7 @@ def web(db, staff, token) -> None:
         (f"/agents/{a2}/available", lambda: {"version": version(a2)}),
         (f"/agents/{a2}/offline", lambda: {"version": version(a2)}),
         (f"/agents/{a2}/not-ready", lambda: {"reason": "break", "version": version(a2)}),
+        (f"/agents/{a2}/next-status/cancel", lambda: {"version": version(a2)}),  # none to cancel: refused
         (
             f"/calls/{call_two.call_id}/transfer",
             lambda: {
@@ -261,6 +262,7 @@ def web(db, staff, token) -> None:
         ("post", f"/api/agents/{a0}/release", lambda: {"then": "offline", "call_id": Agents().get(a0).call_id or "x"}),
         ("post", f"/api/agents/{a1}/offline", lambda: {"version": int(version(a1))}),
         ("post", f"/api/agents/{a1}/not-ready", lambda: {"version": int(version(a1)), "reason": "lunch"}),
+        ("delete", f"/api/agents/{a1}/next-status?version=1", None),  # none to cancel: 409, read only
         ("post", f"/api/calls/{call_two.call_id}/answered", {}),
         (
             "post",
