@@ -118,9 +118,12 @@ def main() -> None:
         waiting += [call.call_id for call in calls]
     for agent_id in agents:
         center.make_available(agent_id)
-    if args.dispatched:  # while this process's agents are queued: the matcher assigns them
-        for _ in range(3):
-            center.create_call({name: None for name in dims})
+    if args.dispatched:  # each right after an agent of this process queued: the matcher assigns them
+        for n in range(3):
+            spare = center.agents.create(f"Spare {args.seed}-{n}", {name: [values[0]] for name, values in dims.items()})
+            agents.append(spare.agent_id)
+            if center.make_available(spare.agent_id).call is None:  # queued, not given a waiting caller
+                center.create_call({name: None for name in dims})
 
     n = 0
     while args.forever or n < args.rounds:
