@@ -346,6 +346,12 @@ if ANSWER_TIMEOUT_SECONDS is not None and not 1 <= ANSWER_TIMEOUT_SECONDS <= 600
     raise ImproperlyConfigured(
         f"ANSWER_TIMEOUT_SECONDS is 1 to 600 seconds (or empty: off), not {ANSWER_TIMEOUT_SECONDS:g}."
     )
+# Seconds an agent may stay in wrap-up (after-call work) before the escalation loop makes
+# them available (a line may set its own, `wrap_up_seconds`). Empty or 0: off, wrap-up
+# lasts until the agent is made available.
+WRAP_UP_SECONDS = env.float("WRAP_UP_SECONDS", default=0.0) or None
+if WRAP_UP_SECONDS is not None and not 1 <= WRAP_UP_SECONDS <= 3600:
+    raise ImproperlyConfigured(f"WRAP_UP_SECONDS is 1 to 3600 seconds (or empty: off), not {WRAP_UP_SECONDS:g}.")
 if not [reason for reason in AGENT_NOT_READY_REASONS if reason.strip() and reason.strip() != "missed"]:
     raise ImproperlyConfigured("AGENT_NOT_READY_REASONS needs at least one reason (missed is the system's own).")
 

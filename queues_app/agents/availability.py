@@ -5,6 +5,7 @@ request names (ddb/replay.py)."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
@@ -14,12 +15,14 @@ from queues_app.calls.store import Calls
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable, agent_changed, stale, status_clause
 from queues_app.ddb import errors, replay
-from queues_app.ddb.clock import to_iso
+from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal
 from queues_app.figures import counters
+from queues_app.lines.store import wrap_up_seconds
 from queues_app.routing.matching import Matcher
 from queues_app.routing.returning import ComingBack
 
+WRAP_UP_READ_CAP = 500  # agents past the shortest wrap-up limit read per pass
 MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 # An assignment writes the agent and one delete and one metadata update per combination;
 # for a waiting caller, the call, their place in line and its two count copies, the call's
@@ -75,6 +78,41 @@ class Availability:
                 raise
             # A copy of this request sent at the same moment may have made the change.
             return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
+
+    def end_overdue_wrap_ups(self, cap: int = WRAP_UP_READ_CAP) -> list[Outcome]:
+        """Make available every agent whose wrap-up has lasted its limit (`wrap_up_until`,
+        or WRAP_UP_SECONDS from `status_since` for a wrap-up begun before the limit was
+        set), each from the version read: exactly once, whoever else makes them available
+        at the same moment (the same change: the other is answered as done). Costs nothing
+        when no limit is set; else the wrap-up agents' index partitions and one
+        BatchGetItem of those past the shortest limit. Returns what this pass did."""
+        shortest = wrap_up_seconds(self.db)
+        if shortest is None:
+            return []
+        moment = self.table.clock()
+        oldest = to_iso(moment - timedelta(seconds=shortest))
+        due: list[str] = []
+        cursor = None
+        while len(due) < cap:
+            page = self.agents.list(status=AgentStatus.WRAP_UP, limit=100, cursor=cursor, max_reads=8)
+            due += [a.agent_id for a in page.items if (a.status_since or "") <= oldest]
+            cursor = page.next_cursor
+            if not cursor or not page.items:
+                break
+        default = wrap_up_seconds(self.db, "")
+        done = []
+        for agent in self.agents.get_many(due[:cap]):
+            since = from_iso(agent.status_since)
+            until = agent.wrap_up_until or (to_iso(since + timedelta(seconds=default)) if since and default else None)
+            if agent.status != AgentStatus.WRAP_UP or not until or until > to_iso(moment):
+                continue
+            try:
+                outcome = self.make_available(agent.agent_id, expected_version=agent.version)
+            except (errors.Conflict, errors.InvalidRequest):
+                continue  # made available, or changed, meanwhile
+            if not outcome.replayed:
+                done.append(outcome)
+        return done
 
     def take_or_queue(self, agent: Agent, change: str, after_call: str | None = None) -> Outcome:
         call = self.coming_back.offer_waiting_callers(agent, from_queue=False, change=change, after_call=after_call)

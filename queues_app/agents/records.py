@@ -77,6 +77,7 @@ class Agent:
     # Connect's "next status"): not ready, with `next_reason`. Only while on a call.
     next_status: str | None = None
     next_reason: str | None = None
+    wrap_up_until: str | None = None  # when their wrap-up ends by itself (WRAP_UP_SECONDS); only in wrap-up
 
     @property
     def status_label(self) -> str:
@@ -164,4 +165,5 @@ def agent_from_item(item: dict) -> Agent:
         lines=stored_lines(item.get("lines")),
         next_status=item.get("next_status") or None,  # stored empty once it is applied or cancelled
         next_reason=item.get("next_reason") or None,
+        wrap_up_until=item.get("wrap_up_until") or None,
     )

@@ -66,6 +66,12 @@ class LineIn(InputSchema):
         description="Routing steps for the line's callers who bring none (`POST /api/calls`, `steps`).",
         examples=[[{"min_level": {"language": 4}, "seconds": 20}]],
     )
+    wrap_up_seconds: int | None = Field(
+        None,
+        description="How long an agent's wrap-up after a call of this line may last (1 to 3,600 s; null: "
+        "WRAP_UP_SECONDS): past it, the agent is made available.",
+        examples=[30],
+    )
     version: Version | None = Field(
         None, description="The line's `version` as you last read it; leave out (or 0) to create it.", examples=[3]
     )
@@ -93,6 +99,7 @@ class LineOut(Schema):
     overflow: dict[str, str] | None
     priority_aging_seconds: int | None
     steps: list[dict]
+    wrap_up_seconds: int | None
     version: int = Field(description="0 for `main` when no line is configured (send it to create `main`).")
     open_now: bool
     opens_at: str | None = Field(description="While closed: when it opens next (null: no hours ahead).")

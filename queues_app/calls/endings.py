@@ -18,6 +18,7 @@ from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal
 from queues_app.figures import facts
+from queues_app.lines.store import wrap_up_limits, wrap_up_seconds, wrap_up_until
 
 
 class Endings:
@@ -58,7 +59,8 @@ class Endings:
         change = replay.change_id("end", call_id, then)
         stamp = to_iso(self.table.clock())
         next_status, reason = agent.after_call(then)
-        after, values = status_clause(agent.agent_id, next_status, change, reason)
+        until = self._wrap_up_until(call_id) if next_status == AgentStatus.WRAP_UP and then != "queue" else None
+        after, values = status_clause(agent.agent_id, next_status, change, reason, wrap_up_until=until)
         actions = [
             self.table.agent_update(
                 agent,
@@ -83,6 +85,15 @@ class Endings:
         if then == "queue" and next_status == AgentStatus.WRAP_UP:
             return self.availability.take_or_queue(agent, change, after_call=call_id)
         return Outcome(agent)
+
+    def _wrap_up_until(self, call_id: str) -> str | None:
+        """When a wrap-up after this call ends by itself (its line's `wrap_up_seconds`, else
+        WRAP_UP_SECONDS), or None: it lasts until the agent is made available. The call is
+        read for its line only when some line sets its own."""
+        if wrap_up_seconds(self.db) is None:
+            return None
+        call = self.calls.find(call_id) if wrap_up_limits(self.db) else None
+        return wrap_up_until(self.db, call.line if call else None, self.table.clock())
 
     def _call_ended(self, call_id: str, agent: Agent, then: str, stamp: str) -> list[dict]:
         """The call ended, on condition that it is still this agent's (with the agent's

@@ -17,6 +17,7 @@ from queues_app.calls.store import Calls
 from queues_app.centre.table import CallCenterTable, agent_changed, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
+from queues_app.lines.store import wrap_up_until
 from queues_app.routing.line import WaitingLine
 from queues_app.routing.matching import Matcher
 
@@ -103,7 +104,9 @@ class Transfers:
         back = self.line.back_in_line(call, stamp, "transferred", agent, preferences=wanted)
         change = replay.change_id("transfer", call.call_id)
         next_status, reason = agent.after_call(then)
-        after, values = status_clause(agent.agent_id, next_status, change, reason)
+        wrapping_up = (next_status, then) == (AgentStatus.WRAP_UP, AgentStatus.WRAP_UP)  # not queued at once
+        until = wrap_up_until(self.table.db, call.line, self.table.clock()) if wrapping_up else None
+        after, values = status_clause(agent.agent_id, next_status, change, reason, wrap_up_until=until)
         try:
             self.table.transact(
                 [

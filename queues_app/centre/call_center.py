@@ -50,6 +50,7 @@ class CallCenter:
     enqueue = Verb("availability", Availability.enqueue)
     set_not_ready = Verb("availability", Availability.set_not_ready)
     cancel_next_status = Verb("availability", Availability.cancel_next_status)
+    end_overdue_wrap_ups = Verb("availability", Availability.end_overdue_wrap_ups)
     log_off = Verb("availability", Availability.log_off)
     check_fits_in_a_transaction = Verb("availability", Availability.check_fits_in_a_transaction)
     create_call = Verb("arrivals", Arrivals.create_call)

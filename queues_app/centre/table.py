@@ -189,18 +189,26 @@ class CallCenterTable:
         ]
 
 
-def status_clause(agent_id: str, status: str, change: str, reason: str | None = None) -> tuple[str, dict]:
+def status_clause(
+    agent_id: str, status: str, change: str, reason: str | None = None, *, wrap_up_until: str | None = None
+) -> tuple[str, dict]:
     """The SET clause of a change of an agent's status, and its values: the status and,
     with it, the agent's partition of the status index (`status_q`), which must always
     say the same status, the request that made the change (`change`, ddb/replay.py),
     which every change of status overwrites, since when (`:now`, which the caller's
-    values give) and why, for a status that has a reason (not ready)."""
-    clause = "#status = :status, status_q = :status_q, change = :change, status_since = :now, reason = :reason"
+    values give) and why, for a status that has a reason (not ready). Every change writes
+    when a wrap-up ends by itself (`wrap_up_until`: empty but in a wrap-up that has a
+    limit), and a change that leaves the call spends the agent's next status."""
+    clause = (
+        "#status = :status, status_q = :status_q, change = :change, status_since = :now, reason = :reason, "
+        "wrap_up_until = :wrap_up_until"
+    )
     values = {
         ":status": status,
         ":status_q": keys.status_partition(status, agent_id),
         ":change": change,
         ":reason": reason or "",  # not REMOVE: the clause is one SET (an empty reason reads as none)
+        ":wrap_up_until": wrap_up_until or "",
     }
     if status not in AgentStatus.ON_A_CALL:  # a next status lasts until the call ends, then is spent
         clause += ", next_status = :no_next, next_reason = :no_next"

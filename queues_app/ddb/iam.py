@@ -35,7 +35,7 @@ ROLE_DESCRIPTIONS: dict[str, str] = {
     "shipment-worker": "run_shipment_worker, plain or --fair",
     "task-processor": "run_task_processor: its lease, the tasks' stream, the sweeper",
     "collector": "collect_metrics",
-    "escalator": "escalate_callers: relaxes waiting callers' preferences and runs the matcher",
+    "escalator": "escalate_callers: relaxes waiting callers' preferences, runs the matcher, ends long wrap-ups",
     "matcher": "run_matcher: the matching dispatcher's lease, and every web worker's new callers matched",
     "callback-worker": "run_webhook_worker: delivers call events to the API tokens' callbacks",
     "admin-setup": "dynamo_tables create, describe and delete (one-off setup, by an administrator)",
@@ -139,8 +139,9 @@ GRANTS: dict[str, frozenset[Access]] = {
     "escalator": _role(
         _table(
             "callcenter",
-            "GetItem Query PutItem UpdateItem DeleteItem",
-            indexes={WAITING_TO_RELAX.name: "Query", WAITING_BY_STEP.name: "Query"},
+            # BatchGetItem and the status index: the agents whose wrap-up reached its limit.
+            "GetItem BatchGetItem Query PutItem UpdateItem DeleteItem",
+            indexes={WAITING_TO_RELAX.name: "Query", WAITING_BY_STEP.name: "Query", AGENTS_BY_STATUS.name: "Query"},
         ),
         _CALL_EVENTS,
         _CALL_FACTS,

@@ -27,6 +27,7 @@ END_REASON = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 MAX_PRIORITY_AGING_SECONDS = 86_400
 MAX_WAIT_SECONDS = 86_400
 MAX_WAITING = 1_000_000
+MAX_WRAP_UP_SECONDS = 3600
 
 
 class LineError(ValueError):
@@ -81,6 +82,8 @@ class Line:
     version: int = 0
     # Routing steps for its callers who bring none (queues_app/steps.py).
     steps: tuple[dict, ...] = ()
+    # How long its calls' wrap-up may last before the agent is made available (None: WRAP_UP_SECONDS).
+    wrap_up_seconds: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The written form `parse` reads back (the API's, and an exported file's)."""
@@ -97,6 +100,7 @@ class Line:
             "overflow": self.overflow.as_dict() if self.overflow else None,
             "priority_aging_seconds": self.priority_aging_seconds,
             "steps": [dict(step) for step in self.steps],
+            "wrap_up_seconds": self.wrap_up_seconds,
             "version": self.version,
         }
 
@@ -111,7 +115,7 @@ FIELDS = frozenset(
     {
         "line_id", "name", "requires", "service_level_seconds", "service_level_target",
         "short_abandon_seconds", "hours", "holidays", "max_waiting", "max_wait_seconds",
-        "overflow", "priority_aging_seconds", "steps", "version",
+        "overflow", "priority_aging_seconds", "steps", "wrap_up_seconds", "version",
     }
 )  # fmt: skip
 
@@ -153,6 +157,7 @@ def parse(data: Mapping[str, Any], *, dimensions: Mapping[str, Sequence[str]], d
         overflow=_overflow(data.get("overflow"), line_id),
         priority_aging_seconds=_limit(data, "priority_aging_seconds", MAX_PRIORITY_AGING_SECONDS),
         steps=_steps(data.get("steps"), dimensions),
+        wrap_up_seconds=_limit(data, "wrap_up_seconds", MAX_WRAP_UP_SECONDS),
         version=_whole(data, "version", 0, 2**53, 0),
     )
     if line.overflow is None and (line.max_waiting is not None or line.max_wait_seconds is not None):

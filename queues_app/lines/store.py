@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
+from queues_app.ddb.clock import to_iso
 from queues_app.ddb.recent import RecentReads
 from queues_app.ddb.versioned import delete_at_version, put_from_version, why_refused
 from queues_app.lines.profiles import ProfileStore
@@ -48,6 +50,7 @@ class LineStore:
         """Read the lines again at the next use (after this process changed them)."""
         _READ.forget(self.db)
         _PROMISES.forget(self.db)
+        _WRAP_UPS.forget(self.db)
 
     def all(self) -> list[Line]:
         """The centre's lines: those configured, or `main` alone when none is."""
@@ -154,3 +157,38 @@ def promises(db: Dynamo) -> dict[str, Promise]:
         for item in db.partition_items(db.table("callcenter"), LINES_PK, ConsistentRead=True)
     }
     return _PROMISES.keep(db, found)
+
+
+_WRAP_UPS: RecentReads[dict[str, int]] = RecentReads(LINES_MAX_AGE_SECONDS)
+
+
+def wrap_up_limits(db: Dynamo) -> dict[str, int]:
+    """Each configured line's own `wrap_up_seconds` (lines that set one), read at most
+    LINES_MAX_AGE_SECONDS ago."""
+    read = _WRAP_UPS.get(db)
+    if read is not None:
+        return read
+    found = {
+        item["sk"]: int(item["wrap_up_seconds"])
+        for item in db.partition_items(db.table("callcenter"), LINES_PK, ConsistentRead=True)
+        if item.get("wrap_up_seconds")
+    }
+    return _WRAP_UPS.keep(db, found)
+
+
+def wrap_up_seconds(db: Dynamo, line_id: str | None = None) -> float | None:
+    """How long a wrap-up after a call of `line_id` may last (its line's, else
+    WRAP_UP_SECONDS; None: no limit). Without a line: the shortest any line sets."""
+    from django.conf import settings
+
+    default = getattr(settings, "WRAP_UP_SECONDS", None)
+    limits = wrap_up_limits(db)
+    if line_id is None:
+        return min([*limits.values(), *([default] if default else [])], default=None)
+    return limits.get(line_id, default)
+
+
+def wrap_up_until(db: Dynamo, line_id: str | None, moment: datetime) -> str | None:
+    """When a wrap-up begun at `moment` after a call of `line_id` ends by itself, or None."""
+    seconds = wrap_up_seconds(db, line_id or "")
+    return to_iso(moment + timedelta(seconds=seconds)) if seconds else None

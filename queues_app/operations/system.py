@@ -6,6 +6,7 @@ record anything (docs/architecture.md, "The audit trail")."""
 from __future__ import annotations
 
 from queues_app import event_names as named
+from queues_app.agents.records import Agent
 from queues_app.audit.store import AuditTrail
 from queues_app.calls.records import Call
 from queues_app.ddb import errors
@@ -18,6 +19,7 @@ from queues_app.tasks.records import ShedReport
 # Who acted, for what the queues do on their own (source "system").
 MATCHER, ESCALATION, SHIPMENT_WORKER, TASK_PROCESSOR = "matcher", "escalation", "shipment worker", "task processor"
 ANSWER_TIMEOUT = "answer timeout"  # an offered call not picked up in time (ANSWER_TIMEOUT_SECONDS)
+WRAP_UP_TIMEOUT = "wrap-up timeout"  # a wrap-up past its limit (WRAP_UP_SECONDS, a line's wrap_up_seconds)
 SYSTEM = "system"
 
 
@@ -122,6 +124,24 @@ class SystemEvents:
         ]
         if call.agent_id:
             entries += [self.call_assigned(call, ANSWER_TIMEOUT), self.agent_assigned(call, ANSWER_TIMEOUT)]
+        self.write(*entries)
+
+    def wrap_up_ended(self, agent: Agent, call: Call | None) -> None:
+        """A wrap-up past its limit ended: the agent made available, queued or given a caller."""
+        state = f"took waiting call {call.call_id}" if call else "queued"
+        entries = [
+            self.entry(
+                WRAP_UP_TIMEOUT,
+                named.AGENT_AVAILABLE,
+                "agent",
+                agent.agent_id,
+                f"{agent.name}'s wrap-up reached its limit: {state}",
+                {"status": "wrap_up"},
+                {"status": agent.status, "call_id": agent.call_id},
+            )
+        ]
+        if call:
+            entries.append(self.call_assigned(call, WRAP_UP_TIMEOUT))
         self.write(*entries)
 
     def dead_lettered(self, before: Shipment | None, after: Shipment) -> None:

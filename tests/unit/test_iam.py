@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -512,6 +513,12 @@ def escalator(db, settings, monkeypatch) -> None:
     """The escalation loop (`--every`, stopped by SIGTERM after its second pass): it beats,
     relaxes a caller's preferences and assigns them (the call's callback hears of both)."""
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
+    settings.WRAP_UP_SECONDS = 30
+    # An agent whose wrap-up began a minute ago: the pass makes them available.
+    past = CallCenter(clock=lambda: now() - timedelta(seconds=60))
+    dana = Agents().create("Dana", {"language": ["English"], "gender": ["X"]})
+    past.make_available(dana.agent_id)
+    past.release(dana.agent_id, "wrap_up", call_id=past.create_call({"language": "English"})[0].call_id)
     router = CallCenter()
     router.create_call({"language": "Spanish", "gender": "F"}, callback="1")
     router.create_call({"language": "French", "gender": "F"})
@@ -535,6 +542,7 @@ def escalator(db, settings, monkeypatch) -> None:
     with meter.record_access(db.prefix) as log:
         call_command("escalate_callers", "--every", "0.2", stdout=io.StringIO())
     assert len(waits) == 2
+    assert Agents().get(dana.agent_id).status == "queued"
     RECORDED["escalator"] = log.accesses
 
 

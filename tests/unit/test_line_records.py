@@ -24,6 +24,7 @@ SUPPORT = {
     "overflow": {"to_line": "general"},
     "priority_aging_seconds": 60,
     "steps": [{"min_level": {"language": 4}, "seconds": 20}],
+    "wrap_up_seconds": 45,
     "version": 3,
 }
 

@@ -12,7 +12,8 @@ from queues_app.operations.system import SystemEvents
 class Command(CheckedCommand):
     help = (
         "Relax the preferences of callers who have waited too long (SWITCHBOARD_ESCALATION) and "
-        "try to match them again; put calls not picked up in time (ANSWER_TIMEOUT_SECONDS) back in line. "
+        "try to match them again; put calls not picked up in time (ANSWER_TIMEOUT_SECONDS) back in line; make "
+        "available the agents whose wrap-up reached its limit (WRAP_UP_SECONDS, a line's wrap_up_seconds). "
         "One pass (exits non-zero when it could not be made), or every "
         "N seconds with --every until SIGTERM or Ctrl-C."
     )
@@ -46,6 +47,10 @@ class Command(CheckedCommand):
             events.missed(call)
             state = f"given to {call.agent_name}" if call.agent_id else "waiting at its place"
             self.stdout.write(f"call {call.call_id}: not picked up in time; {state}")
+        for outcome in center.end_overdue_wrap_ups():
+            agent, call = outcome
+            events.wrap_up_ended(agent, call)
+            self.stdout.write(f"agent {agent.agent_id}: wrap-up reached its limit; {agent.doing}")
         for call in center.escalate():
             # On the call's history (and the agent's, when it found one); an answer is
             # counted by the fact its assignment wrote.
