@@ -85,3 +85,9 @@ def test_the_escalation_command_does_it_and_the_audit_trail_says_so(centre, cloc
         "system",
         "Ana's wrap-up reached its limit: queued",
     )
+
+
+def test_the_agent_page_says_when_the_wrap_up_ends(centre, supervisor_client):
+    agent = in_wrap_up(centre)
+    shown = supervisor_client.get(f"/agents/{agent.agent_id}/").content.decode()
+    assert 'data-figure="wrap-up-ends">Made available in ' in shown, shown[:300]
