@@ -17,15 +17,19 @@ def put_from_version(db: Dynamo, table: str, item: dict, version: int) -> None:
     db.call("put_item", TableName=table, Item=marshal(item), ConditionExpression=condition, **values)
 
 
-def delete_at_version(db: Dynamo, table: str, key: dict, version: int) -> None:
-    """Remove the item at `key` while it is at `version`; errors.Conflict otherwise."""
-    db.call(
-        "delete_item",
-        TableName=table,
-        Key=marshal(key),
-        ConditionExpression="version = :expected",
-        ExpressionAttributeValues={":expected": {"N": str(version)}},
-    )
+def delete_at_version(db: Dynamo, table: str, key: dict, version: int, what: str) -> None:
+    """Remove the item at `key` while it is at `version`; a Conflict saying that `what`
+    ("Line 'support'") changed or was removed meanwhile otherwise."""
+    try:
+        db.call(
+            "delete_item",
+            TableName=table,
+            Key=marshal(key),
+            ConditionExpression="version = :expected",
+            ExpressionAttributeValues={":expected": {"N": str(version)}},
+        )
+    except errors.Conflict as exc:
+        raise errors.Conflict(f"{what} changed or was removed meanwhile; read it again.") from exc
 
 
 def why_refused(what: str, version: int, now_version: int | None) -> errors.DynamoError:

@@ -307,9 +307,9 @@ class ProfileStore:
                 f"Routing profile {profile_id!r} changed since version {version}: it is at version {profile.version}."
             )
         try:
-            delete_at_version(self.db, self.table, {"pk": PROFILES_PK, "sk": profile_id}, version)
-        except errors.Conflict as exc:
-            raise errors.Conflict(f"Routing profile {profile_id!r} changed or was removed meanwhile.") from exc
+            delete_at_version(
+                self.db, self.table, {"pk": PROFILES_PK, "sk": profile_id}, version, f"Routing profile {profile_id!r}"
+            )
         finally:
             _READ.forget(self.db)
         return profile

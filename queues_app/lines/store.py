@@ -111,9 +111,7 @@ class LineStore:
                 f"Line {line_id!r} is served by the routing profile {', '.join(served)}: change those first."
             )
         try:
-            delete_at_version(self.db, self.table, {"pk": LINES_PK, "sk": line_id}, version)
-        except errors.Conflict as exc:
-            raise errors.Conflict(f"Line {line_id!r} changed or was removed meanwhile; read it again.") from exc
+            delete_at_version(self.db, self.table, {"pk": LINES_PK, "sk": line_id}, version, f"Line {line_id!r}")
         finally:
             self.forget()
         return line

@@ -219,9 +219,7 @@ class NamedQueues:
                 f"Queue {queue_id!r} holds {counted(holding, 'shipment')}: it is removed once it is empty."
             )
         try:
-            delete_at_version(self.db, self.table, {"pk": QUEUES_PK, "sk": queue_id}, version)
-        except errors.Conflict as exc:
-            raise errors.Conflict(f"Queue {queue_id!r} changed or was removed meanwhile; read it again.") from exc
+            delete_at_version(self.db, self.table, {"pk": QUEUES_PK, "sk": queue_id}, version, f"Queue {queue_id!r}")
         finally:
             self.forget()
         return queue

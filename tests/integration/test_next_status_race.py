@@ -56,16 +56,22 @@ def race(db, agent_id: str, call_id: str, version: int, delay: float) -> tuple[o
     )
 
 
+def on_a_call(centre: CallCenter, n: int):
+    """A new agent, given a new caller: the agent and the call."""
+    agent = centre.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["X"]})
+    centre.make_available(agent.agent_id)
+    call, _ = centre.create_call({"language": "French"})
+    assert call.agent_id == agent.agent_id
+    return agent, call
+
+
 def test_a_break_asked_as_the_call_ends_is_taken_in_one_order_or_the_other(local_db):
     centre = CallCenter(local_db)
     rng = random.Random(11)
     first = {"break": 0, "end": 0}
     for n in range(PAIRS):
-        agent = centre.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["X"]})
-        centre.make_available(agent.agent_id)
-        call, _ = centre.create_call({"language": "French"})
+        agent, call = on_a_call(centre, n)
         on_call = centre.agents.get(agent.agent_id)
-        assert on_call.call_id == call.call_id
         asked, ended = race(
             local_db, agent.agent_id, call.call_id, on_call.version, rng.uniform(0, 0.012) if n % 2 else 0.0
         )
@@ -92,9 +98,7 @@ def test_a_wrap_up_limit_and_a_make_available_at_the_same_moment_make_the_agent_
     rng = random.Random(5)
     by = {"limit": 0, "hand": 0}
     for n in range(PAIRS):
-        agent = centre.agents.create(f"Agent {n}", {"language": ["French"], "gender": ["X"]})
-        past.make_available(agent.agent_id)
-        call, _ = past.create_call({"language": "French"})
+        agent, call = on_a_call(past, n)
         past.release(agent.agent_id, "wrap_up", call_id=call.call_id)
         seen = centre.agents.get(agent.agent_id)
         # The pass reads more than the make-available does: it starts first, by a varying lead.
