@@ -151,7 +151,7 @@ def admits(profile, line, waited):
     return profile is None or (line in profile and waited >= profile[line]["delay_seconds"])
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     floor=st.lists(PROFILE, min_size=1, max_size=4),
     callers=st.lists(st.tuples(st.sampled_from(LINES), st.integers(0, 40)), min_size=1, max_size=4),

@@ -263,7 +263,7 @@ def test_a_lines_steps_are_its_callers_own_unless_they_bring_some(moto_db, api, 
     assert (kept["name"], kept["steps"], kept["priority_aging_seconds"]) == ("Support desk", line["steps"], 60)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(others=st.integers(0, 3), state=st.sampled_from(["queued", "offline", "busy", "not_ready"]))
 def test_a_preferred_caller_goes_where_the_rules_say(centre, clock, others, state):
     """Brute force: kept for a queued agent, they take the caller; for one logged in but busy
