@@ -24,6 +24,7 @@ from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import batch, meter, schema
 from queues_app.ddb.client import default, reset_default
 from queues_app.ddb.clock import now, to_iso
+from queues_app.lines import profiles
 from queues_app.lines import store as line_store
 from queues_app.shipments import named as named_queues
 from queues_app.shipments.queue import (
@@ -204,12 +205,12 @@ def requests_per_page(client: Client, ids: dict) -> dict[str, dict]:
 def measure_at(settings, dynamodb_local, staff, monkeypatch):
     """Load `size` items of each kind into fresh tables and count each page's requests."""
     made = []
-    # The settings (lines, shipment queues) are read once every few seconds per process: on
+    # The settings (lines, routing profiles, shipment queues) are read once every few seconds per process: on
     # a slow run that read would fall on one page at one size and not at the other, a
     # difference in the counts that is none in the pages. Kept for the whole measure, each
     # page counts its reads of the data alone (a settings read is one Query a process makes
     # every few seconds: docs/scale.md).
-    for kept in (line_store._READ, line_store._PROMISES, named_queues._READ):
+    for kept in (line_store._READ, line_store._PROMISES, line_store._WRAP_UPS, profiles._READ, named_queues._READ):
         monkeypatch.setattr(kept, "max_age_seconds", 3600.0)
 
     def run(size: int) -> dict[str, dict]:
