@@ -91,3 +91,13 @@ def test_the_agent_page_says_when_the_wrap_up_ends(centre, supervisor_client):
     agent = in_wrap_up(centre)
     shown = supervisor_client.get(f"/agents/{agent.agent_id}/").content.decode()
     assert 'data-figure="wrap-up-ends">Made available in ' in shown, shown[:300]
+
+
+def test_the_lines_page_sets_a_lines_wrap_up_limit_and_refuses_a_bad_one(centre, supervisor_client):
+    form = {"line_id": "support", "name": "Support", "service_level_seconds": "20", "service_level_target": "80"}
+    form.update(short_abandon_seconds="0", hours="", holidays="", overflow_kind="", wrap_up_seconds="45")
+    assert supervisor_client.post("/lines/new", form).status_code == 302
+    assert centre.lines.get("support").wrap_up_seconds == 45
+    bad = supervisor_client.post("/lines/support/", {**form, "wrap_up_seconds": "7200", "version": "1"})
+    assert bad.status_code == 400 and "3600" in bad.content.decode()
+    assert centre.lines.get("support").wrap_up_seconds == 45  # nothing lost
