@@ -486,6 +486,9 @@ class LineForm(VersionForm):
     holidays = forms.CharField(required=False, help_text="Dates the line stays closed: 2026-12-25 2027-01-01")
     max_waiting = forms.IntegerField(min_value=1, required=False, label="Most callers waiting")
     max_wait_seconds = forms.IntegerField(min_value=1, required=False, label="Longest wait (s)")
+    overflow_kind = forms.ChoiceField(choices=OVERFLOW_KINDS, required=False, label="Past a limit, callers go")
+    overflow_to = forms.ChoiceField(choices=[], required=False, label="Line")
+    overflow_end = forms.CharField(required=False, max_length=40, label="Reason told to the phone system")
     wrap_up_seconds = forms.IntegerField(
         min_value=1,
         max_value=3600,
@@ -494,9 +497,6 @@ class LineForm(VersionForm):
         help_text="After a call of this line an agent in wrap-up is made available past it. Empty: the centre's "
         "(WRAP_UP_SECONDS).",
     )
-    overflow_kind = forms.ChoiceField(choices=OVERFLOW_KINDS, required=False, label="Past a limit, callers go")
-    overflow_to = forms.ChoiceField(choices=[], required=False, label="Line")
-    overflow_end = forms.CharField(required=False, max_length=40, label="Reason told to the phone system")
 
     FIELDS = {"hours": "hours", "holidays": "holidays", "overflow": "overflow_kind", "overflow.to_line": "overflow_to"}
 
