@@ -231,12 +231,12 @@ class Availability:
             if agent.version != seen:
                 raise stale(agent, seen)
             raise errors.Conflict(f"{agent.name} is not on a call: {agent.doing}.", now={"agent": agent})
-        status, values = (AgentStatus.NOT_READY, {":reason": reason}) if reason else ("", {":reason": ""})
+        status = AgentStatus.NOT_READY if reason else ""  # empty: none (as `reason` is stored)
         update = self.table.agent_update(
             agent,
             "SET next_status = :next, next_reason = :reason, change = :change, version = version + :one, "
             "updated_at = :now",
-            {**values, ":next": status, ":change": change, ":now": to_iso(self.table.clock())},
+            {":next": status, ":reason": reason or "", ":change": change, ":now": to_iso(self.table.clock())},
         )
         try:
             self.table.transact([update])

@@ -59,7 +59,8 @@ class Endings:
         change = replay.change_id("end", call_id, then)
         stamp = to_iso(self.table.clock())
         next_status, reason = agent.after_call(then)
-        until = self._wrap_up_until(call_id) if next_status == AgentStatus.WRAP_UP and then != "queue" else None
+        wrapping_up = (next_status, then) == (AgentStatus.WRAP_UP, AgentStatus.WRAP_UP)  # not queued at once
+        until = self._wrap_up_until(call_id) if wrapping_up else None
         after, values = status_clause(agent.agent_id, next_status, change, reason, wrap_up_until=until)
         actions = [
             self.table.agent_update(

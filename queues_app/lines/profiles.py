@@ -13,7 +13,6 @@ caller's place says when a delay next admits more agents (docs/architecture.md,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,13 +21,12 @@ from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.recent import RecentReads
 from queues_app.ddb.versioned import delete_at_version, put_from_version, why_refused
+from queues_app.lines.records import LINE_ID, LINE_ID_RULE
 from queues_app.text import hidden_problem
 
 PROFILES_PK = "PROFILES"
 INLINE_DELAYS = "~inline"  # sorts after every profile id
-PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-PROFILE_ID_RULE = "1 to 40 lowercase letters, digits, '_' or '-', starting with a letter or digit"
-LINE_ID = PROFILE_ID  # the lines' own rule (lines/records.py)
+PROFILE_ID, PROFILE_ID_RULE = LINE_ID, LINE_ID_RULE  # a profile is named as a line is
 NAME_MAX = 100
 PRIORITY_MIN, PRIORITY_MAX = 1, 9
 MAX_DELAY_SECONDS = 3600
@@ -214,8 +212,10 @@ class ProfileStore:
                     line_id, _, delay = str(noted).rpartition(":")
                     inline.setdefault(line_id, set()).add(int(delay))
             else:
-                profile = Profile(item["sk"], item.get("name", item["sk"]), stored_lines(item.get("lines")))
-                profiles[item["sk"]] = Profile(**{**profile.__dict__, "version": int(item.get("version", 0))})
+                lines = stored_lines(item.get("lines"))
+                profiles[item["sk"]] = Profile(
+                    item["sk"], item.get("name", item["sk"]), lines, int(item.get("version", 0))
+                )
         return _READ.keep(self.db, Read(profiles, {k: frozenset(v) for k, v in inline.items()}))
 
     def current(self) -> Read:

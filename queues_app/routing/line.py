@@ -269,7 +269,12 @@ class WaitingLine:
         return {tuple(item["wanted"]): int(item["waiting"]) for item in found if int(item.get("waiting", 0)) > 0}
 
     def heads_for(
-        self, skills: dict[str, list[str]], *, consistent: bool = True, takes: Callable[[dict], bool] | None = None
+        self,
+        skills: dict[str, list[str]],
+        *,
+        consistent: bool = True,
+        takes: Callable[[dict], bool] | None = None,
+        counts: dict | None = None,
     ) -> list[dict]:
         """The first caller of every partition the agent fits, in line order: the first
         of them is the longest-waiting caller (priority, then arrival) they fit. Read
@@ -278,9 +283,10 @@ class WaitingLine:
         caller who joined in the last moments may be missed, as by the counts, and is
         found by the look after queueing, which reads strongly. With `takes` (whether the
         agent meets a caller's routing step), a partition is read on past the callers it
-        refuses, a page at a time, to the first it takes."""
+        refuses, a page at a time, to the first it takes. `counts`: the partitions' counts as
+        just read (`counts`), for a second look at the same parts of the line."""
         heads = []
-        for wanted in self.counts(self.partitions_for(skills), consistent=consistent):
+        for wanted in counts if counts is not None else self.counts(self.partitions_for(skills), consistent=consistent):
             pk = keys.waiting_caller(wanted, "")["pk"]
             start: dict | None = None
             limit = 1

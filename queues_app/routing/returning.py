@@ -60,6 +60,9 @@ class ComingBack:
             if outcome is not _TAKEN:
                 return cast(Call | None, outcome)
         serving = self.matcher.profiles.serving(agent.profile, agent.lines)
+        line = self.matcher.line
+        # The counts of the parts of the line they fit, read once for every priority's first look.
+        counts = line.counts(line.partitions_for(agent.skills), consistent=from_queue)
         # Their lines by priority, first priority first (one group of every line without a profile).
         for lines in profiles.tiers(serving) if serving else [None]:
 
@@ -70,8 +73,9 @@ class ComingBack:
                 waited = (moment - (from_iso(arrived) or moment)).total_seconds()
                 return line_id in lines and profiles.admits(serving, line_id, waited) and takes(waiting)
 
-            for _round in range(OFFER_ROUNDS):
-                heads = self.matcher.line.heads_for(agent.skills, consistent=from_queue, takes=on_lines)
+            for round_ in range(OFFER_ROUNDS):
+                read = counts if round_ == 0 else None  # after heads were taken by others: read again
+                heads = line.heads_for(agent.skills, consistent=from_queue, takes=on_lines, counts=read)
                 if not heads:
                     break
                 outcome = self._offer_heads(agent, heads, from_queue=from_queue, change=change, after_call=after_call)
