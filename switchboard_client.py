@@ -339,6 +339,11 @@ class Switchboard:
         body = {"version": version, "reason": reason}
         return self._request("POST", f"agents/{_segment(agent_id)}/not-ready", json=body)
 
+    def heartbeat(self, agent_id: str) -> dict:
+        """Say the agent's client is there (AGENT_PRESENCE_SECONDS): send one every third
+        of `presence_seconds`, which the answer gives (null: presence is not checked)."""
+        return self._request("POST", f"agents/{_segment(agent_id)}/heartbeat")
+
     def queues(self) -> dict:
         """Every skill combination's queue and the number of callers waiting."""
         return self._request("GET", "queues")
@@ -371,11 +376,14 @@ class Switchboard:
         """Where this token's call events go (`url` None: nowhere)."""
         return self._request("GET", "callback")
 
-    def set_callback(self, url: str, secret: str | None = None, *, rotate: bool = False) -> dict:
+    def set_callback(self, url: str, secret: str | None = None, *, rotate: bool = False, agents: bool = False) -> dict:
         """Send this token's call events to `url` from now on; the answer holds the secret
         that signs them (a Standard Webhooks `whsec_...`, made up when none is given).
-        With `rotate`, the secret replaced keeps signing too until `previous_secret_until`."""
+        With `rotate`, the secret replaced keeps signing too until `previous_secret_until`;
+        with `agents`, every agent's changes of status go there too."""
         body: dict[str, Any] = {"url": url}
+        if agents:
+            body["agents"] = True
         if secret is not None:
             body["secret"] = secret
         if rotate:

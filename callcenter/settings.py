@@ -336,7 +336,8 @@ SWITCHBOARD_ESCALATION = {
     "order": env.list("SWITCHBOARD_ESCALATION_ORDER", default=["gender", "language"]),
 }
 # Why an agent may be not ready: logged in, offered no call. "missed" is added by the
-# system for an agent who did not pick up an offered call in time.
+# system for an agent who did not pick up an offered call in time, "disconnected" for one
+# whose client stopped sending heartbeats.
 AGENT_NOT_READY_REASONS = env.list("AGENT_NOT_READY_REASONS", default=["break", "lunch", "training", "meeting"])
 # Seconds an agent has to pick up a call given to them (the phone system confirms with
 # POST /api/calls/{id}/answered); unanswered, the call goes back to its place in line and
@@ -352,8 +353,18 @@ if ANSWER_TIMEOUT_SECONDS is not None and not 1 <= ANSWER_TIMEOUT_SECONDS <= 600
 WRAP_UP_SECONDS = env.float("WRAP_UP_SECONDS", default=0.0) or None
 if WRAP_UP_SECONDS is not None and not 1 <= WRAP_UP_SECONDS <= 3600:
     raise ImproperlyConfigured(f"WRAP_UP_SECONDS is 1 to 3600 seconds (or empty: off), not {WRAP_UP_SECONDS:g}.")
-if not [reason for reason in AGENT_NOT_READY_REASONS if reason.strip() and reason.strip() != "missed"]:
-    raise ImproperlyConfigured("AGENT_NOT_READY_REASONS needs at least one reason (missed is the system's own).")
+# Seconds a queued or ringing agent's client may go without a heartbeat
+# (POST /api/agents/<id>/heartbeat) before the escalation loop makes them not ready
+# (`disconnected`). Empty or 0: off, presence is not checked.
+AGENT_PRESENCE_SECONDS = env.float("AGENT_PRESENCE_SECONDS", default=0.0) or None
+if AGENT_PRESENCE_SECONDS is not None and not 5 <= AGENT_PRESENCE_SECONDS <= 3600:
+    raise ImproperlyConfigured(
+        f"AGENT_PRESENCE_SECONDS is 5 to 3600 seconds (or empty: off), not {AGENT_PRESENCE_SECONDS:g}."
+    )
+if not [r for r in AGENT_NOT_READY_REASONS if r.strip() and r.strip() not in ("missed", "disconnected")]:
+    raise ImproperlyConfigured(
+        "AGENT_NOT_READY_REASONS needs at least one reason (missed and disconnected are the system's own)."
+    )
 
 # Shipments: receives before the DLQ, and the exponential backoff between attempts.
 SWITCHBOARD_SHIPMENT_RETRY = {
@@ -366,6 +377,9 @@ SWITCHBOARD_SHIPMENT_RETRY = {
 # the same transaction as the change (this hook), delivered by `run_webhook_worker` with
 # these attempts and backoff before the event goes to the callbacks queue's DLQ.
 SWITCHBOARD_CALL_EVENTS = "queues_app.webhooks.events.outbox"
+# Agent events (`agent.status_changed`, `agent.disconnected`) for every token whose
+# callback asked for them, written the same way.
+SWITCHBOARD_AGENT_EVENTS = "queues_app.webhooks.events.agent_outbox"
 SWITCHBOARD_CALLBACK_RETRY = {
     "max_receives": env.int("CALLBACK_MAX_ATTEMPTS", default=10),
     "backoff_base_seconds": env.float("CALLBACK_BACKOFF_BASE_SECONDS", default=2.0),

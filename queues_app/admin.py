@@ -38,6 +38,7 @@ from queues_app.shipments.listing import LISTS as SHIPMENT_LISTS
 from queues_app.shipments.queue import DEFAULT_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 from queues_app.templatetags.switchboard import as_json, lines_served, since, skills_text, until
+from queues_app.webhooks.events import listen
 
 PAGE_SIZE = 50
 
@@ -61,7 +62,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
-        count = queryset.filter(revoked=False).update(revoked=True)
+        revoking = queryset.filter(revoked=False)
+        for token_id in revoking.filter(callback_agents=True).values_list("pk", flat=True):
+            listen(default(), token_id, False)  # no more agent events written for it
+        count = revoking.update(revoked=True)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
 

@@ -11,6 +11,8 @@ AGENT_ANSWERED = "agent.answered"  # the agent picked up the call offered to the
 AGENT_RELEASED = "agent.release"
 AGENT_OFFLINE = "agent.offline"
 AGENT_NOT_READY = "agent.not_ready"
+AGENT_DISCONNECTED = "agent.disconnected"  # no heartbeat within AGENT_PRESENCE_SECONDS: not ready
+AGENT_STATUS_CHANGED = "agent.status_changed"  # an event only: every change of status, whoever made it
 
 CALL_CREATED = "call.create"
 CALL_ASSIGNED = "call.assigned"
@@ -54,6 +56,7 @@ ACTION_LABELS = {
     AGENT_RELEASED: "Agent released from a call",
     AGENT_OFFLINE: "Agent logged off",
     AGENT_NOT_READY: "Agent set not ready",
+    AGENT_DISCONNECTED: "Agent disconnected (no heartbeat)",
     CALL_CREATED: "Caller arrived",
     CALL_ASSIGNED: "Caller given an agent",
     CALL_RELAXED: "Caller's preferences widened",
@@ -94,6 +97,7 @@ AUDIT_ACTIONS = {
         AGENT_RELEASED,
         AGENT_OFFLINE,
         AGENT_NOT_READY,
+        AGENT_DISCONNECTED,
     ],
     "Calls": [
         CALL_CREATED,
@@ -133,3 +137,6 @@ CALL_EVENTS = (
     CALL_REFUSED,
     CALL_OVERFLOWED,
 )
+
+# What a token's callback hears of every agent, when it asked for agent events.
+AGENT_EVENTS = (AGENT_STATUS_CHANGED, AGENT_DISCONNECTED)

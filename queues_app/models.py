@@ -19,6 +19,7 @@ PREFIX_LENGTH = 8
 CALLBACK_FIELDS = [
     "callback_url",
     "callback_secret",
+    "callback_agents",
     "callback_secret_legacy",
     "callback_previous_secret",
     "callback_previous_legacy",
@@ -74,6 +75,10 @@ class ApiToken(models.Model):
     callback_previous_secret = models.CharField(max_length=200, blank=True, editable=False)
     callback_previous_legacy = models.BooleanField(default=False, editable=False)
     callback_previous_until = models.DateTimeField(null=True, blank=True, editable=False)
+    # With its own calls' events, every agent's changes of status (agent.status_changed).
+    callback_agents = models.BooleanField(
+        default=False, help_text="Also send every agent's changes of status to the callback."
+    )
 
     objects = ApiTokenQuerySet.as_manager()
 
@@ -127,8 +132,9 @@ class ApiToken(models.Model):
             return None
         return token.callback_url, token.signing_secrets()
 
-    def set_callback(self, url: str, secret: str | None = None, *, rotate: bool = False) -> str:
+    def set_callback(self, url: str, secret: str | None = None, *, rotate: bool = False, agents: bool = False) -> str:
         """Register the callback with `secret` (a new one when none is given); returns it.
+        With `agents`, every agent's changes of status go there too.
         With `rotate`, the secret it replaces keeps signing for SWITCHBOARD_CALLBACK_SECRET_OVERLAP,
         so receivers can switch without missing an event; without, it stops at once."""
         new = secret or new_secret()
@@ -139,13 +145,21 @@ class ApiToken(models.Model):
         else:
             self.callback_previous_secret, self.callback_previous_legacy, self.callback_previous_until = "", False, None
         self.callback_url, self.callback_secret, self.callback_secret_legacy = url, new, False
+        self.callback_agents = agents
         self.save(update_fields=CALLBACK_FIELDS)
         return new
 
     def clear_callback(self) -> None:
         self.callback_url, self.callback_secret, self.callback_secret_legacy = "", "", False
+        self.callback_agents = False
         self.callback_previous_secret, self.callback_previous_legacy, self.callback_previous_until = "", False, None
         self.save(update_fields=CALLBACK_FIELDS)
+
+    @classmethod
+    def agent_listeners(cls) -> list[int]:
+        """The tokens whose callbacks hear of every agent's changes of status."""
+        listening = cls.objects.usable().filter(callback_agents=True).exclude(callback_url="")
+        return list(listening.values_list("pk", flat=True))
 
     def previous_secret_until(self, moment=None):
         """Until when the previous secret signs too; None when none does."""

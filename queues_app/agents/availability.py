@@ -7,16 +7,17 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.records import DISCONNECTED, Agent, AgentStatus, StatusChange
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import combination_levels
 from queues_app.calls.records import Outcome
 from queues_app.calls.store import Calls
 from queues_app.centre import keys
-from queues_app.centre.table import CallCenterTable, agent_changed, stale, status_clause
+from queues_app.centre.table import CallCenterTable, agent_changed, stale, status_clause, unless_seen_since
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import from_iso, to_iso
 from queues_app.ddb.codec import marshal
+from queues_app.event_names import AGENT_DISCONNECTED
 from queues_app.figures import counters
 from queues_app.lines.store import wrap_up_seconds
 from queues_app.routing.matching import Matcher
@@ -26,8 +27,9 @@ WRAP_UP_READ_CAP = 500  # agents past the shortest wrap-up limit read per pass
 MAX_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 # An assignment writes the agent and one delete and one metadata update per combination;
 # for a waiting caller, the call, their place in line and its two count copies, the call's
-# event, its answer's (or offer's) fact, and the ended call that records it took this one.
-ASSIGNMENT_OVERHEAD = 8
+# event, its answer's (or offer's) fact, and the ended call that records it took this one;
+# the agent's change of status, its fact and an agent event for one listening callback.
+ASSIGNMENT_OVERHEAD = 10
 
 
 class AgentTooBroad(errors.InvalidRequest):
@@ -91,17 +93,10 @@ class Availability:
             return []
         moment = self.table.clock()
         oldest = to_iso(moment - timedelta(seconds=shortest))
-        due: list[str] = []
-        cursor = None
-        while len(due) < cap:
-            page = self.agents.list(status=AgentStatus.WRAP_UP, limit=100, cursor=cursor, max_reads=8)
-            due += [a.agent_id for a in page.items if (a.status_since or "") <= oldest]
-            cursor = page.next_cursor
-            if not cursor or not page.items:
-                break
+        due = self.agents.ids_where(AgentStatus.WRAP_UP, lambda a: (a.status_since or "") <= oldest, cap)
         default = wrap_up_seconds(self.db, "")
         done = []
-        for agent in self.agents.get_many(due[:cap]):
+        for agent in self.agents.get_many(due):
             since = from_iso(agent.status_since)
             until = agent.wrap_up_until or (to_iso(since + timedelta(seconds=default)) if since and default else None)
             if agent.status != AgentStatus.WRAP_UP or not until or until > to_iso(moment):
@@ -169,7 +164,16 @@ class Availability:
                 {**values, ":now": stamp, ":token": token},
             )
         ]
-        message = {"type": "message", "agent_id": agent.agent_id, "name": agent.name, "skills": agent.skills}
+        actions += self.table.status_actions(StatusChange.of(agent, AgentStatus.QUEUED, stamp))
+        # `v`: the agent's version while queued with this token (nothing but a change of
+        # status, which takes the token away, writes a queued agent), for the matcher's event.
+        message = {
+            "type": "message",
+            "agent_id": agent.agent_id,
+            "name": agent.name,
+            "skills": agent.skills,
+            "v": agent.version + 1,
+        }
         # The lines they serve, for a new caller's matching: their profile's name (its lines
         # read as routing reads them), or their own lines with each one's delay.
         if agent.profile:
@@ -272,6 +276,18 @@ class Availability:
                 return Outcome(agent)
             raise errors.Conflict(f"{agent.name} is already {agent.doing}.", now={"agent": agent})
         on_a_call(agent)
+        actions = self._away_actions(agent, status, reason, change)
+        try:
+            self.db.call("transact_write_items", TransactItems=actions)
+        except errors.TransactionCancelled as exc:
+            if expected_version is not None:
+                return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
+            raise agent_changed(agent, exc) from exc
+        return Outcome(self.agents.get(agent_id))
+
+    def _away_actions(self, agent: Agent, status: str, reason: str | None, change: str, *also: str) -> list[dict]:
+        """The agent as read, to `status` (offline, not ready), out of every queue: the
+        agent's Update first, then their messages, the fact and the events."""
         stamp = to_iso(self.table.clock())
         away, values = status_clause(agent.agent_id, status, change, reason)
         actions = [
@@ -283,13 +299,20 @@ class Availability:
         ]
         if agent.status == AgentStatus.QUEUED and agent.queue_token:
             actions += self.table.dequeue_actions(agent.skills, agent.queue_token)
+        return actions + self.table.status_actions(StatusChange.of(agent, status, stamp, reason), *also)
+
+    def disconnect(self, agent: Agent, absent_since: str) -> bool:
+        """A queued agent whose client has sent no heartbeat since `absent_since`: not
+        ready (`disconnected`) and out of every queue, from the version read, unless a
+        heartbeat lands first. False when it did, or the agent changed meanwhile."""
+        change = replay.change_id(DISCONNECTED, agent.version)
+        actions = self._away_actions(agent, AgentStatus.NOT_READY, DISCONNECTED, change, AGENT_DISCONNECTED)
+        unless_seen_since(actions[0], absent_since)
         try:
             self.db.call("transact_write_items", TransactItems=actions)
-        except errors.TransactionCancelled as exc:
-            if expected_version is not None:
-                return self._done_or_stale(self.agents.get(agent_id), change, expected_version)
-            raise agent_changed(agent, exc) from exc
-        return Outcome(self.agents.get(agent_id))
+        except errors.TransactionCancelled:
+            return False
+        return True
 
 
 def on_a_call(agent: Agent) -> None:

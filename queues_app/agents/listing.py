@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -83,6 +83,19 @@ class AgentPages:
         wanted = [keys.agent(i) for i in dict.fromkeys(agent_ids)]
         found = batch.get_items(self.db, self.table_name, wanted, consistent=consistent)
         return [agent_from_item(item) for item in found]
+
+    def ids_where(self, status: str, keep: Callable[[Agent], bool], cap: int) -> builtins.list[str]:
+        """The ids of up to `cap` agents in `status` that `keep` accepts as the status index
+        projects them (its partitions read a hundred at a time, in name order)."""
+        found: builtins.list[str] = []
+        cursor = None
+        while len(found) < cap:
+            page = self.list(status=status, limit=100, cursor=cursor, max_reads=8)
+            found += [agent.agent_id for agent in page.items if keep(agent)]
+            cursor = page.next_cursor
+            if not cursor or not page.items:
+                break
+        return found[:cap]
 
     def list(
         self,

@@ -40,15 +40,18 @@ def status_label(status: str, reason: str | None = None) -> str:
 
 # The reason an agent who missed an offered call is made not ready with (ring-no-answer).
 MISSED = "missed"
+# ... and one whose client stopped sending heartbeats (AGENT_PRESENCE_SECONDS).
+DISCONNECTED = "disconnected"
+SYSTEM_REASONS = (MISSED, DISCONNECTED)
 
 
 def not_ready_reasons() -> list[str]:
     """The reasons a person may give for an agent not ready (AGENT_NOT_READY_REASONS);
-    `missed` is the system's own."""
+    `missed` and `disconnected` are the system's own."""
     from django.conf import settings
 
     given = getattr(settings, "AGENT_NOT_READY_REASONS", None) or ["break", "lunch", "training", "meeting"]
-    return [r.strip() for r in given if r.strip() and r.strip() != MISSED]
+    return [r.strip() for r in given if r.strip() and r.strip() not in SYSTEM_REASONS]
 
 
 @dataclass
@@ -78,6 +81,7 @@ class Agent:
     next_status: str | None = None
     next_reason: str | None = None
     wrap_up_until: str | None = None  # when their wrap-up ends by itself (WRAP_UP_SECONDS); only in wrap-up
+    seen_at: str | None = None  # their client's last heartbeat (AGENT_PRESENCE_SECONDS)
 
     @property
     def status_label(self) -> str:
@@ -119,6 +123,40 @@ class Agent:
         if self.status == AgentStatus.NOT_READY:
             return f"not ready ({self.reason})" if self.reason else "not ready"
         return self.status_label.lower()
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One change of an agent's status, as the agents' report counts it and the
+    `agent.status_changed` event tells it: from what (since when, why) to what, when, and
+    the agent's version after it (None where the change did not know it)."""
+
+    agent_id: str
+    name: str
+    was: str
+    to: str
+    at: str
+    since: str | None = None
+    was_reason: str | None = None
+    reason: str | None = None
+    version: int | None = None
+    call_id: str | None = None  # the call taken, or left
+
+    @classmethod
+    def of(cls, agent: Agent, to: str, at: str, reason: str | None = None, call_id: str | None = None) -> StatusChange:
+        """The change of `agent` as read to `to`: one version on."""
+        return cls(
+            agent.agent_id,
+            agent.name,
+            agent.status,
+            to,
+            at,
+            agent.status_since,
+            agent.reason if agent.status == AgentStatus.NOT_READY else None,
+            reason if to == AgentStatus.NOT_READY else None,
+            agent.version + 1,
+            call_id or agent.call_id,
+        )
 
 
 # Where an agent goes once their call ends, in words.

@@ -87,6 +87,7 @@ class Agents:
     """Create, read and list agents (their lists and counts: the part `pages`)."""
 
     get_many = Verb("pages", AgentPages.get_many)
+    ids_where = Verb("pages", AgentPages.ids_where)
     list = Verb("pages", AgentPages.list)
     count = Verb("pages", AgentPages.count)
     count_by_status = Verb("pages", AgentPages.count_by_status)

@@ -1,6 +1,7 @@
 """/api/agents: the roster (agents added, renamed or given other skills, removed) and the
 changes a phone system makes to one (made available, released from a call, logged off,
-not ready), each from the version or call it names; with its inputs and outputs."""
+not ready), each from the version or call it names, and its client's heartbeats; with its
+inputs and outputs."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field, StrictInt
 
 from queues_app import inputs
+from queues_app.agents.presence import presence_seconds
 from queues_app.agents.records import Agent
 from queues_app.api import listing
 from queues_app.api.common import agent_and_call, api_operations, get_call_center, note_change, replayed
-from queues_app.api.openapi import CURSOR, ITEM_CHANGES, READS, answers, per_page
+from queues_app.api.openapi import CHANGES, CURSOR, ITEM_CHANGES, READS, answers, per_page
 from queues_app.api.schemas import (
     THEN_PROBLEM,
     VERSION_PROBLEM,
@@ -140,6 +142,16 @@ class AgentAndCallOut(Schema):
 
 class AgentOnlyOut(Schema):
     agent: AgentOut
+
+
+class HeartbeatOut(Schema):
+    agent_id: str
+    status: AgentStatusName
+    seen_at: str = Field(description="This heartbeat's time (ISO 8601, UTC).")
+    presence_seconds: float | None = Field(
+        description="AGENT_PRESENCE_SECONDS: a queued or ringing agent whose client sends no heartbeat for that "
+        "long is set not ready (`disconnected`); null: presence is not checked. Send one every third of it."
+    )
 
 
 class AgentsPageOut(Schema):
@@ -435,3 +447,24 @@ def cancel_next_status(
         note_change(request, "agent.next_status", agent_id, "cancelled")
     replayed(response, outcome.replayed)
     return {"agent": agent_to_json(cast(Agent, outcome.agent))}
+
+
+@router.post(
+    "agents/{agent_id}/heartbeat",
+    url_name="api-agent-heartbeat",
+    operation_id="agentHeartbeat",
+    summary="Say the agent's client is there",
+    **answers({200: (HeartbeatOut, "Noted: the agent's last sign of life is now.", ())}, *CHANGES, 404),
+)
+def agent_heartbeat(request: HttpRequest, agent_id: ItemId):
+    """The agent's client (or the phone system for them) is there. With
+    AGENT_PRESENCE_SECONDS set, a queued or ringing agent without a heartbeat for that long
+    is set not ready (`disconnected`), out of every queue, and a call ringing for them goes
+    back to its place. One conditional write; changes no version, and is not audited."""
+    agent = get_call_center().heartbeat(agent_id)
+    return {
+        "agent_id": agent.agent_id,
+        "status": agent.status,
+        "seen_at": agent.seen_at,
+        "presence_seconds": presence_seconds(),
+    }

@@ -15,10 +15,11 @@ from queues_app.api.auth import current_token
 from queues_app.api.common import note_change
 from queues_app.api.openapi import CHANGES, READS, answers
 from queues_app.api.schemas import CallOut, InputSchema
+from queues_app.ddb.client import default
 from queues_app.ddb.clock import to_iso
 from queues_app.models import ApiToken
 from queues_app.webhooks.destinations import url_refusal
-from queues_app.webhooks.events import EVENT_TYPES
+from queues_app.webhooks.events import AGENT_EVENT_TYPES, EVENT_TYPES, listen
 from queues_app.webhooks.signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, standard_key
 
 router = Router()
@@ -51,8 +52,15 @@ class CallbackIn(InputSchema):
         "Without it the old secret stops at once.",
     )
 
+    agents: bool = Field(
+        False,
+        description="Also send every agent's changes of status (`agent.status_changed`, `agent.disconnected`), "
+        "whoever made them. Without it (or `false`) only this token's calls' events.",
+    )
+
     PROBLEMS: ClassVar[dict[str, str]] = {
         "url": "must be an absolute https:// URL of at most 500 characters",
+        "agents": "must be true or false",
         "secret": "must be whsec_ followed by the base64 of 24 or more random bytes (leave out to get one)",
         "rotate": "must be true or false",
     }
@@ -91,7 +99,11 @@ class CallbackIn(InputSchema):
 
 class CallbackOut(Schema):
     url: str | None = Field(description="Where this token's call events are POSTed; null: nowhere.")
-    events: list[str] = Field(description="The event types sent: `call.assigned`, `call.abandoned`, `call.relaxed`.")
+    events: list[str] = Field(
+        description="The event types sent: this token's calls' (`call.assigned`, `call.abandoned`, ...), and with "
+        "`agents`, `agent.status_changed` and `agent.disconnected`."
+    )
+    agents: bool = Field(False, description="Whether every agent's changes of status are sent too.")
     previous_secret_until: str | None = Field(
         None, description="After a rotation: until when the previous secret signs every delivery too (ISO 8601)."
     )
@@ -120,7 +132,8 @@ def callback_json(token: ApiToken) -> dict:
     until = token.previous_secret_until()
     return {
         "url": token.callback_url or None,
-        "events": list(EVENT_TYPES),
+        "events": [*EVENT_TYPES, *(AGENT_EVENT_TYPES if token.callback_agents else ())],
+        "agents": token.callback_agents,
         "previous_secret_until": to_iso(until) if until else None,
     }
 
@@ -150,7 +163,8 @@ def set_callback(request: HttpRequest, payload: CallbackIn):
     and shown once here) as Standard Webhooks are. With `rotate`, the secret replaced
     signs too until `previous_secret_until`. docs/callbacks.md shows how to verify."""
     token = current_token(request)
-    secret = token.set_callback(payload.url, payload.secret, rotate=payload.rotate)
+    secret = token.set_callback(payload.url, payload.secret, rotate=payload.rotate, agents=payload.agents)
+    listen(default(), token.pk, payload.agents)
     note_change(request, "callback.rotate" if payload.rotate else "callback.set", str(token.pk), payload.url)
     return {**callback_json(token), "secret": secret}
 
@@ -167,6 +181,7 @@ def remove_callback(request: HttpRequest):
     callbacks queue's DLQ, from where a supervisor may restore them once a callback is set."""
     token = current_token(request)
     token.clear_callback()
+    listen(default(), token.pk, False)
     note_change(request, "callback.remove", str(token.pk), "removed")
     return callback_json(token)
 

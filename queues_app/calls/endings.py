@@ -8,7 +8,7 @@ import dataclasses
 
 from queues_app import event_names as named
 from queues_app.agents.availability import Availability
-from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
+from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, StatusChange
 from queues_app.agents.roster import Agents
 from queues_app.calls.records import Call, CallStatus, Outcome
 from queues_app.calls.store import ENDED_CALL_RETENTION, Calls
@@ -73,6 +73,7 @@ class Endings:
             actions += self._rang_out(self.calls.get(call_id), agent, then, stamp)
         elif call_id:
             actions += self._call_ended(call_id, agent, then, stamp)
+        actions += self.table.status_actions(StatusChange.of(agent, next_status, stamp, reason, call_id=call_id))
         try:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:

@@ -18,12 +18,12 @@ import dataclasses
 import logging
 
 from queues_app import event_names as named
-from queues_app.agents.records import MISSED, AgentStatus
+from queues_app.agents.records import DISCONNECTED, MISSED, Agent, AgentStatus, StatusChange
 from queues_app.agents.roster import Agents
 from queues_app.calls.records import Call, CallStatus, Outcome
 from queues_app.calls.store import Calls
 from queues_app.centre import keys
-from queues_app.centre.table import CallCenterTable, status_clause
+from queues_app.centre.table import CallCenterTable, status_clause, unless_seen_since
 from queues_app.ddb import errors, parallel, replay
 from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal, unmarshal
@@ -48,42 +48,48 @@ class Offers:
         """The agent picked up the offered call. Sent again, answered as done (`replayed`);
         an offer that ran out (the call went back to the line) is a Conflict saying so."""
         call = self.calls.get(call_id)
-        if call.offer_sk is None:
-            return self._answered_already(call)
-        moment = self.table.clock()
-        stamp = to_iso(moment)
-        answered = dataclasses.replace(call, answered_at=stamp, offer_sk=None, version=call.version + 1)
-        try:
-            self.table.transact(
-                [
-                    self._offer_gone(call),
-                    self.table.update(
-                        keys.call(call_id),
-                        "SET answered_at = :now, version = version + :one REMOVE offer_sk",
-                        {":now": stamp, ":one": 1, ":assigned": CallStatus.ASSIGNED, ":offer": call.offer_sk},
-                        condition="#status = :assigned AND offer_sk = :offer",
-                    ),
-                    self._agent_answers(call, stamp),
-                    *self.table.event_actions(named.CALL_ANSWERED, answered),
-                    self.table.fact_action(facts.ANSWERED, answered, stamp),
-                ]
-            )
-        except errors.TransactionCancelled as exc:
-            if exc.lost_race:
-                raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.") from exc
-            return self._answered_already(self.calls.get(call_id))
-        return Outcome(call=answered)
+        for _attempt in range(3):  # the agent changed on the same call (a next status set): again
+            if call.offer_sk is None:
+                break
+            agent = self.agents.get(call.agent_id or "")
+            moment = self.table.clock()
+            stamp = to_iso(moment)
+            answered = dataclasses.replace(call, answered_at=stamp, offer_sk=None, version=call.version + 1)
+            try:
+                self.table.transact(
+                    [
+                        self._offer_gone(call),
+                        self.table.update(
+                            keys.call(call_id),
+                            "SET answered_at = :now, version = version + :one REMOVE offer_sk",
+                            {":now": stamp, ":one": 1, ":assigned": CallStatus.ASSIGNED, ":offer": call.offer_sk},
+                            condition="#status = :assigned AND offer_sk = :offer",
+                        ),
+                        self._agent_answers(call, agent, stamp),
+                        *self.table.event_actions(named.CALL_ANSWERED, answered),
+                        self.table.fact_action(facts.ANSWERED, answered, stamp),
+                        *self.table.status_actions(StatusChange.of(agent, AgentStatus.ATTENDING, stamp)),
+                    ]
+                )
+            except errors.TransactionCancelled as exc:
+                if exc.lost_race:
+                    raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.") from exc
+                call = self.calls.get(call_id)
+                continue
+            return Outcome(call=answered)
+        return self._answered_already(call)
 
-    def _agent_answers(self, call: Call, stamp: str) -> dict:
-        """The agent the call rang for, attending it from now (one who was attending an
-        offered call already, as an earlier version left them, too)."""
-        agent_id = call.agent_id or ""
-        attending, values = status_clause(agent_id, AgentStatus.ATTENDING, replay.change_id("answered", call.call_id))
+    def _agent_answers(self, call: Call, agent: Agent, stamp: str) -> dict:
+        """The agent the call rang for, as read, attending it from now (one who was
+        attending an offered call already, as an earlier version left them, too)."""
+        attending, values = status_clause(
+            agent.agent_id, AgentStatus.ATTENDING, replay.change_id("answered", call.call_id)
+        )
         return self.table.update(
-            keys.agent(agent_id),
+            keys.agent(agent.agent_id),
             f"SET {attending}, version = version + :one, updated_at = :now",
-            {**values, ":now": stamp, ":one": 1, ":call": call.call_id, **ON_A_CALL},
-            condition="call_id = :call AND #status IN (:ringing, :attending)",
+            {**values, ":now": stamp, ":one": 1, ":call": call.call_id, ":v": agent.version, **ON_A_CALL},
+            condition="call_id = :call AND #status IN (:ringing, :attending) AND version = :v",
         )
 
     def _answered_already(self, call: Call) -> Outcome:
@@ -135,9 +141,13 @@ class Offers:
                 missed.append(call)
         return missed
 
-    def miss_offer(self, call_id: str, offer_sk: str) -> Call | None:
+    def miss_offer(
+        self, call_id: str, offer_sk: str, *, reason: str = MISSED, absent_since: str | None = None
+    ) -> Call | None:
         """One offer past its deadline (the sweep's step): None when it was answered or
-        the call ended meanwhile."""
+        the call ended meanwhile. With `absent_since`, the agent's client has sent no
+        heartbeat since then: the agent goes not ready `reason` (disconnected) unless one
+        comes meanwhile."""
         call = self.calls.find(call_id)
         if call is None or call.status != CallStatus.ASSIGNED or call.offer_sk != offer_sk:
             # Answered, or the call ended before its agent picked up: an offer left behind.
@@ -148,23 +158,29 @@ class Offers:
         agent = self.agents.get(call.agent_id or "")
         stamp = to_iso(self.table.clock())
         back = self.line.back_in_line(call, stamp, "missed", agent)
-        change = replay.change_id("missed", call_id)
-        away, values = status_clause(agent.agent_id, AgentStatus.NOT_READY, change, MISSED)
+        change = replay.change_id(reason, call_id)
+        away, values = status_clause(agent.agent_id, AgentStatus.NOT_READY, change, reason)
+        agent_update = self.table.update(
+            keys.agent(agent.agent_id),
+            f"SET {away}, version = version + :one, updated_at = :now REMOVE call_id",
+            {**values, ":now": stamp, ":one": 1, ":call": call_id, ":v": agent.version, **ON_A_CALL},
+            condition="#status IN (:ringing, :attending) AND call_id = :call AND version = :v",
+        )
+        if absent_since is not None:
+            unless_seen_since(agent_update, absent_since)
+        changed = StatusChange.of(agent, AgentStatus.NOT_READY, stamp, reason)
+        also = (named.AGENT_DISCONNECTED,) if reason == DISCONNECTED else ()
         try:
             self.table.transact(
                 [
                     self._offer_gone(call),
                     *self.line.return_actions(call, back, condition_offer=True),
-                    self.table.update(
-                        keys.agent(agent.agent_id),
-                        f"SET {away}, version = version + :one, updated_at = :now REMOVE call_id",
-                        {**values, ":now": stamp, ":one": 1, ":call": call_id, **ON_A_CALL},
-                        condition="#status IN (:ringing, :attending) AND call_id = :call",
-                    ),
+                    agent_update,
                     *self.table.event_actions(named.CALL_MISSED, back),
+                    *self.table.status_actions(changed, *also),
                 ]
             )
         except errors.TransactionCancelled:
             return None  # answered (or ended) at the same moment: the other change stands
-        log.info("call %s: %s did not pick up in time; back in line", call_id, agent.name)
+        log.info("call %s: %s did not pick up in time (%s); back in line", call_id, agent.name, reason)
         return self.matcher.match(back, new_call=False) or back

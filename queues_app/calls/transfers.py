@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from queues_app import event_names as named
 from queues_app.agents.availability import Availability
-from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus
+from queues_app.agents.records import AFTER_CALL, Agent, AgentStatus, StatusChange
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import validate_preferences
 from queues_app.calls.records import Call, CallStatus, Outcome
@@ -117,6 +117,7 @@ class Transfers:
                     ),
                     *self.line.return_actions(call, back, condition_offer=False),
                     *self.table.event_actions(named.CALL_TRANSFERRED, back),
+                    *self.table.status_actions(StatusChange.of(agent, next_status, stamp, reason)),
                 ]
             )
         except errors.TransactionCancelled as exc:

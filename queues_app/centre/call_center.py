@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from queues_app.agents.availability import AgentTooBroad, Availability
+from queues_app.agents.presence import Presence
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.arrivals import Arrivals, call_request_digest
@@ -16,7 +17,13 @@ from queues_app.calls.offers import Offers
 from queues_app.calls.records import QueueOrder
 from queues_app.calls.store import Calls
 from queues_app.calls.transfers import Transfers
-from queues_app.centre.table import CallCenterTable, CallEvents, events_from_settings
+from queues_app.centre.table import (
+    AgentEvents,
+    CallCenterTable,
+    CallEvents,
+    agent_events_from_settings,
+    events_from_settings,
+)
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
 from queues_app.facades import Verb
@@ -42,8 +49,8 @@ class CallCenter:
 
     Its parts are public: `agents` (the roster), `calls` (call items), `line` (the waiting
     callers), `matcher`, `escalator`; and the changes: `availability` (agents joining and
-    leaving the queues), `arrivals` (callers arriving and hanging up), `endings`, `offers`
-    and `transfers` (calls in progress)."""
+    leaving the queues), `presence` (heartbeats), `arrivals` (callers arriving and hanging
+    up), `endings`, `offers` and `transfers` (calls in progress)."""
 
     # The verbs, each the method of the part that owns it.
     make_available = Verb("availability", Availability.make_available)
@@ -51,6 +58,8 @@ class CallCenter:
     set_not_ready = Verb("availability", Availability.set_not_ready)
     cancel_next_status = Verb("availability", Availability.cancel_next_status)
     end_overdue_wrap_ups = Verb("availability", Availability.end_overdue_wrap_ups)
+    heartbeat = Verb("presence", Presence.heartbeat)
+    disconnect_absent = Verb("presence", Presence.disconnect_absent)
     log_off = Verb("availability", Availability.log_off)
     check_fits_in_a_transaction = Verb("availability", Availability.check_fits_in_a_transaction)
     create_call = Verb("arrivals", Arrivals.create_call)
@@ -77,10 +86,17 @@ class CallCenter:
         escalation: EscalationPolicy | None = None,
         clock: Callable[[], datetime] = now,
         events: CallEvents | None = None,
+        agent_events: AgentEvents | None = None,
     ):
         self.db = db or default()
         self.catalog = catalog or SkillCatalog.from_settings()
-        self.table = CallCenterTable(self.db, self.catalog, clock, events or events_from_settings(self.db))
+        self.table = CallCenterTable(
+            self.db,
+            self.catalog,
+            clock,
+            events or events_from_settings(self.db),
+            agent_events or agent_events_from_settings(self.db),
+        )
         self.agents = Agents(self.db, self.catalog)
         self.calls = Calls(self.table)
         self.line = WaitingLine(self.table)
@@ -100,6 +116,7 @@ class CallCenter:
         self.endings = Endings(self.table, self.agents, self.calls, self.availability)
         self.offers = Offers(self.table, self.agents, self.calls, self.line, self.matcher)
         self.transfers = Transfers(self.table, self.agents, self.calls, self.line, self.matcher, self.availability)
+        self.presence = Presence(self.table, self.agents, self.calls, self.availability, self.offers)
 
     @property
     def clock(self) -> Callable[[], datetime]:

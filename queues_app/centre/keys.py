@@ -34,6 +34,8 @@ CALL_SK = "CALL"
 LEASE_PK = "LEASE"
 # The last upgrade step the table has had (queues_app/upgrades).
 LAYOUT = {"pk": "LAYOUT", "sk": "LAYOUT"}
+# The API tokens whose callbacks hear of every agent (a string set, `tokens`).
+AGENT_LISTENERS = {"pk": "CALLBACKS", "sk": "AGENTS"}
 MAX_PRIORITY = 9
 
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.records import Agent, AgentStatus, StatusChange
 from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.records import Call
 from queues_app.centre import keys
@@ -25,10 +25,18 @@ from queues_app.figures import facts
 # of an outbox item. Set by SWITCHBOARD_CALL_EVENTS (a dotted path), so the call center
 # does not depend on where the outbox lives.
 CallEvents = Callable[[str, Call, datetime], list[dict]]
+# The same for a change of an agent's status: the outbox items of whoever listens to
+# agents (`agent.status_changed`, and the other kinds named), by SWITCHBOARD_AGENT_EVENTS.
+AgentEvents = Callable[[StatusChange, tuple[str, ...]], list[dict]]
 
 
 def events_from_settings(db: Dynamo) -> CallEvents | None:
     path = getattr(settings, "SWITCHBOARD_CALL_EVENTS", None)
+    return import_string(path)(db) if path else None
+
+
+def agent_events_from_settings(db: Dynamo) -> AgentEvents | None:
+    path = getattr(settings, "SWITCHBOARD_AGENT_EVENTS", None)
     return import_string(path)(db) if path else None
 
 
@@ -43,9 +51,10 @@ class CallCenterTable:
         catalog: SkillCatalog,
         clock: Callable[[], datetime],
         events: CallEvents | None = None,
+        agent_events: AgentEvents | None = None,
     ):
         self.db, self.catalog, self.clock = db, catalog, clock
-        self.events = events
+        self.events, self.agent_events = events, agent_events
 
     def event_actions(self, kind: str, call: Call) -> list[dict]:
         """The outbox item telling the call's listener about this change (`call` as it is
@@ -54,12 +63,21 @@ class CallCenterTable:
             return []
         return self.events(kind, call, self.clock())
 
+    def status_actions(self, change: StatusChange, *also: str) -> list[dict]:
+        """What every change of an agent's status writes in its own transaction besides
+        the agent: its fact (the agents' report counts it) and the events of whoever
+        listens to agents (`agent.status_changed`, and `also` the kinds named)."""
+        actions = [facts.status_put_action(self.db, change)]
+        if self.agent_events is not None:
+            actions += self.agent_events(change, also)
+        return actions
+
     def fact_action(self, kind: str, call: Call, at: str) -> dict:
         """The call fact (answered or abandoned, with the wait) this change adds to the
         service level, to write in its own transaction (figures/facts.py)."""
         arrived, left = from_iso(call.arrived_at), from_iso(at)
         wait = (left - arrived).total_seconds() if arrived and left else 0.0
-        return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait, call.line)
+        return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait, call.line, call.agent_id)
 
     @staticmethod
     def answer_timeout() -> float | None:
@@ -214,6 +232,17 @@ def status_clause(
         clause += ", next_status = :no_next, next_reason = :no_next"
         values[":no_next"] = ""
     return clause, values
+
+
+def unless_seen_since(action: dict, cutoff: str) -> dict:
+    """The agent's Update, also conditioned on no heartbeat since `cutoff` (`seen_at`,
+    AGENT_PRESENCE_SECONDS): a heartbeat that lands first wins, and the change is refused."""
+    update = action["Update"]
+    update["ConditionExpression"] = (
+        f"({update['ConditionExpression']}) AND (attribute_not_exists(seen_at) OR seen_at <= :absent_since)"
+    )
+    update.setdefault("ExpressionAttributeValues", {})[":absent_since"] = {"S": cutoff}
+    return action
 
 
 def leg(agent: Agent, until: str, how: str) -> dict:

@@ -24,7 +24,7 @@ from queues_app.ddb import batch, errors, parallel
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, now
 from queues_app.ddb.codec import marshal
-from queues_app.figures import facts, service_level
+from queues_app.figures import agent_days, facts, service_level
 from queues_app.figures.counters import MetricsStore
 from queues_app.lines.store import Promise
 from queues_app.lines.store import promises as line_promises
@@ -60,18 +60,21 @@ class Fact:
     combination: str | None
     seconds: float | None
     line: str | None = None
+    item: dict = field(default_factory=dict)  # as stored: an agent's change of status is read from it
 
     @classmethod
     def from_item(cls, item: dict) -> Fact:
         seconds = item.get("seconds")
+        status = item["kind"] == facts.STATUS  # nothing to read from a call's record
         return cls(
             key=(item["pk"], item["sk"]),
             kind=item["kind"],
-            call_id=item["call_id"],
+            call_id=item.get("call_id") or "",
             at=from_iso(item["at"]) or now(),
             combination=item.get("combination"),
-            seconds=float(seconds) if seconds is not None else None,
+            seconds=0.0 if status else (float(seconds) if seconds is not None else None),
             line=item.get("line"),
+            item=item,
         )
 
 
@@ -140,8 +143,17 @@ class Tally:
     @staticmethod
     def _figures(fact: Fact, promises: dict[str, Promise]):
         """(pk, sk, how long kept, (sums, maxima)) of each item a fact adds to: its
-        combination's, and its line's by the line's own promise."""
+        combination's, and its line's by the line's own promise; an agent's day for a change
+        of their status or a call they answered."""
+        if fact.kind == facts.STATUS:
+            for pk, sk, keep, values in agent_days.status_figures(fact.item):
+                yield pk, sk, keep, (values, {})
+            return
         seconds = fact.seconds or 0.0
+        if fact.kind == facts.ANSWERED and fact.item.get("agent_id"):
+            promise = promises.get(fact.line) if fact.line else None
+            for pk, sk, keep, values in agent_days.answered_figures(fact.item, seconds, promise):
+                yield pk, sk, keep, (values, {})
         counted = service_level.fact_figures(fact.kind, seconds)
         for pk, sk, keep in service_level.figure_keys(fact.at, fact.combination or "any"):
             yield pk, sk, keep, counted

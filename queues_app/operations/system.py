@@ -20,6 +20,7 @@ from queues_app.tasks.records import ShedReport
 MATCHER, ESCALATION, SHIPMENT_WORKER, TASK_PROCESSOR = "matcher", "escalation", "shipment worker", "task processor"
 ANSWER_TIMEOUT = "answer timeout"  # an offered call not picked up in time (ANSWER_TIMEOUT_SECONDS)
 WRAP_UP_TIMEOUT = "wrap-up timeout"  # a wrap-up past its limit (WRAP_UP_SECONDS, a line's wrap_up_seconds)
+PRESENCE = "presence"  # an agent's client quiet past AGENT_PRESENCE_SECONDS
 SYSTEM = "system"
 
 
@@ -124,6 +125,38 @@ class SystemEvents:
         ]
         if call.agent_id:
             entries += [self.call_assigned(call, ANSWER_TIMEOUT), self.agent_assigned(call, ANSWER_TIMEOUT)]
+        self.write(*entries)
+
+    def disconnected(self, agent: Agent, call: Call | None) -> None:
+        """An agent's client went quiet: not ready (`disconnected`), out of every queue; the
+        call that rang for them back in line (or given to the next agent)."""
+        was = {"status": "ringing", "call_id": call.call_id} if call else {"status": "queued"}
+        entries = [
+            self.entry(
+                PRESENCE,
+                named.AGENT_DISCONNECTED,
+                "agent",
+                agent.agent_id,
+                f"{agent.name} not ready: no heartbeat from their client",
+                was,
+                {"status": "not_ready", "reason": "disconnected"},
+            )
+        ]
+        if call:
+            state = f"then given to {call.agent_name}" if call.agent_id else "back at its place in line"
+            entries.append(
+                self.entry(
+                    PRESENCE,
+                    named.CALL_MISSED,
+                    "call",
+                    call.call_id,
+                    f"{agent.name}'s phone is gone: {state}",
+                    {"status": "assigned", "agent_name": agent.name},
+                    {"status": call.status, "agent_name": call.agent_name},
+                )
+            )
+        if call and call.agent_id:
+            entries += [self.call_assigned(call, PRESENCE), self.agent_assigned(call, PRESENCE)]
         self.write(*entries)
 
     def wrap_up_ended(self, agent: Agent, call: Call | None) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from queues_app import steps
-from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.records import Agent, AgentStatus, StatusChange
 from queues_app.agents.roster import Agents
 from queues_app.agents.skills import ANY, fits
 from queues_app.calls.records import Call, CallStatus, QueueOrder
@@ -182,7 +182,9 @@ class Matcher:
             return _ANYONE
         if agent.status != AgentStatus.QUEUED or not agent.queue_token:
             return None
-        candidate = Candidate(agent.queue_token, agent.agent_id, agent.name, agent.skills, "preferred")
+        candidate = Candidate(
+            agent.queue_token, agent.agent_id, agent.name, agent.skills, "preferred", version=agent.version
+        )
         return self.try_assign(call, candidate, new_call=new_call, considered=[], others=[], chosen_as="preferred")
 
     def _read(self, search: _Search, *, first_round: bool) -> list[Candidate]:
@@ -298,7 +300,9 @@ class Matcher:
     def assign_to_queued(self, call: Call, agent: Agent) -> Call | None:
         """A waiting caller to this queued agent (a transfer to a named agent): None when the
         agent was taken or left the queue meanwhile."""
-        candidate = Candidate(agent.queue_token or "", agent.agent_id, agent.name, agent.skills, "named")
+        candidate = Candidate(
+            agent.queue_token or "", agent.agent_id, agent.name, agent.skills, "named", version=agent.version
+        )
         considered: list[dict] = []
         return self.try_assign(call, candidate, new_call=False, considered=considered, others=[])
 
@@ -364,7 +368,21 @@ class Matcher:
             {**values, ":token": candidate.token},
             condition="#status = :queued AND queue_token = :token",
         )
-        return [update, *self.table.dequeue_actions(candidate.skills, candidate.token)]
+        changed = StatusChange(
+            candidate.agent_id,
+            candidate.name,
+            AgentStatus.QUEUED,
+            status,
+            stamp,
+            since=candidate.queued_at,
+            version=None if candidate.version is None else candidate.version + 1,
+            call_id=call.call_id,
+        )
+        return [
+            update,
+            *self.table.dequeue_actions(candidate.skills, candidate.token),
+            *self.table.status_actions(changed),
+        ]
 
     def _call_changed(self, call: Call, new_call: bool, exc: errors.TransactionCancelled) -> Call | None:
         """The call itself changed meanwhile: assigned elsewhere (that call), created by a

@@ -97,6 +97,7 @@ class Candidate:
     skills: dict
     queue: str  # the queue's name, whichever of its sub-queues the agent was read from
     levels: dict = field(default_factory=dict)  # their levels in that queue's combination, above 1
+    version: int | None = None  # the agent's while queued (None: a message written before it said)
 
     @property
     def queued_at(self) -> str:
@@ -139,6 +140,7 @@ def queue_candidates(
                     skills=item.get("skills") or {},
                     queue=keys.queue_name(combo),
                     levels={k: int(v) for k, v in (item.get("lv") or {}).items()},
+                    version=int(item["v"]) if "v" in item else None,
                 ),
             )
     return sorted(seen.values(), key=lambda c: c.token, reverse=newest_first)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from queues_app import steps
-from queues_app.agents.records import Agent, AgentStatus
+from queues_app.agents.records import Agent, AgentStatus, StatusChange
 from queues_app.agents.skills import best_levels, fits, meets
 from queues_app.calls.records import Call, CallStatus
 from queues_app.centre import keys
@@ -112,6 +112,7 @@ class ComingBack:
                     name=agent.name,
                     skills=agent.skills,
                     queue="(agent came back)",
+                    version=agent.version,
                 )
                 assigned = self.matcher.try_assign(
                     call,
@@ -164,6 +165,7 @@ class ComingBack:
             ),
             *call_actions,
             *(also or []),
+            *self.matcher.table.status_actions(StatusChange.of(agent, status, stamp, call_id=call.call_id)),
         ]
         try:
             self.matcher.table.transact(actions)

@@ -61,6 +61,8 @@ class Deliverer:
         token_id = shipment.data.get("token")
         destination = self.destinations(token_id)
         if destination is None:
+            if str(event.get("type", "")).startswith("agent."):
+                return  # it stopped listening to agents: nothing owed to it (a call's events are)
             raise HandlerFailed(f"API token {token_id} has no callback any more (revoked, deleted or removed)")
         url, signing = destination
         body = json.dumps(event, separators=(",", ":"), sort_keys=True).encode()

@@ -53,6 +53,7 @@ def test_a_token_registers_reads_and_removes_its_callback(moto_db, db, issued, s
             "call.overflowed",
         ],
         "previous_secret_until": None,
+        "agents": False,
     }
 
     answer = api.client.put(

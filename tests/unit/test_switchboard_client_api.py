@@ -84,6 +84,8 @@ def test_not_ready_an_offer_picked_up_and_a_transfer(switchboard, settings):
     ana, bea = agent("Ana", ["French"], "F"), agent("Bea", ["English"], "F")
     away = switchboard.set_not_ready(ana.agent_id, ana.version, "break")["agent"]
     assert (away["status"], away["reason"]) == ("not_ready", "break")
+    beat = switchboard.heartbeat(ana.agent_id)
+    assert (beat["agent_id"], beat["status"], beat["presence_seconds"]) == (ana.agent_id, "not_ready", None)
     switchboard.make_available(ana.agent_id, away["version"])
     switchboard.make_available(bea.agent_id, bea.version)
     call = switchboard.create_call({"language": "French"})

@@ -1,3 +1,6 @@
+import time
+
+from queues_app.agents.presence import presence_seconds
 from queues_app.agents.skills import describe_preferences
 from queues_app.audit.store import AuditTrail
 from queues_app.centre.call_center import CallCenter
@@ -13,7 +16,8 @@ class Command(CheckedCommand):
     help = (
         "Relax the preferences of callers who have waited too long (SWITCHBOARD_ESCALATION) and "
         "try to match them again; put calls not picked up in time (ANSWER_TIMEOUT_SECONDS) back in line; make "
-        "available the agents whose wrap-up reached its limit (WRAP_UP_SECONDS, a line's wrap_up_seconds). "
+        "available the agents whose wrap-up reached its limit (WRAP_UP_SECONDS, a line's wrap_up_seconds); set "
+        "not ready the queued or ringing agents whose client sent no heartbeat (AGENT_PRESENCE_SECONDS). "
         "One pass (exits non-zero when it could not be made), or every "
         "N seconds with --every until SIGTERM or Ctrl-C."
     )
@@ -41,6 +45,17 @@ class Command(CheckedCommand):
             lambda problem: self.stderr.write(f"escalation pass failed: {problem}"),
         )
 
+    _presence_next = 0.0
+
+    def _quiet_agents(self, center: CallCenter):
+        """The agents whose client went quiet, looked for every quarter of the limit (it
+        reads the queued agents), not on every pass."""
+        limit = presence_seconds()
+        if limit is None or time.monotonic() < self._presence_next:
+            return []
+        self._presence_next = time.monotonic() + max(1.0, limit / 4)
+        return center.disconnect_absent()
+
     def _escalate(self, center: CallCenter) -> None:
         events = SystemEvents(AuditTrail(center.db))
         for call in center.miss_expired_offers():
@@ -51,6 +66,10 @@ class Command(CheckedCommand):
             agent, call = outcome
             events.wrap_up_ended(agent, call)
             self.stdout.write(f"agent {agent.agent_id}: wrap-up reached its limit; {agent.doing}")
+        for agent, call in self._quiet_agents(center):
+            events.disconnected(agent, call)
+            rang = f"; call {call.call_id} back in line" if call else ""
+            self.stdout.write(f"agent {agent.agent_id}: no heartbeat; not ready (disconnected){rang}")
         for call in center.escalate():
             # On the call's history (and the agent's, when it found one); an answer is
             # counted by the fact its assignment wrote.
