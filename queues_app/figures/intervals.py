@@ -132,6 +132,26 @@ def _count_in_queue(intervals: list[Interval]) -> None:
                 waiting[name] = None
 
 
+def asked_day(day: str | None, moment: datetime | None = None) -> date:
+    """The centre's day a report's `date` names (today's, as of `moment`, when left out):
+    InvalidRequest (a 400) for words that are not a day, a day to come, or one older than
+    the days reports are kept (REPORT_RETENTION_DAYS)."""
+    today = (moment or datetime.now(UTC)).astimezone(centre_zone()).date()
+    try:
+        wanted = date.fromisoformat(day) if day else today
+    except ValueError:
+        raise InvalidRequest("`date` is a day as YYYY-MM-DD, e.g. 2026-11-24.") from None
+    earliest = today - report_retention()
+    if wanted > today:
+        raise InvalidRequest(f"`date` {wanted} has not come yet: the latest report is today's, {today}.")
+    if wanted < earliest:
+        kept = report_retention().days
+        raise InvalidRequest(
+            f"`date` {wanted} is older than the {kept} days reports are kept: the earliest is {earliest}."
+        )
+    return wanted
+
+
 def asked_report(
     db: Dynamo,
     day: str | None,
@@ -148,19 +168,7 @@ def asked_report(
     `all` for the whole centre) among the `known` ones. InvalidRequest (a 400) for words that
     cannot be one or a day outside those kept; NotFound (404) for a combination that is none.
     With `line` (one of `lines`), that line's day, counted by its own promise."""
-    today = datetime.now(centre_zone()).date()
-    try:
-        wanted = date.fromisoformat(day) if day else today
-    except ValueError:
-        raise InvalidRequest("`date` is a day as YYYY-MM-DD, e.g. 2026-11-24.") from None
-    earliest = today - report_retention()
-    if wanted > today:
-        raise InvalidRequest(f"`date` {wanted} has not come yet: the latest report is today's, {today}.")
-    if wanted < earliest:
-        kept = report_retention().days
-        raise InvalidRequest(
-            f"`date` {wanted} is older than the {kept} days reports are kept: the earliest is {earliest}."
-        )
+    wanted = asked_day(day)
     try:
         minutes = int(interval) if interval not in (None, "") else 30
     except (TypeError, ValueError):

@@ -71,6 +71,17 @@ def stopwatch(seconds) -> str:
 
 
 @register.filter
+def hms(seconds) -> str:
+    """A duration as a report shows it, hours always: 3723 -> "1:02:03", 75 -> "0:01:15",
+    100000 -> "27:46:40"; None -> "-"."""
+    if seconds is None:
+        return "–"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+@register.filter
 def since(stamp) -> str:
     """How long ago an ISO timestamp was."""
     moment = from_iso(stamp) if stamp else None

@@ -1,6 +1,7 @@
 """Reports: the centre's day in intervals (figures/intervals.py), as a chart of the
 callers offered and answered and a table, for the whole centre, one combination or one
-line (counted by the line's own promise); the same report as CSV."""
+line (counted by the line's own promise); each agent's day (monitoring/agent_report.py);
+both as CSV too."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ from urllib.parse import urlencode
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from queues_app.agents.roster import Agents
 from queues_app.centre.call_center import CallCenter
+from queues_app.ddb.errors import InvalidRequest
+from queues_app.figures.agent_days import AgentsDay
 from queues_app.figures.intervals import ALL, INTERVALS, DayReport, asked_report
+from queues_app.inputs import ID_PROBLEM, is_item_id
 from queues_app.lines.records import Line
+from queues_app.monitoring.agent_report import asked_agents_report
 from queues_app.serializers import interval_rows
 from queues_app.views.exports import csv_answer
 
@@ -169,3 +175,73 @@ def _asked(request) -> _Asked:
     )
     line = next((each for each in every if each.line_id == line_id), None)
     return _Asked(report, None if line else chosen, line, configured)
+
+
+# --- each agent's day -----------------------------------------------------------------
+
+
+@require_GET
+def agent_report(request):
+    report = _agents_asked(request)
+    rows = [agent.row() for agent in report.agents]
+    return render(
+        request,
+        "queues_app/agent_report.html",
+        {
+            "report": report,
+            "rows": rows,
+            "totals": report.totals.row(),
+            "previous_day": report.day - timedelta(days=1),
+            "next_day": report.day + timedelta(days=1),
+            "query": request.GET.urlencode(),
+        },
+    )
+
+
+# The CSV's columns: the page's, durations in seconds, and the not-ready time of each
+# reason of the day in two columns of its own.
+AGENT_COLUMNS = {
+    "calls_handled": "Calls handled",
+    "answered": "Answered",
+    "answered_within": "Answered within the threshold",
+    "service_level": "Service level",
+    "talk_seconds": "Talk (s)",
+    "after_call_work_seconds": "After-call work (s)",
+    "average_handle_seconds": "Average handle (s)",
+    "ringing_seconds": "Ringing (s)",
+    "idle_seconds": "Idle (s)",
+    "not_ready_seconds": "Not ready (s)",
+    "missed_offers": "Missed offers",
+    "logged_in_seconds": "Logged in (s)",
+    "occupancy": "Occupancy",
+}
+
+
+@require_GET
+def agent_report_csv(request):
+    report = _agents_asked(request)
+    reasons = report.reasons
+    header = [
+        "Agent id",
+        "Name",
+        *AGENT_COLUMNS.values(),
+        *(f"Not ready: {reason} ({part})" for reason in reasons for part in ("s", "times")),
+    ]
+
+    def line(row: dict, agent_id: str, name: str) -> list:
+        by_reason = {entry["reason"]: entry for entry in row["not_ready"]}
+        spent = [by_reason.get(r, {}).get(part, 0) for r in reasons for part in ("seconds", "times")]
+        return [agent_id, name, *(row[column] for column in AGENT_COLUMNS), *spent]
+
+    rows = [line(row, row["agent_id"], row["name"] or "(removed)") for row in (agent.row() for agent in report.agents)]
+    rows.append(line(report.totals.row(), "", "All agents"))
+    return csv_answer(f"agents-{report.day.isoformat()}", header, rows, dated=False)
+
+
+def _agents_asked(request) -> AgentsDay:
+    """The agents' report the query asks for: its `date` (today when left out) and, with
+    `agent_id`, one agent."""
+    agent_id = (request.GET.get("agent_id") or "").strip() or None
+    if agent_id is not None and not is_item_id(agent_id):
+        raise InvalidRequest(f"`agent_id` {ID_PROBLEM}.")
+    return asked_agents_report(Agents(), request.GET.get("date"), agent_id)

@@ -34,6 +34,7 @@ PAGES = [
     "/tasks/",
     "/audit/",
     "/reports/",
+    "/reports/agents/",
     "/system/",
     "/wallboard/",
 ]

@@ -89,6 +89,7 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
         "/tasks/",
         "/audit/",
         "/reports/",
+        "/reports/agents/",
         "/system/",
         "/wallboard/",
         "/admin/",

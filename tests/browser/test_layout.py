@@ -44,6 +44,7 @@ TOP_LEVEL = [
     "/tasks/",
     "/audit/",
     "/reports/",
+    "/reports/agents/",
     "/system/",
 ]
 

@@ -150,6 +150,9 @@ def web(db, staff, token) -> None:
         ("/audit/export.csv", {"source": "page"}),
         ("/reports/", {}),
         ("/reports/export.csv", {"interval": "60"}),
+        ("/reports/agents/", {}),
+        ("/reports/agents/export.csv", {}),
+        ("/reports/agents/", {"agent_id": a0}),
         ("/agents/export.csv", {"status": "queued"}),
         ("/calls/export.csv", {"list": "waiting"}),
         ("/calls/export.csv", {"list": "in_progress"}),
@@ -277,13 +280,16 @@ def web(db, staff, token) -> None:
         ("post", f"/api/calls/{call_two.call_id}/end", {"then": "wrap_up"}),
         ("get", "/api/queues", None),
         ("get", "/api/reports/intervals?interval=60", None),
+        ("get", "/api/reports/agents", None),
+        ("get", f"/api/reports/agents?agent_id={a0}", None),
         ("get", "/api/agents?status=queued", None),
         ("get", f"/api/agents/{a0}", None),
         ("get", "/api/calls?status=waiting", None),
         ("get", "/api/calls?status=assigned", None),
         ("post", f"/api/calls/{hangs_up_too.call_id}/abandon", {}),
         # With a callback, a new call's assignment also writes its event.
-        ("put", "/api/callback", {"url": "https://phones.example.com/events"}),
+        ("put", "/api/callback", {"url": "https://phones.example.com/events", "agents": True}),
+        ("post", f"/api/agents/{a0}/heartbeat", None),
         ("get", "/api/callback", None),
         ("post", "/api/calls", {"preferences": {"language": "French", "gender": "any"}}),
         ("delete", "/api/callback", None),
@@ -514,11 +520,15 @@ def escalator(db, settings, monkeypatch) -> None:
     relaxes a caller's preferences and assigns them (the call's callback hears of both)."""
     settings.SWITCHBOARD_ESCALATION = {"after_seconds": 0.01, "order": ["gender"]}
     settings.WRAP_UP_SECONDS = 30
+    settings.AGENT_PRESENCE_SECONDS = 30
     # An agent whose wrap-up began a minute ago: the pass makes them available.
     past = CallCenter(clock=lambda: now() - timedelta(seconds=60))
     dana = Agents().create("Dana", {"language": ["English"], "gender": ["X"]})
     past.make_available(dana.agent_id)
     past.release(dana.agent_id, "wrap_up", call_id=past.create_call({"language": "English"})[0].call_id)
+    # One queued a minute ago whose client never sent a heartbeat: the pass disconnects them.
+    eve = Agents().create("Eve", {"language": ["English"], "gender": ["X"]})
+    past.make_available(eve.agent_id)
     router = CallCenter()
     router.create_call({"language": "Spanish", "gender": "F"}, callback="1")
     router.create_call({"language": "French", "gender": "F"})
@@ -543,6 +553,7 @@ def escalator(db, settings, monkeypatch) -> None:
         call_command("escalate_callers", "--every", "0.2", stdout=io.StringIO())
     assert len(waits) == 2
     assert Agents().get(dana.agent_id).status == "queued"
+    assert (Agents().get(eve.agent_id).status, Agents().get(eve.agent_id).reason) == ("not_ready", "disconnected")
     RECORDED["escalator"] = log.accesses
 
 
