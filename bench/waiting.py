@@ -46,6 +46,7 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
     from queues_app.monitoring import invariants
     from queues_app.monitoring.overview import Dashboard
     from queues_app.routing.escalation import EscalationPolicy
+    from queues_app.webhooks.events import listening
 
     catalog = SkillCatalog.from_mapping({"language": ["English", "French", "Spanish"], "gender": ["F", "M", "X"]})
     figures: dict[str, dict | None] = {}
@@ -68,6 +69,7 @@ def one_length(endpoint: str, length: int) -> tuple[dict[str, dict | None], list
         fran = roster.create("Fran", {"language": ["French"], "gender": ["X"]})
         harness.reset_contention()
         center.matcher.profiles.current()  # the routing profiles, read once every few seconds, not by each case
+        listening(db)  # who listens to agents' events: likewise
 
         with harness.metered() as seen:
             _agent, took = center.make_available(ana.agent_id)

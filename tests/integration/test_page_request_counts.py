@@ -37,6 +37,7 @@ from queues_app.shipments.queue import (
 )
 from queues_app.tasks.queue import TaskQueue
 from queues_app.tasks.records import task_to_item
+from queues_app.webhooks import events as agent_events
 
 SMALL, LARGE = 10, 10_000
 LANGUAGES, GENDERS = ("English", "French", "Spanish"), ("F", "M", "X")
@@ -210,7 +211,8 @@ def measure_at(settings, dynamodb_local, staff, monkeypatch):
     # difference in the counts that is none in the pages. Kept for the whole measure, each
     # page counts its reads of the data alone (a settings read is one Query a process makes
     # every few seconds: docs/scale.md).
-    for kept in (line_store._READ, line_store._PROMISES, line_store._WRAP_UPS, profiles._READ, named_queues._READ):
+    settings_reads = (line_store._READ, line_store._PROMISES, line_store._WRAP_UPS, profiles._READ, named_queues._READ)
+    for kept in (*settings_reads, agent_events._LISTENING):
         monkeypatch.setattr(kept, "max_age_seconds", 3600.0)
 
     def run(size: int) -> dict[str, dict]:

@@ -5,6 +5,7 @@ queue, and the call ringing for them goes back to its place."""
 from __future__ import annotations
 
 import io
+import re
 from datetime import timedelta
 
 import pytest
@@ -113,3 +114,12 @@ def test_disconnected_is_the_systems_reason_not_one_a_person_gives(moto_db, api)
         api.post(f"/api/agents/{agent['agent_id']}/not-ready", {"version": 1, "reason": "disconnected"}), 400
     )
     assert "reason" in str(refused)
+
+
+def test_the_agent_page_says_when_the_client_was_last_heard_of(moto_db, viewer_client):
+    agent = Agents().create("Ana", FRENCH)
+    page = viewer_client.get(f"/agents/{agent.agent_id}/").content.decode()
+    assert 'data-figure="heartbeat"' not in page  # never sent one
+    CallCenter().heartbeat(agent.agent_id)
+    page = viewer_client.get(f"/agents/{agent.agent_id}/").content.decode()
+    assert re.search(r"Last heartbeat \d s ago", page), page
