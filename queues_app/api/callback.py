@@ -47,6 +47,7 @@ class CallbackIn(InputSchema):
     )
     rotate: bool = Field(
         False,
+        strict=True,
         description="Keep the secret this replaces signing too, for `CALLBACK_SECRET_OVERLAP_HOURS` (24): "
         "every delivery meanwhile carries both signatures, so the receiver can switch without missing one. "
         "Without it the old secret stops at once.",
@@ -54,6 +55,7 @@ class CallbackIn(InputSchema):
 
     agents: bool = Field(
         False,
+        strict=True,
         description="Also send every agent's changes of status (`agent.status_changed`, `agent.disconnected`), "
         "whoever made them. Without it (or `false`) only this token's calls' events.",
     )

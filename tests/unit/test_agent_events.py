@@ -133,3 +133,13 @@ def test_a_queue_message_written_before_versions_were_kept_still_tells_the_chang
     assert [(e["from"], e["to"], e["version"]) for e in taken if e["to"] == "attending"] == [
         ("queued", "attending", None)
     ]
+
+
+def test_asking_for_agent_events_takes_true_or_false_only(moto_db, api):
+    from tests.helpers.api import assert_problem
+
+    refused = assert_problem(
+        api.put("/api/callback", {"url": "https://phones.example.com/events", "agents": "yes"}), 400
+    )
+    assert "agents" in str(refused)
+    assert api.get("/api/callback").json()["url"] is None  # nothing registered
