@@ -15,6 +15,7 @@ from queues_app import inputs
 from queues_app.agents.presence import presence_seconds
 from queues_app.agents.records import Agent
 from queues_app.api import listing
+from queues_app.api.auth import BearerToken
 from queues_app.api.common import agent_and_call, api_operations, get_call_center, note_change, replayed
 from queues_app.api.openapi import CHANGES, CURSOR, ITEM_CHANGES, READS, answers, per_page
 from queues_app.api.schemas import (
@@ -454,13 +455,15 @@ def cancel_next_status(
     url_name="api-agent-heartbeat",
     operation_id="agentHeartbeat",
     summary="Say the agent's client is there",
+    auth=BearerToken(counted=False),
     **answers({200: (HeartbeatOut, "Noted: the agent's last sign of life is now.", ())}, *CHANGES, 404),
 )
 def agent_heartbeat(request: HttpRequest, agent_id: ItemId):
     """The agent's client (or the phone system for them) is there. With
     AGENT_PRESENCE_SECONDS set, a queued or ringing agent without a heartbeat for that long
     is set not ready (`disconnected`), out of every queue, and a call ringing for them goes
-    back to its place. One conditional write; changes no version, and is not audited."""
+    back to its place. One conditional write; changes no version, is not audited, and is
+    not counted against API_RATE_LIMIT (counting it would cost a second write)."""
     agent = get_call_center().heartbeat(agent_id)
     return {
         "agent_id": agent.agent_id,

@@ -4,7 +4,8 @@ A token acts as its user (a supervisor's may change queues, a viewer's only read
 Session cookies are not accepted here, hence no CSRF: a browser never adds the header
 itself. A missing, unknown, revoked or expired token (or one whose user is inactive) is
 a 401 with `WWW-Authenticate: Bearer`; a read-only token on a change is a 403; a token
-past its API_RATE_LIMIT is a 429 with `Retry-After`.
+past its API_RATE_LIMIT is a 429 with `Retry-After` (heartbeats aside: they are one write
+each, which counting them would double).
 """
 
 from __future__ import annotations
@@ -82,9 +83,17 @@ class BearerToken(HttpBearer):
         "sent as `Authorization: Bearer <token>`. A viewer's token may only read."
     )
 
+    def __init__(self, *, counted: bool = True):
+        super().__init__()
+        # Not counted: an operation that is one write and nothing else (a heartbeat), for
+        # which counting would cost as much as the request; a token sending too many costs
+        # that write each, as a refused request costs its counter's.
+        self.counted = counted
+
     def __call__(self, request):
         token = authenticate(request)
-        TokenLimiter().admit(token.pk)  # before anything else is done for it
+        if self.counted:
+            TokenLimiter().admit(token.pk)  # before anything else is done for it
         request.user = token.user
         request.api_token = token
         if request.method not in SAFE_METHODS and not can_act(token.user):

@@ -99,3 +99,17 @@ def test_the_setting_reads_requests_per_second_minute_or_hour(tmp_path):
     refused = read_setting(tmp_path, limit, API_RATE_LIMIT="lots")
     assert refused.returncode != 0
     assert "API_RATE_LIMIT must be requests per second, minute or hour" in refused.stderr
+
+
+def test_heartbeats_are_not_counted_against_the_limit(moto_db, settings, supervisor):
+    from queues_app.agents.roster import Agents
+    from queues_app.ddb import meter
+
+    settings.SWITCHBOARD_API_RATE_LIMIT = (2, 60)
+    agent = Agents().create("Ana", {"language": ["French"], "gender": ["F"]})
+    phones = Api(ApiToken.issue(supervisor, "phone system")[1])
+    with meter.measure() as seen:
+        beats = [phones.post(f"/api/agents/{agent.agent_id}/heartbeat", {}).status_code for _ in range(5)]
+    assert beats == [200] * 5 and seen.calls == 5  # the heartbeat's write alone, no counter's
+    assert [phones.get("/api/queues").status_code for _ in range(3)] == [200, 200, 429]
+    assert Api("not-a-token").post(f"/api/agents/{agent.agent_id}/heartbeat", {}).status_code == 401
