@@ -249,3 +249,14 @@ def test_keyword_options_get_the_same_checks(moto_db, waits, options, reason):
     finally:
         Waits.limit = 7
     assert waits == []
+
+
+def test_with_presence_on_the_demo_agents_clients_send_heartbeats(moto_db, virtual_seconds, settings):
+    settings.AGENT_PRESENCE_SECONDS = 30
+    every_skill = {name: list(values) for name, values in CallCenter().catalog.dimensions}
+    queued = Agents().create("Ada", every_skill)
+    CallCenter().make_available(queued.agent_id)
+    resting = Agents().create("Bo", every_skill)  # logged off: no client to hear from
+    call_command("demo_load", *["--rate", "0.1", "--seed", "3", "--max-seconds", "25"], stdout=io.StringIO())
+    assert Agents().get(queued.agent_id).seen_at is not None
+    assert Agents().get(resting.agent_id).seen_at is None

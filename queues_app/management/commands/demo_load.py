@@ -106,6 +106,11 @@ class Traffic:
         self.on_call: dict[str, float] = {}  # agent id -> when their call ends
         self.ringing: dict[str, tuple[str, float]] = {}  # agent id -> (call id, when it is picked up)
         self.offers = bool(getattr(settings, "ANSWER_TIMEOUT_SECONDS", None))
+        # With AGENT_PRESENCE_SECONDS set, the demo's agents' clients send heartbeats (every
+        # third of it): without them every demo agent would be disconnected.
+        presence = getattr(settings, "AGENT_PRESENCE_SECONDS", None)
+        self.beat_every = float(presence) / 3 if presence else None
+        self.next_beat = start
 
     def step(self) -> float:
         now = self.clock()
@@ -118,6 +123,9 @@ class Traffic:
         for agent_id, ends in sorted(self.on_call.items(), key=lambda item: item[1]):
             if ends <= now:
                 self._release(agent_id, now)
+        if self.beat_every and self.next_beat <= now:
+            self._heartbeats()
+            self.next_beat = now + self.beat_every
         if self.next_caller <= now:
             self._caller(now)
             self.next_caller = now + gap(self.rng, self.rate)
@@ -128,8 +136,18 @@ class Traffic:
             self._task()
             self.next_task = now + gap(self.rng, self.task_rate)
         upcoming = [self.next_look, self.next_caller, self.next_shipment, self.next_task, *self.on_call.values()]
+        upcoming += [self.next_beat] if self.beat_every else []
         upcoming += [picked_up for _, picked_up in self.ringing.values()]
         return max(SHORTEST_WAIT, min(upcoming) - self.clock())
+
+    def _heartbeats(self) -> None:
+        """Each queued or ringing agent's client says it is there."""
+        for status in (AgentStatus.QUEUED, AgentStatus.RINGING):
+            for agent in self.operations.agents.list(status=status, limit=500).items:
+                try:
+                    self.operations.call_center.heartbeat(agent.agent_id)
+                except errors.NotFound:
+                    continue  # removed meanwhile
 
     def _handle_time(self) -> float:
         return self.rng.uniform(*self.handle)
