@@ -122,9 +122,43 @@ class CallEventOut(Schema):
     `webhook-signature: v1,<base64>` is HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`."""
 
     id: str = Field(description="The event's id: the same on every delivery of this event (drop repeats by it).")
-    type: Literal["call.assigned", "call.abandoned", "call.relaxed"]
+    type: Literal[
+        "call.assigned",
+        "call.answered",
+        "call.missed",
+        "call.transferred",
+        "call.abandoned",
+        "call.relaxed",
+        "call.refused",
+        "call.overflowed",
+    ]
     created_at: str = Field(description="When the change happened (ISO 8601, UTC).")
     call: CallOut = Field(description="The call right after the change, as `GET /api/calls/{call_id}` shows it.")
+
+
+class AgentRefOut(Schema):
+    agent_id: str
+    name: str = Field(description="The agent's name when the change was made.")
+
+
+class AgentEventOut(Schema):
+    """What a callback registered with `"agents": true` receives of every agent's change of
+    status, whoever made it, signed as call events are."""
+
+    id: str = Field(description="The event's id: the same on every delivery of this event (drop repeats by it).")
+    type: Literal["agent.status_changed", "agent.disconnected"]
+    created_at: str = Field(description="When the change happened (ISO 8601, UTC).")
+    agent: AgentRefOut
+    from_: str = Field(alias="from", description="The status left (`GET /api/agents/{agent_id}`'s `status`).")
+    from_reason: str | None = Field(description="The not-ready reason left; null when it was no not ready.")
+    to: str = Field(description="The status now.")
+    reason: str | None = Field(description="Why not ready (`disconnected`: no heartbeat); null otherwise.")
+    at: str = Field(description="When (ISO 8601, UTC).")
+    version: int | None = Field(
+        description="The agent's version after the change: an agent's events in this order chain (`from` is the "
+        "previous `to`). Null only once, for an assignment from a queue written before versions were kept."
+    )
+    call_id: str | None = Field(description="The call taken or left; null when none.")
 
 
 # --- operations ------------------------------------------------------------------------
@@ -191,34 +225,49 @@ def remove_callback(request: HttpRequest):
 def webhooks(components: dict) -> dict:
     """The callback's request (OpenAPI 3.1 `webhooks`): what Switchboard POSTs to a
     token's callback URL; its schemas join `components`."""
-    event = CallEventOut.model_json_schema(ref_template="#/components/schemas/{model}")
-    components.update(event.pop("$defs", {}))
-    components["CallEventOut"] = event
+    for model in (CallEventOut, AgentEventOut):
+        event = model.model_json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
+        components.update(event.pop("$defs", {}))
+        components[model.__name__] = event
+    return {
+        "callEvent": _webhook(
+            "CallEventOut",
+            "A call of this token was assigned, answered, missed, transferred, abandoned, relaxed, refused or "
+            "overflowed",
+            "its calls' events",
+        ),
+        "agentEvent": _webhook(
+            "AgentEventOut",
+            "An agent's status changed (a callback registered with `agents`)",
+            'every agent\'s changes of status, when it asked for them with `"agents": true`',
+        ),
+    }
+
+
+def _webhook(schema: str, summary: str, what: str) -> dict:
     header = {"required": True, "schema": {"type": "string"}}
     return {
-        "callEvent": {
-            "post": {
-                "summary": "A call of this token was assigned, abandoned or had its preferences relaxed",
-                "description": "Sent to the URL registered with `PUT /api/callback`, at least once: retried "
-                "with backoff until a 2xx answer (5 s timeout), then dead-lettered. docs/callbacks.md shows "
-                "how to check the signature.",
-                "parameters": [
-                    {"in": "header", "name": ID_HEADER, "description": "The event's id (Standard Webhooks).", **header},
-                    {"in": "header", "name": TIMESTAMP_HEADER, "description": "Unix seconds, signed.", **header},
-                    {
-                        "in": "header",
-                        "name": SIGNATURE_HEADER,
-                        "description": "`v1,` and the base64 HMAC-SHA256 of `<id>.<timestamp>.<body>` with the "
-                        "secret's key, as Standard Webhooks has it; during a rotation, one such signature per "
-                        "secret, space-separated.",
-                        **header,
-                    },
-                ],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CallEventOut"}}},
+        "post": {
+            "summary": summary,
+            "description": f"Sent to the URL registered with `PUT /api/callback` ({what}), at least once: retried "
+            "with backoff until a 2xx answer (5 s timeout), then dead-lettered. docs/callbacks.md shows "
+            "how to check the signature.",
+            "parameters": [
+                {"in": "header", "name": ID_HEADER, "description": "The event's id (Standard Webhooks).", **header},
+                {"in": "header", "name": TIMESTAMP_HEADER, "description": "Unix seconds, signed.", **header},
+                {
+                    "in": "header",
+                    "name": SIGNATURE_HEADER,
+                    "description": "`v1,` and the base64 HMAC-SHA256 of `<id>.<timestamp>.<body>` with the "
+                    "secret's key, as Standard Webhooks has it; during a rotation, one such signature per "
+                    "secret, space-separated.",
+                    **header,
                 },
-                "responses": {"2XX": {"description": "Received; any other answer is retried."}},
-            }
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+            },
+            "responses": {"2XX": {"description": "Received; any other answer is retried."}},
         }
     }

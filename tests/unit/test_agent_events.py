@@ -143,3 +143,21 @@ def test_asking_for_agent_events_takes_true_or_false_only(moto_db, api):
     )
     assert "agents" in str(refused)
     assert api.get("/api/callback").json()["url"] is None  # nothing registered
+
+
+def test_the_openapi_document_describes_both_events_and_an_agent_event_fits_it(moto_db, api, clock):
+    from jsonschema import Draft202012Validator
+
+    from queues_app.event_names import AGENT_EVENTS, CALL_EVENTS
+
+    document = api.get("/api/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    assert set(document["webhooks"]) == {"callEvent", "agentEvent"}
+    assert set(schemas["CallEventOut"]["properties"]["type"]["enum"]) == set(CALL_EVENTS)
+    assert set(schemas["AgentEventOut"]["properties"]["type"]["enum"]) == set(AGENT_EVENTS)
+    listen(moto_db, 5, True)
+    agent = Agents().create("Ana", FRENCH)
+    CallCenter(clock=clock).make_available(agent.agent_id)
+    [event] = agent_events(moto_db, agent.agent_id)
+    validator = Draft202012Validator({**schemas["AgentEventOut"], "components": {"schemas": schemas}})
+    assert list(validator.iter_errors(event)) == []
