@@ -44,7 +44,8 @@ due, with how late the driver sent it and the time the server took from then. A 
 counts every caller due in it: it waits for the last ones' answers (up to 35 s) before
 it is counted. A step is held unless one of these, each named as its cause: latency (the
 p95 of `POST /api/calls` over `--p95-limit` seconds, or a caller with no answer),
-failures (a status other than the expected ones, or no answer), or the driver falling
+limits (429s: `API_RATE_LIMIT`, at its production default, or backpressure), failures
+(another status than the expected ones, or no answer), or the driver falling
 behind (callers sent more than 0.25 s after they were due, p95). Reported per step and
 endpoint: count, p50/p95/p99, failures and 5xx; how late callers were sent; the causes;
 the highest rate held; the machine's CPU use and load average.
@@ -900,8 +901,11 @@ def not_held_because(step: dict, p95_limit: float) -> list[str]:
         causes.append("latency: no call was answered")
     elif calls["p95_ms"] / 1000 > p95_limit:
         causes.append(f"latency: POST /api/calls p95 {calls['p95_ms']:.0f} ms, over {p95_limit:g} s")
-    if step["failures"]:
-        causes.append(f"failures: {step['failures']} ({step['5xx']} 5xx)")
+    refused = sum(e.get("statuses", {}).get("429", 0) for e in step["endpoints"].values())
+    if refused:  # a limit, not a fault: API_RATE_LIMIT or backpressure
+        causes.append(f"limits: {refused} answers were 429 (API_RATE_LIMIT or backpressure)")
+    if step["failures"] - refused:
+        causes.append(f"failures: {step['failures'] - refused} ({step['5xx']} 5xx)")
     unanswered = step["calls_due"] - calls.get("count", 0)
     if unanswered > 0:
         causes.append(f"latency: {unanswered} of {step['calls_due']} calls due had no answer {ANSWER_WAIT:g} s on")

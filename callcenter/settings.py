@@ -418,10 +418,12 @@ SERVICE_LEVEL_TARGET = env.float("SERVICE_LEVEL_TARGET", default=0.8)
 # The interval reports' quarter hours are kept this many days (DynamoDB TTL).
 REPORT_RETENTION_DAYS = env.int("REPORT_RETENTION_DAYS", default=400)
 
-# Requests each API token may make (`600/minute`; per second, minute or hour; empty: no
-# limit), counted in DynamoDB's metrics table so that every worker and host shares them.
-# Over it: 429 with Retry-After.
-API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="600/minute").strip()
+# Requests each API token may make (per second, minute or hour; empty: no limit), counted
+# in DynamoDB's metrics table so that every worker and host shares them. Over it: 429 with
+# Retry-After. The default guards against a runaway client, not a phone system's traffic:
+# a phone system makes about 5 requests a call, so 100 a second is 20 calls a second,
+# four times the highest rate the load test has held on one host (docs/deploy.md).
+API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="100/second").strip()
 RATE_PERIODS = {"second": 1, "minute": 60, "hour": 3600}
 SWITCHBOARD_API_RATE_LIMIT: tuple[int, int] | None = None
 if API_RATE_LIMIT:

@@ -13,7 +13,7 @@ from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo, default
 from queues_app.ddb.clock import now
 from queues_app.ddb.errors import Backpressure, InvalidRequest, RateLimited, TenantOverRate
-from queues_app.ddb.windows import count_in_window
+from queues_app.ddb.windows import Blocks
 from queues_app.figures import counters
 from queues_app.shipments.fairness import FairnessPolicy, TenantLimiter
 from queues_app.shipments.named import NamedQueues
@@ -137,8 +137,12 @@ class ShipmentAdmission:
 class TokenLimiter:
     """API_RATE_LIMIT: a fixed-window counter per API token in the metrics table (pk
     `TOKEN_RATE#<token id>`, sk the window's first second), so every worker of every host
-    counts against the same quota. One conditional ADD per request; once the window's
-    quota is used the request is refused with the seconds left in the window."""
+    counts against the same quota, each taking it a block at a time (`windows.Blocks`: a
+    hundredth of the quota, so a phone system's busy token costs a write per block, not
+    per request, and its one partition stays cool). Once the window's quota is used the
+    request is refused with the seconds left in the window."""
+
+    _blocks = Blocks()
 
     def __init__(self, limit: tuple[int, int] | None = None, db: Dynamo | None = None, clock=None):
         from django.conf import settings
@@ -152,6 +156,6 @@ class TokenLimiter:
         if not self.limit:
             return
         quota, seconds = self.limit
-        wait = count_in_window(self.db, f"TOKEN_RATE#{token_id}", quota, seconds, self.clock())
+        wait = self._blocks.count(self.db, f"TOKEN_RATE#{token_id}", quota, seconds, self.clock())
         if wait:
             raise RateLimited(quota, seconds, retry_after=wait)

@@ -93,7 +93,7 @@ def test_workers_with_their_own_clients_share_one_quota(local_db, clock):
 
 def test_the_setting_reads_requests_per_second_minute_or_hour(tmp_path):
     limit = "settings.SWITCHBOARD_API_RATE_LIMIT"
-    assert read_setting(tmp_path, limit).stdout.strip() == "(600, 60)"  # the default
+    assert read_setting(tmp_path, limit).stdout.strip() == "(100, 1)"  # the default
     assert read_setting(tmp_path, limit, API_RATE_LIMIT="5/second").stdout.strip() == "(5, 1)"
     assert read_setting(tmp_path, limit, API_RATE_LIMIT="").stdout.strip() == "None"
     refused = read_setting(tmp_path, limit, API_RATE_LIMIT="lots")
@@ -113,3 +113,28 @@ def test_heartbeats_are_not_counted_against_the_limit(moto_db, settings, supervi
     assert beats == [200] * 5 and seen.calls == 5  # the heartbeat's write alone, no counter's
     assert [phones.get("/api/queues").status_code for _ in range(3)] == [200, 200, 429]
     assert Api("not-a-token").post(f"/api/agents/{agent.agent_id}/heartbeat", {}).status_code == 401
+
+
+def test_a_busy_token_costs_a_write_per_block_of_its_quota_and_no_more_than_its_quota(local_db, clock):
+    """A quota of 1,000 an hour is taken 10 at a time: 25 requests of one worker cost 3
+    writes; two workers, each taking blocks, admit at most the quota between them, and
+    when the blocks no longer fit, the last requests of the quota one at a time."""
+    from queues_app.ddb import meter
+
+    # Early in this hour (DynamoDB Local deletes a window's item once its TTL, an hour after
+    # the window, has passed: the window must be a recent one).
+    clock.moment = clock.moment.replace(minute=0, second=1, microsecond=0)
+    one, other = (TokenLimiter((1000, 3600), db=Dynamo.from_settings(), clock=clock) for _ in range(2))
+    with meter.measure() as seen:
+        for _ in range(25):
+            one.admit(9)
+    assert seen.calls == 3
+    admitted = 25
+    for turn in range(1100):
+        try:
+            (one if turn % 2 else other).admit(9)
+        except RateLimited:
+            continue
+        admitted += 1
+    # At most the quota; at most a block short per worker (what the other one holds unspent).
+    assert 1000 - 2 * 9 <= admitted <= 1000

@@ -1,0 +1,28 @@
+"""bench.load's verdict on a step: 429s (a limit: API_RATE_LIMIT or backpressure) are
+named as their own cause, apart from failures."""
+
+from __future__ import annotations
+
+from bench import load
+
+
+def step(statuses: dict[str, int], failures: int, fives: int = 0) -> dict:
+    calls = {"count": 10, "p95_ms": 100.0, "statuses": statuses}
+    return {
+        "endpoints": {load.CREATE_CALL: calls},
+        "failures": failures,
+        "5xx": fives,
+        "calls_due": 10,
+        "driver": {"late_p95_ms": 0.0},
+    }
+
+
+def test_a_step_refused_by_a_limit_says_so_apart_from_failures():
+    assert load.not_held_because(step({"201": 6, "429": 4}, failures=4), 1.0) == [
+        "limits: 4 answers were 429 (API_RATE_LIMIT or backpressure)"
+    ]
+    assert load.not_held_because(step({"201": 5, "429": 3, "500": 2}, failures=5, fives=2), 1.0) == [
+        "limits: 3 answers were 429 (API_RATE_LIMIT or backpressure)",
+        "failures: 2 (2 5xx)",
+    ]
+    assert load.not_held_because(step({"201": 10}, failures=0), 1.0) == []
