@@ -142,8 +142,10 @@ def parse(data: Mapping[str, Any], *, dimensions: Mapping[str, Sequence[str]], d
         raise LineError(exc.field, str(exc).split(": ", 1)[1]) from None
     seconds = _whole(data, "service_level_seconds", 0, 86_400, defaults.service_level_seconds)
     target = data.get("service_level_target", defaults.service_level_target)
+    # To the thousandth (80.5%): DynamoDB's numbers stop at 1e-130, and nothing finer means anything.
+    target = round(target, 3) if isinstance(target, int | float) and not isinstance(target, bool) else target
     if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target < 1:
-        raise LineError("service_level_target", "a share above 0 and below 1 (0.8 for 80%)")
+        raise LineError("service_level_target", "a share above 0 and below 1 (0.8 for 80%), to the thousandth")
     line = Line(
         line_id=line_id,
         name=name.strip(),

@@ -78,6 +78,9 @@ def _number(data: Mapping, name: str, default, *, low: float, high: float, whole
         raise errors.InvalidRequest(f"{name} is a number from {low:g} to {high:g}.", field=name)
     if whole and value != int(value):
         raise errors.InvalidRequest(f"{name} is a whole number from {low:g} to {high:g}.", field=name)
+    # To the thousandth (of a second, of a shipment a second): DynamoDB's numbers stop at
+    # 1e-130, and no setting here means anything finer.
+    value = value if whole else round(float(value), 3)
     if not low <= value <= high:
         raise errors.InvalidRequest(f"{name} is from {low:g} to {high:g}, not {value:g}.", field=name)
     return int(value) if whole else float(value)

@@ -68,6 +68,7 @@ def test_a_change_sent_again_after_a_timeout_is_answered_as_made_and_recorded_on
     [
         ({"requires": {"language": "Klingon"}}, "requires.language"),
         ({"service_level_target": 1.5}, "service_level_target"),
+        ({"service_level_target": 1e-308}, "service_level_target"),  # under a thousandth: none
         ({"hours": {"mon": [["08:00", "25:00"]]}}, "hours.mon[0]"),
         ({"overflow": {"to_line": "nowhere"}, "max_waiting": 5}, "lines.sales.overflow.to_line"),
         ({"max_waiting": 5}, "overflow"),

@@ -51,6 +51,7 @@ def test_a_queue_is_created_changed_from_its_version_replayed_and_a_stale_change
         ({"max_receives": 0}, "max_receives"),
         ({"backoff_base_seconds": 60, "backoff_max_seconds": 10}, "backoff_max_seconds"),
         ({"tenant_rate": -1}, "tenant_rate"),
+        ({"tenant_rate": 1e-308}, "tenant_rate"),  # below a thousandth
         ({"name": "Re\u202eturns"}, "name"),
     ],
 )
@@ -149,3 +150,12 @@ def test_each_named_queue_has_its_figures_on_metrics(moto_db, api, supervisor_cl
     assert 'switchboard_queue_depth{queue="returns"} 2.0' in text  # queued and delayed
     assert 'switchboard_queue_depth{queue="live"} 0.0' in text
     assert "calls" in assert_problem(put_queue(api, "calls"), 400)["message"]  # the figures' own names
+
+
+def test_seconds_are_kept_to_the_thousandth_and_a_tiny_one_is_none(moto_db, api):
+    """A number DynamoDB cannot store (under 1e-130) was a 500; seconds are kept to the ms."""
+    tiny = put_queue(api, "returns", name="Returns", backoff_base_seconds=1.1125369292536007e-308)
+    assert tiny.status_code == 201, tiny.json()
+    assert tiny.json()["backoff_base_seconds"] == 0
+    fine = put_queue(api, "returns", name="Returns", backoff_base_seconds=1.23456, version=1).json()
+    assert fine["backoff_base_seconds"] == 1.235
