@@ -60,7 +60,9 @@ def test_two_processors_are_never_active_at_once(tasks):
         )
         for name in ("alpha", "beta")
     ]
-    runs = [in_thread(p.run_forever, 2.4, stop, rest=0.3) for p in processors]
+    # A rest between boxes long enough for the other, retrying every 0.1 s, to take the
+    # lease even on a loaded machine (at 0.3 s a busy run once saw alpha take it back).
+    runs = [in_thread(p.run_forever, 2.4, stop, rest=1.0) for p in processors]
 
     created = [f"early{i:02d}" for i in range(20)]
     started = time.monotonic()
