@@ -67,7 +67,7 @@ class CallCenterTable:
         """What every change of an agent's status writes in its own transaction besides
         the agent: its fact (the agents' report counts it) and the events of whoever
         listens to agents (`agent.status_changed`, and `also` the kinds named)."""
-        actions = [facts.status_put_action(self.db, change)]
+        actions = [facts.put_action(self.db, facts.status_item(change))]
         if self.agent_events is not None:
             actions += self.agent_events(change, also)
         return actions
@@ -77,7 +77,8 @@ class CallCenterTable:
         service level, to write in its own transaction (figures/facts.py)."""
         arrived, left = from_iso(call.arrived_at), from_iso(at)
         wait = (left - arrived).total_seconds() if arrived and left else 0.0
-        return facts.put_action(self.db, kind, call.call_id, at, call.asked_for, wait, call.line, call.agent_id)
+        fact = facts.item(kind, call.call_id, at, call.asked_for, wait, call.line, call.agent_id)
+        return facts.put_action(self.db, fact)
 
     @staticmethod
     def answer_timeout() -> float | None:
@@ -93,7 +94,7 @@ class CallCenterTable:
 
     def ended_fact_action(self, call_id: str, at: str) -> dict:
         """The fact that a call ended (its handle time is read from its record when counted)."""
-        return facts.put_action(self.db, facts.ENDED, call_id, at)
+        return facts.put_action(self.db, facts.item(facts.ENDED, call_id, at))
 
     @property
     def name(self) -> str:

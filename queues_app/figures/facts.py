@@ -88,20 +88,10 @@ def item(
     return fact
 
 
-def put_action(
-    db: Dynamo,
-    kind: str,
-    call_id: str,
-    at: str,
-    combination=None,
-    seconds: float | None = None,
-    line: str | None = None,
-    agent: str | None = None,
-) -> dict:
-    """The Put of a fact, for the change's own transaction. This process's next flush
-    counts it (`counters.Recorder.expect_fact`); if the transaction fails, there is
-    nothing to count and the flush forgets the key."""
-    fact = item(kind, call_id, at, combination, seconds, line, agent)
+def put_action(db: Dynamo, fact: dict) -> dict:
+    """The Put of a fact (`item`, `status_item`), for the change's own transaction. This
+    process's next flush counts it (`counters.Recorder.expect_fact`); if the transaction
+    fails, there is nothing to count and the flush forgets the key."""
     counters.recorder.expect_fact(fact["pk"], fact["sk"])
     return {"Put": {"TableName": db.table("metrics"), "Item": marshal(fact)}}
 
@@ -132,10 +122,3 @@ def status_item(change) -> dict:
     }
     fact.update({name: value for name, value in optional.items() if value})
     return fact
-
-
-def status_put_action(db: Dynamo, change) -> dict:
-    """The Put of a change of status's fact, for the change's own transaction."""
-    fact = status_item(change)
-    counters.recorder.expect_fact(fact["pk"], fact["sk"])
-    return {"Put": {"TableName": db.table("metrics"), "Item": marshal(fact)}}

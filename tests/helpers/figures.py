@@ -13,7 +13,7 @@ from queues_app.figures import facts
 
 def _fact(db: Dynamo, kind: str, seconds: float, combination, moment: datetime | None, call_id: str = "") -> None:
     call_id = call_id or f"figure-{uuid.uuid4().hex}"
-    action = facts.put_action(db, kind, call_id, to_iso(moment or now()), combination, seconds)["Put"]
+    action = facts.put_action(db, facts.item(kind, call_id, to_iso(moment or now()), combination, seconds))["Put"]
     db.call("put_item", TableName=action["TableName"], Item=action["Item"])
 
 
