@@ -11,8 +11,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.core.cache import cache
-
 from queues_app import staffing
 from queues_app.agents.records import Agent, AgentStatus
 from queues_app.agents.roster import Agents
@@ -343,22 +341,3 @@ def alarms_for(
     if bound is not None and depth is not None and depth > bound:
         found.append(Alarm(queue, "backpressure", count=depth, limit=bound))
     return found
-
-
-def cached_panel(prefix: str, name: str, read: Callable[[], dict], seconds: float, *, fresh: bool = False) -> dict:
-    """A panel's figures, read at most once per `seconds` per cache however many
-    supervisors poll it, whatever else writes in the meantime: under a busy phone system
-    every request writes, and dropping the figures on each write would make every poll
-    read again. `fresh` reads now (and refills the cache for everyone): for a supervisor
-    who has just changed something and expects to see it."""
-    if not seconds:
-        return read()
-    key = f"panel:{prefix}:{name}"
-    moment = now().timestamp()
-    cached = None if fresh else cache.get(key)
-    if cached is not None and 0 <= moment - cached[0] < seconds:
-        return cached[1]
-    figures = read()
-    # The cache's own expiry is a backstop; freshness is judged on the project's clock.
-    cache.set(key, (moment, figures), seconds + 1)
-    return figures

@@ -25,7 +25,8 @@ from queues_app.figures import heartbeats
 from queues_app.figures.counters import CALLS, LIVE, SPILLOVER, TASKS, MetricsStore, minute_of
 from queues_app.http.errors import describe
 from queues_app.http.middleware import wrote_recently
-from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for, cached_panel
+from queues_app.monitoring.overview import Alarm, Dashboard, alarms_for
+from queues_app.monitoring.shared import cached_panel
 from queues_app.monitoring.wallboard import read_lines
 from queues_app.views import charts
 from queues_app.views.service_level import service_level_panel

@@ -13,7 +13,8 @@ from queues_app.ddb.clock import now
 from queues_app.ddb.errors import DynamoError, NotFound
 from queues_app.http.errors import describe
 from queues_app.http.middleware import wrote_recently
-from queues_app.monitoring.overview import Dashboard, cached_panel
+from queues_app.monitoring.overview import Dashboard
+from queues_app.monitoring.shared import cached_panel
 from queues_app.monitoring.wallboard import read_board
 
 REFRESH_SECONDS = 5
