@@ -30,10 +30,16 @@ Then, at once, from this process (threads, httpx):
   naming the version the release answered with, which may hand them a waiting caller at
   once); a waiting call is read again (`GET /api/calls/<id>`)
   about every two seconds until an agent has it (the escalation loop may assign it);
-- `--supervisors` supervisors, each logged in with a session of their own, asking for
-  every overview panel (`/?panel=<name>`, as htmx does) every 2 s, and now and then (one
-  round in ten) opening a list page; a GET whose kept-alive connection the server closed
-  as it went out is sent again once, as a browser does (`retried_after_reset`);
+- `--supervisors` supervisors, each logged in with a session of their own, with the
+  overview open as a browser has it: the page, then its live stream (`GET /live/`), each
+  event a panel shown; when the stream is refused (204: the web workers' stream threads
+  are taken) every panel is asked for (`/?panel=<name>`, as htmx does) every 2 s instead;
+  now and then (every 10 to 30 s) a list page. A GET whose kept-alive connection the
+  server closed as it went out is sent again once, as a browser does
+  (`retried_after_reset`). Several counts (`--supervisors 20,200`) run the rates again
+  with each, and the report compares them at each rate: panels shown a second, the
+  `POST /api/calls` p95, whether held, the web tier's CPU and DynamoDB's requests a second,
+  and what each extra panel shown cost of both;
 - a shipment producer at `--shipment-rate` a second through `POST /api/shipments`.
 
 The call rate goes through `--rates` one step of `--step-seconds` each (after
@@ -48,7 +54,10 @@ limits (429s: `API_RATE_LIMIT`, at its production default, or backpressure), fai
 (another status than the expected ones, or no answer), or the driver falling
 behind (callers sent more than 0.25 s after they were due, p95). Reported per step and
 endpoint: count, p50/p95/p99, failures and 5xx; how late callers were sent; the causes;
-the highest rate held; the machine's CPU use and load average.
+the highest rate held; the machine's CPU use and load average, and the CPU seconds each
+process used in the step as the kernel accounts them (the web tier with its workers, the
+matcher, escalation, the shipment workers, DynamoDB Local, the meter, the driver), per
+call answered and per panel shown.
 
 DynamoDB's side is metered between the servers and DynamoDB: every process's requests
 go through a small counting proxy (a separate process, in Python: it adds latency and
@@ -102,8 +111,12 @@ RELEASE = "POST /api/agents/<id>/release"
 AVAILABLE = "POST /api/agents/<id>/available"
 SHIPMENT = "POST /api/shipments"
 PANEL = "GET /?panel=<name>"
+LIVE = "GET /live/"
+PUSHED = "panel pushed on /live/"
+OVERVIEW = "GET /"
 LIST = "GET <list page>"
-ENDPOINTS = (CREATE_CALL, GET_CALL, RELEASE, AVAILABLE, SHIPMENT, PANEL, LIST)
+ENDPOINTS = (CREATE_CALL, GET_CALL, RELEASE, AVAILABLE, SHIPMENT, OVERVIEW, LIVE, PUSHED, PANEL, LIST)
+LIVE_STREAMS = 56  # each web worker's threads for open overviews, as `serve` gives them (LIVE_STREAMS_PER_PROCESS)
 CALLER_THREADS = 64  # callers in flight at once, each on a connection of its own
 ANSWER_WAIT = 35.0  # seconds a step's last callers may take (the clients give up after 30)
 DRIVER_LATE_LIMIT = 0.25  # seconds: a driver sending callers later than this fell behind
@@ -116,7 +129,7 @@ SINGLE_ITEM = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
 class LoadParameters:
     rates: tuple[int, ...] = (5, 10, 20, 40, 80, 160)
     step_seconds: float = 60.0
-    supervisors: int = 20
+    supervisors: tuple[int, ...] = (20,)  # one pass of the rates for each count, in this order
     shipment_rate: float = 5.0
     agents: int = 400
     handle_seconds: float = 4.0
@@ -134,7 +147,7 @@ class LoadParameters:
 SMOKE = dict(
     rates=(2,),
     step_seconds=4.0,
-    supervisors=2,
+    supervisors=(1, 3),
     shipment_rate=1.0,
     agents=12,
     warmup=0,
@@ -579,11 +592,14 @@ class PhoneSystem:
 
 
 class Supervisor(threading.Thread):
-    """A logged-in supervisor with the overview open: every panel every 2 s, a list page now and then."""
+    """A logged-in supervisor with the overview open, as a browser has it: its panels
+    pushed on the live stream (polled every 2 s when the stream is refused), a list page
+    now and then."""
 
-    def __init__(self, base_url: str, username: str, recorder: Recorder, stopping: threading.Event, seed: int):
+    def __init__(self, base_url: str, username: str, recorder: Recorder, seed: int):
         super().__init__(name=f"supervisor-{username}", daemon=True)
-        self.base_url, self.username, self.recorder, self.stopping = base_url, username, recorder, stopping
+        self.base_url, self.username, self.recorder = base_url, username, recorder
+        self.stopping = threading.Event()  # the tab closed
         self.rng = random.Random(seed)
         self.client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False, limits=CONNECTIONS)
 
@@ -621,14 +637,44 @@ class Supervisor(threading.Thread):
 
     def run(self) -> None:
         self.stopping.wait(self.rng.uniform(0, 2.0))  # tabs opened at different moments
+        self._get(OVERVIEW, "/")
+        next_list = time.monotonic() + self.rng.uniform(0, 20.0)
         while not self.stopping.is_set():
-            began = time.monotonic()
-            for panel in PANELS:
-                self._get(PANEL, f"/?panel={panel}", **{"HX-Request": "true"})
-            if self.rng.random() < 0.1:
-                self._get(LIST, self.rng.choice(LIST_PAGES))
-            self.stopping.wait(max(0.0, 2.0 - (time.monotonic() - began)))
+            # The overview's live stream, as the browser opens it: each event is a panel
+            # shown. Refused (204: the workers' stream threads are taken) or broken, the
+            # page polls every panel for a round, then tries the stream again.
+            if not self._watch_live(next_list):
+                began = time.monotonic()
+                for panel in PANELS:
+                    self._get(PANEL, f"/?panel={panel}", **{"HX-Request": "true"})
+                self.stopping.wait(max(0.0, 2.0 - (time.monotonic() - began)))
+            if time.monotonic() >= next_list:
+                self._get(LIST, self.rng.choice(LIST_PAGES))  # a list page, about one round in ten
+                next_list = time.monotonic() + self.rng.uniform(10.0, 30.0)
         self.client.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def _watch_live(self, next_list: float) -> bool:
+        """Read the stream until it ends, it is time for a list page, or the run stops;
+        False when the server refused it or it broke."""
+        sent = time.time()
+        try:
+            with self.client.stream("GET", "/live/") as answer:
+                self.recorder.add(LIVE, sent, time.time() - sent, answer.status_code)
+                if answer.status_code != 200:
+                    return False
+                for line in answer.iter_lines():
+                    if line.startswith("event: "):
+                        self.recorder.add(PUSHED, time.time(), 0.0, 200)
+                    if self.stopping.is_set() or time.monotonic() >= next_list:
+                        break
+            return True
+        except httpx.HTTPError as exc:
+            if not self.stopping.is_set():
+                self.recorder.add(LIVE, sent, time.time() - sent, 0, describe_failure(exc))
+            return False
 
 
 class ShipmentProducer(threading.Thread):
@@ -739,6 +785,92 @@ def cpu_times() -> tuple[int, int]:
     return sum(parts) - idle, sum(parts)
 
 
+def dynamodb_local_pids(endpoint: str) -> list[int]:
+    """The DynamoDB Local serving `endpoint` on this machine (none for a remote endpoint)."""
+    port = endpoint.rsplit(":", 1)[-1].strip("/")
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                if any(b"DynamoDBLocal" in part for part in command) and port.encode() in command:
+                    found.append(int(entry))
+    return found
+
+
+def process_cpu(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) each named process and its children have used so far,
+    as the kernel accounts them (/proc/<pid>/stat), and this driver's own."""
+    ticks: dict[int, int] = {}
+    children: dict[int, list[int]] = defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                text = Path(f"/proc/{entry}/stat").read_text()
+                fields = text[text.rindex(")") + 2 :].split()
+                ticks[int(entry)] = int(fields[11]) + int(fields[12])
+                children[int(fields[1])].append(int(entry))
+
+    def tree(pid: int) -> int:
+        return ticks.get(pid, 0) + sum(tree(child) for child in children.get(pid, ()))
+
+    per_second = os.sysconf("SC_CLK_TCK")
+    spent = {name: tree(pid) / per_second for name, pid in roots.items()}
+    spent["driver"] = time.process_time()
+    return spent
+
+
+def cpu_spent(before: dict[str, float], after: dict[str, float], step: dict) -> dict:
+    """A step's CPU seconds by process (the shipment workers together), per call answered and
+    per panel shown."""
+    spent: dict[str, float] = defaultdict(float)
+    for name, seconds in after.items():
+        kind = "run_shipment_worker" if name.startswith("run_shipment_worker") else name
+        kind = "web" if kind == "gunicorn" else kind
+        spent[kind] += seconds - before.get(name, 0.0)
+    calls = step["endpoints"].get(CREATE_CALL, {}).get("count", 0)
+    return {
+        "seconds": {name: round(value, 2) for name, value in spent.items()},
+        "web_per_call": round(spent["web"] / calls, 4) if calls else None,
+        "web_per_panel_view": round(spent["web"] / step["panel_views"], 5) if step["panel_views"] else None,
+    }
+
+
+def viewers_compared(steps: list[dict]) -> list[dict]:
+    """At each rate run with several numbers of supervisors: what the more watching cost
+    beyond the fewer, in DynamoDB requests a second and web CPU, and each extra panel
+    shown's share of it (amortized)."""
+    compared = []
+    by_rate: dict[int, list[dict]] = defaultdict(list)
+    for step in steps:
+        by_rate[step["rate"]].append(step)
+    for rate, runs in sorted(by_rate.items()):
+        runs.sort(key=lambda step: step["supervisors"])
+        for few, many in zip(runs, runs[1:], strict=False):
+            views = [step["panel_views"] / step["seconds"] for step in (few, many)]
+            web = [step["cpu_seconds"]["seconds"].get("web", 0.0) / step["seconds"] for step in (few, many)]
+            extra_views = views[1] - views[0]
+            row: dict[str, Any] = {
+                "rate": rate,
+                "supervisors": [few["supervisors"], many["supervisors"]],
+                "panel_views_per_s": [round(v, 1) for v in views],
+                "create_call_p95_ms": [step["endpoints"].get(CREATE_CALL, {}).get("p95_ms") for step in (few, many)],
+                "held": [few["held"], many["held"]],
+                "web_cpu_s_per_s": [round(w, 3) for w in web],
+                "web_cpu_ms_per_extra_panel_view": round(1000 * (web[1] - web[0]) / extra_views, 3)
+                if extra_views > 0
+                else None,
+            }
+            if few["dynamodb"] and many["dynamodb"]:
+                rates = [few["dynamodb"]["requests_per_s"], many["dynamodb"]["requests_per_s"]]
+                row["dynamodb_requests_per_s"] = rates
+                row["dynamodb_requests_per_extra_panel_view"] = (
+                    round((rates[1] - rates[0]) / extra_views, 4) if extra_views > 0 else None
+                )
+            compared.append(row)
+    return compared
+
+
 @dataclass
 class LoadRun:
     parameters: LoadParameters
@@ -747,6 +879,8 @@ class LoadRun:
     machine: dict = field(default_factory=dict)
     steps: list[dict] = field(default_factory=list)
     highest_rate_held: int | None = None
+    held_by_supervisors: dict[int, int] = field(default_factory=dict)  # supervisors -> highest rate held
+    viewers: list[dict] = field(default_factory=list)  # the same rate with fewer and more supervisors
     matched_by_the_matcher: int | None = None  # callers run_matcher matched (its last heartbeat)
     audit: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -754,12 +888,18 @@ class LoadRun:
 
     def as_json(self) -> dict:
         return {
-            "parameters": {**asdict(self.parameters), "rates": list(self.parameters.rates)},
+            "parameters": {
+                **asdict(self.parameters),
+                "rates": list(self.parameters.rates),
+                "supervisors": list(self.parameters.supervisors),
+            },
             "tables_prefix": self.tables_prefix,
             "client": self.client,
             "machine": self.machine,
             "steps": self.steps,
             "highest_rate_held": self.highest_rate_held,
+            "held_by_supervisors": self.held_by_supervisors,
+            "viewers": self.viewers,
             "matched_by_the_matcher": self.matched_by_the_matcher,
             "audit": self.audit,
             "problems": self.problems,
@@ -854,6 +994,7 @@ def step_figures(
         "calls_due": calls_due,
         "calls_per_s": round(calls / seconds, 2),
         "endpoints": endpoints,
+        "panel_views": sum(endpoints.get(name, {}).get("count", 0) for name in (PUSHED, PANEL)),
         "failures": sum(e["failures"] for e in endpoints.values()),
         "5xx": sum(e["5xx"] for e in endpoints.values()),
         "cpu_busy": cpu[0],
@@ -944,7 +1085,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
     try:
         schema.create_tables(db)
         token = prepare_database()
-        supervisors = create_supervisors(params.supervisors)
+        supervisors = create_supervisors(max(params.supervisors, default=0))
         log(f"seeding {params.agents} agents ...")
         seed_agents(db, params.agents, rng)
 
@@ -967,8 +1108,10 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
         gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
         gunicorn += ["--workers", str(params.web_workers), "--no-control-socket", "--timeout", "60"]
-        if params.web_threads > 1:
-            gunicorn += ["--worker-class", "gthread", "--threads", str(params.web_threads)]
+        gunicorn += ["--config", str(harness.ROOT / "callcenter" / "gunicorn_config.py")]
+        # As `serve` runs them: each open overview holds a thread besides the requests' threads.
+        gunicorn += ["--worker-class", "gthread", "--threads", str(params.web_threads + LIVE_STREAMS)]
+        env["WEB_THREADS"] = str(params.web_threads)
         children.start("gunicorn", gunicorn, env)
         children.start("run_matcher", [*manage, *BACKGROUND["run_matcher"]], env)
         children.start("escalate_callers", [*manage, *BACKGROUND["escalate_callers"]], env)
@@ -987,61 +1130,81 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         phone = phone_client(base_url, token, http)
         run.client = type(phone).__module__ + "." + type(phone).__name__
         phone_system = PhoneSystem(phone, recorder, params, rng, SkillCatalog.from_settings())
-        for index, name in enumerate(supervisors):
-            supervisor = Supervisor(base_url, name, recorder, stopping, params.seed + index)
-            supervisor.log_in()
-            threads.append(supervisor)
         threads.append(ShipmentProducer(phone, recorder, params.shipment_rate, stopping, params.seed))
         run.machine = {"cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
         phone_system.start()
         for thread in threads:
             thread.start()
-
-        plan = [(params.rates[0], 10.0 * params.warmup, False)] if params.warmup else []
-        plan += [(rate, params.step_seconds, True) for rate in params.rates]
-        for rate, seconds, measured in plan:
-            phone_system.rate = rate
-            cpu_before = cpu_times()
-            step_began = time.time()
-            stopping.wait(seconds)
-            step_ended = time.time()
-            cpu_after = cpu_times()
-            if children.exited():
-                run.problems.append(f"a server exited during the load: {', '.join(children.exited())}")
-                break
-            if not measured:
-                log(f"warm-up at {rate} calls/s done")
-                continue
-            # Every caller due in the step is counted with its answer, however late it came.
-            phone_system.answered_by(step_ended, timeout=ANSWER_WAIT)
-            time.sleep(1.5)  # answers to the supervisors' last requests of the step
-            busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
-            buckets = None
-            if meter_process is not None:
-                buckets = json.loads(httpx.get(f"{served_endpoint}/__meter__", timeout=30).content)
-            step = step_figures(
-                rate,
-                step_began,
-                step_ended,
-                recorder,
-                phone_system.calls_due(step_began, step_ended),
-                buckets,
-                (round(busy, 2), round(os.getloadavg()[0], 2)),
-            )
-            step["causes"] = not_held_because(step, params.p95_limit)
-            step["held"] = not step["causes"]
-            run.steps.append(step)
-            calls = step["endpoints"].get(CREATE_CALL, {})
-            log(
-                f"{rate} calls/s: {calls.get('count', 0)} of {step['calls_due']} calls due, p50 {calls.get('p50_ms')} "
-                f"ms, p95 {calls.get('p95_ms')} ms, {step['failures']} failures ({step['5xx']} 5xx), CPU {busy:.0%}, "
-                f"sent late p95 {step['driver']['late_p95_ms']} ms"
-                + ("" if step["held"] else "  -> not held: " + "; ".join(step["causes"]))
-            )
-            if step["held"]:
-                run.highest_rate_held = rate
-            else:
-                break
+        watching: list[Supervisor] = []
+        processes = {name: process.pid for name, process in children.children.processes.items()}
+        for pid in dynamodb_local_pids(endpoint)[:1]:
+            processes["dynamodb_local"] = pid
+        if meter_process is not None and meter_process.pid:
+            processes["meter"] = meter_process.pid
+        for count in params.supervisors:
+            # The same call rates again with this many supervisors watching (more are logged in
+            # and open the overview; fewer are closed).
+            while len(watching) < count:
+                supervisor = Supervisor(base_url, supervisors[len(watching)], recorder, params.seed + len(watching))
+                supervisor.log_in()
+                supervisor.start()
+                watching.append(supervisor)
+            while len(watching) > count:
+                watching.pop().stop()
+            log(f"{count} supervisors watching")
+            plan = [(params.rates[0], 10.0 * params.warmup, False)] if params.warmup else []
+            plan += [(rate, params.step_seconds, True) for rate in params.rates]
+            for rate, seconds, measured in plan:
+                phone_system.rate = rate
+                cpu_before, processes_before = cpu_times(), process_cpu(processes)
+                step_began = time.time()
+                stopping.wait(seconds)
+                step_ended = time.time()
+                cpu_after, processes_after = cpu_times(), process_cpu(processes)
+                if children.exited():
+                    run.problems.append(f"a server exited during the load: {', '.join(children.exited())}")
+                    break
+                if not measured:
+                    log(f"warm-up at {rate} calls/s done")
+                    continue
+                # Every caller due in the step is counted with its answer, however late it came.
+                phone_system.answered_by(step_ended, timeout=ANSWER_WAIT)
+                time.sleep(1.5)  # answers to the supervisors' last requests of the step
+                busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
+                buckets = None
+                if meter_process is not None:
+                    buckets = json.loads(httpx.get(f"{served_endpoint}/__meter__", timeout=30).content)
+                step = step_figures(
+                    rate,
+                    step_began,
+                    step_ended,
+                    recorder,
+                    phone_system.calls_due(step_began, step_ended),
+                    buckets,
+                    (round(busy, 2), round(os.getloadavg()[0], 2)),
+                )
+                step["supervisors"] = count
+                step["cpu_seconds"] = cpu_spent(processes_before, processes_after, step)
+                step["causes"] = not_held_because(step, params.p95_limit)
+                step["held"] = not step["causes"]
+                run.steps.append(step)
+                calls = step["endpoints"].get(CREATE_CALL, {})
+                log(
+                    f"{count} supervisors, {rate} calls/s: {calls.get('count', 0)} of {step['calls_due']} calls due, "
+                    f"p50 {calls.get('p50_ms')} ms, p95 {calls.get('p95_ms')} ms, {step['panel_views']} panels shown, "
+                    f"{step['failures']} failures ({step['5xx']} 5xx), CPU {busy:.0%}, "
+                    f"sent late p95 {step['driver']['late_p95_ms']} ms"
+                    + ("" if step["held"] else "  -> not held: " + "; ".join(step["causes"]))
+                )
+                if step["held"]:
+                    run.highest_rate_held = max(run.highest_rate_held or 0, rate)
+                    run.held_by_supervisors[count] = rate
+                else:
+                    break
+        for supervisor in watching:
+            supervisor.stop()
+        threads += watching
+        run.viewers = viewers_compared(run.steps)
         run.machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         run.machine["driver_lag_max_s"] = round(recorder.lag_max, 3)
     finally:
@@ -1089,7 +1252,7 @@ def report(run: LoadRun, where: str) -> str:
     p = run.parameters
     lines = [
         f"Load test on {where}: gunicorn x{p.web_workers}, run_matcher, escalate_callers, "
-        f"{p.shipment_workers} shipment workers; {p.agents} agents, {p.supervisors} supervisors, "
+        f"{p.shipment_workers} shipment workers; {p.agents} agents, {'/'.join(map(str, p.supervisors))} supervisors, "
         f"{p.shipment_rate:g} shipments/s, "
         f"handle time {p.handle_seconds:g} s, steps of {p.step_seconds:g} s; client {run.client}",
         f"Machine: {run.machine.get('cpus')} CPUs, load average before {run.machine.get('load_average_before')}, "
@@ -1098,7 +1261,8 @@ def report(run: LoadRun, where: str) -> str:
     ]
     for step in run.steps:
         lines.append(
-            f"{step['rate']} calls/s ({step['calls_due']} due, {step['calls_per_s']} answered/s, CPU "
+            f"{step['supervisors']} supervisors, {step['rate']} calls/s ({step['calls_due']} due, "
+            f"{step['calls_per_s']} answered/s, {step['panel_views']} panels shown, CPU "
             f"{step['cpu_busy']:.0%}, load {step['load_average']}; callers sent late p50 / p95 / max "
             f"{step['driver']['late_p50_ms']} / {step['driver']['late_p95_ms']} / {step['driver']['late_max_ms']} ms): "
             + ("held" if step["held"] else "NOT held: " + "; ".join(step["causes"]))
@@ -1119,8 +1283,36 @@ def report(run: LoadRun, where: str) -> str:
                 f"{d['read_cu_estimated_per_call']} RCU + {d['write_cu_estimated_per_call']} WCU estimated"
             )
             lines.append(f"  by operation per call: {d['by_operation_per_call']}")
+        cpu = step["cpu_seconds"]
+        lines.append(
+            "  CPU seconds: "
+            + ", ".join(f"{name} {value:g}" for name, value in sorted(cpu["seconds"].items()))
+            + f"; web per call {cpu['web_per_call']}, per panel shown {cpu['web_per_panel_view']}"
+        )
+        lines.append("")
+    for row in run.viewers:
+        few, many = row["supervisors"]
+        lines.append(
+            f"{few} -> {many} supervisors at {row['rate']} calls/s: panels shown {row['panel_views_per_s'][0]} -> "
+            f"{row['panel_views_per_s'][1]}/s, POST /api/calls p95 {row['create_call_p95_ms'][0]} -> "
+            f"{row['create_call_p95_ms'][1]} ms, held {row['held'][0]} -> {row['held'][1]}, web CPU "
+            f"{row['web_cpu_s_per_s'][0]} -> {row['web_cpu_s_per_s'][1]} s/s "
+            f"({row['web_cpu_ms_per_extra_panel_view']} ms per extra panel shown)"
+            + (
+                f", DynamoDB {row['dynamodb_requests_per_s'][0]} -> {row['dynamodb_requests_per_s'][1]} requests/s "
+                f"({row['dynamodb_requests_per_extra_panel_view']} per extra panel shown)"
+                if "dynamodb_requests_per_s" in row
+                else ""
+            )
+        )
+    if run.viewers:
         lines.append("")
     lines.append(f"Highest rate held: {run.highest_rate_held} calls/s")
+    if len(run.held_by_supervisors) > 1 or len(p.supervisors) > 1:
+        lines.append(
+            "Highest rate held by supervisors watching: "
+            + ", ".join(f"{count}: {run.held_by_supervisors.get(count)}" for count in p.supervisors)
+        )
     lines.append(f"Callers matched by the matcher process: {run.matched_by_the_matcher}")
     lines.append(f"check_invariants: {run.audit.get('summary')}")
     lines += harness.checks(run.problems)
@@ -1131,7 +1323,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__ or "", "load", seed=7)
     parser.add_argument("--rates", type=harness.int_list, default=LoadParameters.rates, help="calls/s of each step")
     parser.add_argument("--step-seconds", type=float, default=LoadParameters.step_seconds)
-    parser.add_argument("--supervisors", type=int, default=LoadParameters.supervisors)
+    parser.add_argument(
+        "--supervisors",
+        type=harness.int_list,
+        default=LoadParameters.supervisors,
+        help="supervisors watching the overview; several (20,200): the rates again with each",
+    )
     parser.add_argument("--shipment-rate", type=float, default=LoadParameters.shipment_rate)
     parser.add_argument("--agents", type=int, default=LoadParameters.agents)
     parser.add_argument("--handle-seconds", type=float, default=LoadParameters.handle_seconds)
@@ -1145,7 +1342,7 @@ def main(argv: list[str] | None = None) -> int:
     args = harness.parse(parser, argv, smoke=SMOKE)
     if not args.rates or min(args.rates) <= 0 or args.step_seconds <= 0 or args.agents < 1:
         parser.error("--rates takes positive integers, --step-seconds and --agents positive numbers")
-    if args.supervisors < 0 or args.shipment_rate < 0 or not 1 <= args.web_workers <= 64:
+    if not args.supervisors or min(args.supervisors) < 0 or args.shipment_rate < 0 or not 1 <= args.web_workers <= 64:
         parser.error("--supervisors and --shipment-rate take zero or more, --web-workers 1 to 64")
     if not 1 <= args.web_threads <= 64:
         parser.error("--web-threads takes 1 to 64")

@@ -19,3 +19,28 @@ def child_exit(server, worker) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+
+
+def post_worker_init(worker) -> None:
+    """Live overviews (queues_app/views/live.py) take at most this worker's threads less
+    those kept for requests, and end when the worker is told to stop, so that a graceful
+    stop does not wait out every open overview and browsers reconnect to another worker."""
+    import signal
+
+    from queues_app.views import live
+
+    live.reserve_threads(getattr(worker.cfg, "threads", 1), int(os.environ.get("WEB_THREADS") or live.REQUEST_THREADS))
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+        handler = signal.getsignal(number)
+        if callable(handler):
+            signal.signal(number, _closing_streams_then(handler))
+
+
+def _closing_streams_then(handler):
+    def on_signal(number, frame):
+        from queues_app.views import live
+
+        live.close_all()
+        handler(number, frame)
+
+    return on_signal

@@ -7,6 +7,7 @@ from queues_app.views import (
     calls,
     exports,
     lines,
+    live,
     overview,
     profiles,
     reports,
@@ -18,6 +19,7 @@ from queues_app.views import (
 
 urlpatterns = [
     path("", overview.overview, name="home"),
+    path("live/", live.live, name="live"),
     path("alarms.json", alarms.alarms, name="alarms"),
     path("agents/", agents.agent_list, name="agents"),
     path("agents/new", agents.agent_create, name="agent-create"),

@@ -249,17 +249,85 @@
       }
       showPauseControl();
       if (resume) {
+        openLive();
         restartWaiting();
         document.body.dispatchEvent(new CustomEvent("switchboard-visible"));
+      } else {
+        closeLive();
       }
       paintAll();
     });
   }
 
+  // --- the overview's live stream: while it is open the server pushes each panel as it is
+  // read (Server-Sent Events, one connection for all the panels) and the panels' own polling
+  // stands by; closed, refused (204) or without EventSource, the panels poll as before.
+
+  var live = { source: null, open: false, retry: null };
+  var LIVE_RETRY_MS = 30000;
+
+  function liveUrl() {
+    var bar = document.querySelector("[data-live]");
+    return bar ? bar.getAttribute("data-live") : null;
+  }
+
+  function closeLive() {
+    if (live.source) {
+      live.source.close();
+    }
+    live.source = null;
+    live.open = false;
+  }
+
+  function swapPushed(event) {
+    var panel = document.getElementById(event.type + "-panel");
+    if (!panel || paused() || !window.htmx) {
+      return;
+    }
+    stateOf(panel.id).answeredAt = performance.now();
+    window.htmx.swap(panel, event.data, { swapStyle: "outerHTML" });
+  }
+
+  function openLive() {
+    var url = liveUrl();
+    if (!url || !window.EventSource || live.source || paused() || document.visibilityState !== "visible") {
+      return;
+    }
+    var source = new EventSource(url);
+    live.source = source;
+    source.addEventListener("open", function () {
+      live.open = true;
+    });
+    source.addEventListener("error", function () {
+      live.open = false;
+      if (source.readyState === EventSource.CLOSED && live.source === source) {
+        // Refused or gone for good: poll, and try the stream again later.
+        live.source = null;
+        window.clearTimeout(live.retry);
+        live.retry = window.setTimeout(openLive, LIVE_RETRY_MS);
+      }
+    });
+    pollPanels().forEach(function (panel) {
+      source.addEventListener(panel.id.replace(/-panel$/, ""), swapPushed);
+    });
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") {
+      openLive();
+    } else {
+      closeLive();
+    }
+  });
+
+  window.addEventListener("pagehide", closeLive);
+
   // Polling panels ask nothing while the tab is hidden or the updates are paused ...
   document.addEventListener("htmx:confirm", function (event) {
     var polls = event.target.hasAttribute && event.target.hasAttribute("data-poll");
-    if (polls && (document.visibilityState !== "visible" || paused())) {
+    // ... nor on their timer while the live stream brings them (a change or the tab coming back still asks).
+    var timer = !(event.detail && event.detail.triggeringEvent);
+    if (polls && (document.visibilityState !== "visible" || paused() || (live.open && timer))) {
       event.preventDefault();
     }
   });
@@ -402,6 +470,7 @@
     if (pollPanels().length) {
       paintAll();
       window.setInterval(paintAll, 500);
+      openLive();
     }
   });
 })();

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from queues_app.agents.records import AgentStatus
 from queues_app.agents.roster import Agents
 from queues_app.shipments.queue import ShipmentQueue
-from tests.helpers.browser import log_in, log_in_with_the_form, requests_seen_so_far
+from tests.helpers.browser import log_in, log_in_with_the_form, requests_seen_so_far, without_live_stream
 
 # Runs before any page script: records what the browser refuses under the policy.
 RECORD_VIOLATIONS = """
@@ -108,6 +108,7 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
 
 def test_the_overview_panels_poll_while_visible_and_rest_while_hidden(watched, page, live_server, local_db, staff):
     page.clock.install()  # runs as time passes; the test moves it on past the panels' ticks
+    without_live_stream(page)
     log_in(page, live_server, staff)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     panel = re.compile(r"\?panel=calls")

@@ -11,7 +11,8 @@ import signal
 
 from playwright.sync_api import expect
 
-from tests.helpers.browser import log_in, requests_seen_so_far
+from queues_app.centre.call_center import CallCenter
+from tests.helpers.browser import log_in, requests_seen_so_far, without_live_stream
 
 PANEL_REQUEST = re.compile(r"\?panel=")
 
@@ -36,6 +37,7 @@ def test_a_panel_whose_dynamodb_hangs_turns_stale_and_fresh_again_when_it_answer
     # check of freshness run as they would over that time.
     page.clock.install()
     page.add_init_script(COUNT_ANSWERS)
+    without_live_stream(page)
     log_in(page, live_server, supervisor)
     panel = page.locator("#calls-panel")
     badge = panel.locator(".stale-badge")
@@ -82,6 +84,7 @@ def test_a_panel_whose_dynamodb_hangs_turns_stale_and_fresh_again_when_it_answer
 
 def test_paused_the_overview_asks_nothing_even_after_a_reload_until_resumed(page, live_server, local_db, supervisor):
     page.clock.install()  # runs as time passes; the test moves it on past the panels' ticks
+    without_live_stream(page)
     log_in(page, live_server, supervisor)
     with page.expect_request(PANEL_REQUEST, timeout=6000):
         page.clock.run_for(2000)  # polling
@@ -117,3 +120,20 @@ def test_paused_the_overview_asks_nothing_even_after_a_reload_until_resumed(page
         page.get_by_role("button", name="Resume updates").click()
     expect(page.get_by_role("button", name="Pause updates")).to_be_visible()
     expect(page.locator("#poll-state")).to_have_text("")
+
+
+def test_the_overview_is_pushed_its_panels_and_asks_for_none_on_its_timer(page, live_server, local_db, supervisor):
+    page.clock.install()  # runs as time passes; the test moves the page's timers on
+    log_in(page, live_server, supervisor)
+    offline = page.locator("#calls-panel [data-figure='agents-offline']")
+    expect(offline).to_have_text("0")
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url) if PANEL_REQUEST.search(request.url) else None)
+    # A change made elsewhere (another supervisor, the phone system) reaches the open page.
+    CallCenter(local_db).agents.create("Ada", {"language": ["French"], "gender": ["F"]})
+    page.clock.run_for(4500)  # two ticks of the 2-second panels: none of them asks
+    expect(offline).to_have_text("1", timeout=10_000)
+    requests_seen_so_far(page)
+    assert requests == []
+    expect(page.locator(".panel.is-stale")).to_have_count(0)
+    page.get_by_role("button", name="Pause updates").click()  # closes the stream before the tables go

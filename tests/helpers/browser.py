@@ -23,6 +23,12 @@ def log_in(page, live_server, user, path="/"):
     expect(page).not_to_have_url(re.compile(r"/login/"))
 
 
+def without_live_stream(page) -> None:
+    """The overview as a process full of live overviews leaves it (its stream refused,
+    204): the panels poll."""
+    page.route(re.compile(r"/live/$"), lambda route: route.fulfill(status=204))
+
+
 def log_in_with_the_form(page, live_server, user):
     """Log in as a person does: the overview sends to the login form, which sends back."""
     page.goto(f"{live_server.url}/")

@@ -20,6 +20,8 @@ RUN_KEYS = {
     "machine",
     "steps",
     "highest_rate_held",
+    "held_by_supervisors",
+    "viewers",
     "matched_by_the_matcher",
     "audit",
     "problems",
@@ -31,6 +33,7 @@ STEP_KEYS = {
     "calls_due",
     "calls_per_s",
     "endpoints",
+    "panel_views",
     "failures",
     "5xx",
     "cpu_busy",
@@ -39,6 +42,8 @@ STEP_KEYS = {
     "dynamodb",
     "causes",
     "held",
+    "supervisors",
+    "cpu_seconds",
 }
 ENDPOINT_KEYS = {"count", "p50_ms", "p95_ms", "p99_ms", "failures", "5xx", "statuses"}
 
@@ -63,8 +68,13 @@ def test_a_smoke_run_serves_everyone_without_a_5xx_and_stops_every_server(dynamo
     assert set(printed) == RUN_KEYS
     assert printed["problems"] == []
     assert printed["client"] == "switchboard_client.Switchboard"
-    assert printed["parameters"]["rates"] == [2] and printed["parameters"]["supervisors"] == 2
-    (step,) = printed["steps"]
+    assert printed["parameters"]["rates"] == [2] and printed["parameters"]["supervisors"] == [1, 3]
+    # The rate again with each number of supervisors, compared.
+    fewer, step = printed["steps"]
+    assert (fewer["supervisors"], step["supervisors"]) == (1, 3)
+    (compared,) = printed["viewers"]
+    assert compared["supervisors"] == [1, 3] and compared["rate"] == 2
+    assert set(compared) >= {"panel_views_per_s", "web_cpu_s_per_s", "dynamodb_requests_per_s"}
     assert set(step) == STEP_KEYS
     assert step["5xx"] == 0
     # Every caller due in the step was counted, answered; a step not held says why.
@@ -72,8 +82,15 @@ def test_a_smoke_run_serves_everyone_without_a_5xx_and_stops_every_server(dynamo
     assert step["held"] == (step["causes"] == [])
     assert set(step["driver"]) == {"late_p50_ms", "late_p95_ms", "late_max_ms"}
     endpoints = step["endpoints"]
-    for name in ("POST /api/calls", "POST /api/shipments", "GET /?panel=<name>"):
+    for name in ("POST /api/calls", "POST /api/shipments", "GET /live/", "panel pushed on /live/"):
         assert endpoints[name]["count"] > 0, name
+    # The supervisors' overviews were pushed their panels (none refused under gunicorn's threads).
+    assert endpoints["GET /live/"]["statuses"] == {"200": endpoints["GET /live/"]["count"]}
+    assert step["panel_views"] >= endpoints["panel pushed on /live/"]["count"]
+    # Each process's CPU, as the kernel counts it.
+    spent = step["cpu_seconds"]["seconds"]
+    assert {"web", "run_matcher", "escalate_callers", "run_shipment_worker", "dynamodb_local", "driver"} <= set(spent)
+    assert spent["web"] > 0 and step["cpu_seconds"]["web_per_call"] > 0
     for name, figures in endpoints.items():
         assert set(figures) == ENDPOINT_KEYS, name
         assert figures["5xx"] == 0, name

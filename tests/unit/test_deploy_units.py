@@ -82,3 +82,13 @@ def test_the_web_unit_gives_the_workers_a_fresh_directory_to_add_their_metrics_u
     assert config.startswith("python:")
     hooks = import_module(config.removeprefix("python:"))
     assert callable(hooks.child_exit)  # the hook that tidies a dead worker's files
+
+
+def test_the_web_unit_gives_each_worker_threads_for_its_live_overviews_besides_its_requests(settings):
+    unit = (ROOT / "deploy" / "systemd" / "switchboard-web.service").read_text()
+    args = _exec_start(ROOT / "deploy" / "systemd" / "switchboard-web.service")
+    kept = int(next(line for line in unit.splitlines() if line.startswith("Environment=WEB_THREADS=")).split("=")[-1])
+    threads = int(args[args.index("--threads") + 1])
+    assert threads - kept == settings.LIVE_STREAMS_PER_PROCESS
+    hooks = import_module(args[args.index("--config") + 1].removeprefix("python:"))
+    assert callable(hooks.post_worker_init)  # tells the app how many it may take

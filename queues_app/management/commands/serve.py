@@ -66,7 +66,9 @@ def gunicorn_command(root: Path, port: int, workers: int, threads: int) -> list[
     command += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
     # The access log in the application's format, with each request's trace id.
     command += ["--access-logfile", "-", "--logger-class", "callcenter.gunicorn_logging.AccessLogger"]
-    command += ["--worker-class", "gthread", "--threads", str(threads)]
+    # Each open overview holds a thread while the page is open (queues_app/views/live.py): the
+    # workers get that many more than the requests' `threads` (WEB_THREADS tells the hook).
+    command += ["--worker-class", "gthread", "--threads", str(threads + settings.LIVE_STREAMS_PER_PROCESS)]
     # No control socket: its default path is one per user, shared by every gunicorn.
     command += ["--no-control-socket"]
     # The hook that tidies a dead worker's metric files (child_exit).
@@ -136,7 +138,7 @@ class Command(CheckedCommand):
             gunicorn = gunicorn_command(root, port, workers, threads)
             shutil.rmtree(metrics_dir, ignore_errors=True)
             metrics_dir.mkdir()
-            web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+            web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir), "WEB_THREADS": str(threads)}
             children.start("gunicorn", gunicorn, cwd=root, env=web_env)
             for name, args in () if web_only else BACKGROUND.items():
                 children.start(name, manage + args, cwd=root, env=env)
@@ -145,6 +147,7 @@ class Command(CheckedCommand):
             self.stdout.write(
                 self.style.SUCCESS(
                     f"\nSwitchboard (DEBUG off, gunicorn with {workers} workers of {threads} threads"
+                    f" and {settings.LIVE_STREAMS_PER_PROCESS} live overviews each"
                     f"{', no background processes' if web_only else ''}): "
                     f"http://127.0.0.1:{port}/"
                     "   (Ctrl-C stops everything)\n"
