@@ -2,7 +2,7 @@
 producer at once, the call rate stepped up until the API slows down or fails.
 
     .venv/bin/python -m bench.load [--json] [--rates 5,10,20,40,80,160] [--step-seconds 60]
-                                   [--supervisors 20] [--shipment-rate 5] [--agents 400]
+                                   [--supervisors 20[,200]] [--list-rate 1] [--shipment-rate 5] [--agents 400]
                                    [--handle-seconds 4] [--web-workers 4] [--web-threads 8]
                                    [--shipment-workers 2]
                                    [--p95-limit 1.0] [--no-meter] [--seed 7] [--warmup 1]
@@ -34,7 +34,8 @@ Then, at once, from this process (threads, httpx):
   overview open as a browser has it: the page, then its live stream (`GET /live/`), each
   event a panel shown; when the stream is refused (204: the web workers' stream threads
   are taken) every panel is asked for (`/?panel=<name>`, as htmx does) every 2 s instead;
-  now and then (every 10 to 30 s) a list page. A GET whose kept-alive connection the
+  now and then a list page (`--list-rate` a second, 1, all of them together: with 20
+  supervisors one each 20 s on average, with 200 one each 200 s). A GET whose kept-alive connection the
   server closed as it went out is sent again once, as a browser does
   (`retried_after_reset`). Several counts (`--supervisors 20,200`) run the rates again
   with each, and the report compares them at each rate: panels shown a second, the
@@ -82,6 +83,7 @@ import json
 import multiprocessing
 import os
 import random
+import secrets
 import shutil
 import socket
 import subprocess
@@ -116,7 +118,7 @@ PUSHED = "panel pushed on /live/"
 OVERVIEW = "GET /"
 LIST = "GET <list page>"
 ENDPOINTS = (CREATE_CALL, GET_CALL, RELEASE, AVAILABLE, SHIPMENT, OVERVIEW, LIVE, PUSHED, PANEL, LIST)
-LIVE_STREAMS = 56  # each web worker's threads for open overviews, as `serve` gives them (LIVE_STREAMS_PER_PROCESS)
+LIVE_STREAMS = 120  # each web worker's threads for open overviews, as `serve` gives them (LIVE_STREAMS_PER_PROCESS)
 CALLER_THREADS = 64  # callers in flight at once, each on a connection of its own
 ANSWER_WAIT = 35.0  # seconds a step's last callers may take (the clients give up after 30)
 DRIVER_LATE_LIMIT = 0.25  # seconds: a driver sending callers later than this fell behind
@@ -130,6 +132,7 @@ class LoadParameters:
     rates: tuple[int, ...] = (5, 10, 20, 40, 80, 160)
     step_seconds: float = 60.0
     supervisors: tuple[int, ...] = (20,)  # one pass of the rates for each count, in this order
+    list_rate: float = 1.0  # list pages a second, all the supervisors together
     shipment_rate: float = 5.0
     agents: int = 400
     handle_seconds: float = 4.0
@@ -596,25 +599,27 @@ class Supervisor(threading.Thread):
     pushed on the live stream (polled every 2 s when the stream is refused), a list page
     now and then."""
 
-    def __init__(self, base_url: str, username: str, recorder: Recorder, seed: int):
+    def __init__(self, base_url: str, username: str, recorder: Recorder, seed: int, list_every: float):
         super().__init__(name=f"supervisor-{username}", daemon=True)
         self.base_url, self.username, self.recorder = base_url, username, recorder
+        self.list_every = list_every  # seconds between this supervisor's list pages, on average
         self.stopping = threading.Event()  # the tab closed
         self.rng = random.Random(seed)
         self.client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False, limits=CONNECTIONS)
 
     def log_in(self) -> None:
-        self.client.get("/login/")
-        answer = self.client.post(
-            "/login/",
-            data={
-                "username": self.username,
-                "password": SUPERVISOR_PASSWORD,
-                "csrfmiddlewaretoken": self.client.cookies.get("csrftoken", ""),
-            },
-        )
-        if answer.status_code != 302 or "sessionid" not in self.client.cookies:
-            raise RuntimeError(f"{self.username} could not log in ({answer.status_code})")
+        """Signed in as the login form signs in (Django's `login()`: a session in the run's
+        database), without the form's password hashing: slow on purpose, it would take
+        minutes of the servers' CPU for 200 supervisors before any figure is measured."""
+        from django.conf import settings
+        from django.contrib.auth import get_user_model
+        from django.test import Client
+
+        signer = Client()
+        signer.force_login(get_user_model().objects.get(username=self.username))
+        self.client.cookies.set(settings.SESSION_COOKIE_NAME, signer.cookies[settings.SESSION_COOKIE_NAME].value)
+        if self.client.get("/").status_code != 200:
+            raise RuntimeError(f"{self.username} could not sign in")
 
     def _get(self, endpoint: str, path: str, **headers: str) -> None:
         sent = time.time()
@@ -638,20 +643,32 @@ class Supervisor(threading.Thread):
     def run(self) -> None:
         self.stopping.wait(self.rng.uniform(0, 2.0))  # tabs opened at different moments
         self._get(OVERVIEW, "/")
-        next_list = time.monotonic() + self.rng.uniform(0, 20.0)
+        next_list = self._next_list()
+        polling_until = 0.0
         while not self.stopping.is_set():
             # The overview's live stream, as the browser opens it: each event is a panel
             # shown. Refused (204: the workers' stream threads are taken) or broken, the
-            # page polls every panel for a round, then tries the stream again.
-            if not self._watch_live(next_list):
+            # page polls every panel every 2 s, and tries the stream again 30 s on.
+            polling = time.monotonic() < polling_until
+            if polling or not self._watch_live(next_list):
+                if not polling:
+                    polling_until = time.monotonic() + 30.0
                 began = time.monotonic()
                 for panel in PANELS:
                     self._get(PANEL, f"/?panel={panel}", **{"HX-Request": "true"})
                 self.stopping.wait(max(0.0, 2.0 - (time.monotonic() - began)))
             if time.monotonic() >= next_list:
-                self._get(LIST, self.rng.choice(LIST_PAGES))  # a list page, about one round in ten
-                next_list = time.monotonic() + self.rng.uniform(10.0, 30.0)
+                self._get(LIST, self.rng.choice(LIST_PAGES))
+                next_list = self._next_list()
         self.client.close()
+
+    def _next_list(self) -> float:
+        """When this supervisor next opens a list page: the supervisors together open
+        `--list-rate` a second whatever their number (people act at the centre's pace;
+        watching costs nothing more)."""
+        if self.list_every <= 0:
+            return float("inf")
+        return time.monotonic() + self.rng.expovariate(1.0 / self.list_every)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -1074,7 +1091,12 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
     phone_system: PhoneSystem | None = None
     threads: list[threading.Thread] = []
     manage = [sys.executable, str(harness.ROOT / "manage.py")]
-    env = production_env(dict(os.environ))
+    # One secret key for the servers and this driver, whose sessions the servers read.
+    secret_key = secrets.token_urlsafe(50)
+    env = production_env(dict(os.environ), secret_key)
+    from django.conf import settings
+
+    settings.SECRET_KEY = secret_key
     env.update(
         STATIC_ROOT=str(workdir / "static"),
         CACHE_URL=f"filecache://{workdir / 'cache'}",  # one panel cache for the workers, as `serve` has
@@ -1119,7 +1141,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
             children.start(f"run_shipment_worker-{index + 1}", [*manage, *BACKGROUND["run_shipment_worker"]], env)
         wait_until_up(base_url, children)
         wait_for_matcher(db, children)
-        per_worker = f" ({params.web_threads} threads each)" if params.web_threads > 1 else ""
+        per_worker = f" ({params.web_threads} threads each and {LIVE_STREAMS} for open overviews)"
         log(
             f"serving at {base_url}: gunicorn x{params.web_workers}{per_worker}, the matcher, escalation, "
             f"{params.shipment_workers} shipment worker(s)"
@@ -1145,7 +1167,9 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
             # The same call rates again with this many supervisors watching (more are logged in
             # and open the overview; fewer are closed).
             while len(watching) < count:
-                supervisor = Supervisor(base_url, supervisors[len(watching)], recorder, params.seed + len(watching))
+                every = count / params.list_rate if params.list_rate > 0 else 0.0
+                seed = params.seed + len(watching)
+                supervisor = Supervisor(base_url, supervisors[len(watching)], recorder, seed, every)
                 supervisor.log_in()
                 supervisor.start()
                 watching.append(supervisor)
@@ -1329,6 +1353,12 @@ def main(argv: list[str] | None = None) -> int:
         default=LoadParameters.supervisors,
         help="supervisors watching the overview; several (20,200): the rates again with each",
     )
+    parser.add_argument(
+        "--list-rate",
+        type=float,
+        default=LoadParameters.list_rate,
+        help="list pages a second, all supervisors together",
+    )
     parser.add_argument("--shipment-rate", type=float, default=LoadParameters.shipment_rate)
     parser.add_argument("--agents", type=int, default=LoadParameters.agents)
     parser.add_argument("--handle-seconds", type=float, default=LoadParameters.handle_seconds)
@@ -1342,7 +1372,13 @@ def main(argv: list[str] | None = None) -> int:
     args = harness.parse(parser, argv, smoke=SMOKE)
     if not args.rates or min(args.rates) <= 0 or args.step_seconds <= 0 or args.agents < 1:
         parser.error("--rates takes positive integers, --step-seconds and --agents positive numbers")
-    if not args.supervisors or min(args.supervisors) < 0 or args.shipment_rate < 0 or not 1 <= args.web_workers <= 64:
+    if (
+        not args.supervisors
+        or min(args.supervisors) < 0
+        or args.shipment_rate < 0
+        or args.list_rate < 0
+        or not 1 <= args.web_workers <= 64
+    ):
         parser.error("--supervisors and --shipment-rate take zero or more, --web-workers 1 to 64")
     if not 1 <= args.web_threads <= 64:
         parser.error("--web-threads takes 1 to 64")

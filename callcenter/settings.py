@@ -469,7 +469,7 @@ SWITCHBOARD_PANEL_CACHE_SECONDS = env.float("SWITCHBOARD_PANEL_CACHE_SECONDS", d
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
 # Open overviews each process pushes the panels to (`GET /live/`, queues_app/views/live.py);
 # past it the page polls. Under gunicorn, no more than its --threads less 8 kept for requests.
-LIVE_STREAMS_PER_PROCESS = env.int("LIVE_STREAMS_PER_PROCESS", default=56)
+LIVE_STREAMS_PER_PROCESS = env.int("LIVE_STREAMS_PER_PROCESS", default=120)
 if not 0 <= LIVE_STREAMS_PER_PROCESS <= 10_000:
     raise ImproperlyConfigured(
         f"LIVE_STREAMS_PER_PROCESS is 0 to 10000 (0: the overview polls), not {LIVE_STREAMS_PER_PROCESS}."

@@ -18,11 +18,13 @@ at once when its worker is told to stop (`close_all`).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Generator, Iterator
 
 from django.conf import settings
+from django.db import connections
 from django.http import HttpResponse, StreamingHttpResponse
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
@@ -30,6 +32,8 @@ from django.views.decorators.http import require_GET
 from queues_app.http.context_processors import centre_time
 from queues_app.monitoring.overview import Dashboard
 from queues_app.views.overview import read_panel
+
+log = logging.getLogger(__name__)
 
 # Each pushed panel and how often it is read and sent, in seconds: its `data-poll`.
 PERIODS = {
@@ -94,7 +98,10 @@ class Hub:
                     self._reader = None
                     self._due.clear()
                     return
-            self.render_due()
+            try:
+                self.render_due()
+            except Exception:  # a bug must not leave every stream waiting on a dead reader
+                log.exception("the live panels could not be rendered; trying again next period")
             with self.changed:
                 self.changed.wait_for(lambda: self.closing, TICK_SECONDS)
 
@@ -160,6 +167,16 @@ def event(name: str, html: str) -> str:
     return f"event: {name}\n{data}\n\n"
 
 
+def release_database() -> None:
+    """A stream needs no database past its start (the session was read, the middleware
+    is done): its connection goes back now, not after the stream's minute. A PostgreSQL
+    takes far fewer connections than a deployment has open overviews. (Not inside a
+    transaction: the tests' own.)"""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
+
+
 class Stream:
     """One viewer's events; `close` (the server's, when the connection ends) frees its place."""
 
@@ -179,6 +196,7 @@ class Stream:
 
     def _events(self) -> Generator[str]:
         hub = self.hub
+        release_database()
         yield f"retry: {int(TICK_SECONDS * 1000)}\n\n"
         sent: dict[str, int] = {}
         seen = 0

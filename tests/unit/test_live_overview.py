@@ -119,3 +119,16 @@ def test_each_pushed_panel_is_sent_as_often_as_it_would_poll(supervisor_client, 
     assert {name: float(every) for name, every in polls.items()} == live.PERIODS
     assert set(live.PERIODS) == set(overview.OVERVIEW_PANELS)
     assert f'data-live="{reverse("live")}"' in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_gives_its_database_connection_back_once_it_has_started(
+    client, django_user_model, moto_db, streams
+):
+    from django.db import connection
+
+    client.force_login(django_user_model.objects.create_user("watching"))
+    response = streams(client)
+    assert connection.connection is not None  # the session and the user were read
+    events(response, 1)
+    assert connection.connection is None  # not held for the stream's minute
