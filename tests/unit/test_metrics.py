@@ -274,7 +274,7 @@ def test_changes_from_the_phone_system_or_a_worker_show_when_the_cache_expires(
 ):
     from django.core.cache import cache
 
-    from queues_app.monitoring import overview as figures
+    from queues_app.monitoring import shared as figures
 
     client, agent = cached_panels
     # A minute, on the figures' clock that the test moves: the cache's own backstop (in real
