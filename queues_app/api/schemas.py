@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Any, ClassVar, Literal
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from queues_app import inputs
@@ -62,6 +63,32 @@ class InputSchema(Schema):
     # Errors inside these fields are named by the inner key alone (`language`, not
     # `preferences.language`): the skill dimensions are the fields people think of.
     NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ()
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        """`true` is not 1: pydantic would take it for a number (bool is an int in Python),
+        so `{"tenant_rate": true}` would set a rate of 1."""
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and _takes_numbers_not_booleans(field.annotation):
+            raise PydanticCustomError("number_not_boolean", "must be a number, not true or false")
+        return value
+
+
+def _takes_numbers_not_booleans(annotation: Any) -> bool:
+    kinds = _kinds(annotation)
+    return bool(kinds & {int, float, Decimal}) and bool not in kinds
+
+
+def _kinds(annotation: Any) -> set:
+    """The plain types a field's annotation accepts at its top level (`float | None`:
+    float and NoneType; `Annotated[int, ...]`: int; a list or a dict: itself)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _kinds(args[0])
+    if origin in (Union, UnionType):
+        return set().union(*(_kinds(arg) for arg in args))
+    return {origin or annotation}
 
 
 def known_preferences(cls, preferences: dict[str, str] | None) -> dict[str, str] | None:

@@ -15,3 +15,14 @@ def stoppable_db(local_db, dynamodb_local):
     yield dynamodb_local
     assert dynamodb_local.process is not None
     os.kill(dynamodb_local.process.pid, signal.SIGCONT)
+
+
+@pytest.fixture(autouse=True)
+def no_live_overview_left_open():
+    """A page the test leaves open keeps its overview's stream, and the live server's hub
+    would go on reading tables that are gone: ended after each test, as a worker stopping
+    ends its streams."""
+    yield
+    from queues_app.views import live
+
+    live.close_all(wait_seconds=5)

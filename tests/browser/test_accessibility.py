@@ -90,7 +90,8 @@ WATCH = """() => {
   new MutationObserver(() => window.said.push(document.getElementById("alarm-news").textContent))
     .observe(document.getElementById("alarm-news"), { childList: true, characterData: true, subtree: true });
   window.redrawn = 0;
-  document.addEventListener("htmx:beforeSwap", (event) => {
+  // Drawn anew from the live stream or from a poll alike.
+  document.addEventListener("htmx:load", (event) => {
     if (event.detail.elt.id === "shipments-panel") { window.redrawn += 1; }
   });
 }"""
@@ -101,7 +102,7 @@ POLL_MS = 2000  # the shipments panel's interval
 
 def two_more_polls(page):
     """The page's clock moved on by the panel's interval twice, each time until the panel
-    is redrawn."""
+    is redrawn (pushed on the live stream as time passes, or polled on the page's clock)."""
     for _ in range(2):
         redrawn = page.evaluate("redrawn")
         page.clock.run_for(POLL_MS)

@@ -423,3 +423,45 @@ def test_a_request_with_a_host_it_cannot_take_is_a_json_400(moto_db, client, hos
     assert response.status_code == 400
     assert response["Content-Type"] == "application/json"
     assert "Host header" in response.json()["message"]
+
+
+# --- numbers ----------------------------------------------------------------------------
+
+
+def every_input_schema() -> list[type]:
+    from queues_app.api import application  # noqa: F401 - every resource's schemas defined
+    from queues_app.api.schemas import InputSchema
+
+    found, todo = [], [InputSchema]
+    while todo:
+        for schema in todo.pop().__subclasses__():
+            found.append(schema)
+            todo.append(schema)
+    return found
+
+
+def test_every_number_of_every_body_refuses_true_and_false():
+    from pydantic import ValidationError
+
+    from queues_app.api.schemas import _takes_numbers_not_booleans
+
+    checked = 0
+    for schema in every_input_schema():
+        for name, field in schema.model_fields.items():
+            if not _takes_numbers_not_booleans(field.annotation):
+                continue
+            for value in (True, False):
+                with pytest.raises(ValidationError) as refused:
+                    schema.model_validate({name: value})
+                assert any(e["loc"] == (name,) and e["type"] == "number_not_boolean" for e in refused.value.errors()), (
+                    schema.__name__,
+                    name,
+                )
+            checked += 1
+    assert checked >= 10  # versions, priorities, seconds, rates, targets...
+
+
+def test_a_rate_of_true_is_400_naming_it_not_a_rate_of_one(moto_db, api):
+    body = assert_problem(api.put("/api/shipment-queues/urgent", {"tenant_rate": True}), 400)
+    assert body["fields"] == {"tenant_rate": "must be a number, not true or false"}
+    assert api.get("/api/shipment-queues/urgent").status_code == 404  # nothing made

@@ -122,9 +122,7 @@ def test_each_pushed_panel_is_sent_as_often_as_it_would_poll(supervisor_client, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_stream_gives_its_database_connection_back_once_it_has_started(
-    client, django_user_model, moto_db, streams
-):
+def test_a_stream_gives_its_database_connection_back_once_it_has_started(client, django_user_model, moto_db, streams):
     from django.db import connection
 
     client.force_login(django_user_model.objects.create_user("watching"))
