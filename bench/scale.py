@@ -87,8 +87,12 @@ def shards_of(pattern: str) -> int | None:
     and read one at a time (`@<copy>`) divide the same way: each copy takes every write,
     and its share of the reads."""
     from queues_app.audit.store import AUDIT_SHARDS
+    from queues_app.figures.agent_days import AGENT_DAYS
+    from queues_app.figures.facts import FACTS, STATUS_FACTS
 
     fixed = {"AGENTS#<n>": keys.AGENT_SHARDS, "QUEUES#<n>": keys.QUEUE_META_SHARDS, "AUDIT#<day>#<n>": AUDIT_SHARDS}
+    # The facts and the agents' days, by a hash of the call or the agent.
+    fixed |= {f"{spread.base}#<n>": spread.count for spread in (FACTS, STATUS_FACTS, AGENT_DAYS)}
     if pattern in fixed:
         return fixed[pattern]
     if pattern.startswith(keys.WAIT_COUNT_PREFIX) and pattern.endswith("@<copy>"):
@@ -102,7 +106,7 @@ def shards_of(pattern: str) -> int | None:
 
 def pattern(key: str) -> str:
     """A partition key as a pattern: ids, days and shard numbers replaced, fixed names kept."""
-    key = re.sub(r"^(AGENTS|QUEUES)#\d+$", r"\1#<n>", key)
+    key = re.sub(r"^(AGENTS|QUEUES|FACT|AGENT_FACT|AGENT_DAY)#\d+$", r"\1#<n>", key)
     key = re.sub(r"^(CALL#|AGENT#).+", r"\1<id>", key)
     key = re.sub(r"^RATE#.+", "RATE#<tenant>", key)
     # The audit day's shards apart from the unsharded day (entries written before sharding).

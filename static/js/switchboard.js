@@ -320,7 +320,14 @@
     }
   });
 
+  // Left for another page the stream closes (its server thread goes back); a page the
+  // browser shows again from its back-forward cache opens it anew.
   window.addEventListener("pagehide", closeLive);
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      openLive();
+    }
+  });
 
   // Polling panels ask nothing while the tab is hidden or the updates are paused ...
   document.addEventListener("htmx:confirm", function (event) {

@@ -186,7 +186,12 @@ def test_agent_actions_without_the_version_they_were_decided_on_are_400_naming_i
 
 @pytest.mark.parametrize(
     "version, problem",
-    [('"7"', "valid integer"), ("7.5", "valid integer"), ("0", "greater than or equal to 1"), ("true", "not true or false")],
+    [
+        ('"7"', "valid integer"),
+        ("7.5", "valid integer"),
+        ("0", "greater than or equal to 1"),
+        ("true", "not true or false"),
+    ],
 )
 def test_a_version_sent_wrong_is_refused_saying_what_is_wrong_with_it_not_that_it_is_missing(
     moto_db, api, version, problem
