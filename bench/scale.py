@@ -53,11 +53,32 @@ from typing import Any
 from bench import harness
 from queues_app.agents.records import AgentStatus
 from queues_app.centre import keys
+from queues_app.figures import service_level
+from queues_app.figures.counters import FLUSH_SECONDS
 
 WCU_LIMIT, RCU_LIMIT = 1000.0, 3000.0
 UNITS = ("call", "release", "available", "call_waits", "available_takes", "shipment")
 # Written by every process every few seconds whatever the rate (docs/scale.md works them out).
-TIME_DRIVEN = {("metrics", key) for key in ("TOTAL", "CAPACITY", "SAMPLE#<queue>", "SERVICE", "SERVICE_DAY", "WORKER")}
+TIME_DRIVEN = {
+    ("metrics", key) for key in ("TOTAL", "CAPACITY", "SAMPLE#<queue>", "SERVICE#<n>", "SERVICE_DAY#<n>", "WORKER")
+}
+# The counting of call facts (figures/tally.py) is driven by the flushes, not by each call:
+# every process counts what it wrote every FLUSH_SECONDS, in transactions of about
+# FACTS_PER_TRANSACTION facts (a Delete each, and an Update per figure item), each adding
+# to one item per combination in one shard of each figure partition (docs/scale.md,
+# "Counting every call once"). Modelled here, at the target rate, for this many processes.
+PROCESSES = 200
+FACTS_PER_CALL = 2.2
+FACTS_PER_TRANSACTION = 60
+COMBINATIONS = 9
+FIGURE_PARTITIONS = (
+    "SERVICE",
+    "SERVICE_DAY",
+    "SERVICE_INTERVAL",
+    "LINE_SERVICE",
+    "LINE_SERVICE_DAY",
+    "LINE_SERVICE_INTERVAL",
+)
 
 
 @dataclass
@@ -93,6 +114,7 @@ def shards_of(pattern: str) -> int | None:
     fixed = {"AGENTS#<n>": keys.AGENT_SHARDS, "QUEUES#<n>": keys.QUEUE_META_SHARDS, "AUDIT#<day>#<n>": AUDIT_SHARDS}
     # The facts and the agents' days, by a hash of the call or the agent.
     fixed |= {f"{spread.base}#<n>": spread.count for spread in (FACTS, STATUS_FACTS, AGENT_DAYS)}
+    fixed |= {f"{pk}#<n>": service_level.FIGURE_SHARDS for pk in FIGURE_PARTITIONS}
     if pattern in fixed:
         return fixed[pattern]
     if pattern.startswith(keys.WAIT_COUNT_PREFIX) and pattern.endswith("@<copy>"):
@@ -107,6 +129,8 @@ def shards_of(pattern: str) -> int | None:
 def pattern(key: str) -> str:
     """A partition key as a pattern: ids, days and shard numbers replaced, fixed names kept."""
     key = re.sub(r"^(AGENTS|QUEUES|FACT|AGENT_FACT|AGENT_DAY)#\d+$", r"\1#<n>", key)
+    # The figure partitions' shards, the first under the partition's own name.
+    key = re.sub(r"^((?:LINE_)?SERVICE(?:_DAY|_INTERVAL)?)(#\d+)?$", r"\1#<n>", key)
     key = re.sub(r"^(CALL#|AGENT#).+", r"\1<id>", key)
     key = re.sub(r"^RATE#.+", "RATE#<tenant>", key)
     # The audit day's shards apart from the unsharded day (entries written before sharding).
@@ -427,8 +451,42 @@ def limits(per_unit: dict[str, dict], params: ScaleParameters) -> list[dict]:
     and the call rate where it meets a limit."""
     w = params.waiting_share
     calls = {"call": 1 - w, "call_waits": w, "release": 1.0, "available": 1 - w, "available_takes": w}
-    return [{"per": "call", **row} for row in _limits(per_unit, calls, params)] + [
+    by_call = _limits(per_unit, calls, params)
+    counted = {row["partition"] for row in flush_rows(params)}
+    by_call = [row for row in by_call if row["table"] != "metrics" or row["partition"] not in counted]
+    return [{"per": "call", **row} for row in sorted([*by_call, *flush_rows(params)], key=_first_limit)] + [
         {"per": "shipment", **row} for row in _limits(per_unit, {"shipment": 1.0}, params)
+    ]
+
+
+def _first_limit(row: dict) -> float:
+    return row["limit_at_per_s"] or math.inf
+
+
+def flush_rows(params: ScaleParameters) -> list[dict]:
+    """Each shard of the figure partitions at the target rate, from the flushes' model:
+    transactions a second, each updating COMBINATIONS items at 2 WCU (a transaction's
+    write), over the shards."""
+    facts_per_flush = FACTS_PER_CALL * params.target * FLUSH_SECONDS / PROCESSES
+    transactions = PROCESSES / FLUSH_SECONDS * math.ceil(facts_per_flush / FACTS_PER_TRANSACTION)
+    wcu = transactions * COMBINATIONS * 2 / service_level.FIGURE_SHARDS
+    per_call = wcu / params.target
+    # Past the target the flushes' transactions grow with the facts: the limit where they meet it.
+    at = round(WCU_LIMIT / per_call)
+    return [
+        {
+            "table": "metrics",
+            "index": None,
+            "partition": f"{pk}#<n>",
+            "wcu_per_unit": round(per_call, 3),
+            "rcu_per_unit": 0.0,
+            "limit_at_per_s": at,
+            "limited_by": "WCU",
+            "under_half_at_target": at >= 2 * params.target,
+            "share_at_target": round(wcu / WCU_LIMIT, 3),
+            "modelled": f"{PROCESSES} processes counting every {FLUSH_SECONDS:g} s, {transactions:g} transactions/s",
+        }
+        for pk in FIGURE_PARTITIONS
     ]
 
 
@@ -460,6 +518,11 @@ def _limits(per_unit: dict[str, dict], mix: dict[str, float], params: ScaleParam
                 "limit_at_per_s": None if first == math.inf else round(first),
                 "limited_by": None if first == math.inf else ("WCU" if at_write <= at_read else "RCU"),
                 "under_half_at_target": first == math.inf or first >= 2 * params.target,
+                "share_at_target": None
+                if own
+                else round(
+                    max(units["write"] * params.target / WCU_LIMIT, units["read"] * params.target / RCU_LIMIT), 3
+                ),
             }
         )
     return sorted(found, key=lambda r: r["limit_at_per_s"] or math.inf)
@@ -488,7 +551,13 @@ def report(run: ScaleRun, where: str) -> str:
         lines.append(
             f"  {row['per']:<9}{where_:<50} WCU {row['wcu_per_unit']:>6} RCU {row['rcu_per_unit']:>6}  "
             f"limit at {row['limit_at_per_s'] or '-':>6} {row['per']}s/s ({row['limited_by'] or '-'})"
-            + ("" if row["under_half_at_target"] else f"  over half at {run.parameters.target}/s")
+            + (
+                f", {row['share_at_target']:.0%} at {run.parameters.target}/s"
+                if row["share_at_target"] is not None
+                else ""
+            )
+            + ("" if row["under_half_at_target"] else "  over half")
+            + (f"  [modelled: {row['modelled']}]" if row.get("modelled") else "")
         )
     lines += harness.checks(run.problems)
     return "\n".join(lines)

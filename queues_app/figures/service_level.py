@@ -5,11 +5,13 @@ abandoned calls and the abandon rate, per skill combination and overall, over th
 
 Every figure comes from a call fact, written by the change that answered, abandoned or
 ended the call in its own transaction and counted exactly once by `figures/tally.py`
-(docs/scale.md, "Counting every call once"). Reading is two Queries: the last
-15 minutes' items (at most 15 x the combinations seen), and today's totals (one item
-per combination).
+(docs/scale.md, "Counting every call once"). Reading is two reads of the shards: the
+last 15 minutes' items (at most 15 x the combinations seen, in each shard), and today's
+totals (one item per combination in each shard).
 
-Items in the metrics table:
+Items in the metrics table, each partition spread over FIGURE_SHARDS (`SERVICE`,
+`SERVICE#1` ... : a counting transaction adds to one, picked at random; a read adds
+them up):
 
     pk SERVICE           sk <minute>#<combination>   a minute's figures of one combination
     pk SERVICE_DAY       sk <day>#<combination>      a centre's day's running figures of one combination
@@ -36,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from queues_app.ddb import parallel
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import centre_date, now
 from queues_app.ddb.codec import unmarshal
@@ -48,6 +51,9 @@ INTERVAL_PK = "SERVICE_INTERVAL"
 # The same three, per line (sk <minute|day|quarter hour>#<line_id>), counted by each
 # line's own promise; apart from the combinations', which add up to the whole centre.
 LINE_PKS = {MINUTE_PK: "LINE_SERVICE", DAY_PK: "LINE_SERVICE_DAY", INTERVAL_PK: "LINE_SERVICE_INTERVAL"}
+# Each of them is spread over this many partitions: a counting transaction adds to one
+# picked at random, and a read merges them (docs/scale.md, "Counting every call once").
+FIGURE_SHARDS = 4
 INTERVAL_MINUTES = 15  # the stored interval; reports add them up to 30 or 60
 DEFAULT_REPORT_RETENTION_DAYS = 400
 OCCUPANCY = "occupancy"  # the pseudo-combination of the occupancy samples
@@ -76,9 +82,17 @@ def interval_start(moment: datetime) -> str:
     return counters.minute_of(utc.replace(minute=utc.minute - utc.minute % INTERVAL_MINUTES))
 
 
-def figure_keys(moment: datetime, combination: str) -> list[tuple[str, str, timedelta | None]]:
-    """The items a figure at `moment` adds to, each (pk, sk, how long it is kept): its
-    minute's, its centre's day's and its quarter hour's."""
+def figure_partitions(pk: str) -> list[str]:
+    """The partitions a figure partition is spread over: its own name (shard 0, where an
+    earlier version wrote every figure, so that they are read with the rest) and `<pk>#<n>`."""
+    return [figure_shard(pk, n) for n in range(FIGURE_SHARDS)]
+
+
+def figure_shard(pk: str, shard: int) -> str:
+    return pk if shard == 0 else f"{pk}#{shard}"
+
+
+def _figure_bases(moment: datetime, combination: str) -> list[tuple[str, str, timedelta | None]]:
     return [
         (MINUTE_PK, f"{counters.minute_of(moment)}#{combination}", None),
         (DAY_PK, f"{centre_date(moment)}#{combination}", None),
@@ -86,9 +100,18 @@ def figure_keys(moment: datetime, combination: str) -> list[tuple[str, str, time
     ]
 
 
-def line_figure_keys(moment: datetime, line_id: str) -> list[tuple[str, str, timedelta | None]]:
+def figure_keys(moment: datetime, combination: str, shard: int = 0) -> list[tuple[str, str, timedelta | None]]:
+    """The items a figure at `moment` adds to, each (pk, sk, how long it is kept): its
+    minute's, its centre's day's and its quarter hour's, in the figure partitions' `shard`."""
+    return [(figure_shard(pk, shard), sk, keep) for pk, sk, keep in _figure_bases(moment, combination)]
+
+
+def line_figure_keys(moment: datetime, line_id: str, shard: int = 0) -> list[tuple[str, str, timedelta | None]]:
     """The items a fact of a call on `line_id` adds to, besides its combination's."""
-    return [(LINE_PKS[pk], sk.rsplit("#", 1)[0] + f"#{line_id}", keep) for pk, sk, keep in figure_keys(moment, "")]
+    return [
+        (figure_shard(LINE_PKS[pk], shard), sk.rsplit("#", 1)[0] + f"#{line_id}", keep)
+        for pk, sk, keep in _figure_bases(moment, "")
+    ]
 
 
 def line_fact_figures(kind: str, seconds: float, promise: Promise | None) -> tuple[dict[str, float], dict[str, float]]:
@@ -277,6 +300,20 @@ def figures_from(rows: list[tuple[str, dict[str, float]]], name: str, threshold:
     return window
 
 
+def query_spread(db: Dynamo, pk: str, params: dict) -> list[dict]:
+    """A Query of a figure partition (`params` naming `:pk`) run on each of its shards at
+    once, the items unmarshalled."""
+
+    def one(partition: str) -> list[dict]:
+        asked = {
+            **params,
+            "ExpressionAttributeValues": {**params["ExpressionAttributeValues"], ":pk": {"S": partition}},
+        }
+        return [unmarshal(raw) for response in db.pages("query", **asked) for raw in response.get("Items", [])]
+
+    return [item for items in parallel.each(one, figure_partitions(pk)) for item in items]
+
+
 class ServiceLevelReader:
     def __init__(self, db: Dynamo, clock: Callable[[], datetime] = now):
         self.db = db
@@ -298,23 +335,25 @@ class ServiceLevelReader:
             params["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :since)"
             params["ExpressionAttributeValues"][":since"] = {"S": prefix}
         rows = []
-        for response in self.db.pages("query", **params):
-            for item in (unmarshal(raw) for raw in response.get("Items", [])):
-                combination = item["sk"].split("#", 1)[1]
-                rows.append(
-                    (combination, {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")})
-                )
+        for item in self._query_spread(pk, params):
+            combination = item["sk"].split("#", 1)[1]
+            rows.append((combination, {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")}))
         return rows
 
+    def _query_spread(self, pk: str, params: dict) -> list[dict]:
+        """The items of every partition `pk` is spread over, the Queries sent together; a
+        window adds up the same minute or day found in several."""
+        return query_spread(self.db, pk, params)
+
     def last_hour(self) -> Window:
-        """The last 60 minutes (this one included), per combination: one Query."""
+        """The last 60 minutes (this one included), per combination: a Query of each shard."""
         since = counters.minute_of(self.clock() - timedelta(minutes=59))
         return figures_from(self._items(MINUTE_PK, since), "hour", threshold_seconds())
 
     def answer_rates(self, combinations: set[str]) -> AnswerRates:
         """How many callers were answered a second lately, of these combinations and of
         all: over the last `RECENT_MINUTES` minutes, or since the first minute with calls
-        when that is later (a day just begun is not read as slow). One Query."""
+        when that is later (a day just begun is not read as slow). A Query of each shard."""
         moment = self.clock()
         since = counters.minute_of(moment - timedelta(minutes=RECENT_MINUTES - 1))
         params: dict = {
@@ -324,14 +363,13 @@ class ServiceLevelReader:
         }
         like = every = 0
         first = None
-        for response in self.db.pages("query", **params):
-            for item in (unmarshal(raw) for raw in response.get("Items", [])):
-                minute, combination = item["sk"].split("#", 1)
-                if "offered" in item or "answered" in item:
-                    first = minute if first is None else min(first, minute)
-                answered = int(item.get("answered", 0))
-                every += answered
-                like += answered if combination in combinations else 0
+        for item in self._query_spread(MINUTE_PK, params):
+            minute, combination = item["sk"].split("#", 1)
+            if "offered" in item or "answered" in item:
+                first = minute if first is None else min(first, minute)
+            answered = int(item.get("answered", 0))
+            every += answered
+            like += answered if combination in combinations else 0
         if first is None:
             return AnswerRates(None, None, 0)
         began = datetime.strptime(first, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
@@ -340,12 +378,12 @@ class ServiceLevelReader:
 
     def lines_today(self) -> Window:
         """Each line's figures of the centre's today, by the line's own promise (the
-        window's combinations are line ids): one Query."""
+        window's combinations are line ids): a Query of each shard."""
         day = centre_date(self.clock())
         return figures_from(self._items(LINE_PKS[DAY_PK], "", prefix=f"{day}#"), "today", threshold_seconds())
 
     def read(self) -> ServiceLevel:
-        """The last `RECENT_MINUTES` minutes (this one included) and the centre's today: two Queries."""
+        """The last `RECENT_MINUTES` minutes (this one included) and the centre's today: two reads of the shards."""
         moment = self.clock()
         threshold = threshold_seconds()
         since = counters.minute_of(moment - timedelta(minutes=RECENT_MINUTES - 1))

@@ -15,6 +15,7 @@ process that died or has not flushed. Design and cost: docs/scale.md.
 from __future__ import annotations
 
 import logging
+import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -141,7 +142,7 @@ class Tally:
         return [*chunks, chunk] if chunk else chunks
 
     @staticmethod
-    def _figures(fact: Fact, promises: dict[str, Promise]):
+    def _figures(fact: Fact, promises: dict[str, Promise], shard: int = 0):
         """(pk, sk, how long kept, (sums, maxima)) of each item a fact adds to: its
         combination's, and its line's by the line's own promise; an agent's day for a change
         of their status or a call they answered."""
@@ -155,11 +156,11 @@ class Tally:
             for pk, sk, keep, values in agent_days.answered_figures(fact.item, seconds, promise):
                 yield pk, sk, keep, (values, {})
         counted = service_level.fact_figures(fact.kind, seconds)
-        for pk, sk, keep in service_level.figure_keys(fact.at, fact.combination or "any"):
+        for pk, sk, keep in service_level.figure_keys(fact.at, fact.combination or "any", shard):
             yield pk, sk, keep, counted
         if fact.line:
             by_line = service_level.line_fact_figures(fact.kind, seconds, promises.get(fact.line))
-            for pk, sk, keep in service_level.line_figure_keys(fact.at, fact.line):
+            for pk, sk, keep in service_level.line_figure_keys(fact.at, fact.line, shard):
                 yield pk, sk, keep, by_line
 
     def _complete(self, found: list[Fact]) -> None:
@@ -189,8 +190,11 @@ class Tally:
             peaks: dict[tuple[str, str, str], float] = {}
             kept: dict[Key, timedelta | None] = {}
             promises = line_promises(self.db) if any(fact.line for fact in chunk) else {}
+            # The figure partitions' shard this transaction adds to: one for all its items,
+            # so that the chunk holds as many as it was planned with.
+            shard = random.randrange(service_level.FIGURE_SHARDS)
             for fact in chunk:
-                for pk, sk, keep, (values, maxima) in self._figures(fact, promises):
+                for pk, sk, keep, (values, maxima) in self._figures(fact, promises, shard):
                     kept[(pk, sk)] = keep
                     for name, value in values.items():
                         sums[(pk, sk)][name] += value

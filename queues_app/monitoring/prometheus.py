@@ -4,8 +4,9 @@ Gauges come from the latest sample in the metrics history (`collect_metrics` wri
 every 15 seconds); when the newest is older than two minutes, a scrape reads the queues'
 figures itself and writes nothing: a scrape only ever reads. The queue events are the
 running totals every process adds to; the workers' heartbeats are one Query. A scrape
-costs about nine requests, however large the queues (a few more when nobody samples):
-the service level of the calls adds two Queries (`ServiceLevelCollector`).
+costs about fifteen requests, however large the queues (a few more when nobody samples):
+the service level of the calls adds two reads of the figures' 4 shards, 8 Queries
+(`ServiceLevelCollector`).
 
 The DynamoDB request counters (`ddb/meter.py`) and the request latencies
 (`figures/latency.py`) are kept by each process instead. With PROMETHEUS_MULTIPROC_DIR

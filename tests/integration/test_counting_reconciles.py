@@ -61,11 +61,15 @@ def recount(db) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def reported(db) -> dict[tuple[str, str], dict[str, float]]:
-    found = {}
+    """Each interval's and day's figures, added up over the shards the counting spread them on."""
+    found: dict[tuple[str, str], dict[str, float]] = {}
     for pk in (service_level.INTERVAL_PK, service_level.DAY_PK):
-        for item in db.partition_items(db.table("metrics"), pk):
-            if not item["sk"].endswith(f"#{service_level.OCCUPANCY}"):
-                found[(pk, item["sk"])] = {name: float(item.get(name, 0)) for name in FIGURES}
+        for shard in service_level.figure_partitions(pk):
+            for item in db.partition_items(db.table("metrics"), shard):
+                if not item["sk"].endswith(f"#{service_level.OCCUPANCY}"):
+                    figures = found.setdefault((pk, item["sk"]), dict.fromkeys(FIGURES, 0.0))
+                    for name in FIGURES:
+                        figures[name] += float(item.get(name, 0))
     return found
 
 

@@ -177,12 +177,16 @@ def test_the_quarter_hours_are_kept_for_the_reports_retention(moto_db, settings)
     settings.REPORT_RETENTION_DAYS = 400
     seeded.answered(moto_db, 5, ("Spanish", "F"))
     MetricsStore(moto_db).flush()
-    items = moto_db.call(
-        "query",
-        TableName=moto_db.table("metrics"),
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": service_level.INTERVAL_PK}},
-    )["Items"]
+    items = [
+        item
+        for pk in service_level.figure_partitions(service_level.INTERVAL_PK)  # the shard the counting picked
+        for item in moto_db.call(
+            "query",
+            TableName=moto_db.table("metrics"),
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+        )["Items"]
+    ]
     kept = [int(unmarshal(item)["expires_at"]) for item in items]
     now = datetime.now(UTC).timestamp()
     assert kept and all(399 * 86400 < expires - now <= 400 * 86400 + 60 for expires in kept)
@@ -229,3 +233,37 @@ def test_the_grid_sets_the_agents_taking_calls_beside_those_needed(supervisor_cl
     center.release(center.calls.in_progress().items[0].agent_id, then="wrap_up")
     assert "1 queued · 1 ready · 2 logged in" in spanish_cell()
     assert 'class="needed short-of"' in spanish_cell()
+
+
+def test_figures_counted_in_every_shard_of_their_partitions_are_read_as_one(moto_db, settings, monkeypatch):
+    """Each counting transaction adds to one shard of the figure partitions, picked at
+    random: four flushes made to pick each shard in turn, and every reading adds them up
+    (a peak is the largest of the shards')."""
+    from queues_app.figures import tally
+
+    settings.TIME_ZONE = NY
+    settings.SERVICE_LEVEL_SECONDS = 20
+    picks = iter([1, 2, 3, 0, 0, 0])
+    monkeypatch.setattr(tally.random, "randrange", lambda n: next(picks))
+    at = MORNING + timedelta(hours=3)  # noon in New York
+    for wait in (5, 45, 10, 70):
+        seeded.answered(moto_db, wait, ("Spanish", "F"), moment=at)
+        MetricsStore(moto_db).flush()
+    written = {
+        pk: len(
+            moto_db.call(
+                "query",
+                TableName=moto_db.table("metrics"),
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": pk}},
+            )["Items"]
+        )
+        for pk in service_level.figure_partitions(service_level.DAY_PK)
+    }
+    assert written == {"SERVICE_DAY": 1, "SERVICE_DAY#1": 1, "SERVICE_DAY#2": 1, "SERVICE_DAY#3": 1}
+    live = service_level.ServiceLevelReader(moto_db, clock=lambda: at + timedelta(seconds=30)).read()
+    for window in (live.recent.overall, live.today.overall):
+        assert (window.answered, window.answered_within, window.wait_max) == (4, 2, 70)
+    day = IntervalReader(moto_db).day(at.astimezone(ZoneInfo(NY)).date(), 15)
+    assert sum(i.overall.figures.answered for i in day.intervals) == 4
+    assert max(i.overall.figures.wait_max or 0 for i in day.intervals) == 70
