@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from queues_app.audit.records import target
 from queues_app.audit.store import AuditTrail
-from queues_app.ddb.clock import from_iso
+from queues_app.ddb.clock import from_iso, now
 from queues_app.shipments.named import NamedQueues
 from queues_app.shipments.queue import ShipmentQueue, ShipmentState, ShipmentStatus
 from tests.helpers.api import assert_problem
@@ -97,7 +97,15 @@ def test_a_queue_leases_retries_and_dead_letters_by_its_own_settings(moto_db, ap
     assert (restored.state, restored.queue) == (ShipmentState.QUEUED, "returns")
 
 
-def test_a_tenant_over_a_queues_rate_is_refused_with_retry_after(moto_db, api):
+def test_a_tenant_over_a_queues_rate_is_refused_with_retry_after(moto_db, api, monkeypatch):
+    import functools
+
+    from queues_app import admission
+    from queues_app.shipments.fairness import TenantLimiter
+
+    # One moment for the three: a second ticking over between them would open a new window.
+    moment = now()
+    monkeypatch.setattr(admission, "TenantLimiter", functools.partial(TenantLimiter, clock=lambda: moment))
     put_queue(api, "returns", tenant_rate=2)
     sent = [api.post("/api/shipments", {"data": {}, "queue": "returns", "tenant": "acme"}) for _ in range(3)]
     assert [answer.status_code for answer in sent] == [201, 201, 429]
