@@ -335,15 +335,10 @@ class ServiceLevelReader:
             params["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :since)"
             params["ExpressionAttributeValues"][":since"] = {"S": prefix}
         rows = []
-        for item in self._query_spread(pk, params):
+        for item in query_spread(self.db, pk, params):
             combination = item["sk"].split("#", 1)[1]
             rows.append((combination, {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")}))
         return rows
-
-    def _query_spread(self, pk: str, params: dict) -> list[dict]:
-        """The items of every partition `pk` is spread over, the Queries sent together; a
-        window adds up the same minute or day found in several."""
-        return query_spread(self.db, pk, params)
 
     def last_hour(self) -> Window:
         """The last 60 minutes (this one included), per combination: a Query of each shard."""
@@ -363,7 +358,7 @@ class ServiceLevelReader:
         }
         like = every = 0
         first = None
-        for item in self._query_spread(MINUTE_PK, params):
+        for item in query_spread(self.db, MINUTE_PK, params):
             minute, combination = item["sk"].split("#", 1)
             if "offered" in item or "answered" in item:
                 first = minute if first is None else min(first, minute)

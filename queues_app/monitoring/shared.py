@@ -83,12 +83,12 @@ def cached_panel(prefix: str, name: str, read: Callable[[], dict], seconds: floa
         # Another process is reading.
         if again is not None:
             return again[1]
-        return _wait_for(key, seconds) or read()
+        return _wait_for(key) or read()
     finally:
         lock.release()
 
 
-def _wait_for(key: str, seconds: float) -> dict | None:
+def _wait_for(key: str) -> dict | None:
     """The figures another process is reading, once they land (None past WAIT_SECONDS)."""
     deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:

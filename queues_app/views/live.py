@@ -85,11 +85,12 @@ class Hub:
             self.closing = True
             self.changed.notify_all()
 
-    def wait(self, after: int, timeout: float) -> int:
-        """The generation past `after` once there is one (`after` again past `timeout`)."""
+    def wait(self, after: int, timeout: float) -> tuple[int, dict[str, tuple[int, str]]]:
+        """The generation past `after` once there is one (`after` again past `timeout`), with
+        the fragments as they were then (the reader changes them only under the lock)."""
         with self.changed:
             self.changed.wait_for(lambda: self.generation > after or self.closing, timeout)
-            return self.generation
+            return self.generation, dict(self.fragments)
 
     def _read_while_watched(self) -> None:
         while True:
@@ -202,12 +203,12 @@ class Stream:
         seen = 0
         ends = time.monotonic() + STREAM_SECONDS
         while not hub.closing and time.monotonic() < ends:
-            generation = hub.wait(seen, min(KEEPALIVE_SECONDS, max(0.0, ends - time.monotonic())))
+            generation, fragments = hub.wait(seen, min(KEEPALIVE_SECONDS, max(0.0, ends - time.monotonic())))
             if generation == seen:
                 yield ": still here\n\n"
                 continue
             seen = generation
-            for name, (made, html) in list(hub.fragments.items()):
+            for name, (made, html) in fragments.items():
                 if sent.get(name) != made:
                     sent[name] = made
                     yield event(name, html)
