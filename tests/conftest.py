@@ -199,11 +199,32 @@ def shared_boto_session(monkeypatch):
     monkeypatch.setattr(boto3.session, "Session", shared_or_new_session)
 
 
+def serialize_moto() -> None:
+    """moto answers one request at a time in this process. Its backend is not thread-safe
+    (a transaction deep-copies the tables and puts the copy back when cancelled), and a
+    few unit tests run threads (the matcher's dispatcher beside its lease): DynamoDB itself
+    applies each request whole, which one lock around moto's answer models. Concurrency is
+    still tested on DynamoDB Local."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    if getattr(BotocoreStubber.process_request, "serialized", False):
+        return
+    answer, lock = BotocoreStubber.process_request, threading.RLock()
+
+    def one_at_a_time(self, request):
+        with lock:
+            return answer(self, request)
+
+    one_at_a_time.serialized = True  # type: ignore[attr-defined]
+    BotocoreStubber.process_request = one_at_a_time  # type: ignore[method-assign]
+
+
 @pytest.fixture
 def moto_empty(settings, aws_credentials, shared_boto_session):
     """moto running, no tables yet; the default client is built inside the mock."""
     from moto import mock_aws
 
+    serialize_moto()
     with mock_aws():
         settings.DYNAMODB_ENDPOINT_URL = None
         settings.DYNAMODB_TABLE_PREFIX = "test-"
