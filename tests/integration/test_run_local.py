@@ -18,7 +18,16 @@ def run(args, env):
     )
 
 
-def test_run_local_prepares_and_keeps_data_across_restarts(tmp_path):
+def test_run_local_prepares_keeps_data_across_restarts_and_stops_everything_on_sigterm(tmp_path):
+    """Run once to prepare (no server), then again on the same data the way a script or a
+    process manager starts it (SIGINT ignored, as a non-interactive shell does for
+    background jobs): it finds everything made, and SIGTERM still stops everything, here
+    `make demo`'s run, with the demo load."""
+    import signal
+    import time
+    import urllib.request
+
+    port = free_port()
     env = {
         **os.environ,
         "DYNAMODB_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
@@ -34,32 +43,9 @@ def test_run_local_prepares_and_keeps_data_across_restarts(tmp_path):
     assert "Created viewer login: viewer /" in first.stdout
     assert "5 agents written" in first.stdout
 
-    second = run(["run_local", "--no-server", "--agents", "5", "--data-dir", str(data)], env)
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert "exists  runlocal-callcenter" in second.stdout
-    assert "agents exist already, nothing loaded" in second.stdout
-    assert "Demo supervisor login: supervisor (exists" in second.stdout
-
-
-def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local(tmp_path):
-    """Started the way a script or a process manager starts it (SIGINT ignored, as a
-    non-interactive shell does for background jobs), SIGTERM still stops everything:
-    here `make demo`'s run, with the demo load."""
-    import signal
-    import time
-    import urllib.request
-
-    port = free_port()
-    env = {
-        **os.environ,
-        "DYNAMODB_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
-        "DYNAMODB_TABLE_PREFIX": "runlocal-",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
     log = open(tmp_path / "run_local.log", "w")
-    args = ["run_local", "--agents", "3", "--addrport", f"127.0.0.1:{port}"]
-    process = start_manage([*args, "--data-dir", str(tmp_path / "dynamodb"), "--demo-load"], env, log)
+    args = ["run_local", "--agents", "5", "--addrport", f"127.0.0.1:{port}"]
+    process = start_manage([*args, "--data-dir", str(data), "--demo-load"], env, log)
     try:
         for _ in range(1200):  # until the dashboard answers (its login page) and the demo load runs
             try:
@@ -78,6 +64,10 @@ def test_sigterm_stops_the_dashboard_the_background_processes_and_dynamodb_local
             os.killpg(process.pid, signal.SIGKILL)
         log.close()
     output = (tmp_path / "run_local.log").read_text()
+    # Everything the first run made was kept.
+    assert "exists  runlocal-callcenter" in output
+    assert "agents exist already, nothing loaded" in output
+    assert "Demo supervisor login: supervisor (exists" in output
     assert "DynamoDB Local stopped" in output
     names = (
         "run_matcher",
