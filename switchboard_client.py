@@ -254,6 +254,17 @@ class Switchboard:
         `Conflict` once the offer ran out and the call went back to the line."""
         return self._request("POST", f"calls/{_segment(call_id)}/answered")
 
+    def request_callback(self, call_id: str, number: str) -> dict:
+        """Call the waiting caller back on `number` (E.164) instead of holding: the call,
+        `callback_waiting` at its place in line. Asked again with the same number, the
+        same; a `Conflict` once the call no longer waits."""
+        return self._request("POST", f"calls/{_segment(call_id)}/callback", json={"number": number})
+
+    def callback_result(self, call_id: str, result: str) -> dict:
+        """How dialling a `callback_due` call went: `connected`, `no_answer`, `busy` or
+        `failed`. The call as it is after; a `Conflict` once its agent's reservation ran out."""
+        return self._request("POST", f"calls/{_segment(call_id)}/callback-result", json={"result": result})
+
     def transfer(
         self,
         call_id: str,

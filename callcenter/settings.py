@@ -347,6 +347,19 @@ if ANSWER_TIMEOUT_SECONDS is not None and not 1 <= ANSWER_TIMEOUT_SECONDS <= 600
     raise ImproperlyConfigured(
         f"ANSWER_TIMEOUT_SECONDS is 1 to 600 seconds (or empty: off), not {ANSWER_TIMEOUT_SECONDS:g}."
     )
+# Queued callbacks (queues_app/calls/queued_callbacks.py): the seconds the phone system has
+# to report how dialling a callback's number went once an agent is reserved for it; then
+# the centre-wide defaults of a line's `callback_retry_seconds` (before a callback not
+# reached is tried again) and `callback_max_attempts` (dialled at most so many times).
+CALLBACK_DIAL_SECONDS = env.float("CALLBACK_DIAL_SECONDS", default=90.0)
+if not 10 <= CALLBACK_DIAL_SECONDS <= 600:
+    raise ImproperlyConfigured(f"CALLBACK_DIAL_SECONDS is 10 to 600 seconds, not {CALLBACK_DIAL_SECONDS:g}.")
+CALLBACK_RETRY_SECONDS = env.int("CALLBACK_RETRY_SECONDS", default=300)
+if not 10 <= CALLBACK_RETRY_SECONDS <= 86_400:
+    raise ImproperlyConfigured(f"CALLBACK_RETRY_SECONDS is 10 to 86400 seconds, not {CALLBACK_RETRY_SECONDS}.")
+CALLBACK_MAX_ATTEMPTS = env.int("CALLBACK_MAX_ATTEMPTS", default=3)
+if not 1 <= CALLBACK_MAX_ATTEMPTS <= 10:
+    raise ImproperlyConfigured(f"CALLBACK_MAX_ATTEMPTS is 1 to 10, not {CALLBACK_MAX_ATTEMPTS}.")
 # Seconds an agent may stay in wrap-up (after-call work) before the escalation loop makes
 # them available (a line may set its own, `wrap_up_seconds`). Empty or 0: off, wrap-up
 # lasts until the agent is made available.

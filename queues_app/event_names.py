@@ -24,6 +24,12 @@ CALL_MISSED = "call.missed"  # an offered call not picked up in time: back to th
 CALL_TRANSFERRED = "call.transferred"
 CALL_REFUSED = "call.refused"  # its line was closed or full: the caller never entered it
 CALL_OVERFLOWED = "call.overflowed"  # past its line's limit: moved to another line, or ended
+# Queued callbacks (calls/queued_callbacks.py): asked for, an agent reserved (dial now), not
+# reached (tried again later), not reached in the line's attempts (ended).
+CALLBACK_REQUESTED = "call.callback_requested"
+CALLBACK_DUE = "call.callback_due"
+CALLBACK_RETRY = "call.callback_retry"
+CALLBACK_FAILED = "call.callback_failed"
 
 LINE_CREATED = "line.create"
 LINE_EDITED = "line.update"
@@ -67,6 +73,10 @@ ACTION_LABELS = {
     CALL_TRANSFERRED: "Call transferred",
     CALL_REFUSED: "Caller refused by the line",
     CALL_OVERFLOWED: "Caller past the line's limit",
+    CALLBACK_REQUESTED: "Caller to be called back",
+    CALLBACK_DUE: "Callback due: agent reserved",
+    CALLBACK_RETRY: "Callback not reached: tried again later",
+    CALLBACK_FAILED: "Callback not reached: ended",
     LINE_CREATED: "Line created",
     LINE_EDITED: "Line changed",
     LINE_REMOVED: "Line removed",
@@ -110,6 +120,10 @@ AUDIT_ACTIONS = {
         CALL_ABANDONED,
         CALL_REFUSED,
         CALL_OVERFLOWED,
+        CALLBACK_REQUESTED,
+        CALLBACK_DUE,
+        CALLBACK_RETRY,
+        CALLBACK_FAILED,
     ],
     "Lines": [LINE_CREATED, LINE_EDITED, LINE_REMOVED, PROFILE_CREATED, PROFILE_EDITED, PROFILE_REMOVED],
     "Shipment queues": [SHIPMENT_QUEUE_CREATED, SHIPMENT_QUEUE_EDITED, SHIPMENT_QUEUE_REMOVED],
@@ -136,6 +150,10 @@ CALL_EVENTS = (
     CALL_RELAXED,
     CALL_REFUSED,
     CALL_OVERFLOWED,
+    CALLBACK_REQUESTED,
+    CALLBACK_DUE,
+    CALLBACK_RETRY,
+    CALLBACK_FAILED,
 )
 
 # What a token's callback hears of every agent, when it asked for agent events.

@@ -59,6 +59,16 @@ def call_to_json(call: Call) -> dict:
         "steps": [dict(step) for step in call.steps],
         "preferred_agent_id": call.preferred_agent_id,
         "preferred_until": call.preferred_until,
+        "callback": (
+            {
+                "number": call.callback_number,
+                "requested_at": call.callback_requested_at,
+                "attempts": [dict(result) for result in call.callback_results],
+                "retry_at": call.callback_retry_at,
+            }
+            if call.callback_number
+            else None
+        ),
     }
 
 

@@ -131,6 +131,10 @@ class CallEventOut(Schema):
         "call.relaxed",
         "call.refused",
         "call.overflowed",
+        "call.callback_requested",
+        "call.callback_due",
+        "call.callback_retry",
+        "call.callback_failed",
     ]
     created_at: str = Field(description="When the change happened (ISO 8601, UTC).")
     call: CallOut = Field(description="The call right after the change, as `GET /api/calls/{call_id}` shows it.")

@@ -28,6 +28,7 @@ from queues_app.api.schemas import (
     Then,
     known_preferences,
 )
+from queues_app.calls.queued_callbacks import E164, E164_RULE, RESULTS, callback_offered
 from queues_app.calls.records import Call, QueueOrder
 from queues_app.calls.transfers import Transfer
 from queues_app.centre import keys
@@ -157,6 +158,30 @@ class TransferIn(InputSchema):
     preferences_known = field_validator("preferences")(known_preferences)
 
 
+class CallbackIn(InputSchema):
+    """The number to call the waiting caller back on."""
+
+    number: str = Field(
+        pattern=E164.pattern,
+        description="E.164: '+' then 8 to 15 digits. Kept only on the call (ended calls expire with their record).",
+        examples=["+33612345678"],
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"number": E164_RULE}
+
+
+class CallbackResultIn(InputSchema):
+    """How dialling the callback's number went."""
+
+    result: Literal["connected", "no_answer", "busy", "failed"] = Field(
+        description="`connected`: the caller is on the line with the reserved agent; otherwise the agent is freed "
+        "and the callback tried again after its line's `callback_retry_seconds`, at most `callback_max_attempts` "
+        "times in all."
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"result": f"must be one of {', '.join(RESULTS)}"}
+
+
 class NothingIn(InputSchema):
     """No fields: an empty body, `{}` or no body at all."""
 
@@ -168,6 +193,10 @@ class CallDetailOut(CallOut):
     estimated_wait_seconds: float | None = Field(
         description="While it waits: its position over the rate callers like it were answered in the last 15 "
         "minutes; null when none was (no basis) or it does not wait."
+    )
+    callback_offered: bool = Field(
+        description="While it waits (and is no callback yet): whether its line says to offer the caller a callback "
+        "now (`callback_offer_after_seconds` waited, or the estimated wait above `callback_offer_wait_seconds`)."
     )
 
 
@@ -289,11 +318,68 @@ def call_detail(request: HttpRequest, call_id: ItemId):
     center = get_call_center()
     call = center.get_call(call_id)
     standing = standing_of(center.line, ServiceLevelReader(center.db), call)
+    estimate = standing.estimated_wait_seconds if standing else None
     return {
         **call_to_json(call),
         "position": standing.position if standing else None,
-        "estimated_wait_seconds": standing.estimated_wait_seconds if standing else None,
+        "estimated_wait_seconds": estimate,
+        "callback_offered": callback_offered(call, center.lines.current_line(call.line or ""), estimate),
     }
+
+
+@router.post(
+    "calls/{call_id}/callback",
+    url_name="api-call-callback",
+    operation_id="requestCallback",
+    summary="Call a waiting caller back instead of holding",
+    **answers(
+        {
+            200: (
+                CallOut,
+                "The call, `callback_waiting` at its place in line (same arrival, priority and line). "
+                "`Idempotent-Replayed: true` when it was asked already with this number.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def request_callback(request: HttpRequest, call_id: ItemId, payload: CallbackIn, response: HttpResponse):
+    """The caller hangs up and is called back at their turn: an agent who fits is reserved
+    and `call.callback_due` tells the phone system the number and the agent; report how
+    dialling went with /callback-result. Only a waiting caller can ask (409 otherwise), and
+    once, with one number."""
+    outcome = api_operations(request).request_callback(call_id, payload.number)
+    replayed(response, outcome.replayed)
+    return call_to_json(cast(Call, outcome.call))
+
+
+@router.post(
+    "calls/{call_id}/callback-result",
+    url_name="api-call-callback-result",
+    operation_id="reportCallbackResult",
+    summary="How dialling a callback went",
+    **answers(
+        {
+            200: (
+                CallOut,
+                "The call: `assigned` (connected), `callback_retry` (tried again at `callback.retry_at`) or "
+                "`callback_failed`. `Idempotent-Replayed: true` when this result was reported already.",
+                ("Idempotent-Replayed",),
+            )
+        },
+        *ITEM_CHANGES,
+    ),
+)
+def callback_result(request: HttpRequest, call_id: ItemId, payload: CallbackResultIn, response: HttpResponse):
+    """While the call is `callback_due` (before its `answer_by`): `connected`, the call is in
+    progress with the reserved agent; `no_answer`, `busy` or `failed`, the agent is freed.
+    Too late, the reservation ran out as an offer does (the agent set not ready, `missed`;
+    the callback back at its place) and this answers 409: of a result and the timeout at
+    the same moment, exactly one wins."""
+    outcome = api_operations(request).callback_result(call_id, payload.result)
+    replayed(response, outcome.replayed)
+    return call_to_json(cast(Call, outcome.call))
 
 
 @router.post(

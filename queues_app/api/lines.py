@@ -72,6 +72,24 @@ class LineIn(InputSchema):
         "WRAP_UP_SECONDS): past it, the agent is made available.",
         examples=[30],
     )
+    callback_retry_seconds: int | None = Field(
+        None,
+        description="A queued callback not reached (`no_answer`, `busy`, `failed`) is dialled again after this long "
+        "(1 to 86,400 s), keeping its place; null: CALLBACK_RETRY_SECONDS.",
+        examples=[300],
+    )
+    callback_max_attempts: int | None = Field(
+        None,
+        description="A queued callback is dialled at most this many times (1 to 10), then ends `callback_failed`; "
+        "null: CALLBACK_MAX_ATTEMPTS.",
+        examples=[3],
+    )
+    callback_offer_after_seconds: int | None = Field(
+        None, description="A waiting caller is offered a callback (`callback_offered`) once they waited this long."
+    )
+    callback_offer_wait_seconds: int | None = Field(
+        None, description="A waiting caller is offered a callback while their estimated wait is above this."
+    )
     version: Version | None = Field(
         None, description="The line's `version` as you last read it; leave out (or 0) to create it.", examples=[3]
     )
@@ -100,6 +118,10 @@ class LineOut(Schema):
     priority_aging_seconds: int | None
     steps: list[dict]
     wrap_up_seconds: int | None
+    callback_retry_seconds: int | None
+    callback_max_attempts: int | None
+    callback_offer_after_seconds: int | None
+    callback_offer_wait_seconds: int | None
     version: int = Field(description="0 for `main` when no line is configured (send it to create `main`).")
     open_now: bool
     opens_at: str | None = Field(description="While closed: when it opens next (null: no hours ahead).")

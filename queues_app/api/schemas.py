@@ -132,12 +132,36 @@ class WhyOut(Schema):
     step: str | None = Field(None, description="The routing step the chosen agent was matched at, in words.")
 
 
+class QueuedCallbackOut(Schema):
+    number: str = Field(description="The number the caller is called back on (E.164).")
+    requested_at: str | None
+    attempts: list[dict[str, str | None]] = Field(
+        description="Each dialling's `result` (`connected`, `no_answer`, `busy`, `failed`), `agent_id` and `at`."
+    )
+    retry_at: str | None = Field(description="While `callback_retry`: when it enters the line again.")
+
+
 class CallOut(Schema):
     call_id: str
-    status: Literal["waiting", "offered", "assigned", "ended", "abandoned", "overflowed", "refused"] = Field(
+    status: Literal[
+        "waiting",
+        "offered",
+        "assigned",
+        "ended",
+        "abandoned",
+        "overflowed",
+        "refused",
+        "callback_waiting",
+        "callback_due",
+        "callback_retry",
+        "callback_failed",
+    ] = Field(
         description="`offered`: given to an agent whose phone rings, until they pick up (`answer_by`); "
         "`assigned`: an agent is attending it; `overflowed`: ended unanswered past its line's limit (`end_reason`); "
-        "`refused` (in a `call.refused` event only): its line was closed or full."
+        "`refused` (in a `call.refused` event only): its line was closed or full. A queued callback: "
+        "`callback_waiting` (at its place in line), `callback_due` (an agent reserved: dial `callback.number` and "
+        "report with /callback-result before `answer_by`), `callback_retry` (not reached: back in line at "
+        "`callback.retry_at`), `callback_failed` (not reached in its line's attempts)."
     )
     preferences: dict[str, str] = Field(description="Each skill dimension's value, or `any`.")
     priority: int
@@ -170,6 +194,7 @@ class CallOut(Schema):
     )
     preferred_agent_id: str | None = Field(description="The agent the caller is kept for, if any.")
     preferred_until: str | None = Field(description="Until when the caller is kept for that agent.")
+    callback: QueuedCallbackOut | None = Field(description="A queued callback's number and attempts; null: none asked.")
 
 
 class AgentOut(Schema):

@@ -5,6 +5,7 @@ call named ends: sent again, the ending is answered as it was (ddb/replay.py).""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from queues_app import event_names as named
 from queues_app.agents.availability import Availability
@@ -19,6 +20,10 @@ from queues_app.ddb.clock import to_iso
 from queues_app.ddb.codec import marshal
 from queues_app.figures import facts
 from queues_app.lines.store import wrap_up_limits, wrap_up_seconds, wrap_up_until
+
+# What becomes of a call that ends while it rings: its changes, given the call, its agent,
+# where the agent goes and the moment.
+RangOut = Callable[[Call, Agent, str, str], list[dict]]
 
 
 class Endings:
@@ -53,9 +58,10 @@ class Endings:
             agent = self.agents.get(agent_id)
         raise errors.Conflict(f"{agent.name} was being changed at the same moment; try again.")
 
-    def _end(self, agent: Agent, call_id: str, then: str) -> Outcome | None:
+    def _end(self, agent: Agent, call_id: str, then: str, ringing: RangOut | None = None) -> Outcome | None:
         """One try at ending the agent's call as read; None when the agent changed meanwhile
-        (read them again)."""
+        (read them again). `ringing`: what becomes of a call that ends before it was
+        picked up (abandoned, unless told otherwise)."""
         change = replay.change_id("end", call_id, then)
         stamp = to_iso(self.table.clock())
         next_status, reason = agent.after_call(then)
@@ -70,7 +76,7 @@ class Endings:
             ),
         ]
         if call_id and agent.status == AgentStatus.RINGING:
-            actions += self._rang_out(self.calls.get(call_id), agent, then, stamp)
+            actions += (ringing or self._rang_out)(self.calls.get(call_id), agent, then, stamp)
         elif call_id:
             actions += self._call_ended(call_id, agent, then, stamp)
         actions += self.table.status_actions(StatusChange.of(agent, next_status, stamp, reason, call_id=call_id))
@@ -87,6 +93,11 @@ class Endings:
         if then == "queue" and next_status == AgentStatus.WRAP_UP:
             return self.availability.take_or_queue(agent, change, after_call=call_id)
         return Outcome(agent)
+
+    def end_ringing(self, agent: Agent, call_id: str, then: str, ringing: RangOut) -> Outcome | None:
+        """The agent's ringing call ends as `ringing` says (a queued callback not reached),
+        the agent going `then`; None when the agent changed meanwhile (read them again)."""
+        return self._end(agent, call_id, then, ringing)
 
     def _wrap_up_until(self, call_id: str) -> str | None:
         """When a wrap-up after this call ends by itself (its line's `wrap_up_seconds`, else

@@ -44,9 +44,10 @@ class Offers:
         self.table, self.agents, self.calls, self.line, self.matcher = table, agents, calls, line, matcher
         self.db = table.db
 
-    def answered(self, call_id: str) -> Outcome:
-        """The agent picked up the offered call. Sent again, answered as done (`replayed`);
-        an offer that ran out (the call went back to the line) is a Conflict saying so."""
+    def answered(self, call_id: str, *, callback: bool = False) -> Outcome:
+        """The agent picked up the offered call (`callback`: a queued callback's caller was
+        reached, with its agent reserved). Sent again, answered as done (`replayed`); an
+        offer that ran out (the call went back to the line) is a Conflict saying so."""
         call = self.calls.get(call_id)
         for _attempt in range(3):  # the agent changed on the same call (a next status set): again
             if call.offer_sk is None:
@@ -55,14 +56,25 @@ class Offers:
             moment = self.table.clock()
             stamp = to_iso(moment)
             answered = dataclasses.replace(call, answered_at=stamp, offer_sk=None, version=call.version + 1)
+            reached = {"result": "connected", "agent_id": agent.agent_id, "at": stamp}
+            if callback:
+                answered.callback_results = [*call.callback_results, reached]
+            results = ", callback_results = list_append(if_not_exists(callback_results, :none), :reached)"
             try:
                 self.table.transact(
                     [
                         self._offer_gone(call),
                         self.table.update(
                             keys.call(call_id),
-                            "SET answered_at = :now, version = version + :one REMOVE offer_sk",
-                            {":now": stamp, ":one": 1, ":assigned": CallStatus.ASSIGNED, ":offer": call.offer_sk},
+                            f"SET answered_at = :now, version = version + :one{results if callback else ''} "
+                            "REMOVE offer_sk",
+                            {
+                                ":now": stamp,
+                                ":one": 1,
+                                ":assigned": CallStatus.ASSIGNED,
+                                ":offer": call.offer_sk,
+                                **({":none": [], ":reached": [reached]} if callback else {}),
+                            },
                             condition="#status = :assigned AND offer_sk = :offer",
                         ),
                         self._agent_answers(call, agent, stamp),

@@ -20,8 +20,14 @@ class CallStatus:
     OVERFLOWED = "overflowed"  # ended unanswered past its line's limit (the line's overflow `end`)
     OFFERED = "offered"  # shown, not stored: assigned, while its agent's phone rings
     REFUSED = "refused"  # told, never stored: its line was closed or full (the `call.refused` event)
+    # Queued callbacks (calls/queued_callbacks.py). Shown, not stored: a waiting call with a
+    # number to call back, and one whose agent is reserved while the phone system dials.
+    CALLBACK_WAITING = "callback_waiting"
+    CALLBACK_DUE = "callback_due"
+    CALLBACK_RETRY = "callback_retry"  # stored: not reached, out of line until `callback_retry_at`
+    CALLBACK_FAILED = "callback_failed"  # stored: ended, not reached in its line's attempts
 
-    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED, OVERFLOWED)  # as stored
+    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED, OVERFLOWED, CALLBACK_RETRY, CALLBACK_FAILED)  # as stored
 
 
 class QueueOrder:
@@ -65,6 +71,13 @@ class Call:
     steps: list[dict] = field(default_factory=list)  # routing steps: minimum levels as it waits (queues_app/steps.py)
     preferred_agent_id: str | None = None  # offered to this agent alone until `preferred_until`, if logged in
     preferred_until: str | None = None
+    # A queued callback (calls/queued_callbacks.py): the number the caller is called back on
+    # (E.164), when they asked, each dialling's result [{"result", "agent_id", "at"}], and,
+    # between attempts, when it enters the line again.
+    callback_number: str | None = None
+    callback_requested_at: str | None = None
+    callback_results: list[dict] = field(default_factory=list)
+    callback_retry_at: str | None = None
 
     @property
     def matched_step(self) -> str | None:
@@ -92,8 +105,14 @@ class Call:
     @property
     def state(self) -> str:
         """The status as pages and the API show it: `offered` while the agent it was given
-        to has not picked it up (ANSWER_TIMEOUT_SECONDS), else the stored status."""
-        return CallStatus.OFFERED if self.status == CallStatus.ASSIGNED and self.offer_sk else self.status
+        to has not picked it up (ANSWER_TIMEOUT_SECONDS), else the stored status; for a
+        queued callback, `callback_waiting` while it waits and `callback_due` while the phone
+        system dials it with an agent reserved."""
+        if self.callback_number and self.status == CallStatus.WAITING:
+            return CallStatus.CALLBACK_WAITING
+        if self.status == CallStatus.ASSIGNED and self.offer_sk:
+            return CallStatus.CALLBACK_DUE if self.callback_number else CallStatus.OFFERED
+        return self.status
 
     @property
     def answer_by(self) -> str | None:

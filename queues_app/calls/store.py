@@ -74,7 +74,22 @@ def call_to_item(call: Call) -> dict:
             if call.preferred_agent_id
             else {}
         ),
+        **(
+            {
+                "callback_number": call.callback_number,
+                "callback_requested_at": call.callback_requested_at,
+                "callback_results": call.callback_results,
+                "callback_retry_at": call.callback_retry_at,
+            }
+            if call.callback_number
+            else {}
+        ),
     }
+
+
+def assigned_event(assigned: Call) -> str:
+    """A queued callback's assignment is its agent reserved: dial the caller now."""
+    return named.CALLBACK_DUE if assigned.callback_number and assigned.offer_sk else ASSIGNED
 
 
 def call_from_item(item: dict) -> Call:
@@ -228,7 +243,7 @@ class Calls:
         (a transfer) adds neither: its answer was counted once already."""
         if assigned.answered_at is not None:
             return []
-        deadline = self.table.offer_deadline(assigned.assigned_at or "")
+        deadline = self.table.offer_deadline(assigned.assigned_at or "", callback=bool(assigned.callback_number))
         if deadline is None:
             assigned.answered_at = assigned.assigned_at
             return [self.table.fact_action(facts.ANSWERED, assigned, assigned.answered_at or "")]
@@ -248,7 +263,7 @@ class Calls:
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
                 },
-                *self.table.event_actions(ASSIGNED, assigned),
+                *self.table.event_actions(assigned_event(assigned), assigned),
                 *answering,
                 self.table.fact_action(facts.OFFERED, call, call.arrived_at),
             ]
@@ -276,6 +291,6 @@ class Calls:
                 condition="#status = :waiting AND version = :version",
             ),
             *self.table.leave_line_actions(call),
-            *self.table.event_actions(ASSIGNED, assigned),
+            *self.table.event_actions(assigned_event(assigned), assigned),
             *answering,
         ]

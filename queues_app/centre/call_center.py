@@ -14,6 +14,7 @@ from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.arrivals import Arrivals, call_request_digest
 from queues_app.calls.endings import Endings
 from queues_app.calls.offers import Offers
+from queues_app.calls.queued_callbacks import QueuedCallbacks
 from queues_app.calls.records import QueueOrder
 from queues_app.calls.store import Calls
 from queues_app.calls.transfers import Transfers
@@ -50,7 +51,8 @@ class CallCenter:
     Its parts are public: `agents` (the roster), `calls` (call items), `line` (the waiting
     callers), `matcher`, `escalator`; and the changes: `availability` (agents joining and
     leaving the queues), `presence` (heartbeats), `arrivals` (callers arriving and hanging
-    up), `endings`, `offers` and `transfers` (calls in progress)."""
+    up), `endings`, `offers` and `transfers` (calls in progress), and `callbacks` (callers
+    called back at their turn)."""
 
     # The verbs, each the method of the part that owns it.
     make_available = Verb("availability", Availability.make_available)
@@ -70,6 +72,9 @@ class CallCenter:
     answered = Verb("offers", Offers.answered)
     miss_expired_offers = Verb("offers", Offers.miss_expired_offers)
     transfer = Verb("transfers", Transfers.transfer)
+    request_callback = Verb("callbacks", QueuedCallbacks.request)
+    callback_result = Verb("callbacks", QueuedCallbacks.result)
+    enter_due_callbacks = Verb("callbacks", QueuedCallbacks.enter_due_retries)
     escalate = Verb("escalator", Escalator.escalate)
     get_call = Verb("calls", Calls.get)
     find_call = Verb("calls", Calls.find)
@@ -117,6 +122,9 @@ class CallCenter:
         self.offers = Offers(self.table, self.agents, self.calls, self.line, self.matcher)
         self.transfers = Transfers(self.table, self.agents, self.calls, self.line, self.matcher, self.availability)
         self.presence = Presence(self.table, self.agents, self.calls, self.availability, self.offers)
+        self.callbacks = QueuedCallbacks(
+            self.table, self.agents, self.calls, self.line, self.matcher, self.lines, self.offers, self.endings
+        )
 
     @property
     def clock(self) -> Callable[[], datetime]:

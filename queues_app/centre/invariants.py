@@ -232,6 +232,10 @@ def _line_partitions(snap: CallCenterSnapshot, catalog: SkillCatalog) -> Iterato
                 yield Violation("line", f"call {item.get('call_id')}", detail)
 
 
+# Out of line with no agent: ended unanswered, or a callback not reached that waits to be tried again.
+UNANSWERED = (CallStatus.ABANDONED, CallStatus.OVERFLOWED, CallStatus.CALLBACK_RETRY, CallStatus.CALLBACK_FAILED)
+
+
 def _call_states(snap: CallCenterSnapshot) -> Iterator[Violation]:
     """A waiting call has exactly its place in line and no agent; any other has no place."""
     waiting_for: dict[str, list[dict]] = defaultdict(list)  # call_id -> its places in line
@@ -248,8 +252,8 @@ def _call_states(snap: CallCenterSnapshot) -> Iterator[Violation]:
                 yield Violation(
                     "calls", subject, f"waiting under {wait_sk} but has {len(items)} WAITING item(s){listed}"
                 )
-        elif status in (CallStatus.ASSIGNED, CallStatus.ENDED, CallStatus.ABANDONED, CallStatus.OVERFLOWED):
-            unanswered = status in (CallStatus.ABANDONED, CallStatus.OVERFLOWED)
+        elif status in (CallStatus.ASSIGNED, CallStatus.ENDED, *UNANSWERED):
+            unanswered = status in UNANSWERED
             if items:
                 yield Violation("calls", subject, f"{status} but still has {len(items)} WAITING item(s)")
             if unanswered and call.get("agent_id"):

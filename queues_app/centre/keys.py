@@ -46,6 +46,8 @@ LINE = Spread("LINE", LINE_SHARDS)
 # Calls offered to an agent and not picked up yet (ANSWER_TIMEOUT_SECONDS), by deadline:
 # written and deleted once per assignment, so spread like the line.
 OFFERS = Spread("OFFER", 16)
+# Queued callbacks not reached, each until it enters the line again (calls/queued_callbacks.py).
+CALLBACK_RETRIES = Spread("CALLBACKRETRY", 4)
 
 
 def agent(agent_id: str) -> dict[str, str]:
@@ -204,6 +206,11 @@ def offer(call_id: str, deadline: str) -> dict[str, str]:
 def offer_deadline(offer_sk: str) -> str:
     """When the offer of this sort key runs out (ISO 8601)."""
     return offer_sk.split("#", 1)[0]
+
+
+def callback_retry(call_id: str, retry_at: str) -> dict[str, str]:
+    """A callback's wait before it is dialled again: by call id, sorted by when it is due."""
+    return {"pk": CALLBACK_RETRIES.of(call_id), "sk": f"{retry_at}#{call_id}"}
 
 
 def offer_partitions() -> list[str]:

@@ -87,9 +87,12 @@ class CallCenterTable:
         seconds = getattr(settings, "ANSWER_TIMEOUT_SECONDS", None)
         return float(seconds) if seconds else None
 
-    def offer_deadline(self, assigned_at: str) -> str | None:
-        """When an offer made at `assigned_at` runs out, or None with offers off."""
-        timeout, made = self.answer_timeout(), from_iso(assigned_at)
+    def offer_deadline(self, assigned_at: str, *, callback: bool = False) -> str | None:
+        """When an offer made at `assigned_at` runs out, or None with offers off. A queued
+        callback's agent is always reserved: for CALLBACK_DIAL_SECONDS, while the phone
+        system dials the caller."""
+        timeout = float(getattr(settings, "CALLBACK_DIAL_SECONDS", 90)) if callback else self.answer_timeout()
+        made = from_iso(assigned_at)
         return to_iso(made + timedelta(seconds=timeout)) if timeout and made else None
 
     def ended_fact_action(self, call_id: str, at: str) -> dict:

@@ -28,6 +28,8 @@ MAX_PRIORITY_AGING_SECONDS = 86_400
 MAX_WAIT_SECONDS = 86_400
 MAX_WAITING = 1_000_000
 MAX_WRAP_UP_SECONDS = 3600
+MAX_CALLBACK_RETRY_SECONDS = 86_400
+MAX_CALLBACK_ATTEMPTS = 10
 
 
 class LineError(ValueError):
@@ -84,6 +86,12 @@ class Line:
     steps: tuple[dict, ...] = ()
     # How long its calls' wrap-up may last before the agent is made available (None: WRAP_UP_SECONDS).
     wrap_up_seconds: int | None = None
+    # Queued callbacks (calls/queued_callbacks.py); None: the centre's CALLBACK_RETRY_SECONDS
+    # and CALLBACK_MAX_ATTEMPTS, and a callback offered to no caller.
+    callback_retry_seconds: int | None = None
+    callback_max_attempts: int | None = None
+    callback_offer_after_seconds: int | None = None  # offered once a caller has waited so long
+    callback_offer_wait_seconds: int | None = None  # offered while the estimated wait is above it
 
     def as_dict(self) -> dict[str, Any]:
         """The written form `parse` reads back (the API's, and an exported file's)."""
@@ -101,6 +109,10 @@ class Line:
             "priority_aging_seconds": self.priority_aging_seconds,
             "steps": [dict(step) for step in self.steps],
             "wrap_up_seconds": self.wrap_up_seconds,
+            "callback_retry_seconds": self.callback_retry_seconds,
+            "callback_max_attempts": self.callback_max_attempts,
+            "callback_offer_after_seconds": self.callback_offer_after_seconds,
+            "callback_offer_wait_seconds": self.callback_offer_wait_seconds,
             "version": self.version,
         }
 
@@ -116,6 +128,8 @@ FIELDS = frozenset(
         "line_id", "name", "requires", "service_level_seconds", "service_level_target",
         "short_abandon_seconds", "hours", "holidays", "max_waiting", "max_wait_seconds",
         "overflow", "priority_aging_seconds", "steps", "wrap_up_seconds", "version",
+        "callback_retry_seconds", "callback_max_attempts", "callback_offer_after_seconds",
+        "callback_offer_wait_seconds",
     }
 )  # fmt: skip
 
@@ -160,6 +174,10 @@ def parse(data: Mapping[str, Any], *, dimensions: Mapping[str, Sequence[str]], d
         priority_aging_seconds=_limit(data, "priority_aging_seconds", MAX_PRIORITY_AGING_SECONDS),
         steps=_steps(data.get("steps"), dimensions),
         wrap_up_seconds=_limit(data, "wrap_up_seconds", MAX_WRAP_UP_SECONDS),
+        callback_retry_seconds=_limit(data, "callback_retry_seconds", MAX_CALLBACK_RETRY_SECONDS),
+        callback_max_attempts=_limit(data, "callback_max_attempts", MAX_CALLBACK_ATTEMPTS),
+        callback_offer_after_seconds=_limit(data, "callback_offer_after_seconds", MAX_WAIT_SECONDS),
+        callback_offer_wait_seconds=_limit(data, "callback_offer_wait_seconds", MAX_WAIT_SECONDS),
         version=_whole(data, "version", 0, 2**53, 0),
     )
     if line.overflow is None and (line.max_waiting is not None or line.max_wait_seconds is not None):

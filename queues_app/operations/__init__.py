@@ -36,6 +36,8 @@ class Operations:
     create_call = Verb("on_call", CallOperations.create_call)
     abandon_call = Verb("on_call", CallOperations.abandon_call)
     answered = Verb("on_call", CallOperations.answered)
+    request_callback = Verb("on_call", CallOperations.request_callback)
+    callback_result = Verb("on_call", CallOperations.callback_result)
     transfer = Verb("on_call", CallOperations.transfer)
 
     put_line = Verb("on_line", LineOperations.put_line)

@@ -105,6 +105,36 @@ class CallOperations:
             self.recorder.record(named.CALL_ANSWERED, "call", call_id, summary, before, after, picked)
         return outcome
 
+    def request_callback(self, call_id: str, number: str) -> Outcome:
+        """The waiting caller is to be called back on `number`, keeping their place."""
+        with self.recorder.telling_what_changed("call", call_id):
+            outcome = self.call_center.request_callback(call_id, number)
+        call = outcome.call
+        if not outcome.replayed and call is not None:
+            summary = f"to be called back on …{(call.callback_number or '')[-4:]} after waiting {waited(call)}"
+            after = {"callback_requested_at": call.callback_requested_at}
+            self.recorder.record(named.CALLBACK_REQUESTED, "call", call_id, summary, {"status": "waiting"}, after)
+        return outcome
+
+    def callback_result(self, call_id: str, result: str) -> Outcome:
+        """How dialling a callback went: connected (in progress), or not reached (its agent
+        freed; tried again later, or ended past its line's attempts)."""
+        with self.recorder.telling_what_changed("call", call_id):
+            outcome = self.call_center.callback_result(call_id, result)
+        call = outcome.call
+        if outcome.replayed or call is None:
+            return outcome
+        if call.answered_at and call.agent_id:
+            summary = f"called back: connected with {call.agent_name}"
+            self.recorder.record(named.CALL_ANSWERED, "call", call_id, summary, None, {"answered_at": call.answered_at})
+        elif call.callback_retry_at:
+            summary = f"callback not reached ({result.replace('_', ' ')}); tried again at {call.callback_retry_at}"
+            self.recorder.record(named.CALLBACK_RETRY, "call", call_id, summary, None, {"status": call.status})
+        else:
+            summary = f"callback not reached ({result.replace('_', ' ')}) in {len(call.callback_results)} attempts"
+            self.recorder.record(named.CALLBACK_FAILED, "call", call_id, summary, None, {"status": call.status})
+        return outcome
+
     def transfer(self, request: Transfer) -> Outcome:
         """Hand a call in progress on: to new preferences (at its place in line) or to a
         named queued agent; its agent then goes `then`."""

@@ -130,6 +130,8 @@ class WaitingLine:
             item["steps"] = call.steps
         if call.preferred_agent_id:
             item.update(pref=call.preferred_agent_id, pref_until=call.preferred_until)
+        if call.callback_number:  # the waiting list marks a queued callback with its last digits
+            item["callback_tail"] = call.callback_number[-4:]
         delays = self.profiles.delays(call.line)
         due = steps.next_widening(call.steps, call.arrived_at, call.preferred_until, self.table.clock(), delays)
         if due is not None:  # when that widens: escalation offers them again then

@@ -37,6 +37,12 @@ def plain(value) -> str:
 
 
 @register.filter
+def words(value) -> str:
+    """A status as words: `callback_waiting` is "callback waiting"."""
+    return str(value).replace("_", " ")
+
+
+@register.filter
 def age(seconds) -> str:
     """3.2 -> "3 s", 200 -> "3 min 20 s", 7300 -> "2 h 1 min"; None -> "-"."""
     if seconds is None:

@@ -56,6 +56,7 @@ def _waiting_rows(center: CallCenter, items: list[dict]) -> list[dict]:
                 "preferences": {d: (item.get("preferences") or {}).get(d) for d in center.catalog.names},
                 "arrived_at": item.get("arrived_at"),
                 "waited": (moment - arrived).total_seconds() if arrived else None,
+                "callback_tail": item.get("callback_tail"),  # a queued callback: its number's last digits
             }
         )
     return rows

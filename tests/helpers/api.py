@@ -12,6 +12,8 @@ from queues_app.agents.roster import Agents
 # against it; the fuzzers, that each was fuzzed).
 OPERATIONS = {
     ("post", "/api/calls"),
+    ("post", "/api/calls/{call_id}/callback"),
+    ("post", "/api/calls/{call_id}/callback-result"),
     ("get", "/api/calls"),
     ("get", "/api/agents"),
     ("get", "/api/agents/{agent_id}"),

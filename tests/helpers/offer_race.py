@@ -1,13 +1,15 @@
 """One side of the answer-against-timeout race, in a process of its own:
 
-    python -m tests.helpers.offer_race answer|miss START STEP OFFERS_JSON
+    python -m tests.helpers.offer_race answer|result|miss START STEP OFFERS_JSON
 
 with DYNAMODB_ENDPOINT_URL and DYNAMODB_TABLE_PREFIX naming the tables. OFFERS_JSON is a
 file of [{"call_id", "offer_sk"}]; for the n-th offer, at START + n x STEP (epoch
 seconds), the process either confirms the call as answered (`answer`) or takes it as
-not picked up in time (`miss`, the sweep's step for one offer). The miss side reads the
+not picked up in time (`miss`, the sweep's step for one offer); for a queued callback
+whose agent is reserved, `result` reports the dialling's result, `connected` for even
+runs and `busy` for odd ones. The miss side reads the
 call and the agent before its transaction, so it starts 0 to 16 ms early, by the run's
-number, so that either side may land first. Prints one JSON object:
+number, so that either side may land first (`result`, which reads more, 8 to 16 ms). Prints one JSON object:
 {call_id: "won" | "lost"}.
 """
 
@@ -37,10 +39,17 @@ def main() -> None:
     outcome = {}
     for n, offer in enumerate(offers):
         early = (n % 5) * 0.004 if side == "miss" else 0.0
+        if side == "result":  # it reads the call and the agent twice before its transaction
+            early = 0.008 + (n % 3) * 0.004
         time.sleep(max(0.0, start + n * step - early - time.time()))
         if side == "answer":
             try:
                 won = not center.answered(offer["call_id"]).replayed
+            except errors.Conflict:
+                won = False
+        elif side == "result":
+            try:
+                won = not center.callback_result(offer["call_id"], "busy" if n % 2 else "connected").replayed
             except errors.Conflict:
                 won = False
         else:

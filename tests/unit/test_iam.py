@@ -290,6 +290,8 @@ def web(db, staff, token, settings) -> None:
         ("get", f"/api/agents/{a0}", None),
         ("get", "/api/calls?status=waiting", None),
         ("get", "/api/calls?status=assigned", None),
+        ("post", f"/api/calls/{hangs_up_too.call_id}/callback", {"number": "+33612345678"}),
+        ("post", f"/api/calls/{hangs_up_too.call_id}/callback-result", {"result": "busy"}),  # none due: 409
         ("post", f"/api/calls/{hangs_up_too.call_id}/abandon", {}),
         # With a callback, a new call's assignment also writes its event.
         ("put", "/api/callback", {"url": "https://phones.example.com/events", "agents": True}),

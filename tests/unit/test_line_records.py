@@ -25,6 +25,10 @@ SUPPORT = {
     "priority_aging_seconds": 60,
     "steps": [{"min_level": {"language": 4}, "seconds": 20}],
     "wrap_up_seconds": 45,
+    "callback_retry_seconds": 120,
+    "callback_max_attempts": 2,
+    "callback_offer_after_seconds": 90,
+    "callback_offer_wait_seconds": None,
     "version": 3,
 }
 

@@ -99,6 +99,22 @@ def test_not_ready_an_offer_picked_up_and_a_transfer(switchboard, settings):
         switchboard.transfer(call["call_id"], from_agent_id=ana.agent_id)
 
 
+def test_a_waiting_caller_is_called_back_at_their_turn(switchboard):
+    call = switchboard.create_call({"language": "French"})
+    asked = switchboard.request_callback(call["call_id"], "+33612345678")
+    assert asked["status"] == "callback_waiting" and asked["callback"]["number"] == "+33612345678"
+    again = switchboard.request_callback(call["call_id"], "+33612345678")  # sent again: as it was
+    assert {**again, "waited_seconds": None} == {**asked, "waited_seconds": None}
+    with pytest.raises(sc.Conflict):
+        switchboard.callback_result(call["call_id"], "busy")  # no agent reserved yet
+    ana = agent("Ana", ["French"], "F")
+    switchboard.make_available(ana.agent_id, ana.version)
+    due = switchboard.get_call(call["call_id"])
+    assert (due["status"], due["agent_id"]) == ("callback_due", ana.agent_id)
+    reached = switchboard.callback_result(call["call_id"], "connected")
+    assert (reached["status"], reached["agent_id"]) == ("assigned", ana.agent_id)
+
+
 def test_the_waiting_line_is_read_page_after_page(switchboard):
     placed = [switchboard.create_call({"language": "Spanish"})["call_id"] for _ in range(3)]
     page = switchboard.list_calls("waiting", limit=2)

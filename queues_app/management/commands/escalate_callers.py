@@ -15,7 +15,8 @@ from queues_app.operations.system import SystemEvents
 class Command(CheckedCommand):
     help = (
         "Relax the preferences of callers who have waited too long (SWITCHBOARD_ESCALATION) and "
-        "try to match them again; put calls not picked up in time (ANSWER_TIMEOUT_SECONDS) back in line; make "
+        "try to match them again; put calls not picked up in time (ANSWER_TIMEOUT_SECONDS) back in line; put callbacks "
+        "not reached back at their place when their retry is due; make "
         "available the agents whose wrap-up reached its limit (WRAP_UP_SECONDS, a line's wrap_up_seconds); set "
         "not ready the queued or ringing agents whose client sent no heartbeat (AGENT_PRESENCE_SECONDS). "
         "One pass (exits non-zero when it could not be made), or every "
@@ -62,6 +63,9 @@ class Command(CheckedCommand):
             events.missed(call)
             state = f"given to {call.agent_name}" if call.agent_id else "waiting at its place"
             self.stdout.write(f"call {call.call_id}: not picked up in time; {state}")
+        for call in center.enter_due_callbacks():
+            state = f"reserved {call.agent_name}" if call.agent_id else "waiting at its place"
+            self.stdout.write(f"call {call.call_id}: callback due again; {state}")
         for outcome in center.end_overdue_wrap_ups():
             agent, call = outcome
             events.wrap_up_ended(agent, call)

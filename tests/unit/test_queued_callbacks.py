@@ -1,0 +1,225 @@
+"""Queued callbacks: a waiting caller turned into a callback keeps their place; at their
+turn an agent is reserved and the phone system told to dial; connected, the call is in
+progress; not reached, the agent is freed and the callback tried again after its line's
+delay, at its place, up to its line's attempts; a result sent again is answered as it was."""
+
+from datetime import timedelta
+
+import pytest
+
+from queues_app.agents.records import AgentStatus
+from queues_app.agents.roster import Agents
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
+from queues_app.ddb import errors
+from queues_app.ddb.clock import now, to_iso
+from queues_app.monitoring.invariants import check_once
+
+SKILLS = {"language": ["Spanish"], "gender": ["F"]}
+SPANISH_F = {"language": "Spanish", "gender": "F"}
+NUMBER = "+33612345678"
+
+
+class Clock:
+    def __init__(self):
+        self.moment = now()
+
+    def __call__(self):
+        return self.moment
+
+    def advance(self, seconds: float) -> None:
+        self.moment += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def centre(moto_db, settings):
+    settings.CALLBACK_RETRY_SECONDS = 120
+    settings.CALLBACK_MAX_ATTEMPTS = 2
+    settings.CALLBACK_DIAL_SECONDS = 60
+    clock = Clock()
+    return CallCenter(clock=clock), clock
+
+
+def waiting_callback(center, clock):
+    """Two callers waiting, the first turned into a callback; then a third arrives."""
+    first, _ = center.create_call(SPANISH_F)
+    clock.advance(1)
+    second, _ = center.create_call(SPANISH_F)
+    asked = center.request_callback(first.call_id, NUMBER).call
+    clock.advance(1)
+    center.create_call(SPANISH_F)
+    return asked, second
+
+
+def test_a_callback_keeps_its_place_and_its_turn_reserves_an_agent(centre):
+    center, clock = centre
+    asked, second = waiting_callback(center, clock)
+    assert asked.state == CallStatus.CALLBACK_WAITING and asked.callback_requested_at
+    waiting = [item["call_id"] for item in center.line.everyone()]
+    assert waiting[0] == asked.call_id  # ahead of the caller who arrived after it
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    due = center.get_call(asked.call_id)
+    assert due.state == CallStatus.CALLBACK_DUE and due.agent_id == ana.agent_id
+    assert Agents().get(ana.agent_id).status == AgentStatus.RINGING
+    assert due.answer_by == to_iso(clock() + timedelta(seconds=60))  # CALLBACK_DIAL_SECONDS, with offers off
+    assert center.get_call(second.call_id).status == CallStatus.WAITING
+    assert check_once(center.db).violations == []
+
+
+def test_asked_again_with_the_same_number_is_replayed_and_another_number_refused(centre):
+    center, clock = centre
+    asked, _ = waiting_callback(center, clock)
+    again = center.request_callback(asked.call_id, NUMBER)
+    assert again.replayed and again.call.version == asked.version
+    with pytest.raises(errors.Conflict, match="another number"):
+        center.request_callback(asked.call_id, "+33698765432")
+    with pytest.raises(errors.InvalidRequest, match="E.164"):
+        center.request_callback(asked.call_id, "0612345678")
+
+
+def test_connected_puts_the_call_in_progress_with_the_reserved_agent(centre):
+    center, clock = centre
+    asked, _ = waiting_callback(center, clock)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    clock.advance(20)
+    reached = center.callback_result(asked.call_id, "connected")
+    call = center.get_call(asked.call_id)
+    assert call.state == CallStatus.ASSIGNED and call.answered_at and call.agent_id == ana.agent_id
+    assert [r["result"] for r in call.callback_results] == ["connected"]
+    assert Agents().get(ana.agent_id).status == AgentStatus.ATTENDING
+    assert not reached.replayed and center.callback_result(asked.call_id, "connected").replayed
+    with pytest.raises(errors.Conflict):
+        center.callback_result(asked.call_id, "busy")  # connected already: nobody is reserved
+    assert check_once(center.db).violations == []
+
+
+def test_not_reached_frees_the_agent_and_tries_again_at_its_place_then_fails(centre):
+    center, clock = centre
+    asked, second = waiting_callback(center, clock)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    outcome = center.callback_result(asked.call_id, "no_answer")
+    call = outcome.call
+    assert call.status == CallStatus.CALLBACK_RETRY and call.agent_id is None
+    assert call.callback_retry_at and call.legs[-1]["how"] == "no_answer"
+    # The agent is free again and takes the next caller in line.
+    assert center.get_call(second.call_id).agent_id == ana.agent_id
+    assert center.callback_result(asked.call_id, "no_answer").replayed
+    assert check_once(center.db).violations == []
+
+    clock.advance(119)
+    assert center.enter_due_callbacks() == []  # not due yet
+    clock.advance(2)
+    (back,) = center.enter_due_callbacks()
+    assert back.state == CallStatus.CALLBACK_WAITING
+    assert [item["call_id"] for item in center.line.everyone()][0] == asked.call_id  # its place again
+    center.release(ana.agent_id, "queue", call_id=second.call_id)  # Ana ends her call: the callback's turn
+    due = center.get_call(asked.call_id)
+    assert due.state == CallStatus.CALLBACK_DUE and due.agent_id == ana.agent_id
+
+    failed = center.callback_result(asked.call_id, "busy").call
+    assert failed.status == CallStatus.CALLBACK_FAILED and failed.ended_at
+    assert [r["result"] for r in failed.callback_results] == ["no_answer", "busy"]
+    assert Agents().get(ana.agent_id).status != AgentStatus.RINGING
+    assert center.enter_due_callbacks() == []
+    assert check_once(center.db).violations == []
+
+
+def test_a_reservation_past_its_time_goes_back_as_a_missed_offer_and_a_late_result_is_refused(centre):
+    center, clock = centre
+    asked, _ = waiting_callback(center, clock)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    clock.advance(61)
+    (missed,) = center.miss_expired_offers()
+    assert missed.call_id == asked.call_id
+    assert Agents().get(ana.agent_id).status == AgentStatus.NOT_READY
+    assert center.get_call(asked.call_id).state == CallStatus.CALLBACK_WAITING
+    with pytest.raises(errors.Conflict, match="back to its place"):
+        center.callback_result(asked.call_id, "connected")
+    assert check_once(center.db).violations == []
+
+
+def test_only_a_waiting_caller_can_be_called_back_and_only_a_callback_has_results(centre):
+    center, clock = centre
+    call, _ = center.create_call(SPANISH_F)
+    with pytest.raises(errors.Conflict, match="no callback"):
+        center.callback_result(call.call_id, "connected")
+    center.abandon(call.call_id)
+    with pytest.raises(errors.Conflict, match="only a waiting caller"):
+        center.request_callback(call.call_id, NUMBER)
+
+
+def test_the_line_sets_its_own_retry_delay_and_attempts(centre, settings):
+    center, clock = centre
+    center.lines.put({"line_id": "main", "name": "Main", "callback_retry_seconds": 30, "callback_max_attempts": 1})
+    center.lines.forget()
+    call, _ = center.create_call(SPANISH_F, line="main")
+    center.request_callback(call.call_id, NUMBER)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    assert center.callback_result(call.call_id, "failed").call.status == CallStatus.CALLBACK_FAILED  # one attempt
+
+
+# --- the API, as the phone system speaks it ------------------------------------------------
+
+
+def test_the_phone_system_turns_a_waiting_call_into_a_callback_and_reports_the_result(api, moto_db, settings):
+    settings.ANSWER_TIMEOUT_SECONDS = None
+    placed = api.post("/api/calls", {"preferences": SPANISH_F}).json()
+    asked = api.post(f"/api/calls/{placed['call_id']}/callback", {"number": NUMBER})
+    assert asked.status_code == 200, asked.content
+    body = asked.json()
+    assert body["status"] == "callback_waiting" and body["callback"]["number"] == NUMBER
+    assert body["arrived_at"] == placed["arrived_at"] and body["priority"] == placed["priority"]
+    again = api.post(f"/api/calls/{placed['call_id']}/callback", {"number": NUMBER})
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+
+    ana = Agents().create("Ana", SKILLS)
+    CallCenter().make_available(ana.agent_id)
+    due = api.get(f"/api/calls/{placed['call_id']}").json()
+    assert due["status"] == "callback_due" and due["agent_id"] == ana.agent_id and due["answer_by"]
+    reached = api.post(f"/api/calls/{placed['call_id']}/callback-result", {"result": "connected"})
+    assert reached.status_code == 200 and reached.json()["status"] == "assigned"
+    assert reached.json()["callback"]["attempts"][0]["result"] == "connected"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"number": "0612345678"}, "number"),
+        ({"number": "+0612345678"}, "number"),
+        ({"number": "+33 6 12 34 56 78"}, "number"),
+        ({"number": 33612345678}, "number"),
+        ({}, "number"),
+    ],
+)
+def test_a_number_not_in_e164_form_is_refused_naming_it(api, moto_db, body, field):
+    placed = api.post("/api/calls", {"preferences": SPANISH_F}).json()
+    refused = api.post(f"/api/calls/{placed['call_id']}/callback", body)
+    assert refused.status_code == 400, refused.content
+    assert field in refused.json()["fields"], refused.json()
+    assert api.get(f"/api/calls/{placed['call_id']}").json()["callback"] is None
+
+
+def test_refusals_are_4xx_with_what_is_wrong(api, moto_db):
+    assert api.post("/api/calls/nobody/callback", {"number": NUMBER}).status_code == 404
+    placed = api.post("/api/calls", {"preferences": SPANISH_F}).json()
+    wrong = api.post(f"/api/calls/{placed['call_id']}/callback-result", {"result": "maybe"})
+    assert wrong.status_code == 400 and "result" in wrong.json()["fields"]
+    none = api.post(f"/api/calls/{placed['call_id']}/callback-result", {"result": "busy"})
+    assert none.status_code == 409 and "no callback" in none.json()["message"]
+
+
+def test_the_line_says_when_a_callback_is_offered(api, moto_db):
+    assert api.put("/api/lines/main", {"name": "Main", "callback_offer_after_seconds": 1}).status_code == 201
+    earlier, _ = CallCenter(clock=lambda: now() - timedelta(seconds=5)).create_call(SPANISH_F, line="main")
+    placed = api.post("/api/calls", {"preferences": SPANISH_F, "line": "main"}).json()
+    assert api.get(f"/api/calls/{earlier.call_id}").json()["callback_offered"] is True  # waited 5 s
+    assert api.get(f"/api/calls/{placed['call_id']}").json()["callback_offered"] is False  # not a second yet
+    api.post(f"/api/calls/{earlier.call_id}/callback", {"number": NUMBER})
+    assert api.get(f"/api/calls/{earlier.call_id}").json()["callback_offered"] is False  # one already
+    line = api.get("/api/lines/main").json()
+    assert line["callback_offer_after_seconds"] == 1 and line["callback_max_attempts"] is None
