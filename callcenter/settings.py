@@ -358,6 +358,8 @@ CALLBACK_RETRY_SECONDS = env.int("CALLBACK_RETRY_SECONDS", default=300)
 if not 10 <= CALLBACK_RETRY_SECONDS <= 86_400:
     raise ImproperlyConfigured(f"CALLBACK_RETRY_SECONDS is 10 to 86400 seconds, not {CALLBACK_RETRY_SECONDS}.")
 CALLBACK_MAX_ATTEMPTS = env.int("CALLBACK_MAX_ATTEMPTS", default=3)
+# A number has one scheduled callback at a time on a line, and for so long after its time.
+CALLBACK_DUPLICATE_SECONDS = env.int("CALLBACK_DUPLICATE_SECONDS", default=3600)
 if not 1 <= CALLBACK_MAX_ATTEMPTS <= 10:
     raise ImproperlyConfigured(f"CALLBACK_MAX_ATTEMPTS is 1 to 10, not {CALLBACK_MAX_ATTEMPTS}.")
 # Seconds an agent may stay in wrap-up (after-call work) before the escalation loop makes

@@ -30,6 +30,9 @@ CALLBACK_REQUESTED = "call.callback_requested"
 CALLBACK_DUE = "call.callback_due"
 CALLBACK_RETRY = "call.callback_retry"
 CALLBACK_FAILED = "call.callback_failed"
+# A scheduled callback moved or cancelled by a supervisor before its time (the audit trail's).
+CALLBACK_MOVED = "call.callback_moved"
+CALLBACK_CANCELLED = "call.callback_cancelled"
 
 LINE_CREATED = "line.create"
 LINE_EDITED = "line.update"
@@ -77,6 +80,8 @@ ACTION_LABELS = {
     CALLBACK_DUE: "Callback due: agent reserved",
     CALLBACK_RETRY: "Callback not reached: tried again later",
     CALLBACK_FAILED: "Callback not reached: ended",
+    CALLBACK_MOVED: "Scheduled callback moved",
+    CALLBACK_CANCELLED: "Scheduled callback cancelled",
     LINE_CREATED: "Line created",
     LINE_EDITED: "Line changed",
     LINE_REMOVED: "Line removed",
@@ -124,6 +129,8 @@ AUDIT_ACTIONS = {
         CALLBACK_DUE,
         CALLBACK_RETRY,
         CALLBACK_FAILED,
+        CALLBACK_MOVED,
+        CALLBACK_CANCELLED,
     ],
     "Lines": [LINE_CREATED, LINE_EDITED, LINE_REMOVED, PROFILE_CREATED, PROFILE_EDITED, PROFILE_REMOVED],
     "Shipment queues": [SHIPMENT_QUEUE_CREATED, SHIPMENT_QUEUE_EDITED, SHIPMENT_QUEUE_REMOVED],

@@ -34,7 +34,18 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError, Valida
 from ninja.renderers import JSONRenderer
 
 from queues_app.agents.skills import SkillError
-from queues_app.api import agents, callback, calls, lines, profiles, queues, reports, shipment_queues, shipments
+from queues_app.api import (
+    agents,
+    callback,
+    calls,
+    lines,
+    profiles,
+    queues,
+    reports,
+    scheduled_callbacks,
+    shipment_queues,
+    shipments,
+)
 from queues_app.api.auth import SAFE_METHODS, BearerToken
 from queues_app.api.openapi import DESCRIPTION
 from queues_app.api.parsing import JsonBodyParser, body_limit
@@ -75,7 +86,18 @@ api = SwitchboardApi(
     urls_namespace="switchboard-api",
 )
 # One router a resource, each beside its inputs and outputs; the URLs are the routers' own.
-for resource in (calls, lines, profiles, reports, callback, shipments, shipment_queues, agents, queues):
+for resource in (
+    calls,
+    scheduled_callbacks,
+    lines,
+    profiles,
+    reports,
+    callback,
+    shipments,
+    shipment_queues,
+    agents,
+    queues,
+):
     api.add_router("", resource.router)
 
 

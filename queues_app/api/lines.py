@@ -90,6 +90,9 @@ class LineIn(InputSchema):
     callback_offer_wait_seconds: int | None = Field(
         None, description="A waiting caller is offered a callback while their estimated wait is above this."
     )
+    callback_priority: int | None = Field(
+        None, description="The priority (0 to 9) of the line's scheduled callbacks when they enter the line (null: 0)."
+    )
     version: Version | None = Field(
         None, description="The line's `version` as you last read it; leave out (or 0) to create it.", examples=[3]
     )
@@ -122,6 +125,7 @@ class LineOut(Schema):
     callback_max_attempts: int | None
     callback_offer_after_seconds: int | None
     callback_offer_wait_seconds: int | None
+    callback_priority: int | None
     version: int = Field(description="0 for `main` when no line is configured (send it to create `main`).")
     open_now: bool
     opens_at: str | None = Field(description="While closed: when it opens next (null: no hours ahead).")

@@ -154,6 +154,7 @@ class CallOut(Schema):
         "callback_waiting",
         "callback_due",
         "callback_retry",
+        "callback_scheduled",
         "callback_failed",
     ] = Field(
         description="`offered`: given to an agent whose phone rings, until they pick up (`answer_by`); "
@@ -161,7 +162,8 @@ class CallOut(Schema):
         "`refused` (in a `call.refused` event only): its line was closed or full. A queued callback: "
         "`callback_waiting` (at its place in line), `callback_due` (an agent reserved: dial `callback.number` and "
         "report with /callback-result before `answer_by`), `callback_retry` (not reached: back in line at "
-        "`callback.retry_at`), `callback_failed` (not reached in its line's attempts)."
+        "`callback.retry_at`), `callback_scheduled` (enters the line at `callback.retry_at`, POST /api/callbacks), "
+        "`callback_failed` (not reached in its line's attempts)."
     )
     preferences: dict[str, str] = Field(description="Each skill dimension's value, or `any`.")
     priority: int

@@ -52,6 +52,10 @@ NOT_REACHED = ("no_answer", "busy", "failed")
 RESULTS = (CONNECTED, *NOT_REACHED)
 
 
+# Out of line until a time: not reached and to be tried again, or scheduled (scheduled_callbacks.py).
+OUT_OF_LINE = (CallStatus.CALLBACK_RETRY, CallStatus.CALLBACK_SCHEDULED)
+
+
 def checked_number(number: object) -> str:
     if not isinstance(number, str) or not E164.match(number):
         raise errors.InvalidRequest(f"number: {E164_RULE}.", field="number")
@@ -286,7 +290,7 @@ class QueuedCallbacks:
     # --- tried again -----------------------------------------------------------------
 
     def enter_due_retries(self, limit: int = 100) -> list[Call]:
-        """Every callback whose retry is due back at its place in line (one Query per
+        """Every callback whose retry (or scheduled time) is due in line at its place (one Query per
         partition, sent together), then offered to an agent who fits at once. Run by the
         escalation loop; returns the calls as they are after."""
         now_sk = to_iso(self.table.clock())
@@ -311,7 +315,7 @@ class QueuedCallbacks:
     def _enter(self, call_id: str, due_sk: str) -> Call | None:
         call = self.calls.find(call_id)
         key = {"pk": keys.CALLBACK_RETRIES.of(call_id), "sk": due_sk}
-        if call is None or call.status != CallStatus.CALLBACK_RETRY:  # cancelled, or entered already
+        if call is None or call.status not in OUT_OF_LINE:  # cancelled, or entered already
             self.db.call("delete_item", TableName=self.table.name, Key=marshal(key))
             return None
         back = dataclasses.replace(
@@ -322,6 +326,8 @@ class QueuedCallbacks:
             why=[],
             wait_sk=keys.wait_position(call.priority, call.arrived_at, call.call_id),
         )
+        scheduled = call.status == CallStatus.CALLBACK_SCHEDULED
+        arriving = [self.table.fact_action(facts.OFFERED, back, back.arrived_at)] if scheduled else []
         try:
             self.table.transact(
                 [
@@ -341,14 +347,16 @@ class QueuedCallbacks:
                             ":wait_sk": back.wait_sk,
                             ":why": [],
                             ":one": 1,
-                            ":retry": CallStatus.CALLBACK_RETRY,
+                            ":was": call.status,
                             ":v": call.version,
                         },
-                        condition="#status = :retry AND version = :v",
+                        condition="#status = :was AND version = :v",
                     ),
                     {"Put": {"TableName": self.table.name, "Item": marshal(self.line.wait_item(back))}},
                     *self.table.count_updates(self.table.wanted(back.preferences), +1),
                     *self.table.line_count_update(back.line, +1),
+                    # A scheduled callback enters the line now: offered from now, as a caller arriving.
+                    *arriving,
                 ]
             )
         except errors.TransactionCancelled:

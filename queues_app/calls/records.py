@@ -25,9 +25,10 @@ class CallStatus:
     CALLBACK_WAITING = "callback_waiting"
     CALLBACK_DUE = "callback_due"
     CALLBACK_RETRY = "callback_retry"  # stored: not reached, out of line until `callback_retry_at`
+    CALLBACK_SCHEDULED = "callback_scheduled"  # stored: enters the line at `callback_retry_at` (scheduled_callbacks)
     CALLBACK_FAILED = "callback_failed"  # stored: ended, not reached in its line's attempts
 
-    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED, OVERFLOWED, CALLBACK_RETRY, CALLBACK_FAILED)  # as stored
+    ALL = (WAITING, ASSIGNED, ENDED, ABANDONED, OVERFLOWED, CALLBACK_RETRY, CALLBACK_SCHEDULED, CALLBACK_FAILED)
 
 
 class QueueOrder:
@@ -124,7 +125,7 @@ class Call:
         """From arrival to the first answer: a transfer adds nothing of its first agent's
         time, and ringing counts as waiting. Unanswered: until the caller hung up, or now."""
         start = from_iso(self.arrived_at)
-        if start is None:
+        if start is None or self.status == CallStatus.CALLBACK_SCHEDULED:  # it has not arrived yet
             return None
         if self.answered_at:
             end = from_iso(self.answered_at)

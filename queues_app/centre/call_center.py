@@ -16,6 +16,7 @@ from queues_app.calls.endings import Endings
 from queues_app.calls.offers import Offers
 from queues_app.calls.queued_callbacks import QueuedCallbacks
 from queues_app.calls.records import QueueOrder
+from queues_app.calls.scheduled_callbacks import ScheduledCallbacks
 from queues_app.calls.store import Calls
 from queues_app.calls.transfers import Transfers
 from queues_app.centre.table import (
@@ -51,8 +52,8 @@ class CallCenter:
     Its parts are public: `agents` (the roster), `calls` (call items), `line` (the waiting
     callers), `matcher`, `escalator`; and the changes: `availability` (agents joining and
     leaving the queues), `presence` (heartbeats), `arrivals` (callers arriving and hanging
-    up), `endings`, `offers` and `transfers` (calls in progress), and `callbacks` (callers
-    called back at their turn)."""
+    up), `endings`, `offers` and `transfers` (calls in progress), `callbacks` (callers
+    called back at their turn) and `scheduled` (callbacks at a chosen time)."""
 
     # The verbs, each the method of the part that owns it.
     make_available = Verb("availability", Availability.make_available)
@@ -75,6 +76,10 @@ class CallCenter:
     request_callback = Verb("callbacks", QueuedCallbacks.request)
     callback_result = Verb("callbacks", QueuedCallbacks.result)
     enter_due_callbacks = Verb("callbacks", QueuedCallbacks.enter_due_retries)
+    schedule_callback = Verb("scheduled", ScheduledCallbacks.schedule)
+    move_callback = Verb("scheduled", ScheduledCallbacks.move)
+    cancel_callback = Verb("scheduled", ScheduledCallbacks.cancel)
+    upcoming_callbacks = Verb("scheduled", ScheduledCallbacks.upcoming)
     escalate = Verb("escalator", Escalator.escalate)
     get_call = Verb("calls", Calls.get)
     find_call = Verb("calls", Calls.find)
@@ -125,6 +130,7 @@ class CallCenter:
         self.callbacks = QueuedCallbacks(
             self.table, self.agents, self.calls, self.line, self.matcher, self.lines, self.offers, self.endings
         )
+        self.scheduled = ScheduledCallbacks(self.table, self.calls, self.lines)
 
     @property
     def clock(self) -> Callable[[], datetime]:

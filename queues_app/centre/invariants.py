@@ -232,8 +232,14 @@ def _line_partitions(snap: CallCenterSnapshot, catalog: SkillCatalog) -> Iterato
                 yield Violation("line", f"call {item.get('call_id')}", detail)
 
 
-# Out of line with no agent: ended unanswered, or a callback not reached that waits to be tried again.
-UNANSWERED = (CallStatus.ABANDONED, CallStatus.OVERFLOWED, CallStatus.CALLBACK_RETRY, CallStatus.CALLBACK_FAILED)
+# Out of line with no agent: ended unanswered, or a callback waiting for its time (scheduled, or to be tried again).
+UNANSWERED = (
+    CallStatus.ABANDONED,
+    CallStatus.OVERFLOWED,
+    CallStatus.CALLBACK_RETRY,
+    CallStatus.CALLBACK_SCHEDULED,
+    CallStatus.CALLBACK_FAILED,
+)
 
 
 def _call_states(snap: CallCenterSnapshot) -> Iterator[Violation]:

@@ -213,6 +213,11 @@ def callback_retry(call_id: str, retry_at: str) -> dict[str, str]:
     return {"pk": CALLBACK_RETRIES.of(call_id), "sk": f"{retry_at}#{call_id}"}
 
 
+def callback_number(line_id: str, number: str) -> dict[str, str]:
+    """The marker of a number's scheduled callback on a line: one at a time."""
+    return {"pk": f"CALLBACKNUMBER#{line_id}#{number}", "sk": "-"}
+
+
 def offer_partitions() -> list[str]:
     return OFFERS.partitions()
 

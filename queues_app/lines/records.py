@@ -92,6 +92,7 @@ class Line:
     callback_max_attempts: int | None = None
     callback_offer_after_seconds: int | None = None  # offered once a caller has waited so long
     callback_offer_wait_seconds: int | None = None  # offered while the estimated wait is above it
+    callback_priority: int | None = None  # a scheduled callback's priority in line (None: 0)
 
     def as_dict(self) -> dict[str, Any]:
         """The written form `parse` reads back (the API's, and an exported file's)."""
@@ -113,6 +114,7 @@ class Line:
             "callback_max_attempts": self.callback_max_attempts,
             "callback_offer_after_seconds": self.callback_offer_after_seconds,
             "callback_offer_wait_seconds": self.callback_offer_wait_seconds,
+            "callback_priority": self.callback_priority,
             "version": self.version,
         }
 
@@ -129,7 +131,7 @@ FIELDS = frozenset(
         "short_abandon_seconds", "hours", "holidays", "max_waiting", "max_wait_seconds",
         "overflow", "priority_aging_seconds", "steps", "wrap_up_seconds", "version",
         "callback_retry_seconds", "callback_max_attempts", "callback_offer_after_seconds",
-        "callback_offer_wait_seconds",
+        "callback_offer_wait_seconds", "callback_priority",
     }
 )  # fmt: skip
 
@@ -178,6 +180,9 @@ def parse(data: Mapping[str, Any], *, dimensions: Mapping[str, Sequence[str]], d
         callback_max_attempts=_limit(data, "callback_max_attempts", MAX_CALLBACK_ATTEMPTS),
         callback_offer_after_seconds=_limit(data, "callback_offer_after_seconds", MAX_WAIT_SECONDS),
         callback_offer_wait_seconds=_limit(data, "callback_offer_wait_seconds", MAX_WAIT_SECONDS),
+        callback_priority=_whole(data, "callback_priority", 0, 9, 0)
+        if data.get("callback_priority") is not None
+        else None,
         version=_whole(data, "version", 0, 2**53, 0),
     )
     if line.overflow is None and (line.max_waiting is not None or line.max_wait_seconds is not None):

@@ -38,6 +38,9 @@ class Operations:
     answered = Verb("on_call", CallOperations.answered)
     request_callback = Verb("on_call", CallOperations.request_callback)
     callback_result = Verb("on_call", CallOperations.callback_result)
+    schedule_callback = Verb("on_call", CallOperations.schedule_callback)
+    move_callback = Verb("on_call", CallOperations.move_callback)
+    cancel_callback = Verb("on_call", CallOperations.cancel_callback)
     transfer = Verb("on_call", CallOperations.transfer)
 
     put_line = Verb("on_line", LineOperations.put_line)

@@ -3,6 +3,8 @@ caller who hung up, an offered call picked up, a call transferred."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from queues_app import event_names as named
 from queues_app.admission import BackpressureGate
 from queues_app.agents.skills import describe_preferences
@@ -133,6 +135,37 @@ class CallOperations:
         else:
             summary = f"callback not reached ({result.replace('_', ' ')}) in {len(call.callback_results)} attempts"
             self.recorder.record(named.CALLBACK_FAILED, "call", call_id, summary, None, {"status": call.status})
+        return outcome
+
+    def schedule_callback(
+        self, line: str, preferences: dict, number: str, at: datetime, *, callback: str | None = None
+    ) -> tuple[Call, bool]:
+        """A callback on `line` at `at`: (call, created); the same request again, (call, False)."""
+        call, created = self.call_center.schedule_callback(line, preferences, number, at, callback=callback)
+        if created:
+            summary = f"callback scheduled on {line} for {call.arrived_at}, to a number ending {number[-4:]}"
+            self.recorder.record(named.CALLBACK_REQUESTED, "call", call.call_id, summary, None, call)
+        return call, created
+
+    def move_callback(self, call_id: str, version: int, at: datetime) -> Outcome:
+        with self.recorder.telling_what_changed("call", call_id):
+            before = self.call_center.get_call(call_id)
+            outcome = self.call_center.move_callback(call_id, version, at)
+        moved = outcome.call
+        if moved is not None:
+            summary = f"callback moved from {before.arrived_at} to {moved.arrived_at}"
+            self.recorder.record(
+                named.CALLBACK_MOVED, "call", call_id, summary, {"at": before.arrived_at}, {"at": moved.arrived_at}
+            )
+        return outcome
+
+    def cancel_callback(self, call_id: str, version: int) -> Outcome:
+        with self.recorder.telling_what_changed("call", call_id):
+            outcome = self.call_center.cancel_callback(call_id, version)
+        call = outcome.call
+        if call is not None:
+            summary = f"callback for {call.arrived_at} cancelled before its time"
+            self.recorder.record(named.CALLBACK_CANCELLED, "call", call_id, summary, {"status": call.status}, None)
         return outcome
 
     def transfer(self, request: Transfer) -> Outcome:

@@ -29,6 +29,7 @@ SUPPORT = {
     "callback_max_attempts": 2,
     "callback_offer_after_seconds": 90,
     "callback_offer_wait_seconds": None,
+    "callback_priority": 4,
     "version": 3,
 }
 

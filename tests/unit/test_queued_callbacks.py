@@ -4,6 +4,7 @@ progress; not reached, the agent is freed and the callback tried again after its
 delay, at its place, up to its line's attempts; a result sent again is answered as it was."""
 
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -223,3 +224,103 @@ def test_the_line_says_when_a_callback_is_offered(api, moto_db):
     assert api.get(f"/api/calls/{earlier.call_id}").json()["callback_offered"] is False  # one already
     line = api.get("/api/lines/main").json()
     assert line["callback_offer_after_seconds"] == 1 and line["callback_max_attempts"] is None
+
+
+# --- scheduled callbacks --------------------------------------------------------------------
+
+
+def test_a_scheduled_callback_enters_its_line_at_its_time_with_the_lines_priority(centre):
+    center, clock = centre
+    center.lines.put({"line_id": "main", "name": "Main", "callback_priority": 5})
+    center.lines.forget()
+    at = clock() + timedelta(hours=2)
+    call, created = center.schedule_callback("main", {"language": "Spanish"}, NUMBER, at)
+    assert created and call.state == CallStatus.CALLBACK_SCHEDULED and call.arrived_at == to_iso(at)
+    assert call.priority == 5 and not list(center.line.everyone())
+    assert [c.call_id for c in center.upcoming_callbacks()] == [call.call_id]
+    assert check_once(center.db).violations == []
+    clock.advance(2 * 3600 - 1)
+    assert center.enter_due_callbacks() == []
+    clock.advance(2)
+    (entered,) = center.enter_due_callbacks()
+    assert entered.state == CallStatus.CALLBACK_WAITING and entered.arrived_at == to_iso(at)
+    assert center.upcoming_callbacks() == []
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    assert center.get_call(call.call_id).state == CallStatus.CALLBACK_DUE
+    assert check_once(center.db).violations == []
+
+
+def test_a_number_has_one_scheduled_callback_on_a_line_and_a_retry_of_the_request_is_the_same(centre):
+    center, clock = centre
+    at = clock() + timedelta(hours=1)
+    first, created = center.schedule_callback("main", {}, NUMBER, at)
+    again, created_again = center.schedule_callback("main", {}, NUMBER, at)
+    assert created and not created_again and again.call_id == first.call_id
+    with pytest.raises(errors.Conflict, match=first.call_id):
+        center.schedule_callback("main", {}, NUMBER, at + timedelta(minutes=30))
+    other, _ = center.schedule_callback("main", {}, "+33698765432", at)  # another number
+    assert other.call_id != first.call_id
+    center.cancel_callback(first.call_id, first.version)
+    third, created = center.schedule_callback("main", {}, NUMBER, at + timedelta(minutes=30))  # cancelled: free
+    assert created and third.call_id != first.call_id
+    with pytest.raises(errors.NotFound):
+        center.get_call(first.call_id)
+
+
+def test_a_scheduled_callback_is_moved_or_cancelled_only_as_read_and_before_its_time(centre):
+    center, clock = centre
+    at = clock() + timedelta(hours=1)
+    call, _ = center.schedule_callback("main", {}, NUMBER, at)
+    moved = center.move_callback(call.call_id, call.version, at + timedelta(hours=1)).call
+    assert moved.arrived_at == to_iso(at + timedelta(hours=1)) and moved.callback_retry_at == moved.arrived_at
+    with pytest.raises(errors.Conflict, match="changed since"):
+        center.cancel_callback(call.call_id, call.version)  # the version before the move
+    with pytest.raises(errors.InvalidRequest):
+        center.move_callback(call.call_id, moved.version, clock() - timedelta(minutes=1))
+    clock.advance(2 * 3600 + 1)
+    center.enter_due_callbacks()
+    with pytest.raises(errors.Conflict, match="only a callback still to come"):
+        center.cancel_callback(call.call_id, moved.version + 1)
+    assert check_once(center.db).violations == []
+
+
+@pytest.mark.parametrize(
+    ("at", "problem"),
+    [
+        (lambda m: m - timedelta(minutes=1), "to come"),
+        (lambda m: m + timedelta(days=91), "within 90 days"),
+        (lambda m: m.replace(tzinfo=None) + timedelta(hours=1), "offset"),
+    ],
+)
+def test_a_time_past_too_far_or_without_offset_is_refused(centre, at, problem):
+    center, clock = centre
+    with pytest.raises(errors.InvalidRequest, match=problem):
+        center.schedule_callback("main", {}, NUMBER, at(clock()))
+    with pytest.raises(errors.NotFound):
+        center.schedule_callback("nowhere", {}, NUMBER, clock() + timedelta(hours=1))
+
+
+def test_the_phone_system_schedules_lists_moves_and_cancels_callbacks(api, moto_db):
+    at = (now() + timedelta(days=1)).astimezone(ZoneInfo("America/New_York")).replace(microsecond=0)
+    body = {"line": "main", "preferences": {"language": "French"}, "number": NUMBER, "at": at.isoformat()}
+    made = api.post("/api/callbacks", body)
+    assert made.status_code == 201, made.content
+    call = made.json()
+    assert call["status"] == "callback_scheduled" and call["callback"]["retry_at"] == to_iso(at)
+    assert api.post("/api/callbacks", body).headers["Idempotent-Replayed"] == "true"
+    duplicate = api.post("/api/callbacks", {**body, "at": (at + timedelta(minutes=5)).isoformat()})
+    assert duplicate.status_code == 409 and call["call_id"] in duplicate.json()["message"]
+    assert [c["call_id"] for c in api.get("/api/callbacks").json()["callbacks"]] == [call["call_id"]]
+    later = (at + timedelta(hours=1)).isoformat()
+    moved = api.put(f"/api/callbacks/{call['call_id']}", {"at": later, "version": call_version(call["call_id"])})
+    assert moved.status_code == 200, moved.content
+    gone = api.delete(f"/api/callbacks/{call['call_id']}?version={call_version(call['call_id'])}")
+    assert gone.status_code == 200 and api.get(f"/api/calls/{call['call_id']}").status_code == 404
+    for bad, field in (({**body, "at": "2026-12-01T10:00:00"}, "at"), ({**body, "number": "12"}, "number")):
+        refused = api.post("/api/callbacks", bad)
+        assert refused.status_code == 400 and field in refused.json()["fields"], refused.content
+
+
+def call_version(call_id: str) -> int:
+    return CallCenter().get_call(call_id).version
