@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import cast
 
 from django import forms
@@ -20,6 +21,7 @@ from queues_app.agents.records import AgentStatus
 from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.records import QueueOrder
 from queues_app.centre import keys
+from queues_app.ddb.clock import centre_zone
 from queues_app.ddb.errors import InvalidRequest
 from queues_app.lines import profiles
 from queues_app.lines.records import LINE_ID, LINE_ID_RULE, Line
@@ -370,6 +372,42 @@ class TransferForm(PreferenceFields, forms.Form):
         if data.get("to") == "agent" and not data.get("agent_id"):
             raise forms.ValidationError("Choose the queued agent to give the call to.")
         return data
+
+
+class CentreTimeField(forms.CharField):
+    """A time on the centre's clock (an `<input type="datetime-local">`): aware, in the
+    centre's zone. A time the clocks skip (the hour lost in spring) is refused; one they
+    pass twice (autumn) is its first passing."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("widget", forms.DateTimeInput(attrs={"type": "datetime-local"}))
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        text = super().clean(value)
+        try:
+            wall = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError("a date and time, such as 2026-11-30T10:00") from None
+        if wall.tzinfo is not None:
+            raise ValidationError("a time on the centre's clock, with no offset")
+        zone = centre_zone()
+        moment = wall.replace(tzinfo=zone)
+        if moment.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != wall:
+            raise ValidationError(f"{text.replace('T', ' ')} does not exist in {zone.key}: the clocks go forward then")
+        return moment
+
+
+class ScheduleCallbackForm(forms.Form):
+    """A callback at a time the caller chose, from the Callbacks page."""
+
+    line = forms.CharField(max_length=40)
+    number = forms.CharField(max_length=16, help_text="E.164: + then 8 to 15 digits, e.g. +33612345678")
+    at = CentreTimeField(label="When")
+
+
+class MoveCallbackForm(forms.Form):
+    at = CentreTimeField(label="New time")
 
 
 class AfterCallForm(forms.Form):

@@ -37,7 +37,7 @@ class ScheduledCallbackIn(InputSchema):
     )
     number: str = Field(pattern=E164.pattern, description="E.164: '+' then 8 to 15 digits.", examples=["+33612345678"])
     at: AwareDatetime = Field(
-        description="When it enters the line, with its offset (ISO 8601), within 90 days.",
+        description="When it enters the line, with its offset (ISO 8601), within a year.",
         examples=["2026-11-30T10:00:00-05:00"],
     )
 

@@ -30,7 +30,7 @@ from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.lines.store import LineStore
 from queues_app.routing.line import with_line_requires
 
-MAX_AHEAD = timedelta(days=90)  # a callback is scheduled at most this far ahead
+MAX_AHEAD = timedelta(days=366)  # a callback is scheduled at most this far ahead
 
 
 class ScheduledCallbacks:

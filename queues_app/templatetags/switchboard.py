@@ -37,6 +37,13 @@ def plain(value) -> str:
 
 
 @register.filter
+def centre_input(stamp) -> str:
+    """A moment as a `datetime-local` input's value on the centre's clock (2026-11-30T10:00)."""
+    moment = _moment(stamp)
+    return timezone.localtime(moment).strftime("%Y-%m-%dT%H:%M") if moment else ""
+
+
+@register.filter
 def words(value) -> str:
     """A status as words: `callback_waiting` is "callback waiting"."""
     return str(value).replace("_", " ")
