@@ -67,7 +67,7 @@ class UpcomingOut(Schema):
 
 @router.post(
     "callbacks",
-    url_name="api-callbacks",
+    url_name="api-scheduled-callbacks",
     operation_id="scheduleCallback",
     summary="Schedule a callback",
     **answers(
@@ -107,7 +107,7 @@ def schedule_callback(request: HttpRequest, payload: ScheduledCallbackIn, respon
 
 @router.get(
     "callbacks",
-    url_name="api-callbacks-upcoming",
+    url_name="api-scheduled-callbacks",
     operation_id="listCallbacks",
     summary="Callbacks to come",
     **answers({200: (UpcomingOut, "At most 100, soonest first.", ())}, *READS),
@@ -120,7 +120,7 @@ def upcoming_callbacks(request: HttpRequest):
 
 @router.put(
     "callbacks/{call_id}",
-    url_name="api-callback-move",
+    url_name="api-scheduled-callback",
     operation_id="moveCallback",
     summary="Move a scheduled callback",
     **answers({200: (CallOut, "The callback at its new time.", ())}, *ITEM_CHANGES),
@@ -134,7 +134,7 @@ def move_callback(request: HttpRequest, call_id: ItemId, payload: MoveIn):
 
 @router.delete(
     "callbacks/{call_id}",
-    url_name="api-callback-cancel",
+    url_name="api-scheduled-callback",
     operation_id="cancelCallback",
     summary="Cancel a scheduled callback",
     **answers({200: (CallOut, "The callback as it was: it never entered the line.", ())}, *ITEM_CHANGES),

@@ -24,6 +24,7 @@ PAGES = [
     "/agents/",
     "/agents/new",
     "/calls/",
+    "/callbacks/",
     "/calls/find?call_id=zzzz",
     "/queues/",
     "/lines/",

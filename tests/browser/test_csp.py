@@ -78,6 +78,7 @@ def test_every_page_loads_under_the_policy_without_an_error(watched, page, live_
         "/agents/",
         f"/agents/{agent.agent_id}/",
         "/calls/",
+        "/callbacks/",
         f"/calls/{agent.call_id}/",
         "/queues/",
         "/lines/",

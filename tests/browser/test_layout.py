@@ -38,6 +38,7 @@ TOP_LEVEL = [
     "/",
     "/agents/",
     "/calls/",
+    "/callbacks/",
     "/queues/",
     "/lines/",
     "/shipments/",

@@ -32,7 +32,7 @@ from queues_app.calls.records import Call, CallStatus
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import iam, meter
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.clock import centre_zone, now, to_iso
 from queues_app.ddb.meter import Access
 from queues_app.figures import counters
 from queues_app.management import loops
@@ -98,6 +98,10 @@ def web(db, staff, token, settings) -> None:
     waiting, _ = router.create_call({"language": "French", "gender": "M"})
     hangs_up, _ = router.create_call({"language": "French", "gender": "F"})
     hangs_up_too, _ = router.create_call({"language": "French", "gender": "F"})
+    tomorrow = now() + timedelta(days=1)
+    later_page, _ = router.schedule_callback("main", {}, "+33600000001", tomorrow)
+    later_api, _ = router.schedule_callback("main", {}, "+33600000002", tomorrow)
+    tomorrow_local = tomorrow.astimezone(centre_zone()).strftime("%Y-%m-%dT%H:%M")
     shipments = ShipmentQueue()
     queued = [shipments.submit({"destination": city}) for city in ("Paris", "Lyon", "Nice", "Bonn")]
     dead = [shipments.submit({"destination": city}) for city in ("Oslo", "Rome", "Kiev")]
@@ -140,6 +144,7 @@ def web(db, staff, token, settings) -> None:
         (f"/calls/{waiting.call_id}/", {}),
         ("/queues/", {}),
         ("/lines/", {}),
+        ("/callbacks/", {}),
         ("/lines/new", {}),
         ("/lines/profiles/new", {}),
         *[("/shipments/", {"view": v}) for v in ("queue", "in_flight", "delayed", "dlq")],
@@ -257,6 +262,16 @@ def web(db, staff, token, settings) -> None:
         ("/lines/profiles/desk/delete", {"version": "2", "confirmed": "1"}),
         ("/lines/billing/delete", {"version": "2", "confirmed": "1"}),
         (f"/calls/{hangs_up.call_id}/abandon", {"confirmed": "1"}),
+        ("/callbacks/new", {"line": "main", "number": "+33600000003", "at": tomorrow_local}),
+        (
+            f"/callbacks/{later_page.call_id}/move",
+            lambda: {"at": tomorrow_local, "version": router.get_call(later_page.call_id).version},
+        ),
+        (
+            f"/callbacks/{later_page.call_id}/cancel",
+            # Sent twice (plain, then htmx): the second finds it cancelled.
+            lambda: {"confirmed": "1", "version": (router.find_call(later_page.call_id) or later_page).version},
+        ),
     ]
     api = Client()
     bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
@@ -293,6 +308,14 @@ def web(db, staff, token, settings) -> None:
         ("post", f"/api/calls/{hangs_up_too.call_id}/callback", {"number": "+33612345678"}),
         ("post", f"/api/calls/{hangs_up_too.call_id}/callback-result", {"result": "busy"}),  # none due: 409
         ("post", f"/api/calls/{hangs_up_too.call_id}/abandon", {}),
+        ("post", "/api/callbacks", {"line": "main", "number": "+33600000004", "at": tomorrow.isoformat()}),
+        ("get", "/api/callbacks", None),
+        (
+            "put",
+            f"/api/callbacks/{later_api.call_id}",
+            lambda: {"at": tomorrow.isoformat(), "version": router.get_call(later_api.call_id).version},
+        ),
+        ("delete", f"/api/callbacks/{later_api.call_id}?version={later_api.version + 1}", None),
         # With a callback, a new call's assignment also writes its event.
         ("put", "/api/callback", {"url": "https://phones.example.com/events", "agents": True}),
         ("post", f"/api/agents/{a0}/heartbeat", None),

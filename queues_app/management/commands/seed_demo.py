@@ -6,7 +6,7 @@ newest pending task, a shipment worker) cannot race the seed."""
 import dataclasses
 import random
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime, time, timedelta
 
 from django.core.management.base import CommandError
 
@@ -16,7 +16,7 @@ from queues_app.calls.records import Call, CallStatus
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.ddb.client import Dynamo, default
-from queues_app.ddb.clock import now, to_iso
+from queues_app.ddb.clock import centre_zone, now, to_iso
 from queues_app.management.arguments import CheckedCommand, int_range
 from queues_app.management.demo_names import seeded_faker
 from queues_app.management.outcomes import dynamo_failure
@@ -157,6 +157,7 @@ class Command(CheckedCommand):
             if new_agents:
                 self._callers(callers, rng)
                 self._make_available(new_agents[:available], shortfalls)
+                self._scheduled_callbacks(rng if callers else None)
             self._shipments(shipments, rng, fake, if_empty, progress)
             self._tasks(tasks, rng, fake, if_empty, progress)
         except errors.DynamoError as exc:
@@ -212,6 +213,19 @@ class Command(CheckedCommand):
             calls.append(call)
         center.line.load(calls)
         self.stdout.write(self.style.SUCCESS(f"Demo data: {count} callers waiting."))
+
+    def _scheduled_callbacks(self, rng) -> None:
+        """Two callers who asked to be called back tomorrow morning and afternoon, on the
+        centre's clock (the Callbacks page)."""
+        if rng is None:
+            return
+        tomorrow = (now().astimezone(centre_zone()) + timedelta(days=1)).date()
+        operations = Operations("seed_demo", "command")
+        for hour, minute in ((10, 0), (14, 30)):
+            at = datetime.combine(tomorrow, time(hour, minute), tzinfo=centre_zone())
+            number = "+331" + "".join(str(rng.randrange(10)) for _ in range(8))
+            operations.schedule_callback("main", {}, number, at)
+        self.stdout.write(self.style.SUCCESS("Demo data: 2 callbacks scheduled for tomorrow."))
 
     def _make_available(self, agents, shortfalls):
         """Agents who start their shift: each takes the longest-waiting caller they fit, or
