@@ -12,7 +12,7 @@ from queues_app.calls.records import Call, Outcome
 from queues_app.calls.transfers import Transfer
 from queues_app.figures import counters
 from queues_app.operations.base import Recorder
-from queues_app.operations.wording import waited, waited_until
+from queues_app.operations.wording import on_the_clock, waited, waited_until
 
 
 class CallOperations:
@@ -130,7 +130,9 @@ class CallOperations:
             summary = f"called back: connected with {call.agent_name}"
             self.recorder.record(named.CALL_ANSWERED, "call", call_id, summary, None, {"answered_at": call.answered_at})
         elif call.callback_retry_at:
-            summary = f"callback not reached ({result.replace('_', ' ')}); tried again at {call.callback_retry_at}"
+            summary = (
+                f"callback not reached ({result.replace('_', ' ')}); tried again {on_the_clock(call.callback_retry_at)}"
+            )
             self.recorder.record(named.CALLBACK_RETRY, "call", call_id, summary, None, {"status": call.status})
         else:
             summary = f"callback not reached ({result.replace('_', ' ')}) in {len(call.callback_results)} attempts"
@@ -143,7 +145,9 @@ class CallOperations:
         """A callback on `line` at `at`: (call, created); the same request again, (call, False)."""
         call, created = self.call_center.schedule_callback(line, preferences, number, at, callback=callback)
         if created:
-            summary = f"callback scheduled on {line} for {call.arrived_at}, to a number ending {number[-4:]}"
+            summary = (
+                f"callback scheduled on {line} for {on_the_clock(call.arrived_at)}, to a number ending {number[-4:]}"
+            )
             self.recorder.record(named.CALLBACK_REQUESTED, "call", call.call_id, summary, None, call)
         return call, created
 
@@ -153,7 +157,7 @@ class CallOperations:
             outcome = self.call_center.move_callback(call_id, version, at)
         moved = outcome.call
         if moved is not None:
-            summary = f"callback moved from {before.arrived_at} to {moved.arrived_at}"
+            summary = f"callback moved from {on_the_clock(before.arrived_at)} to {on_the_clock(moved.arrived_at)}"
             self.recorder.record(
                 named.CALLBACK_MOVED, "call", call_id, summary, {"at": before.arrived_at}, {"at": moved.arrived_at}
             )
@@ -164,7 +168,7 @@ class CallOperations:
             outcome = self.call_center.cancel_callback(call_id, version)
         call = outcome.call
         if call is not None:
-            summary = f"callback for {call.arrived_at} cancelled before its time"
+            summary = f"callback for {on_the_clock(call.arrived_at)} cancelled before its time"
             self.recorder.record(named.CALLBACK_CANCELLED, "call", call_id, summary, {"status": call.status}, None)
         return outcome
 
