@@ -324,3 +324,20 @@ def test_the_phone_system_schedules_lists_moves_and_cancels_callbacks(api, moto_
 
 def call_version(call_id: str) -> int:
     return CallCenter().get_call(call_id).version
+
+
+def test_a_callback_costs_a_read_and_a_transaction_to_ask_and_one_transaction_to_connect(centre):
+    """What the phone system's two requests cost DynamoDB (its turn costs what any
+    assignment does: the agent's return reads the line's heads)."""
+    from queues_app.ddb import meter
+
+    center, clock = centre
+    call, _ = center.create_call(SPANISH_F)
+    with meter.measure() as asked:
+        center.request_callback(call.call_id, NUMBER)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    with meter.measure() as connected:
+        center.callback_result(call.call_id, "connected")
+    assert (asked.calls, asked.calls_of("TransactWriteItems")) == (2, 1)
+    assert connected.calls <= 4 and connected.calls_of("TransactWriteItems") == 1

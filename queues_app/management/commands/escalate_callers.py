@@ -11,6 +11,9 @@ from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations.system import SystemEvents
 
+# A callback due again (or scheduled) enters the line within this many seconds of its time.
+CALLBACK_SWEEP_SECONDS = 5.0
+
 
 class Command(CheckedCommand):
     help = (
@@ -47,6 +50,7 @@ class Command(CheckedCommand):
         )
 
     _presence_next = 0.0
+    _callbacks_next = 0.0
 
     def _quiet_agents(self, center: CallCenter):
         """The agents whose client went quiet, looked for every quarter of the limit (it
@@ -57,13 +61,21 @@ class Command(CheckedCommand):
         self._presence_next = time.monotonic() + max(1.0, limit / 4)
         return center.disconnect_absent()
 
+    def _due_callbacks(self, center: CallCenter):
+        """The callbacks whose time came, put in line: looked for every CALLBACK_SWEEP_SECONDS
+        (a Query of each of their partitions), not on every pass."""
+        if time.monotonic() < self._callbacks_next:
+            return []
+        self._callbacks_next = time.monotonic() + CALLBACK_SWEEP_SECONDS
+        return center.enter_due_callbacks()
+
     def _escalate(self, center: CallCenter) -> None:
         events = SystemEvents(AuditTrail(center.db))
         for call in center.miss_expired_offers():
             events.missed(call)
             state = f"given to {call.agent_name}" if call.agent_id else "waiting at its place"
             self.stdout.write(f"call {call.call_id}: not picked up in time; {state}")
-        for call in center.enter_due_callbacks():
+        for call in self._due_callbacks(center):
             state = f"reserved {call.agent_name}" if call.agent_id else "waiting at its place"
             self.stdout.write(f"call {call.call_id}: callback due again; {state}")
         for outcome in center.end_overdue_wrap_ups():
