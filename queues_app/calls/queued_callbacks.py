@@ -109,7 +109,8 @@ class QueuedCallbacks:
                 return self._requested_already(call, number)
             if call.status != CallStatus.WAITING:
                 raise errors.Conflict(
-                    f"Call {call_id} is {call.state}: only a waiting caller can be called back.", now={"call": call}
+                    f"Call {call_id} is {call.state.replace('_', ' ')}: only a waiting caller can be called back.",
+                    now={"call": call},
                 )
             stamp = to_iso(self.table.clock())
             asked = dataclasses.replace(
@@ -195,7 +196,9 @@ class QueuedCallbacks:
                 "place in line.",
                 now={"call": call},
             )
-        raise errors.Conflict(f"Call {call.call_id} is {call.state}: no agent is reserved for it.", now={"call": call})
+        raise errors.Conflict(
+            f"Call {call.call_id} is {call.state.replace('_', ' ')}: no agent is reserved for it.", now={"call": call}
+        )
 
     def _not_reached(self, result: str, call: Call) -> RangOut:
         """The callback's changes when the caller was not reached: tried again after its

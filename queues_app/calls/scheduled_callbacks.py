@@ -25,7 +25,7 @@ from queues_app.calls.store import Calls, call_from_item, call_to_item
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import batch, errors, parallel
-from queues_app.ddb.clock import to_iso
+from queues_app.ddb.clock import on_the_clock, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.lines.store import LineStore
 from queues_app.routing.line import with_line_requires
@@ -109,7 +109,7 @@ class ScheduledCallbacks:
             return existing
         raise errors.Conflict(
             f"This number has a callback on line {asked.line} already: call {existing.call_id}, "
-            f"{existing.state.replace('_', ' ')} (at {existing.arrived_at}).",
+            f"{existing.state.replace('_', ' ')}, for {on_the_clock(existing.arrived_at)}.",
             now={"call": existing},
         )
 

@@ -37,3 +37,9 @@ def centre_day_start(moment: datetime) -> datetime:
 def centre_date(moment: datetime) -> str:
     """The centre's date of `moment`, YYYY-MM-DD: the key of its day's figures."""
     return moment.astimezone(centre_zone()).date().isoformat()
+
+
+def on_the_clock(stamp: str | None) -> str:
+    """A moment as the centre's clock says it, for sentences: `29 Nov 10:00 EST`."""
+    moment = from_iso(stamp)
+    return moment.astimezone(centre_zone()).strftime("%-d %b %H:%M %Z") if moment else "–"

@@ -10,9 +10,10 @@ from queues_app.admission import BackpressureGate
 from queues_app.agents.skills import describe_preferences
 from queues_app.calls.records import Call, Outcome
 from queues_app.calls.transfers import Transfer
+from queues_app.ddb.clock import on_the_clock
 from queues_app.figures import counters
 from queues_app.operations.base import Recorder
-from queues_app.operations.wording import on_the_clock, waited, waited_until
+from queues_app.operations.wording import waited, waited_until
 
 
 class CallOperations:

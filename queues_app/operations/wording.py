@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from queues_app.calls.records import Call
-from queues_app.ddb.clock import centre_zone, from_iso
-
-
-def on_the_clock(stamp: str | None) -> str:
-    """A moment as the centre's clock says it: `29 Nov 10:00 EST`."""
-    moment = from_iso(stamp)
-    return moment.astimezone(centre_zone()).strftime("%-d %b %H:%M %Z") if moment else "–"
+from queues_app.ddb.clock import from_iso
 
 
 def ago(seconds: float) -> str:

@@ -64,11 +64,11 @@ def callback_cancel(request, call_id: str):
     if not confirmed(request):
         return ask_first(
             request,
-            title="Cancel the callback",
-            question=f"Cancel callback {call_id}? The caller will not be called back.",
+            title="Remove the callback",
+            question=f"Remove callback {call_id}? The caller will not be called back.",
             url=reverse("callback-cancel", args=[call_id]),
             back=back_url(request, reverse("callbacks")),
             fields=[("version", request.POST.get("version", ""))],
         )
     operations(request).cancel_callback(call_id, seen_version(request))
-    return f"Callback {call_id} cancelled."
+    return f"Callback {call_id} removed: the caller will not be called back."
