@@ -17,7 +17,6 @@ from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable, agent_changed, leg, status_clause
 from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
-from queues_app.ddb.codec import marshal
 from queues_app.figures import facts
 from queues_app.lines.store import wrap_up_limits, wrap_up_seconds, wrap_up_until
 
@@ -158,13 +157,7 @@ class Endings:
                 },
                 condition="#status = :assigned AND agent_id = :agent AND offer_sk = :offer",
             ),
-            {
-                "Delete": {
-                    "TableName": self.table.name,
-                    "Key": marshal({"pk": keys.OFFERS.of(call.call_id), "sk": call.offer_sk}),
-                    "ConditionExpression": "attribute_exists(pk)",
-                }
-            },
+            self.table.offer_gone(call),
             *self.table.event_actions(named.CALL_ABANDONED, left),
             self.table.fact_action(facts.ABANDONED, left, stamp),
         ]

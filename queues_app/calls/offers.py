@@ -24,9 +24,9 @@ from queues_app.calls.records import Call, CallStatus, Outcome
 from queues_app.calls.store import Calls
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable, status_clause, unless_seen_since
-from queues_app.ddb import errors, parallel, replay
+from queues_app.ddb import errors, replay
 from queues_app.ddb.clock import to_iso
-from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.codec import marshal
 from queues_app.figures import facts
 from queues_app.routing.line import WaitingLine
 from queues_app.routing.matching import Matcher
@@ -63,7 +63,7 @@ class Offers:
             try:
                 self.table.transact(
                     [
-                        self._offer_gone(call),
+                        self.table.offer_gone(call),
                         self.table.update(
                             keys.call(call_id),
                             f"SET answered_at = :now, version = version + :one{results if callback else ''} "
@@ -119,35 +119,12 @@ class Offers:
             )
         raise errors.Conflict(f"Call {call.call_id} is {call.status}: no offer to answer.", now={"call": call})
 
-    def _offer_gone(self, call: Call) -> dict:
-        """The offer's item, deleted on condition that it is there: what settles an answer
-        against a timeout."""
-        return {
-            "Delete": {
-                "TableName": self.table.name,
-                "Key": marshal({"pk": keys.OFFERS.of(call.call_id), "sk": call.offer_sk}),
-                "ConditionExpression": "attribute_exists(pk)",
-            }
-        }
-
     def miss_expired_offers(self, limit: int = 100) -> list[Call]:
         """Every offer past its deadline (one Query per offer partition, sent together):
         the call back to its place in line, the agent not ready (`missed`), and the call
         offered to the next fitting agent. Returns the calls, as they are after."""
-        now_sk = to_iso(self.table.clock())
-
-        def due(partition: str) -> list[dict]:
-            response = self.db.call(
-                "query",
-                TableName=self.table.name,
-                KeyConditionExpression="pk = :pk AND sk < :now",
-                ExpressionAttributeValues=marshal({":pk": partition, ":now": now_sk}),
-                Limit=limit,
-            )
-            return response.get("Items", [])
-
         missed = []
-        for offer in (unmarshal(item) for page in parallel.each(due, keys.offer_partitions()) for item in page):
+        for offer in self.table.due(keys.offer_partitions(), limit):
             call = self.miss_offer(offer["call_id"], offer["sk"])
             if call is not None:
                 missed.append(call)
@@ -185,7 +162,7 @@ class Offers:
         try:
             self.table.transact(
                 [
-                    self._offer_gone(call),
+                    self.table.offer_gone(call),
                     *self.line.return_actions(call, back, condition_offer=True),
                     agent_update,
                     *self.table.event_actions(named.CALL_MISSED, back),

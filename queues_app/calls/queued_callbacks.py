@@ -33,9 +33,9 @@ from queues_app.calls.records import Call, CallStatus, Outcome
 from queues_app.calls.store import ENDED_CALL_RETENTION, Calls
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable, leg
-from queues_app.ddb import errors, parallel
+from queues_app.ddb import errors
 from queues_app.ddb.clock import from_iso, to_iso
-from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.ddb.codec import marshal
 from queues_app.figures import facts
 from queues_app.lines.records import Line
 from queues_app.lines.store import LineStore
@@ -250,13 +250,7 @@ class QueuedCallbacks:
                 },
                 condition="#status = :assigned AND agent_id = :agent AND offer_sk = :offer",
             ),
-            {
-                "Delete": {
-                    "TableName": self.table.name,
-                    "Key": marshal({"pk": keys.OFFERS.of(call.call_id), "sk": call.offer_sk}),
-                    "ConditionExpression": "attribute_exists(pk)",
-                }
-            },
+            self.table.offer_gone(call),
         ]
 
     def _retried(self, call: Call, later: Call, stamp: str) -> list[dict]:
@@ -296,20 +290,8 @@ class QueuedCallbacks:
         """Every callback whose retry (or scheduled time) is due in line at its place (one Query per
         partition, sent together), then offered to an agent who fits at once. Run by the
         escalation loop; returns the calls as they are after."""
-        now_sk = to_iso(self.table.clock())
-
-        def due(partition: str) -> list[dict]:
-            response = self.db.call(
-                "query",
-                TableName=self.table.name,
-                KeyConditionExpression="pk = :pk AND sk < :now",
-                ExpressionAttributeValues=marshal({":pk": partition, ":now": now_sk}),
-                Limit=limit,
-            )
-            return response.get("Items", [])
-
         entered = []
-        for item in (unmarshal(raw) for page in parallel.each(due, keys.CALLBACK_RETRIES.partitions()) for raw in page):
+        for item in self.table.due(keys.CALLBACK_RETRIES.partitions(), limit):
             call = self._enter(item["call_id"], item["sk"])
             if call is not None:
                 entered.append(call)

@@ -14,10 +14,10 @@ from queues_app.agents.records import Agent, AgentStatus, StatusChange
 from queues_app.agents.skills import SkillCatalog
 from queues_app.calls.records import Call
 from queues_app.centre import keys
-from queues_app.ddb import errors
+from queues_app.ddb import errors, parallel
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.clock import from_iso, to_iso
-from queues_app.ddb.codec import marshal
+from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.figures import facts
 
 # What a change of a call also writes, in the same transaction, for whoever listens to
@@ -192,6 +192,34 @@ class CallCenterTable:
                 condition=condition,
             )
         ]
+
+    def offer_gone(self, call: Call) -> dict:
+        """The call's offer item deleted on condition that it is there: what settles an
+        answer (or a callback's result, or the call ending) against the offer's timeout."""
+        return {
+            "Delete": {
+                "TableName": self.name,
+                "Key": marshal({"pk": keys.OFFERS.of(call.call_id), "sk": call.offer_sk}),
+                "ConditionExpression": "attribute_exists(pk)",
+            }
+        }
+
+    def due(self, partitions: list[str], limit: int = 100) -> list[dict]:
+        """The items sorted by a moment (offers by deadline, callbacks by when they are due)
+        whose moment has passed: one Query per partition, sent together."""
+        now_sk = to_iso(self.clock())
+
+        def passed(partition: str) -> list[dict]:
+            response = self.db.call(
+                "query",
+                TableName=self.name,
+                KeyConditionExpression="pk = :pk AND sk < :now",
+                ExpressionAttributeValues=marshal({":pk": partition, ":now": now_sk}),
+                Limit=limit,
+            )
+            return [unmarshal(item) for item in response.get("Items", [])]
+
+        return [item for page in parallel.each(passed, partitions) for item in page]
 
     def leave_line_actions(self, call: Call, *, line_too: bool = True) -> list[dict]:
         """Take a waiting caller out of line: their waiting item (which must still be
