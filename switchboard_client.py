@@ -260,10 +260,12 @@ class Switchboard:
         same; a `Conflict` once the call no longer waits."""
         return self._request("POST", f"calls/{_segment(call_id)}/callback", json={"number": number})
 
-    def callback_result(self, call_id: str, result: str) -> dict:
+    def callback_result(self, call_id: str, result: str, *, attempt: int | None = None) -> dict:
         """How dialling a `callback_due` call went: `connected`, `no_answer`, `busy` or
-        `failed`. The call as it is after; a `Conflict` once its agent's reservation ran out."""
-        return self._request("POST", f"calls/{_segment(call_id)}/callback-result", json={"result": result})
+        `failed`, of its `attempt` (the attempts the due call showed, plus one). The call as
+        it is after; a `Conflict` once its agent's reservation ran out."""
+        body: dict = {"result": result} if attempt is None else {"result": result, "attempt": attempt}
+        return self._request("POST", f"calls/{_segment(call_id)}/callback-result", json=body)
 
     def transfer(
         self,

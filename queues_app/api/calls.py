@@ -179,7 +179,20 @@ class CallbackResultIn(InputSchema):
         "times in all."
     )
 
-    PROBLEMS: ClassVar[dict[str, str]] = {"result": f"must be one of {', '.join(RESULTS)}"}
+    attempt: int | None = Field(
+        None,
+        ge=1,
+        le=100,
+        strict=True,
+        description="The dialling this result is of: `callback.attempts` as `call.callback_due` showed them, plus "
+        "one. Given, a result sent again after the next attempt began is answered as it was, never taken for the "
+        "next one's.",
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {
+        "result": f"must be one of {', '.join(RESULTS)}",
+        "attempt": "must be a whole number from 1 to 100",
+    }
 
 
 class NothingIn(InputSchema):
@@ -377,7 +390,7 @@ def callback_result(request: HttpRequest, call_id: ItemId, payload: CallbackResu
     Too late, the reservation ran out as an offer does (the agent set not ready, `missed`;
     the callback back at its place) and this answers 409: of a result and the timeout at
     the same moment, exactly one wins."""
-    outcome = api_operations(request).callback_result(call_id, payload.result)
+    outcome = api_operations(request).callback_result(call_id, payload.result, attempt=payload.attempt)
     replayed(response, outcome.replayed)
     return call_to_json(cast(Call, outcome.call))
 

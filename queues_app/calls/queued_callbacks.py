@@ -162,14 +162,19 @@ class QueuedCallbacks:
 
     # --- dialled ---------------------------------------------------------------------
 
-    def result(self, call_id: str, result: str) -> Outcome:
+    def result(self, call_id: str, result: str, *, attempt: int | None = None) -> Outcome:
         """How dialling the callback went, as the phone system reports it while the agent is
-        reserved (`callback_due`). Sent again, answered as it was (`replayed`)."""
+        reserved (`callback_due`). Sent again, answered as it was (`replayed`). With
+        `attempt` (the dialling's number: the results recorded before it, plus one), a
+        result sent again once the next attempt is under way is still answered as it was,
+        never taken for the next attempt's."""
         if result not in RESULTS:
             raise errors.InvalidRequest(f"result: one of {', '.join(RESULTS)}.", field="result")
         call = self.calls.get(call_id)
         if not call.callback_number:
             raise errors.Conflict(f"Call {call_id} is no callback: no callback was asked for.", now={"call": call})
+        if attempt is not None and attempt != len(call.callback_results) + 1:
+            return self._attempt_reported(call, result, attempt)
         if result == CONNECTED:
             if call.state != CallStatus.CALLBACK_DUE:
                 return self._reported_already(call, result)
@@ -183,6 +188,23 @@ class QueuedCallbacks:
                 return Outcome(agent=ended.agent, call=self.calls.get(call_id))
             call = self.calls.get(call_id)
         raise errors.Conflict(f"Call {call_id} was being changed at the same moment; try again.")
+
+    def _attempt_reported(self, call: Call, result: str, attempt: int) -> Outcome:
+        """A result naming an attempt other than the one under way: an earlier one, sent
+        again (answered as it was, or refused if it said otherwise), or one not made yet."""
+        if 1 <= attempt <= len(call.callback_results):
+            reported = call.callback_results[attempt - 1].get("result")
+            if reported == result:
+                return Outcome(call=call, replayed=True)
+            raise errors.Conflict(
+                f"Attempt {attempt} of call {call.call_id} was reported {str(reported).replace('_', ' ')} already.",
+                now={"call": call},
+            )
+        raise errors.Conflict(
+            f"Call {call.call_id} has had {len(call.callback_results)} attempt(s) reported: "
+            f"attempt {attempt} is not under way.",
+            now={"call": call},
+        )
 
     def _reported_already(self, call: Call, result: str) -> Outcome:
         """A result for a callback whose agent is no longer reserved: this very result, sent

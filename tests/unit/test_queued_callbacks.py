@@ -341,3 +341,28 @@ def test_a_callback_costs_a_read_and_a_transaction_to_ask_and_one_transaction_to
         center.callback_result(call.call_id, "connected")
     assert (asked.calls, asked.calls_of("TransactWriteItems")) == (2, 1)
     assert connected.calls <= 4 and connected.calls_of("TransactWriteItems") == 1
+
+
+def test_a_result_sent_again_during_the_next_attempt_is_not_taken_for_it(centre):
+    """The phone system's busy of attempt 1, retried after a timeout, arrives while attempt
+    2 is being dialled: answered as it was, and attempt 2's reservation stands."""
+    center, clock = centre
+    asked, _ = waiting_callback(center, clock)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    center.callback_result(asked.call_id, "busy", attempt=1)
+    clock.advance(121)
+    center.enter_due_callbacks()
+    bea = Agents().create("Bea", SKILLS)
+    center.make_available(bea.agent_id)
+    due = center.get_call(asked.call_id)
+    assert due.state == CallStatus.CALLBACK_DUE
+    again = center.callback_result(asked.call_id, "busy", attempt=1)
+    assert again.replayed and center.get_call(asked.call_id).state == CallStatus.CALLBACK_DUE
+    with pytest.raises(errors.Conflict, match="reported busy already"):
+        center.callback_result(asked.call_id, "connected", attempt=1)
+    with pytest.raises(errors.Conflict, match="not under way"):
+        center.callback_result(asked.call_id, "connected", attempt=3)
+    reached = center.callback_result(asked.call_id, "connected", attempt=2)
+    assert reached.call.state == CallStatus.ASSIGNED
+    assert center.callback_result(asked.call_id, "connected", attempt=2).replayed
