@@ -37,6 +37,16 @@ class IntervalOut(Schema):
     refused: int = Field(
         description="Callers their line turned away (closed, or full with nowhere to overflow): never offered."
     )
+    callbacks_requested: int = Field(
+        description="Queued callbacks asked for in the interval (a waiting caller's, or scheduled ones)."
+    )
+    callbacks_connected: int = Field(description="Queued callbacks whose caller was reached in the interval.")
+    callbacks_failed: int = Field(
+        description="Queued callbacks not reached in their line's attempts (also in `abandoned`)."
+    )
+    callback_connect_seconds: float | None = Field(
+        description="From a callback's request to its connection, on average; null when none connected."
+    )
     in_queue_at_end: int | None = Field(
         description="Callers still waiting at the interval's end: the day's arrivals so far less those who left the "
         "line (callers of the day before left out); null where an earlier version counted the day."

@@ -80,6 +80,7 @@ class Offers:
                         self._agent_answers(call, agent, stamp),
                         *self.table.event_actions(named.CALL_ANSWERED, answered),
                         self.table.fact_action(facts.ANSWERED, answered, stamp),
+                        *self._connected(answered, stamp, callback),
                         *self.table.status_actions(StatusChange.of(agent, AgentStatus.ATTENDING, stamp)),
                     ]
                 )
@@ -90,6 +91,12 @@ class Offers:
                 continue
             return Outcome(call=answered)
         return self._answered_already(call)
+
+    def _connected(self, call: Call, stamp: str, callback: bool) -> list[dict]:
+        """A queued callback reached: its fact, with the time since it was asked for."""
+        if not callback:
+            return []
+        return [self.table.fact_action(facts.CALLBACK_CONNECTED, call, stamp, since=call.callback_requested_at)]
 
     def _agent_answers(self, call: Call, agent: Agent, stamp: str) -> dict:
         """The agent the call rang for, as read, attending it from now (one who was

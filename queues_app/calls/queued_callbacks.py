@@ -151,6 +151,7 @@ class QueuedCallbacks:
                 condition="attribute_exists(pk)",
             ),
             *self.table.event_actions(named.CALLBACK_REQUESTED, asked),
+            self.table.fact_action(facts.CALLBACK_REQUESTED, asked, asked.callback_requested_at or ""),
         ]
 
     def _requested_already(self, call: Call, number: str) -> Outcome:
@@ -304,6 +305,7 @@ class QueuedCallbacks:
             *self.table.event_actions(named.CALLBACK_FAILED, failed),
             # Never answered: counted as a caller who left unanswered (docs/queued-callbacks.md).
             self.table.fact_action(facts.ABANDONED, failed, stamp),
+            self.table.fact_action(facts.CALLBACK_FAILED, failed, stamp),
         ]
 
     # --- tried again -----------------------------------------------------------------

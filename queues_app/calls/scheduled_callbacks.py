@@ -27,6 +27,7 @@ from queues_app.centre.table import CallCenterTable
 from queues_app.ddb import batch, errors, parallel
 from queues_app.ddb.clock import on_the_clock, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
+from queues_app.figures import facts
 from queues_app.lines.store import LineStore
 from queues_app.routing.line import with_line_requires
 
@@ -87,6 +88,7 @@ class ScheduledCallbacks:
                     },
                     {"Put": {"TableName": self.table.name, "Item": marshal(call_to_item(call))}},
                     self._due_item(call, when),
+                    self.table.fact_action(facts.CALLBACK_REQUESTED, call, call.callback_requested_at or ""),
                 ]
             )
         except errors.TransactionCancelled as exc:

@@ -72,10 +72,11 @@ class CallCenterTable:
             actions += self.agent_events(change, also)
         return actions
 
-    def fact_action(self, kind: str, call: Call, at: str) -> dict:
+    def fact_action(self, kind: str, call: Call, at: str, *, since: str | None = None) -> dict:
         """The call fact (answered or abandoned, with the wait) this change adds to the
-        service level, to write in its own transaction (figures/facts.py)."""
-        arrived, left = from_iso(call.arrived_at), from_iso(at)
+        service level, to write in its own transaction (figures/facts.py). `since`: its
+        seconds are counted from then rather than from the caller's arrival."""
+        arrived, left = from_iso(since or call.arrived_at), from_iso(at)
         wait = (left - arrived).total_seconds() if arrived and left else 0.0
         fact = facts.item(kind, call.call_id, at, call.asked_for, wait, call.line, call.agent_id)
         return facts.put_action(self.db, fact)

@@ -12,7 +12,8 @@ Items in the metrics table (no TTL: a fact stays until it is counted):
     pk FACT#<n>         sk <call id>#<kind>            n = a hash of the call id over 32 partitions
     pk AGENT_FACT#<n>   sk <agent id>#<at>#status      n = a hash of the agent id over 32
 
-Attributes: `kind` (offered, answered, abandoned, overflowed, ended, refused), `call_id`, `line`
+Attributes: `kind` (offered, answered, abandoned, overflowed, ended, refused, and a queued
+callback's requested, connected, failed), `call_id`, `line`
 (the call's line, when it has one: its figures by the line's promise), `at` (when it
 happened: the interval it counts in), and for an offered, answered or abandoned call
 `combination` (what the caller asked for, `Spanish#any`) and `seconds` (the wait; none
@@ -34,7 +35,20 @@ ANSWERED, ABANDONED, ENDED = "answered", "abandoned", "ended"
 OFFERED = "offered"  # a caller entered the line (counted in the interval they arrived in)
 OVERFLOWED = "overflowed"  # a caller past their line's limit was ended unanswered (its overflow's `end`)
 REFUSED = "refused"  # a caller their line turned away (closed, or full with nowhere to go): never offered
-KINDS = (OFFERED, ANSWERED, ABANDONED, ENDED, OVERFLOWED, REFUSED)
+# Queued callbacks (calls/queued_callbacks.py): asked for; connected (its `seconds` from the
+# request to the connection); not reached in its line's attempts.
+CALLBACK_REQUESTED, CALLBACK_CONNECTED, CALLBACK_FAILED = "callback_requested", "callback_connected", "callback_failed"
+KINDS = (
+    OFFERED,
+    ANSWERED,
+    ABANDONED,
+    ENDED,
+    OVERFLOWED,
+    REFUSED,
+    CALLBACK_REQUESTED,
+    CALLBACK_CONNECTED,
+    CALLBACK_FAILED,
+)
 # Each fact is written once and deleted once: 32 partitions keep each under a tenth of its
 # write limit at 1,000 calls a second (docs/scale.md).
 FACTS = Spread("FACT", 32)

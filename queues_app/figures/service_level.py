@@ -128,6 +128,13 @@ def line_fact_figures(kind: str, seconds: float, promise: Promise | None) -> tup
     return fact_figures(kind, seconds)
 
 
+CALLBACK_FIGURES = {
+    facts.CALLBACK_REQUESTED: {"callbacks_requested": 1, "offered": 0},
+    facts.CALLBACK_CONNECTED: {"callbacks_connected": 1, "offered": 0},
+    facts.CALLBACK_FAILED: {"callbacks_failed": 1, "offered": 0},
+}
+
+
 def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str, float]]:
     """What one call fact adds to its items (sums) and the maxima it may raise (peaks)."""
     seconds = max(0.0, float(seconds))
@@ -143,6 +150,11 @@ def fact_figures(kind: str, seconds: float) -> tuple[dict[str, float], dict[str,
         return {"refused": 1, "offered": 0}, {}
     if kind == facts.OVERFLOWED:  # neither for nor against the service level
         return {"overflowed": 1, "offered": 0}, {"wait_max": seconds}
+    if kind in CALLBACK_FIGURES:  # beside the caller's own facts: counted apart
+        return {
+            **CALLBACK_FIGURES[kind],
+            **({"callback_connect_sum": seconds} if kind == facts.CALLBACK_CONNECTED else {}),
+        }, {}
     return {"handled": 1, "handle_sum": seconds}, {}
 
 
@@ -176,6 +188,10 @@ class Figures:
     overflowed: int = 0  # ended unanswered past their line's limit
     short_abandoned: int = 0  # (per line) hung up sooner than the line's short_abandon_seconds
     refused: int = 0  # turned away by their line (closed, or full): never offered
+    callbacks_requested: int = 0  # queued callbacks asked for (scheduled ones too)
+    callbacks_connected: int = 0
+    callback_connect_sum: float = 0.0  # seconds from each callback's request to its connection
+    callbacks_failed: int = 0  # not reached in their line's attempts
 
     def add(self, values: dict[str, float]) -> None:
         if "offered" in values:
@@ -191,6 +207,10 @@ class Figures:
         self.overflowed += int(values.get("overflowed", 0))
         self.short_abandoned += int(values.get("short_abandoned", 0))
         self.refused += int(values.get("refused", 0))
+        self.callbacks_requested += int(values.get("callbacks_requested", 0))
+        self.callbacks_connected += int(values.get("callbacks_connected", 0))
+        self.callback_connect_sum += values.get("callback_connect_sum", 0.0)
+        self.callbacks_failed += int(values.get("callbacks_failed", 0))
         peak = values.get("wait_max")
         if peak is not None and (self.wait_max is None or peak > self.wait_max):
             self.wait_max = peak
@@ -214,6 +234,11 @@ class Figures:
     @property
     def average_speed_of_answer(self) -> float | None:
         return self.wait_sum / self.answered if self.answered else None
+
+    @property
+    def average_callback_connect_time(self) -> float | None:
+        """From a callback's request to its connection, on average."""
+        return self.callback_connect_sum / self.callbacks_connected if self.callbacks_connected else None
 
     @property
     def average_handle_time(self) -> float | None:

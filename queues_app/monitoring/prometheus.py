@@ -193,7 +193,8 @@ class LineCollector:
 
     - switchboard_line_waiting: callers waiting on the line now
     - switchboard_line_answered, switchboard_line_abandoned, switchboard_line_short_abandoned,
-      switchboard_line_overflowed, switchboard_line_refused: callers today
+      switchboard_line_overflowed, switchboard_line_refused: callers today;
+      switchboard_line_callbacks_requested, _connected, _failed: queued callbacks today
     - switchboard_line_service_level_ratio: answered within the line's threshold over callers
       who left it (short abandons left out); switchboard_line_service_level_target_ratio and
       switchboard_line_service_level_threshold_seconds: the line's promise
@@ -206,9 +207,19 @@ class LineCollector:
             return
         waiting = center.line.on_line([line.line_id for line in lines])
         today = ServiceLevelReader(center.db).lines_today()
-        names = ("waiting", "answered", "abandoned", "short_abandoned", "overflowed", "refused")
+        names = (
+            "waiting",
+            "answered",
+            "abandoned",
+            "short_abandoned",
+            "overflowed",
+            "refused",
+            "callbacks_requested",
+            "callbacks_connected",
+            "callbacks_failed",
+        )
         families = {
-            name: GaugeMetricFamily(f"switchboard_line_{name}", f"Callers {name.replace('_', ' ')}", labels=["line"])
+            name: GaugeMetricFamily(f"switchboard_line_{name}", name.replace("_", " ").capitalize(), labels=["line"])
             for name in names
         }
         level = GaugeMetricFamily(

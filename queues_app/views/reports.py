@@ -67,6 +67,7 @@ def reports(request):
                 or row["short_abandoned"]
                 or row["overflowed"]
                 or row["refused"]
+                or row["callbacks_requested"]
                 or row["in_queue_at_end"]
                 or row["occupancy"] is not None
             ],
@@ -90,6 +91,9 @@ def reports(request):
                     "short_abandoned",
                     "overflowed",
                     "refused",
+                    "callbacks_requested",
+                    "callbacks_connected",
+                    "callbacks_failed",
                 )
             },
             "query": request.GET.urlencode(),
@@ -110,6 +114,10 @@ def reports_csv(request):
             if asked.line
             else {}
         ),
+        "callbacks_requested": "Callbacks asked for",
+        "callbacks_connected": "Callbacks connected",
+        "callbacks_failed": "Callbacks failed",
+        "callback_connect_seconds": "Callback: request to connection (s)",
         "in_queue_at_end": "In queue at the end",
         "service_level": "Service level",
         "asa_seconds": "Average speed of answer (s)",

@@ -366,3 +366,40 @@ def test_a_result_sent_again_during_the_next_attempt_is_not_taken_for_it(centre)
     reached = center.callback_result(asked.call_id, "connected", attempt=2)
     assert reached.call.state == CallStatus.ASSIGNED
     assert center.callback_result(asked.call_id, "connected", attempt=2).replayed
+
+
+# --- figures -----------------------------------------------------------------------------
+
+
+def test_callbacks_asked_connected_and_failed_are_counted_in_the_day_the_api_and_metrics(centre, api, settings):
+    from datetime import date
+
+    from queues_app.figures.counters import MetricsStore
+    from queues_app.figures.intervals import IntervalReader
+
+    center, clock = centre
+    center.lines.put({"line_id": "main", "name": "Main", "callback_max_attempts": 1})
+    center.lines.forget()
+    reached, _ = center.create_call(SPANISH_F, line="main")
+    failed, _ = center.create_call(SPANISH_F, line="main")
+    center.request_callback(reached.call_id, NUMBER)
+    center.request_callback(failed.call_id, "+33698765432")
+    for name in ("Ana", "Bea"):
+        center.make_available(Agents().create(name, SKILLS).agent_id)
+    clock.advance(30)
+    center.callback_result(reached.call_id, "connected")
+    center.callback_result(failed.call_id, "no_answer")  # its line allows one attempt: ended
+    MetricsStore(center.db).flush()
+
+    day = IntervalReader(center.db).day(date.fromisoformat(to_iso(clock())[:10]), 60)
+    figures = [i.overall.figures for i in day.intervals if i.overall.figures.callbacks_requested]
+    assert sum(f.callbacks_requested for f in figures) == 2
+    assert sum(f.callbacks_connected for f in figures) == 1 and sum(f.callbacks_failed for f in figures) == 1
+    connect = [f.average_callback_connect_time for f in figures if f.callbacks_connected]
+    assert connect and 29 <= connect[0] <= 31  # from its request to the connection
+    assert sum(i.overall.figures.abandoned for i in day.intervals) == 1  # the failed one, unanswered
+    rows = api.get(f"/api/reports/intervals?date={to_iso(clock())[:10]}&interval=60").json()["intervals"]
+    assert sum(r["callbacks_requested"] for r in rows if r["combination"] == "all") == 2
+    metrics = api.get("/metrics").content.decode()
+    assert 'switchboard_line_callbacks_connected{line="main"} 1.0' in metrics
+    assert 'switchboard_line_callbacks_failed{line="main"} 1.0' in metrics
