@@ -371,13 +371,16 @@ def test_a_result_sent_again_during_the_next_attempt_is_not_taken_for_it(centre)
 # --- figures -----------------------------------------------------------------------------
 
 
-def test_callbacks_asked_connected_and_failed_are_counted_in_the_day_the_api_and_metrics(centre, api, settings):
+def test_callbacks_asked_connected_and_failed_are_counted_in_the_day_the_api_and_metrics(
+    centre, api, supervisor_client
+):
     from datetime import date
 
     from queues_app.figures.counters import MetricsStore
     from queues_app.figures.intervals import IntervalReader
 
     center, clock = centre
+    clock.moment = clock.moment.replace(hour=10, minute=0)  # today (UTC), far from midnight and the hour's end
     center.lines.put({"line_id": "main", "name": "Main", "callback_max_attempts": 1})
     center.lines.forget()
     reached, _ = center.create_call(SPANISH_F, line="main")
@@ -392,7 +395,7 @@ def test_callbacks_asked_connected_and_failed_are_counted_in_the_day_the_api_and
     MetricsStore(center.db).flush()
 
     day = IntervalReader(center.db).day(date.fromisoformat(to_iso(clock())[:10]), 60)
-    figures = [i.overall.figures for i in day.intervals if i.overall.figures.callbacks_requested]
+    figures = [i.overall.figures for i in day.intervals]
     assert sum(f.callbacks_requested for f in figures) == 2
     assert sum(f.callbacks_connected for f in figures) == 1 and sum(f.callbacks_failed for f in figures) == 1
     connect = [f.average_callback_connect_time for f in figures if f.callbacks_connected]
@@ -403,3 +406,5 @@ def test_callbacks_asked_connected_and_failed_are_counted_in_the_day_the_api_and
     metrics = api.get("/metrics").content.decode()
     assert 'switchboard_line_callbacks_connected{line="main"} 1.0' in metrics
     assert 'switchboard_line_callbacks_failed{line="main"} 1.0' in metrics
+    page = supervisor_client.get(f"/reports/?date={to_iso(clock())[:10]}").content.decode()
+    assert "2 callbacks asked for, 1 connected, 1 not reached" in page
