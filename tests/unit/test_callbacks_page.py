@@ -74,7 +74,7 @@ def test_a_viewer_sees_the_callbacks_and_cannot_schedule(viewer_client, moto_db)
     assert "supervisors schedule them" in viewer_client.get(reverse("callbacks")).content.decode()
 
 
-def test_each_enters_its_line_at_its_moment_across_the_change(supervisor_client, moto_db, new_york):
+def test_each_enters_its_line_at_its_moment_across_the_change(supervisor_client, backend_db, new_york):
     schedule(supervisor_client, "2027-03-13T09:00")
     schedule(supervisor_client, "2027-03-15T09:00", "+33698765432")
     first, second = CallCenter().upcoming_callbacks()

@@ -1,7 +1,9 @@
 """Queued callbacks: a waiting caller turned into a callback keeps their place; at their
 turn an agent is reserved and the phone system told to dial; connected, the call is in
 progress; not reached, the agent is freed and the callback tried again after its line's
-delay, at its place, up to its line's attempts; a result sent again is answered as it was."""
+delay, at its place, up to its line's attempts; a result sent again is answered as it was.
+Scheduled callbacks enter their line at their time; a number has one at a time. The
+domain's tests run on moto and on DynamoDB Local (`backend_db`)."""
 
 from datetime import timedelta
 from zoneinfo import ZoneInfo
@@ -33,7 +35,8 @@ class Clock:
 
 
 @pytest.fixture
-def centre(moto_db, settings):
+def centre(backend_db, settings):
+    """The call centre on a clock the test moves: each test runs on moto and on DynamoDB Local."""
     settings.CALLBACK_RETRY_SECONDS = 120
     settings.CALLBACK_MAX_ATTEMPTS = 2
     settings.CALLBACK_DIAL_SECONDS = 60
