@@ -4,7 +4,7 @@ while nobody waits on them; with their inputs and outputs."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
@@ -93,6 +93,11 @@ class LineIn(InputSchema):
     callback_priority: int | None = Field(
         None, description="The priority (0 to 9) of the line's scheduled callbacks when they enter the line (null: 0)."
     )
+    callback_wait_from: Literal["arrival", "request"] | None = Field(
+        None,
+        description="A connected callback's wait for the service level: from the caller's `arrival` (the default, as "
+        "Amazon Connect counts it) or from the `request` to be called back.",
+    )
     version: Version | None = Field(
         None, description="The line's `version` as you last read it; leave out (or 0) to create it.", examples=[3]
     )
@@ -126,6 +131,7 @@ class LineOut(Schema):
     callback_offer_after_seconds: int | None
     callback_offer_wait_seconds: int | None
     callback_priority: int | None
+    callback_wait_from: str
     version: int = Field(description="0 for `main` when no line is configured (send it to create `main`).")
     open_now: bool
     opens_at: str | None = Field(description="While closed: when it opens next (null: no hours ahead).")

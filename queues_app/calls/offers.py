@@ -44,10 +44,11 @@ class Offers:
         self.table, self.agents, self.calls, self.line, self.matcher = table, agents, calls, line, matcher
         self.db = table.db
 
-    def answered(self, call_id: str, *, callback: bool = False) -> Outcome:
+    def answered(self, call_id: str, *, callback: bool = False, wait_from_request: bool = False) -> Outcome:
         """The agent picked up the offered call (`callback`: a queued callback's caller was
         reached, with its agent reserved). Sent again, answered as done (`replayed`); an
-        offer that ran out (the call went back to the line) is a Conflict saying so."""
+        offer that ran out (the call went back to the line) is a Conflict saying so.
+        `wait_from_request`: the callback's line counts its wait from the request."""
         call = self.calls.get(call_id)
         for _attempt in range(3):  # the agent changed on the same call (a next status set): again
             if call.offer_sk is None:
@@ -79,7 +80,12 @@ class Offers:
                         ),
                         self._agent_answers(call, agent, stamp),
                         *self.table.event_actions(named.CALL_ANSWERED, answered),
-                        self.table.fact_action(facts.ANSWERED, answered, stamp),
+                        self.table.fact_action(
+                            facts.ANSWERED,
+                            answered,
+                            stamp,
+                            since=answered.callback_requested_at if wait_from_request else None,
+                        ),
                         *self._connected(answered, stamp, callback),
                         *self.table.status_actions(StatusChange.of(agent, AgentStatus.ATTENDING, stamp)),
                     ]

@@ -30,6 +30,7 @@ MAX_WAITING = 1_000_000
 MAX_WRAP_UP_SECONDS = 3600
 MAX_CALLBACK_RETRY_SECONDS = 86_400
 MAX_CALLBACK_ATTEMPTS = 10
+CALLBACK_WAIT_FROM = ("arrival", "request")
 
 
 class LineError(ValueError):
@@ -93,6 +94,9 @@ class Line:
     callback_offer_after_seconds: int | None = None  # offered once a caller has waited so long
     callback_offer_wait_seconds: int | None = None  # offered while the estimated wait is above it
     callback_priority: int | None = None  # a scheduled callback's priority in line (None: 0)
+    # A connected callback's wait for the service level: from the caller's arrival (the
+    # default, as Amazon Connect counts it) or from the request to be called back.
+    callback_wait_from: str = "arrival"
 
     def as_dict(self) -> dict[str, Any]:
         """The written form `parse` reads back (the API's, and an exported file's)."""
@@ -115,6 +119,7 @@ class Line:
             "callback_offer_after_seconds": self.callback_offer_after_seconds,
             "callback_offer_wait_seconds": self.callback_offer_wait_seconds,
             "callback_priority": self.callback_priority,
+            "callback_wait_from": self.callback_wait_from,
             "version": self.version,
         }
 
@@ -131,7 +136,7 @@ FIELDS = frozenset(
         "short_abandon_seconds", "hours", "holidays", "max_waiting", "max_wait_seconds",
         "overflow", "priority_aging_seconds", "steps", "wrap_up_seconds", "version",
         "callback_retry_seconds", "callback_max_attempts", "callback_offer_after_seconds",
-        "callback_offer_wait_seconds", "callback_priority",
+        "callback_offer_wait_seconds", "callback_priority", "callback_wait_from",
     }
 )  # fmt: skip
 
@@ -183,6 +188,7 @@ def parse(data: Mapping[str, Any], *, dimensions: Mapping[str, Sequence[str]], d
         callback_priority=_whole(data, "callback_priority", 0, 9, 0)
         if data.get("callback_priority") is not None
         else None,
+        callback_wait_from=_one_of(data, "callback_wait_from", CALLBACK_WAIT_FROM),
         version=_whole(data, "version", 0, 2**53, 0),
     )
     if line.overflow is None and (line.max_waiting is not None or line.max_wait_seconds is not None):
@@ -229,6 +235,13 @@ def _whole(data: Mapping[str, Any], field: str, low: int, high: int, default: in
         value = default
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise LineError(field, f"a whole number from {low} to {high:,}")
+    return value
+
+
+def _one_of(data: Mapping[str, Any], field: str, allowed: tuple[str, ...]) -> str:
+    value = data.get(field) or allowed[0]
+    if value not in allowed:
+        raise LineError(field, f"one of {', '.join(allowed)}")
     return value
 
 

@@ -30,6 +30,7 @@ SUPPORT = {
     "callback_offer_after_seconds": 90,
     "callback_offer_wait_seconds": None,
     "callback_priority": 4,
+    "callback_wait_from": "request",
     "version": 3,
 }
 

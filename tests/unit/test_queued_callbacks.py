@@ -411,3 +411,26 @@ def test_callbacks_asked_connected_and_failed_are_counted_in_the_day_the_api_and
     assert 'switchboard_line_callbacks_failed{line="main"} 1.0' in metrics
     page = supervisor_client.get(f"/reports/?date={to_iso(clock())[:10]}").content.decode()
     assert "2 callbacks asked for, 1 connected, 1 not reached" in page
+
+
+@pytest.mark.parametrize(("wait_from", "counted"), [("arrival", 130), ("request", 30)])
+def test_a_connected_callbacks_wait_counts_from_where_its_line_says(centre, wait_from, counted):
+    from datetime import date
+
+    from queues_app.figures.counters import MetricsStore
+    from queues_app.figures.intervals import IntervalReader
+
+    center, clock = centre
+    clock.moment = clock.moment.replace(hour=10, minute=0)
+    center.lines.put({"line_id": "main", "name": "Main", "callback_wait_from": wait_from})
+    center.lines.forget()
+    call, _ = center.create_call(SPANISH_F, line="main")
+    clock.advance(100)
+    center.request_callback(call.call_id, NUMBER)
+    center.make_available(Agents().create("Ana", SKILLS).agent_id)
+    clock.advance(30)
+    center.callback_result(call.call_id, "connected")
+    MetricsStore(center.db).flush()
+    day = IntervalReader(center.db).day(date.fromisoformat(to_iso(clock())[:10]), 60)
+    assert sum(i.overall.figures.wait_sum for i in day.intervals) == pytest.approx(counted, abs=1)
+    assert center.get_call(call.call_id).waited_seconds == pytest.approx(130, abs=1)  # the call's own: from arrival
