@@ -20,9 +20,9 @@ from queues_app.ddb.clock import to_iso
 from queues_app.figures import facts
 from queues_app.lines.store import wrap_up_limits, wrap_up_seconds, wrap_up_until
 
-# What becomes of a call that ends while it rings: its changes, given the call, its agent,
-# where the agent goes and the moment.
-RangOut = Callable[[Call, Agent, str, str], list[dict]]
+# What becomes of a call (the caller's, as its maker read it) that ends while it rings: its
+# changes, given its agent, where the agent goes and the moment.
+RangOut = Callable[[Agent, str, str], list[dict]]
 
 
 class Endings:
@@ -75,7 +75,10 @@ class Endings:
             ),
         ]
         if call_id and agent.status == AgentStatus.RINGING:
-            actions += (ringing or self._rang_out)(self.calls.get(call_id), agent, then, stamp)
+            if ringing is not None:
+                actions += ringing(agent, then, stamp)
+            else:
+                actions += self._rang_out(self.calls.get(call_id), agent, then, stamp)
         elif call_id:
             actions += self._call_ended(call_id, agent, then, stamp)
         actions += self.table.status_actions(StatusChange.of(agent, next_status, stamp, reason, call_id=call_id))

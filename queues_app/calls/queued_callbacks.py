@@ -231,7 +231,7 @@ class QueuedCallbacks:
         from the call as read while due: changed since (its reservation ran out), the
         transaction's conditions fail and the result is refused."""
 
-        def changes(_now: Call, agent: Agent, then: str, stamp: str) -> list[dict]:
+        def changes(agent: Agent, then: str, stamp: str) -> list[dict]:
             wait, most = self._retry_settings(call)
             tried = [*call.callback_results, {"result": result, "agent_id": agent.agent_id, "at": stamp}]
             attempts = sum(1 for entry in tried if entry.get("result") in NOT_REACHED)

@@ -24,7 +24,7 @@ from queues_app.calls.records import Call, CallStatus, Outcome
 from queues_app.calls.store import Calls, call_from_item, call_to_item
 from queues_app.centre import keys
 from queues_app.centre.table import CallCenterTable
-from queues_app.ddb import batch, errors, parallel
+from queues_app.ddb import batch, errors
 from queues_app.ddb.clock import on_the_clock, to_iso
 from queues_app.ddb.codec import marshal, unmarshal
 from queues_app.figures import facts
@@ -32,6 +32,11 @@ from queues_app.lines.store import LineStore
 from queues_app.routing.line import with_line_requires
 
 MAX_AHEAD = timedelta(days=366)  # a callback is scheduled at most this far ahead
+
+
+def duplicates_until(at: datetime) -> str:
+    """Until when a callback at `at` refuses another for its number on its line."""
+    return to_iso(at + timedelta(seconds=settings.CALLBACK_DUPLICATE_SECONDS))
 
 
 class ScheduledCallbacks:
@@ -47,13 +52,7 @@ class ScheduledCallbacks:
         with the same line, number, time and preferences, the first one (created False);
         another for the same number on the line within the window is a Conflict naming it."""
         number = checked_number(number)
-        moment = self.table.clock()
-        if at.tzinfo is None:
-            raise errors.InvalidRequest(
-                "at: give the time with its offset, e.g. 2026-11-28T10:00:00-05:00.", field="at"
-            )
-        if not moment < at <= moment + MAX_AHEAD:
-            raise errors.InvalidRequest(f"at: a time to come, within {MAX_AHEAD.days} days.", field="at")
+        moment = self._checked_time(at)
         line = self.lines.current_line(line_id)
         if line is None:
             raise errors.NotFound(f"No line {line_id!r}.")
@@ -73,14 +72,13 @@ class ScheduledCallbacks:
             callback_retry_at=when,
         )
         marker = keys.callback_number(line.line_id, number)
-        window = timedelta(seconds=float(getattr(settings, "CALLBACK_DUPLICATE_SECONDS", 3600)))
         try:
             self.table.transact(
                 [
                     {
                         "Put": {
                             "TableName": self.table.name,
-                            "Item": marshal({**marker, "call_id": call.call_id, "until": to_iso(at + window)}),
+                            "Item": marshal({**marker, "call_id": call.call_id, "until": duplicates_until(at)}),
                             "ConditionExpression": "attribute_not_exists(pk) OR #until < :now",
                             "ExpressionAttributeNames": {"#until": "until"},
                             "ExpressionAttributeValues": marshal({":now": to_iso(moment)}),
@@ -96,6 +94,17 @@ class ScheduledCallbacks:
                 raise errors.Conflict("Another callback for this number was being scheduled; try again.") from exc
             return self._scheduled_already(call, marker), False
         return call, True
+
+    def _checked_time(self, at: datetime) -> datetime:
+        """`at` is aware and to come within MAX_AHEAD; returns the moment it was checked at."""
+        moment = self.table.clock()
+        if at.tzinfo is None:
+            raise errors.InvalidRequest(
+                "at: give the time with its offset, e.g. 2026-11-28T10:00:00-05:00.", field="at"
+            )
+        if not moment < at <= moment + MAX_AHEAD:
+            raise errors.InvalidRequest(f"at: a time to come, within {MAX_AHEAD.days} days.", field="at")
+        return moment
 
     def _scheduled_already(self, asked: Call, marker: dict) -> Call:
         found = self.db.call("get_item", TableName=self.table.name, Key=marshal(marker), ConsistentRead=True)
@@ -126,12 +135,9 @@ class ScheduledCallbacks:
     def move(self, call_id: str, version: int, at: datetime) -> Outcome:
         """A scheduled callback at another time, on condition that it is as read."""
         call = self._as_read(call_id, version)
-        moment = self.table.clock()
-        if at.tzinfo is None or not moment < at <= moment + MAX_AHEAD:
-            raise errors.InvalidRequest(f"at: a time to come, within {MAX_AHEAD.days} days.", field="at")
+        self._checked_time(at)
         when = to_iso(at)
         moved = dataclasses.replace(call, arrived_at=when, callback_retry_at=when, version=call.version + 1)
-        window = timedelta(seconds=float(getattr(settings, "CALLBACK_DUPLICATE_SECONDS", 3600)))
         marker = keys.callback_number(call.line or "", call.callback_number or "")
         self.table.transact(
             [
@@ -139,7 +145,7 @@ class ScheduledCallbacks:
                 self._due_gone(call),
                 self._due_item(moved, when),
                 self.table.update(
-                    marker, "SET #until = :until", {":until": to_iso(at + window)}, names={"#until": "until"}
+                    marker, "SET #until = :until", {":until": duplicates_until(at)}, names={"#until": "until"}
                 ),
             ]
         )
@@ -205,20 +211,7 @@ class ScheduledCallbacks:
         """The callbacks out of line until a time (scheduled, and not reached to be tried
         again), soonest first: one Query per partition, sent together, then their calls."""
 
-        def first(partition: str) -> list[dict]:
-            response = self.db.call(
-                "query",
-                TableName=self.table.name,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues=marshal({":pk": partition}),
-                Limit=limit,
-            )
-            return [unmarshal(item) for item in response.get("Items", [])]
-
-        due = sorted(
-            (item for page in parallel.each(first, keys.CALLBACK_RETRIES.partitions()) for item in page),
-            key=lambda item: item["sk"],
-        )[:limit]
+        due = sorted(self.table.timed(keys.CALLBACK_RETRIES.partitions(), limit), key=lambda item: item["sk"])[:limit]
         read = batch.get_items(self.db, self.table.name, [keys.call(item["call_id"]) for item in due])
         found = {call.call_id: call for call in map(call_from_item, read)}
         return [found[item["call_id"]] for item in due if item["call_id"] in found]

@@ -206,21 +206,28 @@ class CallCenterTable:
         }
 
     def due(self, partitions: list[str], limit: int = 100) -> list[dict]:
-        """The items sorted by a moment (offers by deadline, callbacks by when they are due)
-        whose moment has passed: one Query per partition, sent together."""
-        now_sk = to_iso(self.clock())
+        """The items sorted by a moment whose moment has passed (`timed`)."""
+        return self.timed(partitions, limit, before=to_iso(self.clock()))
 
-        def passed(partition: str) -> list[dict]:
+    def timed(self, partitions: list[str], limit: int = 100, *, before: str | None = None) -> list[dict]:
+        """The first `limit` items of each partition sorted by a moment (offers by deadline,
+        callbacks by when they are due), or only those before `before`: one Query per
+        partition, sent together."""
+
+        def first(partition: str) -> list[dict]:
+            condition, values = "pk = :pk", {":pk": partition}
+            if before is not None:
+                condition, values = condition + " AND sk < :before", {**values, ":before": before}
             response = self.db.call(
                 "query",
                 TableName=self.name,
-                KeyConditionExpression="pk = :pk AND sk < :now",
-                ExpressionAttributeValues=marshal({":pk": partition, ":now": now_sk}),
+                KeyConditionExpression=condition,
+                ExpressionAttributeValues=marshal(values),
                 Limit=limit,
             )
             return [unmarshal(item) for item in response.get("Items", [])]
 
-        return [item for page in parallel.each(passed, partitions) for item in page]
+        return [item for page in parallel.each(first, partitions) for item in page]
 
     def leave_line_actions(self, call: Call, *, line_too: bool = True) -> list[dict]:
         """Take a waiting caller out of line: their waiting item (which must still be
