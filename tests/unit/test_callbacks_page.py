@@ -88,3 +88,15 @@ def test_each_enters_its_line_at_its_moment_across_the_change(supervisor_client,
     (entered,) = at("2027-03-15T13:00:01").enter_due_callbacks()
     assert entered.call_id == second.call_id and entered.state == CallStatus.CALLBACK_WAITING
     assert entered.arrived_at == to_iso(datetime(2027, 3, 15, 13, tzinfo=UTC))
+
+
+def test_a_callback_being_dialled_reads_as_itself_on_the_calls_page(supervisor_client, moto_db):
+    from queues_app.agents.roster import Agents
+
+    center = CallCenter()
+    call, _ = center.create_call({"language": "Spanish", "gender": "F"})
+    center.request_callback(call.call_id, NUMBER)
+    center.make_available(Agents().create("Ana", {"language": ["Spanish"], "gender": ["F"]}).agent_id)
+    page = supervisor_client.get(reverse("calls")).content.decode()
+    ringing = page.split('id="ringing"')[1].split("</section>")[0]
+    assert call.call_id in ringing and "Callback due" in ringing and ">Offered<" not in ringing
