@@ -189,7 +189,14 @@ class CallbackResultIn(InputSchema):
         "next one's.",
     )
 
+    agent_id: ItemId | None = Field(
+        None,
+        description="The agent `call.callback_due` named: given, a result that comes after that reservation ran out "
+        "(and another agent is reserved) is refused (409), never taken for the new one.",
+    )
+
     PROBLEMS: ClassVar[dict[str, str]] = {
+        "agent_id": "must be an agent's id",
         "result": f"must be one of {', '.join(RESULTS)}",
         "attempt": "must be a whole number from 1 to 100",
     }
@@ -390,7 +397,9 @@ def callback_result(request: HttpRequest, call_id: ItemId, payload: CallbackResu
     Too late, the reservation ran out as an offer does (the agent set not ready, `missed`;
     the callback back at its place) and this answers 409: of a result and the timeout at
     the same moment, exactly one wins."""
-    outcome = api_operations(request).callback_result(call_id, payload.result, attempt=payload.attempt)
+    outcome = api_operations(request).callback_result(
+        call_id, payload.result, attempt=payload.attempt, agent_id=payload.agent_id
+    )
     replayed(response, outcome.replayed)
     return call_to_json(cast(Call, outcome.call))
 

@@ -163,7 +163,7 @@ class QueuedCallbacks:
 
     # --- dialled ---------------------------------------------------------------------
 
-    def result(self, call_id: str, result: str, *, attempt: int | None = None) -> Outcome:
+    def result(self, call_id: str, result: str, *, attempt: int | None = None, agent_id: str | None = None) -> Outcome:
         """How dialling the callback went, as the phone system reports it while the agent is
         reserved (`callback_due`). Sent again, answered as it was (`replayed`). With
         `attempt` (the dialling's number: the results recorded before it, plus one), a
@@ -176,6 +176,12 @@ class QueuedCallbacks:
             raise errors.Conflict(f"Call {call_id} is no callback: no callback was asked for.", now={"call": call})
         if attempt is not None and attempt != len(call.callback_results) + 1:
             return self._attempt_reported(call, result, attempt)
+        if agent_id is not None and call.state == CallStatus.CALLBACK_DUE and call.agent_id != agent_id:
+            # Its reservation for that agent ran out and another agent is reserved now.
+            raise errors.Conflict(
+                f"Call {call_id}'s reservation for that agent ran out: {call.agent_name} is reserved now.",
+                now={"call": call},
+            )
         if result == CONNECTED:
             if call.state != CallStatus.CALLBACK_DUE:
                 return self._reported_already(call, result)

@@ -119,11 +119,13 @@ class CallOperations:
             self.recorder.record(named.CALLBACK_REQUESTED, "call", call_id, summary, {"status": "waiting"}, after)
         return outcome
 
-    def callback_result(self, call_id: str, result: str, *, attempt: int | None = None) -> Outcome:
+    def callback_result(
+        self, call_id: str, result: str, *, attempt: int | None = None, agent_id: str | None = None
+    ) -> Outcome:
         """How dialling a callback went: connected (in progress), or not reached (its agent
         freed; tried again later, or ended past its line's attempts)."""
         with self.recorder.telling_what_changed("call", call_id):
-            outcome = self.call_center.callback_result(call_id, result, attempt=attempt)
+            outcome = self.call_center.callback_result(call_id, result, attempt=attempt, agent_id=agent_id)
         call = outcome.call
         if outcome.replayed or call is None:
             return outcome

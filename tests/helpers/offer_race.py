@@ -49,7 +49,8 @@ def main() -> None:
                 won = False
         elif side == "result":
             try:
-                won = not center.callback_result(offer["call_id"], "busy" if n % 2 else "connected").replayed
+                said = "busy" if n % 2 else "connected"
+                won = not center.callback_result(offer["call_id"], said, agent_id=offer["agent_id"]).replayed
             except errors.Conflict:
                 won = False
         else:

@@ -437,3 +437,21 @@ def test_a_connected_callbacks_wait_counts_from_where_its_line_says(centre, wait
     day = IntervalReader(center.db).day(date.fromisoformat(to_iso(clock())[:10]), 60)
     assert sum(i.overall.figures.wait_sum for i in day.intervals) == pytest.approx(counted, abs=1)
     assert center.get_call(call.call_id).waited_seconds == pytest.approx(130, abs=1)  # the call's own: from arrival
+
+
+def test_a_result_for_a_reservation_that_ran_out_is_not_taken_for_the_next_agents(centre):
+    """The phone system names the agent `call.callback_due` gave it: its late result is
+    refused once another agent is reserved, never applied to that reservation."""
+    center, clock = centre
+    asked, _ = waiting_callback(center, clock)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    clock.advance(61)
+    center.miss_expired_offers()  # Ana's reservation ran out
+    bea = Agents().create("Bea", SKILLS)
+    center.make_available(bea.agent_id)
+    assert center.get_call(asked.call_id).agent_id == bea.agent_id
+    with pytest.raises(errors.Conflict, match="reservation for that agent ran out"):
+        center.callback_result(asked.call_id, "connected", agent_id=ana.agent_id)
+    assert center.get_call(asked.call_id).state == CallStatus.CALLBACK_DUE
+    assert center.callback_result(asked.call_id, "connected", agent_id=bea.agent_id).call.agent_id == bea.agent_id
