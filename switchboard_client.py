@@ -249,10 +249,12 @@ class Switchboard:
             raise ValueError(f"then must be one of {', '.join(RELEASE_TARGETS)}")
         return self._request("POST", f"calls/{_segment(call_id)}/end", json={"then": then})
 
-    def answered(self, call_id: str) -> dict:
+    def answered(self, call_id: str, *, agent_id: str | None = None) -> dict:
         """The agent picked up the call offered to them (with ANSWER_TIMEOUT_SECONDS); a
-        `Conflict` once the offer ran out and the call went back to the line."""
-        return self._request("POST", f"calls/{_segment(call_id)}/answered")
+        `Conflict` once the offer ran out and the call went back to the line (or, naming
+        the `agent_id` it rang for, was offered to another agent)."""
+        body = None if agent_id is None else {"agent_id": agent_id}
+        return self._request("POST", f"calls/{_segment(call_id)}/answered", json=body)
 
     def request_callback(self, call_id: str, number: str) -> dict:
         """Call the waiting caller back on `number` (E.164) instead of holding: the call,
@@ -260,11 +262,14 @@ class Switchboard:
         same; a `Conflict` once the call no longer waits."""
         return self._request("POST", f"calls/{_segment(call_id)}/callback", json={"number": number})
 
-    def callback_result(self, call_id: str, result: str, *, attempt: int | None = None) -> dict:
+    def callback_result(
+        self, call_id: str, result: str, *, attempt: int | None = None, agent_id: str | None = None
+    ) -> dict:
         """How dialling a `callback_due` call went: `connected`, `no_answer`, `busy` or
-        `failed`, of its `attempt` (the attempts the due call showed, plus one). The call as
-        it is after; a `Conflict` once its agent's reservation ran out."""
-        body: dict = {"result": result} if attempt is None else {"result": result, "attempt": attempt}
+        `failed`, of its `attempt` (the attempts the due call showed, plus one), with the
+        `agent_id` it named. The call as it is after; a `Conflict` once that reservation ran out."""
+        body: dict = {"result": result}
+        body.update({k: v for k, v in (("attempt", attempt), ("agent_id", agent_id)) if v is not None})
         return self._request("POST", f"calls/{_segment(call_id)}/callback-result", json=body)
 
     def transfer(

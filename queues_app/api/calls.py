@@ -206,6 +206,19 @@ class NothingIn(InputSchema):
     """No fields: an empty body, `{}` or no body at all."""
 
 
+class AnsweredIn(InputSchema):
+    """Who picked up: optional; an empty body, `{}` or no body at all is an answer too."""
+
+    agent_id: ItemId | None = Field(
+        None,
+        description="The agent the offer rang for (`call.assigned` named them): given, an answer that comes after "
+        "that offer ran out (and the call was offered to another agent) is refused (409), never taken for the new "
+        "offer.",
+    )
+
+    PROBLEMS: ClassVar[dict[str, str]] = {"agent_id": "must be an agent's id"}
+
+
 class CallDetailOut(CallOut):
     position: int | None = Field(
         description="While it waits: how many callers any agent who fits this one takes first, plus one."
@@ -481,12 +494,12 @@ def end_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payl
         *ITEM_CHANGES,
     ),
 )
-def answer_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: NothingIn | None = None):
+def answer_call(request: HttpRequest, call_id: ItemId, response: HttpResponse, payload: AnsweredIn | None = None):
     """With ANSWER_TIMEOUT_SECONDS set, an assignment is an offer: confirm that the agent
     picked up before the call's `answer_by`. Too late, the call went back to its place in
     line (and perhaps to the next agent) and this answers 409 saying so: of an answer and
     the timeout at the same moment, exactly one wins."""
-    outcome = api_operations(request).answered(call_id)
+    outcome = api_operations(request).answered(call_id, agent_id=payload.agent_id if payload else None)
     if not outcome.replayed:
         note_change(request, "call.answered", call_id, "answered")
     replayed(response, outcome.replayed)

@@ -36,6 +36,18 @@ log = logging.getLogger(__name__)
 ON_A_CALL = {":ringing": AgentStatus.RINGING, ":attending": AgentStatus.ATTENDING}
 
 
+def offered_to(call: Call, agent_id: str | None) -> None:
+    """Refuses a change meant for the offer to `agent_id` (when named) once the call is
+    offered to another agent: that offer ran out and the call was offered again."""
+    if agent_id is None or call.offer_sk is None or call.agent_id == agent_id:
+        return
+    if call.callback_number:
+        said = f"reservation for that agent ran out: {call.agent_name} is reserved now"
+    else:
+        said = f"offer to that agent ran out: it is offered to {call.agent_name} now"
+    raise errors.Conflict(f"Call {call.call_id}'s {said}.", now={"call": call})
+
+
 class Offers:
     """Offered calls answered or missed. Given the table, the roster, the calls, the waiting
     line (a missed call goes back to its place) and the matcher (then to the next agent)."""
@@ -44,15 +56,24 @@ class Offers:
         self.table, self.agents, self.calls, self.line, self.matcher = table, agents, calls, line, matcher
         self.db = table.db
 
-    def answered(self, call_id: str, *, callback: bool = False, wait_from_request: bool = False) -> Outcome:
+    def answered(
+        self,
+        call_id: str,
+        *,
+        callback: bool = False,
+        wait_from_request: bool = False,
+        agent_id: str | None = None,
+    ) -> Outcome:
         """The agent picked up the offered call (`callback`: a queued callback's caller was
         reached, with its agent reserved). Sent again, answered as done (`replayed`); an
         offer that ran out (the call went back to the line) is a Conflict saying so.
-        `wait_from_request`: the callback's line counts its wait from the request."""
+        `wait_from_request`: the callback's line counts its wait from the request.
+        `agent_id`: the agent the offer was for; another one's offer is refused."""
         call = self.calls.get(call_id)
         for _attempt in range(3):  # the agent changed on the same call (a next status set): again
             if call.offer_sk is None:
                 break
+            offered_to(call, agent_id)
             agent = self.agents.get(call.agent_id or "")
             moment = self.table.clock()
             stamp = to_iso(moment)

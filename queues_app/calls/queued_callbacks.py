@@ -28,7 +28,7 @@ from queues_app import event_names as named
 from queues_app.agents.records import Agent
 from queues_app.agents.roster import Agents
 from queues_app.calls.endings import Endings, RangOut
-from queues_app.calls.offers import Offers
+from queues_app.calls.offers import Offers, offered_to
 from queues_app.calls.records import Call, CallStatus, Outcome
 from queues_app.calls.store import ENDED_CALL_RETENTION, Calls
 from queues_app.centre import keys
@@ -176,21 +176,18 @@ class QueuedCallbacks:
             raise errors.Conflict(f"Call {call_id} is no callback: no callback was asked for.", now={"call": call})
         if attempt is not None and attempt != len(call.callback_results) + 1:
             return self._attempt_reported(call, result, attempt)
-        if agent_id is not None and call.state == CallStatus.CALLBACK_DUE and call.agent_id != agent_id:
-            # Its reservation for that agent ran out and another agent is reserved now.
-            raise errors.Conflict(
-                f"Call {call_id}'s reservation for that agent ran out: {call.agent_name} is reserved now.",
-                now={"call": call},
-            )
+        # Each read is checked: the reservation may run out and another agent be reserved between two.
+        offered_to(call, agent_id)
         if result == CONNECTED:
             if call.state != CallStatus.CALLBACK_DUE:
                 return self._reported_already(call, result)
             line = self.lines.current_line(call.line or "")
             from_request = line is not None and line.callback_wait_from == "request"
-            return self.offers.answered(call_id, callback=True, wait_from_request=from_request)
+            return self.offers.answered(call_id, callback=True, wait_from_request=from_request, agent_id=agent_id)
         for _attempt in range(3):  # the agent changed on the same call (a next status set): again
             if call.state != CallStatus.CALLBACK_DUE:
                 return self._reported_already(call, result)
+            offered_to(call, agent_id)
             agent = self.agents.get(call.agent_id or "")
             ended = self.endings.end_ringing(agent, call_id, "queue", self._not_reached(result, call))
             if ended is not None:

@@ -89,10 +89,11 @@ class CallOperations:
         )
         return outcome
 
-    def answered(self, call_id: str) -> Outcome:
-        """The agent picked up the offered call (ANSWER_TIMEOUT_SECONDS)."""
+    def answered(self, call_id: str, *, agent_id: str | None = None) -> Outcome:
+        """The agent picked up the offered call (ANSWER_TIMEOUT_SECONDS); `agent_id`: the
+        agent it rang for, refused once the call is offered to another."""
         with self.recorder.telling_what_changed("call", call_id):
-            outcome = self.call_center.answered(call_id)
+            outcome = self.call_center.answered(call_id, agent_id=agent_id)
         call = outcome.call
         if not outcome.replayed and call is not None:
             summary = f"answered by {call.agent_name} after waiting {waited_until(call, call.answered_at)}"

@@ -1,16 +1,17 @@
 """One side of the answer-against-timeout race, in a process of its own:
 
-    python -m tests.helpers.offer_race answer|result|miss START STEP OFFERS_JSON
+    python -m tests.helpers.offer_race answer|result|miss STEP OFFERS_JSON
 
 with DYNAMODB_ENDPOINT_URL and DYNAMODB_TABLE_PREFIX naming the tables. OFFERS_JSON is a
-file of [{"call_id", "offer_sk"}]; for the n-th offer, at START + n x STEP (epoch
-seconds), the process either confirms the call as answered (`answer`) or takes it as
-not picked up in time (`miss`, the sweep's step for one offer); for a queued callback
-whose agent is reserved, `result` reports the dialling's result, `connected` for even
-runs and `busy` for odd ones. The miss side reads the
-call and the agent before its transaction, so it starts 0 to 16 ms early, by the run's
-number, so that either side may land first (`result`, which reads more, 8 to 16 ms). Prints one JSON object:
-{call_id: "won" | "lost"}.
+file of [{"call_id", "offer_sk", "agent_id"}]. Once connected the process prints `ready`
+and reads START (epoch seconds) from its standard input: both sides start together however
+long each took to boot. For the n-th offer, at START + n x STEP, the process either
+confirms the call as answered by its agent (`answer`) or takes it as not picked up in time
+(`miss`, the sweep's step for one offer); for a queued callback whose agent is reserved,
+`result` reports the dialling's result, `connected` for even runs and `busy` for odd ones.
+Each side reads the call and the agent before its transaction; one side or the other
+starts 0 to 80 ms early, by the run's number, so that either may land first. Prints one
+JSON object: {call_id: "won" | "lost"}.
 """
 
 from __future__ import annotations
@@ -31,20 +32,23 @@ from queues_app.ddb import errors  # noqa: E402
 
 
 def main() -> None:
-    side, start, step, path = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    side, step, path = sys.argv[1], float(sys.argv[2]), sys.argv[3]
     with open(path) as handle:
         offers = json.load(handle)
     center = CallCenter()
     center.agents.get(offers[0]["agent_id"])  # connect before the first moment
+    print("ready", flush=True)
+    start = float(sys.stdin.readline())
     outcome = {}
     for n, offer in enumerate(offers):
-        early = (n % 5) * 0.004 if side == "miss" else 0.0
-        if side == "result":  # it reads the call and the agent twice before its transaction
-            early = 0.008 + (n % 3) * 0.004
+        # The miss leads by -80 to 80 ms, by the run's number: both orders come up on a busy machine too,
+        # where a request may take tens of milliseconds. `result` reads more: 8 ms more.
+        lead = ((n % 9) - 4) * 0.020
+        early = max(lead, 0.0) if side == "miss" else max(-lead, 0.0) + (0.008 if side == "result" else 0.0)
         time.sleep(max(0.0, start + n * step - early - time.time()))
         if side == "answer":
             try:
-                won = not center.answered(offer["call_id"]).replayed
+                won = not center.answered(offer["call_id"], agent_id=offer["agent_id"]).replayed
             except errors.Conflict:
                 won = False
         elif side == "result":

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNS = 40
-STEP = 0.08  # seconds between two runs: each side's request takes a few milliseconds
+STEP = 0.15  # seconds between two runs: a side takes a few milliseconds, up to 100 on a busy machine
 
 
 def test_an_answer_and_a_timeout_at_the_same_moment_end_in_exactly_one(local_db, settings, tmp_path):
@@ -113,18 +113,25 @@ def race(racer: str, offers: list[dict], settings, tmp_path) -> dict[str, dict[s
         "DYNAMODB_ENDPOINT_URL": settings.DYNAMODB_ENDPOINT_URL,
         "DYNAMODB_TABLE_PREFIX": settings.DYNAMODB_TABLE_PREFIX,
     }
-    start = time.time() + 6  # both processes are up and connected by then (Django starts in 2-3 s)
     sides = {
         side: subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.offer_race", side, str(start), str(STEP), str(path)],
+            [sys.executable, "-m", "tests.helpers.offer_race", side, str(STEP), str(path)],
             cwd=ROOT,
             env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for side in (racer, "miss")
     }
+    for process in sides.values():  # both booted and connected, however long each took on a busy machine
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready", process.stderr
+    start = time.time() + 0.5
+    for process in sides.values():
+        assert process.stdin is not None
+        process.stdin.write(f"{start}\n")
+        process.stdin.flush()
     results = {}
     for name, process in sides.items():
         out, err = process.communicate(timeout=300)

@@ -71,6 +71,15 @@ def test_an_offered_call_is_confirmed_once_and_a_late_answer_is_refused(moto_db,
     body = assert_problem(api.post(f"/api/calls/{late['call_id']}/answered"), 409)
     assert "not answered in time" in body["message"]
     assert api.seen(ana.agent_id)["reason"] == "missed"
+    # Offered to Bea once Ana's offer ran out: Ana's late answer is not taken for Bea's offer.
+    bea = agent("Bea", ["English"], "F")
+    api.available(bea.agent_id)
+    body = assert_problem(api.post(f"/api/calls/{late['call_id']}/answered", {"agent_id": ana.agent_id}), 409)
+    assert "offer to that agent ran out: it is offered to Bea now" in body["message"]
+    assert api.seen(bea.agent_id)["status"] == "ringing"
+    picked = api.post(f"/api/calls/{late['call_id']}/answered", {"agent_id": bea.agent_id})
+    assert picked.status_code == 200 and picked.json()["agent_name"] == "Bea"
+    assert_problem(api.post(f"/api/calls/{late['call_id']}/answered", {"agent_id": "x" * 300}), 400)
 
 
 def test_a_call_is_transferred_to_new_preferences_or_a_named_agent(moto_db, api):

@@ -455,3 +455,34 @@ def test_a_result_for_a_reservation_that_ran_out_is_not_taken_for_the_next_agent
         center.callback_result(asked.call_id, "connected", agent_id=ana.agent_id)
     assert center.get_call(asked.call_id).state == CallStatus.CALLBACK_DUE
     assert center.callback_result(asked.call_id, "connected", agent_id=bea.agent_id).call.agent_id == bea.agent_id
+
+
+@pytest.mark.parametrize("result", ["connected", "busy"])
+def test_a_reservation_running_out_between_the_results_reads_is_not_taken_for_the_next(centre, result, monkeypatch):
+    """The result reads the call, then (connected) reads it again to answer, or (busy)
+    again after a change of the agent: Ana's reservation running out and Bea reserved in
+    between refuses the result, as when it ran out before the first read."""
+    center, clock = centre
+    asked, _ = waiting_callback(center, clock)
+    ana = Agents().create("Ana", SKILLS)
+    center.make_available(ana.agent_id)
+    as_read = center.get_call(asked.call_id)
+    reads = iter([as_read])
+    real_get = center.callbacks.calls.get
+
+    def get_then_run_out(call_id):
+        stale = next(reads, None)
+        if stale is None:
+            return real_get(call_id)
+        clock.advance(61)
+        center.miss_expired_offers()  # between the first read and the next
+        center.make_available(Agents().create("Bea", SKILLS).agent_id)
+        return stale
+
+    monkeypatch.setattr(center.callbacks.calls, "get", get_then_run_out)
+    with pytest.raises(errors.Conflict, match="reservation for that agent ran out"):
+        center.callback_result(asked.call_id, result, agent_id=ana.agent_id)
+    monkeypatch.undo()
+    after = center.get_call(asked.call_id)
+    assert after.state == CallStatus.CALLBACK_DUE and after.agent_id != ana.agent_id and not after.callback_results
+    assert center.agents.get(after.agent_id).status == AgentStatus.RINGING

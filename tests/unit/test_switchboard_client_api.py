@@ -90,7 +90,9 @@ def test_not_ready_an_offer_picked_up_and_a_transfer(switchboard, settings):
     switchboard.make_available(bea.agent_id, bea.version)
     call = switchboard.create_call({"language": "French"})
     assert call["answer_by"] and call["answered_at"] is None
-    assert switchboard.answered(call["call_id"])["answered_at"]
+    with pytest.raises(sc.Conflict, match="offer to that agent ran out"):
+        switchboard.answered(call["call_id"], agent_id=bea.agent_id)  # it rings for Ana
+    assert switchboard.answered(call["call_id"], agent_id=ana.agent_id)["answered_at"]
     moved = switchboard.transfer(
         call["call_id"], from_agent_id=ana.agent_id, preferences={"language": "English"}, then="wrap_up"
     )
@@ -111,7 +113,7 @@ def test_a_waiting_caller_is_called_back_at_their_turn(switchboard):
     switchboard.make_available(ana.agent_id, ana.version)
     due = switchboard.get_call(call["call_id"])
     assert (due["status"], due["agent_id"]) == ("callback_due", ana.agent_id)
-    reached = switchboard.callback_result(call["call_id"], "connected")
+    reached = switchboard.callback_result(call["call_id"], "connected", attempt=1, agent_id=ana.agent_id)
     assert (reached["status"], reached["agent_id"]) == ("assigned", ana.agent_id)
 
 
