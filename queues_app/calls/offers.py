@@ -42,10 +42,10 @@ def offered_to(call: Call, agent_id: str | None) -> None:
     if agent_id is None or call.offer_sk is None or call.agent_id == agent_id:
         return
     if call.callback_number:
-        said = f"reservation for that agent ran out: {call.agent_name} is reserved now"
+        said = f"has {call.agent_name} reserved now, not that agent: a reservation for them ran out or was never made"
     else:
-        said = f"offer to that agent ran out: it is offered to {call.agent_name} now"
-    raise errors.Conflict(f"Call {call.call_id}'s {said}.", now={"call": call})
+        said = f"is offered to {call.agent_name} now, not to that agent: an offer to them ran out or was never made"
+    raise errors.Conflict(f"Call {call.call_id} {said}.", now={"call": call})
 
 
 class Offers:

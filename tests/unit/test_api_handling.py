@@ -75,7 +75,7 @@ def test_an_offered_call_is_confirmed_once_and_a_late_answer_is_refused(moto_db,
     bea = agent("Bea", ["English"], "F")
     api.available(bea.agent_id)
     body = assert_problem(api.post(f"/api/calls/{late['call_id']}/answered", {"agent_id": ana.agent_id}), 409)
-    assert "offer to that agent ran out: it is offered to Bea now" in body["message"]
+    assert "is offered to Bea now, not to that agent" in body["message"]
     assert api.seen(bea.agent_id)["status"] == "ringing"
     picked = api.post(f"/api/calls/{late['call_id']}/answered", {"agent_id": bea.agent_id})
     assert picked.status_code == 200 and picked.json()["agent_name"] == "Bea"

@@ -451,7 +451,7 @@ def test_a_result_for_a_reservation_that_ran_out_is_not_taken_for_the_next_agent
     bea = Agents().create("Bea", SKILLS)
     center.make_available(bea.agent_id)
     assert center.get_call(asked.call_id).agent_id == bea.agent_id
-    with pytest.raises(errors.Conflict, match="reservation for that agent ran out"):
+    with pytest.raises(errors.Conflict, match="reserved now, not that agent: a reservation for them ran out"):
         center.callback_result(asked.call_id, "connected", agent_id=ana.agent_id)
     assert center.get_call(asked.call_id).state == CallStatus.CALLBACK_DUE
     assert center.callback_result(asked.call_id, "connected", agent_id=bea.agent_id).call.agent_id == bea.agent_id
@@ -480,7 +480,7 @@ def test_a_reservation_running_out_between_the_results_reads_is_not_taken_for_th
         return stale
 
     monkeypatch.setattr(center.callbacks.calls, "get", get_then_run_out)
-    with pytest.raises(errors.Conflict, match="reservation for that agent ran out"):
+    with pytest.raises(errors.Conflict, match="reserved now, not that agent: a reservation for them ran out"):
         center.callback_result(asked.call_id, result, agent_id=ana.agent_id)
     monkeypatch.undo()
     after = center.get_call(asked.call_id)

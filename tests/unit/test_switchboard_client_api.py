@@ -90,7 +90,7 @@ def test_not_ready_an_offer_picked_up_and_a_transfer(switchboard, settings):
     switchboard.make_available(bea.agent_id, bea.version)
     call = switchboard.create_call({"language": "French"})
     assert call["answer_by"] and call["answered_at"] is None
-    with pytest.raises(sc.Conflict, match="offer to that agent ran out"):
+    with pytest.raises(sc.Conflict, match="not to that agent: an offer to them ran out or was never made"):
         switchboard.answered(call["call_id"], agent_id=bea.agent_id)  # it rings for Ana
     assert switchboard.answered(call["call_id"], agent_id=ana.agent_id)["answered_at"]
     moved = switchboard.transfer(
