@@ -131,6 +131,7 @@ bench: setup .env
 	$(PY) -m bench.backlog
 	$(PY) -m bench.waiting
 	$(PY) -m bench.failover
+	$(PY) -m bench.day
 
 # The production shape (gunicorn x4, the matcher, escalation, two shipment workers) under a stepped-up
 # call rate, supervisors and shipments; figures in docs/benchmarks.md ("Load").

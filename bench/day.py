@@ -1,0 +1,342 @@
+"""A day on the floor, checked against queueing theory and against itself.
+
+    .venv/bin/python -m bench.day [DAY.json ...] [--hours H] [--json] [--endpoint URL] [--smoke]
+
+Each day file (default: the three in bench/days/) is played on fresh tables of DynamoDB
+Local by `bench.floor`: callers arriving at random by interval, agents with shifts,
+breaks and wrap-up, callers who give up, on the domain every API request runs and a
+simulated clock (timers are not scaled: the day's seconds are the centre's). Then:
+
+- **against theory** (a `steady` day: one arrival rate, one staffing, exponential handle
+  times): after the warm-up, the callers are cut into consecutive batches by arrival;
+  each batch's share who waited, mean wait, share answered within the threshold and share
+  who gave up make a 95% confidence interval (batch means), which must hold Erlang C's
+  prediction (Erlang A's with patience);
+- **work conservation**: the agent-seconds an agent sat idle while a caller they fit
+  waited, from what each action answered (0 is the goal, and checked);
+- **against itself**: the interval report (`GET /api/reports/intervals`' figures) and
+  the agents' day report equal, interval by interval, what the floor saw: offered,
+  answered, answered within the threshold, abandoned, the waits' and handle times' sums,
+  the calls each agent handled;
+- the estimated wait a caller was given on arrival, scored against the wait they had
+  (as `bench.estimate` scores it);
+- and the day's DynamoDB requests and capacity per call.
+
+`--hours` shortens every day (the suite plays a short one); `--smoke`: two hours each.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
+
+from bench import erlang, harness
+from bench.floor import DAYS, Caller, Day, Floor, Truth
+
+SMOKE = {"hours": 2.0}
+FIGURES = ("offered", "answered", "answered_within", "abandoned", "wait_sum", "handled", "handle_sum")
+
+
+@dataclass
+class Played:
+    day: Day
+    truth: Truth
+    requests_per_call: float = 0.0
+    capacity_per_call: float = 0.0
+    theory: list[dict] = field(default_factory=list)  # one row a figure: measured, its interval, predicted
+    intervals: list[dict] = field(default_factory=list)  # the day's intervals: measured and predicted
+    estimate: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{self.day.name}: {problem}" for problem in self.truth.problems]
+
+
+@dataclass
+class Run:
+    days: list[Played] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        return [problem for played in self.days for problem in played.problems]
+
+
+def play(endpoint: str, day: Day) -> Played:
+    from django.test import override_settings
+
+    from queues_app.ddb.clock import centre_day_start, now
+
+    began = centre_day_start(now()) + timedelta(seconds=_seconds_of(day.start))
+    with (
+        override_settings(SERVICE_LEVEL_SECONDS=day.threshold_seconds),
+        harness.fresh_tables(endpoint, "day") as db,
+        harness.metered() as seen,
+    ):
+        truth = Floor(day, db, began).play()
+        with harness.unmetered():
+            check_figures(db, day, began, truth)
+    played = Played(day, truth, seconds=seen.seconds)
+    calls = len(truth.callers) or 1
+    played.requests_per_call = round(seen.requests / calls, 1)
+    played.capacity_per_call = round(seen.capacity / calls, 1)
+    if truth.idle_while_waiting > 0.5:
+        truth.problems.append(f"agents sat idle {truth.idle_while_waiting:.0f} agent-seconds while a caller waited")
+    played.intervals = by_interval(day, truth)
+    if day.steady:
+        played.theory = against_theory(day, truth)
+        truth.problems += [
+            f"{row['figure']} {row['measured']} ± {row['half_width']} leaves out {row['predicted']} ({row['model']})"
+            for row in played.theory
+            if not row["holds"]
+        ]
+    played.estimate = estimate_errors(truth)
+    return played
+
+
+def _seconds_of(clock: str) -> float:
+    hours, minutes = clock.split(":")
+    return int(hours) * 3600 + int(minutes) * 60
+
+
+# --- against theory --------------------------------------------------------------------------
+
+
+def against_theory(day: Day, truth: Truth) -> list[dict]:
+    """Each figure's batch means over the steady stretch against Erlang C (or A)."""
+    agents = sum(s.count for s in day.shifts)
+    rate = day.rate(0)
+    model = "Erlang A" if day.patience_mean else "Erlang C"
+    predicted = erlang.predict(agents, rate, day.handle_mean, day.threshold_seconds, day.patience_mean)
+    first, last = day.warmup_minutes * 60, day.hours * 3600
+    length = (last - first) / day.batches
+    batches: list[list[Caller]] = [[] for _ in range(day.batches)]
+    for caller in truth.callers.values():
+        if first <= caller.arrived < last:
+            batches[min(int((caller.arrived - first) / length), day.batches - 1)].append(caller)
+    measures = {
+        "wait probability": (predicted.wait_probability, lambda c: (c.waited or 0) > 0.001),
+        "mean wait (s)": (predicted.mean_wait, lambda c: c.waited or 0.0),
+        "abandon probability": (predicted.abandon_probability, lambda c: c.abandoned is not None),
+    }
+    if predicted.service_level is not None:
+        measures["service level"] = (
+            predicted.service_level,
+            lambda c: c.answered is not None and (c.waited or 0) <= day.threshold_seconds,
+        )
+    rows = []
+    for name, (expected, of) in measures.items():
+        mean, half = erlang.batch_means([statistics.fmean(float(of(c)) for c in batch) for batch in batches])
+        slack = 1e-9 if name != "abandon probability" or day.patience_mean else 1e-12
+        rows.append(
+            {
+                "figure": name,
+                "model": model,
+                "measured": round(mean, 4),
+                "half_width": round(half, 4),
+                "predicted": round(expected, 4),
+                "holds": abs(mean - expected) <= half + slack,
+            }
+        )
+    return rows
+
+
+def by_interval(day: Day, truth: Truth) -> list[dict]:
+    """The day's intervals as the floor saw them, beside what Erlang C (or A) predicts for
+    the interval's rate and the agents on shift and not on a break at its middle, every
+    agent taken as fitting every caller (an interval is too short to be steady, and the
+    languages split the agents: shown, not checked)."""
+    step = day.interval_minutes * 60
+    rows = []
+    for n in range(int(day.hours * 3600 // step)):
+        start, end = n * step, (n + 1) * step
+        arrived = [c for c in truth.callers.values() if start <= c.arrived < end]
+        staffed = day.staffed((start + end) / 2)
+        row: dict = {
+            "start": start,
+            "calls": len(arrived),
+            "agents": staffed,
+            "waited": _share(arrived, lambda c: (c.waited or 0) > 0.001),
+            "mean_wait": round(statistics.fmean(c.waited or 0.0 for c in arrived), 1) if arrived else None,
+            "abandoned": _share(arrived, lambda c: c.abandoned is not None),
+        }
+        try:
+            busy = day.handle_mean + day.wrap_up_seconds  # an agent takes the next call after the wrap-up
+            p = erlang.predict(staffed, day.rate(start), busy, day.threshold_seconds, day.patience_mean)
+            row.update(predicted_waited=round(p.wait_probability, 3), predicted_mean_wait=round(p.mean_wait, 1))
+        except ValueError:
+            row.update(predicted_waited=None, predicted_mean_wait=None)  # no agents, or a line that grows
+        rows.append(row)
+    return rows
+
+
+def _share(callers: list[Caller], test) -> float | None:
+    return round(sum(1 for c in callers if test(c)) / len(callers), 3) if callers else None
+
+
+def estimate_errors(truth: Truth) -> dict:
+    from bench.estimate import Recorded, errors_of
+
+    recorded = Recorded(waited=sum(1 for c in truth.callers.values() if (c.waited or 0) > 0.001))
+    for call_id, caller in truth.callers.items():
+        if caller.estimate is not None:
+            recorded.estimated[call_id] = caller.estimate
+        if caller.answered is not None and (caller.waited or 0) > 0:
+            recorded.actual[call_id] = caller.waited or 0.0
+    return errors_of(recorded)
+
+
+# --- against itself ----------------------------------------------------------------------------
+
+
+def check_figures(db, day: Day, began: datetime, truth: Truth) -> None:
+    """The interval report and the agents' day report against the floor's own record."""
+    from queues_app.ddb.clock import centre_date
+    from queues_app.figures.intervals import IntervalReader
+
+    report = IntervalReader(db).day(date.fromisoformat(centre_date(began)), day.interval_minutes)
+    step = day.interval_minutes * 60
+    offset = (began - report.intervals[0].start).total_seconds()
+    expected: dict[int, dict[str, float]] = {}
+
+    def add(second: float | None, **values: float) -> None:
+        if second is None:
+            return
+        slot = expected.setdefault(int((second + offset) // step), dict.fromkeys(FIGURES, 0.0))
+        for name, value in values.items():
+            slot[name] += value
+
+    for caller in truth.callers.values():
+        add(caller.arrived, offered=1)
+        if caller.answered is not None:
+            waited = caller.answered - caller.arrived
+            add(caller.answered, answered=1, wait_sum=waited, answered_within=waited <= day.threshold_seconds)
+        if caller.abandoned is not None:
+            add(caller.abandoned, abandoned=1)
+        if caller.ended is not None and caller.answered is not None:
+            add(caller.ended, handled=1, handle_sum=caller.ended - caller.answered)
+    for index, interval in enumerate(report.intervals):
+        figures = interval.overall.figures
+        measured = {name: float(getattr(figures, name)) for name in FIGURES}
+        want = expected.get(index, dict.fromkeys(FIGURES, 0.0))
+        for name in FIGURES:
+            tolerance = 0.01 * max(1.0, want["answered"] + want["handled"]) if name.endswith("_sum") else 0.0
+            if abs(measured[name] - want[name]) > tolerance:
+                truth.problems.append(
+                    f"interval {interval.start:%H:%M}: {name} {measured[name]:g} in the report, {want[name]:g} seen"
+                )
+    _check_agents(db, began, truth)
+
+
+def _check_agents(db, began: datetime, truth: Truth) -> None:
+    """Each agent's calls answered and handled, and seconds attending, in the agents' report."""
+    from queues_app.ddb.clock import centre_date
+    from queues_app.figures.agent_days import AgentDayReader
+
+    seen: dict[str, dict[str, float]] = {}
+    for caller in truth.callers.values():
+        if caller.agent_id and caller.answered is not None and caller.ended is not None:
+            mine = seen.setdefault(caller.agent_id, {"answered": 0, "handled": 0, "sec_attending": 0.0})
+            mine["answered"] += 1
+            mine["handled"] += 1
+            mine["sec_attending"] += caller.ended - caller.answered
+    reported = AgentDayReader(db).figures(date.fromisoformat(centre_date(began)))
+    for agent_id in sorted(set(seen) | set(reported)):
+        want, have = seen.get(agent_id, {}), reported.get(agent_id, {})
+        for name in ("answered", "handled", "sec_attending"):
+            tolerance = 0.01 * max(1.0, want.get("handled", 0)) if name.startswith("sec") else 0.0
+            if abs(have.get(name, 0.0) - want.get(name, 0.0)) > tolerance:
+                truth.problems.append(
+                    f"agent {agent_id}: {name} {have.get(name, 0.0):g} in the agents' report, "
+                    f"{want.get(name, 0):g} seen"
+                )
+
+
+# --- the report ----------------------------------------------------------------------------
+
+
+def report(run: Run, where: str) -> str:
+    lines = [f"A day on the floor ({where}):"]
+    for played in run.days:
+        day, truth = played.day, played.truth
+        callers = list(truth.callers.values())
+        lines += [
+            "",
+            f"{day.name}: {len(callers)} callers in {day.hours:g} h, {sum(s.count for s in day.shifts)} agents; "
+            f"played in {played.seconds:.0f} s",
+            f"  work conservation: {truth.idle_while_waiting:.1f} agent-seconds idle while a fitting caller waited",
+            f"  DynamoDB per call: {played.requests_per_call} requests, {played.capacity_per_call} capacity units",
+            f"  estimated wait vs actual (waited 30 s or more): {played.estimate}",
+        ]
+        if played.theory:
+            lines.append(f"  {'figure':<22}{'measured':>10}{'± 95%':>9}{'predicted':>11}  model")
+            for row in played.theory:
+                mark = "" if row["holds"] else "  OUTSIDE"
+                lines.append(
+                    f"  {row['figure']:<22}{row['measured']:>10}{row['half_width']:>9}{row['predicted']:>11}  "
+                    f"{row['model']}{mark}"
+                )
+        else:
+            lines.append(
+                f"  {'interval':<10}{'calls':>6}{'agents':>7}{'waited':>8}{'(theory)':>9}{'wait s':>8}"
+                f"{'(theory)':>9}{'gave up':>8}"
+            )
+            for row in played.intervals:
+                start = (
+                    datetime.combine(datetime.min, time()) + timedelta(seconds=_seconds_of(day.start) + row["start"])
+                ).strftime("%H:%M")
+                lines.append(
+                    f"  {start:<10}{row['calls']:>6}{row['agents']:>7}{_cell(row['waited']):>8}"
+                    f"{_cell(row['predicted_waited']):>9}{_cell(row['mean_wait']):>8}"
+                    f"{_cell(row['predicted_mean_wait']):>9}{_cell(row['abandoned']):>8}"
+                )
+    lines += harness.checks(run.problems)
+    return "\n".join(lines)
+
+
+def _cell(value) -> str:
+    return "–" if value is None else f"{value:g}"
+
+
+def as_json(run: Run) -> dict:
+    return {
+        "days": [
+            {
+                "name": p.day.name,
+                "callers": len(p.truth.callers),
+                "idle_while_waiting": round(p.truth.idle_while_waiting, 2),
+                "requests_per_call": p.requests_per_call,
+                "capacity_per_call": p.capacity_per_call,
+                "theory": p.theory,
+                "intervals": p.intervals,
+                "estimate": p.estimate,
+                "seconds": round(p.seconds, 1),
+            }
+            for p in run.days
+        ]
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.parser(__doc__ or "", "day", warmup=0)
+    parser.add_argument("days", nargs="*", type=Path, help="day files (default: every one in bench/days/)")
+    parser.add_argument("--hours", type=float, default=None, help="play only the first H hours of each day")
+    args = harness.parse(parser, argv, smoke=SMOKE)
+    files = args.days or sorted(DAYS.glob("*.json"))
+    days = [Day.load(path, args.hours) for path in files]
+    run = Run()
+
+    def everything(endpoint: str) -> Run:
+        for day in days:
+            harness.progress(f"{day.name}: {day.hours:g} h")
+            run.days.append(play(endpoint, day))
+        return run
+
+    return harness.execute(args, everything, report=report, as_json=as_json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

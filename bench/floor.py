@@ -1,0 +1,375 @@
+"""A day on the floor, event by event, on the domain every API request runs (`CallCenter`)
+and a clock the simulation moves: no sleeping, so an eight-hour day takes minutes.
+
+The day (`Day`, read from a JSON file: bench/days/) gives the callers' arrival rate per
+interval, their languages, the handle time's distribution, the callers' patience, the
+wrap-up, and the agents with their shifts and breaks. The floor plays it as the phone
+system and the agents' clients would: a caller arrives (`create_call`), gives up after
+their patience (`abandon`), hangs up after the handle time (`release`, to the queue or to
+wrap-up); an agent starts a shift (`make_available`), goes on a break (`set_not_ready`,
+which waits for the end of a call in progress as the agents' client asks), comes back
+and ends the shift (`log_off`, after the call). Timers are not scaled: every one is on
+the simulated clock, so a 20 s threshold is 20 simulated seconds.
+
+What the floor saw (`Truth`) is its own record of every caller, taken from what each
+action answered (the call assigned, and to whom): the ground truth the centre's figures
+are checked against. Work conservation is measured from it: an agent idle while a
+caller they fit waits, in agent-seconds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+DAYS = Path(__file__).resolve().parent / "days"
+
+
+@dataclass(frozen=True)
+class Shift:
+    count: int
+    start: float  # seconds from the day's start
+    end: float
+    languages: tuple[str, ...]
+    breaks: tuple[tuple[float, float], ...] = ()  # (from, seconds), from the day's start
+
+
+@dataclass(frozen=True)
+class Day:
+    name: str
+    start: str  # "08:00", on the centre's clock
+    interval_minutes: int
+    arrivals_per_hour: tuple[float, ...]  # one an interval; the last goes on to the day's end
+    hours: float
+    languages: dict[str, float]  # the share of callers asking for each
+    handle_mean: float
+    handle_spread: float | None  # lognormal's coefficient of variation; None: exponential
+    patience_mean: float | None  # exponential; None: callers wait as long as it takes
+    wrap_up_seconds: float
+    threshold_seconds: float
+    shifts: tuple[Shift, ...]
+    steady: bool = False  # one rate and one staffing all day: checked against Erlang C / A
+    warmup_minutes: float = 30.0
+    batches: int = 10
+    seed: int = 7
+
+    @classmethod
+    def load(cls, path: Path, hours: float | None = None) -> Day:
+        raw = json.loads(path.read_text())
+        start = _clock_seconds(raw["start"])
+        shifts = tuple(
+            Shift(
+                s["count"],
+                _clock_seconds(s.get("from", raw["start"])) - start,
+                _clock_seconds(s["to"]) - start if "to" in s else math.inf,
+                tuple(s.get("languages") or raw["languages"]),
+                tuple((_clock_seconds(at) - start, minutes * 60) for at, minutes in s.get("breaks", ())),
+            )
+            for s in raw["agents"]
+        )
+        return cls(
+            name=raw["name"],
+            start=raw["start"],
+            interval_minutes=raw.get("interval_minutes", 15),
+            arrivals_per_hour=tuple(raw["arrivals_per_hour"]),
+            hours=hours or raw["hours"],
+            languages=raw["languages"],
+            handle_mean=raw["handle"]["mean_seconds"],
+            handle_spread=raw["handle"].get("spread"),
+            patience_mean=(raw.get("patience") or {}).get("mean_seconds"),
+            wrap_up_seconds=raw.get("wrap_up_seconds", 0),
+            threshold_seconds=raw.get("threshold_seconds", 20),
+            shifts=shifts,
+            steady=raw.get("steady", False),
+            warmup_minutes=raw.get("warmup_minutes", 30),
+            batches=raw.get("batches", 10),
+            seed=raw.get("seed", 7),
+        )
+
+    def rate(self, second: float) -> float:
+        """Callers a second at `second` from the day's start."""
+        index = int(second // (self.interval_minutes * 60))
+        return self.arrivals_per_hour[min(index, len(self.arrivals_per_hour) - 1)] / 3600
+
+    def staffed(self, second: float) -> int:
+        """Agents on shift and not on a scheduled break at `second` (a break may start late,
+        after a call)."""
+        return sum(
+            s.count
+            for s in self.shifts
+            if s.start <= second < s.end and not any(at <= second < at + length for at, length in s.breaks)
+        )
+
+    def handle(self, rng: random.Random) -> float:
+        if self.handle_spread is None:
+            return rng.expovariate(1 / self.handle_mean)
+        sigma2 = math.log(1 + self.handle_spread**2)
+        return rng.lognormvariate(math.log(self.handle_mean) - sigma2 / 2, math.sqrt(sigma2))
+
+    def arrivals(self, rng: random.Random) -> list[float]:
+        """The callers' arrival moments: a Poisson process whose rate changes by interval
+        (thinning against the day's highest rate)."""
+        top, moment, moments = max(self.arrivals_per_hour) / 3600, 0.0, []
+        while True:
+            moment += rng.expovariate(top)
+            if moment >= self.hours * 3600:
+                return moments
+            if rng.random() * top < self.rate(moment):
+                moments.append(moment)
+
+
+def _clock_seconds(text: str) -> float:
+    hours, minutes = text.split(":")
+    return int(hours) * 3600 + int(minutes) * 60
+
+
+@dataclass
+class Caller:
+    language: str
+    arrived: float  # seconds from the day's start, as the centre stamped them
+    answered: float | None = None
+    abandoned: float | None = None
+    ended: float | None = None
+    agent_id: str | None = None
+    estimate: float | None = None  # the estimated wait when they arrived to wait
+
+    @property
+    def waited(self) -> float | None:
+        left = self.answered if self.answered is not None else self.abandoned
+        return None if left is None else left - self.arrived
+
+
+@dataclass
+class Seat:
+    """An agent as the floor knows them."""
+
+    agent_id: str
+    languages: frozenset[str]
+    shift: Shift
+    state: str = "off"  # off | idle | talking | wrap_up | break
+    call_id: str | None = None
+    break_after: float | None = None  # a break asked for during a call: its length
+    shift_over: bool = False  # the shift ended (during a call: logged off after it)
+
+
+@dataclass
+class Truth:
+    callers: dict[str, Caller] = field(default_factory=dict)
+    idle_while_waiting: float = 0.0  # agent-seconds: an agent idle while a caller they fit waited
+    problems: list[str] = field(default_factory=list)
+
+
+class Floor:
+    """Plays a `Day` on fresh tables (`db`) from `began` (an aware datetime)."""
+
+    def __init__(self, day: Day, db, began: datetime, *, estimates: bool = True):
+        from queues_app.agents.skills import SkillCatalog
+        from queues_app.centre.call_center import CallCenter
+        from queues_app.figures.service_level import ServiceLevelReader
+
+        self.day, self.db, self.began = day, db, began
+        self.moment = began
+        self.rng = random.Random(day.seed)
+        catalog = SkillCatalog.from_mapping({"language": list(day.languages)})
+        self.center = CallCenter(db, catalog, clock=self.clock)
+        self.reader = ServiceLevelReader(db, self.clock)
+        self.estimates = estimates
+        self.truth = Truth()
+        self.seats: dict[str, Seat] = {}
+        self.waiting: dict[str, Caller] = {}  # in arrival order
+        self.events: list[tuple[float, int, str, str]] = []
+        self.tie = 0
+        self.now = 0.0
+
+    def clock(self) -> datetime:
+        """The simulated moment; each reading a microsecond on, so that what is written one
+        after the other still sorts in order."""
+        self.moment += timedelta(microseconds=1)
+        return self.moment
+
+    def at(self, second: float, kind: str, subject: str = "") -> None:
+        self.tie += 1
+        heapq.heappush(self.events, (second, self.tie, kind, subject))
+
+    def seconds(self, stamp: str | None) -> float:
+        from queues_app.ddb.clock import from_iso
+
+        moment = from_iso(stamp)
+        assert moment is not None
+        return (moment - self.began).total_seconds()
+
+    # --- the day --------------------------------------------------------------------------
+
+    def play(self, flush_every: float = 300.0) -> Truth:
+        from queues_app.figures.counters import MetricsStore
+
+        for moment in self.day.arrivals(self.rng):
+            self.at(moment, "arrive", self.rng.choices(list(self.day.languages), list(self.day.languages.values()))[0])
+        for shift in self.day.shifts:
+            for n in range(shift.count):
+                seat = self._hire(shift, n)
+                self.at(shift.start, "shift_start", seat.agent_id)
+                if shift.end < self.day.hours * 3600:
+                    self.at(shift.end, "shift_end", seat.agent_id)
+                for begins, length in shift.breaks:
+                    self.at(begins, f"break:{length}", seat.agent_id)
+        flushed = 0.0
+        while self.events:
+            second, _tie, kind, subject = heapq.heappop(self.events)
+            self._idle_since(second)
+            self.moment = max(self.moment, self.began + timedelta(seconds=second))
+            while flushed + flush_every <= second:  # every serving process writes its figures
+                flushed += flush_every
+                MetricsStore(self.db).flush()
+            self._handle(kind, subject)
+        MetricsStore(self.db).flush()
+        if self.waiting:
+            self.truth.problems.append(f"{len(self.waiting)} callers still wait at the day's end")
+        return self.truth
+
+    def _hire(self, shift: Shift, n: int) -> Seat:
+        skills = {"language": list(shift.languages)}
+        agent = self.center.agents.create(f"Agent {len(self.seats) + 1}", skills)
+        seat = Seat(agent.agent_id, frozenset(shift.languages), shift)
+        self.seats[agent.agent_id] = seat
+        return seat
+
+    def _handle(self, kind: str, subject: str) -> None:
+        if kind == "arrive":
+            self._arrive(subject)
+        elif kind == "give_up":
+            self._give_up(subject)
+        elif kind == "hang_up":
+            self._hang_up(subject)
+        elif kind == "wrapped":
+            self._back(self.seats[subject])
+        elif kind == "shift_start":
+            self._back(self.seats[subject])
+        elif kind == "shift_end":
+            self._leave(self.seats[subject])
+        elif kind.startswith("break:"):
+            self._break(self.seats[subject], float(kind.split(":", 1)[1]))
+        elif kind == "break_end":
+            self._back(self.seats[subject])
+
+    # --- callers ----------------------------------------------------------------------------
+
+    def _arrive(self, language: str) -> None:
+        from queues_app.routing.standing import standing_of
+
+        call, _ = self.center.create_call({"language": language})
+        caller = Caller(language, self.seconds(call.arrived_at))
+        self.truth.callers[call.call_id] = caller
+        if call.agent_id:
+            self._taken(call)
+            return
+        self.waiting[call.call_id] = caller
+        if self.day.patience_mean:
+            self.at(self.now + self.rng.expovariate(1 / self.day.patience_mean), "give_up", call.call_id)
+        if self.estimates:
+            standing = standing_of(self.center.line, self.reader, call)
+            if standing is not None and standing.estimated_wait_seconds is not None:
+                caller.estimate = standing.estimated_wait_seconds
+
+    def _give_up(self, call_id: str) -> None:
+        caller = self.waiting.pop(call_id, None)
+        if caller is None:
+            return  # answered before their patience ran out
+        gone = self.center.abandon(call_id).call
+        assert gone is not None
+        caller.abandoned = self.seconds(gone.ended_at)
+
+    def _taken(self, call) -> None:
+        """A call the centre assigned (the answer of whatever action gave it)."""
+        caller = self.truth.callers[call.call_id]
+        self.waiting.pop(call.call_id, None)
+        caller.answered, caller.agent_id = self.seconds(call.assigned_at), call.agent_id
+        seat = self.seats[call.agent_id]
+        if seat.state != "idle":
+            self.truth.problems.append(f"call {call.call_id} given to {call.agent_id}, who was {seat.state}")
+        seat.state, seat.call_id = "talking", call.call_id
+        self.at(self.now + self.day.handle(self.rng), "hang_up", call.call_id)
+
+    def _hang_up(self, call_id: str) -> None:
+        caller = self.truth.callers[call_id]
+        seat = self.seats[caller.agent_id or ""]
+        then = "offline" if seat.shift_over else "wrap_up" if self.day.wrap_up_seconds else "queue"
+        agent, taken = self.center.release(seat.agent_id, then, call_id=call_id)
+        assert agent is not None
+        caller.ended = self.seconds(agent.status_since)  # the call ended as the agent's status changed
+        seat.call_id = None
+        if agent.status == "offline":
+            seat.state = "off"
+        elif agent.status == "not_ready":  # the break asked for during the call
+            self._on_break(seat)
+        elif agent.status == "wrap_up":
+            seat.state = "wrap_up"
+            self.at(self.now + self.day.wrap_up_seconds, "wrapped", seat.agent_id)
+        else:
+            seat.state = "idle"
+            if taken is not None:
+                self._taken(taken)
+
+    # --- agents -----------------------------------------------------------------------------
+
+    def _back(self, seat: Seat) -> None:
+        """The agent becomes available: from the start of a shift, a break or a wrap-up."""
+        if seat.shift_over:
+            if seat.state != "off":
+                self.center.log_off(seat.agent_id)
+                seat.state = "off"
+            return
+        if seat.break_after is not None and seat.state == "wrap_up":
+            self.center.set_not_ready(seat.agent_id, "break")
+            self._on_break(seat)
+            return
+        seat.state = "idle"
+        taken = self.center.make_available(seat.agent_id).call
+        if taken is not None:
+            self._taken(taken)
+
+    def _break(self, seat: Seat, length: float) -> None:
+        if seat.state in ("off", "break") or seat.shift_over:
+            return
+        seat.break_after = length
+        if seat.state == "idle":
+            self.center.set_not_ready(seat.agent_id, "break")
+            self._on_break(seat)
+        elif seat.state == "talking":
+            self.center.set_not_ready(seat.agent_id, "break")  # after this call (its next status)
+
+    def _on_break(self, seat: Seat) -> None:
+        seat.state = "break"
+        self.at(self.now + (seat.break_after or 0), "break_end", seat.agent_id)
+        seat.break_after = None
+
+    def _leave(self, seat: Seat) -> None:
+        seat.shift_over = True
+        if seat.state in ("idle", "break"):
+            self.center.log_off(seat.agent_id)
+            seat.state = "off"
+
+    # --- work conservation ------------------------------------------------------------------
+
+    def _idle_while_waiting(self) -> int:
+        """Agents idle while a caller they fit waits, paired greedily (oldest caller first)."""
+        idle = [s for s in self.seats.values() if s.state == "idle"]
+        pairs = 0
+        for caller in self.waiting.values():
+            fit = next((s for s in idle if caller.language in s.languages), None)
+            if fit is not None:
+                idle.remove(fit)
+                pairs += 1
+        return pairs
+
+    def _idle_since(self, second: float) -> None:
+        """Adds the agent-seconds since the last event that an agent sat idle while a caller
+        they fit waited (0 on a floor that works), then moves the floor's time on."""
+        if self.waiting and second > self.now:
+            self.truth.idle_while_waiting += (second - self.now) * self._idle_while_waiting()
+        self.now = second

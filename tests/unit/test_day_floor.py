@@ -1,0 +1,70 @@
+"""The theory a day on the floor is held to (`bench.erlang`): the formulas against known
+values and each other; and the day's checks (`bench.day`, `bench.floor`) failing when
+the figures are outside the theory's interval or an agent sits idle while a caller they
+fit waits. A day played on DynamoDB Local: tests/integration/test_day.py."""
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from bench import erlang
+from bench.day import against_theory
+from bench.floor import Caller, Day, Floor, Seat, Shift, Truth
+
+SHORT = Path(__file__).resolve().parents[1] / "fixtures" / "days" / "short.json"
+
+
+def test_erlang_c_in_closed_form_and_from_the_chain():
+    assert erlang.erlang_c(2, 1.0) == pytest.approx(1 / 3)  # Erlang B(2, 1) = 0.2; C = 0.2 / (1 - 0.5 x 0.8)
+    c = erlang.predict(10, 8.5 / 240, 240, 20)
+    assert c.wait_probability == pytest.approx(erlang.erlang_c(10, 8.5))
+    assert c.service_level == pytest.approx(1 - c.wait_probability * math.exp(-(10 / 240 - 8.5 / 240) * 20))
+    assert c.asa == c.mean_wait == pytest.approx(c.wait_probability / (10 / 240 - 8.5 / 240))
+    nearly = erlang.predict(10, 8.5 / 240, 240, 20, patience=1e9)  # callers who (almost) never give up
+    assert nearly.wait_probability == pytest.approx(c.wait_probability, rel=1e-3)
+    assert nearly.mean_wait == pytest.approx(c.mean_wait, rel=1e-3)
+    with pytest.raises(ValueError, match="grows without end"):
+        erlang.predict(10, 10 / 240, 240, 20)  # one erlang an agent: only Erlang A has an answer
+
+
+def test_erlang_a_balances_what_comes_in_with_what_is_served_or_gives_up():
+    rate, handle, patience, agents = 150 / 3600, 240.0, 180.0, 10
+    a = erlang.predict(agents, rate, handle, 20, patience)
+    chain = erlang._chain(agents, rate, 1 / handle, 1 / patience)
+    busy = sum(min(n, agents) * p for n, p in enumerate(chain))
+    assert rate * (1 - a.abandon_probability) == pytest.approx(busy / handle)
+    assert 0 < a.abandon_probability < a.wait_probability < 1
+
+
+def test_batch_means_give_students_interval():
+    mean, half = erlang.batch_means([1.0, 2.0, 3.0])
+    assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / math.sqrt(3))
+    with pytest.raises(ValueError):
+        erlang.batch_means([1.0])
+
+
+def test_an_agent_idle_while_a_fitting_caller_waits_is_counted():
+    day = dataclasses.replace(Day.load(SHORT), languages={"English": 0.5, "Spanish": 0.5})
+    floor = Floor.__new__(Floor)
+    floor.now, floor.truth = 0.0, Truth()
+    floor.seats = {"a": Seat("a", frozenset({"English"}), Shift(1, 0, math.inf, ("English",)), state="idle")}
+    floor.waiting = {"s": Caller("Spanish", 0.0)}
+    floor._idle_since(10.0)
+    assert floor.truth.idle_while_waiting == 0  # nobody who fits is idle
+    floor.waiting["e"] = Caller("English", 5.0)
+    floor._idle_since(25.0)
+    assert floor.truth.idle_while_waiting == 15.0
+    assert day.rate(0) == 60 / 3600
+
+
+def test_figures_outside_the_theorys_interval_are_failures():
+    day = dataclasses.replace(Day.load(SHORT), steady=True, warmup_minutes=0, batches=2, patience_mean=None, hours=1)
+    day = dataclasses.replace(day, arrivals_per_hour=(60.0,), shifts=(Shift(5, 0, math.inf, ("English",)),))
+    floor_truth = Truth()
+    for n in range(60):  # every caller waited ten minutes: Erlang C says about 2 s on average
+        floor_truth.callers[str(n)] = Caller("English", n * 60.0, answered=n * 60.0 + 600 + (n % 2))
+    rows = {row["figure"]: row for row in against_theory(day, floor_truth)}
+    assert not rows["wait probability"]["holds"] and not rows["mean wait (s)"]["holds"]
+    assert rows["abandon probability"]["holds"]
