@@ -15,7 +15,9 @@ P(wait <= t), and `asa` (the mean wait of the answered, which is every caller th
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import deque
 from dataclasses import dataclass
 
 
@@ -117,3 +119,34 @@ def batch_means(values: list[float]) -> tuple[float, float]:
     mean = sum(values) / batches
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (batches - 1))
     return mean, T_975[min(batches - 1, 20)] * spread / math.sqrt(batches)
+
+
+def fifo(callers: list[tuple[float, float, float | None]], agents: int) -> list[tuple[float, bool]]:
+    """The ideal queue those theories describe, fed given callers (arrival, handle time,
+    patience) in arrival order: `agents` agents, first come first served, no agent idle
+    while a caller waits, a caller gone once their patience runs out. Returns each caller's
+    (seconds waited, answered)."""
+    events = [(at, 1, n) for n, (at, _handle, _patience) in enumerate(callers)]  # 0 an ending, 1 an arrival
+    heapq.heapify(events)
+    free, line, lived = agents, deque(), [(0.0, False)] * len(callers)
+    while events:
+        moment, kind, n = heapq.heappop(events)
+        if kind == 1 and free:
+            free -= 1
+            lived[n] = (0.0, True)
+            heapq.heappush(events, (moment + callers[n][1], 0, n))
+        elif kind == 1:
+            line.append(n)
+            if callers[n][2] is not None:
+                heapq.heappush(events, (moment + callers[n][2], 2, n))
+        elif kind == 2:
+            if n in line:
+                line.remove(n)
+                lived[n] = (moment - callers[n][0], False)
+        elif line:
+            m = line.popleft()
+            lived[m] = (moment - callers[m][0], True)
+            heapq.heappush(events, (moment + callers[m][1], 0, m))
+        else:
+            free += 1
+    return lived

@@ -62,6 +62,8 @@ class Day:
     def load(cls, path: Path, hours: float | None = None) -> Day:
         raw = json.loads(path.read_text())
         start = _clock_seconds(raw["start"])
+        if start + (hours or raw["hours"]) * 3600 > 24 * 3600:
+            raise ValueError(f"{path.name}: a day ends by midnight (its reports are the centre's day's)")
         shifts = tuple(
             Shift(
                 s["count"],
@@ -111,16 +113,28 @@ class Day:
         sigma2 = math.log(1 + self.handle_spread**2)
         return rng.lognormvariate(math.log(self.handle_mean) - sigma2 / 2, math.sqrt(sigma2))
 
-    def arrivals(self, rng: random.Random) -> list[float]:
-        """The callers' arrival moments: a Poisson process whose rate changes by interval
-        (thinning against the day's highest rate)."""
-        top, moment, moments = max(self.arrivals_per_hour) / 3600, 0.0, []
+    def arrivals(self, rng: random.Random) -> list[Arrival]:
+        """The callers: arrival moments of a Poisson process whose rate changes by interval
+        (thinning against the day's highest rate), each with its language, handle time and
+        patience drawn at once, so that an ideal queue fed the same callers (`erlang.fifo`)
+        lives the same day whatever order the floor serves them in."""
+        top, moment, callers = max(self.arrivals_per_hour) / 3600, 0.0, []
+        languages, shares = list(self.languages), list(self.languages.values())
         while True:
             moment += rng.expovariate(top)
             if moment >= self.hours * 3600:
-                return moments
+                return callers
             if rng.random() * top < self.rate(moment):
-                moments.append(moment)
+                patience = rng.expovariate(1 / self.patience_mean) if self.patience_mean else None
+                callers.append(Arrival(moment, rng.choices(languages, shares)[0], self.handle(rng), patience))
+
+
+@dataclass(frozen=True)
+class Arrival:
+    at: float  # seconds from the day's start
+    language: str
+    handle: float  # seconds on the call once answered
+    patience: float | None  # seconds they will wait before giving up
 
 
 def _clock_seconds(text: str) -> float:
@@ -132,6 +146,7 @@ def _clock_seconds(text: str) -> float:
 class Caller:
     language: str
     arrived: float  # seconds from the day's start, as the centre stamped them
+    index: int = 0  # in the day's arrivals
     answered: float | None = None
     abandoned: float | None = None
     ended: float | None = None
@@ -179,6 +194,7 @@ class Floor:
         self.center = CallCenter(db, catalog, clock=self.clock)
         self.reader = ServiceLevelReader(db, self.clock)
         self.estimates = estimates
+        self.arrivals: list[Arrival] = []
         self.truth = Truth()
         self.seats: dict[str, Seat] = {}
         self.waiting: dict[str, Caller] = {}  # in arrival order
@@ -208,8 +224,9 @@ class Floor:
     def play(self, flush_every: float = 300.0) -> Truth:
         from queues_app.figures.counters import MetricsStore
 
-        for moment in self.day.arrivals(self.rng):
-            self.at(moment, "arrive", self.rng.choices(list(self.day.languages), list(self.day.languages.values()))[0])
+        self.arrivals = self.day.arrivals(self.rng)
+        for index, arrival in enumerate(self.arrivals):
+            self.at(arrival.at, "arrive", str(index))
         for shift in self.day.shifts:
             for n in range(shift.count):
                 seat = self._hire(shift, n)
@@ -241,7 +258,7 @@ class Floor:
 
     def _handle(self, kind: str, subject: str) -> None:
         if kind == "arrive":
-            self._arrive(subject)
+            self._arrive(int(subject))
         elif kind == "give_up":
             self._give_up(subject)
         elif kind == "hang_up":
@@ -259,18 +276,19 @@ class Floor:
 
     # --- callers ----------------------------------------------------------------------------
 
-    def _arrive(self, language: str) -> None:
+    def _arrive(self, index: int) -> None:
         from queues_app.routing.standing import standing_of
 
-        call, _ = self.center.create_call({"language": language})
-        caller = Caller(language, self.seconds(call.arrived_at))
+        arrival = self.arrivals[index]
+        call, _ = self.center.create_call({"language": arrival.language})
+        caller = Caller(arrival.language, self.seconds(call.arrived_at), index=index)
         self.truth.callers[call.call_id] = caller
         if call.agent_id:
             self._taken(call)
             return
         self.waiting[call.call_id] = caller
-        if self.day.patience_mean:
-            self.at(self.now + self.rng.expovariate(1 / self.day.patience_mean), "give_up", call.call_id)
+        if arrival.patience is not None:
+            self.at(self.now + arrival.patience, "give_up", call.call_id)
         if self.estimates:
             standing = standing_of(self.center.line, self.reader, call)
             if standing is not None and standing.estimated_wait_seconds is not None:
@@ -293,7 +311,7 @@ class Floor:
         if seat.state != "idle":
             self.truth.problems.append(f"call {call.call_id} given to {call.agent_id}, who was {seat.state}")
         seat.state, seat.call_id = "talking", call.call_id
-        self.at(self.now + self.day.handle(self.rng), "hang_up", call.call_id)
+        self.at(self.now + self.arrivals[caller.index].handle, "hang_up", call.call_id)
 
     def _hang_up(self, call_id: str) -> None:
         caller = self.truth.callers[call_id]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench import erlang
-from bench.day import against_theory
-from bench.floor import Caller, Day, Floor, Seat, Shift, Truth
+from bench.day import against_the_ideal_queue, against_theory
+from bench.floor import Arrival, Caller, Day, Floor, Seat, Shift, Truth
 
 SHORT = Path(__file__).resolve().parents[1] / "fixtures" / "days" / "short.json"
 
@@ -68,3 +68,27 @@ def test_figures_outside_the_theorys_interval_are_failures():
     rows = {row["figure"]: row for row in against_theory(day, floor_truth)}
     assert not rows["wait probability"]["holds"] and not rows["mean wait (s)"]["holds"]
     assert rows["abandon probability"]["holds"]
+
+
+def test_the_ideal_queue_serves_first_come_first_served_and_loses_the_impatient():
+    callers = [(0.0, 10.0, None), (1.0, 5.0, None), (2.0, 1.0, 3.0), (3.0, 1.0, None), (20.0, 1.0, None)]
+    # One agent: the first at once; the second waits until 10; the third gives up at 5;
+    # the fourth waits from 3 until the second is done at 15; the fifth finds the agent free.
+    assert erlang.fifo(callers, 1) == [(0.0, True), (9.0, True), (3.0, False), (12.0, True), (0.0, True)]
+    assert [wait for wait, _ in erlang.fifo(callers, 2)] == [0.0, 0.0, 3.0, 3.0, 0.0]
+
+
+def test_a_caller_who_waited_otherwise_than_in_the_ideal_queue_fails_the_day():
+    day = dataclasses.replace(Day.load(SHORT), steady=True, patience_mean=None)
+    floor = Floor.__new__(Floor)
+    floor.arrivals = [Arrival(0.0, "English", 60.0, None), Arrival(1.0, "English", 60.0, None)]
+    day = dataclasses.replace(day, shifts=(Shift(1, 0, math.inf, ("English",)),))
+    truth = Truth()
+    truth.callers = {
+        "a": Caller("English", 0.0, answered=0.0, index=0),
+        "b": Caller("English", 1.0, answered=60.0, index=1),
+    }
+    assert against_the_ideal_queue(day, floor, truth) == {"callers": 2, "differ": 0} and not truth.problems
+    truth.callers["b"].answered = 75.0  # an agent free at 60 s took the second caller only at 75 s
+    assert against_the_ideal_queue(day, floor, truth)["differ"] == 1
+    assert "did not live as in the ideal queue" in truth.problems[0]
