@@ -349,8 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("days", nargs="*", type=Path, help="day files (default: every one in bench/days/)")
     parser.add_argument("--hours", type=float, default=None, help="play only the first H hours of each day")
     args = harness.parse(parser, argv, smoke=SMOKE)
+    if args.hours is not None and args.hours <= 0:
+        parser.error("--hours: more than 0")
     files = args.days or sorted(DAYS.glob("*.json"))
-    days = [Day.load(path, args.hours) for path in files]
+    days = []
+    for path in files:
+        try:
+            days.append(Day.load(path, args.hours))
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            parser.error(f"{path}: {exc if not isinstance(exc, KeyError) else f'no {exc} given'}")
     run = Run()
 
     def everything(endpoint: str) -> Run:
