@@ -81,24 +81,11 @@ class Offers:
             reached = {"result": "connected", "agent_id": agent.agent_id, "at": stamp}
             if callback:
                 answered.callback_results = [*call.callback_results, reached]
-            results = ", callback_results = list_append(if_not_exists(callback_results, :none), :reached)"
             try:
                 self.table.transact(
                     [
                         self.table.offer_gone(call),
-                        self.table.update(
-                            keys.call(call_id),
-                            f"SET answered_at = :now, version = version + :one{results if callback else ''} "
-                            "REMOVE offer_sk",
-                            {
-                                ":now": stamp,
-                                ":one": 1,
-                                ":assigned": CallStatus.ASSIGNED,
-                                ":offer": call.offer_sk,
-                                **({":none": [], ":reached": [reached]} if callback else {}),
-                            },
-                            condition="#status = :assigned AND offer_sk = :offer",
-                        ),
+                        self._call_answered(call, stamp, reached if callback else None),
                         self._agent_answers(call, agent, stamp),
                         *self.table.event_actions(named.CALL_ANSWERED, answered),
                         self.table.fact_action(
@@ -118,6 +105,23 @@ class Offers:
                 continue
             return Outcome(call=answered)
         return self._answered_already(call)
+
+    def _call_answered(self, call: Call, stamp: str, reached: dict | None) -> dict:
+        """The call's update, on condition that it is still offered as read; a callback's
+        result (`reached`) added to its results."""
+        results = ", callback_results = list_append(if_not_exists(callback_results, :none), :reached)"
+        return self.table.update(
+            keys.call(call.call_id),
+            f"SET answered_at = :now, version = version + :one{results if reached else ''} REMOVE offer_sk",
+            {
+                ":now": stamp,
+                ":one": 1,
+                ":assigned": CallStatus.ASSIGNED,
+                ":offer": call.offer_sk,
+                **({":none": [], ":reached": [reached]} if reached else {}),
+            },
+            condition="#status = :assigned AND offer_sk = :offer",
+        )
 
     def _connected(self, call: Call, stamp: str, callback: bool) -> list[dict]:
         """A queued callback reached: its fact, with the time since it was asked for."""
