@@ -37,7 +37,7 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 from bench import erlang, harness
-from bench.floor import DAYS, Caller, Day, Floor, Truth
+from bench.floor import DAYS, Caller, Day, Floor, Truth, clock_seconds
 
 SMOKE = {"hours": 2.0}
 FIGURES = ("offered", "answered", "answered_within", "abandoned", "wait_sum", "handled", "handle_sum")
@@ -74,7 +74,7 @@ def play(endpoint: str, day: Day) -> Played:
 
     from queues_app.ddb.clock import centre_day_start, now
 
-    began = centre_day_start(now()) + timedelta(seconds=_seconds_of(day.start))
+    began = centre_day_start(now()) + timedelta(seconds=clock_seconds(day.start))
     with (
         override_settings(SERVICE_LEVEL_SECONDS=day.threshold_seconds),
         harness.fresh_tables(endpoint, "day") as db,
@@ -113,11 +113,6 @@ def against_the_ideal_queue(day: Day, floor: Floor, truth: Truth) -> dict:
     if differ:
         truth.problems.append(f"{len(differ)} callers did not live as in the ideal queue, e.g. {differ[0]}")
     return {"callers": len(truth.callers), "differ": len(differ)}
-
-
-def _seconds_of(clock: str) -> float:
-    hours, minutes = clock.split(":")
-    return int(hours) * 3600 + int(minutes) * 60
 
 
 # --- against theory --------------------------------------------------------------------------
@@ -308,7 +303,7 @@ def report(run: Run, where: str) -> str:
             )
             for row in played.intervals:
                 start = (
-                    datetime.combine(datetime.min, time()) + timedelta(seconds=_seconds_of(day.start) + row["start"])
+                    datetime.combine(datetime.min, time()) + timedelta(seconds=clock_seconds(day.start) + row["start"])
                 ).strftime("%H:%M")
                 lines.append(
                     f"  {start:<10}{row['calls']:>6}{row['agents']:>7}{_cell(row['waited']):>8}"

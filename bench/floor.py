@@ -61,16 +61,16 @@ class Day:
     @classmethod
     def load(cls, path: Path, hours: float | None = None) -> Day:
         raw = json.loads(path.read_text())
-        start = _clock_seconds(raw["start"])
+        start = clock_seconds(raw["start"])
         if start + (hours or raw["hours"]) * 3600 > 24 * 3600:
             raise ValueError(f"{path.name}: a day ends by midnight (its reports are the centre's day's)")
         shifts = tuple(
             Shift(
                 s["count"],
-                _clock_seconds(s.get("from", raw["start"])) - start,
-                _clock_seconds(s["to"]) - start if "to" in s else math.inf,
+                clock_seconds(s.get("from", raw["start"])) - start,
+                clock_seconds(s["to"]) - start if "to" in s else math.inf,
                 tuple(s.get("languages") or raw["languages"]),
-                tuple((_clock_seconds(at) - start, minutes * 60) for at, minutes in s.get("breaks", ())),
+                tuple((clock_seconds(at) - start, minutes * 60) for at, minutes in s.get("breaks", ())),
             )
             for s in raw["agents"]
         )
@@ -137,7 +137,7 @@ class Arrival:
     patience: float | None  # seconds they will wait before giving up
 
 
-def _clock_seconds(text: str) -> float:
+def clock_seconds(text: str) -> float:
     hours, minutes = text.split(":")
     return int(hours) * 3600 + int(minutes) * 60
 
