@@ -604,6 +604,7 @@ class Supervisor(threading.Thread):
         self.base_url, self.username, self.recorder = base_url, username, recorder
         self.list_every = list_every  # seconds between this supervisor's list pages, on average
         self.stopping = threading.Event()  # the tab closed
+        self.watching = threading.Event()  # the overview is open and its panels come (pushed or polled)
         self.rng = random.Random(seed)
         self.client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False, limits=CONNECTIONS)
 
@@ -656,6 +657,7 @@ class Supervisor(threading.Thread):
                 began = time.monotonic()
                 for panel in PANELS:
                     self._get(PANEL, f"/?panel={panel}", **{"HX-Request": "true"})
+                self.watching.set()
                 self.stopping.wait(max(0.0, 2.0 - (time.monotonic() - began)))
             if time.monotonic() >= next_list:
                 self._get(LIST, self.rng.choice(LIST_PAGES))
@@ -682,6 +684,7 @@ class Supervisor(threading.Thread):
                 self.recorder.add(LIVE, sent, time.time() - sent, answer.status_code)
                 if answer.status_code != 200:
                     return False
+                self.watching.set()
                 for line in answer.iter_lines():
                     if line.startswith("event: "):
                         self.recorder.add(PUSHED, time.time(), 0.0, 200)
@@ -898,6 +901,8 @@ class LoadRun:
     highest_rate_held: int | None = None
     held_by_supervisors: dict[int, int] = field(default_factory=dict)  # supervisors -> highest rate held
     viewers: list[dict] = field(default_factory=list)  # the same rate with fewer and more supervisors
+    # The supervisors' overviews and live streams as they opened them, in or between steps.
+    overviews: dict = field(default_factory=dict)
     matched_by_the_matcher: int | None = None  # callers run_matcher matched (its last heartbeat)
     audit: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -917,6 +922,7 @@ class LoadRun:
             "highest_rate_held": self.highest_rate_held,
             "held_by_supervisors": self.held_by_supervisors,
             "viewers": self.viewers,
+            "overviews": self.overviews,
             "matched_by_the_matcher": self.matched_by_the_matcher,
             "audit": self.audit,
             "problems": self.problems,
@@ -1175,6 +1181,12 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                 watching.append(supervisor)
             while len(watching) > count:
                 watching.pop().stop()
+            # A step measures this many supervisors watching: it starts once each has the overview
+            # open (on a busy machine the page itself can take seconds).
+            deadline = time.monotonic() + 60
+            late = [s.username for s in watching if not s.watching.wait(max(0.0, deadline - time.monotonic()))]
+            if late:
+                run.problems.append(f"not watching 60 s after they opened the overview: {', '.join(late)}")
             log(f"{count} supervisors watching")
             plan = [(params.rates[0], 10.0 * params.warmup, False)] if params.warmup else []
             plan += [(rate, params.step_seconds, True) for rate in params.rates]
@@ -1229,6 +1241,8 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
             supervisor.stop()
         threads += watching
         run.viewers = viewers_compared(run.steps)
+        opened = endpoint_figures(recorder.between(0, float("inf")))
+        run.overviews = {name: figures for name, figures in opened.items() if name in (OVERVIEW, LIVE)}
         run.machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         run.machine["driver_lag_max_s"] = round(recorder.lag_max, 3)
     finally:
