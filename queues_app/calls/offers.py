@@ -63,13 +63,15 @@ class Offers:
         callback: bool = False,
         wait_from_request: bool = False,
         agent_id: str | None = None,
+        read: Call | None = None,
     ) -> Outcome:
         """The agent picked up the offered call (`callback`: a queued callback's caller was
         reached, with its agent reserved). Sent again, answered as done (`replayed`); an
         offer that ran out (the call went back to the line) is a Conflict saying so.
         `wait_from_request`: the callback's line counts its wait from the request.
-        `agent_id`: the agent the offer was for; another one's offer is refused."""
-        call = self.calls.get(call_id)
+        `agent_id`: the agent the offer was for; another one's offer is refused. `read`: the
+        call as the caller has just read it (the transaction is conditioned on it all the same)."""
+        call = read if read is not None and read.call_id == call_id else self.calls.get(call_id)
         for _attempt in range(3):  # the agent changed on the same call (a next status set): again
             if call.offer_sk is None:
                 break

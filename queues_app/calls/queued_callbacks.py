@@ -183,7 +183,9 @@ class QueuedCallbacks:
                 return self._reported_already(call, result)
             line = self.lines.current_line(call.line or "")
             from_request = line is not None and line.callback_wait_from == "request"
-            return self.offers.answered(call_id, callback=True, wait_from_request=from_request, agent_id=agent_id)
+            return self.offers.answered(
+                call_id, callback=True, wait_from_request=from_request, agent_id=agent_id, read=call
+            )
         for _attempt in range(3):  # the agent changed on the same call (a next status set): again
             if call.state != CallStatus.CALLBACK_DUE:
                 return self._reported_already(call, result)

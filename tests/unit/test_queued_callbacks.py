@@ -344,6 +344,8 @@ def test_a_callback_costs_a_read_and_a_transaction_to_ask_and_one_transaction_to
         center.callback_result(call.call_id, "connected")
     assert (asked.calls, asked.calls_of("TransactWriteItems")) == (2, 1)
     assert connected.calls <= 4 and connected.calls_of("TransactWriteItems") == 1
+    # The call read once (the answer is conditioned on that read), the agent once.
+    assert connected.calls_of("GetItem") == 2, connected.snapshot()
 
 
 def test_a_result_sent_again_during_the_next_attempt_is_not_taken_for_it(centre):
