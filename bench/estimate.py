@@ -62,12 +62,14 @@ def simulate(endpoint: str, args: argparse.Namespace) -> Recorded:
     from queues_app.ddb.clock import from_iso
     from queues_app.figures import counters
     from queues_app.figures.service_level import ServiceLevelReader
+    from queues_app.monitoring.sampler import MetricsCollector
     from queues_app.routing.standing import standing_of
 
     rng, clock, recorded = random.Random(args.seed), SimulatedClock(), Recorded()
     catalog = SkillCatalog.from_mapping({"language": [lang for lang in LANGUAGES if lang], "gender": ["F", "M", "X"]})
     with harness.fresh_tables(endpoint, "estimate") as db:
         router, reader = CallCenter(db, catalog, clock=clock), ServiceLevelReader(db, clock)
+        collector = MetricsCollector(db, clock)
         start = clock.moment
         events: list[tuple[float, int, str, str]] = []  # (seconds from start, tie, kind, id)
         for n in range(args.agents):
@@ -84,6 +86,8 @@ def simulate(endpoint: str, args: argparse.Namespace) -> Recorded:
             while flushed + 10 <= at:  # every process flushes its figures every 10 s
                 flushed += 10
                 counters.MetricsStore(db).flush()
+                if flushed % 60 == 0:  # the collector's occupancy sample (every 15 s in `serve`)
+                    collector.sample_occupancy()
             taken = None
             if kind == "arrival":
                 call, _ = router.create_call({"language": rng.choice(LANGUAGES)})

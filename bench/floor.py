@@ -137,6 +137,11 @@ class Arrival:
     patience: float | None  # seconds they will wait before giving up
 
 
+# The collector samples occupancy every 15 s; the floor every minute, which keeps a day short and
+# still gives the wait estimate 15 samples over its 15 minutes.
+SAMPLE_EVERY = 60.0
+
+
 def clock_seconds(text: str) -> float:
     hours, minutes = text.split(":")
     return int(hours) * 3600 + int(minutes) * 60
@@ -221,8 +226,12 @@ class Floor:
 
     # --- the day --------------------------------------------------------------------------
 
-    def play(self, flush_every: float = 300.0) -> Truth:
-        from queues_app.figures.counters import MetricsStore
+    def play(self) -> Truth:
+        from bench import harness
+        from queues_app.figures.counters import FLUSH_SECONDS, MetricsStore
+        from queues_app.monitoring.sampler import MetricsCollector
+
+        collector = MetricsCollector(self.db, self.clock)
 
         self.arrivals = self.day.arrivals(self.rng)
         for index, arrival in enumerate(self.arrivals):
@@ -235,14 +244,20 @@ class Floor:
                     self.at(shift.end, "shift_end", seat.agent_id)
                 for begins, length in shift.breaks:
                     self.at(begins, f"break:{length}", seat.agent_id)
-        flushed = 0.0
+        flushed = sampled = 0.0
         while self.events:
             second, _tie, kind, subject = heapq.heappop(self.events)
             self._idle_since(second)
             self.moment = max(self.moment, self.began + timedelta(seconds=second))
-            while flushed + flush_every <= second:  # every serving process writes its figures
-                flushed += flush_every
+            # Every serving process writes what it counted every FLUSH_SECONDS (the estimate
+            # reads those figures: a floor flushing less often would estimate from old ones).
+            while flushed + FLUSH_SECONDS <= second:
+                flushed += FLUSH_SECONDS
                 MetricsStore(self.db).flush()
+            if sampled + SAMPLE_EVERY <= second:  # the collector's occupancy sample, not the callers' cost
+                sampled = second
+                with harness.unmetered():
+                    collector.sample_occupancy()
             self._handle(kind, subject)
         MetricsStore(self.db).flush()
         if self.waiting:

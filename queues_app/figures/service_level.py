@@ -309,6 +309,8 @@ class AnswerRates:
     like: float | None  # callers of the combinations asked about answered a second; None: none answered
     every: float | None  # callers of every combination answered a second
     answered_like: int  # how many of those combinations were answered in the window
+    occupancy: float | None = None  # busy over staffed agents in the window's samples; None: no sample
+    patience: float = 0.0  # callers' giving up a second of waiting: those who gave up over every second waited
 
 
 @dataclass
@@ -381,20 +383,27 @@ class ServiceLevelReader:
             "KeyConditionExpression": "pk = :pk AND sk >= :since",
             "ExpressionAttributeValues": {":pk": {"S": MINUTE_PK}, ":since": {"S": since}},
         }
-        like = every = 0
+        like = 0
         first = None
+        window = Window("recent", 0.0)
         for item in query_spread(self.db, MINUTE_PK, params):
             minute, combination = item["sk"].split("#", 1)
+            window.add(combination, item)
+            if combination == OCCUPANCY:
+                continue
             if "offered" in item or "answered" in item:
                 first = minute if first is None else min(first, minute)
-            answered = int(item.get("answered", 0))
-            every += answered
-            like += answered if combination in combinations else 0
+            like += int(item.get("answered", 0)) if combination in combinations else 0
         if first is None:
             return AnswerRates(None, None, 0)
         began = datetime.strptime(first, "%Y-%m-%dT%H:%M").replace(tzinfo=UTC)
         span = max(60.0, (moment - began).total_seconds())
-        return AnswerRates(like / span if like else None, every / span if every else None, like)
+        every, waited = window.overall.answered, window.overall.wait_sum + window.overall.abandoned_wait_sum
+        # Exponential patience's rate, as Erlang A has it: the callers who gave up over the time callers waited.
+        patience = window.overall.abandoned / waited if waited else 0.0
+        return AnswerRates(
+            like / span if like else None, every / span if every else None, like, window.occupancy.share, patience
+        )
 
     def lines_today(self) -> Window:
         """Each line's figures of the centre's today, by the line's own promise (the

@@ -31,6 +31,7 @@ class MetricsCollector:
 
     def __init__(self, db: Dynamo | None = None, clock: Callable[[], datetime] = now):
         self.db = db or default()
+        self.clock = clock
         self.store = MetricsStore(self.db, clock)
         self.dashboard = Dashboard(CallCenter(self.db), clock=clock)
         self._agents: dict = {}  # agents by status, as the last `gauges` counted them
@@ -66,18 +67,27 @@ class MetricsCollector:
 
     def sample(self) -> dict[str, dict[str, float | None]]:
         figures = self.gauges()
+        self._sample_occupancy()
+        for queue, values in figures.items():
+            self.store.record_gauges(queue, values)
+        self.store.flush()
+        self.count_facts()
+        return figures
+
+    def sample_occupancy(self) -> None:
+        """The agents counted by status, and the occupancy sample alone (the simulated days
+        take it without the queues' gauges), written with this process's next flush."""
+        self._agents = self.dashboard.calls_panel().agents
+        self._sample_occupancy()
+
+    def _sample_occupancy(self) -> None:
         # Occupancy is sampled, as Amazon Connect defines it: agents busy with a call
         # (ringing, attending or in its wrap-up) over those busy or idle in the queue; an
         # agent not ready (a break, a meeting) or offline is neither.
         agents = self._agents
         busy = sum(agents[status].value for status in AgentStatus.OCCUPIED)
         staffed = busy + sum(agents[status].value for status in (AgentStatus.QUEUED, AgentStatus.AVAILABLE))
-        service_level.sample_occupancy(self.db, busy, staffed)
-        for queue, values in figures.items():
-            self.store.record_gauges(queue, values)
-        self.store.flush()
-        self.count_facts()
-        return figures
+        service_level.sample_occupancy(self.db, busy, staffed, moment=self.clock())
 
     def count_facts(self) -> tally.TallyReport:
         """Count the call facts nobody has counted yet: those of a process that died after

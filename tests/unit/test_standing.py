@@ -71,3 +71,58 @@ def test_the_api_and_the_page_show_where_a_caller_stands(moto_db, api, superviso
     api.post(f"/api/calls/{call['call_id']}/abandon")
     gone = api.get(f"/api/calls/{call['call_id']}").json()
     assert (gone["position"], gone["estimated_wait_seconds"]) == (None, None)
+
+
+def test_while_agents_are_busy_the_estimate_goes_at_their_pace_not_the_average_one(moto_db, clock):
+    """Answers come at the arrival rate on average, but a caller who waits waits while
+    every agent is busy, when they free up faster by 1 / occupancy."""
+    from queues_app.figures import service_level
+
+    router = CallCenter(clock=clock)
+    reader = ServiceLevelReader(moto_db, clock)
+    ten_minutes_ago = clock.moment - timedelta(minutes=10)
+    for _ in range(10):
+        figures.answered(moto_db, 0, {"language": "French", "gender": None}, moment=ten_minutes_ago)
+    counters.MetricsStore(moto_db).flush()
+    place(router, clock, "French")
+    me = place(router, clock, "French")
+    span = (clock.moment - ten_minutes_ago.replace(second=0, microsecond=0)).total_seconds()
+    average_pace = round(2 / (10 / span), 1)  # one ahead, then my turn: all answers are French
+    assert standing_of(router.line, reader, router.get_call(me.call_id)).estimated_wait_seconds == average_pace
+
+    # 8 of 10 agents busy on average over the window (two samples): 80% of that.
+    service_level.sample_occupancy(moto_db, busy=9, staffed=10, moment=ten_minutes_ago)
+    service_level.sample_occupancy(moto_db, busy=7, staffed=10, moment=clock.moment)
+    counters.MetricsStore(moto_db).flush()
+    standing = standing_of(router.line, reader, router.get_call(me.call_id))
+    assert standing.estimated_wait_seconds == round(0.8 * 2 / (10 / span), 1)
+
+    # A centre mostly idle says little of the pace of the few agents who fit a caller who
+    # waits: never faster than twice the average.
+    service_level.sample_occupancy(moto_db, busy=0, staffed=100, moment=clock.moment)
+    counters.MetricsStore(moto_db).flush()
+    standing = standing_of(router.line, reader, router.get_call(me.call_id))
+    assert standing.estimated_wait_seconds == round(0.5 * 2 / (10 / span), 1)
+
+
+def test_callers_ahead_who_give_up_shorten_the_wait_as_erlang_a_has_it(moto_db, clock):
+    """With j callers ahead, the next leaves at the agents' pace plus j times the rate at
+    which callers give up: those who gave up over every second callers waited."""
+    router = CallCenter(clock=clock)
+    reader = ServiceLevelReader(moto_db, clock)
+    ten_minutes_ago = clock.moment - timedelta(minutes=10)
+    for _ in range(10):
+        figures.answered(moto_db, 30, {"language": "French", "gender": None}, moment=ten_minutes_ago)
+    figures.abandoned(moto_db, 100, {"language": "Spanish", "gender": None}, moment=ten_minutes_ago)
+    figures.abandoned(moto_db, 100, {"language": "Spanish", "gender": None}, moment=ten_minutes_ago)
+    counters.MetricsStore(moto_db).flush()
+    for _ in range(3):
+        place(router, clock, "French")
+    me = place(router, clock, "French")
+    # The window runs from the minute the first of them entered the line, 100 s before.
+    span = (clock.moment - (ten_minutes_ago - timedelta(seconds=100)).replace(second=0, microsecond=0)).total_seconds()
+    pace, patience = 10 / span, 2 / (10 * 30 + 2 * 100)  # 2 gave up in 500 s of waiting
+    expected = sum(1 / (pace + j * patience) for j in (1, 2, 3)) + 1 / pace
+    standing = standing_of(router.line, reader, router.get_call(me.call_id))
+    assert standing.position == 4 and standing.estimated_wait_seconds == round(expected, 1)
+    assert standing.estimated_wait_seconds < round(4 / pace, 1)  # shorter than nobody giving up
