@@ -375,7 +375,8 @@ class ServiceLevelReader:
     def answer_rates(self, combinations: set[str]) -> AnswerRates:
         """How many callers were answered a second lately, of these combinations and of
         all: over the last `RECENT_MINUTES` minutes, or since the first minute with calls
-        when that is later (a day just begun is not read as slow). A Query of each shard."""
+        when that is later (a day just begun is not read as slow); the occupancy and the
+        callers' rate of giving up over the same minutes. A Query of each shard."""
         moment = self.clock()
         since = counters.minute_of(moment - timedelta(minutes=RECENT_MINUTES - 1))
         params: dict = {

@@ -45,8 +45,9 @@ def combinations_like(partitions: list[tuple[str, ...]]) -> set[str]:
 def standing_of(line: WaitingLine, reader: ServiceLevelReader, call: Call) -> Standing | None:
     """A waiting caller's position and estimated wait (None for a call that does not wait):
     one COUNT Query per partition ahead (4 for two dimensions), run together, and the
-    recent figures (one Query). The estimate: the callers ahead over the rate callers like
-    them were answered lately, and one answer of any caller's (`answer_rates`)."""
+    recent figures (one Query). The estimate: the callers ahead at the pace callers like
+    them were answered lately, and one answer of any caller's (`answer_rates`), both paces
+    taken while the agents are busy (over the occupancy), with callers ahead giving up."""
     if call.status != CallStatus.WAITING or not call.wait_sk:
         return None
     partitions = ahead_partitions(line.catalog.names, call.preferences)
