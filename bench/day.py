@@ -341,10 +341,10 @@ def as_json(run: Run) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__ or "", "day", warmup=0)
     parser.add_argument("days", nargs="*", type=Path, help="day files (default: every one in bench/days/)")
-    parser.add_argument("--hours", type=float, default=None, help="play only the first H hours of each day")
+    parser.add_argument(
+        "--hours", type=harness.positive(float), default=None, help="play only the first H hours of each day"
+    )
     args = harness.parse(parser, argv, smoke=SMOKE)
-    if args.hours is not None and args.hours <= 0:
-        parser.error("--hours: more than 0")
     files = args.days or sorted(DAYS.glob("*.json"))
     days = []
     for path in files:

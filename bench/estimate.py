@@ -145,10 +145,11 @@ def report(figures: dict, where: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__ or "", "estimate", seed=7, warmup=0)
-    parser.add_argument("--minutes", type=int, default=120, help="simulated minutes of arrivals (120)")
-    parser.add_argument("--agents", type=int, default=6, help="agents, each speaking every language (6)")
-    parser.add_argument("--calls-per-minute", type=float, default=5.0, help="mean arrival rate (5)")
-    parser.add_argument("--handle-seconds", type=float, default=60.0, help="mean handle time (60)")
+    whole, number = harness.positive(int), harness.positive(float)
+    parser.add_argument("--minutes", type=whole, default=120, help="simulated minutes of arrivals (120)")
+    parser.add_argument("--agents", type=whole, default=6, help="agents, each speaking every language (6)")
+    parser.add_argument("--calls-per-minute", type=number, default=5.0, help="mean arrival rate (5)")
+    parser.add_argument("--handle-seconds", type=number, default=60.0, help="mean handle time (60)")
     args = harness.parse(parser, argv, smoke=SMOKE)
     outcome: dict = {}
 

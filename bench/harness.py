@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -115,6 +116,21 @@ def int_list(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"comma-separated integers expected, e.g. 1,4,16; not {text!r}") from None
+
+
+def positive[N: (int, float)](kind: Callable[[str], N]) -> Callable[[str], N]:
+    """An argparse type: a finite number (`int` or `float`) above 0."""
+
+    def convert(text: str) -> N:
+        try:
+            number = kind(text)
+        except ValueError:
+            number = None
+        if number is None or not (math.isfinite(number) and number > 0):
+            raise argparse.ArgumentTypeError(f"a number above 0 expected, not {text!r}")
+        return number
+
+    return convert
 
 
 def names(*allowed: str) -> Callable[[str], tuple[str, ...]]:

@@ -1,0 +1,32 @@
+"""The benchmarks' numeric options refuse what would run nothing or never end (0, a
+negative number, not a number, infinity) with one line naming the option."""
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from bench import harness
+
+
+def test_a_positive_number_is_finite_and_above_zero():
+    assert harness.positive(int)("3") == 3 and harness.positive(float)("0.5") == 0.5
+    for text in ("0", "-5", "x", "nan", "inf", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="above 0"):
+            harness.positive(float)(text)
+    with pytest.raises(argparse.ArgumentTypeError):
+        harness.positive(int)("2.5")
+
+
+@pytest.mark.parametrize(
+    ("module", "option", "value"),
+    [("estimate", "--minutes", "-5"), ("estimate", "--calls-per-minute", "inf"), ("day", "--hours", "0")],
+)
+def test_a_benchmark_refuses_a_number_that_runs_nothing_before_it_starts(module, option, value):
+    done = subprocess.run(
+        [sys.executable, "-m", f"bench.{module}", option, value], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"argument {option}: a number above 0 expected, not '{value}'" in done.stderr
+    assert "Traceback" not in done.stderr
