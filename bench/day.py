@@ -20,7 +20,9 @@ simulated clock (timers are not scaled: the day's seconds are the centre's). The
 - **against itself**: the interval report (`GET /api/reports/intervals`' figures) and
   the agents' day report equal, interval by interval, what the floor saw: offered,
   answered, answered within the threshold, abandoned, the waits' and handle times' sums,
-  the calls each agent handled;
+  the calls each agent handled; and at the day's end, today's figures on the wallboard
+  ("All calls") and in /metrics (`window="today"`: answered, abandoned, service level,
+  answer speed, handle time);
 - the estimated wait a caller was given on arrival, scored against the wait they had
   (as `bench.estimate` scores it);
 - and the day's DynamoDB requests and capacity per call.
@@ -83,7 +85,7 @@ def play(endpoint: str, day: Day) -> Played:
         floor = Floor(day, db, began)
         truth = floor.play()
         with harness.unmetered():
-            check_figures(db, day, began, truth)
+            check_figures(floor)
     played = Played(day, truth, seconds=seen.seconds)
     calls = len(truth.callers) or 1
     played.requests_per_call = round(seen.requests / calls, 1)
@@ -204,11 +206,13 @@ def estimate_errors(truth: Truth) -> dict:
 # --- against itself ----------------------------------------------------------------------------
 
 
-def check_figures(db, day: Day, began: datetime, truth: Truth) -> None:
-    """The interval report and the agents' day report against the floor's own record."""
+def check_figures(floor: Floor) -> None:
+    """The interval report, the agents' day report, and today's figures on the wallboard
+    and /metrics at the day's end, against the floor's own record."""
     from queues_app.ddb.clock import centre_date
     from queues_app.figures.intervals import IntervalReader
 
+    db, day, began, truth = floor.db, floor.day, floor.began, floor.truth
     report = IntervalReader(db).day(date.fromisoformat(centre_date(began)), day.interval_minutes)
     step = day.interval_minutes * 60
     offset = (began - report.intervals[0].start).total_seconds()
@@ -241,6 +245,53 @@ def check_figures(db, day: Day, began: datetime, truth: Truth) -> None:
                     f"interval {interval.start:%H:%M}: {name} {measured[name]:g} in the report, {want[name]:g} seen"
                 )
     _check_agents(db, began, truth)
+    _check_today(floor)
+
+
+def _check_today(floor: Floor) -> None:
+    """The wallboard's "All calls" today and /metrics' `window="today"` at the day's end."""
+    from queues_app.figures.service_level import ServiceLevelReader
+    from queues_app.monitoring.overview import Dashboard
+    from queues_app.monitoring.prometheus import ServiceLevelCollector
+    from queues_app.monitoring.wallboard import read_board
+
+    truth, threshold = floor.truth, floor.day.threshold_seconds
+    left = [c for c in truth.callers.values() if c.waited is not None]
+    answered = [c for c in left if c.answered is not None]
+    ended = [c for c in answered if c.ended is not None]
+    within = sum(1 for c in answered if (c.waited or 0) <= threshold)
+    seen = {
+        "offered": len(truth.callers),
+        "answered": len(answered),
+        "answered_within": within,
+        "abandoned": len(left) - len(answered),
+        "wait_sum": sum(c.waited or 0 for c in answered),
+        "handled": len(ended),
+        "handle_sum": sum((c.ended or 0) - (c.answered or 0) for c in ended),
+    }
+    today = read_board(Dashboard(floor.center, clock=floor.clock)).total.today
+    for name, want in seen.items():
+        tolerance = 0.01 * max(1, len(answered) + len(ended)) if name.endswith("_sum") else 0.0
+        if abs(float(getattr(today, name)) - want) > tolerance:
+            truth.problems.append(f"today: {name} {getattr(today, name):g} on the wallboard, {want:g} seen")
+    metrics = {
+        sample.name: sample.value
+        for family in ServiceLevelCollector(ServiceLevelReader(floor.db, floor.clock)).collect()
+        for sample in family.samples
+        if sample.labels.get("window") == "today" and sample.labels.get("combination") == "all"
+    }
+    shown = {
+        "switchboard_calls_answered": seen["answered"],
+        "switchboard_calls_abandoned": seen["abandoned"],
+        "switchboard_calls_service_level_ratio": within / len(left) if left else None,
+        "switchboard_calls_answer_speed_seconds": seen["wait_sum"] / len(answered) if answered else None,
+        "switchboard_calls_handle_time_seconds": seen["handle_sum"] / len(ended) if ended else None,
+    }
+    for name, want in shown.items():
+        have = metrics.get(name)
+        tolerance = 0.0001 if name.endswith("_ratio") else 0.01  # ratios are shown to 4 decimals
+        if (have is None) != (want is None) or (want is not None and abs((have or 0) - want) > tolerance):
+            truth.problems.append(f"today: {name} {have} in /metrics, {want} seen")
 
 
 def _check_agents(db, began: datetime, truth: Truth) -> None:

@@ -34,17 +34,21 @@ def test_a_short_day_and_a_steady_stretch_hold_to_theory_and_to_themselves(dynam
 
 def test_a_short_day_reconciles_and_a_miscount_is_caught(local_db):
     day = Day.load(SHORT, hours=0.34)
-    truth = Floor(day, local_db, BEGAN, estimates=False).play()
+    floor = Floor(day, local_db, BEGAN, estimates=False)
+    truth = floor.play()
     assert truth.problems == [] and truth.idle_while_waiting == 0
     callers = list(truth.callers.values())
     assert any(c.abandoned is not None for c in callers) and any(c.ended is not None for c in callers)
-    check_figures(local_db, day, BEGAN, truth)
+    check_figures(floor)
     assert truth.problems == []
 
     # One answered caller the figures have and the floor did not see: every count it touched is named.
     call_id = next(i for i, c in truth.callers.items() if c.ended is not None)
     del truth.callers[call_id]
-    check_figures(local_db, day, BEGAN, truth)
+    check_figures(floor)
     said = " ".join(truth.problems)
     for figure in ("offered", "answered", "handled", "handle_sum", "in the agents' report"):
         assert figure in said
+    for figure in ("offered", "answered", "handled", "handle_sum"):
+        assert f"today: {figure} " in said and "on the wallboard" in said
+    assert "today: switchboard_calls_answered" in said and "in /metrics" in said
