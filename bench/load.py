@@ -901,7 +901,7 @@ class LoadRun:
     highest_rate_held: int | None = None
     held_by_supervisors: dict[int, int] = field(default_factory=dict)  # supervisors -> highest rate held
     viewers: list[dict] = field(default_factory=list)  # the same rate with fewer and more supervisors
-    # The supervisors' overviews and live streams as they opened them, in or between steps.
+    # The supervisors' overviews, live streams and panels pushed on them over the whole run, in or between steps.
     overviews: dict = field(default_factory=dict)
     matched_by_the_matcher: int | None = None  # callers run_matcher matched (its last heartbeat)
     audit: dict = field(default_factory=dict)
@@ -1242,7 +1242,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         threads += watching
         run.viewers = viewers_compared(run.steps)
         opened = endpoint_figures(recorder.between(0, float("inf")))
-        run.overviews = {name: figures for name, figures in opened.items() if name in (OVERVIEW, LIVE)}
+        run.overviews = {name: figures for name, figures in opened.items() if name in (OVERVIEW, LIVE, PUSHED)}
         run.machine["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         run.machine["driver_lag_max_s"] = round(recorder.lag_max, 3)
     finally:

@@ -83,13 +83,15 @@ def test_a_smoke_run_serves_everyone_without_a_5xx_and_stops_every_server(dynamo
     assert step["held"] == (step["causes"] == [])
     assert set(step["driver"]) == {"late_p50_ms", "late_p95_ms", "late_max_ms"}
     endpoints = step["endpoints"]
-    for name in ("POST /api/calls", "POST /api/shipments", "panel pushed on /live/"):
+    for name in ("POST /api/calls", "POST /api/shipments"):
         assert endpoints[name]["count"] > 0, name
     # Each supervisor opened the overview and its live stream before the step began (none refused
-    # under gunicorn's threads), and was pushed its panels during it.
+    # under gunicorn's threads), and was pushed panels on it (a 4 s step on a loaded machine may
+    # see none: counted over the run).
     opened = printed["overviews"]
     assert opened["GET /"]["statuses"] == {"200": 3} and opened["GET /live/"]["count"] >= 3
     assert opened["GET /live/"]["statuses"] == {"200": opened["GET /live/"]["count"]}
+    assert opened["panel pushed on /live/"]["count"] > 0
     assert step["panel_views"] >= endpoints["panel pushed on /live/"]["count"]
     # Each process's CPU, as the kernel counts it.
     spent = step["cpu_seconds"]["seconds"]
