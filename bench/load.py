@@ -120,7 +120,8 @@ LIST = "GET <list page>"
 ENDPOINTS = (CREATE_CALL, GET_CALL, RELEASE, AVAILABLE, SHIPMENT, OVERVIEW, LIVE, PUSHED, PANEL, LIST)
 LIVE_STREAMS = 120  # each web worker's threads for open overviews, as `serve` gives them (LIVE_STREAMS_PER_PROCESS)
 CALLER_THREADS = 64  # callers in flight at once, each on a connection of its own
-ANSWER_WAIT = 35.0  # seconds a step's last callers may take (the clients give up after 30)
+CLIENT_TIMEOUT = 30.0  # seconds the driver's clients wait for an answer
+ANSWER_WAIT = CLIENT_TIMEOUT + 5  # seconds a step's last callers may take
 DRIVER_LATE_LIMIT = 0.25  # seconds: a driver sending callers later than this fell behind
 SUPERVISOR_PASSWORD = "load-test-supervisor"  # throwaway users in a throwaway database
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})
@@ -340,7 +341,12 @@ def phone_client(base_url: str, token: str, client: httpx.Client) -> Any:
         return HttpPhone(base_url, token, client=client)
     # No retries: a refusal is counted, not hidden in a longer latency.
     transport = httpx.HTTPTransport(limits=CONNECTIONS)
-    return Switchboard(base_url, token, timeout=30.0, max_retries=0, transport=transport)
+    return Switchboard(base_url, token, timeout=CLIENT_TIMEOUT, max_retries=0, transport=transport)
+
+
+def is_timeout(error: str) -> bool:
+    """Whether `describe_failure`'s words say the client stopped waiting (httpx's timeouts)."""
+    return error.split(":", 1)[0].endswith("Timeout")
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -606,7 +612,9 @@ class Supervisor(threading.Thread):
         self.stopping = threading.Event()  # the tab closed
         self.watching = threading.Event()  # the overview is open and its panels come (pushed or polled)
         self.rng = random.Random(seed)
-        self.client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False, limits=CONNECTIONS)
+        self.client = httpx.Client(
+            base_url=base_url, timeout=CLIENT_TIMEOUT, follow_redirects=False, limits=CONNECTIONS
+        )
 
     def log_in(self) -> None:
         """Signed in as the login form signs in (Django's `login()`: a session in the run's
@@ -1068,8 +1076,14 @@ def not_held_because(step: dict, p95_limit: float) -> list[str]:
     refused = sum(e.get("statuses", {}).get("429", 0) for e in step["endpoints"].values())
     if refused:  # a limit, not a fault: API_RATE_LIMIT or backpressure
         causes.append(f"limits: {refused} answers were 429 (API_RATE_LIMIT or backpressure)")
-    if step["failures"] - refused:
-        causes.append(f"failures: {step['failures'] - refused} ({step['5xx']} 5xx)")
+    # A request the client gave up waiting for is the server's latency; any other missing answer is a failure.
+    timed_out = sum(
+        n for e in step["endpoints"].values() for error, n in e.get("no_answer", {}).items() if is_timeout(error)
+    )
+    if timed_out:
+        causes.append(f"latency: {timed_out} requests had no answer within the client's {CLIENT_TIMEOUT:g} s")
+    if step["failures"] - refused - timed_out:
+        causes.append(f"failures: {step['failures'] - refused - timed_out} ({step['5xx']} 5xx)")
     unanswered = step["calls_due"] - calls.get("count", 0)
     if unanswered > 0:
         causes.append(f"latency: {unanswered} of {step['calls_due']} calls due had no answer {ANSWER_WAIT:g} s on")

@@ -1,7 +1,8 @@
 """`python -m bench.load --smoke`: the production shape (gunicorn, the matcher, the
 escalation loop, shipment workers) under a phone system, supervisors and a shipment
 producer for one short step. --json prints one object of the documented shape, no answer
-is a 5xx, the matcher matched the callers, the DynamoDB meter saw the servers' requests,
+is a 5xx and every request is answered (one the client stopped waiting for is latency, named
+as the step's cause), the matcher matched the callers, the DynamoDB meter saw the servers' requests,
 check_invariants finds nothing wrong, and no server outlives the run.
 
 No latency is asserted: at these sizes and on a shared machine the figures mean nothing
@@ -11,7 +12,7 @@ No latency is asserted: at these sizes and on a shared machine the figures mean 
 import json
 from pathlib import Path
 
-from bench import harness
+from bench import harness, load
 
 RUN_KEYS = {
     "parameters",
@@ -98,7 +99,13 @@ def test_a_smoke_run_serves_everyone_without_a_5xx_and_stops_every_server(dynamo
     assert {"web", "run_matcher", "escalate_callers", "run_shipment_worker", "dynamodb_local", "driver"} <= set(spent)
     assert spent["web"] > 0 and step["cpu_seconds"]["web_per_call"] > 0
     for name, figures in endpoints.items():
-        assert set(figures) == ENDPOINT_KEYS, (name, figures.get("no_answer"))  # a request unanswered says why
+        # A request the client stopped waiting for (the suite's load on a 2-core machine) is latency, not
+        # asserted, but named: the step is not held for it. Any other missing answer fails.
+        unanswered = figures.get("no_answer", {})
+        assert set(figures) - {"no_answer"} == ENDPOINT_KEYS, name
+        assert all(load.is_timeout(error) for error in unanswered), (name, unanswered)
+        if unanswered:
+            assert any("no answer within the client's" in cause for cause in step["causes"]), step["causes"]
         assert figures["5xx"] == 0, name
         assert figures["p50_ms"] <= figures["p95_ms"] <= figures["p99_ms"], name
 

@@ -26,3 +26,15 @@ def test_a_step_refused_by_a_limit_says_so_apart_from_failures():
         "failures: 2 (2 5xx)",
     ]
     assert load.not_held_because(step({"201": 10}, failures=0), 1.0) == []
+
+
+def test_a_request_the_client_stopped_waiting_for_is_latency_and_any_other_missing_answer_a_failure():
+    timed_out = step({"201": 8, "0": 2}, failures=2)
+    timed_out["endpoints"][load.CREATE_CALL]["no_answer"] = {"ReadTimeout: timed out": 2}
+    assert load.not_held_because(timed_out, 1.0) == ["latency: 2 requests had no answer within the client's 30 s"]
+    reset = step({"201": 8, "0": 2}, failures=2)
+    reset["endpoints"][load.CREATE_CALL]["no_answer"] = {"ReadTimeout: timed out": 1, "RemoteProtocolError": 1}
+    assert load.not_held_because(reset, 1.0) == [
+        "latency: 1 requests had no answer within the client's 30 s",
+        "failures: 1 (0 5xx)",
+    ]
