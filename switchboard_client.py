@@ -335,6 +335,20 @@ class Switchboard:
     def get_agent(self, agent_id: str) -> dict:
         return self._request("GET", f"agents/{_segment(agent_id)}")
 
+    def create_agent(self, name: str, skills: Mapping[str, Any], *, agent_id: str | None = None) -> dict:
+        """Add an agent, logged off (version 1), with `skills` (`{"language": ["French"]}`, or
+        with levels `{"language": {"French": 5}}`); with an `agent_id` of your own, sent
+        again it answers the agent it made (a `Conflict` if another holds that id)."""
+        body: dict[str, Any] = {"name": name, "skills": dict(skills)}
+        if agent_id is not None:
+            body["agent_id"] = agent_id
+        return self._request("POST", "agents", json=body)
+
+    def change_agent(self, agent_id: str, version: int, **changes: Any) -> dict:
+        """Change `name`, `skills`, `profile` or `lines` of an agent not queued or on a
+        call, from the `version` you last read."""
+        return self._request("PATCH", f"agents/{_segment(agent_id)}", json={"version": version, **changes})
+
     def make_available(self, agent_id: str, version: int) -> dict:
         """`{"agent": ..., "call": ...}`: the agent, at the `version` you last read, took the
         longest-waiting caller they fit (`call`), or was queued (`call` null)."""

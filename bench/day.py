@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.day [DAY.json ...] [--hours H] [--json] [--endpoint URL] [--smoke]
 
-Each day file (default: the three in bench/days/) is played on fresh tables of DynamoDB
+Each day file (default: the three in queues_app/simulation/days/) is played on fresh tables of DynamoDB
 Local by `bench.floor`: callers arriving at random by interval, agents with shifts,
 breaks and wrap-up, callers who give up, on the domain every API request runs and a
 simulated clock (timers are not scaled: the day's seconds are the centre's). Then:
@@ -39,7 +39,8 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 from bench import erlang, harness
-from bench.floor import DAYS, Caller, Day, Floor, Truth, clock_seconds
+from bench.floor import Caller, Floor, Truth
+from queues_app.simulation.day import DAYS, Day, clock_seconds
 
 SMOKE = {"hours": 2.0}
 FIGURES = ("offered", "answered", "answered_within", "abandoned", "wait_sum", "handled", "handle_sum")
@@ -391,7 +392,9 @@ def as_json(run: Run) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__ or "", "day", warmup=0)
-    parser.add_argument("days", nargs="*", type=Path, help="day files (default: every one in bench/days/)")
+    parser.add_argument(
+        "days", nargs="*", type=Path, help="day files (default: every one in queues_app/simulation/days/)"
+    )
     parser.add_argument(
         "--hours", type=harness.positive(float), default=None, help="play only the first H hours of each day"
     )

@@ -1,7 +1,7 @@
 """A day on the floor, event by event, on the domain every API request runs (`CallCenter`)
 and a clock the simulation moves: no sleeping, so an eight-hour day takes minutes.
 
-The day (`Day`, read from a JSON file: bench/days/) gives the callers' arrival rate per
+The day (`Day`, read from a JSON file: queues_app/simulation/days/) gives the callers' arrival rate per
 interval, their languages, the handle time's distribution, the callers' patience, the
 wrap-up, and the agents with their shifts and breaks. The floor plays it as the phone
 system and the agents' clients would: a caller arrives (`create_call`), gives up after
@@ -20,131 +20,15 @@ caller they fit waits, in agent-seconds.
 from __future__ import annotations
 
 import heapq
-import json
-import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
-DAYS = Path(__file__).resolve().parent / "days"
-
-
-@dataclass(frozen=True)
-class Shift:
-    count: int
-    start: float  # seconds from the day's start
-    end: float
-    languages: tuple[str, ...]
-    breaks: tuple[tuple[float, float], ...] = ()  # (from, seconds), from the day's start
-
-
-@dataclass(frozen=True)
-class Day:
-    name: str
-    start: str  # "08:00", on the centre's clock
-    interval_minutes: int
-    arrivals_per_hour: tuple[float, ...]  # one an interval; the last goes on to the day's end
-    hours: float
-    languages: dict[str, float]  # the share of callers asking for each
-    handle_mean: float
-    handle_spread: float | None  # lognormal's coefficient of variation; None: exponential
-    patience_mean: float | None  # exponential; None: callers wait as long as it takes
-    wrap_up_seconds: float
-    threshold_seconds: float
-    shifts: tuple[Shift, ...]
-    steady: bool = False  # one rate and one staffing all day: checked against Erlang C / A
-    warmup_minutes: float = 30.0
-    batches: int = 10
-    seed: int = 7
-
-    @classmethod
-    def load(cls, path: Path, hours: float | None = None) -> Day:
-        raw = json.loads(path.read_text())
-        start = clock_seconds(raw["start"])
-        if start + (hours or raw["hours"]) * 3600 > 24 * 3600:
-            raise ValueError(f"{path.name}: a day ends by midnight (its reports are the centre's day's)")
-        shifts = tuple(
-            Shift(
-                s["count"],
-                clock_seconds(s.get("from", raw["start"])) - start,
-                clock_seconds(s["to"]) - start if "to" in s else math.inf,
-                tuple(s.get("languages") or raw["languages"]),
-                tuple((clock_seconds(at) - start, minutes * 60) for at, minutes in s.get("breaks", ())),
-            )
-            for s in raw["agents"]
-        )
-        return cls(
-            name=raw["name"],
-            start=raw["start"],
-            interval_minutes=raw.get("interval_minutes", 15),
-            arrivals_per_hour=tuple(raw["arrivals_per_hour"]),
-            hours=hours or raw["hours"],
-            languages=raw["languages"],
-            handle_mean=raw["handle"]["mean_seconds"],
-            handle_spread=raw["handle"].get("spread"),
-            patience_mean=(raw.get("patience") or {}).get("mean_seconds"),
-            wrap_up_seconds=raw.get("wrap_up_seconds", 0),
-            threshold_seconds=raw.get("threshold_seconds", 20),
-            shifts=shifts,
-            steady=raw.get("steady", False),
-            warmup_minutes=raw.get("warmup_minutes", 30),
-            batches=raw.get("batches", 10),
-            seed=raw.get("seed", 7),
-        )
-
-    def rate(self, second: float) -> float:
-        """Callers a second at `second` from the day's start."""
-        index = int(second // (self.interval_minutes * 60))
-        return self.arrivals_per_hour[min(index, len(self.arrivals_per_hour) - 1)] / 3600
-
-    def staffed(self, second: float) -> int:
-        """Agents on shift and not on a scheduled break at `second` (a break may start late,
-        after a call)."""
-        return sum(
-            s.count
-            for s in self.shifts
-            if s.start <= second < s.end and not any(at <= second < at + length for at, length in s.breaks)
-        )
-
-    def handle(self, rng: random.Random) -> float:
-        if self.handle_spread is None:
-            return rng.expovariate(1 / self.handle_mean)
-        sigma2 = math.log(1 + self.handle_spread**2)
-        return rng.lognormvariate(math.log(self.handle_mean) - sigma2 / 2, math.sqrt(sigma2))
-
-    def arrivals(self, rng: random.Random) -> list[Arrival]:
-        """The callers: arrival moments of a Poisson process whose rate changes by interval
-        (thinning against the day's highest rate), each with its language, handle time and
-        patience drawn at once, so that an ideal queue fed the same callers (`erlang.fifo`)
-        lives the same day whatever order the floor serves them in."""
-        top, moment, callers = max(self.arrivals_per_hour) / 3600, 0.0, []
-        languages, shares = list(self.languages), list(self.languages.values())
-        while True:
-            moment += rng.expovariate(top)
-            if moment >= self.hours * 3600:
-                return callers
-            if rng.random() * top < self.rate(moment):
-                patience = rng.expovariate(1 / self.patience_mean) if self.patience_mean else None
-                callers.append(Arrival(moment, rng.choices(languages, shares)[0], self.handle(rng), patience))
-
-
-@dataclass(frozen=True)
-class Arrival:
-    at: float  # seconds from the day's start
-    language: str
-    handle: float  # seconds on the call once answered
-    patience: float | None  # seconds they will wait before giving up
-
+from queues_app.simulation.day import Arrival, Day, Shift
 
 # The collector samples occupancy every 15 s; the floor every minute, which keeps a day short and
 # still gives the wait estimate 15 samples over its 15 minutes.
 SAMPLE_EVERY = 60.0
-
-
-def clock_seconds(text: str) -> float:
-    hours, minutes = text.split(":")
-    return int(hours) * 3600 + int(minutes) * 60
 
 
 @dataclass

@@ -10,7 +10,8 @@ import pytest
 
 from bench import harness
 from bench.day import check_figures
-from bench.floor import Day, Floor
+from bench.floor import Floor
+from queues_app.simulation.day import Day
 
 pytestmark = pytest.mark.integration
 

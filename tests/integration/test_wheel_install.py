@@ -118,6 +118,8 @@ def test_the_wheel_holds_every_module_template_and_static_file_of_the_checkout(w
     modules = {name for name in checkout_files("callcenter") | checkout_files("queues_app") if name.endswith(".py")}
     assert modules and modules <= names, sorted(modules - names)
     assert "switchboard_client.py" in names
+    days = {name for name in checkout_files("queues_app") if name.startswith("queues_app/simulation/days/")}
+    assert days and days <= names, sorted(days - names)
     for folder in ("templates", "static"):
         shipped = {f"callcenter/{name}" for name in checkout_files(folder)}
         assert shipped and shipped <= names, sorted(shipped - names)

@@ -11,7 +11,8 @@ import pytest
 
 from bench import erlang
 from bench.day import against_the_ideal_queue, against_theory
-from bench.floor import Arrival, Caller, Day, Floor, Seat, Shift, Truth
+from bench.floor import Caller, Floor, Seat, Truth
+from queues_app.simulation.day import Arrival, Day, Shift
 
 SHORT = Path(__file__).resolve().parents[1] / "fixtures" / "days" / "short.json"
 

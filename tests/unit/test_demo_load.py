@@ -95,6 +95,28 @@ def test_a_short_run_brings_callers_ends_calls_and_queues_the_agents_again(moto_
     assert virtual_seconds.now == pytest.approx(3.0)  # three seconds of the load, on its clock
 
 
+def test_at_rate_0_no_caller_comes_and_a_simulated_days_agent_is_left_to_its_player(moto_db, virtual_seconds):
+    router = CallCenter()
+    every_skill = {name: list(values) for name, values in router.catalog.dimensions}
+    anyone = {name: None for name, _ in router.catalog.dimensions}
+    simulated = Agents().create("Simulated agent 1", every_skill, agent_id="sim-1")
+    router.make_available(simulated.agent_id)
+    theirs, _ = router.create_call(anyone)  # the simulated day's player ends it, not the load
+    ours = Agents().create("Ada", every_skill)
+    router.make_available(ours.agent_id)
+    mine, _ = router.create_call(anyone)
+    call_command(
+        "demo_load",
+        *["--rate", "0", "--handle-seconds", "0.1", "0.3", "--shipment-rate", "0", "--task-rate", "0"],
+        *["--seed", "7", "--max-seconds", "30"],
+        stdout=io.StringIO(),
+    )
+    assert router.get_call(theirs.call_id).status == CallStatus.ASSIGNED
+    assert router.get_call(mine.call_id).status == CallStatus.ENDED
+    calls = {e.target for e in AuditTrail().recent(limit=500, max_reads=50).entries if e.action == "call.create"}
+    assert calls == set()  # no caller placed by the load
+
+
 def test_with_offers_on_the_load_picks_up_each_call_after_a_ring_or_two(moto_db, virtual_seconds, settings):
     settings.ANSWER_TIMEOUT_SECONDS = 10
     router = CallCenter()
@@ -207,8 +229,8 @@ def test_an_agent_released_elsewhere_is_left_alone(moto_db, waits, monkeypatch):
 
 
 BAD = [
-    (["--rate", "0"], "argument --rate: expected a number above 0 and at most 6000, got '0'"),
-    (["--rate", "many"], "argument --rate: expected a number above 0"),
+    (["--rate", "-1"], "argument --rate: expected a number from 0 to 6000, got '-1'"),
+    (["--rate", "many"], "argument --rate: expected a number from 0"),
     (["--handle-seconds", "5", "1"], "--handle-seconds 5 1: LOW must not be above HIGH."),
     (["--handle-seconds", "-1", "3"], "argument --handle-seconds: expected a number of at least 0, got '-1'"),
     (["--handle-seconds", "1"], "argument --handle-seconds: expected 2 arguments"),
@@ -238,7 +260,7 @@ def test_a_bad_option_is_refused_with_its_reason(moto_db, waits, args, reason):
         ({"handle_seconds": [3, 1]}, "LOW must not be above HIGH"),
         ({"handle_seconds": [1]}, "--handle-seconds takes two numbers: LOW HIGH."),
         ({"handle_seconds": [1, -2]}, "argument --handle-seconds: expected a number of at least 0"),
-        ({"rate": 0}, "argument --rate"),
+        ({"rate": -1}, "argument --rate"),
     ],
 )
 def test_keyword_options_get_the_same_checks(moto_db, waits, options, reason):

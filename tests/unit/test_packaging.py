@@ -22,7 +22,11 @@ def test_the_wheel_lists_every_package_of_the_checkout():
 
 def test_templates_and_static_files_go_under_callcenter_in_the_wheel():
     assert SETUPTOOLS["package-dir"] == {"callcenter.templates": "templates", "callcenter.static": "static"}
-    assert SETUPTOOLS["package-data"] == {"callcenter.templates": ["**/*"], "callcenter.static": ["**/*"]}
+    assert SETUPTOOLS["package-data"] == {
+        "callcenter.templates": ["**/*"],
+        "callcenter.static": ["**/*"],
+        "queues_app.simulation": ["days/*.json"],  # the days `simulate_day` plays
+    }
 
 
 def test_from_a_checkout_the_settings_read_its_templates_static_files_and_var():

@@ -191,6 +191,19 @@ def test_agents_are_listed_by_status_and_read_one_by_one(switchboard):
     assert switchboard.log_off(ana.agent_id, queued["version"])["agent"]["status"] == "offline"
 
 
+def test_an_agent_is_added_once_under_its_own_id_and_changed_from_its_version(switchboard):
+    skills = {"language": ["French"], "gender": ["X"]}
+    made = switchboard.create_agent("Cy", skills, agent_id="cy-1")
+    assert (made["agent_id"], made["status"], made["version"]) == ("cy-1", "offline", 1)
+    assert switchboard.create_agent("Cy", skills, agent_id="cy-1") == made  # a retry
+    with pytest.raises(sc.Conflict):
+        switchboard.create_agent("Someone else", skills, agent_id="cy-1")
+    changed = switchboard.change_agent("cy-1", 1, skills={"language": ["French", "Spanish"], "gender": ["X"]})
+    assert changed["skills"]["language"] == ["French", "Spanish"] and changed["version"] == 2
+    with pytest.raises(sc.Conflict):
+        switchboard.change_agent("cy-1", 1, name="Stale")
+
+
 def test_a_shipment_is_enqueued_and_read_with_its_failures(switchboard):
     created = switchboard.create_shipment({"to": "Porto"}, tenant="acme", priority=2)
     queue = ShipmentQueue()

@@ -6,8 +6,9 @@ preferences; an agent on a call is released after a random handle time and queue
 enqueued. The changes go through `Operations`, as the pages' and the API's do, recorded
 with the actor "demo load" and the source "system". Agents found on a call that this
 process did not see assigned (by the escalation, by seed_demo, before it started) get a
-handle time too. DynamoDB trouble is one line on stderr and a pause that doubles up to
-30 s; SIGTERM or Ctrl-C stops it.
+handle time too, except a simulated day's (`simulate_day`: its player ends their calls);
+`--rate 0` places no caller (`make demo`: the simulated day does). DynamoDB trouble is one
+line on stderr and a pause that doubles up to 30 s; SIGTERM or Ctrl-C stops it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from queues_app.management.demo_names import seeded_faker
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations import Operations
 from queues_app.routing import dispatch
+from queues_app.simulation.player import SIMULATED
 from queues_app.tasks.queue import TaskQueue
 from queues_app.text import counted
 
@@ -99,7 +101,7 @@ class Traffic:
         self.say, self.clock = say, clock
         self.tally = Tally()
         start = clock()
-        self.next_caller = start
+        self.next_caller = start if rate > 0 else math.inf
         self.next_shipment = start + gap(rng, shipment_rate)
         self.next_task = start + gap(rng, task_rate)
         self.next_look = start
@@ -155,11 +157,11 @@ class Traffic:
     def _look_for_calls(self, now: float) -> None:
         page = self.operations.agents.list(status=AgentStatus.ATTENDING, limit=500)
         for agent in page.items:
-            if agent.agent_id not in self.on_call:
+            if agent.agent_id not in self.on_call and not agent.agent_id.startswith(SIMULATED):
                 self.on_call[agent.agent_id] = now + self._handle_time()
         if self.offers:
             for agent in self.operations.agents.list(status=AgentStatus.RINGING, limit=500).items:
-                if agent.call_id:
+                if agent.call_id and not agent.agent_id.startswith(SIMULATED):
                     self._rings(agent.agent_id, agent.call_id, now)
 
     def _given(self, call, now: float) -> None:
@@ -251,7 +253,7 @@ class Command(CheckedCommand):
     def add_arguments(self, parser):
         per_minute = float_range(0, MAX_PER_MINUTE)
         parser.add_argument(
-            "--rate", type=float_range(above=0, high=MAX_PER_MINUTE), default=6.0, help="callers a minute, on average"
+            "--rate", type=per_minute, default=6.0, help="callers a minute, on average (0: none)"
         )
         parser.add_argument(
             "--handle-seconds",

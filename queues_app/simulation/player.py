@@ -1,0 +1,404 @@
+"""A day played against a deployment through its API (`switchboard_client`), as its phone
+system and its agents' clients would, `speed` times faster than the day's own clock:
+`manage.py simulate_day` and `make demo`.
+
+The phone system places each caller (`POST /api/calls`), hangs up for one who gave up
+(`abandon`) and ends a call after its handle time (`end`, the agent to wrap-up, the queue
+or, their shift over, offline). The agents' clients hire the day's agents (ids `sim-1`,
+`sim-2`...: kept, and their skills set again, on the next run), start and end their
+shifts, take breaks (after the call in progress, as the API's `next_status` does) and come
+back from wrap-up. Whoever gives a caller an agent (the API's answer, the matcher, the
+escalation), the player sees it in its answers or, every second, in the agents' list;
+a call offered (ANSWER_TIMEOUT_SECONDS) is picked up at once.
+
+Time: every duration of the day (arrival gaps, handle times, patience, wrap-up, shifts and
+breaks) is divided by `speed`; the deployment's own timers (the service level threshold,
+offers, escalation) are not. So at speed 10 a 4-minute call lasts 24 s and the day's 20 s
+threshold is 2 s: the tally counts waits in the day's seconds (the centre's `waited_seconds`
+times the speed) against the day's threshold, where the centre's own figures count them
+against its threshold in real seconds. At speed 1 the two agree.
+
+DynamoDB or the site unreachable: one line, the same step again after a pause that doubles
+up to 30 s. A change refused because the item moved on (409: a supervisor released the
+agent, the offer ran out) leaves that agent or call to the next look.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import switchboard_client as sc
+from queues_app.simulation.day import Day, Shift
+
+AGENT_ID = "sim-{n}"
+AGENT_NAME = "Simulated agent {n}"
+SIMULATED = "sim-"  # the prefix of the agents' ids: what a deployment's own agents never are
+POLL_EVERY = 1.0  # real seconds between looks at the agents
+FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, doubling in between
+TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
+MOVED_ON = (sc.Conflict, sc.NotFound)
+ON_A_CALL = ("ringing", "attending")
+
+
+@dataclass
+class Caller:
+    call_id: str
+    index: int  # in the day's arrivals
+    agent_id: str | None = None
+    waited: float | None = None  # the day's seconds: the centre's waited_seconds times the speed
+    gave_up: bool = False
+    ended: bool = False
+
+
+@dataclass
+class Seat:
+    """One of the day's agents, as the player last saw them."""
+
+    agent_id: str
+    languages: frozenset[str]
+    shift: Shift
+    version: int = 1
+    state: str = "off"  # off | idle | talking | wrap_up | break
+    call_id: str | None = None
+    break_after: float | None = None  # a break asked for during a call: its length (day seconds)
+    shift_over: bool = False
+
+
+@dataclass
+class Tally:
+    """The day as the player saw it; waits in the day's seconds."""
+
+    threshold: float
+    offered: int = 0
+    answered: int = 0
+    within: int = 0
+    abandoned: int = 0
+    wait_sum: float = 0.0
+    ended: int = 0
+    trouble: int = 0  # steps put off because the site or DynamoDB failed
+
+    def answer(self, waited: float) -> None:
+        self.answered += 1
+        self.wait_sum += waited
+        self.within += waited <= self.threshold
+
+    def as_dict(self) -> dict:
+        return {
+            "offered": self.offered,
+            "answered": self.answered,
+            "abandoned": self.abandoned,
+            "service_level": round(self.within / self.answered, 3) if self.answered else None,
+            "asa_seconds": round(self.wait_sum / self.answered, 1) if self.answered else None,
+            "calls_ended": self.ended,
+            "steps_put_off": self.trouble,
+        }
+
+    def __str__(self) -> str:
+        figures = self.as_dict()
+        level = "-" if figures["service_level"] is None else f"{figures['service_level']:.0%}"
+        asa = "-" if figures["asa_seconds"] is None else f"{figures['asa_seconds']:.0f} s"
+        return (
+            f"{self.offered} callers: {self.answered} answered ({level} within {self.threshold:g} s, "
+            f"average wait {asa}), {self.abandoned} gave up, {self.ended} calls ended"
+        )
+
+
+@dataclass(order=True)
+class Event:
+    at: float  # real seconds from the start of play
+    tie: int
+    kind: str = field(compare=False)
+    subject: str = field(compare=False, default="")
+
+
+class Player:
+    """Plays `day` once through `client` (a `switchboard_client.Switchboard`)."""
+
+    def __init__(
+        self,
+        day: Day,
+        client: sc.Switchboard,
+        *,
+        speed: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        log: Callable[[str], None] = print,
+        seed: int | None = None,
+        run: str = "",
+        other_skills: dict[str, list[str]] | None = None,
+    ):
+        self.day, self.client, self.speed = day, client, speed
+        # The catalog's other dimensions: the day's agents fit every caller on them.
+        self.other_skills = dict(other_skills or {})
+        self.clock, self.sleep, self.log = clock, sleep, log
+        self.rng = random.Random(day.seed if seed is None else seed)
+        self.run = run or f"{self.rng.getrandbits(48):012x}"  # the callers' idempotency keys
+        self.arrivals = day.arrivals(self.rng)
+        self.tally = Tally(day.threshold_seconds)
+        self.seats: dict[str, Seat] = {}
+        self.callers: dict[str, Caller] = {}
+        self.waiting: dict[str, Caller] = {}
+        self.talking: dict[str, str] = {}  # call id -> the agent on it, for every call the player will end
+        self.events: list[Event] = []
+        self.ties = 0
+        self.started = 0.0
+        self.pause = FIRST_PAUSE
+        self.arrived = 0
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def play(self) -> Tally:
+        self.started = self.clock()
+        self._hire()
+        for index, arrival in enumerate(self.arrivals):
+            self._at_day(arrival.at, "arrive", str(index))
+        end = self.day.hours * 3600
+        for seat in self.seats.values():
+            self._at_day(seat.shift.start, "shift_start", seat.agent_id)
+            self._at_day(min(seat.shift.end, end), "shift_end", seat.agent_id)
+            for begins, length in seat.shift.breaks:
+                self._at_day(begins, f"break:{length}", seat.agent_id)
+        self._at_day(end, "close")
+        self._at(0.0, "look")
+        while self.events:
+            event = heapq.heappop(self.events)
+            if event.kind == "look" and self._over():
+                break
+            self._wait_for(event.at)
+            try:
+                self._handle(event.kind, event.subject)
+                self.pause = FIRST_PAUSE
+            except MOVED_ON as exc:  # a supervisor changed the agent or call meanwhile: left as it is
+                self.log(f"left alone: {exc}")
+            except TROUBLE as exc:
+                self.tally.trouble += 1
+                self.log(f"{type(exc).__name__}: {exc}; again in {self.pause:g} s")
+                self._at(self.now() + self.pause, event.kind, event.subject)
+                self.pause = min(self.pause * 2, LONGEST_PAUSE)
+        return self.tally
+
+    def now(self) -> float:
+        return self.clock() - self.started
+
+    def _at(self, at: float, kind: str, subject: str = "") -> None:
+        self.ties += 1
+        heapq.heappush(self.events, Event(at, self.ties, kind, subject))
+
+    def _at_day(self, second: float, kind: str, subject: str = "") -> None:
+        self._at(second / self.speed, kind, subject)
+
+    def _later(self, day_seconds: float, kind: str, subject: str = "") -> None:
+        self._at(self.now() + day_seconds / self.speed, kind, subject)
+
+    def _wait_for(self, at: float) -> None:
+        ahead = at - self.now()
+        if ahead > 0:
+            self.sleep(ahead)
+
+    def _over(self) -> bool:
+        return self.arrived == len(self.arrivals) and not self.waiting and not self.talking and self._closed
+
+    @property
+    def _closed(self) -> bool:
+        return all(seat.shift_over for seat in self.seats.values())
+
+    def _handle(self, kind: str, subject: str) -> None:
+        if kind == "arrive":
+            self._arrive(int(subject))
+        elif kind == "give_up":
+            self._give_up(subject)
+        elif kind == "hang_up":
+            self._hang_up(subject)
+        elif kind == "look":
+            self._look()
+            self._at(self.now() + POLL_EVERY, "look")
+        elif kind == "close":
+            for call_id in list(self.waiting):  # the day is over: whoever still waits hangs up
+                self._give_up(call_id)
+        elif kind in ("shift_start", "wrapped", "break_end"):
+            self._back(self.seats[subject])
+        elif kind == "shift_end":
+            self._leave(self.seats[subject])
+        elif kind.startswith("break:"):
+            self._break(self.seats[subject], float(kind.split(":", 1)[1]))
+
+    # --- the agents' clients ----------------------------------------------------------------
+
+    def _hire(self) -> None:
+        """The day's agents, created or found from an earlier run with the day's skills."""
+        n = 0
+        for shift in self.day.shifts:
+            for _ in range(shift.count):
+                n += 1
+                agent_id = AGENT_ID.format(n=n)
+                skills = {**self.other_skills, "language": list(shift.languages)}
+                try:
+                    agent = self.client.create_agent(AGENT_NAME.format(n=n), skills, agent_id=agent_id)
+                except sc.Conflict:  # hired by an earlier run: off to start, with this day's skills
+                    agent = self._rehire(agent_id, skills)
+                self.seats[agent_id] = Seat(agent_id, frozenset(shift.languages), shift, agent["version"])
+
+    def _rehire(self, agent_id: str, skills: dict) -> dict:
+        agent = self.client.get_agent(agent_id)
+        if agent.get("call_id"):
+            self.client.end_call(agent["call_id"], then="offline")
+            agent = self.client.get_agent(agent_id)
+        if agent["status"] != "offline":
+            agent = self.client.log_off(agent_id, agent["version"])["agent"]
+        if {k: set(v) for k, v in agent["skills"].items()} != {k: set(v) for k, v in skills.items()}:
+            agent = self.client.change_agent(agent_id, agent["version"], skills=skills)
+        return agent
+
+    def _seen(self, agent: dict) -> Seat | None:
+        seat = self.seats.get(agent["agent_id"])
+        if seat is not None:
+            seat.version = agent["version"]
+        return seat
+
+    def _back(self, seat: Seat) -> None:
+        """Available: at the start of the shift, after a break or a wrap-up."""
+        if seat.shift_over:
+            self._leave(seat)
+            return
+        if seat.break_after is not None and seat.state == "wrap_up":
+            self._seen(self.client.set_not_ready(seat.agent_id, seat.version, "break")["agent"])
+            self._on_break(seat)
+            return
+        try:
+            answer = self.client.make_available(seat.agent_id, seat.version)
+        except MOVED_ON:  # changed meanwhile (the line's wrap-up ended on its own, say): as it is now
+            agent = self.client.get_agent(seat.agent_id)
+            if agent["status"] in ("available", "queued", *ON_A_CALL):
+                self._seen(agent)
+                seat.state = "idle"  # a call it took shows at the next look
+                return
+            answer = self.client.make_available(seat.agent_id, self._seen(agent).version)  # type: ignore[union-attr]
+        self._seen(answer["agent"])
+        seat.state = "idle"
+        if answer.get("call"):
+            self._taken(answer["call"])
+
+    def _break(self, seat: Seat, length: float) -> None:
+        if seat.state in ("off", "break") or seat.shift_over:
+            return
+        seat.break_after = length
+        if seat.state in ("idle", "talking"):  # on a call: after it (the agent's next status)
+            self._seen(self.client.set_not_ready(seat.agent_id, seat.version, "break")["agent"])
+        if seat.state == "idle":
+            self._on_break(seat)
+
+    def _on_break(self, seat: Seat) -> None:
+        seat.state = "break"
+        self._later(seat.break_after or 0, "break_end", seat.agent_id)
+        seat.break_after = None
+
+    def _leave(self, seat: Seat) -> None:
+        seat.shift_over = True
+        if seat.state in ("idle", "break", "wrap_up"):
+            agent = self.client.get_agent(seat.agent_id)
+            if agent["status"] != "offline" and not agent.get("call_id"):
+                self.client.log_off(seat.agent_id, agent["version"])
+            seat.state = "off"
+
+    # --- the phone system -------------------------------------------------------------------
+
+    def _arrive(self, index: int) -> None:
+        arrival = self.arrivals[index]
+        call = self.client.create_call({"language": arrival.language}, idempotency_key=f"sim-{self.run}-{index}")
+        self.arrived = index + 1
+        caller = Caller(call["call_id"], index)
+        self.callers[caller.call_id] = caller
+        self.tally.offered += 1
+        if call.get("agent_id"):
+            self._taken(call)
+            return
+        self.waiting[caller.call_id] = caller
+        if arrival.patience is not None:
+            self._later(arrival.patience, "give_up", caller.call_id)
+
+    def _give_up(self, call_id: str) -> None:
+        caller = self.waiting.get(call_id)
+        if caller is None:
+            return  # answered meanwhile
+        try:
+            self.client.abandon_call(call_id)
+        except MOVED_ON:
+            return  # given an agent just now: the next look finds whom
+        del self.waiting[call_id]
+        caller.gave_up = True
+        self.tally.abandoned += 1
+
+    def _taken(self, call: dict) -> None:
+        """A call given to an agent, as an answer or a look showed it: picked up if offered,
+        and ended after its handle time."""
+        call_id, agent_id = call["call_id"], call["agent_id"]
+        if call_id in self.talking:
+            return
+        if call.get("status") == "offered":
+            try:
+                call = self.client.answered(call_id, agent_id=agent_id)
+            except MOVED_ON:
+                return  # the offer ran out: the caller waits again
+        caller = self.waiting.pop(call_id, None) or self.callers.get(call_id)
+        if caller is not None and caller.agent_id is None:
+            caller.agent_id = agent_id
+            caller.waited = float(call.get("waited_seconds") or 0.0) * self.speed
+            self.tally.answer(caller.waited)
+        handle = self.arrivals[caller.index].handle if caller is not None else self.day.handle(self.rng)
+        seat = self.seats.get(agent_id)
+        if seat is not None:
+            seat.state, seat.call_id = "talking", call_id
+        elif caller is None:
+            return  # neither the caller nor the agent is the day's
+        self.talking[call_id] = agent_id
+        self._later(handle, "hang_up", call_id)
+
+    def _hang_up(self, call_id: str) -> None:
+        agent_id = self.talking.pop(call_id, None)
+        seat = self.seats.get(agent_id or "")
+        then = "queue"
+        if seat is not None:
+            then = "offline" if seat.shift_over else "wrap_up" if self.day.wrap_up_seconds else "queue"
+        try:
+            answer = self.client.end_call(call_id, then=then)
+        except MOVED_ON:  # ended otherwise (a supervisor, a transfer): the agent as they are now
+            answer = {"agent": self.client.get_agent(agent_id or ""), "call": None}
+        if call_id in self.callers:
+            self.callers[call_id].ended = True
+            self.tally.ended += 1
+        if seat is not None:
+            self._after_call(seat, answer)
+
+    def _after_call(self, seat: Seat, answer: dict) -> None:
+        agent = answer["agent"]
+        self._seen(agent)
+        seat.call_id = None
+        status = agent["status"]
+        if status == "offline":
+            seat.state = "off"
+        elif status == "not_ready":  # the break asked for during the call
+            self._on_break(seat)
+        elif status == "wrap_up":
+            seat.state = "wrap_up"
+            self._later(self.day.wrap_up_seconds, "wrapped", seat.agent_id)
+        else:
+            seat.state = "idle"
+            if answer.get("call"):
+                self._taken(answer["call"])
+
+    # --- looking ----------------------------------------------------------------------------
+
+    def _look(self) -> None:
+        """The agents on calls the player has not seen given: the day's callers answered by
+        the matcher or the escalation, and the day's agents given someone else's caller."""
+        for agent in self.client.iter_agents():
+            seat = self._seen(agent)
+            call_id = agent.get("call_id")
+            if agent["status"] not in ON_A_CALL or not call_id or call_id in self.talking:
+                continue
+            if call_id in self.waiting or seat is not None:
+                self._taken(self.client.get_call(call_id))
