@@ -103,7 +103,8 @@ class Day:
         (thinning against the day's highest rate), each with its language, handle time and
         patience drawn at once, so that an ideal queue fed the same callers (`erlang.fifo`)
         lives the same day whatever order the floor serves them in."""
-        top, moment, callers = max(self.arrivals_per_hour) / 3600, 0.0, []
+        top, moment = max(self.arrivals_per_hour) / 3600, 0.0
+        callers: list[Arrival] = []
         languages, shares = list(self.languages), list(self.languages.values())
         while True:
             moment += rng.expovariate(top)
@@ -125,3 +126,16 @@ class Arrival:
 def clock_seconds(text: str) -> float:
     hours, minutes = text.split(":")
     return int(hours) * 3600 + int(minutes) * 60
+
+
+def find(name: str, hours: float | None = None) -> Day:
+    """The day named (`weekday`: days/weekday.json) or in the file at `name`; a
+    `ValueError` saying which days there are, or what is wrong with the file."""
+    path = DAYS / f"{name}.json" if "/" not in name and not name.endswith(".json") else Path(name)
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in DAYS.glob("*.json")))
+        raise ValueError(f"no day {name!r}: one of {known}, or a day file's path")
+    try:
+        return Day.load(path, hours)
+    except (KeyError, TypeError, ValueError) as exc:  # a field missing, of the wrong kind or out of range
+        raise ValueError(f"{path}: not a day file ({type(exc).__name__}: {exc})") from exc

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import switchboard_client as sc
-from queues_app.simulation.day import Day, Shift
+from queues_app.simulation.day import Day, Shift, clock_seconds
 
 AGENT_ID = "sim-{n}"
 AGENT_NAME = "Simulated agent {n}"
@@ -42,6 +42,10 @@ FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, dou
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
 MOVED_ON = (sc.Conflict, sc.NotFound)
 ON_A_CALL = ("ringing", "attending")
+
+
+def clock_text(seconds: float) -> str:
+    return f"{int(seconds // 3600) % 24:02d}:{int(seconds % 3600 // 60):02d}"
 
 
 @dataclass
@@ -124,8 +128,8 @@ class Player:
         client: sc.Switchboard,
         *,
         speed: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
         log: Callable[[str], None] = print,
         seed: int | None = None,
         run: str = "",
@@ -134,7 +138,7 @@ class Player:
         self.day, self.client, self.speed = day, client, speed
         # The catalog's other dimensions: the day's agents fit every caller on them.
         self.other_skills = dict(other_skills or {})
-        self.clock, self.sleep, self.log = clock, sleep, log
+        self.clock, self.sleep, self.log = clock or time.monotonic, sleep or time.sleep, log
         self.rng = random.Random(day.seed if seed is None else seed)
         self.run = run or f"{self.rng.getrandbits(48):012x}"  # the callers' idempotency keys
         self.arrivals = day.arrivals(self.rng)
@@ -163,6 +167,8 @@ class Player:
             for begins, length in seat.shift.breaks:
                 self._at_day(begins, f"break:{length}", seat.agent_id)
         self._at_day(end, "close")
+        for hour in range(1, int(self.day.hours) + 1):
+            self._at_day(hour * 3600, "hour", clock_text(clock_seconds(self.day.start) + hour * 3600))
         self._at(0.0, "look")
         while self.events:
             event = heapq.heappop(self.events)
@@ -216,6 +222,8 @@ class Player:
         elif kind == "look":
             self._look()
             self._at(self.now() + POLL_EVERY, "look")
+        elif kind == "hour":
+            self.log(f"{subject} {self.tally}; {len(self.waiting)} waiting")
         elif kind == "close":
             for call_id in list(self.waiting):  # the day is over: whoever still waits hangs up
                 self._give_up(call_id)

@@ -4,9 +4,7 @@ typed errors are those of the application itself."""
 
 import base64
 
-import httpx
 import pytest
-from django.test import Client
 
 import switchboard_client as sc
 from queues_app.admission import BackpressureGate
@@ -14,28 +12,7 @@ from queues_app.centre.call_center import CallCenter
 from queues_app.models import ApiToken
 from queues_app.shipments.queue import ShipmentQueue
 from tests.helpers.api import agent
-
-
-class DjangoTransport(httpx.BaseTransport):
-    """Hands each httpx request to Django's test client, and its answer back."""
-
-    def __init__(self):
-        self.client = Client()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        headers = {
-            f"HTTP_{name.upper().replace('-', '_')}": value
-            for name, value in request.headers.items()
-            if name.lower() not in ("content-type", "content-length", "host")
-        }
-        answer = self.client.generic(
-            request.method,
-            request.url.raw_path.decode(),
-            data=request.read(),
-            content_type=request.headers.get("Content-Type", ""),
-            **headers,
-        )
-        return httpx.Response(answer.status_code, headers=dict(answer.items()), content=answer.content)
+from tests.helpers.transport import DjangoTransport
 
 
 @pytest.fixture

@@ -252,9 +252,7 @@ class Command(CheckedCommand):
 
     def add_arguments(self, parser):
         per_minute = float_range(0, MAX_PER_MINUTE)
-        parser.add_argument(
-            "--rate", type=per_minute, default=6.0, help="callers a minute, on average (0: none)"
-        )
+        parser.add_argument("--rate", type=per_minute, default=6.0, help="callers a minute, on average (0: none)")
         parser.add_argument(
             "--handle-seconds",
             type=non_negative_float,

@@ -1,0 +1,220 @@
+"""`manage.py simulate_day`: a day played against the API (Django's own, in process, over
+moto) as the phone system and the agents' clients would, on a clock the test moves."""
+
+import io
+import json
+from types import SimpleNamespace
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+import switchboard_client as sc
+from queues_app.agents.roster import Agents
+from queues_app.audit.store import AuditTrail
+from queues_app.calls.records import CallStatus
+from queues_app.centre.call_center import CallCenter
+from queues_app.management.commands import simulate_day
+from queues_app.models import ApiToken
+from queues_app.simulation import player as playing
+from queues_app.simulation.day import Day, Shift, find
+from queues_app.simulation.player import Player
+from tests.helpers.transport import DjangoTransport
+
+OTHER_SKILLS = {"gender": ["F", "M", "X"]}
+
+
+def small_day(**changes) -> Day:
+    """Half an hour: 50 callers an hour on average, two agents all along (one with a break
+    at 10 min), wrap-up, callers who give up."""
+    values = dict(
+        name="A small hour",
+        start="09:00",
+        interval_minutes=15,
+        arrivals_per_hour=(50.0,),
+        hours=0.5,
+        languages={"English": 0.5, "French": 0.5},
+        handle_mean=120.0,
+        handle_spread=0.5,
+        patience_mean=90.0,
+        wrap_up_seconds=15.0,
+        threshold_seconds=20.0,
+        shifts=(
+            Shift(1, 0.0, 1800.0, ("English", "French"), breaks=((600.0, 300.0),)),
+            Shift(1, 0.0, 1800.0, ("English",)),
+        ),
+        seed=5,
+    )
+    values.update(changes)
+    return Day(**values)  # type: ignore[arg-type]
+
+
+class Clock:
+    """The player's clock: sleeping moves it on at once."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def client(moto_db, supervisor):
+    token = ApiToken.issue(supervisor, "phone system")[1]
+    with sc.Switchboard("http://testserver", token, transport=DjangoTransport(), sleep=lambda s: None) as client:
+        yield client
+
+
+def play(client, day: Day, speed: float = 120.0) -> tuple[Player, Clock]:
+    clock, said = Clock(), []
+    player = Player(day, client, speed=speed, clock=clock, sleep=clock.sleep, log=said.append, other_skills=OTHER_SKILLS)
+    player.tally_lines = said  # type: ignore[attr-defined]
+    player.play()
+    return player, clock
+
+
+def test_a_day_is_played_through_the_api_every_caller_answered_or_gone_and_every_agent_off(client):
+    day = small_day()
+    player, clock = play(client, day)
+    tally = player.tally
+
+    center = CallCenter()
+    calls = [center.get_call(call_id) for call_id in player.callers]
+    assert tally.offered == len(player.arrivals) == len(calls) > 15
+    # Every caller was answered (and the call ended) or gave up: none left waiting or on a call.
+    assert tally.answered + tally.abandoned == tally.offered
+    assert {c.status for c in calls} <= {CallStatus.ENDED, CallStatus.ABANDONED}
+    assert tally.answered == sum(c.status == CallStatus.ENDED for c in calls) == tally.ended
+    assert tally.abandoned == sum(c.status == CallStatus.ABANDONED for c in calls) > 0  # 2 agents, 50 an hour
+    # The French callers went to the agent who speaks French, and each call went through wrap-up
+    # but the last of each shift, which logged the agent off.
+    for call in calls:
+        if call.status == CallStatus.ENDED and call.preferences["language"] == "French":
+            assert call.agent_id == "sim-1"
+    assert {c.end_then for c in calls if c.status == CallStatus.ENDED} <= {"wrap_up", "offline"}
+    assert sum(c.end_then == "wrap_up" for c in calls) > 5
+    # The day's agents, hired by the player, took the break and ended the shift logged off.
+    agents = {a.agent_id: a for a in Agents().list(limit=10).items}
+    assert set(agents) == {"sim-1", "sim-2"}
+    assert {a.status for a in agents.values()} == {"offline"}
+    trail = AuditTrail().for_target("agent:sim-1").entries
+    assert any(e.action == "agent.not_ready" for e in trail)
+    # Played on its clock: half an hour at 120 times is 15 s, plus the calls in progress at the end.
+    assert 15 <= clock.now < 15 + 10 * 120 / 120
+    said = player.tally_lines  # type: ignore[attr-defined]
+    assert said == [line for line in said if "again in" not in line]  # no trouble
+
+
+
+def test_played_again_the_day_rehires_its_agents_and_sets_their_skills(client):
+    play(client, small_day(arrivals_per_hour=(6.0,), hours=0.25))
+    changed = small_day(arrivals_per_hour=(6.0,), hours=0.25, shifts=(Shift(2, 0.0, 900.0, ("French",)),))
+    player, _ = play(client, changed)
+    assert player.tally.offered == len(player.arrivals)
+    agents = {a.agent_id: a for a in Agents().list(limit=10).items}
+    assert agents["sim-2"].skills["language"] == ["French"]
+    assert {a.status for a in agents.values()} == {"offline"}
+
+
+def test_a_failure_of_the_site_puts_the_step_off_with_a_pause_that_doubles(client, monkeypatch):
+    day = small_day(arrivals_per_hour=(6.0,), hours=0.25)
+    # The site answers the agents' hiring, then three requests in a row fail (the first caller
+    # is due at once: its step fails each time), then all is well.
+    failures = iter([None] * 2 + [sc.Unavailable(503, {"title": "DynamoDB is unavailable"})] * 3)
+    real = client._request
+
+    def flaky(*args, **kwargs):
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "_request", flaky)
+    player, _ = play(client, day)
+    assert player.tally.trouble == 3
+    assert player.tally.offered == len(player.arrivals)  # nobody lost
+    pauses = [line for line in player.tally_lines if "again in" in line]  # type: ignore[attr-defined]
+    assert [line.rsplit("again in ", 1)[1] for line in pauses] == ["1 s", "2 s", "4 s"]
+
+
+# --- the command -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def command(moto_db, supervisor, monkeypatch):
+    """The command with its client over the application in process and its clock moved by
+    the test; the token's user is the demo supervisor."""
+    token = ApiToken.issue(supervisor, "simulated day")[1]
+    clock = Clock()
+    monkeypatch.setattr(playing, "time", SimpleNamespace(monotonic=clock, sleep=clock.sleep))
+
+    real = sc.Switchboard
+
+    def switchboard(url, token, **options):
+        return real(url, token, transport=DjangoTransport(), sleep=lambda s: None, **options)
+
+    monkeypatch.setattr(simulate_day.sc, "Switchboard", switchboard)
+    return token
+
+
+def run(*args) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("simulate_day", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+QUIET_HOUR = {
+    "name": "A quiet hour",
+    "start": "09:00",
+    "hours": 1,
+    "arrivals_per_hour": [10],
+    "languages": {"English": 1.0},
+    "handle": {"mean_seconds": 180},
+    "agents": [{"count": 2}],
+}
+
+
+def test_the_command_plays_a_day_file_and_prints_its_tally(command, tmp_path):
+    (tmp_path / "quiet.json").write_text(json.dumps(QUIET_HOUR))
+    out, err = run(str(tmp_path / "quiet.json"), "--speed", "600", "--token", command, "--json")
+    tally = json.loads(out)  # stdout holds the JSON line alone
+    assert tally["day"] == "A quiet hour" and tally["offered"] > 3
+    assert tally["answered"] == tally["offered"] and tally["abandoned"] == 0  # nobody gives up
+    assert "10:00 " in err  # each hour of the day said (it starts at 09:00), on stderr
+    assert tally["answered"] + tally["abandoned"] == tally["offered"]
+    assert "done:" in err  # the progress on stderr, the JSON alone on stdout
+
+
+def test_the_command_refuses_a_deployment_with_agents_of_its_own_unless_forced(command):
+    Agents().create("Ana", {"language": ["English"], "gender": ["F"]})
+    with pytest.raises(CommandError, match=r"has 1 agents of its own \('Ana'\).*--force"):
+        run("weekday", "--token", command)
+    assert [a.agent_id for a in Agents().list(limit=50).items if a.agent_id.startswith("sim-")] == []
+    out, _ = run("weekday", "--hours", "0.05", "--speed", "60", "--token", command, "--force")
+    assert "done:" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["mondays", "--token", "t"], "no day 'mondays': one of steady-erlang-a, steady-erlang-c, weekday"),
+        (["weekday", "--token", "wrong"], "refused the token"),
+        (["weekday"], "an API token is needed"),
+        (["weekday", "--speed", "0", "--token", "t"], "argument --speed: expected a number above 0"),
+    ],
+)
+def test_bad_input_is_one_clear_line(command, monkeypatch, args, problem):
+    monkeypatch.delenv("SWITCHBOARD_TOKEN", raising=False)
+    with pytest.raises(CommandError, match=problem):
+        run(*args)
+
+
+def test_a_day_file_that_is_not_one_says_what_is_wrong(tmp_path):
+    broken = tmp_path / "mine.json"
+    broken.write_text('{"name": "Mine"}')
+    with pytest.raises(ValueError, match=r"mine.json: not a day file \(KeyError: 'start'\)"):
+        find(str(broken))
