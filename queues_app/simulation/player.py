@@ -26,6 +26,7 @@ agent, the offer ran out) leaves that agent or call to the next look.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 import time
 from collections.abc import Callable
@@ -152,6 +153,7 @@ class Player:
         self.started = 0.0
         self.pause = FIRST_PAUSE
         self.arrived = 0
+        self.heartbeat_due = 0.0  # with AGENT_PRESENCE_SECONDS, the agents' clients say they are there
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -403,6 +405,8 @@ class Player:
     def _look(self) -> None:
         """The agents on calls the player has not seen given: the day's callers answered by
         the matcher or the escalation, and the day's agents given someone else's caller."""
+        if self.heartbeat_due <= self.now():
+            self._heartbeats()
         for agent in self.client.iter_agents():
             seat = self._seen(agent)
             call_id = agent.get("call_id")
@@ -410,3 +414,15 @@ class Player:
                 continue
             if call_id in self.waiting or seat is not None:
                 self._taken(self.client.get_call(call_id))
+
+    def _heartbeats(self) -> None:
+        """Every third of the presence timeout, as the agents' clients do; never, when the
+        deployment does not check presence (the first answer says so)."""
+        for seat in self.seats.values():
+            if seat.state == "off":
+                continue
+            presence = self.client.heartbeat(seat.agent_id).get("presence_seconds")
+            if presence is None:
+                self.heartbeat_due = math.inf
+                return
+            self.heartbeat_due = self.now() + presence / 3

@@ -71,7 +71,9 @@ def client(moto_db, supervisor):
 
 def play(client, day: Day, speed: float = 120.0) -> tuple[Player, Clock]:
     clock, said = Clock(), []
-    player = Player(day, client, speed=speed, clock=clock, sleep=clock.sleep, log=said.append, other_skills=OTHER_SKILLS)
+    player = Player(
+        day, client, speed=speed, clock=clock, sleep=clock.sleep, log=said.append, other_skills=OTHER_SKILLS
+    )
     player.tally_lines = said  # type: ignore[attr-defined]
     player.play()
     return player, clock
@@ -107,7 +109,6 @@ def test_a_day_is_played_through_the_api_every_caller_answered_or_gone_and_every
     assert 15 <= clock.now < 15 + 10 * 120 / 120
     said = player.tally_lines  # type: ignore[attr-defined]
     assert said == [line for line in said if "again in" not in line]  # no trouble
-
 
 
 def test_played_again_the_day_rehires_its_agents_and_sets_their_skills(client):
@@ -218,3 +219,18 @@ def test_a_day_file_that_is_not_one_says_what_is_wrong(tmp_path):
     broken.write_text('{"name": "Mine"}')
     with pytest.raises(ValueError, match=r"mine.json: not a day file \(KeyError: 'start'\)"):
         find(str(broken))
+
+
+@pytest.mark.parametrize(
+    ("presence", "expected"), [(30.0, ["sim-1", "sim-2"] * 2), (None, ["sim-1"])], ids=["on", "off"]
+)
+def test_the_agents_clients_send_heartbeats_only_where_presence_is_checked(
+    client, settings, monkeypatch, presence, expected
+):
+    settings.AGENT_PRESENCE_SECONDS = presence
+    sent: list[tuple[str, float]] = []
+    real = client.heartbeat
+    monkeypatch.setattr(client, "heartbeat", lambda agent_id: sent.append(agent_id) or real(agent_id))
+    # 3 minutes at 10 times: 18 s of the player's clock, a heartbeat round every 10 s (a third of 30).
+    play(client, small_day(arrivals_per_hour=(1.0,), hours=0.05), speed=10.0)
+    assert sent == expected  # off: asked once, and told presence is not checked
