@@ -10,8 +10,8 @@ STAMP := $(VENV)/.installed-stamp
 run: setup .env
 	CALLBACK_ALLOWED_NETWORKS=$${CALLBACK_ALLOWED_NETWORKS-127.0.0.0/8} $(PY) manage.py run_local
 
-# `make run` with traffic: demo_load (callers arriving, calls ending,
-# shipments and tasks), so the overview moves on its own.
+# `make run` with traffic, so the overview moves on its own: a weekday played ten times
+# faster than real time through the API (simulate_day), shipments and tasks (demo_load).
 demo: setup .env
 	CALLBACK_ALLOWED_NETWORKS=$${CALLBACK_ALLOWED_NETWORKS-127.0.0.0/8} $(PY) manage.py run_local --demo-load
 

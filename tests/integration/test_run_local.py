@@ -47,13 +47,15 @@ def test_run_local_prepares_keeps_data_across_restarts_and_stops_everything_on_s
     args = ["run_local", "--agents", "5", "--addrport", f"127.0.0.1:{port}"]
     process = start_manage([*args, "--data-dir", str(data), "--demo-load"], env, log)
     try:
-        # Until the dashboard answers (its login page) and the demo load runs: eight processes and
-        # DynamoDB Local start at once, which takes minutes on a loaded 2-core machine.
+        # Until the dashboard answers (its login page), the demo load runs and the simulated day
+        # plays through the API with its token: nine processes and DynamoDB Local start at once,
+        # which takes minutes on a loaded 2-core machine.
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=1) as answer:
-                    if answer.status == 200 and "Demo load: on average" in (tmp_path / "run_local.log").read_text():
+                    said = (tmp_path / "run_local.log").read_text()
+                    if answer.status == 200 and "Demo load: on average" in said and "A weekday: " in said:
                         break
             except OSError:
                 pass
@@ -79,6 +81,7 @@ def test_run_local_prepares_keeps_data_across_restarts_and_stops_everything_on_s
         "escalate_callers",
         "run_shipment_worker",
         "demo_load",
+        "simulate_day",
         "run_webhook_worker",
         "server",
     )
@@ -87,6 +90,7 @@ def test_run_local_prepares_keeps_data_across_restarts_and_stops_everything_on_s
     # The demo load stops on SIGTERM by itself (not killed after the timeout).
     assert re.search(r"^demo_load \(pid \d+\) exited with code 0$", output, re.M), output
     assert "Demo load stopped:" in output
+    assert re.search(r"^simulate_day \(pid \d+\) exited with code 0$", output, re.M), output
     # Nothing it started is left: no dashboard, no sampler, no DynamoDB Local on its data.
     # (`ps eww` also shows each process's environment, which names this test's folder.)
     table = subprocess.run(["ps", "eww", "-A", "-o", "pid=,args="], capture_output=True, text=True).stdout

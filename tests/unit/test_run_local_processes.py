@@ -27,7 +27,8 @@ def test_make_run_starts_every_background_process_a_shipment_worker_among_them()
 
 def test_the_demo_traffic_only_with_its_flag():
     assert "demo_load" not in background()
-    assert background(demo_load=True)["demo_load"] == ["demo_load"]
+    assert background(demo_load=True)["demo_load"] == ["demo_load", "--rate", "0"]  # the day's callers only
+    assert background(demo_load=True)["simulate_day"][:2] == ["simulate_day", "weekday"]
     both = background(demo_load=True)
     assert set(both) == {
         "run_matcher",
@@ -36,6 +37,7 @@ def test_the_demo_traffic_only_with_its_flag():
         "escalate_callers",
         "run_shipment_worker",
         "demo_load",
+        "simulate_day",
         "run_webhook_worker",
     }
 
@@ -71,3 +73,16 @@ def test_a_process_that_exits_is_named_and_everything_stops(settings, monkeypatc
     # The server was stopped (it runs until stopped otherwise), and each exit is shown.
     assert re.search(r"^quitter \(pid \d+\) exited with code 1$", output, re.M)
     assert re.search(r"^server \(pid \d+\) exited with code -?\d+$", output, re.M)
+
+
+@pytest.mark.django_db
+def test_the_simulated_days_token_is_the_demo_supervisors_and_replaces_the_last_runs():
+    from queues_app.models import ApiToken
+
+    call_command("demo_users", stdout=io.StringIO())
+    first = run_local.demo_token("127.0.0.1:8000")
+    second = run_local.demo_token("127.0.0.1:8000")
+    assert second["SWITCHBOARD_URL"] == "http://127.0.0.1:8000"
+    assert ApiToken.find(first["SWITCHBOARD_TOKEN"]) is None  # revoked
+    found = ApiToken.find(second["SWITCHBOARD_TOKEN"])
+    assert found is not None and found.user.username == "supervisor"

@@ -1,6 +1,9 @@
 """Everything `make run` does after installing: DynamoDB Local, tables, users, demo data,
-the background processes (a shipment worker among them) and the server; `make demo` adds demo traffic."""
+the background processes (a shipment worker among them) and the server; `make demo` adds demo
+traffic: a weekday played ten times faster than real time through the API (`simulate_day`,
+with a token of the demo supervisor's made for it), and shipments and tasks (`demo_load`)."""
 
+import os
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -17,6 +20,8 @@ from queues_app.management.children import (
     stop_on_sigterm,
 )
 
+DEMO_TOKEN = "demo: simulated day"
+
 
 def background(*, demo_load: bool = False) -> dict[str, list[str]]:
     """The `manage.py` commands started beside runserver, by name: a deployment's background
@@ -26,8 +31,22 @@ def background(*, demo_load: bool = False) -> dict[str, list[str]]:
     # --fair: it drains the spillover queue too, so sidelined shipments get done.
     processes[SHIPMENT_WORKER] = [SHIPMENT_WORKER, "--fair"]
     if demo_load:
-        processes["demo_load"] = ["demo_load"]
+        processes["demo_load"] = ["demo_load", "--rate", "0"]  # the callers are the simulated day's
+        # Beside the demo data's own agents (--force), ten times faster: the weekday in an hour, again and again.
+        processes["simulate_day"] = ["simulate_day", "weekday", "--speed", "10", "--repeat", "--force"]
     return processes
+
+
+def demo_token(addrport: str) -> dict[str, str]:
+    """The simulated day's site and API token (the demo supervisor's; the last run's revoked)."""
+    from django.contrib.auth import get_user_model
+
+    from queues_app.management.commands.demo_users import DEMO_USERS
+    from queues_app.models import ApiToken
+
+    user = get_user_model().objects.get(username=DEMO_USERS[0][0])
+    ApiToken.objects.filter(user=user, name=DEMO_TOKEN, revoked=False).update(revoked=True)
+    return {"SWITCHBOARD_URL": f"http://{addrport}", "SWITCHBOARD_TOKEN": ApiToken.issue(user, DEMO_TOKEN)[1]}
 
 
 class Command(BaseCommand):
@@ -45,7 +64,9 @@ class Command(BaseCommand):
             "--data-dir", default=None, help="where DynamoDB Local keeps its data (default var/dynamodb)"
         )
         parser.add_argument(
-            "--demo-load", action="store_true", help="also run demo_load: callers, handled calls, shipments, tasks"
+            "--demo-load",
+            action="store_true",
+            help="also play a weekday through the API (simulate_day) and run demo_load: shipments, tasks",
         )
 
     def handle(self, addrport, agents, no_server, data_dir=None, demo_load=False, **options):
@@ -74,8 +95,9 @@ class Command(BaseCommand):
             if no_server:
                 return
             manage = [sys.executable, "manage.py"]
+            env = {**os.environ, **demo_token(addrport)} if demo_load else None
             for name, args in background(demo_load=demo_load).items():
-                self._start(children, name, manage + args)
+                self._start(children, name, manage + args, env)
             self._start(children, "server", manage + ["runserver", addrport])
             self.stdout.write(self.style.SUCCESS(f"\nSwitchboard: http://{addrport}/   (Ctrl-C stops everything)\n"))
             # Each of them runs until stopped: one that ends is a failure, and the rest stop too.
@@ -91,7 +113,7 @@ class Command(BaseCommand):
                 local.stop()
                 self.stdout.write(f"DynamoDB Local stopped; its data stays in {local.db_path}.")
 
-    def _start(self, children: Children, name: str, args: list[str]) -> None:
-        process = children.start(name, args, cwd=settings.BASE_DIR)
+    def _start(self, children: Children, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+        process = children.start(name, args, cwd=settings.BASE_DIR, env=env)
         self.stdout.write(f"started {name} (pid {process.pid})")
         self.stdout.flush()

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
 from django.conf import settings
 from django.core.management.base import CommandError
 
 import switchboard_client as sc
 from queues_app.management.arguments import CheckedCommand, float_range, int_range
+from queues_app.management.children import raise_keyboard_interrupt
 from queues_app.simulation.day import Day, find
 from queues_app.simulation.player import SIMULATED, Player
 
@@ -55,6 +57,14 @@ class Command(CheckedCommand):
             played = find(day, hours)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        # SIGTERM as Ctrl-C: `make demo` stops it with the rest.
+        previous = signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
+        try:
+            self._against(url, token, played, speed=speed, seed=seed, repeat=repeat, force=force, as_json=as_json)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def _against(self, url, token, played: Day, *, speed, seed, repeat, force, as_json) -> None:
         with sc.Switchboard(url, token, max_retries=8) as client:
             try:
                 self._check_floor(client, force)
