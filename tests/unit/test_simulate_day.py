@@ -234,3 +234,9 @@ def test_the_agents_clients_send_heartbeats_only_where_presence_is_checked(
     # 3 minutes at 10 times: 18 s of the player's clock, a heartbeat round every 10 s (a third of 30).
     play(client, small_day(arrivals_per_hour=(1.0,), hours=0.05), speed=10.0)
     assert sent == expected  # off: asked once, and told presence is not checked
+
+
+def test_a_site_that_does_not_answer_is_one_clear_line(monkeypatch):
+    monkeypatch.setattr(simulate_day, "RETRIES", 0)
+    with pytest.raises(CommandError, match=r"http://127.0.0.1:9 cannot be reached"):
+        run("weekday", "--url", "http://127.0.0.1:9", "--token", "t")

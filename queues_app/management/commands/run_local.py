@@ -33,7 +33,7 @@ def background(*, demo_load: bool = False) -> dict[str, list[str]]:
     if demo_load:
         processes["demo_load"] = ["demo_load", "--rate", "0"]  # the callers are the simulated day's
         # Beside the demo data's own agents (--force), ten times faster: the weekday in an hour, again and again.
-        processes["simulate_day"] = ["simulate_day", "weekday", "--speed", "10", "--repeat", "--force"]
+        processes["simulate_day"] = ["simulate_day", "weekday", "--speed", "10", "--repeat", "--force", "--wait", "300"]
     return processes
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 from django.conf import settings
 from django.core.management.base import CommandError
@@ -26,6 +27,7 @@ from queues_app.simulation.day import Day, find
 from queues_app.simulation.player import SIMULATED, Player
 
 OWN_AGENTS_SHOWN = 3
+RETRIES = 3  # the client's, for a request that cannot be sent or is answered 429 or 503
 
 
 class Command(CheckedCommand):
@@ -45,10 +47,13 @@ class Command(CheckedCommand):
         parser.add_argument("--seed", type=int_range(0), default=None, help="the callers' draw (default: the day's)")
         parser.add_argument("--force", action="store_true", help="play beside the deployment's own agents")
         parser.add_argument(
+            "--wait", type=float_range(0, 3600), default=0.0, help="seconds to wait for the site to answer first"
+        )
+        parser.add_argument(
             "--json", action="store_true", dest="as_json", help="each day's tally as a JSON line (the rest on stderr)"
         )
 
-    def handle(self, day, speed, hours, url, token, repeat, seed, force, as_json, **options):
+    def handle(self, day, speed, hours, url, token, repeat, seed, force, as_json, wait, **options):
         self.progress = self.stderr if as_json else self.stdout
         token = token or os.environ.get("SWITCHBOARD_TOKEN", "")
         if not token:
@@ -60,13 +65,17 @@ class Command(CheckedCommand):
         # SIGTERM as Ctrl-C: `make demo` stops it with the rest.
         previous = signal.signal(signal.SIGTERM, raise_keyboard_interrupt)
         try:
-            self._against(url, token, played, speed=speed, seed=seed, repeat=repeat, force=force, as_json=as_json)
+            self._against(
+                url, token, played, speed=speed, seed=seed, repeat=repeat, force=force, as_json=as_json, wait=wait
+            )
         finally:
             signal.signal(signal.SIGTERM, previous)
 
-    def _against(self, url, token, played: Day, *, speed, seed, repeat, force, as_json) -> None:
-        with sc.Switchboard(url, token, max_retries=8) as client:
+    def _against(self, url, token, played: Day, *, speed, seed, repeat, force, as_json, wait) -> None:
+        # A step that fails after the client's retries is put off by the player, with a pause.
+        with sc.Switchboard(url, token, max_retries=RETRIES) as client:
             try:
+                self._wait_for(client, wait)
                 self._check_floor(client, force)
                 self._play(played, client, speed=speed, seed=seed, repeat=repeat, as_json=as_json)
             except (sc.Unauthorized, sc.Forbidden) as exc:
@@ -77,6 +86,18 @@ class Command(CheckedCommand):
                 raise CommandError(f"{url} refused the day's agents or callers: {exc}") from exc
             except KeyboardInterrupt:
                 self._say("Stopped.")
+
+    def _wait_for(self, client: sc.Switchboard, seconds: float) -> None:
+        """Until the site answers (`make demo` starts this beside the server), or `seconds` pass."""
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                client.list_agents(limit=1)
+                return
+            except (sc.Unreachable, sc.Unavailable):
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(1.0)
 
     def _check_floor(self, client: sc.Switchboard, force: bool) -> None:
         own = [a for a in client.iter_agents() if not a["agent_id"].startswith(SIMULATED)]

@@ -1,0 +1,305 @@
+"""A day played through the API against the production shape, and reconciled.
+
+    .venv/bin/python -m bench.served_day [DAY] [--speed X] [--hours H] [--faults] [--json] [--endpoint URL]
+
+`serve`'s processes on fresh tables (gunicorn with two workers, the matcher, the caller
+escalation, the metrics collector), and the day (`weekday` by default, a day's name or a
+day file) played against them by `simulate_day`'s player (`queues_app/simulation/player.py`):
+callers placed through `POST /api/calls`, given up on, ended after their handle time, the
+day's agents on shifts, breaks and wrap-up, at X times the day's clock (timers of the
+centre are not scaled: the player's own tally of waits is in the day's seconds).
+
+At the end, once every process has written what it counted: today's offered, answered and
+abandoned calls in the interval report (`GET /api/reports/intervals`) and in /metrics equal
+the player's tally (no caller lost, none counted twice), nobody waits or is on a call, and
+`check_invariants` finds nothing wrong.
+
+`--faults` adds, during the day: the matcher killed (SIGKILL) and started again, as a
+process manager would, with the seconds until the new one holds the lease; a web worker
+killed (gunicorn starts another); the collector stopped for five of the day's minutes
+(at most a fifth of the play) and started again. DynamoDB throttling is not injected here.
+`--smoke`: a quarter of an hour of the day at 30 times (30 s of play).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench import harness
+from bench.load import LoggedChildren, free_port, prepare_database, wait_for_matcher, wait_until_up
+
+SMOKE = {"hours": 0.25, "speed": 30.0}
+SETTLE_SECONDS = 15.0  # every process writes what it counted every 10 s (figures/counters.FLUSH_SECONDS)
+WEB_WORKERS = 2
+RECONCILED = ("offered", "answered", "abandoned")
+
+
+@dataclass
+class ServedDay:
+    day: str
+    speed: float
+    hours: float
+    tables_prefix: str = ""
+    tally: dict = field(default_factory=dict)  # the player's
+    report: dict = field(default_factory=dict)  # today's totals in the interval report
+    metrics: dict = field(default_factory=dict)  # today's in /metrics
+    faults: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    play_seconds: float = 0.0
+    seconds: float = 0.0
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+class Faults(threading.Thread):
+    """The faults of `--faults`, at fractions of the play's `length` in real seconds."""
+
+    def __init__(self, children: LoggedChildren, db, manage: list[str], env: dict, length: float, speed: float):
+        super().__init__(daemon=True, name="faults")
+        self.children, self.db, self.manage, self.env = children, db, manage, env
+        self.length, self.speed = length, speed
+        self.done: list[dict] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        began = time.monotonic()
+        steps = [(0.2, self._kill_matcher), (0.4, self._kill_web_worker), (0.6, self._pause_collector)]
+        for share, step in steps:
+            if self.stopped.wait(max(0.0, began + share * self.length - time.monotonic())):
+                return
+            at = time.monotonic() - began
+            try:
+                self.done.append({"at_s": round(at, 1), **step()})
+            except Exception as exc:  # noqa: BLE001 - a fault that could not be made is a finding, not a crash
+                self.done.append({"at_s": round(at, 1), "fault": step.__name__, "error": repr(exc)})
+
+    def _kill_matcher(self) -> dict:
+        """Killed without a word (its lease runs out on its own), and started again at once."""
+        from queues_app.routing import dispatch
+
+        process = self.children.children.processes["run_matcher"]
+        before = dispatch.current_holder(self.db)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        began = time.monotonic()
+        self.children.start("run_matcher", [*self.manage, "run_matcher"], self.env)
+        while True:
+            holder = dispatch.current_holder(self.db)
+            if holder and holder.live(time.time()) and (before is None or holder.holder != before.holder):
+                break
+            if time.monotonic() - began > 120:
+                raise RuntimeError("no new matcher held the lease within 120 s")
+            time.sleep(0.1)
+        return {"fault": "matcher killed and started again", "lease_held_after_s": round(time.monotonic() - began, 1)}
+
+    def _kill_web_worker(self) -> dict:
+        master = self.children.children.processes["gunicorn"].pid
+        workers = children_of(master)
+        os.kill(workers[0], signal.SIGKILL)
+        began = time.monotonic()
+        while len([pid for pid in children_of(master) if pid != workers[0]]) < len(workers):
+            if time.monotonic() - began > 60:
+                raise RuntimeError("gunicorn did not start another worker within 60 s")
+            time.sleep(0.1)
+        return {"fault": "a web worker killed", "replaced_after_s": round(time.monotonic() - began, 1)}
+
+    def _pause_collector(self) -> dict:
+        process = self.children.children.processes["collect_metrics"]
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+        pause = min(300 / self.speed, 0.2 * self.length)
+        self.stopped.wait(pause)
+        self.children.start("collect_metrics", [*self.manage, "collect_metrics", "--every", "15"], self.env)
+        return {"fault": "the collector stopped", "stopped_for_s": round(pause, 1)}
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.parent.name))
+    return sorted(found)
+
+
+def serve_day(endpoint: str, day, speed: float, faults: bool, workdir: Path, log=harness.progress) -> ServedDay:
+    """Start the processes, play the day, reconcile; everything stopped at the end."""
+    from django.conf import settings
+
+    import switchboard_client as sc
+    from queues_app.ddb import schema
+    from queues_app.ddb.client import Dynamo
+    from queues_app.management.commands.serve import production_env
+    from queues_app.simulation.player import Player
+
+    run = ServedDay(day.name, speed, day.hours)
+    began = time.perf_counter()
+    prefix = run.tables_prefix = f"day-{uuid.uuid4().hex[:8]}-"
+    db = Dynamo(prefix=prefix, endpoint_url=endpoint, region="us-east-1", read_timeout=60)
+    children = LoggedChildren(workdir)
+    manage = [sys.executable, str(harness.ROOT / "manage.py")]
+    env = production_env(dict(os.environ), secrets.token_urlsafe(50))
+    env.update(
+        STATIC_ROOT=str(workdir / "static"),
+        CACHE_URL=f"filecache://{workdir / 'cache'}",
+        DYNAMODB_ENDPOINT_URL=endpoint,
+        DYNAMODB_TABLE_PREFIX=prefix,
+        LOG_LEVEL="WARNING",
+    )
+    fault_thread = None
+    try:
+        schema.create_tables(db)
+        token = prepare_database()
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
+        gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+        gunicorn += ["--workers", str(WEB_WORKERS), "--no-control-socket", "--timeout", "60"]
+        gunicorn += ["--config", str(harness.ROOT / "callcenter" / "gunicorn_config.py")]
+        children.start("gunicorn", gunicorn, env)
+        for name, args in (
+            ("run_matcher", ["run_matcher"]),
+            ("escalate_callers", ["escalate_callers", "--every", "5"]),
+            ("collect_metrics", ["collect_metrics", "--every", "15"]),
+        ):
+            children.start(name, [*manage, *args], env)
+        wait_until_up(base_url, children)
+        wait_for_matcher(db, children)
+        log(f"serving at {base_url}; playing {day.name} ({day.hours:g} h) at {speed:g} times")
+        others = {k: list(v) for k, v in settings.SWITCHBOARD_SKILLS.items() if k != "language"}
+        with sc.Switchboard(base_url, token, timeout=30, max_retries=8) as client:
+            player = Player(day, client, speed=speed, log=log, other_skills=others)
+            if faults:
+                fault_thread = Faults(children, db, manage, env, day.hours * 3600 / speed, speed)
+                fault_thread.start()
+            started = time.perf_counter()
+            run.tally = player.play().as_dict()
+            run.play_seconds = round(time.perf_counter() - started, 1)
+            if fault_thread is not None:
+                fault_thread.stopped.set()
+                fault_thread.join(timeout=180)
+                run.faults = fault_thread.done
+                run.problems += [f"{f['fault']}: {f['error']}" for f in run.faults if "error" in f]
+                if len(run.faults) < 3:
+                    run.problems.append(f"only {len(run.faults)} of the 3 faults were made before the day ended")
+            log(f"played in {run.play_seconds:.0f} s; waiting {SETTLE_SECONDS:g} s for every count to be written")
+            time.sleep(SETTLE_SECONDS)
+            _reconcile(run, client, base_url, token, len(player.arrivals))
+        run.problems += _invariants(manage, env)
+        gone = children.exited()
+        if gone and not faults:
+            run.problems.append(f"processes exited during the day: {', '.join(gone)}")
+    finally:
+        if fault_thread is not None:
+            fault_thread.stopped.set()
+        children.stop()
+    run.seconds = round(time.perf_counter() - began, 1)
+    return run
+
+
+def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int) -> None:
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    tally = run.tally
+    if tally["offered"] != arrivals:
+        run.problems.append(f"{arrivals - tally['offered']} of the day's {arrivals} callers were never placed")
+    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+        report = http.get("/api/reports/intervals").raise_for_status().json()
+        exposition = http.get("/metrics").raise_for_status().text
+    totals = {name: 0 for name in RECONCILED}
+    for interval in report["intervals"]:
+        if interval["combination"] == "all":
+            for name in RECONCILED:
+                totals[name] += interval[name] or 0
+    run.report = totals
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            name = sample.name.removeprefix("switchboard_calls_")
+            if name in ("answered", "abandoned") and sample.labels == {"combination": "all", "window": "today"}:
+                run.metrics[name] = sample.value
+    for name in RECONCILED:
+        if totals[name] != tally[name]:
+            run.problems.append(f"today's {name}: {totals[name]} in the interval report, {tally[name]} played")
+    for name, value in run.metrics.items():
+        if value != tally[name]:
+            run.problems.append(f"today's {name}: {value} in /metrics, {tally[name]} played")
+    for status in ("waiting", "assigned"):
+        left = list(client.iter_calls(status))
+        if left:
+            run.problems.append(f"{len(left)} calls still {status} after the day")
+
+
+def _invariants(manage: list[str], env: dict) -> list[str]:
+    checked = subprocess.run(
+        [*manage, "check_invariants"], cwd=harness.ROOT, env=env, capture_output=True, text=True, timeout=900
+    )
+    if checked.returncode != 0:
+        return [f"check_invariants: {(checked.stdout + checked.stderr).strip()[-500:]}"]
+    return []
+
+
+def report(run: ServedDay, where: str) -> str:
+    tally = run.tally
+    lines = [
+        f"{run.day}: {run.hours:g} h at {run.speed:g} times ({run.play_seconds:.0f} s of play), DynamoDB {where}",
+        f"  played:          {tally.get('offered')} offered, {tally.get('answered')} answered, "
+        f"{tally.get('abandoned')} gave up; service level {tally.get('service_level')} "
+        f"(day's threshold), ASA {tally.get('asa_seconds')} s (day's seconds); "
+        f"{tally.get('steps_put_off')} steps put off",
+        f"  interval report: {run.report}",
+        f"  /metrics today:  {run.metrics}",
+    ]
+    for fault in run.faults:
+        lines.append(f"  fault: {fault}")
+    lines += harness.checks(run.problems)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.parser(__doc__ or "", "served_day", warmup=0)
+    parser.add_argument("day", nargs="?", default="weekday", help="a day's name or a day file")
+    parser.add_argument("--speed", type=harness.positive(float), default=20.0, help="times the day's clock")
+    parser.add_argument("--hours", type=harness.positive(float), default=2.0, help="the first hours of the day")
+    parser.add_argument("--faults", action="store_true", help="kill the matcher and a web worker, pause the collector")
+    args = harness.parse(parser, argv, smoke=SMOKE)
+    from queues_app.simulation.day import find
+
+    try:
+        day = find(args.day, args.hours)
+    except ValueError as exc:
+        parser.error(str(exc))
+    workdir = Path(tempfile.mkdtemp(prefix="switchboard-day-"))
+    os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'django.sqlite3'}"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "callcenter.settings"
+    from queues_app.management.children import stop_on_sigterm
+
+    stop_on_sigterm()
+    try:
+        return harness.execute(
+            args,
+            lambda endpoint: serve_day(endpoint, day, args.speed, args.faults, workdir),
+            report=report,
+            as_json=ServedDay.as_json,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
