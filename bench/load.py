@@ -98,7 +98,7 @@ from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 import httpx
 
@@ -163,10 +163,21 @@ SMOKE = dict(
 # --- the DynamoDB meter between the servers and DynamoDB --------------------------------------
 
 
+HOP_BY_HOP = ("content-length", "connection", "transfer-encoding", "date", "server")
+THROTTLED = json.dumps(
+    {
+        "__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+        "message": "Rate of requests exceeds the allowed throughput.",
+    }
+).encode()
+
+
 class MeterProxy(ThreadingHTTPServer):
     """Forwards DynamoDB's JSON protocol to `upstream` and adds up, per second, what went
     through: {second: {"ops": {op: [requests, errors]}, "cu": {"table|read": units},
-    "estimated": {"table|write": units}}}. `GET /__meter__` answers the lot as JSON."""
+    "estimated": {"table|write": units}}}. `GET /__meter__` answers the lot as JSON.
+    `GET /__throttle__?seconds=S&share=F` throttles a share F of the requests for S seconds
+    (DynamoDB's ThrottlingException, which botocore retries), as a hot partition would."""
 
     daemon_threads = True
 
@@ -178,6 +189,11 @@ class MeterProxy(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.seconds: dict[int, dict] = {}
         self.local = threading.local()
+        self.throttle_until, self.throttle_share = 0.0, 0.0
+        self.dice = random.Random(0)
+
+    def throttled(self) -> bool:
+        return time.time() < self.throttle_until and self.dice.random() < self.throttle_share
 
     def connection(self, fresh: bool = False) -> http.client.HTTPConnection:
         if fresh or getattr(self.local, "conn", None) is None:
@@ -227,6 +243,11 @@ class _MeterHandler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        url = urlparse(self.path)
+        if url.path == "/__throttle__":
+            asked = {k: float(v[0]) for k, v in parse_qs(url.query).items()}
+            self.server.throttle_until = time.time() + asked.get("seconds", 60.0)
+            self.server.throttle_share = asked.get("share", 1.0)
         body = self.server.dump() if self.path == "/__meter__" else b"{}"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -236,6 +257,11 @@ class _MeterHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         request = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        operation = (self.headers.get("X-Amz-Target") or "?").rpartition(".")[2]
+        if self.server.throttled():
+            self._answer(400, THROTTLED, [("Content-Type", "application/x-amz-json-1.0")])
+            self.server.record(f"{operation} (throttled)", request, 400, THROTTLED)
+            return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length")}
         for attempt in (0, 1):
             try:
@@ -248,15 +274,17 @@ class _MeterHandler(BaseHTTPRequestHandler):
                 if attempt:
                     self.close_connection = True
                     return
-        self.send_response(answer.status)
-        for name, value in answer.getheaders():
-            if name.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
-                self.send_header(name, value)
+        kept = [(n, v) for n, v in answer.getheaders() if n.lower() not in HOP_BY_HOP]
+        self._answer(answer.status, data, kept)
+        self.server.record(operation, request, answer.status, data)
+
+    def _answer(self, status: int, data: bytes, headers: list[tuple[str, str]]) -> None:
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        operation = (self.headers.get("X-Amz-Target") or "?").rpartition(".")[2]
-        self.server.record(operation, request, answer.status, data)
 
 
 def serve_meter(port: int, upstream: str, prefix: str) -> None:

@@ -17,12 +17,16 @@ the player's tally (no caller lost, none counted twice), nobody waits or is on a
 `--faults` adds, during the day: the matcher killed (SIGKILL) and started again, as a
 process manager would, with the seconds until the new one holds the lease; a web worker
 killed (gunicorn starts another); the collector stopped for five of the day's minutes
-(at most a fifth of the play) and started again. DynamoDB throttling is not injected here.
+(at most a fifth of the play) and started again; half of every server's DynamoDB requests
+throttled for a minute (at most a tenth of the play) by the meter between the servers and
+DynamoDB, which also counts their requests and capacity units a caller.
 `--smoke`: a quarter of an hour of the day at 30 times (30 s of play).
 """
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 import os
 import secrets
 import shutil
@@ -37,12 +41,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench import harness
-from bench.load import LoggedChildren, free_port, prepare_database, wait_for_matcher, wait_until_up
+from bench.load import (
+    LoggedChildren,
+    free_port,
+    meter_figures,
+    prepare_database,
+    serve_meter,
+    wait_for_matcher,
+    wait_until_up,
+)
 
 SMOKE = {"hours": 0.25, "speed": 30.0}
 SETTLE_SECONDS = 15.0  # every process writes what it counted every 10 s (figures/counters.FLUSH_SECONDS)
 WEB_WORKERS = 2
 RECONCILED = ("offered", "answered", "abandoned")
+COLLECTOR = ["collect_metrics", "--every", "15"]
+THROTTLE_SECONDS, THROTTLE_SHARE = 60.0, 0.5  # a minute of half the requests throttled (at most a tenth of the play)
 
 
 @dataclass
@@ -55,6 +69,7 @@ class ServedDay:
     report: dict = field(default_factory=dict)  # today's totals in the interval report
     metrics: dict = field(default_factory=dict)  # today's in /metrics
     faults: list[dict] = field(default_factory=list)
+    dynamodb: dict = field(default_factory=dict)  # the servers' requests and capacity units a caller
     problems: list[str] = field(default_factory=list)
     play_seconds: float = 0.0
     seconds: float = 0.0
@@ -64,37 +79,36 @@ class ServedDay:
 
 
 class Faults(threading.Thread):
-    """The faults of `--faults`, at fractions of the play's `length` in real seconds."""
+    """The faults of `--faults` (`FAULTS`), at fractions of the play's `length` in real seconds."""
 
-    def __init__(self, children: LoggedChildren, db, manage: list[str], env: dict, length: float, speed: float):
+    def __init__(self, servers, db, length: float, speed: float):
         super().__init__(daemon=True, name="faults")
-        self.children, self.db, self.manage, self.env = children, db, manage, env
-        self.length, self.speed = length, speed
+        self.servers, self.db, self.length, self.speed = servers, db, length, speed
         self.done: list[dict] = []
         self.stopped = threading.Event()
 
     def run(self) -> None:
         began = time.monotonic()
-        steps = [(0.2, self._kill_matcher), (0.4, self._kill_web_worker), (0.6, self._pause_collector)]
-        for share, step in steps:
+        for share, name in FAULTS:
             if self.stopped.wait(max(0.0, began + share * self.length - time.monotonic())):
                 return
             at = time.monotonic() - began
             try:
-                self.done.append({"at_s": round(at, 1), **step()})
+                self.done.append({"at_s": round(at, 1), **getattr(self, name)()})
             except Exception as exc:  # noqa: BLE001 - a fault that could not be made is a finding, not a crash
-                self.done.append({"at_s": round(at, 1), "fault": step.__name__, "error": repr(exc)})
+                self.done.append({"at_s": round(at, 1), "fault": name, "error": repr(exc)})
 
-    def _kill_matcher(self) -> dict:
+    def kill_matcher(self) -> dict:
         """Killed without a word (its lease runs out on its own), and started again at once."""
         from queues_app.routing import dispatch
 
-        process = self.children.children.processes["run_matcher"]
+        children = self.servers.children
+        process = children.children.processes["run_matcher"]
         before = dispatch.current_holder(self.db)
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         began = time.monotonic()
-        self.children.start("run_matcher", [*self.manage, "run_matcher"], self.env)
+        children.start("run_matcher", [*self.servers.manage, "run_matcher"], self.servers.env)
         while True:
             holder = dispatch.current_holder(self.db)
             if holder and holder.live(time.time()) and (before is None or holder.holder != before.holder):
@@ -104,8 +118,8 @@ class Faults(threading.Thread):
             time.sleep(0.1)
         return {"fault": "matcher killed and started again", "lease_held_after_s": round(time.monotonic() - began, 1)}
 
-    def _kill_web_worker(self) -> dict:
-        master = self.children.children.processes["gunicorn"].pid
+    def kill_web_worker(self) -> dict:
+        master = self.servers.children.children.processes["gunicorn"].pid
         workers = children_of(master)
         os.kill(workers[0], signal.SIGKILL)
         began = time.monotonic()
@@ -115,14 +129,28 @@ class Faults(threading.Thread):
             time.sleep(0.1)
         return {"fault": "a web worker killed", "replaced_after_s": round(time.monotonic() - began, 1)}
 
-    def _pause_collector(self) -> dict:
-        process = self.children.children.processes["collect_metrics"]
+    def pause_collector(self) -> dict:
+        children = self.servers.children
+        process = children.children.processes["collect_metrics"]
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
         pause = min(300 / self.speed, 0.2 * self.length)
         self.stopped.wait(pause)
-        self.children.start("collect_metrics", [*self.manage, "collect_metrics", "--every", "15"], self.env)
+        children.start("collect_metrics", [*self.servers.manage, *COLLECTOR], self.servers.env)
         return {"fault": "the collector stopped", "stopped_for_s": round(pause, 1)}
+
+    def throttle(self) -> dict:
+        """A share of every server's DynamoDB requests throttled, at the meter between them."""
+        import httpx
+
+        seconds = min(THROTTLE_SECONDS, 0.1 * self.length)
+        asked = {"seconds": seconds, "share": THROTTLE_SHARE}
+        httpx.get(f"{self.servers.meter_url}/__throttle__", params=asked, timeout=10).raise_for_status()
+        self.stopped.wait(seconds)
+        return {"fault": f"{THROTTLE_SHARE:.0%} of DynamoDB requests throttled", "for_s": round(seconds, 1)}
+
+
+FAULTS = ((0.2, "kill_matcher"), (0.4, "kill_web_worker"), (0.6, "pause_collector"), (0.85, "throttle"))
 
 
 def children_of(pid: int) -> list[int]:
@@ -137,79 +165,117 @@ def children_of(pid: int) -> list[int]:
     return sorted(found)
 
 
+@dataclass
+class Servers:
+    children: LoggedChildren
+    manage: list[str]
+    env: dict[str, str]
+    base_url: str
+    meter_url: str
+    meter: multiprocessing.Process
+
+
+def start_servers(endpoint: str, prefix: str, workdir: Path) -> Servers:
+    """`serve`'s processes for the day (their DynamoDB through the meter, which can throttle)."""
+    from queues_app.management.commands.serve import production_env
+
+    children = LoggedChildren(workdir)
+    manage = [sys.executable, str(harness.ROOT / "manage.py")]
+    meter_port, port = free_port(), free_port()
+    meter = multiprocessing.get_context("spawn").Process(
+        target=serve_meter, args=(meter_port, endpoint, prefix), daemon=True, name="dynamodb-meter"
+    )
+    meter.start()
+    env = production_env(dict(os.environ), secrets.token_urlsafe(50))
+    env.update(
+        STATIC_ROOT=str(workdir / "static"),
+        CACHE_URL=f"filecache://{workdir / 'cache'}",
+        DYNAMODB_ENDPOINT_URL=f"http://127.0.0.1:{meter_port}",
+        DYNAMODB_TABLE_PREFIX=prefix,
+        LOG_LEVEL="WARNING",
+    )
+    servers = Servers(children, manage, env, f"http://127.0.0.1:{port}", f"http://127.0.0.1:{meter_port}", meter)
+    subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
+    gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+    gunicorn += ["--workers", str(WEB_WORKERS), "--no-control-socket", "--timeout", "60"]
+    gunicorn += ["--config", str(harness.ROOT / "callcenter" / "gunicorn_config.py")]
+    children.start("gunicorn", gunicorn, env)
+    for name, args in (
+        ("run_matcher", ["run_matcher"]),
+        ("escalate_callers", ["escalate_callers", "--every", "5"]),
+        ("collect_metrics", COLLECTOR),
+    ):
+        children.start(name, [*manage, *args], env)
+    return servers
+
+
 def serve_day(endpoint: str, day, speed: float, faults: bool, workdir: Path, log=harness.progress) -> ServedDay:
     """Start the processes, play the day, reconcile; everything stopped at the end."""
+    import httpx
     from django.conf import settings
 
     import switchboard_client as sc
     from queues_app.ddb import schema
     from queues_app.ddb.client import Dynamo
-    from queues_app.management.commands.serve import production_env
     from queues_app.simulation.player import Player
 
     run = ServedDay(day.name, speed, day.hours)
     began = time.perf_counter()
     prefix = run.tables_prefix = f"day-{uuid.uuid4().hex[:8]}-"
     db = Dynamo(prefix=prefix, endpoint_url=endpoint, region="us-east-1", read_timeout=60)
-    children = LoggedChildren(workdir)
-    manage = [sys.executable, str(harness.ROOT / "manage.py")]
-    env = production_env(dict(os.environ), secrets.token_urlsafe(50))
-    env.update(
-        STATIC_ROOT=str(workdir / "static"),
-        CACHE_URL=f"filecache://{workdir / 'cache'}",
-        DYNAMODB_ENDPOINT_URL=endpoint,
-        DYNAMODB_TABLE_PREFIX=prefix,
-        LOG_LEVEL="WARNING",
-    )
+    schema.create_tables(db)
+    token = prepare_database()
+    servers = start_servers(endpoint, prefix, workdir)
     fault_thread = None
     try:
-        schema.create_tables(db)
-        token = prepare_database()
-        port = free_port()
-        base_url = f"http://127.0.0.1:{port}"
-        subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
-        gunicorn = [sys.executable, "-m", "gunicorn", "callcenter.wsgi:application", "--bind", f"127.0.0.1:{port}"]
-        gunicorn += ["--workers", str(WEB_WORKERS), "--no-control-socket", "--timeout", "60"]
-        gunicorn += ["--config", str(harness.ROOT / "callcenter" / "gunicorn_config.py")]
-        children.start("gunicorn", gunicorn, env)
-        for name, args in (
-            ("run_matcher", ["run_matcher"]),
-            ("escalate_callers", ["escalate_callers", "--every", "5"]),
-            ("collect_metrics", ["collect_metrics", "--every", "15"]),
-        ):
-            children.start(name, [*manage, *args], env)
-        wait_until_up(base_url, children)
-        wait_for_matcher(db, children)
-        log(f"serving at {base_url}; playing {day.name} ({day.hours:g} h) at {speed:g} times")
+        wait_until_up(servers.base_url, servers.children)
+        wait_for_matcher(db, servers.children)
+        log(f"serving at {servers.base_url}; playing {day.name} ({day.hours:g} h) at {speed:g} times")
         others = {k: list(v) for k, v in settings.SWITCHBOARD_SKILLS.items() if k != "language"}
-        with sc.Switchboard(base_url, token, timeout=30, max_retries=8) as client:
+        with sc.Switchboard(servers.base_url, token, timeout=30, max_retries=8) as client:
             player = Player(day, client, speed=speed, log=log, other_skills=others)
             if faults:
-                fault_thread = Faults(children, db, manage, env, day.hours * 3600 / speed, speed)
+                fault_thread = Faults(servers, db, day.hours * 3600 / speed, speed)
                 fault_thread.start()
-            started = time.perf_counter()
+            started = time.time()
             run.tally = player.play().as_dict()
-            run.play_seconds = round(time.perf_counter() - started, 1)
+            run.play_seconds = round(time.time() - started, 1)
             if fault_thread is not None:
                 fault_thread.stopped.set()
                 fault_thread.join(timeout=180)
                 run.faults = fault_thread.done
                 run.problems += [f"{f['fault']}: {f['error']}" for f in run.faults if "error" in f]
-                if len(run.faults) < 3:
-                    run.problems.append(f"only {len(run.faults)} of the 3 faults were made before the day ended")
+                if len(run.faults) < len(FAULTS):
+                    run.problems.append(f"{len(run.faults)} of the {len(FAULTS)} faults were made before the day ended")
             log(f"played in {run.play_seconds:.0f} s; waiting {SETTLE_SECONDS:g} s for every count to be written")
             time.sleep(SETTLE_SECONDS)
-            _reconcile(run, client, base_url, token, len(player.arrivals))
-        run.problems += _invariants(manage, env)
-        gone = children.exited()
+            _reconcile(run, client, servers.base_url, token, len(player.arrivals))
+            buckets = json.loads(httpx.get(f"{servers.meter_url}/__meter__", timeout=30).content)
+            run.dynamodb = _per_call(meter_figures(buckets, started, time.time()), run.tally["offered"])
+        run.problems += _invariants(servers.manage, servers.env)
+        gone = servers.children.exited()
         if gone and not faults:
             run.problems.append(f"processes exited during the day: {', '.join(gone)}")
     finally:
         if fault_thread is not None:
             fault_thread.stopped.set()
-        children.stop()
+        servers.children.stop()
+        servers.meter.terminate()
     run.seconds = round(time.perf_counter() - began, 1)
     return run
+
+
+def _per_call(metered: dict, calls: int) -> dict:
+    """The servers' DynamoDB requests and capacity units over the play, per caller offered."""
+    per = max(calls, 1)
+    throttled = sum(n for op, (n, _) in metered["ops"].items() if op.endswith(" (throttled)"))
+    requests = sum(n for n, _ in metered["ops"].values()) - throttled
+    units = sum(metered["cu"].values()) + sum(metered["estimated"].values())
+    return {
+        "requests_per_call": round(requests / per, 1),
+        "capacity_units_per_call": round(units / per, 1),
+        "throttled_requests": throttled,
+    }
 
 
 def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int) -> None:
@@ -264,6 +330,7 @@ def report(run: ServedDay, where: str) -> str:
         f"{tally.get('steps_put_off')} steps put off",
         f"  interval report: {run.report}",
         f"  /metrics today:  {run.metrics}",
+        f"  DynamoDB:        {run.dynamodb}",
     ]
     for fault in run.faults:
         lines.append(f"  fault: {fault}")
@@ -276,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("day", nargs="?", default="weekday", help="a day's name or a day file")
     parser.add_argument("--speed", type=harness.positive(float), default=20.0, help="times the day's clock")
     parser.add_argument("--hours", type=harness.positive(float), default=2.0, help="the first hours of the day")
-    parser.add_argument("--faults", action="store_true", help="kill the matcher and a web worker, pause the collector")
+    parser.add_argument(
+        "--faults", action="store_true", help="kill the matcher, a web worker; pause the collector; throttle DynamoDB"
+    )
     args = harness.parse(parser, argv, smoke=SMOKE)
     from queues_app.simulation.day import find
 

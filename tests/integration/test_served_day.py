@@ -1,6 +1,6 @@
 """`python -m bench.served_day --smoke --faults`: a quarter of an hour of the weekday played
-through the API against `serve`'s processes while the matcher and a web worker are killed
-and the collector paused; no caller lost, none counted twice (the interval report and
+through the API against `serve`'s processes while the matcher and a web worker are killed,
+the collector paused and DynamoDB throttled; no caller lost, none counted twice (the interval report and
 /metrics equal the player's tally), nobody left waiting, check_invariants clean, and every
 server gone at the end."""
 
@@ -22,7 +22,13 @@ def test_a_served_day_with_faults_loses_no_caller_and_counts_each_once(dynamodb_
     assert run["report"] == {name: tally[name] for name in ("offered", "answered", "abandoned")}
     assert run["metrics"] == {"answered": tally["answered"], "abandoned": tally["abandoned"]}
     faults = {fault["fault"]: fault for fault in run["faults"]}
-    assert set(faults) == {"matcher killed and started again", "a web worker killed", "the collector stopped"}, faults
+    assert set(faults) == {
+        "matcher killed and started again",
+        "a web worker killed",
+        "the collector stopped",
+        "50% of DynamoDB requests throttled",
+    }, faults
     assert faults["matcher killed and started again"]["lease_held_after_s"] > 0  # the killed one's ran out first
     assert faults["a web worker killed"]["replaced_after_s"] >= 0
+    assert run["dynamodb"]["requests_per_call"] > 0 and run["dynamodb"]["throttled_requests"] > 0
     assert processes_with(f"DYNAMODB_TABLE_PREFIX={run['tables_prefix']}") == []
