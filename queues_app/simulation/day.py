@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DAYS = Path(__file__).resolve().parent / "days"
+MAX_AGENTS = 1000  # the day's agents are hired one request each
+MAX_RATE = 100_000  # callers an hour
+MAX_SECONDS = 86_400
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,27 @@ class Day:
             warmup_minutes=raw.get("warmup_minutes", 30),
             batches=raw.get("batches", 10),
             seed=raw.get("seed", 7),
-        )
+        ).checked()
+
+    def checked(self) -> Day:
+        """The day, if it can be played: else a `ValueError` naming the value at fault."""
+        problems = [
+            (not 0 < self.hours <= 24, f"hours: above 0 and at most 24, not {self.hours}"),
+            (not self.arrivals_per_hour, "arrivals_per_hour: one rate an interval at least"),
+            (
+                any(not 0 <= rate <= MAX_RATE for rate in self.arrivals_per_hour) or not max(self.arrivals_per_hour),
+                f"arrivals_per_hour: 0 to {MAX_RATE} each, one at least above 0",
+            ),
+            (not 0 < self.handle_mean <= MAX_SECONDS, f"handle.mean_seconds: above 0 and at most {MAX_SECONDS}"),
+            (self.patience_mean is not None and not 0 < self.patience_mean, "patience.mean_seconds: above 0"),
+            (not self.languages or min(self.languages.values()) < 0, "languages: a share of 0 or more each"),
+            (not 1 <= sum(s.count for s in self.shifts) <= MAX_AGENTS, f"agents: 1 to {MAX_AGENTS} in all"),
+            (any(s.count < 0 for s in self.shifts), "agents[].count: 0 or more"),
+        ]
+        for failed, problem in problems:
+            if failed:
+                raise ValueError(problem)
+        return self
 
     def rate(self, second: float) -> float:
         """Callers a second at `second` from the day's start."""
@@ -137,5 +160,5 @@ def find(name: str, hours: float | None = None) -> Day:
         raise ValueError(f"no day {name!r}: one of {known}, or a day file's path")
     try:
         return Day.load(path, hours)
-    except (KeyError, TypeError, ValueError) as exc:  # a field missing, of the wrong kind or out of range
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field missing, of a wrong kind, too big
         raise ValueError(f"{path}: not a day file ({type(exc).__name__}: {exc})") from exc

@@ -214,10 +214,23 @@ def test_bad_input_is_one_clear_line(command, monkeypatch, args, problem):
         run(*args)
 
 
-def test_a_day_file_that_is_not_one_says_what_is_wrong(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"name": "Mine"}', r"\(KeyError: 'start'\)"),
+        ("[1, 2]", r"\(TypeError: list indices"),
+        ("{not json", r"\(JSONDecodeError: "),
+        (json.dumps({**QUIET_HOUR, "handle": {"mean_seconds": 0}}), r"handle.mean_seconds: above 0"),
+        (json.dumps({**QUIET_HOUR, "arrivals_per_hour": [0]}), r"arrivals_per_hour: 0 to 100000 each, one at least"),
+        (json.dumps({**QUIET_HOUR, "agents": [{"count": 5000}]}), r"agents: 1 to 1000 in all"),
+        (json.dumps({**QUIET_HOUR, "start": "23:00", "hours": 2}), r"a day ends by midnight"),
+    ],
+    ids=["a field missing", "not an object", "not JSON", "no handle time", "no caller", "too many agents", "midnight"],
+)
+def test_a_day_file_that_cannot_be_played_says_what_is_wrong(tmp_path, text, problem):
     broken = tmp_path / "mine.json"
-    broken.write_text('{"name": "Mine"}')
-    with pytest.raises(ValueError, match=r"mine.json: not a day file \(KeyError: 'start'\)"):
+    broken.write_text(text)
+    with pytest.raises(ValueError, match=r"mine.json: not a day file .*" + problem):
         find(str(broken))
 
 
