@@ -82,6 +82,7 @@ class Tally:
     answered: int = 0
     within: int = 0
     abandoned: int = 0
+    refused: int = 0  # callers the centre did not take into a line (closed, full), or refused
     wait_sum: float = 0.0
     ended: int = 0
     trouble: int = 0  # steps put off because the site or DynamoDB failed
@@ -96,6 +97,7 @@ class Tally:
             "offered": self.offered,
             "answered": self.answered,
             "abandoned": self.abandoned,
+            "refused": self.refused,
             "service_level": round(self.within / self.answered, 3) if self.answered else None,
             "asa_seconds": round(self.wait_sum / self.answered, 1) if self.answered else None,
             "calls_ended": self.ended,
@@ -109,6 +111,7 @@ class Tally:
         return (
             f"{self.offered} callers: {self.answered} answered ({level} within {self.threshold:g} s, "
             f"average wait {asa}), {self.abandoned} gave up, {self.ended} calls ended"
+            + (f", {self.refused} refused" if self.refused else "")
         )
 
 
@@ -318,13 +321,22 @@ class Player:
 
     def _arrive(self, index: int) -> None:
         arrival = self.arrivals[index]
-        call = self.client.create_call({"language": arrival.language}, idempotency_key=f"sim-{self.run}-{index}")
-        self.arrived = index + 1
+        try:
+            call = self.client.create_call({"language": arrival.language}, idempotency_key=f"sim-{self.run}-{index}")
+        except MOVED_ON as exc:  # refused for good (trouble raises, and the arrival is tried again)
+            self.arrived += 1
+            self.tally.refused += 1
+            self.log(f"caller {index} refused: {exc}")
+            return
+        self.arrived += 1
         caller = Caller(call["call_id"], index)
         self.callers[caller.call_id] = caller
         self.tally.offered += 1
         if call.get("agent_id"):
             self._taken(call)
+            return
+        if call.get("status") != "waiting":  # ended at once: a line closed or full, its overflow
+            self.tally.refused += 1
             return
         self.waiting[caller.call_id] = caller
         if arrival.patience is not None:

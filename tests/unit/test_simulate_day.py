@@ -253,3 +253,24 @@ def test_a_site_that_does_not_answer_is_one_clear_line(monkeypatch):
     monkeypatch.setattr(simulate_day, "RETRIES", 0)
     with pytest.raises(CommandError, match=r"http://127.0.0.1:9 cannot be reached"):
         run("weekday", "--url", "http://127.0.0.1:9", "--token", "t")
+
+
+def test_a_caller_the_centre_refuses_is_counted_and_the_day_still_ends(client, monkeypatch):
+    # The centre ends the first caller at once (a line closed or full) and refuses the second.
+    real, answers = client.create_call, iter(["ended", "conflict"])
+
+    def refusing(*args, **kwargs):
+        answer = next(answers, None)
+        if answer == "conflict":
+            raise sc.Conflict(409, {"title": "Conflict", "detail": "no"})
+        if answer == "ended":
+            return {"call_id": "ended-at-once", "status": "ended", "agent_id": None}
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "create_call", refusing)
+    day = small_day(arrivals_per_hour=(30.0,), hours=0.25, patience_mean=None)
+    player, _ = play(client, day)
+    tally = player.tally
+    assert len(player.arrivals) > 3 and tally.refused == 2
+    assert tally.offered == len(player.arrivals) - 1  # the one refused with a 409 made no call
+    assert tally.answered + tally.abandoned + 1 == tally.offered
