@@ -275,6 +275,7 @@ def _per_call(metered: dict, calls: int) -> dict:
         "requests_per_call": round(requests / per, 1),
         "capacity_units_per_call": round(units / per, 1),
         "throttled_requests": throttled,
+        "by_operation_per_call": {op: round(n / per, 1) for op, (n, _) in sorted(metered["ops"].items())},
     }
 
 
