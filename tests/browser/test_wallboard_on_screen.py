@@ -43,6 +43,24 @@ def test_a_viewer_reads_the_key_figures_from_afar_without_scrolling_sideways(
     assert len(sizes) == 7 * page.locator("section.line").count()
     assert min(sizes) >= 48
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    # The widest figures a board shows ("12:34", "100%") each stay on one line: never "0:3" over "3".
+    broken = page.evaluate(WIDEST_FIGURES_BROKEN)
+    assert broken == [], broken
+
+
+# Every figure given the widest text it may hold: those whose text then takes more than one line.
+WIDEST_FIGURES_BROKEN = """() => {
+  const broken = [];
+  for (const dd of document.querySelectorAll("dd[data-figure]")) {
+    for (const text of ["12:34", "100%"]) {
+      dd.textContent = text;
+      const range = document.createRange();
+      range.selectNodeContents(dd.firstChild);
+      if (range.getClientRects().length > 1) broken.push(`${dd.dataset.figure}: ${text}`);
+    }
+  }
+  return broken;
+}"""
 
 
 def refresh_seconds(page) -> float:
