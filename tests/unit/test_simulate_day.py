@@ -19,6 +19,7 @@ from queues_app.models import ApiToken
 from queues_app.simulation import player as playing
 from queues_app.simulation.day import Day, Shift, find
 from queues_app.simulation.player import Player
+from switchboard_client import Switchboard  # the class itself (the command's fixture replaces the name)
 from tests.helpers.transport import DjangoTransport
 
 OTHER_SKILLS = {"gender": ["F", "M", "X"]}
@@ -247,6 +248,15 @@ def test_the_agents_clients_send_heartbeats_only_where_presence_is_checked(
     # 3 minutes at 10 times: 18 s of the player's clock, a heartbeat round every 10 s (a third of 30).
     play(client, small_day(arrivals_per_hour=(1.0,), hours=0.05), speed=10.0)
     assert sent == expected  # off: asked once, and told presence is not checked
+
+
+def test_a_site_failing_while_the_agents_are_hired_is_one_clear_line(command, monkeypatch):
+    def failing(self, *args, **kwargs):
+        raise sc.Unavailable(503, {"error": "Service unavailable", "message": "DynamoDB is unavailable."})
+
+    monkeypatch.setattr(Switchboard, "create_agent", failing)
+    with pytest.raises(CommandError, match=r"http://127.0.0.1:8000: 503 .*DynamoDB is unavailable"):
+        run("weekday", "--token", command)
 
 
 def test_a_site_that_does_not_answer_is_one_clear_line(monkeypatch):

@@ -84,6 +84,8 @@ class Command(CheckedCommand):
                 raise CommandError(f"{url} cannot be reached: {exc}") from exc
             except sc.InvalidInput as exc:  # the day's languages are not in the deployment's catalog
                 raise CommandError(f"{url} refused the day's agents or callers: {exc}") from exc
+            except sc.SwitchboardError as exc:  # hiring the day's agents failed, or the site failed for good
+                raise CommandError(f"{url}: {exc}") from exc
             except KeyboardInterrupt:
                 self._say("Stopped.")
 
