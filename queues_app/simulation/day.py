@@ -45,6 +45,7 @@ class Day:
     warmup_minutes: float = 30.0
     batches: int = 10
     seed: int = 7
+    missed_share: float = 0.0  # of the offers (ANSWER_TIMEOUT_SECONDS), those the agent lets ring
 
     @classmethod
     def load(cls, path: Path, hours: float | None = None) -> Day:
@@ -79,6 +80,7 @@ class Day:
             warmup_minutes=raw.get("warmup_minutes", 30),
             batches=raw.get("batches", 10),
             seed=raw.get("seed", 7),
+            missed_share=(raw.get("offers") or {}).get("missed_share", 0.0),
         ).checked()
 
     def checked(self) -> Day:
@@ -95,6 +97,7 @@ class Day:
             (not self.languages or min(self.languages.values()) < 0, "languages: a share of 0 or more each"),
             (not 1 <= sum(s.count for s in self.shifts) <= MAX_AGENTS, f"agents: 1 to {MAX_AGENTS} in all"),
             (any(s.count < 0 for s in self.shifts), "agents[].count: 0 or more"),
+            (not 0 <= self.missed_share < 1, "offers.missed_share: 0 or more and under 1"),
         ]
         for failed, problem in problems:
             if failed:

@@ -39,6 +39,7 @@ AGENT_ID = "sim-{n}"
 AGENT_NAME = "Simulated agent {n}"
 SIMULATED = "sim-"  # the prefix of the agents' ids: what a deployment's own agents never are
 POLL_EVERY = 1.0  # real seconds between looks at the agents
+DRAIN_SECONDS = 4 * 3600.0  # of the day's time after its end, for the calls in progress to end
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, doubling in between
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
 MOVED_ON = (sc.Conflict, sc.NotFound)
@@ -83,6 +84,8 @@ class Tally:
     within: int = 0
     abandoned: int = 0
     refused: int = 0  # callers the centre did not take into a line (closed, full), or refused
+    missed: int = 0  # offers let ring (ANSWER_TIMEOUT_SECONDS)
+    left: int = 0  # calls still waiting or in progress when the player stopped, hours after the day
     wait_sum: float = 0.0
     ended: int = 0
     trouble: int = 0  # steps put off because the site or DynamoDB failed
@@ -98,6 +101,8 @@ class Tally:
             "answered": self.answered,
             "abandoned": self.abandoned,
             "refused": self.refused,
+            "offers_missed": self.missed,
+            "left_at_the_end": self.left,
             "service_level": round(self.within / self.answered, 3) if self.answered else None,
             "asa_seconds": round(self.wait_sum / self.answered, 1) if self.answered else None,
             "calls_ended": self.ended,
@@ -112,6 +117,7 @@ class Tally:
             f"{self.offered} callers: {self.answered} answered ({level} within {self.threshold:g} s, "
             f"average wait {asa}), {self.abandoned} gave up, {self.ended} calls ended"
             + (f", {self.refused} refused" if self.refused else "")
+            + (f", {self.missed} offers let ring" if self.missed else "")
         )
 
 
@@ -138,6 +144,7 @@ class Player:
         seed: int | None = None,
         run: str = "",
         other_skills: dict[str, list[str]] | None = None,
+        missed_share: float | None = None,
     ):
         self.day, self.client, self.speed = day, client, speed
         # The catalog's other dimensions: the day's agents fit every caller on them.
@@ -157,6 +164,9 @@ class Player:
         self.pause = FIRST_PAUSE
         self.arrived = 0
         self.heartbeat_due = 0.0  # with AGENT_PRESENCE_SECONDS, the agents' clients say they are there
+        # With ANSWER_TIMEOUT_SECONDS, the share of offers let ring (the day's, unless given), and those.
+        self.missed_share = day.missed_share if missed_share is None else missed_share
+        self.let_ring: set[tuple[str, str]] = set()
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -172,6 +182,7 @@ class Player:
             for begins, length in seat.shift.breaks:
                 self._at_day(begins, f"break:{length}", seat.agent_id)
         self._at_day(end, "close")
+        self._at_day(end + DRAIN_SECONDS, "drained")
         for hour in range(1, int(self.day.hours) + 1):
             self._at_day(hour * 3600, "hour", clock_text(clock_seconds(self.day.start) + hour * 3600))
         self._at(0.0, "look")
@@ -229,6 +240,10 @@ class Player:
             self._at(self.now() + POLL_EVERY, "look")
         elif kind == "hour":
             self.log(f"{subject} {self.tally}; {len(self.waiting)} waiting")
+        elif kind == "drained":  # calls that never end (no process ends an offer, say): stop
+            self.tally.left = len(self.waiting) + len(self.talking)
+            self.log(f"the day is over: stopped with {len(self.waiting)} waiting and {len(self.talking)} on a call")
+            self.events.clear()
         elif kind == "close":
             for call_id in list(self.waiting):  # the day is over: whoever still waits hangs up
                 self._give_up(call_id)
@@ -332,13 +347,12 @@ class Player:
         caller = Caller(call["call_id"], index)
         self.callers[caller.call_id] = caller
         self.tally.offered += 1
-        if call.get("agent_id"):
-            self._taken(call)
-            return
-        if call.get("status") != "waiting":  # ended at once: a line closed or full, its overflow
+        if not call.get("agent_id") and call.get("status") != "waiting":  # ended at once: a line closed or full
             self.tally.refused += 1
             return
-        self.waiting[caller.call_id] = caller
+        self.waiting[caller.call_id] = caller  # until `_taken` (an offer let ring keeps them waiting)
+        if call.get("agent_id"):
+            self._taken(call)
         if arrival.patience is not None:
             self._later(arrival.patience, "give_up", caller.call_id)
 
@@ -361,6 +375,12 @@ class Player:
         if call_id in self.talking:
             return
         if call.get("status") == "offered":
+            if (call_id, agent_id) in self.let_ring:
+                return
+            if self.missed_share and self.rng.random() < self.missed_share:  # let ring: the offer runs out
+                self.let_ring.add((call_id, agent_id))
+                self.tally.missed += 1
+                return
             try:
                 call = self.client.answered(call_id, agent_id=agent_id)
             except MOVED_ON:
@@ -422,6 +442,9 @@ class Player:
         for agent in self.client.iter_agents():
             seat = self._seen(agent)
             call_id = agent.get("call_id")
+            if seat is not None and seat.state == "idle" and agent["status"] == "not_ready":
+                seat.state = "break"  # an offer it let ring made it not ready (`missed`): back at once
+                self._later(0, "break_end", seat.agent_id)
             if agent["status"] not in ON_A_CALL or not call_id or call_id in self.talking:
                 continue
             if call_id in self.waiting or seat is not None:

@@ -284,3 +284,16 @@ def test_a_caller_the_centre_refuses_is_counted_and_the_day_still_ends(client, m
     assert len(player.arrivals) > 3 and tally.refused == 2
     assert tally.offered == len(player.arrivals) - 1  # the one refused with a 409 made no call
     assert tally.answered + tally.abandoned + 1 == tally.offered
+
+
+def test_calls_that_never_end_stop_the_player_hours_after_the_day(client, settings, monkeypatch):
+    # Offers on and all but none let ring, with nobody to end an offer (no escalation process here)
+    # and a ringing caller's hang-up refused: they never leave; the player stops four of the day's
+    # hours after its end.
+    settings.ANSWER_TIMEOUT_SECONDS = 30
+    day = small_day(arrivals_per_hour=(12.0,), hours=0.25, patience_mean=None, missed_share=0.99)
+    monkeypatch.setattr(playing, "POLL_EVERY", 600.0)  # a look every ten minutes: four hours in 26
+    player, clock = play(client, day, speed=1.0)
+    assert player.tally.missed > 0 and player.tally.left > 0
+    assert clock.now == pytest.approx(900 + playing.DRAIN_SECONDS, abs=1)
+    assert any("the day is over: stopped with" in line for line in player.tally_lines)  # type: ignore[attr-defined]
