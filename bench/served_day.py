@@ -20,7 +20,10 @@ killed (gunicorn starts another); the collector stopped for five of the day's mi
 (at most a fifth of the play) and started again; half of every server's DynamoDB requests
 throttled for a minute (at most a tenth of the play) by the meter between the servers and
 DynamoDB, which also counts their requests and capacity units a caller.
-`--smoke`: a quarter of an hour of the day at 30 times (30 s of play).
+`--answer-timeout S` turns offers on (ANSWER_TIMEOUT_SECONDS): the player picks each up, but
+lets a share ring (`--missed-share`, or the day file's `offers.missed_share`), and the
+agents' report's missed offers must equal those. `--smoke`: a quarter of an hour of the day
+at 30 times (30 s of play), offers on with a fifth let ring.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from bench.load import (
     wait_until_up,
 )
 
-SMOKE = {"hours": 0.25, "speed": 30.0}
+SMOKE = {"hours": 0.25, "speed": 30.0, "answer_timeout": 2.0, "missed_share": 0.2}
 SETTLE_SECONDS = 15.0  # every process writes what it counted every 10 s (figures/counters.FLUSH_SECONDS)
 WEB_WORKERS = 2
 RECONCILED = ("offered", "answered", "abandoned")
@@ -175,7 +178,7 @@ class Servers:
     meter: multiprocessing.Process
 
 
-def start_servers(endpoint: str, prefix: str, workdir: Path) -> Servers:
+def start_servers(endpoint: str, prefix: str, workdir: Path, answer_timeout: float | None = None) -> Servers:
     """`serve`'s processes for the day (their DynamoDB through the meter, which can throttle)."""
     from queues_app.management.commands.serve import production_env
 
@@ -193,6 +196,7 @@ def start_servers(endpoint: str, prefix: str, workdir: Path) -> Servers:
         DYNAMODB_ENDPOINT_URL=f"http://127.0.0.1:{meter_port}",
         DYNAMODB_TABLE_PREFIX=prefix,
         LOG_LEVEL="WARNING",
+        ANSWER_TIMEOUT_SECONDS=f"{answer_timeout:g}" if answer_timeout else "",
     )
     servers = Servers(children, manage, env, f"http://127.0.0.1:{port}", f"http://127.0.0.1:{meter_port}", meter)
     subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
@@ -209,7 +213,17 @@ def start_servers(endpoint: str, prefix: str, workdir: Path) -> Servers:
     return servers
 
 
-def serve_day(endpoint: str, day, speed: float, faults: bool, workdir: Path, log=harness.progress) -> ServedDay:
+def serve_day(
+    endpoint: str,
+    day,
+    speed: float,
+    faults: bool,
+    workdir: Path,
+    *,
+    answer_timeout: float | None = None,
+    missed_share: float | None = None,
+    log=harness.progress,
+) -> ServedDay:
     """Start the processes, play the day, reconcile; everything stopped at the end."""
     import httpx
     from django.conf import settings
@@ -225,7 +239,7 @@ def serve_day(endpoint: str, day, speed: float, faults: bool, workdir: Path, log
     db = Dynamo(prefix=prefix, endpoint_url=endpoint, region="us-east-1", read_timeout=60)
     schema.create_tables(db)
     token = prepare_database()
-    servers = start_servers(endpoint, prefix, workdir)
+    servers = start_servers(endpoint, prefix, workdir, answer_timeout)
     fault_thread = None
     try:
         wait_until_up(servers.base_url, servers.children)
@@ -233,7 +247,7 @@ def serve_day(endpoint: str, day, speed: float, faults: bool, workdir: Path, log
         log(f"serving at {servers.base_url}; playing {day.name} ({day.hours:g} h) at {speed:g} times")
         others = {k: list(v) for k, v in settings.SWITCHBOARD_SKILLS.items() if k != "language"}
         with sc.Switchboard(servers.base_url, token, timeout=30, max_retries=8) as client:
-            player = Player(day, client, speed=speed, log=log, other_skills=others)
+            player = Player(day, client, speed=speed, log=log, other_skills=others, missed_share=missed_share)
             if faults:
                 fault_thread = Faults(servers, db, day.hours * 3600 / speed, speed)
                 fault_thread.start()
@@ -289,6 +303,7 @@ def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int)
     with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
         report = http.get("/api/reports/intervals").raise_for_status().json()
         exposition = http.get("/metrics").raise_for_status().text
+        agents = http.get("/api/reports/agents").raise_for_status().json()["totals"]
     totals = {name: 0 for name in RECONCILED}
     for interval in report["intervals"]:
         if interval["combination"] == "all":
@@ -306,6 +321,12 @@ def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int)
     for name, value in run.metrics.items():
         if value != tally[name]:
             run.problems.append(f"today's {name}: {value} in /metrics, {tally[name]} played")
+    if tally["left_at_the_end"]:
+        run.problems.append(f"{tally['left_at_the_end']} calls never ended")
+    run.report["offers_missed"] = agents.get("missed_offers")
+    if agents.get("missed_offers") != tally["offers_missed"]:
+        missed = agents.get("missed_offers")
+        run.problems.append(f"offers missed: {missed} in the agents' report, {tally['offers_missed']} let ring")
     for status in ("waiting", "assigned"):
         left = list(client.iter_calls(status))
         if left:
@@ -345,9 +366,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=harness.positive(float), default=20.0, help="times the day's clock")
     parser.add_argument("--hours", type=harness.positive(float), default=2.0, help="the first hours of the day")
     parser.add_argument(
+        "--answer-timeout",
+        type=harness.positive(float),
+        default=None,
+        help="ANSWER_TIMEOUT_SECONDS for the servers: calls are offered, and picked up",
+    )
+    parser.add_argument(
+        "--missed-share", type=float, default=None, help="the share of offers let ring (default: the day file's)"
+    )
+    parser.add_argument(
         "--faults", action="store_true", help="kill the matcher, a web worker; pause the collector; throttle DynamoDB"
     )
     args = harness.parse(parser, argv, smoke=SMOKE)
+    if args.missed_share is not None and not 0 <= args.missed_share < 1:
+        parser.error("--missed-share takes 0 or more and under 1")
     from queues_app.simulation.day import find
 
     try:
@@ -363,7 +395,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return harness.execute(
             args,
-            lambda endpoint: serve_day(endpoint, day, args.speed, args.faults, workdir),
+            lambda endpoint: serve_day(
+                endpoint,
+                day,
+                args.speed,
+                args.faults,
+                workdir,
+                answer_timeout=args.answer_timeout,
+                missed_share=args.missed_share,
+            ),
             report=report,
             as_json=ServedDay.as_json,
         )
