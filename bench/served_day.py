@@ -58,6 +58,8 @@ SMOKE = {"hours": 0.25, "speed": 30.0, "answer_timeout": 2.0, "missed_share": 0.
 SETTLE_SECONDS = 15.0  # every process writes what it counted every 10 s (figures/counters.FLUSH_SECONDS)
 WEB_WORKERS = 2
 RECONCILED = ("offered", "answered", "abandoned")
+# The player's tally beside the agents' report's totals.
+AGENTS_REPORT = (("answered", "answered"), ("calls_ended", "calls_handled"), ("offers_missed", "missed_offers"))
 COLLECTOR = ["collect_metrics", "--every", "15"]
 THROTTLE_SECONDS, THROTTLE_SHARE = 60.0, 0.5  # a minute of half the requests throttled (at most a tenth of the play)
 
@@ -323,10 +325,11 @@ def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int)
             run.problems.append(f"today's {name}: {value} in /metrics, {tally[name]} played")
     if tally["left_at_the_end"]:
         run.problems.append(f"{tally['left_at_the_end']} calls never ended")
-    run.report["offers_missed"] = agents.get("missed_offers")
-    if agents.get("missed_offers") != tally["offers_missed"]:
-        missed = agents.get("missed_offers")
-        run.problems.append(f"offers missed: {missed} in the agents' report, {tally['offers_missed']} let ring")
+    # The agents' report: every call answered and ended by an agent, each offer let ring.
+    for mine, theirs in AGENTS_REPORT:
+        run.report[f"agents_{theirs}"] = agents.get(theirs)
+        if agents.get(theirs) != tally[mine]:
+            run.problems.append(f"agents' report: {theirs} {agents.get(theirs)}, {tally[mine]} played ({mine})")
     for status in ("waiting", "assigned"):
         left = list(client.iter_calls(status))
         if left:
