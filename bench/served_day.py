@@ -352,8 +352,8 @@ def report(run: ServedDay, where: str) -> str:
         f"  played:          {tally.get('offered')} offered, {tally.get('answered')} answered, "
         f"{tally.get('abandoned')} gave up; service level {tally.get('service_level')} "
         f"(day's threshold), ASA {tally.get('asa_seconds')} s (day's seconds); "
-        f"{tally.get('steps_put_off')} steps put off",
-        f"  interval report: {run.report}",
+        f"{tally.get('steps_put_off')} steps put off; {tally.get('offers_missed')} offers let ring",
+        f"  the reports:     {run.report}",
         f"  /metrics today:  {run.metrics}",
         f"  DynamoDB:        {run.dynamodb}",
     ]
