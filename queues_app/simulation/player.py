@@ -39,6 +39,7 @@ AGENT_ID = "sim-{n}"
 AGENT_NAME = "Simulated agent {n}"
 SIMULATED = "sim-"  # the prefix of the agents' ids: what a deployment's own agents never are
 POLL_EVERY = 1.0  # real seconds between looks at the agents
+GIVE_UP_AGAIN = 30.0  # day seconds: a caller whose hang-up was refused (their call was ringing) tries again
 DRAIN_SECONDS = 4 * 3600.0  # of the day's time after its end, for the calls in progress to end
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, doubling in between
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
@@ -166,7 +167,7 @@ class Player:
         self.heartbeat_due = 0.0  # with AGENT_PRESENCE_SECONDS, the agents' clients say they are there
         # With ANSWER_TIMEOUT_SECONDS, the share of offers let ring (the day's, unless given), and those.
         self.missed_share = day.missed_share if missed_share is None else missed_share
-        self.let_ring: set[tuple[str, str]] = set()
+        self.let_ring: set[tuple[str, str, str | None]] = set()
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -362,8 +363,9 @@ class Player:
             return  # answered meanwhile
         try:
             self.client.abandon_call(call_id)
-        except MOVED_ON:
-            return  # given an agent just now: the next look finds whom
+        except MOVED_ON:  # given an agent just now (the next look finds whom), or ringing: again soon
+            self._later(GIVE_UP_AGAIN, "give_up", call_id)
+            return
         del self.waiting[call_id]
         caller.gave_up = True
         self.tally.abandoned += 1
@@ -371,14 +373,15 @@ class Player:
     def _taken(self, call: dict) -> None:
         """A call given to an agent, as an answer or a look showed it: picked up if offered,
         and ended after its handle time."""
-        call_id, agent_id = call["call_id"], call["agent_id"]
-        if call_id in self.talking:
-            return
+        call_id, agent_id = call["call_id"], call.get("agent_id")
+        if call_id in self.talking or not agent_id or call.get("status") not in ("assigned", "offered"):
+            return  # read after its offer ran out (it waits again), or ended meanwhile
         if call.get("status") == "offered":
-            if (call_id, agent_id) in self.let_ring:
+            offer = (call_id, agent_id, call.get("answer_by"))  # this offer, not the next one to the same agent
+            if offer in self.let_ring:
                 return
             if self.missed_share and self.rng.random() < self.missed_share:  # let ring: the offer runs out
-                self.let_ring.add((call_id, agent_id))
+                self.let_ring.add(offer)
                 self.tally.missed += 1
                 return
             try:
