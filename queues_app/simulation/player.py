@@ -57,8 +57,6 @@ class Caller:
     index: int  # in the day's arrivals
     agent_id: str | None = None
     waited: float | None = None  # the day's seconds: the centre's waited_seconds times the speed
-    gave_up: bool = False
-    ended: bool = False
 
 
 @dataclass
@@ -66,11 +64,9 @@ class Seat:
     """One of the day's agents, as the player last saw them."""
 
     agent_id: str
-    languages: frozenset[str]
     shift: Shift
     version: int = 1
     state: str = "off"  # off | idle | talking | wrap_up | break
-    call_id: str | None = None
     break_after: float | None = None  # a break asked for during a call: its length (day seconds)
     shift_over: bool = False
 
@@ -269,7 +265,7 @@ class Player:
                     agent = self.client.create_agent(AGENT_NAME.format(n=n), skills, agent_id=agent_id)
                 except sc.Conflict:  # hired by an earlier run: off to start, with this day's skills
                     agent = self._rehire(agent_id, skills)
-                self.seats[agent_id] = Seat(agent_id, frozenset(shift.languages), shift, agent["version"])
+                self.seats[agent_id] = Seat(agent_id, shift, agent["version"])
 
     def _rehire(self, agent_id: str, skills: dict) -> dict:
         agent = self.client.get_agent(agent_id)
@@ -367,7 +363,6 @@ class Player:
             self._later(GIVE_UP_AGAIN, "give_up", call_id)
             return
         del self.waiting[call_id]
-        caller.gave_up = True
         self.tally.abandoned += 1
 
     def _taken(self, call: dict) -> None:
@@ -396,7 +391,7 @@ class Player:
         handle = self.arrivals[caller.index].handle if caller is not None else self.day.handle(self.rng)
         seat = self.seats.get(agent_id)
         if seat is not None:
-            seat.state, seat.call_id = "talking", call_id
+            seat.state = "talking"
         elif caller is None:
             return  # neither the caller nor the agent is the day's
         self.talking[call_id] = agent_id
@@ -413,7 +408,6 @@ class Player:
         except MOVED_ON:  # ended otherwise (a supervisor, a transfer): the agent as they are now
             answer = {"agent": self.client.get_agent(agent_id or ""), "call": None}
         if call_id in self.callers:
-            self.callers[call_id].ended = True
             self.tally.ended += 1
         if seat is not None:
             self._after_call(seat, answer)
@@ -421,7 +415,6 @@ class Player:
     def _after_call(self, seat: Seat, answer: dict) -> None:
         agent = answer["agent"]
         self._seen(agent)
-        seat.call_id = None
         status = agent["status"]
         if status == "offline":
             seat.state = "off"
