@@ -16,7 +16,8 @@ from types import UnionType
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
+from ninja.schema import DjangoGetter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from queues_app import inputs
@@ -63,6 +64,16 @@ class InputSchema(Schema):
     # Errors inside these fields are named by the inner key alone (`language`, not
     # `preferences.language`): the skill dimensions are the fields people think of.
     NAMED_BY_KEY: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, value: Any) -> Any:
+        """Only a JSON object: a schema reads its fields from an object's attributes too
+        (django-ninja's, for models), and a number sent with a fraction is one
+        (ExactNumber), which every field left out would then take for an empty body."""
+        if isinstance(value, dict | BaseModel | DjangoGetter):
+            return value
+        raise PydanticCustomError("model_type", "must be a JSON object")
 
     @field_validator("*", mode="before")
     @classmethod

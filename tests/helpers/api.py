@@ -76,8 +76,8 @@ class Api:
         data = raw if raw is not None else ("" if body is None else json.dumps(body))
         return self.client.post(path, data=data, content_type="application/json", **self._headers(extra))
 
-    def put(self, path, body=None, **extra):
-        data = "" if body is None else json.dumps(body)
+    def put(self, path, body=None, *, raw=None, **extra):
+        data = raw if raw is not None else ("" if body is None else json.dumps(body))
         return self.client.put(path, data=data, content_type="application/json", **self._headers(extra))
 
     def delete(self, path, **extra):

@@ -224,6 +224,15 @@ def test_it_rejects_a_body_that_is_not_an_object(moto_db, api):
     assert body["fields"] == {"body": "must be a JSON object"}
 
 
+@pytest.mark.parametrize("raw", ["1.96e16", "2.5", "1" * 120])
+def test_a_body_that_is_a_number_with_a_fraction_or_too_long_is_not_taken_for_an_empty_object(moto_db, api, raw):
+    # Such numbers are read exactly (an object holding the decimal), not as plain floats.
+    body = assert_problem(api.put("/api/shipment-queues/returns", raw=raw), 400)
+    assert body["fields"] == {"body": "must be a JSON object"}
+    assert api.get("/api/shipment-queues/returns").status_code == 404
+    assert assert_problem(api.post("/api/calls", raw=raw), 400)["fields"] == {"body": "must be a JSON object"}
+
+
 def test_it_requires_preferences(moto_db, api):
     body = assert_problem(api.post("/api/calls", {"priority": 1}), 400)
     assert "preferences" in body["fields"]
