@@ -121,6 +121,7 @@ ENDPOINTS = (CREATE_CALL, GET_CALL, RELEASE, AVAILABLE, SHIPMENT, OVERVIEW, LIVE
 LIVE_STREAMS = 120  # each web worker's threads for open overviews, as `serve` gives them (LIVE_STREAMS_PER_PROCESS)
 CALLER_THREADS = 64  # callers in flight at once, each on a connection of its own
 CLIENT_TIMEOUT = 30.0  # seconds the driver's clients wait for an answer
+SIGN_IN_TIMEOUT = 4 * CLIENT_TIMEOUT  # seconds a supervisor waits for the first page
 ANSWER_WAIT = CLIENT_TIMEOUT + 5  # seconds a step's last callers may take
 DRIVER_LATE_LIMIT = 0.25  # seconds: a driver sending callers later than this fell behind
 SUPERVISOR_PASSWORD = "load-test-supervisor"  # throwaway users in a throwaway database
@@ -655,7 +656,8 @@ class Supervisor(threading.Thread):
         signer = Client()
         signer.force_login(get_user_model().objects.get(username=self.username))
         self.client.cookies.set(settings.SESSION_COOKIE_NAME, signer.cookies[settings.SESSION_COOKIE_NAME].value)
-        if self.client.get("/").status_code != 200:
+        # The servers' first page is their slowest (a cold worker): waited for as a person would.
+        if self.client.get("/", timeout=SIGN_IN_TIMEOUT).status_code != 200:
             raise RuntimeError(f"{self.username} could not sign in")
 
     def _get(self, endpoint: str, path: str, **headers: str) -> None:
@@ -1115,6 +1117,9 @@ def not_held_because(step: dict, p95_limit: float) -> list[str]:
     unanswered = step["calls_due"] - calls.get("count", 0)
     if unanswered > 0:
         causes.append(f"latency: {unanswered} of {step['calls_due']} calls due had no answer {ANSWER_WAIT:g} s on")
+    if step.get("supervisors") and not step["panel_views"]:
+        # Open overviews shown nothing for the whole step: the panels' reads were that slow.
+        causes.append(f"latency: no panel was shown to the {step['supervisors']} supervisors watching")
     if step["driver"]["late_p95_ms"] / 1000 > DRIVER_LATE_LIMIT:
         causes.append(f"driver: callers sent {step['driver']['late_p95_ms']:.0f} ms after they were due (p95)")
     return causes

@@ -38,3 +38,11 @@ def test_a_request_the_client_stopped_waiting_for_is_latency_and_any_other_missi
         "latency: 1 requests had no answer within the client's 30 s",
         "failures: 1 (0 5xx)",
     ]
+
+
+def test_supervisors_watching_a_step_shown_no_panel_is_latency():
+    watched = step({"201": 10}, failures=0)
+    watched.update(supervisors=3, panel_views=0)
+    assert load.not_held_because(watched, 1.0) == ["latency: no panel was shown to the 3 supervisors watching"]
+    watched["panel_views"] = 1
+    assert load.not_held_because(watched, 1.0) == []
