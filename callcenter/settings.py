@@ -41,6 +41,12 @@ class _Env(environ.Env):
             kind = getattr(cast, "__name__", "the expected type")
             raise ImproperlyConfigured(f"{var}={self.ENVIRON.get(var, '')!r} is not a valid {kind} ({exc}).") from exc
 
+    def seconds_or_off(self, var: str) -> float | None:
+        """A number of seconds where empty (or unset, or 0) means off: None."""
+        if not str(self.ENVIRON.get(var, "")).strip():
+            return None
+        return self.float(var) or None
+
 
 env = _Env()
 # SWITCHBOARD_ENV_FILE names another file to read, or none at all when empty; variables
@@ -342,7 +348,7 @@ AGENT_NOT_READY_REASONS = env.list("AGENT_NOT_READY_REASONS", default=["break", 
 # Seconds an agent has to pick up a call given to them (the phone system confirms with
 # POST /api/calls/{id}/answered); unanswered, the call goes back to its place in line and
 # the agent is set not ready ("missed"). Empty or 0: off, an assignment is an answer.
-ANSWER_TIMEOUT_SECONDS = env.float("ANSWER_TIMEOUT_SECONDS", default=0.0) or None
+ANSWER_TIMEOUT_SECONDS = env.seconds_or_off("ANSWER_TIMEOUT_SECONDS")
 if ANSWER_TIMEOUT_SECONDS is not None and not 1 <= ANSWER_TIMEOUT_SECONDS <= 600:
     raise ImproperlyConfigured(
         f"ANSWER_TIMEOUT_SECONDS is 1 to 600 seconds (or empty: off), not {ANSWER_TIMEOUT_SECONDS:g}."
@@ -365,13 +371,13 @@ if not 1 <= CALLBACK_MAX_ATTEMPTS <= 10:
 # Seconds an agent may stay in wrap-up (after-call work) before the escalation loop makes
 # them available (a line may set its own, `wrap_up_seconds`). Empty or 0: off, wrap-up
 # lasts until the agent is made available.
-WRAP_UP_SECONDS = env.float("WRAP_UP_SECONDS", default=0.0) or None
+WRAP_UP_SECONDS = env.seconds_or_off("WRAP_UP_SECONDS")
 if WRAP_UP_SECONDS is not None and not 1 <= WRAP_UP_SECONDS <= 3600:
     raise ImproperlyConfigured(f"WRAP_UP_SECONDS is 1 to 3600 seconds (or empty: off), not {WRAP_UP_SECONDS:g}.")
 # Seconds a queued or ringing agent's client may go without a heartbeat
 # (POST /api/agents/<id>/heartbeat) before the escalation loop makes them not ready
 # (`disconnected`). Empty or 0: off, presence is not checked.
-AGENT_PRESENCE_SECONDS = env.float("AGENT_PRESENCE_SECONDS", default=0.0) or None
+AGENT_PRESENCE_SECONDS = env.seconds_or_off("AGENT_PRESENCE_SECONDS")
 if AGENT_PRESENCE_SECONDS is not None and not 5 <= AGENT_PRESENCE_SECONDS <= 3600:
     raise ImproperlyConfigured(
         f"AGENT_PRESENCE_SECONDS is 5 to 3600 seconds (or empty: off), not {AGENT_PRESENCE_SECONDS:g}."

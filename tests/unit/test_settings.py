@@ -188,6 +188,17 @@ def test_run_local_is_for_development_only(settings):
         call_command("run_local", no_server=True)
 
 
+def test_a_timer_left_empty_or_0_is_off_as_the_readme_says(tmp_path):
+    timers = ("ANSWER_TIMEOUT_SECONDS", "WRAP_UP_SECONDS", "AGENT_PRESENCE_SECONDS")
+    code = f"from django.conf import settings; print([getattr(settings, n) for n in {timers!r}])"
+    empty = manage(["shell", "--no-imports", "-c", code], tmp_path, **production(**dict.fromkeys(timers, "")))
+    assert empty.stdout.strip() == "[None, None, None]", empty.stderr
+    zero = manage(["shell", "--no-imports", "-c", code], tmp_path, **production(**dict.fromkeys(timers, "0")))
+    assert zero.stdout.strip() == "[None, None, None]", zero.stderr
+    some = manage(["shell", "--no-imports", "-c", code], tmp_path, **production(**dict.fromkeys(timers, "30")))
+    assert some.stdout.strip() == "[30.0, 30.0, 30.0]", some.stderr
+
+
 @pytest.mark.parametrize(
     "variables, said",
     [
