@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.day [DAY.json ...] [--hours H] [--json] [--endpoint URL] [--smoke]
 
-Each day file (default: the three in queues_app/simulation/days/) is played on fresh tables of DynamoDB
+Each day file (default: every one in queues_app/simulation/days/) is played on fresh tables of DynamoDB
 Local by `bench.floor`: callers arriving at random by interval, agents with shifts,
 breaks and wrap-up, callers who give up, on the domain every API request runs and a
 simulated clock (timers are not scaled: the day's seconds are the centre's). Then:
@@ -43,7 +43,18 @@ from bench.floor import Caller, Floor, Truth
 from queues_app.simulation.day import DAYS, Day, clock_seconds
 
 SMOKE = {"hours": 2.0}
-FIGURES = ("offered", "answered", "answered_within", "abandoned", "wait_sum", "handled", "handle_sum")
+FIGURES = (
+    "offered",
+    "answered",
+    "answered_within",
+    "abandoned",
+    "wait_sum",
+    "handled",
+    "handle_sum",
+    "callbacks_requested",
+    "callbacks_connected",
+    "callback_connect_sum",
+)
 
 
 @dataclass
@@ -233,6 +244,11 @@ def check_figures(floor: Floor) -> None:
             add(caller.answered, answered=1, wait_sum=waited, answered_within=waited <= day.threshold_seconds)
         if caller.abandoned is not None:
             add(caller.abandoned, abandoned=1)
+        if caller.callback_asked is not None:
+            add(caller.callback_asked, callbacks_requested=1)
+            if caller.answered is not None:
+                reached = caller.answered - caller.callback_asked
+                add(caller.answered, callbacks_connected=1, callback_connect_sum=reached)
         if caller.ended is not None and caller.answered is not None:
             add(caller.ended, handled=1, handle_sum=caller.ended - caller.answered)
     for index, interval in enumerate(report.intervals):
@@ -335,6 +351,12 @@ def report(run: Run, where: str) -> str:
             f"  DynamoDB per call: {played.requests_per_call} requests, {played.capacity_per_call} capacity units",
             f"  estimated wait vs actual (waited 30 s or more): {played.estimate}",
         ]
+        if day.callback_share:
+            asked = callbacks(truth)
+            lines.append(
+                f"  callbacks: {asked['asked']} callers asked after {day.callback_after_seconds:g} s on hold, "
+                f"{asked['reached']} reached, {asked['mean_seconds_to_reach']} s from the request on average"
+            )
         if played.twin:
             lines.append(
                 f"  the ideal queue fed the same callers: {played.twin['callers'] - played.twin['differ']} of "
@@ -366,6 +388,14 @@ def report(run: Run, where: str) -> str:
     return "\n".join(lines)
 
 
+def callbacks(truth: Truth) -> dict:
+    """The callers who asked to be called back, those reached, and how long after asking."""
+    asked = [c for c in truth.callers.values() if c.callback_asked is not None]
+    reached = [(c.answered or 0.0) - (c.callback_asked or 0.0) for c in asked if c.answered is not None]
+    mean = round(statistics.fmean(reached), 1) if reached else None
+    return {"asked": len(asked), "reached": len(reached), "mean_seconds_to_reach": mean}
+
+
 def _cell(value) -> str:
     return "–" if value is None else f"{value:g}"
 
@@ -383,6 +413,7 @@ def as_json(run: Run) -> dict:
                 "intervals": p.intervals,
                 "estimate": p.estimate,
                 "twin": p.twin,
+                "callbacks": callbacks(p.truth),
                 "seconds": round(p.seconds, 1),
             }
             for p in run.days

@@ -5,8 +5,9 @@ The day (`Day`, read from a JSON file: queues_app/simulation/days/) gives the ca
 interval, their languages, the handle time's distribution, the callers' patience, the
 wrap-up, and the agents with their shifts and breaks. The floor plays it as the phone
 system and the agents' clients would: a caller arrives (`create_call`), gives up after
-their patience (`abandon`), hangs up after the handle time (`release`, to the queue or to
-wrap-up); an agent starts a shift (`make_available`), goes on a break (`set_not_ready`,
+their patience (`abandon`) or asks to be called back (`request_callback`: reached as soon
+as an agent is reserved, `callback_result` connected), hangs up after the handle time
+(`release`, to the queue or to wrap-up); an agent starts a shift (`make_available`), goes on a break (`set_not_ready`,
 which waits for the end of a call in progress as the agents' client asks), comes back
 and ends the shift (`log_off`, after the call). Timers are not scaled: every one is on
 the simulated clock, so a 20 s threshold is 20 simulated seconds.
@@ -29,6 +30,7 @@ from queues_app.simulation.day import Arrival, Day, Shift
 # The collector samples occupancy every 15 s; the floor every minute, which keeps a day short and
 # still gives the wait estimate 15 samples over its 15 minutes.
 SAMPLE_EVERY = 60.0
+CALLBACK_NUMBER = "+33612345678"  # each caller called back is dialled here
 
 
 @dataclass
@@ -41,6 +43,7 @@ class Caller:
     ended: float | None = None
     agent_id: str | None = None
     estimate: float | None = None  # the estimated wait when they arrived to wait
+    callback_asked: float | None = None  # when they hung up to be called back at their turn
 
     @property
     def waited(self) -> float | None:
@@ -160,6 +163,8 @@ class Floor:
             self._arrive(int(subject))
         elif kind == "give_up":
             self._give_up(subject)
+        elif kind == "ask_callback":
+            self._ask_callback(subject)
         elif kind == "hang_up":
             self._hang_up(subject)
         elif kind == "wrapped":
@@ -188,24 +193,40 @@ class Floor:
         self.waiting[call.call_id] = caller
         if arrival.patience is not None:
             self.at(self.now + arrival.patience, "give_up", call.call_id)
+        if arrival.callback_after is not None:
+            self.at(self.now + arrival.callback_after, "ask_callback", call.call_id)
         if self.estimates:
             standing = standing_of(self.center.line, self.reader, call)
             if standing is not None and standing.estimated_wait_seconds is not None:
                 caller.estimate = standing.estimated_wait_seconds
 
     def _give_up(self, call_id: str) -> None:
-        caller = self.waiting.pop(call_id, None)
-        if caller is None:
-            return  # answered before their patience ran out
+        caller = self.waiting.get(call_id)
+        if caller is None or caller.callback_asked is not None:
+            return  # answered before their patience ran out, or hung up to be called back
+        del self.waiting[call_id]
         gone = self.center.abandon(call_id).call
         assert gone is not None
         caller.abandoned = self.seconds(gone.ended_at)
 
+    def _ask_callback(self, call_id: str) -> None:
+        caller = self.waiting.get(call_id)
+        if caller is None:
+            return  # answered, or gone, before they asked
+        asked = self.center.request_callback(call_id, CALLBACK_NUMBER).call
+        assert asked is not None
+        caller.callback_asked = self.seconds(asked.callback_requested_at)
+
     def _taken(self, call) -> None:
-        """A call the centre assigned (the answer of whatever action gave it)."""
+        """A call the centre assigned (the answer of whatever action gave it); a callback's
+        turn reserves the agent, and the phone system reaches the caller at once."""
+        from queues_app.calls.records import CallStatus
+
+        if call.state == CallStatus.CALLBACK_DUE:
+            call = self.center.callback_result(call.call_id, "connected").call
         caller = self.truth.callers[call.call_id]
         self.waiting.pop(call.call_id, None)
-        caller.answered, caller.agent_id = self.seconds(call.assigned_at), call.agent_id
+        caller.answered, caller.agent_id = self.seconds(call.answered_at or call.assigned_at), call.agent_id
         seat = self.seats[call.agent_id]
         if seat.state != "idle":
             self.truth.problems.append(f"call {call.call_id} given to {call.agent_id}, who was {seat.state}")

@@ -1,11 +1,13 @@
 """A day on the floor as a file describes it (`days/`): the callers' arrival rate per
-interval, their languages, the handle time's distribution, their patience, the wrap-up,
-and the agents with their shifts and breaks. `bench.day` plays one on a simulated clock;
+interval, their languages, the handle time's distribution, their patience, the callers
+who ask to be called back rather than hold, the wrap-up, and the agents with their shifts
+and breaks. `bench.day` plays one on a simulated clock;
 `manage.py simulate_day` plays one against a deployment, through its API, at a speed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -46,6 +48,10 @@ class Day:
     batches: int = 10
     seed: int = 7
     missed_share: float = 0.0  # of the offers (ANSWER_TIMEOUT_SECONDS), those the agent lets ring
+    # A share of the callers, still waiting this long, ask to be called back instead (and
+    # are reached at once when their turn comes).
+    callback_after_seconds: float | None = None
+    callback_share: float = 0.0
 
     @classmethod
     def load(cls, path: Path, hours: float | None = None) -> Day:
@@ -81,6 +87,8 @@ class Day:
             batches=raw.get("batches", 10),
             seed=raw.get("seed", 7),
             missed_share=(raw.get("offers") or {}).get("missed_share", 0.0),
+            callback_after_seconds=(raw.get("callbacks") or {}).get("after_seconds"),
+            callback_share=(raw.get("callbacks") or {}).get("share", 0.0),
         ).checked()
 
     def checked(self) -> Day:
@@ -98,6 +106,11 @@ class Day:
             (not 1 <= sum(s.count for s in self.shifts) <= MAX_AGENTS, f"agents: 1 to {MAX_AGENTS} in all"),
             (any(s.count < 0 for s in self.shifts), "agents[].count: 0 or more"),
             (not 0 <= self.missed_share < 1, "offers.missed_share: 0 or more and under 1"),
+            (not 0 <= self.callback_share <= 1, "callbacks.share: 0 to 1"),
+            (
+                bool(self.callback_share) and not 0 <= (self.callback_after_seconds or -1) <= MAX_SECONDS,
+                f"callbacks.after_seconds: 0 to {MAX_SECONDS} when a share asks",
+            ),
         ]
         for failed, problem in problems:
             if failed:
@@ -138,7 +151,11 @@ class Day:
                 return callers
             if rng.random() * top < self.rate(moment):
                 patience = rng.expovariate(1 / self.patience_mean) if self.patience_mean else None
-                callers.append(Arrival(moment, rng.choices(languages, shares)[0], self.handle(rng), patience))
+                arrival = Arrival(moment, rng.choices(languages, shares)[0], self.handle(rng), patience)
+                # Drawn only on a day with callbacks: the other days' callers stay as they were.
+                if self.callback_share and rng.random() < self.callback_share:
+                    arrival = dataclasses.replace(arrival, callback_after=self.callback_after_seconds)
+                callers.append(arrival)
 
 
 @dataclass(frozen=True)
@@ -147,6 +164,7 @@ class Arrival:
     language: str
     handle: float  # seconds on the call once answered
     patience: float | None  # seconds they will wait before giving up
+    callback_after: float | None = None  # seconds they will hold before asking to be called back
 
 
 def clock_seconds(text: str) -> float:

@@ -1,6 +1,7 @@
-"""A day on the floor on DynamoDB Local: `python -m bench.day` on the suite's short day
-and a steady stretch (checked against Erlang C), and a short day whose figures reconcile
-with what the floor saw, then fail to once one caller is taken out of its record."""
+"""A day on the floor on DynamoDB Local: `python -m bench.day` on a steady stretch (checked
+against Erlang A), and the suite's short day (callers who give up, ask to be called back,
+shifts and breaks) whose figures reconcile with what the floor saw, then fail to once one
+caller is taken out of its record."""
 
 import json
 from datetime import UTC, datetime
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench import harness
-from bench.day import check_figures
-from bench.floor import Floor
+from bench.day import by_interval, callbacks, check_figures
+from bench.floor import Floor, Truth
 from queues_app.simulation.day import Day
 
 pytestmark = pytest.mark.integration
@@ -20,34 +21,37 @@ STEADY = SHORT.with_name("steady.json")
 BEGAN = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
-def test_a_short_day_and_a_steady_stretch_hold_to_theory_and_to_themselves(dynamodb_local):
-    done = harness.run_module(
-        "day", "--json", "--endpoint", dynamodb_local.endpoint, str(SHORT), str(STEADY), timeout=600
-    )
+def test_a_steady_stretch_holds_to_theory_and_to_itself(dynamodb_local):
+    done = harness.run_module("day", "--json", "--endpoint", dynamodb_local.endpoint, str(STEADY), timeout=600)
     assert done.returncode == 0, done.stderr
-    short, steady = json.loads(done.stdout)["days"]
-    assert short["callers"] > 50 and short["idle_while_waiting"] == 0 and short["theory"] == []
-    assert sum(row["calls"] for row in short["intervals"]) == short["callers"]
+    (steady,) = json.loads(done.stdout)["days"]
+    assert steady["idle_while_waiting"] == 0 and steady["callbacks"] == callbacks(Truth())
     assert steady["twin"] == {"callers": steady["callers"], "differ": 0} and steady["callers"] > 80
     assert {row["figure"] for row in steady["theory"]} == {"wait probability", "mean wait (s)", "abandon probability"}
     assert steady["requests_per_call"] > 0
 
 
 def test_a_short_day_reconciles_and_a_miscount_is_caught(local_db):
-    day = Day.load(SHORT, hours=0.34)
-    floor = Floor(day, local_db, BEGAN, estimates=False)
+    day = Day.load(SHORT)
+    floor = Floor(day, local_db, BEGAN)
     truth = floor.play()
     assert truth.problems == [] and truth.idle_while_waiting == 0
     callers = list(truth.callers.values())
+    assert len(callers) > 50 and sum(row["calls"] for row in by_interval(day, truth)) == len(callers)
     assert any(c.abandoned is not None for c in callers) and any(c.ended is not None for c in callers)
+    assert any(c.callback_asked is not None and c.ended is not None for c in callers)  # called back, talked
+    asked = callbacks(truth)
+    assert asked["asked"] >= asked["reached"] > 0
     check_figures(floor)
     assert truth.problems == []
 
-    # One answered caller the figures have and the floor did not see: every count it touched is named.
-    call_id = next(i for i, c in truth.callers.items() if c.ended is not None)
+    # One caller called back the figures have and the floor did not see: every count it touched is named.
+    call_id = next(i for i, c in truth.callers.items() if c.callback_asked is not None and c.ended is not None)
     del truth.callers[call_id]
     check_figures(floor)
     said = " ".join(truth.problems)
+    for figure in ("callbacks_requested", "callbacks_connected", "callback_connect_sum"):
+        assert f"{figure} " in said, figure
     for figure in ("offered", "answered", "handled", "handle_sum", "in the agents' report"):
         assert figure in said
     for figure in ("offered", "answered", "handled", "handle_sum"):
