@@ -57,7 +57,14 @@ from bench.load import (
 SMOKE = {"hours": 0.25, "speed": 30.0, "answer_timeout": 2.0, "missed_share": 0.2}
 SETTLE_SECONDS = 15.0  # every process writes what it counted every 10 s (figures/counters.FLUSH_SECONDS)
 WEB_WORKERS = 2
-RECONCILED = ("offered", "answered", "abandoned")
+# The interval report's figure of today, and the player's for it.
+RECONCILED = (
+    ("offered", "offered"),
+    ("answered", "answered"),
+    ("abandoned", "abandoned"),
+    ("callbacks_requested", "callbacks_asked"),
+    ("callbacks_connected", "callbacks_reached"),
+)
 # The player's tally beside the agents' report's totals.
 AGENTS_REPORT = (("answered", "answered"), ("calls_ended", "calls_handled"), ("offers_missed", "missed_offers"))
 COLLECTOR = ["collect_metrics", "--every", "15"]
@@ -306,10 +313,10 @@ def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int)
         report = http.get("/api/reports/intervals").raise_for_status().json()
         exposition = http.get("/metrics").raise_for_status().text
         agents = http.get("/api/reports/agents").raise_for_status().json()["totals"]
-    totals = {name: 0 for name in RECONCILED}
+    totals = {name: 0 for name, _ in RECONCILED}
     for interval in report["intervals"]:
         if interval["combination"] == "all":
-            for name in RECONCILED:
+            for name, _ in RECONCILED:
                 totals[name] += interval[name] or 0
     run.report = totals
     for family in text_string_to_metric_families(exposition):
@@ -317,9 +324,9 @@ def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int)
             name = sample.name.removeprefix("switchboard_calls_")
             if name in ("answered", "abandoned") and sample.labels == {"combination": "all", "window": "today"}:
                 run.metrics[name] = sample.value
-    for name in RECONCILED:
-        if totals[name] != tally[name]:
-            run.problems.append(f"today's {name}: {totals[name]} in the interval report, {tally[name]} played")
+    for name, mine in RECONCILED:
+        if totals[name] != tally[mine]:
+            run.problems.append(f"today's {name}: {totals[name]} in the interval report, {tally[mine]} played")
     for name, value in run.metrics.items():
         if value != tally[name]:
             run.problems.append(f"today's {name}: {value} in /metrics, {tally[name]} played")
@@ -352,7 +359,8 @@ def report(run: ServedDay, where: str) -> str:
         f"  played:          {tally.get('offered')} offered, {tally.get('answered')} answered, "
         f"{tally.get('abandoned')} gave up; service level {tally.get('service_level')} "
         f"(day's threshold), ASA {tally.get('asa_seconds')} s (day's seconds); "
-        f"{tally.get('steps_put_off')} steps put off; {tally.get('offers_missed')} offers let ring",
+        f"{tally.get('steps_put_off')} steps put off; {tally.get('offers_missed')} offers let ring; "
+        f"{tally.get('callbacks_reached')} of {tally.get('callbacks_asked')} callbacks reached",
         f"  the reports:     {run.report}",
         f"  /metrics today:  {run.metrics}",
         f"  DynamoDB:        {run.dynamodb}",

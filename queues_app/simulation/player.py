@@ -45,6 +45,7 @@ FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, dou
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
 MOVED_ON = (sc.Conflict, sc.NotFound)
 ON_A_CALL = ("ringing", "attending")
+CALLBACK_NUMBER = "+33612345678"  # each caller called back is dialled here
 
 
 def clock_text(seconds: float) -> str:
@@ -57,6 +58,7 @@ class Caller:
     index: int  # in the day's arrivals
     agent_id: str | None = None
     waited: float | None = None  # the day's seconds: the centre's waited_seconds times the speed
+    callback: bool = False  # hung up to be called back at their turn
 
 
 @dataclass
@@ -82,6 +84,8 @@ class Tally:
     abandoned: int = 0
     refused: int = 0  # callers the centre did not take into a line (closed, full), or refused
     missed: int = 0  # offers let ring (ANSWER_TIMEOUT_SECONDS)
+    callbacks_asked: int = 0
+    callbacks_reached: int = 0
     left: int = 0  # calls still waiting or in progress when the player stopped, hours after the day
     wait_sum: float = 0.0
     ended: int = 0
@@ -99,6 +103,8 @@ class Tally:
             "abandoned": self.abandoned,
             "refused": self.refused,
             "offers_missed": self.missed,
+            "callbacks_asked": self.callbacks_asked,
+            "callbacks_reached": self.callbacks_reached,
             "left_at_the_end": self.left,
             "service_level": round(self.within / self.answered, 3) if self.answered else None,
             "asa_seconds": round(self.wait_sum / self.answered, 1) if self.answered else None,
@@ -115,6 +121,7 @@ class Tally:
             f"average wait {asa}), {self.abandoned} gave up, {self.ended} calls ended"
             + (f", {self.refused} refused" if self.refused else "")
             + (f", {self.missed} offers let ring" if self.missed else "")
+            + (f", {self.callbacks_reached} of {self.callbacks_asked} called back" if self.callbacks_asked else "")
         )
 
 
@@ -230,6 +237,8 @@ class Player:
             self._arrive(int(subject))
         elif kind == "give_up":
             self._give_up(subject)
+        elif kind == "ask_callback":
+            self._ask_callback(subject)
         elif kind == "hang_up":
             self._hang_up(subject)
         elif kind == "look":
@@ -243,7 +252,7 @@ class Player:
             self.events.clear()
         elif kind == "close":
             for call_id in list(self.waiting):  # the day is over: whoever still waits hangs up
-                self._give_up(call_id)
+                self._give_up(call_id, closing=True)
         elif kind in ("shift_start", "wrapped", "break_end"):
             self._back(self.seats[subject])
         elif kind == "shift_end":
@@ -352,11 +361,15 @@ class Player:
             self._taken(call)
         if arrival.patience is not None:
             self._later(arrival.patience, "give_up", caller.call_id)
+        if arrival.callback_after is not None:
+            self._later(arrival.callback_after, "ask_callback", caller.call_id)
 
-    def _give_up(self, call_id: str) -> None:
+    def _give_up(self, call_id: str, *, closing: bool = False) -> None:
+        """The caller hangs up while waiting (after their patience; to be called back, only
+        when the day is over: the callback is cancelled)."""
         caller = self.waiting.get(call_id)
-        if caller is None:
-            return  # answered meanwhile
+        if caller is None or (caller.callback and not closing):
+            return  # answered meanwhile, or holding no more
         try:
             self.client.abandon_call(call_id)
         except MOVED_ON:  # given an agent just now (the next look finds whom), or ringing: again soon
@@ -365,13 +378,30 @@ class Player:
         del self.waiting[call_id]
         self.tally.abandoned += 1
 
+    def _ask_callback(self, call_id: str) -> None:
+        caller = self.waiting.get(call_id)
+        if caller is None or caller.callback:
+            return  # answered, or gone, before they asked
+        try:
+            self.client.request_callback(call_id, CALLBACK_NUMBER)
+        except MOVED_ON:  # given an agent as they asked (the next look finds whom)
+            return
+        caller.callback = True
+        self.tally.callbacks_asked += 1
+
     def _taken(self, call: dict) -> None:
         """A call given to an agent, as an answer or a look showed it: picked up if offered,
-        and ended after its handle time."""
+        dialled if a callback (and reached), and ended after its handle time."""
         call_id, agent_id = call["call_id"], call.get("agent_id")
-        if call_id in self.talking or not agent_id or call.get("status") not in ("assigned", "offered"):
+        if call_id in self.talking or not agent_id or call.get("status") not in ("assigned", "offered", "callback_due"):
             return  # read after its offer ran out (it waits again), or ended meanwhile
-        if call.get("status") == "offered":
+        if call.get("status") == "callback_due":
+            try:
+                call = self.client.callback_result(call_id, "connected", agent_id=agent_id)
+            except MOVED_ON:
+                return  # the reservation ran out: the callback is back at its place
+            self.tally.callbacks_reached += 1
+        elif call.get("status") == "offered":
             offer = (call_id, agent_id, call.get("answer_by"))  # this offer, not the next one to the same agent
             if offer in self.let_ring:
                 return

@@ -203,7 +203,7 @@ def test_the_command_refuses_a_deployment_with_agents_of_its_own_unless_forced(c
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        (["mondays", "--token", "t"], "no day 'mondays': one of steady-erlang-a, steady-erlang-c, weekday"),
+        (["mondays", "--token", "t"], "no day 'mondays': one of callbacks, steady-erlang-a, steady-erlang-c, weekday"),
         (["weekday", "--token", "wrong"], "refused the token"),
         (["weekday"], "an API token is needed"),
         (["weekday", "--speed", "0", "--token", "t"], "argument --speed: expected a number above 0"),
@@ -225,8 +225,20 @@ def test_bad_input_is_one_clear_line(command, monkeypatch, args, problem):
         (json.dumps({**QUIET_HOUR, "arrivals_per_hour": [0]}), r"arrivals_per_hour: 0 to 100000 each, one at least"),
         (json.dumps({**QUIET_HOUR, "agents": [{"count": 5000}]}), r"agents: 1 to 1000 in all"),
         (json.dumps({**QUIET_HOUR, "start": "23:00", "hours": 2}), r"a day ends by midnight"),
+        (json.dumps({**QUIET_HOUR, "callbacks": {"after_seconds": 60, "share": 2}}), r"callbacks.share: 0 to 1"),
+        (json.dumps({**QUIET_HOUR, "callbacks": {"share": 0.5}}), r"callbacks.after_seconds: 0 to 86400 when"),
     ],
-    ids=["a field missing", "not an object", "not JSON", "no handle time", "no caller", "too many agents", "midnight"],
+    ids=[
+        "a field missing",
+        "not an object",
+        "not JSON",
+        "no handle time",
+        "no caller",
+        "too many agents",
+        "midnight",
+        "callback share over 1",
+        "callbacks with no time",
+    ],
 )
 def test_a_day_file_that_cannot_be_played_says_what_is_wrong(tmp_path, text, problem):
     broken = tmp_path / "mine.json"
@@ -297,3 +309,27 @@ def test_calls_that_never_end_stop_the_player_hours_after_the_day(client, settin
     assert player.tally.missed > 0 and player.tally.left > 0
     assert clock.now == pytest.approx(900 + playing.DRAIN_SECONDS, abs=1)
     assert any("the day is over: stopped with" in line for line in player.tally_lines)  # type: ignore[attr-defined]
+
+
+def test_callers_who_ask_to_be_called_back_are_reached_at_their_turn_and_counted(client):
+    # A quarter of an hour, one agent, 50 callers an hour who never give up: half of those still
+    # holding at 20 s ask.
+    day = small_day(
+        hours=0.25,
+        shifts=(Shift(1, 0.0, 900.0, ("English", "French")),),
+        patience_mean=None,
+        callback_after_seconds=20.0,
+        callback_share=0.5,
+    )
+    player, _ = play(client, day)
+    tally = player.tally
+    calls = {call_id: CallCenter().get_call(call_id) for call_id in player.callers}
+    asked = [c for c in calls.values() if c.callback_requested_at]
+    reached = [c for c in asked if c.status == CallStatus.ENDED]
+    assert tally.callbacks_asked == len(asked) > tally.callbacks_reached == len(reached) > 0
+    # Each reached was dialled once and talked to; the others were still to be called back when the
+    # day closed, and were cancelled (abandoned) with whoever still held.
+    assert all([r["result"] for r in c.callback_results] == ["connected"] for c in reached)
+    assert {c.status for c in asked} == {CallStatus.ENDED, CallStatus.ABANDONED}
+    assert tally.answered + tally.abandoned == tally.offered and tally.answered == tally.ended
+    assert f"{len(reached)} of {len(asked)} called back" in str(tally)
