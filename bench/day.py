@@ -20,7 +20,8 @@ simulated clock (timers are not scaled: the day's seconds are the centre's). The
 - **against itself**: the interval report (`GET /api/reports/intervals`' figures) and
   the agents' day report equal, interval by interval, what the floor saw: offered,
   answered, answered within the threshold, abandoned, the waits' and handle times' sums,
-  the calls each agent handled; and at the day's end, today's figures on the wallboard
+  callbacks asked for and connected; each agent's calls handled and seconds idle, on calls,
+  in wrap-up and not ready (so occupancy); and at the day's end, today's figures on the wallboard
   ("All calls") and in /metrics (`window="today"`: answered, abandoned, service level,
   answer speed, handle time);
 - the estimated wait a caller was given on arrival, scored against the wait they had
@@ -262,6 +263,7 @@ def check_figures(floor: Floor) -> None:
                     f"interval {interval.start:%H:%M}: {name} {measured[name]:g} in the report, {want[name]:g} seen"
                 )
     _check_agents(db, began, truth)
+    _check_agent_states(floor)
     _check_today(floor)
 
 
@@ -332,6 +334,35 @@ def _check_agents(db, began: datetime, truth: Truth) -> None:
                 truth.problems.append(
                     f"agent {agent_id}: {name} {have.get(name, 0.0):g} in the agents' report, "
                     f"{want.get(name, 0):g} seen"
+                )
+
+
+# The floor's states of a seat, and the agents' report's statuses each is.
+STATE_STATUSES = {
+    "idle": ("available", "queued"),
+    "talking": ("ringing", "attending"),
+    "wrap_up": ("wrap_up",),
+    "break": ("not_ready",),
+}
+
+
+def _check_agent_states(floor: Floor) -> None:
+    """Each agent's seconds idle, on calls, in wrap-up and not ready in the agents' report,
+    against the stretches the floor saw end (what is still open at the day's end is not
+    stored yet); so its occupancy too."""
+    from queues_app.ddb.clock import centre_date
+    from queues_app.figures.agent_days import AgentDayReader
+
+    reported = AgentDayReader(floor.db).figures(date.fromisoformat(centre_date(floor.began)))
+    for agent_id, seat in floor.seats.items():
+        have = reported.get(agent_id, {})
+        for state, statuses in STATE_STATUSES.items():
+            stored = sum(have.get(f"sec_{status}", 0.0) for status in statuses)
+            seen = seat.seconds.get(state, 0.0)
+            if abs(stored - seen) > 0.01 * max(1.0, have.get("handled", 0.0)):
+                floor.truth.problems.append(
+                    f"agent {agent_id}: {stored:g} s {'/'.join(statuses)} in the agents' report, "
+                    f"{seen:g} s seen {state}"
                 )
 
 

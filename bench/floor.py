@@ -62,6 +62,9 @@ class Seat:
     call_id: str | None = None
     break_after: float | None = None  # a break asked for during a call: its length
     shift_over: bool = False  # the shift ended (during a call: logged off after it)
+    since: float = 0.0  # in `state` since (seconds from the day's start)
+    # Seconds in each state, stretches ended (the agents' report counts those it stored).
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -230,7 +233,8 @@ class Floor:
         seat = self.seats[call.agent_id]
         if seat.state != "idle":
             self.truth.problems.append(f"call {call.call_id} given to {call.agent_id}, who was {seat.state}")
-        seat.state, seat.call_id = "talking", call.call_id
+        self._become(seat, "talking")
+        seat.call_id = call.call_id
         self.at(self.now + self.arrivals[caller.index].handle, "hang_up", call.call_id)
 
     def _hang_up(self, call_id: str) -> None:
@@ -242,31 +246,38 @@ class Floor:
         caller.ended = self.seconds(agent.status_since)  # the call ended as the agent's status changed
         seat.call_id = None
         if agent.status == "offline":
-            seat.state = "off"
+            self._become(seat, "off")
         elif agent.status == "not_ready":  # the break asked for during the call
             self._on_break(seat)
         elif agent.status == "wrap_up":
-            seat.state = "wrap_up"
+            self._become(seat, "wrap_up")
             self.at(self.now + self.day.wrap_up_seconds, "wrapped", seat.agent_id)
         else:
-            seat.state = "idle"
+            self._become(seat, "idle")
             if taken is not None:
                 self._taken(taken)
 
     # --- agents -----------------------------------------------------------------------------
+
+    def _become(self, seat: Seat, state: str) -> None:
+        """The seat's new state, as of now: every change the floor makes or is answered with
+        happens at the event's moment (to the microseconds of the clock's readings)."""
+        if seat.state != "off" or state != "off":
+            seat.seconds[seat.state] = seat.seconds.get(seat.state, 0.0) + self.now - seat.since
+        seat.state, seat.since = state, self.now
 
     def _back(self, seat: Seat) -> None:
         """The agent becomes available: from the start of a shift, a break or a wrap-up."""
         if seat.shift_over:
             if seat.state != "off":
                 self.center.log_off(seat.agent_id)
-                seat.state = "off"
+                self._become(seat, "off")
             return
         if seat.break_after is not None and seat.state == "wrap_up":
             self.center.set_not_ready(seat.agent_id, "break")
             self._on_break(seat)
             return
-        seat.state = "idle"
+        self._become(seat, "idle")
         taken = self.center.make_available(seat.agent_id).call
         if taken is not None:
             self._taken(taken)
@@ -282,7 +293,7 @@ class Floor:
             self.center.set_not_ready(seat.agent_id, "break")  # after this call (its next status)
 
     def _on_break(self, seat: Seat) -> None:
-        seat.state = "break"
+        self._become(seat, "break")
         self.at(self.now + (seat.break_after or 0), "break_end", seat.agent_id)
         seat.break_after = None
 
@@ -290,7 +301,7 @@ class Floor:
         seat.shift_over = True
         if seat.state in ("idle", "break"):
             self.center.log_off(seat.agent_id)
-            seat.state = "off"
+            self._become(seat, "off")
 
     # --- work conservation ------------------------------------------------------------------
 

@@ -45,13 +45,17 @@ def test_a_short_day_reconciles_and_a_miscount_is_caught(local_db):
     check_figures(floor)
     assert truth.problems == []
 
-    # One caller called back the figures have and the floor did not see: every count it touched is named.
+    # One caller called back the figures have and the floor did not see: every count it touched is named;
+    # and an agent's wrap-up the floor saw five seconds longer.
     call_id = next(i for i, c in truth.callers.items() if c.callback_asked is not None and c.ended is not None)
     del truth.callers[call_id]
+    seat = next(s for s in floor.seats.values() if s.seconds.get("wrap_up"))
+    seat.seconds["wrap_up"] += 5
     check_figures(floor)
     said = " ".join(truth.problems)
     for figure in ("callbacks_requested", "callbacks_connected", "callback_connect_sum"):
         assert f"{figure} " in said, figure
+    assert f"agent {seat.agent_id}: " in said and " s wrap_up in the agents' report" in said
     for figure in ("offered", "answered", "handled", "handle_sum", "in the agents' report"):
         assert figure in said
     for figure in ("offered", "answered", "handled", "handle_sum"):
