@@ -41,7 +41,7 @@ from pathlib import Path
 
 from bench import erlang, harness
 from bench.floor import Caller, Floor, Truth
-from queues_app.simulation.day import DAYS, Day, clock_seconds
+from queues_app.simulation.day import DAYS, LINE_ID, Day, clock_seconds
 
 SMOKE = {"hours": 2.0}
 FIGURES = (
@@ -55,7 +55,11 @@ FIGURES = (
     "callbacks_requested",
     "callbacks_connected",
     "callback_connect_sum",
+    "overflowed",
+    "refused",
 )
+# The day's line's own figures (a day with a line): short abandons counted apart there.
+LINE_FIGURES = ("offered", "answered", "answered_within", "abandoned", "short_abandoned", "overflowed")
 
 
 @dataclass
@@ -238,8 +242,11 @@ def check_figures(floor: Floor) -> None:
         for name, value in values.items():
             slot[name] += value
 
+    for second in truth.refused:
+        add(second, refused=1)
     for caller in truth.callers.values():
         add(caller.arrived, offered=1)
+        add(caller.overflowed, overflowed=1)
         if caller.answered is not None:
             waited = caller.answered - caller.arrived
             add(caller.answered, answered=1, wait_sum=waited, answered_within=waited <= day.threshold_seconds)
@@ -262,9 +269,53 @@ def check_figures(floor: Floor) -> None:
                 truth.problems.append(
                     f"interval {interval.start:%H:%M}: {name} {measured[name]:g} in the report, {want[name]:g} seen"
                 )
+    if day.line is not None:
+        _check_line(floor, offset, step)
     _check_agents(db, began, truth)
     _check_agent_states(floor)
     _check_today(floor)
+
+
+def _check_line(floor: Floor, offset: float, step: float) -> None:
+    """The day's line's figures, interval by interval, as its own promise counts them: a
+    caller who hung up sooner than its `short_abandon_seconds` is a short abandon, not an
+    abandon; those past its limits overflowed."""
+    from queues_app.ddb.clock import centre_date
+    from queues_app.figures.intervals import IntervalReader
+
+    truth, short = floor.truth, float((floor.day.line or {}).get("short_abandon_seconds", 0))
+    report = IntervalReader(floor.db).day(
+        date.fromisoformat(centre_date(floor.began)), floor.day.interval_minutes, by_line=True
+    )
+    expected: dict[int, dict[str, float]] = {}
+
+    def add(second: float | None, name: str, value: float = 1.0) -> None:
+        if second is not None:
+            slot = expected.setdefault(int((second + offset) // step), dict.fromkeys(LINE_FIGURES, 0.0))
+            slot[name] += value
+
+    for caller in truth.callers.values():
+        add(caller.arrived, "offered")
+        add(caller.overflowed, "overflowed")
+        if caller.answered is not None:
+            add(caller.answered, "answered")
+            add(
+                caller.answered,
+                "answered_within",
+                float(caller.answered - caller.arrived <= floor.day.threshold_seconds),
+            )
+        if caller.abandoned is not None:
+            add(caller.abandoned, "short_abandoned" if (caller.waited or 0.0) < short else "abandoned")
+    for index, interval in enumerate(report.intervals):
+        shown = interval.by_combination.get(LINE_ID)
+        want = expected.get(index, dict.fromkeys(LINE_FIGURES, 0.0))
+        for name in LINE_FIGURES:
+            have = float(getattr(shown.figures, name)) if shown else 0.0
+            if have != want[name]:
+                truth.problems.append(
+                    f"interval {interval.start:%H:%M}, line {LINE_ID}: {name} {have:g} in the report, "
+                    f"{want[name]:g} seen"
+                )
 
 
 def _check_today(floor: Floor) -> None:
@@ -275,7 +326,7 @@ def _check_today(floor: Floor) -> None:
     from queues_app.monitoring.wallboard import read_board
 
     truth, threshold = floor.truth, floor.day.threshold_seconds
-    left = [c for c in truth.callers.values() if c.waited is not None]
+    left = [c for c in truth.callers.values() if c.answered is not None or c.abandoned is not None]
     answered = [c for c in left if c.answered is not None]
     ended = [c for c in answered if c.ended is not None]
     within = sum(1 for c in answered if (c.waited or 0) <= threshold)
@@ -382,6 +433,13 @@ def report(run: Run, where: str) -> str:
             f"  DynamoDB per call: {played.requests_per_call} requests, {played.capacity_per_call} capacity units",
             f"  estimated wait vs actual (waited 30 s or more): {played.estimate}",
         ]
+        if day.line is not None:
+            gone = line_ends(day, truth)
+            lines.append(
+                f"  line: {gone['short_abandoned']} short abandons (hung up within "
+                f"{gone['short_abandon_seconds']:g} s), {gone['overflowed']} overflowed, "
+                f"{gone['turned_away']} turned away (full)"
+            )
         if day.callback_share:
             asked = callbacks(truth)
             lines.append(
@@ -419,6 +477,19 @@ def report(run: Run, where: str) -> str:
     return "\n".join(lines)
 
 
+def line_ends(day: Day, truth: Truth) -> dict:
+    """On a day with a line: the callers who hung up sooner than its short abandon, those who
+    overflowed, and those it turned away (full)."""
+    short = float((day.line or {}).get("short_abandon_seconds", 0))
+    callers = truth.callers.values()
+    return {
+        "short_abandon_seconds": short,
+        "short_abandoned": sum(c.abandoned is not None and (c.waited or 0.0) < short for c in callers),
+        "overflowed": sum(c.overflowed is not None for c in callers),
+        "turned_away": len(truth.refused),
+    }
+
+
 def callbacks(truth: Truth) -> dict:
     """The callers who asked to be called back, those reached, and how long after asking."""
     asked = [c for c in truth.callers.values() if c.callback_asked is not None]
@@ -445,6 +516,7 @@ def as_json(run: Run) -> dict:
                 "estimate": p.estimate,
                 "twin": p.twin,
                 "callbacks": callbacks(p.truth),
+                "line": line_ends(p.day, p.truth) if p.day.line is not None else None,
                 "seconds": round(p.seconds, 1),
             }
             for p in run.days

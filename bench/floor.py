@@ -25,11 +25,13 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from queues_app.simulation.day import Arrival, Day, Shift
+from queues_app.calls.records import CallStatus
+from queues_app.simulation.day import LINE_ID, Arrival, Day, Shift
 
 # The collector samples occupancy every 15 s; the floor every minute, which keeps a day short and
 # still gives the wait estimate 15 samples over its 15 minutes.
 SAMPLE_EVERY = 60.0
+SWEEP_EVERY = 5.0  # the escalation loop's pass over the callers past their line's limit (`escalate_callers`)
 CALLBACK_NUMBER = "+33612345678"  # each caller called back is dialled here
 
 
@@ -44,10 +46,11 @@ class Caller:
     agent_id: str | None = None
     estimate: float | None = None  # the estimated wait when they arrived to wait
     callback_asked: float | None = None  # when they hung up to be called back at their turn
+    overflowed: float | None = None  # when their line's max_wait_seconds (or max_waiting) ended their call
 
     @property
     def waited(self) -> float | None:
-        left = self.answered if self.answered is not None else self.abandoned
+        left = next((t for t in (self.answered, self.abandoned, self.overflowed) if t is not None), None)
         return None if left is None else left - self.arrived
 
 
@@ -70,6 +73,7 @@ class Seat:
 @dataclass
 class Truth:
     callers: dict[str, Caller] = field(default_factory=dict)
+    refused: list[float] = field(default_factory=list)  # when callers were turned away (a line full)
     idle_while_waiting: float = 0.0  # agent-seconds: an agent idle while a caller they fit waited
     problems: list[str] = field(default_factory=list)
 
@@ -124,6 +128,11 @@ class Floor:
         collector = MetricsCollector(self.db, self.clock)
 
         self.arrivals = self.day.arrivals(self.rng)
+        line = self.day.line_settings()
+        if line is not None:
+            self.center.lines.put({"line_id": LINE_ID, **line})
+            if line.get("max_wait_seconds"):
+                self.at(SWEEP_EVERY, "sweep")
         for index, arrival in enumerate(self.arrivals):
             self.at(arrival.at, "arrive", str(index))
         for shift in self.day.shifts:
@@ -168,6 +177,8 @@ class Floor:
             self._give_up(subject)
         elif kind == "ask_callback":
             self._ask_callback(subject)
+        elif kind == "sweep":
+            self._sweep()
         elif kind == "hang_up":
             self._hang_up(subject)
         elif kind == "wrapped":
@@ -187,9 +198,18 @@ class Floor:
         from queues_app.routing.standing import standing_of
 
         arrival = self.arrivals[index]
-        call, _ = self.center.create_call({"language": arrival.language})
+        from queues_app.ddb import errors
+
+        try:
+            call, _ = self.center.create_call({"language": arrival.language}, line=LINE_ID if self.day.line else None)
+        except errors.Refused:  # the line is full, and its overflow ends there
+            self.truth.refused.append(self.now)
+            return
         caller = Caller(arrival.language, self.seconds(call.arrived_at), index=index)
         self.truth.callers[call.call_id] = caller
+        if call.status == CallStatus.OVERFLOWED:  # the line was full (`max_waiting`): ended at once
+            caller.overflowed = self.seconds(call.ended_at)
+            return
         if call.agent_id:
             self._taken(call)
             return
@@ -202,6 +222,15 @@ class Floor:
             standing = standing_of(self.center.line, self.reader, call)
             if standing is not None and standing.estimated_wait_seconds is not None:
                 caller.estimate = standing.estimated_wait_seconds
+
+    def _sweep(self) -> None:
+        """The escalation loop's pass: callers past the line's `max_wait_seconds` overflow."""
+        for call in self.center.escalator.overflow():
+            caller = self.waiting.pop(call.call_id, None)
+            if caller is not None and call.status == CallStatus.OVERFLOWED:
+                caller.overflowed = self.seconds(call.ended_at)
+        if self.now < self.day.hours * 3600 or self.waiting:
+            self.at(self.now + SWEEP_EVERY, "sweep")
 
     def _give_up(self, call_id: str) -> None:
         caller = self.waiting.get(call_id)
@@ -223,8 +252,6 @@ class Floor:
     def _taken(self, call) -> None:
         """A call the centre assigned (the answer of whatever action gave it); a callback's
         turn reserves the agent, and the phone system reaches the caller at once."""
-        from queues_app.calls.records import CallStatus
-
         if call.state == CallStatus.CALLBACK_DUE:
             call = self.center.callback_result(call.call_id, "connected").call
         caller = self.truth.callers[call.call_id]

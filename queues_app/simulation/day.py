@@ -14,10 +14,13 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from queues_app.text import NAME_MAX
+
 DAYS = Path(__file__).resolve().parent / "days"
 MAX_AGENTS = 1000  # the day's agents are hired one request each
 MAX_RATE = 100_000  # callers an hour
 MAX_SECONDS = 86_400
+LINE_ID = "day"  # the day's line, when it has one
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class Day:
     # are reached at once when their turn comes).
     callback_after_seconds: float | None = None
     callback_share: float = 0.0
+    # The day's callers on one line of these settings (a line's, as PUT /api/lines takes
+    # them: `short_abandon_seconds`, `max_wait_seconds` with its `overflow`...); None: no line.
+    line: dict | None = None
 
     @classmethod
     def load(cls, path: Path, hours: float | None = None) -> Day:
@@ -89,6 +95,7 @@ class Day:
             missed_share=(raw.get("offers") or {}).get("missed_share", 0.0),
             callback_after_seconds=(raw.get("callbacks") or {}).get("after_seconds"),
             callback_share=(raw.get("callbacks") or {}).get("share", 0.0),
+            line=raw.get("line"),
         ).checked()
 
     def checked(self) -> Day:
@@ -107,6 +114,7 @@ class Day:
             (any(s.count < 0 for s in self.shifts), "agents[].count: 0 or more"),
             (not 0 <= self.missed_share < 1, "offers.missed_share: 0 or more and under 1"),
             (not 0 <= self.callback_share <= 1, "callbacks.share: 0 to 1"),
+            (self.line is not None and not isinstance(self.line, dict), "line: an object of a line's settings"),
             (
                 bool(self.callback_share) and not 0 <= (self.callback_after_seconds or -1) <= MAX_SECONDS,
                 f"callbacks.after_seconds: 0 to {MAX_SECONDS} when a share asks",
@@ -116,6 +124,12 @@ class Day:
             if failed:
                 raise ValueError(problem)
         return self
+
+    def line_settings(self) -> dict | None:
+        """The day's line as PUT /api/lines/day takes it (its threshold the day's), or None."""
+        if self.line is None:
+            return None
+        return {"name": self.name[:NAME_MAX], "service_level_seconds": int(self.threshold_seconds), **self.line}
 
     def rate(self, second: float) -> float:
         """Callers a second at `second` from the day's start."""

@@ -1,7 +1,7 @@
 """A day on the floor on DynamoDB Local: `python -m bench.day` on a steady stretch (checked
 against Erlang A), and the suite's short day (callers who give up, ask to be called back,
-shifts and breaks) whose figures reconcile with what the floor saw, then fail to once one
-caller is taken out of its record."""
+hang up too soon to count or overflow on their line, shifts and breaks) whose figures
+reconcile with what the floor saw, then fail to once one caller is taken out of its record."""
 
 import json
 from datetime import UTC, datetime
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import harness
-from bench.day import by_interval, callbacks, check_figures
+from bench.day import by_interval, callbacks, check_figures, line_ends
 from bench.floor import Floor, Truth
 from queues_app.simulation.day import Day
 
@@ -42,6 +42,8 @@ def test_a_short_day_reconciles_and_a_miscount_is_caught(local_db):
     assert any(c.callback_asked is not None and c.ended is not None for c in callers)  # called back, talked
     asked = callbacks(truth)
     assert asked["asked"] >= asked["reached"] > 0
+    ends = line_ends(day, truth)
+    assert ends["short_abandoned"] > 0 and ends["overflowed"] > 0  # the line's own figures say so, checked
     check_figures(floor)
     assert truth.problems == []
 
@@ -56,6 +58,7 @@ def test_a_short_day_reconciles_and_a_miscount_is_caught(local_db):
     for figure in ("callbacks_requested", "callbacks_connected", "callback_connect_sum"):
         assert f"{figure} " in said, figure
     assert f"agent {seat.agent_id}: " in said and " s wrap_up in the agents' report" in said
+    assert "line day: offered " in said and "line day: answered " in said
     for figure in ("offered", "answered", "handled", "handle_sum", "in the agents' report"):
         assert figure in said
     for figure in ("offered", "answered", "handled", "handle_sum"):
