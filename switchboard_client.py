@@ -224,8 +224,10 @@ class Switchboard:
         priority: int = 0,
         order: str | None = None,
         idempotency_key: str | None = None,
+        line: str | None = None,
     ) -> dict:
-        """Place a caller: the call, `assigned` to an agent at once or `waiting`.
+        """Place a caller (on `line`, or the centre's main line): the call, `assigned` to an
+        agent at once or `waiting` (or ended at once: a line closed, or full).
 
         Leave out a dimension (or send "any") for any agent. A key is made up when none is
         given, so the retries of this request never make a second call; pass your own
@@ -233,6 +235,8 @@ class Switchboard:
         body: dict[str, Any] = {"preferences": dict(preferences), "priority": priority}
         if order is not None:
             body["order"] = order
+        if line is not None:
+            body["line"] = line
         return self._request("POST", "calls", json=body, idempotency_key=idempotency_key or new_idempotency_key())
 
     def get_call(self, call_id: str) -> dict:
@@ -348,6 +352,15 @@ class Switchboard:
         """Change `name`, `skills`, `profile` or `lines` of an agent not queued or on a
         call, from the `version` you last read."""
         return self._request("PATCH", f"agents/{_segment(agent_id)}", json={"version": version, **changes})
+
+    def get_line(self, line_id: str) -> dict:
+        return self._request("GET", f"lines/{_segment(line_id)}")
+
+    def put_line(self, line_id: str, settings: Mapping[str, Any], *, version: int | None = None) -> dict:
+        """Create the line (no `version`) or change it from the `version` you last read: its
+        promise, hours, limits and overflow (`settings`, as PUT /api/lines/<id> takes them)."""
+        body = {**settings, **({"version": version} if version is not None else {})}
+        return self._request("PUT", f"lines/{_segment(line_id)}", json=body)
 
     def make_available(self, agent_id: str, version: int) -> dict:
         """`{"agent": ..., "call": ...}`: the agent, at the `version` you last read, took the

@@ -64,6 +64,8 @@ RECONCILED = (
     ("abandoned", "abandoned"),
     ("callbacks_requested", "callbacks_asked"),
     ("callbacks_connected", "callbacks_reached"),
+    ("overflowed", "overflowed"),
+    ("refused", "refused"),
 )
 # The player's tally beside the agents' report's totals.
 AGENTS_REPORT = (("answered", "answered"), ("calls_ended", "calls_handled"), ("offers_missed", "missed_offers"))

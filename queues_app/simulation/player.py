@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import switchboard_client as sc
-from queues_app.simulation.day import Day, Shift, clock_seconds
+from queues_app.simulation.day import LINE_ID, Day, Shift, clock_seconds
 
 AGENT_ID = "sim-{n}"
 AGENT_NAME = "Simulated agent {n}"
@@ -86,6 +86,7 @@ class Tally:
     missed: int = 0  # offers let ring (ANSWER_TIMEOUT_SECONDS)
     callbacks_asked: int = 0
     callbacks_reached: int = 0
+    overflowed: int = 0  # ended by the day's line's limits (`max_waiting`, `max_wait_seconds`)
     left: int = 0  # calls still waiting or in progress when the player stopped, hours after the day
     wait_sum: float = 0.0
     ended: int = 0
@@ -105,6 +106,7 @@ class Tally:
             "offers_missed": self.missed,
             "callbacks_asked": self.callbacks_asked,
             "callbacks_reached": self.callbacks_reached,
+            "overflowed": self.overflowed,
             "left_at_the_end": self.left,
             "service_level": round(self.within / self.answered, 3) if self.answered else None,
             "asa_seconds": round(self.wait_sum / self.answered, 1) if self.answered else None,
@@ -120,6 +122,7 @@ class Tally:
             f"{self.offered} callers: {self.answered} answered ({level} within {self.threshold:g} s, "
             f"average wait {asa}), {self.abandoned} gave up, {self.ended} calls ended"
             + (f", {self.refused} refused" if self.refused else "")
+            + (f", {self.overflowed} overflowed" if self.overflowed else "")
             + (f", {self.missed} offers let ring" if self.missed else "")
             + (f", {self.callbacks_reached} of {self.callbacks_asked} called back" if self.callbacks_asked else "")
         )
@@ -131,6 +134,47 @@ class Event:
     tie: int
     kind: str = field(compare=False)
     subject: str = field(compare=False, default="")
+
+
+def hire(client: sc.Switchboard, day: Day, other_skills: dict[str, list[str]]) -> dict[str, Seat]:
+    """The day's agents, created or found from an earlier run (off, with the day's skills):
+    a seat each."""
+    seats, n = {}, 0
+    for shift in day.shifts:
+        for _ in range(shift.count):
+            n += 1
+            agent_id = AGENT_ID.format(n=n)
+            skills = {**other_skills, "language": list(shift.languages)}
+            try:
+                agent = client.create_agent(AGENT_NAME.format(n=n), skills, agent_id=agent_id)
+            except sc.Conflict:  # hired by an earlier run: off to start, with this day's skills
+                agent = rehire(client, agent_id, skills)
+            seats[agent_id] = Seat(agent_id, shift, agent["version"])
+    return seats
+
+
+def rehire(client: sc.Switchboard, agent_id: str, skills: dict) -> dict:
+    agent = client.get_agent(agent_id)
+    if agent.get("call_id"):
+        client.end_call(agent["call_id"], then="offline")
+        agent = client.get_agent(agent_id)
+    if agent["status"] != "offline":
+        agent = client.log_off(agent_id, agent["version"])["agent"]
+    if {k: set(v) for k, v in agent["skills"].items()} != {k: set(v) for k, v in skills.items()}:
+        agent = client.change_agent(agent_id, agent["version"], skills=skills)
+    return agent
+
+
+def open_line(client: sc.Switchboard, day: Day) -> None:
+    """The day's line, when it has one: created, or set to the day's settings."""
+    settings = day.line_settings()
+    if settings is None:
+        return
+    try:
+        version = client.get_line(LINE_ID)["version"]
+    except sc.NotFound:
+        version = None
+    client.put_line(LINE_ID, settings, version=version)
 
 
 class Player:
@@ -176,7 +220,8 @@ class Player:
 
     def play(self) -> Tally:
         self.started = self.clock()
-        self._hire()
+        self.seats = hire(self.client, self.day, self.other_skills)
+        open_line(self.client, self.day)
         for index, arrival in enumerate(self.arrivals):
             self._at_day(arrival.at, "arrive", str(index))
         end = self.day.hours * 3600
@@ -262,31 +307,6 @@ class Player:
 
     # --- the agents' clients ----------------------------------------------------------------
 
-    def _hire(self) -> None:
-        """The day's agents, created or found from an earlier run with the day's skills."""
-        n = 0
-        for shift in self.day.shifts:
-            for _ in range(shift.count):
-                n += 1
-                agent_id = AGENT_ID.format(n=n)
-                skills = {**self.other_skills, "language": list(shift.languages)}
-                try:
-                    agent = self.client.create_agent(AGENT_NAME.format(n=n), skills, agent_id=agent_id)
-                except sc.Conflict:  # hired by an earlier run: off to start, with this day's skills
-                    agent = self._rehire(agent_id, skills)
-                self.seats[agent_id] = Seat(agent_id, shift, agent["version"])
-
-    def _rehire(self, agent_id: str, skills: dict) -> dict:
-        agent = self.client.get_agent(agent_id)
-        if agent.get("call_id"):
-            self.client.end_call(agent["call_id"], then="offline")
-            agent = self.client.get_agent(agent_id)
-        if agent["status"] != "offline":
-            agent = self.client.log_off(agent_id, agent["version"])["agent"]
-        if {k: set(v) for k, v in agent["skills"].items()} != {k: set(v) for k, v in skills.items()}:
-            agent = self.client.change_agent(agent_id, agent["version"], skills=skills)
-        return agent
-
     def _seen(self, agent: dict) -> Seat | None:
         seat = self.seats.get(agent["agent_id"])
         if seat is not None:
@@ -343,7 +363,11 @@ class Player:
     def _arrive(self, index: int) -> None:
         arrival = self.arrivals[index]
         try:
-            call = self.client.create_call({"language": arrival.language}, idempotency_key=f"sim-{self.run}-{index}")
+            call = self.client.create_call(
+                {"language": arrival.language},
+                idempotency_key=f"sim-{self.run}-{index}",
+                line=LINE_ID if self.day.line is not None else None,
+            )
         except MOVED_ON as exc:  # refused for good (trouble raises, and the arrival is tried again)
             self.arrived += 1
             self.tally.refused += 1
@@ -353,7 +377,10 @@ class Player:
         caller = Caller(call["call_id"], index)
         self.callers[caller.call_id] = caller
         self.tally.offered += 1
-        if not call.get("agent_id") and call.get("status") != "waiting":  # ended at once: a line closed or full
+        if call.get("status") == "overflowed":  # the line was full: ended, or sent where it overflows
+            self.tally.overflowed += 1
+            return
+        if not call.get("agent_id") and call.get("status") != "waiting":  # ended at once: a line closed
             self.tally.refused += 1
             return
         self.waiting[caller.call_id] = caller  # until `_taken` (an offer let ring keeps them waiting)
@@ -372,8 +399,12 @@ class Player:
             return  # answered meanwhile, or holding no more
         try:
             self.client.abandon_call(call_id)
-        except MOVED_ON:  # given an agent just now (the next look finds whom), or ringing: again soon
-            self._later(GIVE_UP_AGAIN, "give_up", call_id)
+        except MOVED_ON:  # given an agent just now (the next look finds whom), ringing, or overflowed
+            if self.client.get_call(call_id).get("status") == "overflowed":
+                del self.waiting[call_id]
+                self.tally.overflowed += 1
+            else:
+                self._later(GIVE_UP_AGAIN, "give_up", call_id)
             return
         del self.waiting[call_id]
         self.tally.abandoned += 1

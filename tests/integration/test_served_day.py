@@ -23,6 +23,8 @@ def test_a_served_day_with_faults_loses_no_caller_and_counts_each_once(dynamodb_
         **{name: tally[name] for name in ("offered", "answered", "abandoned")},
         "callbacks_requested": tally["callbacks_asked"],
         "callbacks_connected": tally["callbacks_reached"],
+        "overflowed": tally["overflowed"],
+        "refused": tally["refused"],
         "agents_answered": tally["answered"],
         "agents_calls_handled": tally["calls_ended"],
         "agents_missed_offers": tally["offers_missed"],

@@ -333,3 +333,26 @@ def test_callers_who_ask_to_be_called_back_are_reached_at_their_turn_and_counted
     assert {c.status for c in asked} == {CallStatus.ENDED, CallStatus.ABANDONED}
     assert tally.answered + tally.abandoned == tally.offered and tally.answered == tally.ended
     assert f"{len(reached)} of {len(asked)} called back" in str(tally)
+
+
+def test_a_day_with_a_line_puts_it_and_the_callers_it_turns_away_are_counted(client):
+    # One agent, 100 callers an hour who never give up; the day's line holds two callers
+    # waiting, and turns away any more (`full`: the overflow ends there).
+    day = small_day(
+        hours=0.25,
+        arrivals_per_hour=(100.0,),
+        patience_mean=None,
+        shifts=(Shift(1, 0.0, 900.0, ("English", "French")),),
+        line={"max_waiting": 2, "overflow": {"end": "busy"}},
+    )
+    player, _ = play(client, day)
+    line = client.get_line("day")
+    assert (line["max_waiting"], line["overflow"], line["service_level_seconds"]) == (2, {"end": "busy"}, 20)
+    calls = [CallCenter().get_call(call_id) for call_id in player.callers]
+    assert {c.line for c in calls} == {"day"}
+    tally = player.tally
+    assert tally.refused > 0 and tally.offered == len(calls) == len(player.arrivals) - tally.refused
+    assert tally.answered + tally.abandoned == tally.offered  # those who waited: answered, or hung up at the close
+    # Played again, the line is set to the day's settings from the version read (not refused as stale).
+    playing.open_line(client, day)
+    assert client.get_line("day")["version"] == line["version"] + 1

@@ -83,7 +83,7 @@ class Command(CheckedCommand):
             except sc.Unreachable as exc:
                 raise CommandError(f"{url} cannot be reached: {exc}") from exc
             except sc.InvalidInput as exc:  # the day's languages are not in the deployment's catalog
-                raise CommandError(f"{url} refused the day's agents or callers: {exc}") from exc
+                raise CommandError(f"{url} refused the day's agents, line or callers: {exc}") from exc
             except sc.SwitchboardError as exc:  # hiring the day's agents failed, or the site failed for good
                 raise CommandError(f"{url}: {exc}") from exc
             except KeyboardInterrupt:
