@@ -361,7 +361,7 @@ def report(run: ServedDay, where: str) -> str:
         f"  played:          {tally.get('offered')} offered, {tally.get('answered')} answered, "
         f"{tally.get('abandoned')} gave up; service level {tally.get('service_level')} "
         f"(day's threshold), ASA {tally.get('asa_seconds')} s (day's seconds); "
-        f"{tally.get('steps_put_off')} steps put off; {tally.get('offers_missed')} offers let ring; "
+        f"{tally.get('steps_put_off')} steps put off; {tally.get('offers_missed')} offers missed; "
         f"{tally.get('callbacks_reached')} of {tally.get('callbacks_asked')} callbacks reached",
         f"  the reports:     {run.report}",
         f"  /metrics today:  {run.metrics}",

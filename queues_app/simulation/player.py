@@ -83,7 +83,7 @@ class Tally:
     within: int = 0
     abandoned: int = 0
     refused: int = 0  # callers the centre did not take into a line (closed, full), or refused
-    missed: int = 0  # offers let ring (ANSWER_TIMEOUT_SECONDS)
+    missed: int = 0  # offers let ring (ANSWER_TIMEOUT_SECONDS), or picked up after they ran out
     callbacks_asked: int = 0
     callbacks_reached: int = 0
     overflowed: int = 0  # ended by the day's line's limits (`max_waiting`, `max_wait_seconds`)
@@ -123,7 +123,7 @@ class Tally:
             f"average wait {asa}), {self.abandoned} gave up, {self.ended} calls ended"
             + (f", {self.refused} refused" if self.refused else "")
             + (f", {self.overflowed} overflowed" if self.overflowed else "")
-            + (f", {self.missed} offers let ring" if self.missed else "")
+            + (f", {self.missed} offers missed" if self.missed else "")
             + (f", {self.callbacks_reached} of {self.callbacks_asked} called back" if self.callbacks_asked else "")
         )
 
@@ -442,8 +442,9 @@ class Player:
                 return
             try:
                 call = self.client.answered(call_id, agent_id=agent_id)
-            except MOVED_ON:
-                return  # the offer ran out: the caller waits again
+            except MOVED_ON:  # picked up too late: the offer ran out (missed, as the centre counts it)
+                self.tally.missed += 1
+                return
         caller = self.waiting.pop(call_id, None) or self.callers.get(call_id)
         if caller is not None and caller.agent_id is None:
             caller.agent_id = agent_id

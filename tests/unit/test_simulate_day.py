@@ -311,6 +311,24 @@ def test_calls_that_never_end_stop_the_player_hours_after_the_day(client, settin
     assert any("the day is over: stopped with" in line for line in player.tally_lines)  # type: ignore[attr-defined]
 
 
+def test_an_offer_picked_up_after_it_ran_out_is_counted_missed_as_the_centre_counts_it(
+    client, settings, monkeypatch
+):
+    settings.ANSWER_TIMEOUT_SECONDS = 30
+    answered, late = client.answered, []
+
+    def answered_late_once(call_id, **kwargs):
+        if not late:  # the first pick-up comes after the offer ran out: 409
+            late.append(call_id)
+            raise sc.Conflict(409, {"error": "Conflict", "message": "The offer ran out."})
+        return answered(call_id, **kwargs)
+
+    monkeypatch.setattr(client, "answered", answered_late_once)
+    player, _ = play(client, small_day(arrivals_per_hour=(12.0,), hours=0.25, patience_mean=None))
+    assert late and player.tally.missed == 1
+    assert "1 offers missed" in str(player.tally)
+
+
 def test_callers_who_ask_to_be_called_back_are_reached_at_their_turn_and_counted(client):
     # A quarter of an hour, one agent, 50 callers an hour who never give up: half of those still
     # holding at 20 s ask.
