@@ -311,9 +311,7 @@ def test_calls_that_never_end_stop_the_player_hours_after_the_day(client, settin
     assert any("the day is over: stopped with" in line for line in player.tally_lines)  # type: ignore[attr-defined]
 
 
-def test_an_offer_picked_up_after_it_ran_out_is_counted_missed_as_the_centre_counts_it(
-    client, settings, monkeypatch
-):
+def test_an_offer_picked_up_after_it_ran_out_is_counted_missed_as_the_centre_counts_it(client, settings, monkeypatch):
     settings.ANSWER_TIMEOUT_SECONDS = 30
     answered, late = client.answered, []
 
