@@ -271,3 +271,17 @@ def test_figures_counted_in_every_shard_of_their_partitions_are_read_as_one(moto
     day = IntervalReader(moto_db).day(at.astimezone(ZoneInfo(NY)).date(), 15)
     assert sum(i.overall.figures.answered for i in day.intervals) == 4
     assert max(i.overall.figures.wait_max or 0 for i in day.intervals) == 70
+
+
+def test_the_whole_centres_day_says_how_many_callers_a_line_turned_away(moto_db, supervisor_client):
+    from queues_app.ddb import errors
+
+    center = CallCenter()
+    center.lines.put({"line_id": "main", "name": "Main", "max_waiting": 1, "overflow": {"end": "busy"}})
+    center.lines.forget()
+    center.create_call({"language": "Spanish"}, line="main")
+    with pytest.raises(errors.Refused, match="full"):
+        center.create_call({"language": "Spanish"}, line="main")
+    MetricsStore(moto_db).flush()
+    page = supervisor_client.get(reverse("reports")).content.decode()
+    assert "1 offered, 0 answered (0 within 20 s), 0 abandoned; 1 turned away (a line closed or full)." in page
