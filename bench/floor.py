@@ -1,13 +1,15 @@
 """A day on the floor, event by event, on the domain every API request runs (`CallCenter`)
 and a clock the simulation moves: no sleeping, so an eight-hour day takes minutes.
 
-The day (`Day`, read from a JSON file: queues_app/simulation/days/) gives the callers' arrival rate per
-interval, their languages, the handle time's distribution, the callers' patience, the
-wrap-up, and the agents with their shifts and breaks. The floor plays it as the phone
-system and the agents' clients would: a caller arrives (`create_call`), gives up after
-their patience (`abandon`) or asks to be called back (`request_callback`: reached as soon
-as an agent is reserved, `callback_result` connected), hangs up after the handle time
-(`release`, to the queue or to wrap-up); an agent starts a shift (`make_available`), goes on a break (`set_not_ready`,
+The day (`Day`, read from a JSON file: queues_app/simulation/days/) gives the callers'
+arrival rate per interval, their languages, the handle time's distribution, the callers'
+patience and callbacks, their line, the wrap-up, and the agents with their shifts and
+breaks. The floor plays it as the phone system and the agents' clients would: a caller
+arrives (`create_call`), gives up after their patience (`abandon`) or asks to be called
+back (`request_callback`: reached as soon as an agent is reserved, `callback_result`
+connected), hangs up after the handle time (`release`, to the queue or to wrap-up), is
+turned away by a full line or overflows past its longest wait (the escalation's pass,
+every 5 s); an agent starts a shift (`make_available`), goes on a break (`set_not_ready`,
 which waits for the end of a call in progress as the agents' client asks), comes back
 and ends the shift (`log_off`, after the call). Timers are not scaled: every one is on
 the simulated clock, so a 20 s threshold is 20 simulated seconds.
@@ -26,13 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from queues_app.calls.records import CallStatus
-from queues_app.simulation.day import LINE_ID, Arrival, Day, Shift
+from queues_app.ddb import errors
+from queues_app.simulation.day import CALLBACK_NUMBER, LINE_ID, Arrival, Day, Shift
 
 # The collector samples occupancy every 15 s; the floor every minute, which keeps a day short and
 # still gives the wait estimate 15 samples over its 15 minutes.
 SAMPLE_EVERY = 60.0
 SWEEP_EVERY = 5.0  # the escalation loop's pass over the callers past their line's limit (`escalate_callers`)
-CALLBACK_NUMBER = "+33612345678"  # each caller called back is dialled here
 
 
 @dataclass
@@ -46,7 +48,7 @@ class Caller:
     agent_id: str | None = None
     estimate: float | None = None  # the estimated wait when they arrived to wait
     callback_asked: float | None = None  # when they hung up to be called back at their turn
-    overflowed: float | None = None  # when their line's max_wait_seconds (or max_waiting) ended their call
+    overflowed: float | None = None  # when their line's max_wait_seconds ended their call
 
     @property
     def waited(self) -> float | None:
@@ -198,8 +200,6 @@ class Floor:
         from queues_app.routing.standing import standing_of
 
         arrival = self.arrivals[index]
-        from queues_app.ddb import errors
-
         try:
             call, _ = self.center.create_call({"language": arrival.language}, line=LINE_ID if self.day.line else None)
         except errors.Refused:  # the line is full, and its overflow ends there
@@ -207,9 +207,6 @@ class Floor:
             return
         caller = Caller(arrival.language, self.seconds(call.arrived_at), index=index)
         self.truth.callers[call.call_id] = caller
-        if call.status == CallStatus.OVERFLOWED:  # the line was full (`max_waiting`): ended at once
-            caller.overflowed = self.seconds(call.ended_at)
-            return
         if call.agent_id:
             self._taken(call)
             return

@@ -21,6 +21,7 @@ MAX_AGENTS = 1000  # the day's agents are hired one request each
 MAX_RATE = 100_000  # callers an hour
 MAX_SECONDS = 86_400
 LINE_ID = "day"  # the day's line, when it has one
+CALLBACK_NUMBER = "+33612345678"  # each caller called back is dialled here
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import switchboard_client as sc
-from queues_app.simulation.day import LINE_ID, Day, Shift, clock_seconds
+from queues_app.simulation.day import CALLBACK_NUMBER, LINE_ID, Day, Shift, clock_seconds
 
 AGENT_ID = "sim-{n}"
 AGENT_NAME = "Simulated agent {n}"
@@ -45,7 +45,6 @@ FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, dou
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
 MOVED_ON = (sc.Conflict, sc.NotFound)
 ON_A_CALL = ("ringing", "attending")
-CALLBACK_NUMBER = "+33612345678"  # each caller called back is dialled here
 
 
 def clock_text(seconds: float) -> str:
@@ -86,7 +85,7 @@ class Tally:
     missed: int = 0  # offers let ring (ANSWER_TIMEOUT_SECONDS), or picked up after they ran out
     callbacks_asked: int = 0
     callbacks_reached: int = 0
-    overflowed: int = 0  # ended by the day's line's limits (`max_waiting`, `max_wait_seconds`)
+    overflowed: int = 0  # ended past the day's line's `max_wait_seconds`
     left: int = 0  # calls still waiting or in progress when the player stopped, hours after the day
     wait_sum: float = 0.0
     ended: int = 0
@@ -377,10 +376,7 @@ class Player:
         caller = Caller(call["call_id"], index)
         self.callers[caller.call_id] = caller
         self.tally.offered += 1
-        if call.get("status") == "overflowed":  # the line was full: ended, or sent where it overflows
-            self.tally.overflowed += 1
-            return
-        if not call.get("agent_id") and call.get("status") != "waiting":  # ended at once: a line closed
+        if not call.get("agent_id") and call.get("status") != "waiting":  # ended at once
             self.tally.refused += 1
             return
         self.waiting[caller.call_id] = caller  # until `_taken` (an offer let ring keeps them waiting)
