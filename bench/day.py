@@ -283,7 +283,7 @@ def _check_line(floor: Floor, offset: float, step: float) -> None:
     from queues_app.ddb.clock import centre_date
     from queues_app.figures.intervals import IntervalReader
 
-    truth, short = floor.truth, float((floor.day.line or {}).get("short_abandon_seconds", 0))
+    truth, short = floor.truth, floor.day.short_abandon_seconds
     report = IntervalReader(floor.db).day(
         date.fromisoformat(centre_date(floor.began)), floor.day.interval_minutes, by_line=True
     )
@@ -480,8 +480,7 @@ def report(run: Run, where: str) -> str:
 def line_ends(day: Day, truth: Truth) -> dict:
     """On a day with a line: the callers who hung up sooner than its short abandon, those who
     overflowed, and those it turned away (full)."""
-    short = float((day.line or {}).get("short_abandon_seconds", 0))
-    callers = truth.callers.values()
+    short, callers = day.short_abandon_seconds, truth.callers.values()
     return {
         "short_abandon_seconds": short,
         "short_abandoned": sum(c.abandoned is not None and (c.waited or 0.0) < short for c in callers),

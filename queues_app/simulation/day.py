@@ -126,6 +126,11 @@ class Day:
                 raise ValueError(problem)
         return self
 
+    @property
+    def short_abandon_seconds(self) -> float:
+        """Callers on the day's line who hang up sooner are short abandons (0: none are)."""
+        return float((self.line or {}).get("short_abandon_seconds", 0))
+
     def line_settings(self) -> dict | None:
         """The day's line as PUT /api/lines/day takes it (its threshold the day's), or None."""
         if self.line is None:
