@@ -403,7 +403,7 @@ class Sample:
     at: float  # when it was due (arrivals) or sent (the rest), time.time()
     seconds: float  # from sending the request to its answer
     status: int  # the HTTP status; 0 when nothing answered
-    error: str = ""  # what happened instead of an answer (read only when status is 0)
+    error: str = ""  # what came instead of an answer, or the refusal's words
     late: float = 0.0  # arrivals: how long after it was due the driver sent it
 
 
@@ -449,6 +449,9 @@ def endpoint_figures(samples: list[Sample]) -> dict:
         unanswered = Counter(s.error or "unknown" for s in mine if s.status == 0)
         if unanswered:
             figures[endpoint]["no_answer"] = dict(unanswered)
+        unavailable = Counter(s.error or "unknown" for s in mine if s.status == 503)
+        if unavailable:  # what each 503 said: DynamoDB slow or busy under the load, or a fault
+            figures[endpoint]["unavailable"] = dict(unavailable)
     return figures
 
 
@@ -1112,8 +1115,12 @@ def not_held_because(step: dict, p95_limit: float) -> list[str]:
     )
     if timed_out:
         causes.append(f"latency: {timed_out} requests had no answer within the client's {CLIENT_TIMEOUT:g} s")
-    if step["failures"] - refused - timed_out:
-        causes.append(f"failures: {step['failures'] - refused - timed_out} ({step['5xx']} 5xx)")
+    # DynamoDB slow or busy under the load: the servers said so (503 and Retry-After), as they should.
+    unavailable = sum(e.get("statuses", {}).get("503", 0) for e in step["endpoints"].values())
+    if unavailable:
+        causes.append(f"outage: {unavailable} answers were 503 (DynamoDB did not answer in time, or was busy)")
+    if step["failures"] - refused - timed_out - unavailable:
+        causes.append(f"failures: {step['failures'] - refused - timed_out - unavailable} ({step['5xx']} 5xx)")
     unanswered = step["calls_due"] - calls.get("count", 0)
     if unanswered > 0:
         causes.append(f"latency: {unanswered} of {step['calls_due']} calls due had no answer {ANSWER_WAIT:g} s on")
@@ -1320,14 +1327,25 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
     finally:
         schema.delete_tables(db)
         shutil.rmtree(workdir, ignore_errors=True)
-    internal = sum(e["statuses"].get("500", 0) for step in run.steps for e in step["endpoints"].values())
-    if internal:
-        # 503 and 429 shed load on purpose; a 500 is a fault whatever the load.
-        run.problems.append(f"{internal} answers were 500 (internal error)")
-    if not run.steps:
-        run.problems.append("no step was measured")
+    run.problems += faults(run.steps)
     run.seconds = time.perf_counter() - began
     return run
+
+
+def faults(steps: list[dict]) -> list[str]:
+    """What no load explains: a 500, a 503 for a missing table, no step at all. (A 429 or a
+    503 for DynamoDB slow or busy sheds load on purpose.)"""
+    endpoints = [e for step in steps for e in step["endpoints"].values()]
+    found = []
+    internal = sum(e["statuses"].get("500", 0) for e in endpoints)
+    if internal:
+        found.append(f"{internal} answers were 500 (internal error)")
+    missing = sum(n for e in endpoints for said, n in e.get("unavailable", {}).items() if "table missing" in said)
+    if missing:
+        found.append(f"{missing} answers were 503 for a missing table")
+    if not steps:
+        found.append("no step was measured")
+    return found
 
 
 # --- the report ---------------------------------------------------------------------------------

@@ -46,3 +46,22 @@ def test_supervisors_watching_a_step_shown_no_panel_is_latency():
     assert load.not_held_because(watched, 1.0) == ["latency: no panel was shown to the 3 supervisors watching"]
     watched["panel_views"] = 1
     assert load.not_held_because(watched, 1.0) == []
+
+
+def test_dynamodb_slow_under_the_load_is_an_outage_apart_from_failures_and_a_missing_table_a_problem():
+    slow = step({"201": 7, "503": 2, "500": 1}, failures=3, fives=3)
+    assert load.not_held_because(slow, 1.0) == [
+        "outage: 2 answers were 503 (DynamoDB did not answer in time, or was busy)",
+        "failures: 1 (3 5xx)",
+    ]
+    said = "Unavailable: 503 DynamoDB unavailable: DynamoDB did not answer in time."
+    samples = [load.Sample(load.CREATE_CALL, 0.0, 0.1, 503, said), load.Sample(load.CREATE_CALL, 0.0, 0.1, 201)]
+    assert load.endpoint_figures(samples)[load.CREATE_CALL]["unavailable"] == {said: 1}
+    busy = {"statuses": {"503": 1}, "unavailable": {"Unavailable: 503 DynamoDB is busy": 1}}
+    assert load.faults([{"endpoints": {load.CREATE_CALL: busy}}]) == []
+    missing = {"statuses": {"503": 2, "500": 1}, "unavailable": {"Unavailable: 503 DynamoDB table missing: x": 2}}
+    assert load.faults([{"endpoints": {load.CREATE_CALL: missing}}]) == [
+        "1 answers were 500 (internal error)",
+        "2 answers were 503 for a missing table",
+    ]
+    assert load.faults([]) == ["no step was measured"]
