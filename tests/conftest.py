@@ -160,6 +160,10 @@ MAKE_SESSION = boto3.session.Session
 # made, and moto adds its own (off unless a mock is on) when imported.
 import moto.core.models  # noqa: E402, F401
 
+from tests.helpers import fast_moto  # noqa: E402
+
+fast_moto.install()
+
 SHARED_SESSION = SharedSession(MAKE_SESSION())
 
 
