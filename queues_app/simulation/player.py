@@ -45,6 +45,7 @@ FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, dou
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
 MOVED_ON = (sc.Conflict, sc.NotFound)
 ON_A_CALL = ("ringing", "attending")
+MISSED = "missed"  # the reason of an agent made not ready by an offer not picked up (the API's)
 
 
 def clock_text(seconds: float) -> str:
@@ -214,6 +215,7 @@ class Player:
         # With ANSWER_TIMEOUT_SECONDS, the share of offers let ring (the day's, unless given), and those.
         self.missed_share = day.missed_share if missed_share is None else missed_share
         self.let_ring: set[tuple[str, str, str | None]] = set()
+        self.missed_counted: set[str] = set()  # agents made not ready by an offer counted missed, not yet seen so
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -434,12 +436,12 @@ class Player:
                 return
             if self.missed_share and self.rng.random() < self.missed_share:  # let ring: the offer runs out
                 self.let_ring.add(offer)
-                self.tally.missed += 1
+                self._missed(agent_id)
                 return
             try:
                 call = self.client.answered(call_id, agent_id=agent_id)
             except MOVED_ON:  # picked up too late: the offer ran out (missed, as the centre counts it)
-                self.tally.missed += 1
+                self._missed(agent_id)
                 return
         caller = self.waiting.pop(call_id, None) or self.callers.get(call_id)
         if caller is not None and caller.agent_id is None:
@@ -454,6 +456,10 @@ class Player:
             return  # neither the caller nor the agent is the day's
         self.talking[call_id] = agent_id
         self._later(handle, "hang_up", call_id)
+
+    def _missed(self, agent_id: str) -> None:
+        self.tally.missed += 1
+        self.missed_counted.add(agent_id)
 
     def _hang_up(self, call_id: str) -> None:
         agent_id = self.talking.pop(call_id, None)
@@ -497,7 +503,12 @@ class Player:
             seat = self._seen(agent)
             call_id = agent.get("call_id")
             if seat is not None and seat.state == "idle" and agent["status"] == "not_ready":
-                seat.state = "break"  # an offer it let ring made it not ready (`missed`): back at once
+                # An offer it let ring made it not ready (`missed`): back at once. One that ran out
+                # between two looks (a slow one, under faults) was never seen: missed all the same.
+                if agent.get("reason") == MISSED and seat.agent_id not in self.missed_counted:
+                    self.tally.missed += 1
+                self.missed_counted.discard(seat.agent_id)
+                seat.state = "break"
                 self._later(0, "break_end", seat.agent_id)
             if agent["status"] not in ON_A_CALL or not call_id or call_id in self.talking:
                 continue

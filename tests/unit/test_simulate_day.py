@@ -327,6 +327,29 @@ def test_an_offer_picked_up_after_it_ran_out_is_counted_missed_as_the_centre_cou
     assert "1 offers missed" in str(player.tally)
 
 
+def test_an_offer_that_ran_out_before_the_player_looked_is_counted_missed_when_it_sees_the_agent_not_ready(
+    client, settings, monkeypatch
+):
+    # Under faults a look can come after an offer's whole life: the player never saw it ring,
+    # and the centre counts it missed all the same (the agent not ready, `missed`).
+    settings.ANSWER_TIMEOUT_SECONDS = 30
+    center, unseen = CallCenter(), []
+    taken = Player._taken
+
+    def ran_out_unseen_once(player, call):
+        if not unseen and call.get("status") == "offered":
+            unseen.append(call["call_id"])
+            stored = center.calls.find(call["call_id"])
+            assert center.offers.miss_offer(stored.call_id, stored.offer_sk) is not None  # as the escalation does
+            return
+        taken(player, call)
+
+    monkeypatch.setattr(Player, "_taken", ran_out_unseen_once)
+    player, _ = play(client, small_day(arrivals_per_hour=(12.0,), hours=0.25, patience_mean=None))
+    assert unseen and player.tally.missed == 1
+    assert Agents().get(center.calls.find(unseen[0]).legs[0]["agent_id"]).status != "ringing"
+
+
 def test_callers_who_ask_to_be_called_back_are_reached_at_their_turn_and_counted(client):
     # A quarter of an hour, one agent, 50 callers an hour who never give up: half of those still
     # holding at 20 s ask.
