@@ -82,7 +82,10 @@ def die(dispatcher: dispatch.Dispatcher) -> None:
 def test_callers_of_several_web_workers_are_matched_by_the_holder_of_the_lease(local_db, dispatchers, monkeypatch):
     holder = matcher_process(local_db, dispatchers)
     assert wait_for(lambda: holder.holding, timeout=10)
-    dispatch.send_new_callers()
+    # Six callers at once at one holder, on a machine loaded by the rest of the suite: its answers
+    # took over the production bound (2 s) there, and a caller left to its worker is what the
+    # bound is for (tested below with a holder that never answers), not what this test checks.
+    dispatch.send_new_callers(bound=30.0)
     workers = [process_like(local_db) for _ in range(3)]
     matched_here: list[str] = []
     for router in workers:
