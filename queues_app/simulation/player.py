@@ -29,7 +29,7 @@ import heapq
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import switchboard_client as sc
@@ -165,6 +165,30 @@ def rehire(client: sc.Switchboard, agent_id: str, skills: dict) -> dict:
     return agent
 
 
+def leave_floor(client: sc.Switchboard, seats: dict[str, Seat]) -> None:
+    """Every agent of the day not on a call logged off, as far as the site lets (the next
+    run's hiring logs off the others)."""
+    for seat in seats.values():
+        try:
+            agent = client.get_agent(seat.agent_id)
+            if agent["status"] != "offline" and not agent.get("call_id"):
+                client.log_off(seat.agent_id, agent["version"])
+        except sc.SwitchboardError:
+            continue
+
+
+def heartbeats(client: sc.Switchboard, seats: Iterable[Seat]) -> float | None:
+    """A heartbeat for each agent logged in: the deployment's presence timeout (infinite
+    when it checks none: the first answer says so), or None when nobody is logged in."""
+    presence = None
+    for seat in seats:
+        if seat.state != "off":
+            presence = client.heartbeat(seat.agent_id).get("presence_seconds")
+            if presence is None:
+                return math.inf
+    return presence
+
+
 def open_line(client: sc.Switchboard, day: Day) -> None:
     """The day's line, when it has one: created, or set to the day's settings."""
     settings = day.line_settings()
@@ -222,6 +246,14 @@ class Player:
     def play(self) -> Tally:
         self.started = self.clock()
         self.seats = hire(self.client, self.day, self.other_skills)
+        try:
+            self._play()
+        except BaseException:  # refused, failed for good or stopped midway: no agent of the day left taking callers
+            leave_floor(self.client, self.seats)
+            raise
+        return self.tally
+
+    def _play(self) -> None:
         open_line(self.client, self.day)
         for index, arrival in enumerate(self.arrivals):
             self._at_day(arrival.at, "arrive", str(index))
@@ -251,7 +283,6 @@ class Player:
                 self.log(f"{type(exc).__name__}: {exc}; again in {self.pause:g} s")
                 self._at(self.now() + self.pause, event.kind, event.subject)
                 self.pause = min(self.pause * 2, LONGEST_PAUSE)
-        return self.tally
 
     def now(self) -> float:
         return self.clock() - self.started
@@ -497,8 +528,10 @@ class Player:
     def _look(self) -> None:
         """The agents on calls the player has not seen given: the day's callers answered by
         the matcher or the escalation, and the day's agents given someone else's caller."""
-        if self.heartbeat_due <= self.now():
-            self._heartbeats()
+        if self.heartbeat_due <= self.now():  # every third of the presence timeout, as the agents' clients do
+            presence = heartbeats(self.client, self.seats.values())
+            if presence is not None:
+                self.heartbeat_due = self.now() + presence / 3
         for agent in self.client.iter_agents():
             seat = self._seen(agent)
             call_id = agent.get("call_id")
@@ -514,15 +547,3 @@ class Player:
                 continue
             if call_id in self.waiting or seat is not None:
                 self._taken(self.client.get_call(call_id))
-
-    def _heartbeats(self) -> None:
-        """Every third of the presence timeout, as the agents' clients do; never, when the
-        deployment does not check presence (the first answer says so)."""
-        for seat in self.seats.values():
-            if seat.state == "off":
-                continue
-            presence = self.client.heartbeat(seat.agent_id).get("presence_seconds")
-            if presence is None:
-                self.heartbeat_due = math.inf
-                return
-            self.heartbeat_due = self.now() + presence / 3

@@ -350,6 +350,16 @@ def test_an_offer_that_ran_out_before_the_player_looked_is_counted_missed_when_i
     assert Agents().get(center.calls.find(unseen[0]).legs[0]["agent_id"]).status != "ringing"
 
 
+def test_a_day_the_site_refuses_midway_leaves_none_of_its_agents_taking_callers(client, monkeypatch):
+    # A day without a line on a deployment whose lines have no `main`: its first caller is refused.
+    refused = sc.InvalidInput(400, {"error": "Invalid request", "message": "say which line the caller is for"})
+    monkeypatch.setattr(client, "create_call", lambda *a, **kw: (_ for _ in ()).throw(refused))
+    with pytest.raises(sc.InvalidInput):
+        play(client, small_day())
+    hired = [a for a in Agents().list(limit=50).items if a.agent_id.startswith(simulate_day.SIMULATED)]
+    assert len(hired) == 2 and {a.status for a in hired} == {"offline"}
+
+
 def test_callers_who_ask_to_be_called_back_are_reached_at_their_turn_and_counted(client):
     # A quarter of an hour, one agent, 50 callers an hour who never give up: half of those still
     # holding at 20 s ask.
