@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+import secrets
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -223,7 +224,10 @@ class Player:
         self.other_skills = dict(other_skills or {})
         self.clock, self.sleep, self.log = clock or time.monotonic, sleep or time.sleep, log
         self.rng = random.Random(day.seed if seed is None else seed)
-        self.run = run or f"{self.rng.getrandbits(48):012x}"  # the callers' idempotency keys
+        self.rng.getrandbits(48)  # drawn before the callers, as it always was: a seed's callers stay the same
+        # The callers' idempotency keys: new each play, whatever the seed (the same keys again would
+        # be the last play's calls answered back, or refused for another day's preferences).
+        self.run = run or secrets.token_hex(6)
         self.arrivals = day.arrivals(self.rng)
         self.tally = Tally(day.threshold_seconds)
         self.seats: dict[str, Seat] = {}

@@ -360,6 +360,13 @@ def test_a_day_the_site_refuses_midway_leaves_none_of_its_agents_taking_callers(
     assert len(hired) == 2 and {a.status for a in hired} == {"offline"}
 
 
+def test_each_play_of_a_day_places_callers_of_its_own_whatever_the_seed(client):
+    first, _ = play(client, small_day(hours=0.25))
+    again, _ = play(client, small_day(hours=0.25))  # the same seed: the same callers, placed anew
+    assert again.tally.offered == first.tally.offered > 0
+    assert again.run != first.run and not set(first.callers) & set(again.callers)
+
+
 def test_callers_who_ask_to_be_called_back_are_reached_at_their_turn_and_counted(client):
     # A quarter of an hour, one agent, 50 callers an hour who never give up: half of those still
     # holding at 20 s ask.
