@@ -166,6 +166,32 @@ def rehire(client: sc.Switchboard, agent_id: str, skills: dict) -> dict:
     return agent
 
 
+class MissedOffers:
+    """Offers counted missed as the centre counts them, each once: those the player let ring
+    or picked up too late, when it does; any other (one that rang out between two looks, a
+    slow one under faults, or at a shift's end or a break's start) when it sees the agent not
+    ready for it, whatever it thought the agent was doing."""
+
+    def __init__(self) -> None:
+        self.decided_for: set[str] = set()  # agents whose missed offer is counted, not yet seen not ready
+        self.seen_since: dict[str, str | None] = {}  # each agent's not ready for `missed` last seen: since when
+
+    def decided(self, agent_id: str) -> int:
+        self.decided_for.add(agent_id)
+        return 1
+
+    def seen(self, agent: dict) -> int:
+        """1 for an agent not ready for a missed offer that was not counted yet, else 0."""
+        agent_id, since = agent["agent_id"], agent.get("status_since")
+        if self.seen_since.get(agent_id, "") == since:
+            return 0  # the same time, seen again
+        self.seen_since[agent_id] = since
+        if agent_id in self.decided_for:
+            self.decided_for.discard(agent_id)
+            return 0
+        return 1
+
+
 def leave_floor(client: sc.Switchboard, seats: dict[str, Seat]) -> None:
     """Every agent of the day not on a call logged off, as far as the site lets (the next
     run's hiring logs off the others)."""
@@ -243,7 +269,7 @@ class Player:
         # With ANSWER_TIMEOUT_SECONDS, the share of offers let ring (the day's, unless given), and those.
         self.missed_share = day.missed_share if missed_share is None else missed_share
         self.let_ring: set[tuple[str, str, str | None]] = set()
-        self.missed_counted: set[str] = set()  # agents made not ready by an offer counted missed, not yet seen so
+        self.missed_offers = MissedOffers()
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -493,8 +519,7 @@ class Player:
         self._later(handle, "hang_up", call_id)
 
     def _missed(self, agent_id: str) -> None:
-        self.tally.missed += 1
-        self.missed_counted.add(agent_id)
+        self.tally.missed += self.missed_offers.decided(agent_id)
 
     def _hang_up(self, call_id: str) -> None:
         agent_id = self.talking.pop(call_id, None)
@@ -539,13 +564,10 @@ class Player:
         for agent in self.client.iter_agents():
             seat = self._seen(agent)
             call_id = agent.get("call_id")
+            if seat is not None and agent["status"] == "not_ready" and agent.get("reason") == MISSED:
+                self.tally.missed += self.missed_offers.seen(agent)
             if seat is not None and seat.state == "idle" and agent["status"] == "not_ready":
-                # An offer it let ring made it not ready (`missed`): back at once. One that ran out
-                # between two looks (a slow one, under faults) was never seen: missed all the same.
-                if agent.get("reason") == MISSED and seat.agent_id not in self.missed_counted:
-                    self.tally.missed += 1
-                self.missed_counted.discard(seat.agent_id)
-                seat.state = "break"
+                seat.state = "break"  # an offer it let ring made it not ready (`missed`): back at once
                 self._later(0, "break_end", seat.agent_id)
             if agent["status"] not in ON_A_CALL or not call_id or call_id in self.talking:
                 continue

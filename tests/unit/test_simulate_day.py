@@ -412,3 +412,15 @@ def test_a_day_with_a_line_puts_it_and_the_callers_it_turns_away_are_counted(cli
     # Played again, the line is set to the day's settings from the version read (not refused as stale).
     playing.open_line(client, day)
     assert client.get_line("day")["version"] == line["version"] + 1
+
+
+def test_each_missed_offer_is_counted_once_whether_the_player_decided_it_or_only_saw_the_agent_not_ready():
+    missed = playing.MissedOffers()
+    not_ready = {"agent_id": "sim-1", "status": "not_ready", "reason": "missed", "status_since": "09:00:10"}
+    assert missed.decided("sim-1") == 1  # let ring: counted when decided
+    assert missed.seen(not_ready) == 0  # then seen not ready for it: the same offer
+    assert missed.seen(not_ready) == 0  # and seen again at the next look
+    # Rang out unseen (on a break, at a shift's end, between two slow looks): counted when seen, once.
+    later = {**not_ready, "status_since": "09:05:00"}
+    assert missed.seen(later) == 1 and missed.seen(later) == 0
+    assert missed.seen({**not_ready, "agent_id": "sim-2"}) == 1
