@@ -197,11 +197,16 @@ def leave_floor(client: sc.Switchboard, seats: dict[str, Seat]) -> None:
     run's hiring logs off the others)."""
     for seat in seats.values():
         try:
-            agent = client.get_agent(seat.agent_id)
-            if agent["status"] != "offline" and not agent.get("call_id"):
-                client.log_off(seat.agent_id, agent["version"])
+            log_off_if_free(client, seat.agent_id)
         except sc.SwitchboardError:
             continue
+
+
+def log_off_if_free(client: sc.Switchboard, agent_id: str) -> None:
+    """The agent logged off, unless offline already or on a call."""
+    agent = client.get_agent(agent_id)
+    if agent["status"] != "offline" and not agent.get("call_id"):
+        client.log_off(agent_id, agent["version"])
 
 
 def heartbeats(client: sc.Switchboard, seats: Iterable[Seat]) -> float | None:
@@ -415,9 +420,7 @@ class Player:
     def _leave(self, seat: Seat) -> None:
         seat.shift_over = True
         if seat.state in ("idle", "break", "wrap_up"):
-            agent = self.client.get_agent(seat.agent_id)
-            if agent["status"] != "offline" and not agent.get("call_id"):
-                self.client.log_off(seat.agent_id, agent["version"])
+            log_off_if_free(self.client, seat.agent_id)
             seat.state = "off"
 
     # --- the phone system -------------------------------------------------------------------
