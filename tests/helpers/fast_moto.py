@@ -6,7 +6,10 @@ world; Python's generic deepcopy of its items costs most of a request (each copi
 attribute recomputes the size of the whole item, and each copy is recorded in a
 process-wide list of moto's models). These copies build the same values directly.
 moto also lists its response class's methods on every request; that list never
-changes, so it is read once.
+changes, so it is read once. A transaction deep-copies every table of the account to put
+them back if it is cancelled (the whole database, for every TransactWriteItems); here it
+keeps what it names instead, the items as they were and each stream's length, and puts
+those back.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from decimal import Decimal
 from typing import Any
 
 from moto.core import responses, utils
+from moto.dynamodb import models
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+from moto.dynamodb.models.table import Table
 
 IMMUTABLE = (str, int, float, bool, bytes, Decimal, type(None))
 
@@ -54,10 +59,72 @@ def _item_copy(self: Item, memo: dict[int, Any] | None = None) -> Item:
     return new
 
 
+class _Copies:
+    """`copy` as moto's backend module sees it: the tables a transaction is about to
+    copy (`kept`) are not copied; anything else is, as before."""
+
+    kept: object = None
+
+    @classmethod
+    def deepcopy(cls, value: Any, memo: dict[int, Any] | None = None) -> Any:
+        return value if value is cls.kept else copy.deepcopy(value, memo)
+
+
+def _as_they_are(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple]:
+    """What a transaction may change: for each item it names, its table, key and a copy of
+    it now (None when absent), and each table's stream length."""
+    kept = []
+    for entry in transact_items:
+        try:
+            op_type, op = next(iter(entry.items()))
+            table: Table = backend.get_table(op["TableName"])
+            key = op["Item"] if op_type == "Put" else op["Key"]
+            hash_key = DynamoType(key[table.hash_key_attr])
+            range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        except Exception:  # moto refuses it as it reads it: nothing of it is written
+            continue
+        now = table.get_item(hash_key, range_key)
+        stream = table.stream_shard
+        kept.append((table, hash_key, range_key, now and _item_copy(now), stream and len(stream.items)))
+    return kept
+
+
+def _put_back(kept: list[tuple]) -> None:
+    for table, hash_key, range_key, item, stream_length in reversed(kept):  # the first seen is the oldest
+        if range_key is None:
+            table.items.pop(hash_key, None) if item is None else table.items.__setitem__(hash_key, item)
+        elif item is None:
+            table.items.get(hash_key, {}).pop(range_key, None)
+        else:
+            table.items[hash_key][range_key] = item
+        if stream_length is not None:
+            del table.stream_shard.items[stream_length:]
+
+
+def _transaction(write: Any) -> Any:
+    @functools.wraps(write)
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        kept = _as_they_are(self, transact_items)
+        _Copies.kept = self.tables
+        try:
+            return write(self, transact_items)
+        except BaseException:
+            _put_back(kept)
+            raise
+        finally:
+            _Copies.kept = None
+
+    transact_write_items.fast = True  # type: ignore[attr-defined]
+    return transact_write_items
+
+
 def install() -> None:
     """Idempotent: patches moto's classes in this process."""
     if getattr(Item, "__deepcopy__", None) is _item_copy:
         return
+    models.copy = _Copies  # type: ignore[attr-defined]
+    backend = models.DynamoDBBackend
+    backend.transact_write_items = _transaction(backend.transact_write_items)  # type: ignore[method-assign]
     DynamoType.__deepcopy__ = _type_copy  # type: ignore[attr-defined]
     Item.__deepcopy__ = _item_copy  # type: ignore[attr-defined]
     responses.method_names_from_class = functools.cache(utils.method_names_from_class)  # type: ignore[assignment]
