@@ -1,21 +1,23 @@
 """moto's DynamoDB, made cheaper for the unit tests without changing what it answers.
 
-moto deep-copies every item a Query, a Scan or a GetItem returns, every table a
-transaction names, and (in `tests/conftest.py`'s `moto_db`) every table of a test's
-world; Python's generic deepcopy of its items costs most of a request (each copied
-attribute recomputes the size of the whole item, and each copy is recorded in a
-process-wide list of moto's models). These copies build the same values directly.
+moto deep-copies every item a Query, a Scan or a GetItem returns, and (in
+`tests/conftest.py`'s `moto_db`) every table of a test's world; Python's generic
+deepcopy of its items costs most of a request (each copied attribute recomputes the size
+of the whole item, and each copy is recorded in a process-wide list of moto's models).
+These copies build the same values directly.
 moto also lists its response class's methods on every request; that list never
-changes, so it is read once. A transaction deep-copies every table of the account to put
-them back if it is cancelled (the whole database, for every TransactWriteItems); here it
-keeps what it names instead, the items as they were and each stream's length, and puts
-those back.
+changes, so it is read once; and it draws each request id a character at a time (52
+calls of `random.choice`): here it is one call for as many characters. A transaction
+deep-copies every table of the account to put them back if it is cancelled (the whole
+database, for every TransactWriteItems); here it keeps what it names instead, the items
+as they were and each stream's length, and puts those back.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import secrets
 from decimal import Decimal
 from typing import Any
 
@@ -23,6 +25,7 @@ from moto.core import responses, utils
 from moto.dynamodb import models
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
+from moto.utilities import aws_headers
 
 IMMUTABLE = (str, int, float, bool, bytes, Decimal, type(None))
 
@@ -118,6 +121,13 @@ def _transaction(write: Any) -> Any:
     return transact_write_items
 
 
+def _request_id(headers: dict[str, Any] | None = None) -> str:
+    request_id = secrets.token_hex(26).upper()
+    if isinstance(headers, dict):
+        headers["x-amzn-requestid"] = request_id
+    return request_id
+
+
 def install() -> None:
     """Idempotent: patches moto's classes in this process."""
     if getattr(Item, "__deepcopy__", None) is _item_copy:
@@ -127,4 +137,5 @@ def install() -> None:
     backend.transact_write_items = _transaction(backend.transact_write_items)  # type: ignore[method-assign]
     DynamoType.__deepcopy__ = _type_copy  # type: ignore[attr-defined]
     Item.__deepcopy__ = _item_copy  # type: ignore[attr-defined]
+    aws_headers.gen_amzn_requestid_long = responses.gen_amzn_requestid_long = _request_id  # type: ignore[assignment]
     responses.method_names_from_class = functools.cache(utils.method_names_from_class)  # type: ignore[assignment]

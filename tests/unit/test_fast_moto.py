@@ -98,3 +98,8 @@ def test_a_cancelled_transaction_leaves_every_item_and_stream_as_it_was(moto_emp
     (kept, flat), records = everything()
     assert [(i["pk"]["S"], i["sk"]["S"], i.get("n")) for i in kept] == [("a", "1", {"N": "9"}), ("b", "1", None)]
     assert flat == [{"id": {"S": "y"}}] and records == before[1] + 3
+
+
+def test_each_answer_has_a_request_id_of_its_own(moto_empty):
+    first, second = (moto_empty.client.list_tables()["ResponseMetadata"]["RequestId"] for _ in range(2))
+    assert len(first) == len(second) == 52 and first != second
