@@ -1,7 +1,7 @@
 """Failover of the matching dispatcher: what callers see when the matcher process that
 holds the lease dies (`kill -9`), and how long until another holds it.
 
-    .venv/bin/python -m bench.failover [--json] [--matchers 2] [--rate 20] [--agents 40]
+    .venv/bin/python -m bench.failover [--json] [--matchers 2] [--shards 1] [--rate 20] [--agents 40]
                                        [--handle-seconds 0.5] [--before 3] [--after 3]
                                        [--repeat 5] [--seed 7] [--endpoint URL] [--smoke]
 
@@ -27,9 +27,15 @@ Per run:
 - callers placed from the kill to the new holder: matched by this process itself,
   through a holder, waiting, failed.
 
+With `--shards S` (SWITCHBOARD_MATCHING_SHARDS=S): `--matchers` processes for each shard,
+each holding or standing by for its shard's lease (`run_matcher --shard k`, as `serve`
+starts them); the callers are all of one shard, whose holder is killed, and the other
+shards' holders must keep their leases throughout.
+
 Reported: each run, and the medians (with ranges) over `--repeat` runs. Checks: a caller
 was matched after the kill, another matcher took the lease, callers went to it, no
-caller failed, and the stored data keeps its invariants (`check_invariants`' checks).
+caller failed, the other shards' leases did not move, and the stored data keeps its
+invariants (`check_invariants`' checks).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from typing import Any
 
 from bench import harness
 from queues_app.agents.roster import Agents
-from queues_app.calls.records import CallStatus
+from queues_app.calls.records import Call, CallStatus
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.lease import LeaseInfo
@@ -64,6 +70,7 @@ HOLDER_TIMEOUT = 120.0  # a matcher process imports Django before it listens: sl
 @dataclass
 class FailoverParameters:
     matchers: int = 2
+    shards: int = 1
     rate: float = 20.0
     agents: int = 40
     handle_seconds: float = 0.5
@@ -200,7 +207,14 @@ class WebWorker:
 # --- the matcher processes -------------------------------------------------------------
 
 
-def start_matchers(count: int, db: Dynamo) -> list[subprocess.Popen]:
+def callers_shard(shards: int) -> int:
+    """The shard of the callers placed (one set of preferences: one shard)."""
+    preferences = {name: None if value == "any" else value for name, value in PREFERENCES.items()}
+    return dispatch.shard_of(Call(call_id="-", status=CallStatus.WAITING, preferences=preferences), shards)
+
+
+def start_matchers(count: int, db: Dynamo, shards: int = 1) -> list[subprocess.Popen]:
+    """`count` matcher processes, or `count` for each shard (`--shard k`)."""
     from django.conf import settings
 
     env = {
@@ -210,10 +224,13 @@ def start_matchers(count: int, db: Dynamo) -> list[subprocess.Popen]:
         "SECRET_KEY": settings.SECRET_KEY,  # the web worker's signatures must pass
         "LOG_LEVEL": "WARNING",
         "PYTHONUNBUFFERED": "1",
+        "SWITCHBOARD_MATCHING_SHARDS": str(shards),
     }
     manage = [sys.executable, str(Path(harness.ROOT) / "manage.py"), "run_matcher"]
+    pinned = [["--shard", str(k)] for k in range(shards)] if shards > 1 else [[]]
     return [
-        subprocess.Popen(manage, cwd=harness.ROOT, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+        subprocess.Popen(manage + shard, cwd=harness.ROOT, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
+        for shard in pinned
         for _ in range(count)
     ]
 
@@ -230,11 +247,13 @@ def stop_matchers(processes: list[subprocess.Popen]) -> None:
             process.wait()
 
 
-def wait_for_holder(db: Dynamo, *, other_than: str = "", timeout: float = HOLDER_TIMEOUT) -> LeaseInfo | None:
-    """The lease once a live holder other than `other_than` holds it (None after `timeout`)."""
+def wait_for_holder(
+    db: Dynamo, *, other_than: str = "", timeout: float = HOLDER_TIMEOUT, shard: int = 0
+) -> LeaseInfo | None:
+    """A shard's lease once a live holder other than `other_than` holds it (None after `timeout`)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        holder = dispatch.current_holder(db)
+        holder = dispatch.current_holder(db, shard)
         if holder and holder.address and holder.holder != other_than and holder.live(time.time()):
             return holder
         time.sleep(0.02)
@@ -276,34 +295,47 @@ def run_once(endpoint: str, params: FailoverParameters, index: int) -> RunResult
 
     result = RunResult(index)
     rng = random.Random(params.seed + index)
+    shard = callers_shard(params.shards)
     with harness.fresh_tables(endpoint, "failover", index) as db:
         router = CallCenter(db)
         queue_agents(router, params.agents, rng)
-        matchers = start_matchers(params.matchers, db)
+        matchers = start_matchers(params.matchers, db, params.shards)
         worker = WebWorker(router, params, rng)
         try:
-            first = wait_for_holder(db)
-            if first is None or not wait_for_matchers(db, params.matchers):
+            first = wait_for_holder(db, shard=shard)
+            if first is None or not wait_for_matchers(db, params.matchers * params.shards):
                 result.problems.append(f"the matchers were not all up within {HOLDER_TIMEOUT:.0f} s")
                 return result
+            others = {k: wait_for_holder(db, shard=k) for k in range(params.shards) if k != shard}
             result.old_holder = first.holder
             worker.start()
             time.sleep(params.before)
             os.kill(holder_pid(first), signal.SIGKILL)
             killed = time.time()
-            second = wait_for_holder(db, other_than=first.holder, timeout=60)
+            second = wait_for_holder(db, other_than=first.holder, timeout=60, shard=shard)
             if second is not None:
                 # The web worker finds the new holder on its next try of the lease: on a
                 # busy machine that can take longer than `after`, so wait for it (bounded).
                 worker.wait_for_holder_answer(second.acquired_at or time.time(), timeout=NEW_HOLDER_TIMEOUT)
             time.sleep(params.after)
             worker.stop()
+            result.problems += moved(db, others)
         finally:
             worker.stopping.set()
             stop_matchers(matchers)
         measure(result, worker.placed, killed, second)
         result.problems += [str(v) for v in invariants.find_violations(db, router.catalog, passes=3)]
     return result
+
+
+def moved(db: Dynamo, before: dict[int, LeaseInfo | None]) -> list[str]:
+    """The other shards whose lease changed hands (or generation) while one shard's holder died."""
+    problems = []
+    for shard, held in before.items():
+        now = dispatch.current_holder(db, shard)
+        if held is None or now is None or (now.holder, now.generation) != (held.holder, held.generation):
+            problems.append(f"shard {shard}'s lease moved: {held} then {now}")
+    return problems
 
 
 def measure(result: RunResult, placed: list[Placed], killed: float, second: LeaseInfo | None) -> None:
@@ -374,7 +406,10 @@ class Failover:
 
 
 def run_benchmark(endpoint: str, params: FailoverParameters) -> Failover:
+    from django.conf import settings
+
     began = time.perf_counter()
+    settings.SWITCHBOARD_MATCHING_SHARDS = params.shards  # this web worker knows the shards as the matchers do
     # This process is a web worker of the default shape; note how each caller was matched.
     dispatch.DispatchClient.request = _noting_route(dispatch.DispatchClient.request)  # type: ignore[method-assign]
     dispatch.send_new_callers()
@@ -396,7 +431,9 @@ def run_benchmark(endpoint: str, params: FailoverParameters) -> Failover:
 def report(result: Failover, where: str) -> str:
     p = result.parameters
     lines = [
-        f"Matcher failover on {where}: {p.matchers} run_matcher processes, callers at {p.rate:g}/s from one "
+        f"Matcher failover on {where}: {p.matchers} run_matcher processes"
+        f"{f' for each of {p.shards} shards (the callers all of one)' if p.shards > 1 else ''}, "
+        f"callers at {p.rate:g}/s from one "
         f"web worker, {p.agents} agents, handle time {p.handle_seconds:g} s; SIGKILL to the holder after "
         f"{p.before:g} s; {p.repeat} run(s)",
         "",
@@ -419,6 +456,9 @@ def report(result: Failover, where: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__ or "", "failover", seed=7, repeat=5, warmup=0)
     parser.add_argument("--matchers", type=int, default=FailoverParameters.matchers, help="run_matcher processes")
+    parser.add_argument(
+        "--shards", type=int, default=FailoverParameters.shards, help="SWITCHBOARD_MATCHING_SHARDS (1 to 64)"
+    )
     parser.add_argument("--rate", type=float, default=FailoverParameters.rate, help="callers a second")
     parser.add_argument("--agents", type=int, default=FailoverParameters.agents)
     parser.add_argument("--handle-seconds", type=float, default=FailoverParameters.handle_seconds)
@@ -427,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     args = harness.parse(parser, argv, smoke=SMOKE)
     if args.matchers < 2 or args.rate <= 0 or args.agents < 1 or min(args.before, args.after) < 0:
         parser.error("--matchers takes 2 or more, --rate and --agents positive numbers")
+    if not 1 <= args.shards <= 64:
+        parser.error("--shards takes 1 to 64")
     params = harness.from_args(FailoverParameters, args)
     return harness.execute(
         args, lambda endpoint: run_benchmark(endpoint, params), report=report, as_json=Failover.as_json

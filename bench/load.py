@@ -1138,7 +1138,8 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
     from queues_app.agents.skills import SkillCatalog
     from queues_app.ddb import schema
     from queues_app.ddb.client import Dynamo
-    from queues_app.management.commands.serve import BACKGROUND, production_env
+    from queues_app.management.children import BACKGROUND
+    from queues_app.management.commands.serve import production_env
 
     run = LoadRun(params)
     began = time.perf_counter()

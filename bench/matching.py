@@ -1,6 +1,6 @@
 """Matching benchmark: our matcher against the article's algorithm, on DynamoDB Local.
 
-    .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16] [--processes]
+    .venv/bin/python -m bench.matching [--json] [--agents 200] [--threads 1,4,16] [--processes [--matchers 1]]
                                        [--algorithms ours,article] [--seed 7] [--repeat 3]
                                        [--warmup 1] [--answer-timeout S] [--steps] [--profiles]
                                        [--endpoint URL] [--smoke]
@@ -31,7 +31,10 @@ when it committed: mean and maximum), the time from asking the matcher to the an
 (p50, p95) and how many callers a process matched itself because no matcher answered
 (`here`). With processes, `ours` is the project's default shape: the K processes are web
 workers, which send their new callers to a matcher process (`run_matcher`'s dispatcher
-with its defaults, started with the run and holding its lease before the start line).
+with its defaults, started with the run and holding its lease before the start line),
+and the CPU the matcher processes used an assignment (`cpu ms/a`); `--matchers N` runs N
+of them, each holding one shard's lease (SWITCHBOARD_MATCHING_SHARDS=N: the callers of a
+set of preferences are one shard's).
 `--algorithms` also takes the other designs measured for matching across processes:
 `direct` (each process matches its own callers) and `spread`. The command line, DynamoDB Local,
 fresh tables, warm-up, metering and output are `bench.harness`'s.
@@ -418,6 +421,7 @@ PROCESS_METRICS = (
     "assign_p50_ms",
     "assign_p95_ms",
     "matched_here",
+    "matcher_cpu_ms_per_assignment",
 )
 # A child imports Django and boto3 before the start line: slow on a busy machine.
 STARTUP_TIMEOUT = 300.0
@@ -461,6 +465,7 @@ class ProcessOutcome:
     requests: int = 0
     capacity: float = 0.0
     operations: dict = field(default_factory=dict)
+    cpu_seconds: float = 0.0  # a matcher process's own, from the start line to the stop
     error: str | None = None
 
 
@@ -517,15 +522,17 @@ def process_matcher(job: ProcessJob, start_line, finish_line, drained, results) 
 
 
 def holder_process(job: ProcessJob, start_line, stop, results) -> None:
-    """The matcher process of the default shape (`run_matcher`): the command's dispatcher,
-    with its defaults, on this run's tables. It takes the lease before the start line and
-    meters what it does from the start line until `stop`."""
+    """A matcher process of the default shape (`run_matcher`): the command's dispatcher,
+    with its defaults, on this run's tables; with `--matchers N`, the one of shard
+    -index - 1 (SWITCHBOARD_MATCHING_SHARDS=N). It takes its lease before the start line
+    and meters what it does, and the CPU it uses, from the start line until `stop`."""
     outcome = ProcessOutcome(job.index)
     try:
         harness.setup_django()
         db = Dynamo(prefix=job.prefix, endpoint_url=job.endpoint, region="us-east-1", read_timeout=30.0)
         harness.reset_contention()
-        dispatcher = run_matcher.matching_dispatcher(CallCenter(db, catalog(), order=QueueOrder.FIFO))
+        shards = [-job.index - 1] if dispatch.configured_shards() > 1 else None
+        dispatcher = run_matcher.matching_dispatcher(CallCenter(db, catalog(), order=QueueOrder.FIFO), shards=shards)
         dispatcher.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not dispatcher.holding and time.monotonic() < deadline:
@@ -533,7 +540,9 @@ def holder_process(job: ProcessJob, start_line, stop, results) -> None:
         try:
             with harness.metered() as measured:
                 start_line.wait()
+                cpu = time.process_time()
                 stop.wait(DRAIN_TIMEOUT)
+                outcome.cpu_seconds = time.process_time() - cpu
         finally:
             dispatcher.stop()
         outcome.requests, outcome.capacity, outcome.operations = (
@@ -585,6 +594,7 @@ class ProcessRunResult(RunResult):
     inversions: list[int] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
     matched_here: int = 0
+    matcher_cpu_seconds: float = 0.0  # the matcher processes' (ours), from the start line to the stop
 
     def metrics(self) -> dict:
         p50, p95 = harness.percentile(self.latencies_ms, 0.5), harness.percentile(self.latencies_ms, 0.95)
@@ -595,12 +605,17 @@ class ProcessRunResult(RunResult):
             "assign_p50_ms": round(p50 or 0.0, 1),
             "assign_p95_ms": round(p95 or 0.0, 1),
             "matched_here": self.matched_here,
+            "matcher_cpu_ms_per_assignment": round(self.matcher_cpu_seconds * 1000 / max(self.assignments, 1), 2),
         }
 
 
-def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: list, seed: int) -> ProcessRunResult:
+def run_processes(
+    endpoint: str, algorithm: str, processes: int, agent_specs: list, seed: int, matchers: int = 1
+) -> ProcessRunResult:
     """Fresh tables, queue every agent, drain with `processes` matcher processes started
-    together ("spawn": each imports Django and builds its own client), check."""
+    together ("spawn": each imports Django and builds its own client), check. Ours sends
+    the callers to `matchers` matcher processes, a shard each."""
+    os.environ["SWITCHBOARD_MATCHING_SHARDS"] = str(matchers)  # read by the processes started
     skill_catalog = catalog()
     context = multiprocessing.get_context("spawn")
     with queued_tables(endpoint, algorithm, processes, agent_specs, "p") as db:
@@ -610,8 +625,8 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             for combo in skill_catalog.combinations(skills):
                 queues[combo].append((tokens[agent_id], agent_id))
         combos = skill_catalog.all_combinations()
-        holder = algorithm == "ours"  # the default shape: a matcher process for the K web workers
-        start_line = context.Barrier(processes + 1 + holder)
+        holders = matchers if algorithm == "ours" else 0  # the default shape: matcher processes
+        start_line = context.Barrier(processes + holders + 1)
         finish_line = context.Barrier(processes)
         drained = context.RawArray("b", len(combos))
         results = context.Queue()
@@ -628,10 +643,12 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             )
             for i in range(processes)
         ]
-        if holder:
-            children.append(
-                context.Process(target=holder_process, args=(job(-1), start_line, stop, results), name="run_matcher")
+        children += [
+            context.Process(
+                target=holder_process, args=(job(-1 - k), start_line, stop, results), name=f"run_matcher-{k}"
             )
+            for k in range(holders)
+        ]
         for child in children:
             child.start()
         began = 0.0
@@ -646,8 +663,8 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
                 outcomes.append(results.get(timeout=DRAIN_TIMEOUT))
                 if outcomes[-1].error:
                     break
-            stop.set()  # the web workers are done: the matcher process may stop
-            if holder and not outcomes[-1].error:
+            stop.set()  # the web workers are done: the matcher processes may stop
+            for _holder in range(holders if not outcomes[-1].error else 0):
                 outcomes.append(results.get(timeout=DRAIN_TIMEOUT))
         finally:
             stop.set()
@@ -682,6 +699,7 @@ def run_processes(endpoint: str, algorithm: str, processes: int, agent_specs: li
             inversions=fifo_inversions(assignments, queues),
             latencies_ms=[(a.answered_at - a.requested_at) * 1000 for a in assignments],
             matched_here=sum(o.matched_here for o in outcomes),
+            matcher_cpu_seconds=sum(o.cpu_seconds for o in outcomes if o.index < 0),
         )
         result.problems = check_table(db, skill_catalog, agent_specs, assigned)
         return result
@@ -745,6 +763,7 @@ def run_benchmark(
     repeat: int = 3,
     warmup: int = 1,
     processes: bool = False,
+    matchers: int = 1,
     progress=None,
 ) -> Results:
     """Every (algorithm, K) run `repeat` times, each on fresh tables, with the same agents;
@@ -768,8 +787,11 @@ def run_benchmark(
     for round_ in range(repeat):
         for k in threads:
             for name in algorithms:
-                drain = run_processes if processes else run_one
-                result = drain(endpoint, name, k, agent_specs, seed)
+                result: RunResult = (
+                    run_processes(endpoint, name, k, agent_specs, seed, matchers)
+                    if processes
+                    else run_one(endpoint, name, k, agent_specs, seed)
+                )
                 runs[name, k].append(result)
                 if progress:
                     progress(result, f"run {round_ + 1}/{repeat}")
@@ -822,7 +844,7 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int,
         f"{'capacity/a':>10} {'double':>6} {'cancelled/a':>11}"
     )
     if processes:
-        header += f" {'fifo mean':>9} {'fifo max':>8} {'p50 ms':>7} {'p95 ms':>7} {'here':>5}"
+        header += f" {'fifo mean':>9} {'fifo max':>8} {'p50 ms':>7} {'p95 ms':>7} {'here':>5} {'cpu ms/a':>8}"
     for name, by_k in results.items():
         lines += [TITLES[name], header]
         for k, summary in by_k.items():
@@ -838,6 +860,7 @@ def report(results: Results, where: str, *, agents: int, seed: int, repeat: int,
                 lines[-1] += (
                     f" {m['fifo_inversions_mean']:>9.2f} {m['fifo_inversions_max']:>8} "
                     f"{m['assign_p50_ms']:>7.1f} {m['assign_p95_ms']:>7.1f} {m['matched_here']:>5.0f}"
+                    f" {m['matcher_cpu_ms_per_assignment']:>8.2f}"
                 )
         lines.append("")
     lines.append("Requests (capacity units) per assignment, by operation, median run:")
@@ -881,6 +904,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run the K matchers as K processes (one thread, client and Django setup each) instead of threads",
     )
     parser.add_argument(
+        "--matchers",
+        type=int,
+        default=1,
+        help="with --processes: ours' matcher processes, each holding a shard's lease (SWITCHBOARD_MATCHING_SHARDS; "
+        "default 1, as deployed)",
+    )
+    parser.add_argument(
         "--algorithms",
         type=harness.names(*ALGORITHMS, *CANDIDATES),
         default=",".join(ALGORITHMS),
@@ -915,6 +945,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["BENCH_MATCHING_PROFILES"] = "1"
     if not args.threads or min(args.threads) < 1 or args.agents < 1:
         parser.error("--threads and --agents need positive numbers")
+    if not 1 <= args.matchers <= 64 or (args.matchers > 1 and not args.processes):
+        parser.error("--matchers takes 1 to 64, with --processes")
     if args.answer_timeout is not None:
         if not 1 <= args.answer_timeout <= 600:
             parser.error("--answer-timeout takes 1 to 600 seconds, as ANSWER_TIMEOUT_SECONDS")
@@ -930,6 +962,7 @@ def main(argv: list[str] | None = None) -> int:
             repeat=args.repeat,
             warmup=args.warmup,
             processes=args.processes,
+            matchers=args.matchers,
             progress=progress,
         ),
         report=lambda results, where: report(

@@ -35,6 +35,15 @@ BACKGROUND: dict[str, list[str]] = {
 }
 
 
+def deployment_processes(shards: int = 1) -> dict[str, list[str]]:
+    """BACKGROUND with a matcher for each of the deployment's matching shards
+    (SWITCHBOARD_MATCHING_SHARDS): `run_matcher-<k>` holds shard k's lease."""
+    if shards <= 1:
+        return dict(BACKGROUND)
+    processes = {f"run_matcher-{k}": ["run_matcher", "--shard", str(k)] for k in range(shards)}
+    return processes | {name: args for name, args in BACKGROUND.items() if name != "run_matcher"}
+
+
 def raise_keyboard_interrupt(signum, frame):
     """A SIGTERM handler: the parent stops its children as on Ctrl-C."""
     raise KeyboardInterrupt

@@ -15,6 +15,12 @@ call, or nobody) on the same connection. When nobody holds the lease, or the hol
 not answer within `bound` seconds, the caller's process matches by itself: an agent is
 still never given twice (every assignment is conditioned on the agent's own item) and a
 call is created once (its Put is conditioned on the call not existing).
+
+Past one process (SWITCHBOARD_MATCHING_SHARDS): the callers are split into shards, those
+of one line (or, off lines, of one set of preferences) always in the same one, and each
+shard has a lease of its own, held and handed over as the single one is. Callers of a
+shard are matched by one process in their order; two shards' holders may reach for the
+same agent, and the agent's conditional write settles it, as between two web workers.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterable
 
+from django.conf import settings
 from django.core import signing
 
 from queues_app.calls.records import Call
@@ -49,23 +57,44 @@ MAX_AGE = 60  # seconds a signed request is good for: one captured on the wire c
 NOBODY_SECONDS = 1.0  # how long a client believes nobody holds the lease before reading it again
 
 
-def matching_lease(db: Dynamo, *, holder: str, address: str = "", duration: float = 3.0, now=time.time) -> Lease:
-    """The dispatcher's lease: the item `LEASE / matching-dispatcher` of the callcenter table."""
+def configured_shards() -> int:
+    """How many shards the deployment's new callers are split into (1: one matcher)."""
+    return int(getattr(settings, "SWITCHBOARD_MATCHING_SHARDS", 1))
+
+
+def shard_of(call: Call, shards: int) -> int:
+    """The shard whose lease holder matches `call`: by its line, or by its preferences
+    when it has none (a stable hash: every process and host places a caller alike)."""
+    if shards <= 1:
+        return 0
+    key = f"line:{call.line}" if call.line else json.dumps(sorted(call.preferences.items()))
+    return zlib.crc32(key.encode()) % shards
+
+
+def lease_name(shard: int = 0) -> str:
+    """Shard 0's lease is the one lease of a deployment with one shard."""
+    return LEASE_NAME if shard == 0 else f"{LEASE_NAME}-{shard}"
+
+
+def matching_lease(
+    db: Dynamo, *, holder: str, address: str = "", duration: float = 3.0, now=time.time, shard: int = 0
+) -> Lease:
+    """A shard's lease: the item `LEASE / matching-dispatcher[-<shard>]` of the callcenter table."""
     return Lease(
         db,
         table="callcenter",
-        key=keys.lease(LEASE_NAME),
+        key=keys.lease(lease_name(shard)),
         holder=holder,
-        name=LEASE_NAME,
+        name=lease_name(shard),
         address=address,
         duration=duration,
         now=now,
     )
 
 
-def current_holder(db: Dynamo) -> LeaseInfo | None:
-    """The dispatcher's lease as stored now (None when nobody holds it)."""
-    return read_lease(db, "callcenter", keys.lease(LEASE_NAME))
+def current_holder(db: Dynamo, shard: int = 0) -> LeaseInfo | None:
+    """A shard's lease as stored now (None when nobody holds it)."""
+    return read_lease(db, "callcenter", keys.lease(lease_name(shard)))
 
 
 def signer() -> signing.TimestampSigner:
@@ -87,9 +116,12 @@ class _Slow(Exception):
 class DispatchClient:
     """Sends this process's new callers to the holder of the dispatcher's lease."""
 
-    def __init__(self, db: Dynamo, *, bound: float = 2.0, now: Callable[[], float] = time.time):
+    def __init__(
+        self, db: Dynamo, *, bound: float = 2.0, now: Callable[[], float] = time.time, shards: int | None = None
+    ):
         self.db, self.bound, self.now = db, bound, now
-        self._known: tuple[str | None, float] = (None, 0.0)  # (holder's address or None, believed until)
+        self.shards = shards or configured_shards()
+        self._known: dict[int, tuple[str | None, float]] = {}  # shard: (holder's address or None, believed until)
         self._connections = threading.local()
         self.sent = 0  # callers matched by the holder
         self.here = 0  # callers left to this process
@@ -99,7 +131,8 @@ class DispatchClient:
         `HERE` when this process should match it itself (nobody holds the lease, or the
         holder did not answer in time). Raises CallExists when the call was created
         meanwhile."""
-        address = self._holder_address()
+        shard = shard_of(call, self.shards)
+        address = self._holder_address(shard)
         if address is None:
             self.here += 1
             return HERE
@@ -113,35 +146,36 @@ class DispatchClient:
             self.here += 1
             return HERE
         except (OSError, ValueError) as exc:
-            return self._gone(address, exc)
+            return self._gone(shard, address, exc)
         if answer.get("exists"):
             raise CallExists()
         if "call" not in answer:
             if answer.get("error"):
                 log.warning("matching dispatcher at %s refused a caller: %s", address, answer["error"])
-            self._known = (None, 0.0)  # it no longer holds the lease: read it again
+            self._known.pop(shard, None)  # it no longer holds the lease: read it again
             self.here += 1
             return HERE
         self.sent += 1
         return call_from_item(answer["call"]) if answer["call"] else None
 
-    def _holder_address(self) -> str | None:
-        address, until = self._known
+    def _holder_address(self, shard: int) -> str | None:
+        address, until = self._known.get(shard, (None, 0.0))
         moment = self.now()
         if moment < until:
             return address
-        holder = current_holder(self.db)
+        holder = current_holder(self.db, shard)
         if holder and holder.address and holder.live(moment):
-            self._known = (holder.address, holder.lease_until)
+            self._known[shard] = (holder.address, holder.lease_until)
             return holder.address
-        self._known = (None, moment + NOBODY_SECONDS)
+        self._known[shard] = (None, moment + NOBODY_SECONDS)
         return None
 
-    def _gone(self, address: str, exc: Exception) -> object:
+    def _gone(self, shard: int, address: str, exc: Exception) -> object:
         log.info("matching dispatcher at %s is gone (%s); matching here", address, exc)
         self._drop_connection(address)
         # Nobody else can hold the lease before this one runs out: until then, match here.
-        self._known = (None, max(self._known[1], self.now() + NOBODY_SECONDS))
+        until = self._known.get(shard, (None, 0.0))[1]
+        self._known[shard] = (None, max(until, self.now() + NOBODY_SECONDS))
         self.here += 1
         return HERE
 
@@ -251,9 +285,10 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 class Dispatcher:
-    """The holder's side: `start` listens and runs the lease thread; while it holds the
-    lease, every new call sent to it is matched with `match` (which raises CallExists when
-    the call exists already)."""
+    """The holder's side: `start` listens and runs the lease thread; while it holds a
+    shard's lease, every new call of that shard sent to it is matched with `match` (which
+    raises CallExists when the call exists already). It stands by for the `shards` given
+    (every shard of the deployment without them), holding each lease it can take."""
 
     def __init__(
         self,
@@ -264,9 +299,16 @@ class Dispatcher:
         port: int = 0,
         lease_seconds: float = 3.0,
         holder: str | None = None,
+        shards: Iterable[int] | None = None,
+        shard_count: int | None = None,
     ):
         self.db, self.match, self.listen, self.port = db, match, listen, port
-        self.lease = matching_lease(db, holder=holder or default_holder(), duration=lease_seconds)
+        self.shard_count = shard_count or configured_shards()
+        served = sorted(set(range(self.shard_count) if shards is None else shards))
+        if not served or not all(0 <= shard < self.shard_count for shard in served):
+            raise ValueError(f"shards {served} are not among the deployment's {self.shard_count}")
+        holder = holder or default_holder()
+        self.leases = {s: matching_lease(db, holder=holder, duration=lease_seconds, shard=s) for s in served}
         self.matched = 0  # callers given an agent here
         self._matched_lock = threading.Lock()
         self._server: _Server | None = None
@@ -274,8 +316,17 @@ class Dispatcher:
         self._stop = threading.Event()
 
     @property
+    def lease(self) -> Lease:
+        """The lease of the first shard it serves (its address and length are every one's)."""
+        return next(iter(self.leases.values()))
+
+    @property
     def holding(self) -> bool:
-        return self.lease.held
+        return bool(self.held_shards)
+
+    @property
+    def held_shards(self) -> list[int]:
+        return [shard for shard, lease in self.leases.items() if lease.held]
 
     def answer(self, line: bytes) -> dict:
         """The answer to one request line from a web worker."""
@@ -283,12 +334,13 @@ class Dispatcher:
             body = signer().unsign(line.strip().decode(errors="replace"), max_age=MAX_AGE)
         except signing.BadSignature:  # SignatureExpired too
             return {"error": "bad signature"}
-        if not self.lease.held:
-            return {"here": True}
         try:
             call = call_from_item(json.loads(body))
         except (ValueError, KeyError, TypeError):
             return {"error": "not a call"}
+        lease = self.leases.get(shard_of(call, self.shard_count))
+        if lease is None or not lease.held:
+            return {"here": True}
         try:
             assigned = self.match(call)
         except CallExists:
@@ -307,15 +359,20 @@ class Dispatcher:
         address with the lease, and run the lease thread."""
         self._server = _Server((self.listen, self.port), self)
         host, port = self._server.socket.getsockname()[:2]
-        self.lease.address = f"{host}:{port}"
+        for lease in self.leases.values():
+            lease.address = f"{host}:{port}"
         threading.Thread(target=self._server.serve_forever, name="matching-dispatcher-server", daemon=True).start()
         self._thread = threading.Thread(target=self._hold, name="matching-dispatcher-lease", daemon=True)
         self._thread.start()
 
     def keep_lease(self) -> float:
-        """One turn of the lease thread: renew the lease when less than two thirds of it
-        are left, or take it when free or run out. Returns how long to wait before the next."""
-        lease = self.lease
+        """One turn of the lease thread: each shard's lease renewed when less than two
+        thirds of it are left, or taken when free or run out. Returns how long to wait
+        before the next."""
+        return min(self._keep(shard, lease) for shard, lease in self.leases.items())
+
+    @staticmethod
+    def _keep(shard: int, lease: Lease) -> float:
         pause = lease.duration / 6
         if lease.generation is not None:
             if lease.until - lease.now() > lease.duration * 2 / 3 or lease.renew():
@@ -323,7 +380,9 @@ class Dispatcher:
         if not lease.acquire():
             # Somebody else holds it: try again when the lease we saw runs out, not before.
             return max(pause, lease.wait_hint(lease.duration) + random.uniform(0, pause))
-        log.info("matching dispatcher: %s holds the lease (generation %s)", lease.address, lease.generation)
+        log.info(
+            "matching dispatcher: %s holds shard %s's lease (generation %s)", lease.address, shard, lease.generation
+        )
         return pause
 
     def _hold(self) -> None:
@@ -344,7 +403,8 @@ class Dispatcher:
             self._server.shutdown()
             self._server.close_connections()
             self._server.server_close()
-        try:
-            self.lease.release()
-        except errors.DynamoError as exc:
-            log.warning("matching dispatcher: could not give the lease up (it runs out by itself): %s", exc)
+        for lease in self.leases.values():
+            try:
+                lease.release()
+            except errors.DynamoError as exc:
+                log.warning("matching dispatcher: could not give a lease up (it runs out by itself): %s", exc)

@@ -43,11 +43,26 @@ def test_the_demo_traffic_only_with_its_flag():
 
 
 def test_serve_and_run_local_share_one_list():
-    assert serve.BACKGROUND is children.BACKGROUND
-    assert set(background()) == set(children.BACKGROUND)
+    assert serve.deployment_processes is children.deployment_processes
+    assert set(background()) == set(children.BACKGROUND) == set(children.deployment_processes(1))
 
 
-@pytest.mark.parametrize("args", list(background(demo_load=True).values()), ids=lambda a: a[0])
+def test_a_matcher_for_each_matching_shard(settings):
+    settings.SWITCHBOARD_MATCHING_SHARDS = 3
+    processes = background()
+    assert {name: args for name, args in processes.items() if "matcher" in name} == {
+        f"run_matcher-{k}": ["run_matcher", "--shard", str(k)] for k in range(3)
+    }
+    assert set(processes) - {"run_matcher-0", "run_matcher-1", "run_matcher-2"} == set(children.BACKGROUND) - {
+        "run_matcher"
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [*background(demo_load=True).values(), *children.deployment_processes(2).values()],
+    ids=lambda a: " ".join(a[:3]),
+)
 def test_each_process_is_a_command_that_takes_its_arguments(args):
     name, *rest = args
     parser = load_command_class("queues_app", name).create_parser("manage.py", name)

@@ -13,9 +13,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from queues_app.management.children import (
-    BACKGROUND,
     SHIPMENT_WORKER,
     Children,
+    deployment_processes,
     start_local_dynamodb,
     stop_on_sigterm,
 )
@@ -27,7 +27,7 @@ def background(*, demo_load: bool = False) -> dict[str, list[str]]:
     """The `manage.py` commands started beside runserver, by name: a deployment's background
     processes (shared with `serve`), so the overview is green when nothing is wrong;
     `demo_load` adds the demo traffic."""
-    processes = dict(BACKGROUND)
+    processes = deployment_processes(settings.SWITCHBOARD_MATCHING_SHARDS)
     # --fair: it drains the spillover queue too, so sidelined shipments get done.
     processes[SHIPMENT_WORKER] = [SHIPMENT_WORKER, "--fair"]
     if demo_load:

@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from queues_app.centre.call_center import CallCenter
 from queues_app.figures import counters, heartbeats
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, text
-from queues_app.routing.dispatch import Dispatcher
+from queues_app.routing.dispatch import Dispatcher, configured_shards
 
 DEFAULT_LISTEN = "127.0.0.1"
 
@@ -27,10 +27,16 @@ def listen_address() -> str:
 
 
 def matching_dispatcher(
-    router: CallCenter | None = None, *, listen: str | None = None, port: int = 0, lease_seconds: float = 3.0
+    router: CallCenter | None = None,
+    *,
+    listen: str | None = None,
+    port: int = 0,
+    lease_seconds: float = 3.0,
+    shards: list[int] | None = None,
 ) -> Dispatcher:
     """The dispatcher this command runs: new callers matched by the call center's matcher
-    in this process (`Matcher.match_here`), from one thread per web worker's connection."""
+    in this process (`Matcher.match_here`), from one thread per web worker's connection;
+    for the `shards` given, or every shard of the deployment."""
     router = router or CallCenter()
     return Dispatcher(
         router.db,
@@ -38,7 +44,16 @@ def matching_dispatcher(
         listen=listen or listen_address(),
         port=port,
         lease_seconds=lease_seconds,
+        shards=shards,
     )
+
+
+def _served(shards: list[int] | None) -> str:
+    count = configured_shards()
+    if count == 1:
+        return ""
+    named = sorted(set(shards)) if shards else list(range(count))
+    return f", shard{'s' if len(named) > 1 else ''} {', '.join(map(str, named))} of {count}"
 
 
 def _not_a_wildcard(address: str) -> None:
@@ -58,7 +73,8 @@ class Command(CheckedCommand):
     help = (
         "Match every new caller of the deployment: listen for the web workers' callers and hold the "
         "matching dispatcher's lease (one holder across all hosts; the others stand by and take over when "
-        "it runs out). Runs until SIGTERM or Ctrl-C."
+        "it runs out). With SWITCHBOARD_MATCHING_SHARDS, a lease a shard: it holds every one it can, or those "
+        "of --shard. Runs until SIGTERM or Ctrl-C."
     )
 
     def add_arguments(self, parser):
@@ -76,16 +92,29 @@ class Command(CheckedCommand):
             "--lease", type=float_range(1, 3600), default=3.0, help="lease length in seconds (renewed every third)"
         )
         parser.add_argument(
+            "--shard",
+            type=int_range(0, 63),
+            action="append",
+            default=None,
+            help="match the callers of this shard only (again for more); without it, of every shard it can hold",
+        )
+        parser.add_argument(
             "--max-seconds",
             type=float_range(above=0, high=365 * DAY),
             default=None,
             help="stop after this long (tests, demos)",
         )
 
-    def handle(self, *, listen, port, lease, max_seconds, **options):
+    def handle(self, *, listen, port, lease, shard, max_seconds, **options):
         listen = listen or listen_address()
         _not_a_wildcard(listen)
-        dispatcher = matching_dispatcher(listen=listen, port=port, lease_seconds=lease)
+        count = configured_shards()
+        if shard and max(shard) >= count:
+            raise CommandError(
+                f"--shard {max(shard)}: the deployment's callers are in {count} shard{'s' if count > 1 else ''} "
+                f"(SWITCHBOARD_MATCHING_SHARDS), numbered from 0."
+            )
+        dispatcher = matching_dispatcher(listen=listen, port=port, lease_seconds=lease, shards=shard)
         stop = threading.Event()
         previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
         liveness = heartbeats.Heartbeat(heartbeats.MATCHER, dispatcher.db)
@@ -93,7 +122,9 @@ class Command(CheckedCommand):
             dispatcher.start()
         except OSError as exc:
             raise CommandError(f"Cannot listen on {listen}:{port}: {exc.strerror or exc}") from exc
-        self.stdout.write(f"Matcher listening on {dispatcher.lease.address} (lease {lease:g}s); stop with SIGTERM.")
+        self.stdout.write(
+            f"Matcher listening on {dispatcher.lease.address} (lease {lease:g}s{_served(shard)}); stop with SIGTERM."
+        )
         self.stdout.flush()
         deadline = time.monotonic() + max_seconds if max_seconds is not None else None
         try:

@@ -35,8 +35,8 @@ from django.core.management.base import CommandError, CommandParser
 from callcenter.security import LOCAL_HOSTS, production_problems
 from queues_app.management.arguments import CheckedCommand, int_range
 from queues_app.management.children import (
-    BACKGROUND,
     Children,
+    deployment_processes,
     start_local_dynamodb,
     stop_on_sigterm,
     wait_for_port_to_free,
@@ -140,7 +140,7 @@ class Command(CheckedCommand):
             metrics_dir.mkdir()
             web_env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir), "WEB_THREADS": str(threads)}
             children.start("gunicorn", gunicorn, cwd=root, env=web_env)
-            for name, args in () if web_only else BACKGROUND.items():
+            for name, args in () if web_only else deployment_processes(settings.SWITCHBOARD_MATCHING_SHARDS).items():
                 children.start(name, manage + args, cwd=root, env=env)
             for name, process in children.processes.items():
                 self.stdout.write(f"started {name} (pid {process.pid})")
