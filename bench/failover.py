@@ -60,6 +60,7 @@ from queues_app.centre.call_center import CallCenter
 from queues_app.ddb.client import Dynamo
 from queues_app.ddb.lease import LeaseInfo
 from queues_app.figures import heartbeats
+from queues_app.lines.records import MAIN as MAIN_LINE
 from queues_app.routing import dispatch
 
 PREFERENCES = {"language": "Spanish", "gender": "any"}
@@ -208,9 +209,11 @@ class WebWorker:
 
 
 def callers_shard(shards: int) -> int:
-    """The shard of the callers placed (one set of preferences: one shard)."""
+    """The shard of the callers placed (one line, the main one, and one set of preferences:
+    one shard)."""
     preferences = {name: None if value == "any" else value for name, value in PREFERENCES.items()}
-    return dispatch.shard_of(Call(call_id="-", status=CallStatus.WAITING, preferences=preferences), shards)
+    call = Call(call_id="-", status=CallStatus.WAITING, preferences=preferences, line=MAIN_LINE)
+    return dispatch.shard_of(call, shards)
 
 
 def start_matchers(count: int, db: Dynamo, shards: int = 1) -> list[subprocess.Popen]:

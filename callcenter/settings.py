@@ -336,8 +336,8 @@ SWITCHBOARD_AGENT_ORDER = env.str("SWITCHBOARD_AGENT_ORDER", default="fifo")
 # and what it publishes in its lease for them to connect to: this host's private address
 # with several hosts; empty: 127.0.0.1 (one host). docs/architecture.md, "Matching topology".
 SWITCHBOARD_MATCHING_DISPATCHER = env.str("SWITCHBOARD_MATCHING_DISPATCHER", default="")
-# How many matcher processes share the new callers: each shard (the callers of some lines,
-# or of some preferences off lines) has a lease of its own; `serve` starts a matcher per
+# How many matcher processes share the new callers: each shard (the callers of some pairs
+# of a line and a set of preferences) has a lease of its own; `serve` starts a matcher per
 # shard. Every process and host of a deployment must say the same. 1: one matcher.
 SWITCHBOARD_MATCHING_SHARDS = env.int("SWITCHBOARD_MATCHING_SHARDS", default=1)
 if not 1 <= SWITCHBOARD_MATCHING_SHARDS <= 64:

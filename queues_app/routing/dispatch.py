@@ -17,8 +17,8 @@ still never given twice (every assignment is conditioned on the agent's own item
 call is created once (its Put is conditioned on the call not existing).
 
 Past one process (SWITCHBOARD_MATCHING_SHARDS): the callers are split into shards, those
-of one line (or, off lines, of one set of preferences) always in the same one, and each
-shard has a lease of its own, held and handed over as the single one is. Callers of a
+of one line and one set of preferences always in the same one, and each shard has a
+lease of its own, held and handed over as the single one is. Callers of a
 shard are matched by one process in their order; two shards' holders may reach for the
 same agent, and the agent's conditional write settles it, as between two web workers.
 """
@@ -63,11 +63,13 @@ def configured_shards() -> int:
 
 
 def shard_of(call: Call, shards: int) -> int:
-    """The shard whose lease holder matches `call`: by its line, or by its preferences
-    when it has none (a stable hash: every process and host places a caller alike)."""
+    """The shard whose lease holder matches `call`: by its line and its preferences (the
+    partition it would wait in), a stable hash, so every process and host places a
+    caller alike. (Every caller has a line, `main` when nobody named one: by the line
+    alone, a centre of one line would have one shard.)"""
     if shards <= 1:
         return 0
-    key = f"line:{call.line}" if call.line else json.dumps(sorted(call.preferences.items()))
+    key = json.dumps([call.line, sorted(call.preferences.items())])
     return zlib.crc32(key.encode()) % shards
 
 
