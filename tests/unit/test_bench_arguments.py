@@ -30,3 +30,16 @@ def test_a_benchmark_refuses_a_number_that_runs_nothing_before_it_starts(module,
     assert done.returncode == 2, done.stderr
     assert f"argument {option}: a number above 0 expected, not '{value}'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["matching", "--matchers", "2"], "--matchers takes 1 to 64, with --processes"),
+        (["failover", "--shards", "0"], "--shards takes 1 to 64"),
+    ],
+)
+def test_matchers_and_shards_out_of_range_are_refused_before_anything_starts(arguments, said):
+    module, *rest = arguments
+    done = subprocess.run([sys.executable, "-m", f"bench.{module}", *rest], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
