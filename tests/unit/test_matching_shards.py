@@ -89,3 +89,21 @@ def test_shards_not_of_the_deployment_are_refused(moto_db, settings):
     settings.SWITCHBOARD_MATCHING_SHARDS = 2
     with pytest.raises(CommandError, match=r"--shard 2: the deployment's callers are in 2 shards"):
         call_command("run_matcher", "--shard", "2", "--max-seconds", "1", stdout=io.StringIO())
+
+
+def test_the_system_page_says_which_shards_a_matcher_holds(moto_db):
+    from queues_app.management.commands.run_matcher import heartbeat_state
+
+    one = dispatch.Dispatcher(moto_db, lambda call: call, shard_count=1)
+    assert heartbeat_state(one) == "standing by"
+    one.keep_lease()
+    assert heartbeat_state(one) == "holding the lease"
+    one.stop()  # shard 0's lease is the single one: given up
+
+    pinned = dispatch.Dispatcher(moto_db, lambda call: call, shards=[1], shard_count=3)
+    spare = dispatch.Dispatcher(moto_db, lambda call: call, shard_count=3)
+    pinned.keep_lease()
+    assert heartbeat_state(pinned) == "holding the lease of shard 1 (of 3)"
+    assert heartbeat_state(spare) == "standing by for shards 0, 1, 2 (of 3)"
+    spare.keep_lease()
+    assert heartbeat_state(spare) == "holding the leases of shards 0, 2 (of 3)"

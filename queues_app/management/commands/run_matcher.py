@@ -48,6 +48,20 @@ def matching_dispatcher(
     )
 
 
+def heartbeat_state(dispatcher: Dispatcher) -> str:
+    """What the system page says of a matcher: with shards, which ones it holds."""
+    if dispatcher.shard_count == 1:
+        return heartbeats.HOLDING if dispatcher.holding else heartbeats.STANDING_BY
+    held, count = dispatcher.held_shards, dispatcher.shard_count
+    if not held:
+        served = ", ".join(map(str, dispatcher.leases))
+        return f"standing by for shard{'s' if len(dispatcher.leases) > 1 else ''} {served} (of {count})"
+    many = len(held) > 1
+    return (
+        f"holding the lease{'s' if many else ''} of shard{'s' if many else ''} {', '.join(map(str, held))} (of {count})"
+    )
+
+
 def _served(shards: list[int] | None) -> str:
     count = configured_shards()
     if count == 1:
@@ -129,7 +143,7 @@ class Command(CheckedCommand):
         deadline = time.monotonic() + max_seconds if max_seconds is not None else None
         try:
             while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
-                state = heartbeats.HOLDING if dispatcher.holding else heartbeats.STANDING_BY
+                state = heartbeat_state(dispatcher)
                 liveness.beat(state, dispatcher.matched, force=state != liveness.state)
                 counters.flush_if_due(dispatcher.db)  # the answers it made are counted soon
                 stop.wait(1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic())))
