@@ -303,14 +303,16 @@ class Dispatcher:
         holder: str | None = None,
         shards: Iterable[int] | None = None,
         shard_count: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
-        self.db, self.match, self.listen, self.port = db, match, listen, port
+        self.db, self.match, self.listen, self.port, self.clock = db, match, listen, port, clock
         self.shard_count = shard_count or configured_shards()
         served = sorted(set(range(self.shard_count) if shards is None else shards))
         if not served or not all(0 <= shard < self.shard_count for shard in served):
             raise ValueError(f"shards {served} are not among the deployment's {self.shard_count}")
         holder = holder or default_holder()
         self.leases = {s: matching_lease(db, holder=holder, duration=lease_seconds, shard=s) for s in served}
+        self._due: dict[int, float] = {}  # shard: when its lease's next turn is (`clock`)
         self.matched = 0  # callers given an agent here
         self._matched_lock = threading.Lock()
         self._server: _Server | None = None
@@ -368,10 +370,15 @@ class Dispatcher:
         self._thread.start()
 
     def keep_lease(self) -> float:
-        """One turn of the lease thread: each shard's lease renewed when less than two
-        thirds of it are left, or taken when free or run out. Returns how long to wait
-        before the next."""
-        return min(self._keep(shard, lease) for shard, lease in self.leases.items())
+        """One turn of the lease thread: each shard's lease whose turn has come renewed
+        when less than two thirds of it are left, or taken when free or run out (one held
+        by another is tried again when the lease seen runs out). Returns how long to wait
+        before the next turn."""
+        moment = self.clock()
+        for shard, lease in self.leases.items():
+            if self._due.get(shard, 0.0) <= moment:
+                self._due[shard] = moment + self._keep(shard, lease)
+        return max(0.0, min(self._due.values()) - moment)
 
     @staticmethod
     def _keep(shard: int, lease: Lease) -> float:

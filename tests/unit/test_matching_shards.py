@@ -63,11 +63,15 @@ def test_a_matcher_of_every_shard_stands_by_and_takes_a_lease_given_up(moto_db):
     pinned = [dispatch.Dispatcher(moto_db, lambda call: call, shards=[k], shard_count=2) for k in (0, 1)]
     for matcher in pinned:
         matcher.keep_lease()
-    spare = dispatch.Dispatcher(moto_db, lambda call: call, shard_count=2)
-    spare.keep_lease()
+    clock = [100.0]
+    spare = dispatch.Dispatcher(moto_db, lambda call: call, shard_count=2, clock=lambda: clock[0])
+    pause = spare.keep_lease()
     assert spare.held_shards == [] and not spare.holding
+    assert pause >= 0.5  # it tries again when the leases it saw run out, not at every turn
 
     pinned[1].stop()  # gives shard 1's lease up
+    assert spare.keep_lease() > 0 and spare.held_shards == []  # not its turn yet
+    clock[0] += 4.0  # past the 3 s lease it saw
     spare.keep_lease()
     assert spare.held_shards == [1]
     assert spare.answer(signed(caller("c", line=line_in_shard(1))))["call"]["call_id"] == "c"
