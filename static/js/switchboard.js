@@ -271,12 +271,21 @@
     return bar ? bar.getAttribute("data-live") : null;
   }
 
+  // The bar says whether the stream is open (`data-live-open`), for whoever looks at the page.
+  function markLive(open) {
+    live.open = open;
+    var bar = document.querySelector("[data-live]");
+    if (bar) {
+      bar.toggleAttribute("data-live-open", open);
+    }
+  }
+
   function closeLive() {
     if (live.source) {
       live.source.close();
     }
     live.source = null;
-    live.open = false;
+    markLive(false);
   }
 
   function swapPushed(event) {
@@ -296,10 +305,10 @@
     var source = new EventSource(url);
     live.source = source;
     source.addEventListener("open", function () {
-      live.open = true;
+      markLive(true);
     });
     source.addEventListener("error", function () {
-      live.open = false;
+      markLive(false);
       if (source.readyState === EventSource.CLOSED && live.source === source) {
         // Refused or gone for good: poll, and try the stream again later.
         live.source = null;
