@@ -54,20 +54,20 @@ def heartbeat_state(dispatcher: Dispatcher) -> str:
         return heartbeats.HOLDING if dispatcher.holding else heartbeats.STANDING_BY
     held, count = dispatcher.held_shards, dispatcher.shard_count
     if not held:
-        served = ", ".join(map(str, dispatcher.leases))
-        return f"standing by for shard{'s' if len(dispatcher.leases) > 1 else ''} {served} (of {count})"
-    many = len(held) > 1
-    return (
-        f"holding the lease{'s' if many else ''} of shard{'s' if many else ''} {', '.join(map(str, held))} (of {count})"
-    )
+        return f"standing by for {_named(list(dispatcher.leases))} (of {count})"
+    return f"holding the lease{'s' if len(held) > 1 else ''} of {_named(held)} (of {count})"
+
+
+def _named(shards: list[int]) -> str:
+    """'shard 1', 'shards 0, 2'."""
+    return f"shard{'s' if len(shards) > 1 else ''} {', '.join(map(str, shards))}"
 
 
 def _served(shards: list[int] | None) -> str:
     count = configured_shards()
     if count == 1:
         return ""
-    named = sorted(set(shards)) if shards else list(range(count))
-    return f", shard{'s' if len(named) > 1 else ''} {', '.join(map(str, named))} of {count}"
+    return f", {_named(sorted(set(shards)) if shards else list(range(count)))} of {count}"
 
 
 def _not_a_wildcard(address: str) -> None:
