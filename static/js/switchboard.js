@@ -266,15 +266,19 @@
   var live = { source: null, open: false, retry: null };
   var LIVE_RETRY_MS = 30000;
 
+  function liveBar() {
+    return document.querySelector("[data-live]");
+  }
+
   function liveUrl() {
-    var bar = document.querySelector("[data-live]");
+    var bar = liveBar();
     return bar ? bar.getAttribute("data-live") : null;
   }
 
   // The bar says whether the stream is open (`data-live-open`), for whoever looks at the page.
   function markLive(open) {
     live.open = open;
-    var bar = document.querySelector("[data-live]");
+    var bar = liveBar();
     if (bar) {
       bar.toggleAttribute("data-live-open", open);
     }
