@@ -744,6 +744,23 @@ class ShipmentProducer(threading.Thread):
         self.phone, self.recorder, self.rate, self.stopping = phone, recorder, rate, stopping
         self.rng = random.Random(seed)
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="shipments")
+        self.lock = threading.Lock()
+        self.due: list[float] = []
+        self.unanswered: set[float] = set()
+
+    def due_between(self, began: float, ended: float) -> int:
+        with self.lock:
+            return sum(1 for due in self.due if began <= due < ended)
+
+    def answered_by(self, ended: float, timeout: float) -> bool:
+        """Waits until every shipment due before `ended` has its answer (or `timeout` passed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not any(due < ended for due in self.unanswered):
+                    return True
+            time.sleep(0.05)
+        return False
 
     def run(self) -> None:
         due = time.time()
@@ -754,6 +771,9 @@ class ShipmentProducer(threading.Thread):
             index += 1
             data = {"to": self.rng.choice(("Porto", "Lyon", "Kraków", "Gent")), "parcels": index % 4 + 1}
             tenant = self.rng.choice(("acme", "globex", "initech"))
+            with self.lock:
+                self.due.append(due)
+                self.unanswered.add(due)
             self.pool.submit(self._send, due, data, tenant)
         self.pool.shutdown(wait=True, cancel_futures=True)
 
@@ -765,6 +785,8 @@ class ShipmentProducer(threading.Thread):
         except Exception as exc:  # recorded; the load goes on
             status, error = failure_status(exc), describe_failure(exc)
         self.recorder.add(SHIPMENT, due, time.time() - sent, status, error, max(0.0, sent - due))
+        with self.lock:
+            self.unanswered.discard(due)
 
 
 # --- the servers ------------------------------------------------------------------------------
@@ -1040,8 +1062,9 @@ def run_audit(manage: list[str], env: dict[str, str]) -> dict:
 
 
 def step_figures(
-    rate: int, began: float, ended: float, recorder: Recorder, calls_due: int, buckets: dict | None, cpu: tuple
+    rate: int, began: float, ended: float, recorder: Recorder, due: tuple[int, int], buckets: dict | None, cpu: tuple
 ) -> dict:
+    """`due`: the callers and the shipments due in the step."""
     samples = recorder.between(began, ended)
     endpoints = endpoint_figures(samples)
     with recorder.lock:
@@ -1055,7 +1078,8 @@ def step_figures(
     figures: dict[str, Any] = {
         "rate": rate,
         "seconds": round(seconds, 1),
-        "calls_due": calls_due,
+        "calls_due": due[0],
+        "shipments_due": due[1],
         "calls_per_s": round(calls / seconds, 2),
         "endpoints": endpoints,
         "panel_views": sum(endpoints.get(name, {}).get("count", 0) for name in (PUSHED, PANEL)),
@@ -1124,6 +1148,12 @@ def not_held_because(step: dict, p95_limit: float) -> list[str]:
     unanswered = step["calls_due"] - calls.get("count", 0)
     if unanswered > 0:
         causes.append(f"latency: {unanswered} of {step['calls_due']} calls due had no answer {ANSWER_WAIT:g} s on")
+    shipped = step["endpoints"].get(SHIPMENT, {}).get("count", 0)
+    if step.get("shipments_due", 0) > shipped:
+        causes.append(
+            f"latency: {step['shipments_due'] - shipped} of {step['shipments_due']} shipments due had no answer "
+            f"{ANSWER_WAIT:g} s on"
+        )
     if step.get("supervisors") and not step["panel_views"]:
         # Open overviews shown nothing for the whole step: the panels' reads were that slow.
         causes.append(f"latency: no panel was shown to the {step['supervisors']} supervisors watching")
@@ -1213,7 +1243,8 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
         phone = phone_client(base_url, token, http)
         run.client = type(phone).__module__ + "." + type(phone).__name__
         phone_system = PhoneSystem(phone, recorder, params, rng, SkillCatalog.from_settings())
-        threads.append(ShipmentProducer(phone, recorder, params.shipment_rate, stopping, params.seed))
+        shipments = ShipmentProducer(phone, recorder, params.shipment_rate, stopping, params.seed)
+        threads.append(shipments)
         run.machine = {"cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
         phone_system.start()
         for thread in threads:
@@ -1260,6 +1291,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                     continue
                 # Every caller due in the step is counted with its answer, however late it came.
                 phone_system.answered_by(step_ended, timeout=ANSWER_WAIT)
+                shipments.answered_by(step_ended, timeout=ANSWER_WAIT)
                 time.sleep(1.5)  # answers to the supervisors' last requests of the step
                 busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
                 buckets = None
@@ -1270,7 +1302,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                     step_began,
                     step_ended,
                     recorder,
-                    phone_system.calls_due(step_began, step_ended),
+                    (phone_system.calls_due(step_began, step_ended), shipments.due_between(step_began, step_ended)),
                     buckets,
                     (round(busy, 2), round(os.getloadavg()[0], 2)),
                 )

@@ -40,6 +40,14 @@ def test_a_request_the_client_stopped_waiting_for_is_latency_and_any_other_missi
     ]
 
 
+def test_shipments_due_in_a_step_and_still_unanswered_at_its_wait_are_latency():
+    slow = step({"201": 10}, failures=0)
+    slow["shipments_due"] = 4
+    assert load.not_held_because(slow, 1.0) == ["latency: 4 of 4 shipments due had no answer 35 s on"]
+    slow["endpoints"][load.SHIPMENT] = {"count": 4, "p95_ms": 100.0, "statuses": {"201": 4}}
+    assert load.not_held_because(slow, 1.0) == []
+
+
 def test_supervisors_watching_a_step_shown_no_panel_is_latency():
     watched = step({"201": 10}, failures=0)
     watched.update(supervisors=3, panel_views=0)
