@@ -83,6 +83,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import secrets
 import shutil
 import socket
@@ -176,7 +177,8 @@ THROTTLED = json.dumps(
 class MeterProxy(ThreadingHTTPServer):
     """Forwards DynamoDB's JSON protocol to `upstream` and adds up, per second, what went
     through: {second: {"ops": {op: [requests, errors]}, "cu": {"table|read": units},
-    "estimated": {"table|write": units}}}. `GET /__meter__` answers the lot as JSON.
+    "estimated": {"table|write": units}, "origins": {process: requests}}}, a process named by
+    the `app/<name>` of its User-Agent. `GET /__meter__` answers the lot as JSON.
     `GET /__throttle__?seconds=S&share=F` throttles a share F of the requests for S seconds
     (DynamoDB's ThrottlingException, which botocore retries), as a hot partition would."""
 
@@ -204,7 +206,7 @@ class MeterProxy(ThreadingHTTPServer):
     def table(self, name: str | None) -> str:
         return (name or "?").removeprefix(self.prefix)
 
-    def record(self, operation: str, request: bytes, status: int, answer: bytes) -> None:
+    def record(self, operation: str, request: bytes, status: int, answer: bytes, origin: str = "?") -> None:
         kind = "read" if operation in READS else "write"
         measured: dict[str, float] = defaultdict(float)
         estimated: dict[str, float] = defaultdict(float)
@@ -222,7 +224,10 @@ class MeterProxy(ThreadingHTTPServer):
             estimated[f"{self.table(sent.get('TableName'))}|{kind}"] += units
         second = int(time.time())
         with self.lock:
-            bucket = self.seconds.setdefault(second, {"ops": {}, "cu": defaultdict(float), "estimated": {}})
+            bucket = self.seconds.setdefault(
+                second, {"ops": {}, "cu": defaultdict(float), "estimated": {}, "origins": defaultdict(int)}
+            )
+            bucket["origins"][origin] += 1
             counts = bucket["ops"].setdefault(operation, [0, 0])
             counts[0] += 1
             counts[1] += 1 if status >= 400 else 0
@@ -277,7 +282,8 @@ class _MeterHandler(BaseHTTPRequestHandler):
                     return
         kept = [(n, v) for n, v in answer.getheaders() if n.lower() not in HOP_BY_HOP]
         self._answer(answer.status, data, kept)
-        self.server.record(operation, request, answer.status, data)
+        agent = re.search(r"\bapp/([\w.-]+)", self.headers.get("User-Agent") or "")
+        self.server.record(operation, request, answer.status, data, agent.group(1) if agent else "?")
 
     def _answer(self, status: int, data: bytes, headers: list[tuple[str, str]]) -> None:
         self.send_response(status)
@@ -298,8 +304,11 @@ def meter_figures(buckets: dict, began: float, ended: float) -> dict:
     ops: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     cu: dict[str, float] = defaultdict(float)
     estimated: dict[str, float] = defaultdict(float)
+    origins: dict[str, int] = defaultdict(int)
     for second, bucket in buckets.items():
         if int(began) <= int(second) < int(ended):
+            for origin, n in bucket.get("origins", {}).items():
+                origins[origin] += n
             for op, (n, errors) in bucket["ops"].items():
                 ops[op][0] += n
                 ops[op][1] += errors
@@ -307,7 +316,7 @@ def meter_figures(buckets: dict, began: float, ended: float) -> dict:
                 cu[key] += units
             for key, units in bucket["estimated"].items():
                 estimated[key] += units
-    return {"ops": dict(ops), "cu": dict(cu), "estimated": dict(estimated)}
+    return {"ops": dict(ops), "cu": dict(cu), "estimated": dict(estimated), "origins": dict(origins)}
 
 
 # --- the phone system's client ----------------------------------------------------------------
@@ -804,6 +813,8 @@ class LoggedChildren:
 
     def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - the child keeps it open
+        # botocore names the process in its User-Agent (`app/<name>`): the meter counts each one's requests.
+        env = {**env, "AWS_SDK_UA_APP_ID": name.partition("-")[0]}
         process = subprocess.Popen(
             args, cwd=harness.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -1117,6 +1128,10 @@ def step_figures(
             "by_operation_per_call": {op: round(n / per, 2) for op, (n, _) in sorted(metered["ops"].items())},
             "errors": {op: e for op, (_, e) in metered["ops"].items() if e},
             "by_table_per_call": dict(by_table),
+            # Whose requests: each server process by its name, the driver's own set-up apart.
+            "by_process_per_s": {
+                origin: round(n / seconds, 1) for origin, n in sorted(metered["origins"].items(), key=lambda o: -o[1])
+            },
         }
     return figures
 

@@ -7,6 +7,7 @@ the figure says so (`capped`), and the page shows "1,000+" rather than a wrong n
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,6 +21,7 @@ from queues_app.centre.keys import ANY_VALUE
 from queues_app.ddb.clock import centre_zone, from_iso, now
 from queues_app.figures.service_level import Figures, ServiceLevelReader, Window, combination_name
 from queues_app.lines.records import Line
+from queues_app.monitoring.shared import cached_panel
 from queues_app.shipments.queue import DEFAULT_QUEUE, SPILLOVER_QUEUE, ShipmentQueue
 from queues_app.tasks.queue import TaskQueue, TaskStatus
 
@@ -185,6 +187,20 @@ def lines_now(center: CallCenter, lines: list[Line], moment: datetime, today: Wi
     return shown
 
 
+@dataclass
+class Floor:
+    """The logged-in agents: a capped page of each of their statuses' index partitions
+    (`capped`: some partition had more)."""
+
+    agents: list[Agent]
+    capped: bool
+
+    def counts(self) -> dict[str, tuple[int, bool]]:
+        """Logged-in agents per status, as `count_by_status` gives them; exact unless capped."""
+        tally = Counter(agent.status for agent in self.agents)
+        return {s: (tally[s], self.capped) for s in AgentStatus.ALL if s != AgentStatus.OFFLINE}
+
+
 class Dashboard:
     def __init__(
         self,
@@ -198,9 +214,30 @@ class Dashboard:
         self.shipments = shipments or ShipmentQueue(self.center.db)
         self.tasks = tasks or TaskQueue(self.center.db)
         self.clock = clock
+        # A viewer who has just changed something reads the floor now, not the period's.
+        self.fresh = False
+        self._floor: Floor | None = None
+
+    def floor(self) -> Floor:
+        """The logged-in agents, read at most once per panel period (the panel cache's) for
+        every panel and viewer that shows them: the calls panel's counts and the grid."""
+        if self._floor is None:
+            from django.conf import settings
+
+            def read() -> dict:
+                return {"floor": Floor(*self.agents.logged_in(cap=LOGGED_IN_READ_CAP))}
+
+            seconds = settings.SWITCHBOARD_PANEL_CACHE_SECONDS
+            self._floor = cached_panel(self.center.db.prefix, "floor", read, seconds, fresh=self.fresh)["floor"]
+        return self._floor
 
     def calls_panel(self) -> CallsPanel:
-        agents = {status: Figure(*pair) for status, pair in self.agents.count_by_status(cap=COUNT_CAP).items()}
+        # The logged-in statuses from the floor the grid reads too; counted apart only when
+        # it was capped, and the offline always (nobody shows them one by one).
+        floor = self.floor()
+        counted = AgentStatus.ALL if floor.capped else (AgentStatus.OFFLINE,)
+        pairs = {**floor.counts(), **self.agents.count_by_status(cap=COUNT_CAP, statuses=counted)}
+        agents = {status: Figure(*pairs[status]) for status in AgentStatus.ALL}
         waiting, more = self.center.line.count_waiting(cap=COUNT_CAP)
         oldest = self.center.line.longest_waiting_since()
         away = agents[AgentStatus.NOT_READY].value
@@ -274,7 +311,8 @@ class Dashboard:
             if age is not None and (cell.oldest_wait_seconds is None or age > cell.oldest_wait_seconds):
                 cell.oldest_wait_seconds = age
 
-        logged_in, grid.agents_capped = self.agents.logged_in(cap=LOGGED_IN_READ_CAP)
+        floor = self.floor()
+        logged_in, grid.agents_capped = floor.agents, floor.capped
         cells = [*grid.cells.values(), *flexible.values()]
         for agent in logged_in:
             for cell in cells:

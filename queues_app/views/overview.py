@@ -221,6 +221,7 @@ def read_panel(request, dashboard: Dashboard, name: str) -> dict:
         # Figures cached before the session's write expire within `seconds` of it (a
         # second more for clocks of several hosts sharing a cache).
         fresh = wrote_recently(request, seconds + 1)
+        dashboard.fresh = dashboard.fresh or fresh  # and the floor it shares with other panels
         return cached_panel(dashboard.center.db.prefix, name, read, seconds, fresh=fresh)
     except DynamoError as exc:
         return {f"{name}_problem": describe(exc), f"{name}_error": exc}

@@ -111,3 +111,56 @@ def test_a_failed_read_frees_the_lease_for_the_next_viewer(clock):
     with pytest.raises(RuntimeError):
         shared.cached_panel(PREFIX, "calls", fails, 1.5)
     assert shared.cached_panel(PREFIX, "calls", lambda: {"value": 5}, 1.5) == {"value": 5}
+
+
+def test_the_calls_panel_and_the_grid_share_one_read_of_the_floor_per_period(clock, moto_db, settings):
+    """The logged-in agents are read once per period for both panels (each its own request,
+    each its own Dashboard); their counts are the status index's; a viewer who has just
+    changed something reads the floor anew; a capped floor is counted apart."""
+    from queues_app.agents.records import AgentStatus
+    from queues_app.centre.call_center import CallCenter
+    from queues_app.monitoring import overview
+    from tests.helpers.api import agent
+
+    settings.SWITCHBOARD_PANEL_CACHE_SECONDS = 1.5
+    center = CallCenter()
+    made = [
+        agent(f"Agent {i}", [language], gender)
+        for i, (language, gender) in enumerate([("English", "F"), ("French", "M"), ("English", "X")])
+    ]
+    for each in made[:2]:
+        center.make_available(each.agent_id)
+    reads = []
+    logged_in = center.agents.logged_in
+
+    def counted(*args, **kwargs):
+        reads.append(1)
+        return logged_in(*args, **kwargs)
+
+    def dashboard(fresh=False):
+        board = overview.Dashboard(center)
+        board.agents.logged_in = counted  # this center's roster, shared by every dashboard here
+        board.fresh = fresh
+        return board
+
+    calls = dashboard().calls_panel()
+    grid = dashboard().supply_and_demand()
+    assert len(reads) == 1
+    expected = center.agents.count_by_status()
+    assert {status: (figure.value, figure.capped) for status, figure in calls.agents.items()} == expected
+    assert calls.agents[AgentStatus.QUEUED].value == 2 and calls.agents[AgentStatus.OFFLINE].value == 1
+    assert sum(cell.agents_queued for cell in grid.cells.values()) == 2
+
+    # Made available in the meantime: the period's floor still says 2, a fresh read says 3.
+    center.make_available(made[2].agent_id)
+    assert dashboard().calls_panel().agents[AgentStatus.QUEUED].value == 2 and len(reads) == 1
+    assert dashboard(fresh=True).calls_panel().agents[AgentStatus.QUEUED].value == 3 and len(reads) == 2
+    clock.advance(2)
+    assert dashboard().calls_panel().agents[AgentStatus.QUEUED].value == 3 and len(reads) == 3
+
+    # A floor read that was capped: the panel counts every status on the index instead.
+    floor = overview.Floor(center.agents.logged_in()[0][:1], capped=True)
+    board = dashboard()
+    board._floor = floor
+    counts = {status: (figure.value, figure.capped) for status, figure in board.calls_panel().agents.items()}
+    assert counts == center.agents.count_by_status()
