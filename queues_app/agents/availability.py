@@ -57,7 +57,9 @@ class Availability:
             )
         return combos
 
-    def make_available(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
+    def make_available(
+        self, agent_id: str, *, expected_version: int | None = None, read: Agent | None = None
+    ) -> Outcome:
         """Give the agent the longest-waiting caller they fit, or queue them.
 
         Returns the agent as it is now and the call they took, if any. With
@@ -65,9 +67,9 @@ class Availability:
         is made only from that version: the same request sent again once it took effect
         is answered as done (`replayed`), any other change since is refused saying what it
         was. An agent who is queued or attending already gets a Conflict, never a second
-        set of messages.
+        set of messages. `read`: the agent as the caller has just read them (not read again).
         """
-        agent = self.agents.get(agent_id)
+        agent = read if read is not None and read.agent_id == agent_id else self.agents.get(agent_id)
         change = replay.change_id("available", agent.version if expected_version is None else expected_version)
         if expected_version is not None and agent.version != expected_version:
             return self._done_or_stale(agent, change, expected_version)

@@ -33,17 +33,20 @@ class Endings:
         self.table, self.agents, self.calls, self.availability = table, agents, calls, availability
         self.db = table.db
 
-    def release(self, agent_id: str, then: str = "queue", *, call_id: str | None = None) -> Outcome:
+    def release(
+        self, agent_id: str, then: str = "queue", *, call_id: str | None = None, read: Agent | None = None
+    ) -> Outcome:
         """End the agent's call; then queue them again (at the back), or wrap-up, or offline.
 
         With `call_id` (the call the person or the phone system saw), only that call is
         ended: the same request sent again once it took effect is answered as it was (the
         call the agent took next, `replayed`), and a call that ended otherwise, or is not
         the agent's, is refused saying what happened. Without it (commands of our own),
-        whatever call the agent is on ends."""
+        whatever call the agent is on ends. `read`: the agent as the caller has just read them
+        (not read again; a change since fails the conditioned write, which reads them anew)."""
         if then not in AFTER_CALL:
             raise errors.InvalidRequest("After a call an agent goes to 'queue', 'wrap_up' or 'offline'.")
-        agent = self.agents.get(agent_id)
+        agent = read if read is not None and read.agent_id == agent_id else self.agents.get(agent_id)
         if call_id is None:
             if agent.status not in AgentStatus.ON_A_CALL:
                 raise errors.Conflict(f"{agent.name} is not on a call.", now={"agent": agent})

@@ -420,3 +420,27 @@ def test_a_shipment_completed_or_failed_twice_with_its_receipt_is_one_change(mot
         queue.complete("s-1", lease.receipt)  # failed is not completed: the receipt is spent
     with pytest.raises(ReceiptInvalid):
         queue.heartbeat("s-1", lease.receipt)
+
+
+def test_an_audited_release_and_making_available_read_the_agent_once(moto_db):
+    """The audit's `before` is the read the change is decided on: no second GetItem of the
+    agent (a copy is given to the change, so the audit still says what it was)."""
+    agent, call = on_a_call()
+    reads = []
+
+    def note(params, model, **kwargs):
+        if model.name == "GetItem" and params["Key"]["pk"]["S"].startswith("AGENT"):
+            reads.append(model.name)
+
+    moto_db.client.meta.events.register("provide-client-params.dynamodb", note)
+    try:
+        released = Operations("sam", "api").release(agent.agent_id, "wrap_up", call_id=call.call_id).agent
+        assert len(reads) == 1
+        reads.clear()
+        Operations("sam", "api").make_available(agent.agent_id, expected_version=released.version)
+        assert len(reads) == 1  # nobody waiting: queued, from the one read
+    finally:
+        moto_db.client.meta.events.unregister("provide-client-params.dynamodb", note)
+    assert trail_of("agent", agent.agent_id)[:2] == ["agent.available", "agent.release"]  # newest first
+    entry = AuditTrail().for_target(f"agent:{agent.agent_id}").entries[0]
+    assert (entry.before or {}).get("status") == AgentStatus.WRAP_UP and entry.after["status"] == AgentStatus.QUEUED
