@@ -28,7 +28,7 @@ from queues_app.lines.profiles import ProfileStore
 from queues_app.routing import dispatch
 from queues_app.routing.claims import Claims
 from queues_app.routing.line import WaitingLine
-from queues_app.routing.queues import Candidate, queue_candidates
+from queues_app.routing.queues import Candidate, HeadCache, queue_candidates
 
 WHY_LIMIT = 8
 _ANYONE = object()  # the caller's preferred agent is not logged in (or cannot take them): as any caller
@@ -58,6 +58,18 @@ def why_entry(agent_id: str, name: str, queued_at: str, outcome: str) -> dict:
 
 
 _contention = ContentionGauge()
+# The queues' heads this process read last, for its next new callers' first look: on in
+# the matching dispatcher's process alone (`remember_heads`), off everywhere else.
+_heads = HeadCache()
+
+
+def remember_heads(seconds: float = SHARED_READ_AGE) -> None:
+    """New callers' first look in this process reuses the queues' heads it read within
+    `seconds` (the matching dispatcher: it takes nearly every agent itself)."""
+    _heads.seconds = seconds
+    _heads.forget_all()
+
+
 # Per client (in production one per process): which queue tokens its matchers are trying
 # or saw taken. Keys are (table, queue token); a token names one enqueue of one agent.
 _claims: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -76,6 +88,7 @@ def claims_for(db) -> Claims:
 def reset_contention() -> None:
     """Forget recent lost races and every claim: a process starting afresh."""
     _contention.reset()
+    _heads.forget_all()
     with _claims_lock:
         _claims.clear()
 
@@ -210,6 +223,9 @@ class Matcher:
         # already taken fails its conditioned transaction, and an agent who queued a moment
         # ago and is missed is found by the look after the caller joins the line, which
         # reads strongly (new_call false).
+        remembered = None
+        if first_round and search.new_call and _heads.seconds > 0:
+            remembered = (_heads, lambda item: not claims.is_gone((search.table, item["sk"])))
         found = queue_candidates(
             self.table,
             call.preferences,
@@ -218,6 +234,7 @@ class Matcher:
             consistent=not search.new_call,
             min_level=min_level,
             admit=admit,
+            remembered=remembered,
         )
         claims.publish_read(shared_key, found)
         return found
@@ -250,6 +267,11 @@ class Matcher:
             finally:
                 if claimed:
                     search.claims.release((search.table, candidate.token))
+            if outcome is None and candidate.remembered:
+                # Taken by another process since this one read it: the queues are read again
+                # and tried in their order (not a race lost here).
+                _heads.forget(search.table)
+                return None
             _contention.observe(lost=outcome is None or outcome.agent_id != candidate.agent_id)
             if outcome is not None:
                 return outcome

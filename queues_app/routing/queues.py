@@ -3,6 +3,8 @@ sub-queues merged into the head of the queue."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +35,49 @@ class QueueInfo:
         return (now() - oldest).total_seconds() if oldest else None
 
 
+REMEMBERED = "_remembered"  # a message served from a `HeadCache`, not read for this look
+
+
+class HeadCache:
+    """The heads of the queues this process read last (per table and combination, oldest
+    first), for its next new callers' first look within `seconds`: the matching
+    dispatcher's, which matches every new caller of its shards, so that what it read a
+    moment ago is what the queues hold, less the agents it has taken since (left out by
+    `usable`) and those queued since (after every head read: later in line). An agent
+    taken meanwhile by another process fails its conditioned write, and the queues are
+    read again (`forget`). Off (0 s) in every other process."""
+
+    def __init__(self, seconds: float = 0.0):
+        self.seconds = seconds
+        self._heads: dict[tuple[str, tuple[str, ...]], tuple[float, list[dict]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, table: str, combo: tuple[str, ...], usable: Callable[[dict], bool]) -> list[dict] | None:
+        """The head read of `combo` within `seconds`, less what `usable` leaves out; None
+        when there is none, or nothing of it is left (the queue past it was not read)."""
+        with self._lock:
+            found = self._heads.get((table, combo))
+        if found is None or time.monotonic() - found[0] > self.seconds:
+            return None
+        left = [item for item in found[1] if usable(item)]
+        return left or None
+
+    def put(self, table: str, combo: tuple[str, ...], head: list[dict]) -> None:
+        """Keeps the head just read, each message marked as remembered when served again."""
+        if self.seconds > 0:
+            with self._lock:
+                self._heads[(table, combo)] = (time.monotonic(), [{**item, REMEMBERED: True} for item in head])
+
+    def forget(self, table: str) -> None:
+        with self._lock:
+            for key in [k for k in self._heads if k[0] == table]:
+                del self._heads[key]
+
+    def forget_all(self) -> None:
+        with self._lock:
+            self._heads.clear()
+
+
 def queue_heads(
     db: Dynamo,
     table: str,
@@ -42,6 +87,7 @@ def queue_heads(
     newest_first: bool = False,
     consistent: bool = True,
     keep: Callable[[dict], bool] | None = None,
+    remembered: tuple[HeadCache, Callable[[dict], bool]] | None = None,
 ) -> list[list[dict]]:
     """The first messages of each combination's queue, oldest first (newest first with
     `newest_first`): one Query of each sub-queue (strongly consistent unless `consistent`
@@ -53,7 +99,13 @@ def queue_heads(
     With `keep` (a routing step's minimum levels), only the messages it keeps count, and a
     queue with none of them in its first page is read on, a page at a time, until it has
     one or ends: the earliest agent who meets the step is found however many who do not
-    queued before."""
+    queued before.
+
+    With `remembered` (a `HeadCache` and what of it is usable; an eventually consistent,
+    oldest-first look without `keep`), the heads it holds are taken from it and only the
+    other combinations read (and kept in it)."""
+    if remembered is not None and not consistent and not newest_first and keep is None:
+        return _remembered_heads(db, table, combos, limit, *remembered)
     merges = []
     for combo in combos:
         queries = [
@@ -83,6 +135,23 @@ def queue_heads(
     return heads
 
 
+def _remembered_heads(
+    db: Dynamo,
+    table: str,
+    combos: Sequence[tuple[str, ...]],
+    limit: int,
+    cache: HeadCache,
+    usable: Callable[[dict], bool],
+) -> list[list[dict]]:
+    """`queue_heads` from what `cache` holds, reading (and keeping) only the others."""
+    known = {combo: cache.get(table, combo, usable) for combo in combos}
+    missing = [combo for combo, head in known.items() if head is None]
+    for combo, head in zip(missing, queue_heads(db, table, missing, limit, consistent=False), strict=True):
+        cache.put(table, combo, head)
+        known[combo] = head
+    return [known[combo] or [] for combo in combos]
+
+
 # Messages read per sub-queue and page while looking past agents below a routing step.
 STEP_PAGE = 100
 
@@ -98,6 +167,7 @@ class Candidate:
     queue: str  # the queue's name, whichever of its sub-queues the agent was read from
     levels: dict = field(default_factory=dict)  # their levels in that queue's combination, above 1
     version: int | None = None  # the agent's while queued (None: a message written before it said)
+    remembered: bool = False  # served from the process's `HeadCache`, not read for this look
 
     @property
     def queued_at(self) -> str:
@@ -113,6 +183,7 @@ def queue_candidates(
     consistent: bool = True,
     min_level: dict[str, int] | None = None,
     admit: Callable[[dict], bool] | None = None,
+    remembered: tuple[HeadCache, Callable[[dict], bool]] | None = None,
 ) -> list[Candidate]:
     """Heads of every queue that fits the preferences, merged in queue order (FIFO, or LIFO
     newest first): one Query of each of their sub-queues, all sent at once (`queue_heads`).
@@ -126,7 +197,14 @@ def queue_candidates(
 
     keep = meets_all if min_level or admit else None
     heads = queue_heads(
-        table.db, table.name, combos, limit, newest_first=newest_first, consistent=consistent, keep=keep
+        table.db,
+        table.name,
+        combos,
+        limit,
+        newest_first=newest_first,
+        consistent=consistent,
+        keep=keep,
+        remembered=remembered,
     )
     seen: dict[str, Candidate] = {}
     for combo, head in zip(combos, heads, strict=True):
@@ -141,6 +219,7 @@ def queue_candidates(
                     queue=keys.queue_name(combo),
                     levels={k: int(v) for k, v in (item.get("lv") or {}).items()},
                     version=int(item["v"]) if "v" in item else None,
+                    remembered=bool(item.get(REMEMBERED)),
                 ),
             )
     return sorted(seen.values(), key=lambda c: c.token, reverse=newest_first)

@@ -16,6 +16,7 @@ from django.core.management.base import CommandError
 from queues_app.centre.call_center import CallCenter
 from queues_app.figures import counters, heartbeats
 from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, text
+from queues_app.routing import matching
 from queues_app.routing.dispatch import Dispatcher, configured_shards
 
 DEFAULT_LISTEN = "127.0.0.1"
@@ -136,6 +137,7 @@ class Command(CheckedCommand):
             dispatcher.start()
         except OSError as exc:
             raise CommandError(f"Cannot listen on {listen}:{port}: {exc.strerror or exc}") from exc
+        matching.remember_heads()  # it matches nearly every new caller: what it read stays good a moment
         self.stdout.write(
             f"Matcher listening on {dispatcher.lease.address} (lease {lease:g}s{_served(shard)}); stop with SIGTERM."
         )
@@ -149,6 +151,7 @@ class Command(CheckedCommand):
                 stop.wait(1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic())))
         finally:
             dispatcher.stop()
+            matching.remember_heads(0)
             counters.MetricsStore(dispatcher.db).flush()  # what it counted, before it goes
             liveness.stopped(dispatcher.matched)
             for s, handler in previous.items():
