@@ -79,6 +79,8 @@ class Availability:
             return self.take_or_queue(agent, change)
         except errors.Conflict:
             if expected_version is None:
+                if read is not None:  # changed since the caller read them: decided on them as they are
+                    return self.make_available(agent_id)
                 raise
             # A copy of this request sent at the same moment may have made the change.
             return self._done_or_stale(self.agents.get(agent_id), change, expected_version)

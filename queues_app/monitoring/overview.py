@@ -29,6 +29,7 @@ WAITING_READ_CAP = 1000  # waiting callers read for the grid (the longest-waitin
 NOT_READY_SHOWN = 10  # not-ready agents named on the overview (with why and for how long)
 LOGGED_IN_READ_CAP = 2000  # logged-in agents read per status for the grid
 COUNT_CAP = 10_000
+FLOOR_SHARE = 1 / 3  # of the panel period: how long one read of the logged-in agents serves every panel
 
 
 def _age(stamp: str | None, moment: datetime) -> float | None:
@@ -216,20 +217,19 @@ class Dashboard:
         self.clock = clock
         # A viewer who has just changed something reads the floor now, not the period's.
         self.fresh = False
-        self._floor: Floor | None = None
 
     def floor(self) -> Floor:
-        """The logged-in agents, read at most once per panel period (the panel cache's) for
-        every panel and viewer that shows them: the calls panel's counts and the grid."""
-        if self._floor is None:
-            from django.conf import settings
+        """The logged-in agents, read at most once every `FLOOR_SHARE` of the panel period
+        (the panel cache's) for every panel and viewer that shows them: the calls panel's
+        counts and the grid, refreshed together (a live stream's round, the wallboard),
+        read them once, and their figures are at most that much older for it."""
+        from django.conf import settings
 
-            def read() -> dict:
-                return {"floor": Floor(*self.agents.logged_in(cap=LOGGED_IN_READ_CAP))}
+        def read() -> dict:
+            return {"floor": Floor(*self.agents.logged_in(cap=LOGGED_IN_READ_CAP))}
 
-            seconds = settings.SWITCHBOARD_PANEL_CACHE_SECONDS
-            self._floor = cached_panel(self.center.db.prefix, "floor", read, seconds, fresh=self.fresh)["floor"]
-        return self._floor
+        seconds = settings.SWITCHBOARD_PANEL_CACHE_SECONDS * FLOOR_SHARE
+        return cached_panel(self.center.db.prefix, "floor", read, seconds, fresh=self.fresh)["floor"]
 
     def calls_panel(self) -> CallsPanel:
         # The logged-in statuses from the floor the grid reads too; counted apart only when

@@ -113,10 +113,11 @@ def test_a_failed_read_frees_the_lease_for_the_next_viewer(clock):
     assert shared.cached_panel(PREFIX, "calls", lambda: {"value": 5}, 1.5) == {"value": 5}
 
 
-def test_the_calls_panel_and_the_grid_share_one_read_of_the_floor_per_period(clock, moto_db, settings):
-    """The logged-in agents are read once per period for both panels (each its own request,
-    each its own Dashboard); their counts are the status index's; a viewer who has just
-    changed something reads the floor anew; a capped floor is counted apart."""
+def test_the_calls_panel_and_the_grid_refreshed_together_share_one_read_of_the_floor(clock, moto_db, settings):
+    """The logged-in agents are read once for both panels refreshed at the same moment
+    (each its own request and Dashboard), and again a third of the period later; their
+    counts are the status index's; a viewer who has just changed something reads the
+    floor anew; a capped floor is counted apart."""
     from queues_app.agents.records import AgentStatus
     from queues_app.centre.call_center import CallCenter
     from queues_app.monitoring import overview
@@ -155,12 +156,19 @@ def test_the_calls_panel_and_the_grid_share_one_read_of_the_floor_per_period(clo
     center.make_available(made[2].agent_id)
     assert dashboard().calls_panel().agents[AgentStatus.QUEUED].value == 2 and len(reads) == 1
     assert dashboard(fresh=True).calls_panel().agents[AgentStatus.QUEUED].value == 3 and len(reads) == 2
-    clock.advance(2)
+    clock.advance(1.5 * overview.FLOOR_SHARE + 0.01)
     assert dashboard().calls_panel().agents[AgentStatus.QUEUED].value == 3 and len(reads) == 3
+
+    # A dashboard kept for rounds (a live stream's hub, the sampler) reads the floor anew too.
+    kept = dashboard()
+    assert kept.calls_panel().agents[AgentStatus.QUEUED].value == 3
+    center.log_off(made[2].agent_id)
+    clock.advance(1.5 * overview.FLOOR_SHARE + 0.01)
+    assert kept.calls_panel().agents[AgentStatus.QUEUED].value == 2
 
     # A floor read that was capped: the panel counts every status on the index instead.
     floor = overview.Floor(center.agents.logged_in()[0][:1], capped=True)
     board = dashboard()
-    board._floor = floor
+    board.floor = lambda: floor
     counts = {status: (figure.value, figure.capped) for status, figure in board.calls_panel().agents.items()}
     assert counts == center.agents.count_by_status()
