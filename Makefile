@@ -130,6 +130,7 @@ bench: setup .env
 	$(PY) -m bench.lifo
 	$(PY) -m bench.backlog
 	$(PY) -m bench.waiting
+	$(PY) -m bench.call_cost
 	$(PY) -m bench.failover
 	$(PY) -m bench.day
 
