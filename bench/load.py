@@ -467,6 +467,42 @@ def endpoint_figures(samples: list[Sample]) -> dict:
 # --- the workload ---------------------------------------------------------------------------
 
 
+class Dues:
+    """When each request of a stream (callers, shipments) was due, and which of them are
+    still unanswered: a step counts those due in it and waits for their answers."""
+
+    def __init__(self, lock: threading.Lock | threading.Condition):
+        self.lock = lock
+        self.due: list[float] = []  # in order
+        self.unanswered: Counter[float] = Counter()
+
+    def sent(self, due: float) -> None:
+        with self.lock:
+            self.due.append(due)
+            self.unanswered[due] += 1
+
+    def answered(self, due: float) -> None:
+        with self.lock:
+            self.unanswered[due] -= 1
+            if not self.unanswered[due]:
+                del self.unanswered[due]
+
+    def between(self, began: float, ended: float) -> int:
+        with self.lock:
+            return sum(1 for due in self.due if began <= due < ended)
+
+    def answered_by(self, ended: float, timeout: float) -> bool:
+        """Waits until every request due before `ended` has its answer (or `timeout`
+        seconds passed); True when none is left without one."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not any(due < ended for due in self.unanswered):
+                    return True
+            time.sleep(0.05)
+        return False
+
+
 class PhoneSystem:
     """Callers arriving, agents released and made available again, waiting calls followed.
 
@@ -486,8 +522,7 @@ class PhoneSystem:
         self.seq = 0
         self.handled_calls: set[str] = set()
         self.waiting: dict[str, float] = {}  # call id -> when to read it again
-        self.due: list[float] = []  # when each caller was due, in order
-        self.unanswered: Counter[float] = Counter()  # due times of the callers not answered yet
+        self.dues = Dues(self.timers_lock)  # the callers'
         self.threads = [
             threading.Thread(target=self._arrivals, name="arrivals", daemon=True),
             threading.Thread(target=self._timers, name="agents", daemon=True),
@@ -507,21 +542,6 @@ class PhoneSystem:
                 thread.join(timeout=30)
         self.callers.shutdown(wait=True, cancel_futures=True)
         self.pool.shutdown(wait=True, cancel_futures=True)
-
-    def calls_due(self, began: float, ended: float) -> int:
-        with self.timers_lock:
-            return sum(1 for due in self.due if began <= due < ended)
-
-    def answered_by(self, ended: float, timeout: float) -> bool:
-        """Waits until every caller due before `ended` has its answer (or `timeout`
-        seconds passed); True when none is left without one."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.timers_lock:
-                if not any(due < ended for due in self.unanswered):
-                    return True
-            time.sleep(0.05)
-        return False
 
     def _timed(self, endpoint: str, due: float, action):
         """The answer to `action()`, recorded by `due`, its time counted from sending it."""
@@ -559,19 +579,14 @@ class PhoneSystem:
                 self.recorder.lag_max = max(self.recorder.lag_max, -delay)
             if self.stopping.is_set():
                 break
-            with self.timers_lock:
-                self.due.append(due)
-                self.unanswered[due] += 1
+            self.dues.sent(due)
             self.callers.submit(self._place, due, self._preferences())
 
     def _place(self, due: float, preferences: dict) -> None:
         try:
             call = self._timed(CREATE_CALL, due, lambda: self.phone.create_call(preferences))
         finally:
-            with self.timers_lock:
-                self.unanswered[due] -= 1
-                if not self.unanswered[due]:
-                    del self.unanswered[due]
+            self.dues.answered(due)
         if call:
             self._follow(call)
 
@@ -753,23 +768,7 @@ class ShipmentProducer(threading.Thread):
         self.phone, self.recorder, self.rate, self.stopping = phone, recorder, rate, stopping
         self.rng = random.Random(seed)
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="shipments")
-        self.lock = threading.Lock()
-        self.due: list[float] = []
-        self.unanswered: set[float] = set()
-
-    def due_between(self, began: float, ended: float) -> int:
-        with self.lock:
-            return sum(1 for due in self.due if began <= due < ended)
-
-    def answered_by(self, ended: float, timeout: float) -> bool:
-        """Waits until every shipment due before `ended` has its answer (or `timeout` passed)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if not any(due < ended for due in self.unanswered):
-                    return True
-            time.sleep(0.05)
-        return False
+        self.dues = Dues(threading.Lock())
 
     def run(self) -> None:
         due = time.time()
@@ -780,9 +779,7 @@ class ShipmentProducer(threading.Thread):
             index += 1
             data = {"to": self.rng.choice(("Porto", "Lyon", "Kraków", "Gent")), "parcels": index % 4 + 1}
             tenant = self.rng.choice(("acme", "globex", "initech"))
-            with self.lock:
-                self.due.append(due)
-                self.unanswered.add(due)
+            self.dues.sent(due)
             self.pool.submit(self._send, due, data, tenant)
         self.pool.shutdown(wait=True, cancel_futures=True)
 
@@ -794,8 +791,7 @@ class ShipmentProducer(threading.Thread):
         except Exception as exc:  # recorded; the load goes on
             status, error = failure_status(exc), describe_failure(exc)
         self.recorder.add(SHIPMENT, due, time.time() - sent, status, error, max(0.0, sent - due))
-        with self.lock:
-            self.unanswered.discard(due)
+        self.dues.answered(due)
 
 
 # --- the servers ------------------------------------------------------------------------------
@@ -1305,8 +1301,8 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                     log(f"warm-up at {rate} calls/s done")
                     continue
                 # Every caller due in the step is counted with its answer, however late it came.
-                phone_system.answered_by(step_ended, timeout=ANSWER_WAIT)
-                shipments.answered_by(step_ended, timeout=ANSWER_WAIT)
+                phone_system.dues.answered_by(step_ended, timeout=ANSWER_WAIT)
+                shipments.dues.answered_by(step_ended, timeout=ANSWER_WAIT)
                 time.sleep(1.5)  # answers to the supervisors' last requests of the step
                 busy = (cpu_after[0] - cpu_before[0]) / max(1, cpu_after[1] - cpu_before[1])
                 buckets = None
@@ -1317,7 +1313,7 @@ def load_test(endpoint: str, params: LoadParameters, workdir: Path, *, log=harne
                     step_began,
                     step_ended,
                     recorder,
-                    (phone_system.calls_due(step_began, step_ended), shipments.due_between(step_began, step_ended)),
+                    (phone_system.dues.between(step_began, step_ended), shipments.dues.between(step_began, step_ended)),
                     buckets,
                     (round(busy, 2), round(os.getloadavg()[0], 2)),
                 )
