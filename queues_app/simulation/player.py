@@ -170,7 +170,8 @@ class MissedOffers:
     """Offers counted missed as the centre counts them, each once: those the player let ring
     or picked up too late, when it does; any other (one that rang out between two looks, a
     slow one under faults, or at a shift's end or a break's start) when it sees the agent not
-    ready for it, whatever it thought the agent was doing."""
+    ready for it (at a look, in an answer, or as read before logging them off), whatever it
+    thought the agent was doing."""
 
     def __init__(self) -> None:
         self.decided_for: set[str] = set()  # agents whose missed offer is counted, not yet seen not ready
@@ -202,11 +203,12 @@ def leave_floor(client: sc.Switchboard, seats: dict[str, Seat]) -> None:
             continue
 
 
-def log_off_if_free(client: sc.Switchboard, agent_id: str) -> None:
-    """The agent logged off, unless offline already or on a call."""
+def log_off_if_free(client: sc.Switchboard, agent_id: str) -> dict:
+    """The agent logged off, unless offline already or on a call; returns them as read before."""
     agent = client.get_agent(agent_id)
     if agent["status"] != "offline" and not agent.get("call_id"):
         client.log_off(agent_id, agent["version"])
+    return agent
 
 
 def heartbeats(client: sc.Switchboard, seats: Iterable[Seat]) -> float | None:
@@ -375,9 +377,13 @@ class Player:
     # --- the agents' clients ----------------------------------------------------------------
 
     def _seen(self, agent: dict) -> Seat | None:
+        """The day's agent as read (by a look, or in any answer): their version kept, and
+        an offer they did not pick up counted if it was not yet."""
         seat = self.seats.get(agent["agent_id"])
         if seat is not None:
             seat.version = agent["version"]
+            if agent["status"] == "not_ready" and agent.get("reason") == MISSED:
+                self.tally.missed += self.missed_offers.seen(agent)
         return seat
 
     def _back(self, seat: Seat) -> None:
@@ -420,7 +426,7 @@ class Player:
     def _leave(self, seat: Seat) -> None:
         seat.shift_over = True
         if seat.state in ("idle", "break", "wrap_up"):
-            log_off_if_free(self.client, seat.agent_id)
+            self._seen(log_off_if_free(self.client, seat.agent_id))
             seat.state = "off"
 
     # --- the phone system -------------------------------------------------------------------
@@ -567,8 +573,6 @@ class Player:
         for agent in self.client.iter_agents():
             seat = self._seen(agent)
             call_id = agent.get("call_id")
-            if seat is not None and agent["status"] == "not_ready" and agent.get("reason") == MISSED:
-                self.tally.missed += self.missed_offers.seen(agent)
             if seat is not None and seat.state == "idle" and agent["status"] == "not_ready":
                 seat.state = "break"  # an offer it let ring made it not ready (`missed`): back at once
                 self._later(0, "break_end", seat.agent_id)

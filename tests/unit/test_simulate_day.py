@@ -350,6 +350,30 @@ def test_an_offer_that_ran_out_before_the_player_looked_is_counted_missed_when_i
     assert Agents().get(center.calls.find(unseen[0]).legs[0]["agent_id"]).status != "ringing"
 
 
+def test_an_offer_that_ran_out_unseen_just_before_the_agents_shift_ended_is_counted_missed(
+    client, settings, monkeypatch
+):
+    # The offer rings out between two looks and the shift ends before the next: the player
+    # logs the agent off from not ready (`missed`), which the centre counted as a missed offer.
+    settings.ANSWER_TIMEOUT_SECONDS = 30
+    center, unseen = CallCenter(), []
+    taken = Player._taken
+
+    def ran_out_unseen_at_the_shifts_end(player, call):
+        if not unseen and call.get("status") == "offered":
+            unseen.append(call["call_id"])
+            stored = center.calls.find(call["call_id"])
+            assert center.offers.miss_offer(stored.call_id, stored.offer_sk) is not None
+            player._leave(player.seats[call["agent_id"]])
+            return
+        taken(player, call)
+
+    monkeypatch.setattr(Player, "_taken", ran_out_unseen_at_the_shifts_end)
+    player, _ = play(client, small_day(arrivals_per_hour=(12.0,), hours=0.25, patience_mean=None))
+    assert unseen and player.tally.missed == 1
+    assert Agents().get(center.calls.find(unseen[0]).legs[0]["agent_id"]).status == "offline"
+
+
 def test_a_day_the_site_refuses_midway_leaves_none_of_its_agents_taking_callers(client, monkeypatch):
     # A day without a line on a deployment whose lines have no `main`: its first caller is refused.
     refused = sc.InvalidInput(400, {"error": "Invalid request", "message": "say which line the caller is for"})
