@@ -339,13 +339,23 @@ class Switchboard:
     def get_agent(self, agent_id: str) -> dict:
         return self._request("GET", f"agents/{_segment(agent_id)}")
 
-    def create_agent(self, name: str, skills: Mapping[str, Any], *, agent_id: str | None = None) -> dict:
+    def create_agent(
+        self,
+        name: str,
+        skills: Mapping[str, Any],
+        *,
+        agent_id: str | None = None,
+        lines: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> dict:
         """Add an agent, logged off (version 1), with `skills` (`{"language": ["French"]}`, or
-        with levels `{"language": {"French": 5}}`); with an `agent_id` of your own, sent
-        again it answers the agent it made (a `Conflict` if another holds that id)."""
+        with levels `{"language": {"French": 5}}`), serving `lines` (`{"sales": {"priority":
+        1}}`; None: every line); with an `agent_id` of your own, sent again it answers the
+        agent it made (a `Conflict` if another holds that id)."""
         body: dict[str, Any] = {"name": name, "skills": dict(skills)}
         if agent_id is not None:
             body["agent_id"] = agent_id
+        if lines is not None:
+            body["lines"] = {line: dict(how) for line, how in lines.items()}
         return self._request("POST", "agents", json=body)
 
     def change_agent(self, agent_id: str, version: int, **changes: Any) -> dict:

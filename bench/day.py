@@ -41,7 +41,7 @@ from pathlib import Path
 
 from bench import erlang, harness
 from bench.floor import Caller, Floor, Truth
-from queues_app.simulation.day import DAYS, LINE_ID, Day, clock_seconds
+from queues_app.simulation.day import DAYS, Day, clock_seconds
 
 SMOKE = {"hours": 2.0}
 FIGURES = (
@@ -58,7 +58,7 @@ FIGURES = (
     "overflowed",
     "refused",
 )
-# The day's line's own figures (a day with a line): short abandons counted apart there.
+# Each line's own figures (a day with lines): short abandons counted apart there.
 LINE_FIGURES = ("offered", "answered", "answered_within", "abandoned", "short_abandoned", "overflowed")
 
 
@@ -242,7 +242,7 @@ def check_figures(floor: Floor) -> None:
         for name, value in values.items():
             slot[name] += value
 
-    for second in truth.refused:
+    for second, _line in truth.refused:
         add(second, refused=1)
     for caller in truth.callers.values():
         add(caller.arrived, offered=1)
@@ -269,21 +269,21 @@ def check_figures(floor: Floor) -> None:
                 truth.problems.append(
                     f"interval {interval.start:%H:%M}: {name} {measured[name]:g} in the report, {want[name]:g} seen"
                 )
-    if day.line is not None:
-        _check_line(floor, offset, step)
+    for line_id in day.lines:
+        _check_line(floor, line_id, offset, step)
     _check_agents(db, began, truth)
     _check_agent_states(floor)
     _check_today(floor)
 
 
-def _check_line(floor: Floor, offset: float, step: float) -> None:
-    """The day's line's figures, interval by interval, as its own promise counts them: a
-    caller who hung up sooner than its `short_abandon_seconds` is a short abandon, not an
+def _check_line(floor: Floor, line_id: str, offset: float, step: float) -> None:
+    """A line's figures, interval by interval, as its own promise counts them: a caller on
+    it who hung up sooner than its `short_abandon_seconds` is a short abandon, not an
     abandon; those past its limits overflowed."""
     from queues_app.ddb.clock import centre_date
     from queues_app.figures.intervals import IntervalReader
 
-    truth, short = floor.truth, floor.day.short_abandon_seconds
+    truth, short = floor.truth, floor.day.short_abandon_seconds(line_id)
     report = IntervalReader(floor.db).day(
         date.fromisoformat(centre_date(floor.began)), floor.day.interval_minutes, by_line=True
     )
@@ -294,7 +294,7 @@ def _check_line(floor: Floor, offset: float, step: float) -> None:
             slot = expected.setdefault(int((second + offset) // step), dict.fromkeys(LINE_FIGURES, 0.0))
             slot[name] += value
 
-    for caller in truth.callers.values():
+    for caller in (c for c in truth.callers.values() if c.line == line_id):
         add(caller.arrived, "offered")
         add(caller.overflowed, "overflowed")
         if caller.answered is not None:
@@ -307,13 +307,13 @@ def _check_line(floor: Floor, offset: float, step: float) -> None:
         if caller.abandoned is not None:
             add(caller.abandoned, "short_abandoned" if (caller.waited or 0.0) < short else "abandoned")
     for index, interval in enumerate(report.intervals):
-        shown = interval.by_combination.get(LINE_ID)
+        shown = interval.by_combination.get(line_id)
         want = expected.get(index, dict.fromkeys(LINE_FIGURES, 0.0))
         for name in LINE_FIGURES:
             have = float(getattr(shown.figures, name)) if shown else 0.0
             if have != want[name]:
                 truth.problems.append(
-                    f"interval {interval.start:%H:%M}, line {LINE_ID}: {name} {have:g} in the report, "
+                    f"interval {interval.start:%H:%M}, line {line_id}: {name} {have:g} in the report, "
                     f"{want[name]:g} seen"
                 )
 
@@ -433,11 +433,10 @@ def report(run: Run, where: str) -> str:
             f"  DynamoDB per call: {played.requests_per_call} requests, {played.capacity_per_call} capacity units",
             f"  estimated wait vs actual (waited 30 s or more): {played.estimate}",
         ]
-        if day.line is not None:
-            gone = line_ends(day, truth)
+        for line_id, gone in line_ends(day, truth).items():
             lines.append(
-                f"  line: {gone['short_abandoned']} short abandons (hung up within "
-                f"{gone['short_abandon_seconds']:g} s), {gone['overflowed']} overflowed, "
+                f"  line {line_id}: {gone['offered']} offered, {gone['short_abandoned']} short abandons (hung up "
+                f"within {gone['short_abandon_seconds']:g} s), {gone['overflowed']} overflowed, "
                 f"{gone['turned_away']} turned away (full)"
             )
         if day.callback_share:
@@ -477,16 +476,21 @@ def report(run: Run, where: str) -> str:
     return "\n".join(lines)
 
 
-def line_ends(day: Day, truth: Truth) -> dict:
-    """On a day with a line: the callers who hung up sooner than its short abandon, those who
-    overflowed, and those it turned away (full)."""
-    short, callers = day.short_abandon_seconds, truth.callers.values()
-    return {
-        "short_abandon_seconds": short,
-        "short_abandoned": sum(c.abandoned is not None and (c.waited or 0.0) < short for c in callers),
-        "overflowed": sum(c.overflowed is not None for c in callers),
-        "turned_away": len(truth.refused),
-    }
+def line_ends(day: Day, truth: Truth) -> dict[str, dict]:
+    """Each of the day's lines: the callers offered on it, those who hung up sooner than its
+    short abandon, those who overflowed, and those it turned away (full)."""
+    ends = {}
+    for line_id in day.lines:
+        short = day.short_abandon_seconds(line_id)
+        callers = [c for c in truth.callers.values() if c.line == line_id]
+        ends[line_id] = {
+            "offered": len(callers),
+            "short_abandon_seconds": short,
+            "short_abandoned": sum(c.abandoned is not None and (c.waited or 0.0) < short for c in callers),
+            "overflowed": sum(c.overflowed is not None for c in callers),
+            "turned_away": sum(line == line_id for _second, line in truth.refused),
+        }
+    return ends
 
 
 def callbacks(truth: Truth) -> dict:
@@ -515,7 +519,7 @@ def as_json(run: Run) -> dict:
                 "estimate": p.estimate,
                 "twin": p.twin,
                 "callbacks": callbacks(p.truth),
-                "line": line_ends(p.day, p.truth) if p.day.line is not None else None,
+                "lines": line_ends(p.day, p.truth),
                 "seconds": round(p.seconds, 1),
             }
             for p in run.days

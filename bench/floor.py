@@ -3,8 +3,8 @@ and a clock the simulation moves: no sleeping, so an eight-hour day takes minute
 
 The day (`Day`, read from a JSON file: queues_app/simulation/days/) gives the callers'
 arrival rate per interval, their languages, the handle time's distribution, the callers'
-patience and callbacks, their line, the wrap-up, and the agents with their shifts and
-breaks. The floor plays it as the phone system and the agents' clients would: a caller
+patience and callbacks, their lines, the wrap-up, and the agents with their shifts,
+breaks and the lines they serve. The floor plays it as the phone system and the agents' clients would: a caller
 arrives (`create_call`), gives up after their patience (`abandon`) or asks to be called
 back (`request_callback`: reached as soon as an agent is reserved, `callback_result`
 connected), hangs up after the handle time (`release`, to the queue or to wrap-up), is
@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 
 from queues_app.calls.records import CallStatus
 from queues_app.ddb import errors
-from queues_app.simulation.day import CALLBACK_NUMBER, LINE_ID, Arrival, Day, Shift
+from queues_app.simulation.day import CALLBACK_NUMBER, Arrival, Day, Shift
 
 # The collector samples occupancy every 15 s; the floor every minute, which keeps a day short and
 # still gives the wait estimate 15 samples over its 15 minutes.
@@ -49,6 +49,7 @@ class Caller:
     estimate: float | None = None  # the estimated wait when they arrived to wait
     callback_asked: float | None = None  # when they hung up to be called back at their turn
     overflowed: float | None = None  # when their line's max_wait_seconds ended their call
+    line: str | None = None  # the line they called on
 
     @property
     def waited(self) -> float | None:
@@ -71,11 +72,15 @@ class Seat:
     # Seconds in each state, stretches ended (the agents' report counts those it stored).
     seconds: dict[str, float] = field(default_factory=dict)
 
+    def serves(self, line: str | None) -> bool:
+        return not self.shift.lines or line in self.shift.lines
+
 
 @dataclass
 class Truth:
     callers: dict[str, Caller] = field(default_factory=dict)
-    refused: list[float] = field(default_factory=list)  # when callers were turned away (a line full)
+    # Callers turned away (their line full): when, and which line.
+    refused: list[tuple[float, str | None]] = field(default_factory=list)
     idle_while_waiting: float = 0.0  # agent-seconds: an agent idle while a caller they fit waited
     problems: list[str] = field(default_factory=list)
 
@@ -130,11 +135,11 @@ class Floor:
         collector = MetricsCollector(self.db, self.clock)
 
         self.arrivals = self.day.arrivals(self.rng)
-        line = self.day.line_settings()
-        if line is not None:
-            self.center.lines.put({"line_id": LINE_ID, **line})
-            if line.get("max_wait_seconds"):
-                self.at(SWEEP_EVERY, "sweep")
+        lines = self.day.line_settings()
+        for line_id, settings in lines.items():  # before the agents who serve them
+            self.center.lines.put({"line_id": line_id, **settings})
+        if any(settings.get("max_wait_seconds") for settings in lines.values()):
+            self.at(SWEEP_EVERY, "sweep")
         for index, arrival in enumerate(self.arrivals):
             self.at(arrival.at, "arrive", str(index))
         for shift in self.day.shifts:
@@ -167,7 +172,7 @@ class Floor:
 
     def _hire(self, shift: Shift, n: int) -> Seat:
         skills = {"language": list(shift.languages)}
-        agent = self.center.agents.create(f"Agent {len(self.seats) + 1}", skills)
+        agent = self.center.agents.create(f"Agent {len(self.seats) + 1}", skills, lines=shift.serving())
         seat = Seat(agent.agent_id, frozenset(shift.languages), shift)
         self.seats[agent.agent_id] = seat
         return seat
@@ -201,11 +206,11 @@ class Floor:
 
         arrival = self.arrivals[index]
         try:
-            call, _ = self.center.create_call({"language": arrival.language}, line=LINE_ID if self.day.line else None)
+            call, _ = self.center.create_call({"language": arrival.language}, line=arrival.line)
         except errors.Refused:  # the line is full, and its overflow ends there
-            self.truth.refused.append(self.now)
+            self.truth.refused.append((self.now, arrival.line))
             return
-        caller = Caller(arrival.language, self.seconds(call.arrived_at), index=index)
+        caller = Caller(arrival.language, self.seconds(call.arrived_at), index=index, line=arrival.line)
         self.truth.callers[call.call_id] = caller
         if call.agent_id:
             self._taken(call)
@@ -334,7 +339,7 @@ class Floor:
         idle = [s for s in self.seats.values() if s.state == "idle"]
         pairs = 0
         for caller in self.waiting.values():
-            fit = next((s for s in idle if caller.language in s.languages), None)
+            fit = next((s for s in idle if caller.language in s.languages and s.serves(caller.line)), None)
             if fit is not None:
                 idle.remove(fit)
                 pairs += 1

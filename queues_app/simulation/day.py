@@ -1,7 +1,7 @@
 """A day on the floor as a file describes it (`days/`): the callers' arrival rate per
 interval, their languages, the handle time's distribution, their patience, the callers
-who ask to be called back rather than hold, the wrap-up, and the agents with their shifts
-and breaks. `bench.day` plays one on a simulated clock;
+who ask to be called back rather than hold, the lines they call on, the wrap-up, and the
+agents with their shifts, breaks and the lines they serve. `bench.day` plays one on a simulated clock;
 `manage.py simulate_day` plays one against a deployment, through its API, at a speed.
 """
 
@@ -20,7 +20,7 @@ DAYS = Path(__file__).resolve().parent / "days"
 MAX_AGENTS = 1000  # the day's agents are hired one request each
 MAX_RATE = 100_000  # callers an hour
 MAX_SECONDS = 86_400
-LINE_ID = "day"  # the day's line, when it has one
+LINE_ID = "day"  # the day's line, when a file gives one (`line`)
 CALLBACK_NUMBER = "+33612345678"  # each caller called back is dialled here
 
 
@@ -31,6 +31,11 @@ class Shift:
     end: float
     languages: tuple[str, ...]
     breaks: tuple[tuple[float, float], ...] = ()  # (from, seconds), from the day's start
+    lines: tuple[str, ...] = ()  # the lines served, the first first (priority 1, 2...); none: every line
+
+    def serving(self) -> dict[str, dict[str, int]] | None:
+        """The lines served as an agent's `lines` (each line's priority), or None: every line."""
+        return {line: {"priority": n} for n, line in enumerate(self.lines, 1)} or None
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,10 @@ class Day:
     # are reached at once when their turn comes).
     callback_after_seconds: float | None = None
     callback_share: float = 0.0
-    # The day's callers on one line of these settings (a line's, as PUT /api/lines takes
-    # them: `short_abandon_seconds`, `max_wait_seconds` with its `overflow`...); None: no line.
-    line: dict | None = None
+    # The lines the day's callers call on, each with its settings (a line's, as PUT
+    # /api/lines takes them: `short_abandon_seconds`, `max_wait_seconds` with its
+    # `overflow`...) and, with more than one, the `share` of callers on it; none: no line.
+    lines: dict[str, dict] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path, hours: float | None = None) -> Day:
@@ -73,6 +79,7 @@ class Day:
                 clock_seconds(s["to"]) - start if "to" in s else math.inf,
                 tuple(s.get("languages") or raw["languages"]),
                 tuple((clock_seconds(at) - start, minutes * 60) for at, minutes in s.get("breaks", ())),
+                tuple(s.get("lines", ())),
             )
             for s in raw["agents"]
         )
@@ -96,7 +103,7 @@ class Day:
             missed_share=(raw.get("offers") or {}).get("missed_share", 0.0),
             callback_after_seconds=(raw.get("callbacks") or {}).get("after_seconds"),
             callback_share=(raw.get("callbacks") or {}).get("share", 0.0),
-            line=raw.get("line"),
+            lines=raw["lines"] if "lines" in raw else {LINE_ID: raw["line"]} if "line" in raw else {},
         ).checked()
 
     def checked(self) -> Day:
@@ -115,7 +122,7 @@ class Day:
             (any(s.count < 0 for s in self.shifts), "agents[].count: 0 or more"),
             (not 0 <= self.missed_share < 1, "offers.missed_share: 0 or more and under 1"),
             (not 0 <= self.callback_share <= 1, "callbacks.share: 0 to 1"),
-            (self.line is not None and not isinstance(self.line, dict), "line: an object of a line's settings"),
+            *self._line_problems(),
             (
                 bool(self.callback_share) and not 0 <= (self.callback_after_seconds or -1) <= MAX_SECONDS,
                 f"callbacks.after_seconds: 0 to {MAX_SECONDS} when a share asks",
@@ -126,16 +133,47 @@ class Day:
                 raise ValueError(problem)
         return self
 
-    @property
-    def short_abandon_seconds(self) -> float:
-        """Callers on the day's line who hang up sooner are short abandons (0: none are)."""
-        return float((self.line or {}).get("short_abandon_seconds", 0))
+    def _line_problems(self) -> list[tuple[bool, str]]:
+        lines = self.lines if isinstance(self.lines, dict) else {}
+        shares = [settings.get("share", 1) for settings in lines.values() if isinstance(settings, dict)]
+        served = {line for shift in self.shifts for line in shift.lines}
+        return [
+            (not isinstance(self.lines, dict), "lines: an object of lines, each with its settings"),
+            (len(shares) < len(lines), "lines: each line's settings an object"),
+            (
+                any(not isinstance(s, (int, float)) or s < 0 for s in shares) or (bool(shares) and not sum(shares)),
+                "lines[].share: a number of 0 or more each, one at least above 0",
+            ),
+            (
+                any("service_level_seconds" in s for s in lines.values() if isinstance(s, dict)),
+                "lines[].service_level_seconds: a day's lines share its threshold_seconds",
+            ),
+            (bool(served - set(lines)), f"agents[].lines: lines of the day's, not {sorted(served - set(lines))}"),
+        ]
 
-    def line_settings(self) -> dict | None:
-        """The day's line as PUT /api/lines/day takes it (its threshold the day's), or None."""
-        if self.line is None:
-            return None
-        return {"name": self.name[:NAME_MAX], "service_level_seconds": int(self.threshold_seconds), **self.line}
+    def short_abandon_seconds(self, line_id: str) -> float:
+        """Callers on the line who hang up sooner are short abandons (0: none are)."""
+        return float(self.lines.get(line_id, {}).get("short_abandon_seconds", 0))
+
+    def line_settings(self) -> dict[str, dict]:
+        """Each of the day's lines as PUT /api/lines/<id> takes it (its threshold the day's)."""
+        return {
+            line_id: {
+                "name": self.name[:NAME_MAX]
+                if len(self.lines) == 1
+                else f"{self.name[: NAME_MAX - len(line_id) - 3]} ({line_id})",
+                "service_level_seconds": int(self.threshold_seconds),
+                **{name: value for name, value in settings.items() if name != "share"},
+            }
+            for line_id, settings in self.lines.items()
+        }
+
+    def line_of(self, rng: random.Random) -> str | None:
+        """A caller's line: drawn by the lines' shares when there are several (the callers of
+        days with one line or none are drawn as they were)."""
+        if len(self.lines) < 2:
+            return next(iter(self.lines), None)
+        return rng.choices(list(self.lines), [settings.get("share", 1) for settings in self.lines.values()])[0]
 
     def rate(self, second: float) -> float:
         """Callers a second at `second` from the day's start."""
@@ -172,6 +210,7 @@ class Day:
             if rng.random() * top < self.rate(moment):
                 patience = rng.expovariate(1 / self.patience_mean) if self.patience_mean else None
                 arrival = Arrival(moment, rng.choices(languages, shares)[0], self.handle(rng), patience)
+                arrival = dataclasses.replace(arrival, line=self.line_of(rng))
                 # Drawn only on a day with callbacks: the other days' callers stay as they were.
                 if self.callback_share and rng.random() < self.callback_share:
                     arrival = dataclasses.replace(arrival, callback_after=self.callback_after_seconds)
@@ -185,6 +224,7 @@ class Arrival:
     handle: float  # seconds on the call once answered
     patience: float | None  # seconds they will wait before giving up
     callback_after: float | None = None  # seconds they will hold before asking to be called back
+    line: str | None = None  # the line they call on (None: the centre's main line)
 
 
 def clock_seconds(text: str) -> float:

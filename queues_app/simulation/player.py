@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import switchboard_client as sc
-from queues_app.simulation.day import CALLBACK_NUMBER, LINE_ID, Day, Shift, clock_seconds
+from queues_app.simulation.day import CALLBACK_NUMBER, Day, Shift, clock_seconds
 
 AGENT_ID = "sim-{n}"
 AGENT_NAME = "Simulated agent {n}"
@@ -138,8 +138,8 @@ class Event:
 
 
 def hire(client: sc.Switchboard, day: Day, other_skills: dict[str, list[str]]) -> dict[str, Seat]:
-    """The day's agents, created or found from an earlier run (off, with the day's skills):
-    a seat each."""
+    """The day's agents, created or found from an earlier run (off, with the day's skills
+    and lines): a seat each."""
     seats, n = {}, 0
     for shift in day.shifts:
         for _ in range(shift.count):
@@ -147,14 +147,14 @@ def hire(client: sc.Switchboard, day: Day, other_skills: dict[str, list[str]]) -
             agent_id = AGENT_ID.format(n=n)
             skills = {**other_skills, "language": list(shift.languages)}
             try:
-                agent = client.create_agent(AGENT_NAME.format(n=n), skills, agent_id=agent_id)
-            except sc.Conflict:  # hired by an earlier run: off to start, with this day's skills
-                agent = rehire(client, agent_id, skills)
+                agent = client.create_agent(AGENT_NAME.format(n=n), skills, agent_id=agent_id, lines=shift.serving())
+            except sc.Conflict:  # hired by an earlier run: off to start, with this day's skills and lines
+                agent = rehire(client, agent_id, skills, shift.serving())
             seats[agent_id] = Seat(agent_id, shift, agent["version"])
     return seats
 
 
-def rehire(client: sc.Switchboard, agent_id: str, skills: dict) -> dict:
+def rehire(client: sc.Switchboard, agent_id: str, skills: dict, lines: dict | None = None) -> dict:
     agent = client.get_agent(agent_id)
     if agent.get("call_id"):
         client.end_call(agent["call_id"], then="offline")
@@ -163,7 +163,14 @@ def rehire(client: sc.Switchboard, agent_id: str, skills: dict) -> dict:
         agent = client.log_off(agent_id, agent["version"])["agent"]
     if {k: set(v) for k, v in agent["skills"].items()} != {k: set(v) for k, v in skills.items()}:
         agent = client.change_agent(agent_id, agent["version"], skills=skills)
+    if agent.get("profile") is not None or served(agent.get("lines")) != served(lines):
+        agent = client.change_agent(agent_id, agent["version"], profile=None, lines=lines)
     return agent
+
+
+def served(lines: dict | None) -> dict:
+    """Each line served and its priority (a delay of 0 is no delay)."""
+    return {line: (how or {}).get("priority") for line, how in (lines or {}).items()}
 
 
 class MissedOffers:
@@ -223,16 +230,14 @@ def heartbeats(client: sc.Switchboard, seats: Iterable[Seat]) -> float | None:
     return presence
 
 
-def open_line(client: sc.Switchboard, day: Day) -> None:
-    """The day's line, when it has one: created, or set to the day's settings."""
-    settings = day.line_settings()
-    if settings is None:
-        return
-    try:
-        version = client.get_line(LINE_ID)["version"]
-    except sc.NotFound:
-        version = None
-    client.put_line(LINE_ID, settings, version=version)
+def open_lines(client: sc.Switchboard, day: Day) -> None:
+    """The day's lines: each created, or set to the day's settings."""
+    for line_id, settings in day.line_settings().items():
+        try:
+            version = client.get_line(line_id)["version"]
+        except sc.NotFound:
+            version = None
+        client.put_line(line_id, settings, version=version)
 
 
 class Player:
@@ -282,6 +287,7 @@ class Player:
 
     def play(self) -> Tally:
         self.started = self.clock()
+        open_lines(self.client, self.day)  # before the agents who serve them
         self.seats = hire(self.client, self.day, self.other_skills)
         try:
             self._play()
@@ -291,7 +297,6 @@ class Player:
         return self.tally
 
     def _play(self) -> None:
-        open_line(self.client, self.day)
         for index, arrival in enumerate(self.arrivals):
             self._at_day(arrival.at, "arrive", str(index))
         end = self.day.hours * 3600
@@ -437,7 +442,7 @@ class Player:
             call = self.client.create_call(
                 {"language": arrival.language},
                 idempotency_key=f"sim-{self.run}-{index}",
-                line=LINE_ID if self.day.line is not None else None,
+                line=arrival.line,
             )
         except MOVED_ON as exc:  # refused for good (trouble raises, and the arrival is tried again)
             self.arrived += 1

@@ -1,6 +1,7 @@
 """A day on the floor on DynamoDB Local: `python -m bench.day` on a steady stretch (checked
 against Erlang A), and the suite's short day (callers who give up, ask to be called back,
-hang up too soon to count or overflow on their line, shifts and breaks) whose figures
+hang up too soon to count or overflow on their line, two lines and agents who serve one,
+both or every line, shifts and breaks) whose figures
 reconcile with what the floor saw, then fail to once one caller is taken out of its record."""
 
 import json
@@ -43,14 +44,15 @@ def test_a_short_day_reconciles_and_a_miscount_is_caught(local_db):
     asked = callbacks(truth)
     assert asked["asked"] >= asked["reached"] > 0
     ends = line_ends(day, truth)
-    assert ends["short_abandoned"] > 0 and ends["overflowed"] > 0  # the line's own figures say so, checked
+    assert ends["support"]["short_abandoned"] > 0 and ends["support"]["overflowed"] > 0  # its own figures, checked
+    assert ends["sales"]["offered"] > 0 and ends["support"]["offered"] + ends["sales"]["offered"] == len(callers)
     check_figures(floor)
     assert truth.problems == []
 
     # One caller called back the figures have and the floor did not see: every count it touched is named;
     # and an agent's wrap-up the floor saw five seconds longer.
     call_id = next(i for i, c in truth.callers.items() if c.callback_asked is not None and c.ended is not None)
-    del truth.callers[call_id]
+    line = truth.callers.pop(call_id).line
     seat = next(s for s in floor.seats.values() if s.seconds.get("wrap_up"))
     seat.seconds["wrap_up"] += 5
     check_figures(floor)
@@ -58,7 +60,7 @@ def test_a_short_day_reconciles_and_a_miscount_is_caught(local_db):
     for figure in ("callbacks_requested", "callbacks_connected", "callback_connect_sum"):
         assert f"{figure} " in said, figure
     assert f"agent {seat.agent_id}: " in said and " s wrap_up in the agents' report" in said
-    assert "line day: offered " in said and "line day: answered " in said
+    assert f"line {line}: offered " in said and f"line {line}: answered " in said
     for figure in ("offered", "answered", "handled", "handle_sum", "in the agents' report"):
         assert figure in said
     for figure in ("offered", "answered", "handled", "handle_sum"):

@@ -4,7 +4,10 @@ the figures are outside the theory's interval or an agent sits idle while a call
 fit waits. A day played on DynamoDB Local: tests/integration/test_day.py."""
 
 import dataclasses
+import json
 import math
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -58,6 +61,67 @@ def test_an_agent_idle_while_a_fitting_caller_waits_is_counted():
     floor._idle_since(25.0)
     assert floor.truth.idle_while_waiting == 15.0
     assert day.rate(0) == 60 / 3600
+
+
+def test_an_agent_idle_while_a_caller_on_a_line_they_do_not_serve_waits_is_not_counted():
+    floor = Floor.__new__(Floor)
+    floor.now, floor.truth = 0.0, Truth()
+    support = Shift(1, 0, math.inf, ("English",), lines=("support",))
+    floor.seats = {"a": Seat("a", frozenset({"English"}), support, state="idle")}
+    floor.waiting = {"s": Caller("English", 0.0, line="sales")}
+    floor._idle_since(10.0)
+    assert floor.truth.idle_while_waiting == 0  # the one idle agent serves support only
+    floor.waiting["t"] = Caller("English", 5.0, line="support")
+    floor._idle_since(25.0)
+    assert floor.truth.idle_while_waiting == 15.0
+
+
+def test_a_days_callers_are_spread_over_its_lines_by_share_and_its_agents_serve_theirs(tmp_path):
+    day = Day.load(SHORT)
+    assert support_and_sales(day) and day.shifts[1].serving() == {"sales": {"priority": 1}, "support": {"priority": 2}}
+    assert day.shifts[2].serving() is None  # every line
+    arrivals = day.arrivals(random.Random(day.seed))
+    on_sales = sum(a.line == "sales" for a in arrivals) / len(arrivals)
+    assert {a.line for a in arrivals} == {"support", "sales"} and 0.15 < on_sales < 0.45
+    settings = day.line_settings()
+    assert settings["sales"] == {
+        "name": "A short mixed day (sales)",
+        "service_level_seconds": 20,
+        "short_abandon_seconds": 10,
+    }
+    assert day.short_abandon_seconds("support") == 5 and day.short_abandon_seconds("nowhere") == 0
+    # No line: the centre's main line. One line, as the older files give it (`line`): `day`,
+    # every caller on it and none drawn, so the day's callers are those it had before.
+    steady = Day.load(SHORT.with_name("steady.json"))
+    assert steady.lines == {} and {a.line for a in steady.arrivals(random.Random(1))} == {None}
+    raw = json.loads(SHORT.read_text())
+    del raw["lines"], raw["agents"][0]["lines"], raw["agents"][1]["lines"]
+    (tmp_path / "one.json").write_text(json.dumps({**raw, "line": {"short_abandon_seconds": 5}}))
+    one, none = Day.load(tmp_path / "one.json"), dataclasses.replace(Day.load(tmp_path / "one.json"), lines={})
+    assert one.lines == {"day": {"short_abandon_seconds": 5}}
+    assert one.line_settings()["day"]["name"] == "A short mixed day"
+    drawn = [(a.at, a.language, a.handle) for a in one.arrivals(random.Random(3))]
+    assert drawn == [(a.at, a.language, a.handle) for a in none.arrivals(random.Random(3))]
+    assert {a.line for a in one.arrivals(random.Random(3))} == {"day"}
+
+
+def support_and_sales(day: Day) -> bool:
+    return list(day.lines) == ["support", "sales"]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"lines": {"support": {"share": -1}}}, "lines[].share"),
+        ({"lines": {"support": {"service_level_seconds": 30}}}, "share its threshold_seconds"),
+        ({"lines": {"support": 5}}, "each line's settings an object"),
+        ({"lines": ["support"]}, "lines: an object"),
+        ({"shifts": (Shift(1, 0, 60, ("English",), lines=("billing",)),)}, "agents[].lines: lines of the day's"),
+    ],
+)
+def test_a_day_whose_lines_cannot_be_played_says_which(change, problem):
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        dataclasses.replace(Day.load(SHORT), **change).checked()
 
 
 def test_figures_outside_the_theorys_interval_are_failures():

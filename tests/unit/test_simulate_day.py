@@ -423,7 +423,7 @@ def test_a_day_with_a_line_puts_it_and_the_callers_it_turns_away_are_counted(cli
         arrivals_per_hour=(100.0,),
         patience_mean=None,
         shifts=(Shift(1, 0.0, 900.0, ("English", "French")),),
-        line={"max_waiting": 2, "overflow": {"end": "busy"}},
+        lines={"day": {"max_waiting": 2, "overflow": {"end": "busy"}}},
     )
     player, _ = play(client, day)
     line = client.get_line("day")
@@ -434,8 +434,33 @@ def test_a_day_with_a_line_puts_it_and_the_callers_it_turns_away_are_counted(cli
     assert tally.refused > 0 and tally.offered == len(calls) == len(player.arrivals) - tally.refused
     assert tally.answered + tally.abandoned == tally.offered  # those who waited: answered, or hung up at the close
     # Played again, the line is set to the day's settings from the version read (not refused as stale).
-    playing.open_line(client, day)
+    playing.open_lines(client, day)
     assert client.get_line("day")["version"] == line["version"] + 1
+
+
+def test_a_day_on_two_lines_places_each_caller_on_theirs_and_its_agents_serve_their_lines(client):
+    # Support only, and sales first then support; played again without lines, they serve every line.
+    day = small_day(
+        hours=0.25,
+        arrivals_per_hour=(40.0,),
+        patience_mean=None,
+        lines={"support": {"share": 0.5}, "sales": {"share": 0.5}},
+        shifts=(
+            Shift(1, 0.0, 900.0, ("English", "French"), lines=("support",)),
+            Shift(1, 0.0, 900.0, ("English", "French"), lines=("sales", "support")),
+        ),
+    )
+    player, _ = play(client, day)
+    support_only, both = (client.get_agent(agent_id) for agent_id in player.seats)
+    assert playing.served(support_only["lines"]) == {"support": 1}
+    assert playing.served(both["lines"]) == {"sales": 1, "support": 2}
+    calls = [CallCenter().get_call(call_id) for call_id in player.callers]
+    assert {c.line for c in calls} == {"support", "sales"}
+    answered = [c for c in calls if c.status == CallStatus.ENDED]
+    assert answered and all(c.agent_id == both["agent_id"] for c in answered if c.line == "sales")
+    assert client.get_line("sales")["name"] == "A small hour (sales)"
+    play(client, small_day(hours=0.25, arrivals_per_hour=(4.0,)))
+    assert [client.get_agent(agent_id)["lines"] for agent_id in player.seats] == [{}, {}]  # every line
 
 
 def test_each_missed_offer_is_counted_once_whether_the_player_decided_it_or_only_saw_the_agent_not_ready():
