@@ -69,7 +69,7 @@ class Availability:
         was. An agent who is queued or attending already gets a Conflict, never a second
         set of messages. `read`: the agent as the caller has just read them (not read again).
         """
-        agent = read if read is not None and read.agent_id == agent_id else self.agents.get(agent_id)
+        agent = self.agents.get_unless_read(agent_id, read)
         change = replay.change_id("available", agent.version if expected_version is None else expected_version)
         if expected_version is not None and agent.version != expected_version:
             return self._done_or_stale(agent, change, expected_version)
@@ -202,12 +202,18 @@ class Availability:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
             raise agent_changed(agent, exc) from exc
-        agent.status, agent.queued_at, agent.queue_token = AgentStatus.QUEUED, stamp, token
-        agent.reason, agent.status_since = None, stamp
-        agent.version += 1
-        agent.call_id = None
-        agent.change, agent.updated_at = change, stamp
-        return agent
+        return dataclasses.replace(  # the agent given is the caller's: left as read
+            agent,
+            status=AgentStatus.QUEUED,
+            queued_at=stamp,
+            queue_token=token,
+            reason=None,
+            status_since=stamp,
+            version=agent.version + 1,
+            call_id=None,
+            change=change,
+            updated_at=stamp,
+        )
 
     def log_off(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         """Take the agent out of every queue at once and mark them offline. With

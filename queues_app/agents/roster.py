@@ -290,3 +290,8 @@ class Agents:
         if "Item" not in response:
             raise errors.NotFound(f"No agent with id {agent_id!r}.")
         return agent_from_item(unmarshal(response["Item"]))
+
+    def get_unless_read(self, agent_id: str, read: Agent | None) -> Agent:
+        """The agent as the caller has just read them (`read`, when it is this agent), else
+        read now."""
+        return read if read is not None and read.agent_id == agent_id else self.get(agent_id)

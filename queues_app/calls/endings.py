@@ -46,7 +46,7 @@ class Endings:
         (not read again; a change since fails the conditioned write, which reads them anew)."""
         if then not in AFTER_CALL:
             raise errors.InvalidRequest("After a call an agent goes to 'queue', 'wrap_up' or 'offline'.")
-        agent = read if read is not None and read.agent_id == agent_id else self.agents.get(agent_id)
+        agent = self.agents.get_unless_read(agent_id, read)
         if call_id is None:
             if agent.status not in AgentStatus.ON_A_CALL:
                 raise errors.Conflict(f"{agent.name} is not on a call.", now={"agent": agent})
@@ -91,10 +91,18 @@ class Endings:
             if exc.lost_race:
                 raise agent_changed(agent, exc) from exc
             return None  # ended meanwhile (by a copy of this request, or otherwise) or changed: read again
-        agent.status, agent.call_id, agent.change, agent.updated_at = next_status, None, change, stamp
-        agent.reason, agent.status_since = reason, stamp
-        agent.next_status = agent.next_reason = None
-        agent.version += 1
+        agent = dataclasses.replace(  # the agent given is the caller's: left as read
+            agent,
+            status=next_status,
+            call_id=None,
+            change=change,
+            updated_at=stamp,
+            reason=reason,
+            status_since=stamp,
+            next_status=None,
+            next_reason=None,
+            version=agent.version + 1,
+        )
         if then == "queue" and next_status == AgentStatus.WRAP_UP:
             return self.availability.take_or_queue(agent, change, after_call=call_id)
         return Outcome(agent)

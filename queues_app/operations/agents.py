@@ -3,7 +3,6 @@ set not ready, log off, one at a time or on a selection."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 
 from queues_app import event_names as named
@@ -62,12 +61,9 @@ class AgentOperations:
         return agent
 
     def make_available(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
-        # Read once: the change is given a copy (it writes on the agent it is given), the audit `before`.
-        before = self.agents.get(agent_id)
+        before = self.agents.get(agent_id)  # read once: the change decides on it, the audit's `before`
         with self.recorder.telling_what_changed("agent", agent_id):
-            outcome = self.call_center.make_available(
-                agent_id, expected_version=expected_version, read=copy.deepcopy(before)
-            )
+            outcome = self.call_center.make_available(agent_id, expected_version=expected_version, read=before)
         agent, call = outcome
         if outcome.replayed or agent is None:
             return outcome
@@ -87,7 +83,7 @@ class AgentOperations:
             if call_id
             else self.recorder.telling_what_changed("agent", agent_id)
         ):
-            outcome = self.call_center.release(agent_id, then=then, call_id=call_id, read=copy.deepcopy(before))
+            outcome = self.call_center.release(agent_id, then=then, call_id=call_id, read=before)
         agent, call = outcome
         if outcome.replayed or agent is None:
             return outcome

@@ -3,6 +3,7 @@ left open) changes nothing and says what changed; the same request sent again af
 took effect (a retry whose answer was lost, a form posted twice) is answered as the first
 was and changes nothing. On the API, the pages, the admin and the domain."""
 
+import copy
 import json
 import re
 
@@ -191,6 +192,26 @@ def test_repeats_are_treated_alike_offline_on_an_offline_agent_is_a_409_like_ava
     second = api(f"/api/agents/{ana.agent_id}/offline", {"version": queued["version"]})
     assert (first.status_code, second.status_code) == (200, 200)
     assert second["Idempotent-Replayed"] == "true" and second.json() == first.json()
+
+
+def test_the_agent_a_change_is_given_as_read_is_left_as_read(moto_db):
+    # The audited operations give the change the agent they read and keep it as the audit's
+    # `before`: queueing, ending the call to wrap-up, and ending it to the queue leave it alone.
+    center, ana = CallCenter(), spanish_agent()
+    read = Agents().get(ana.agent_id)
+    kept = copy.deepcopy(read)
+    queued = center.make_available(ana.agent_id, read=read).agent
+    assert read == kept and queued.status == AgentStatus.QUEUED and queued.version == read.version + 1
+    call, _ = center.create_call({"language": "Spanish"})
+    for then in ("wrap_up", "queue"):
+        read = Agents().get(ana.agent_id)
+        kept = copy.deepcopy(read)
+        after = center.release(ana.agent_id, then=then, read=read).agent
+        assert read == kept and after.version > read.version and after.status != read.status
+        if then == "wrap_up":
+            center.make_available(ana.agent_id)
+        call, _ = center.create_call({"language": "Spanish"})
+    assert call.agent_id == ana.agent_id
 
 
 # --- the API: calls ----------------------------------------------------------------------------
