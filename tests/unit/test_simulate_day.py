@@ -203,7 +203,10 @@ def test_the_command_refuses_a_deployment_with_agents_of_its_own_unless_forced(c
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        (["mondays", "--token", "t"], "no day 'mondays': one of callbacks, steady-erlang-a, steady-erlang-c, weekday"),
+        (
+            ["mondays", "--token", "t"],
+            "no day 'mondays': one of callbacks, lines, steady-erlang-a, steady-erlang-c, weekday",
+        ),
         (["weekday", "--token", "wrong"], "refused the token"),
         (["weekday"], "an API token is needed"),
         (["weekday", "--speed", "0", "--token", "t"], "argument --speed: expected a number above 0"),
