@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from queues_app.centre import keys
 from queues_app.ddb.codec import record_from_item
@@ -103,6 +103,22 @@ class Agent:
         if self.next_status:
             return self.next_status, self.next_reason
         return (AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP), None
+
+    def off_the_call(self, status: str, reason: str | None, stamp: str, change: str | None) -> Agent:
+        """The agent as the end (or transfer) of their call wrote them: `status` from `stamp`,
+        no call and no next status. A new object: this one stays as it was read."""
+        return replace(
+            self,
+            status=status,
+            reason=reason,
+            next_status=None,
+            next_reason=None,
+            call_id=None,
+            version=self.version + 1,
+            change=change,
+            status_since=stamp,
+            updated_at=stamp,
+        )
 
     @property
     def next_label(self) -> str | None:

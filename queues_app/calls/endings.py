@@ -91,18 +91,7 @@ class Endings:
             if exc.lost_race:
                 raise agent_changed(agent, exc) from exc
             return None  # ended meanwhile (by a copy of this request, or otherwise) or changed: read again
-        agent = dataclasses.replace(  # the agent given is the caller's: left as read
-            agent,
-            status=next_status,
-            call_id=None,
-            change=change,
-            updated_at=stamp,
-            reason=reason,
-            status_since=stamp,
-            next_status=None,
-            next_reason=None,
-            version=agent.version + 1,
-        )
+        agent = agent.off_the_call(next_status, reason, stamp, change)  # the agent given is left as read
         if then == "queue" and next_status == AgentStatus.WRAP_UP:
             return self.availability.take_or_queue(agent, change, after_call=call_id)
         return Outcome(agent)

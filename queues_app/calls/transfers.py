@@ -4,7 +4,6 @@ queued agent. The call's record keeps each agent's part (`legs`)."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from queues_app import event_names as named
@@ -122,18 +121,7 @@ class Transfers:
             )
         except errors.TransactionCancelled as exc:
             raise agent_changed(agent, exc) from exc
-        freed = dataclasses.replace(
-            agent,
-            status=next_status,
-            reason=reason,
-            next_status=None,
-            next_reason=None,
-            call_id=None,
-            version=agent.version + 1,
-            change=change,
-            status_since=stamp,
-        )
-        return back, freed
+        return back, agent.off_the_call(next_status, reason, stamp, change)
 
     def _transferred_or_stale(
         self, call: Call, from_agent_id: str, preferences: dict | None, agent_id: str | None
