@@ -202,7 +202,7 @@ class Availability:
             self.db.call("transact_write_items", TransactItems=actions)
         except errors.TransactionCancelled as exc:
             raise agent_changed(agent, exc) from exc
-        return queued_as(agent, stamp, token, change)
+        return agent.queued_as(stamp, token, change)
 
     def log_off(self, agent_id: str, *, expected_version: int | None = None) -> Outcome:
         """Take the agent out of every queue at once and mark them offline. With
@@ -326,20 +326,3 @@ def on_a_call(agent: Agent) -> None:
             "or end the call first.",
             now={"agent": agent},
         )
-
-
-def queued_as(agent: Agent, stamp: str, token: str, change: str) -> Agent:
-    """The agent as queueing them at `stamp` with `token` wrote them (a new object: the one
-    given is the caller's, left as read)."""
-    return dataclasses.replace(
-        agent,
-        status=AgentStatus.QUEUED,
-        queued_at=stamp,
-        queue_token=token,
-        reason=None,
-        status_since=stamp,
-        version=agent.version + 1,
-        call_id=None,
-        change=change,
-        updated_at=stamp,
-    )

@@ -104,6 +104,22 @@ class Agent:
             return self.next_status, self.next_reason
         return (AgentStatus.OFFLINE if then == AgentStatus.OFFLINE else AgentStatus.WRAP_UP), None
 
+    def queued_as(self, stamp: str, token: str, change: str) -> Agent:
+        """The agent as queueing them at `stamp` with `token` wrote them (a new object: this
+        one stays as it was read)."""
+        return replace(
+            self,
+            status=AgentStatus.QUEUED,
+            queued_at=stamp,
+            queue_token=token,
+            reason=None,
+            status_since=stamp,
+            version=self.version + 1,
+            call_id=None,
+            change=change,
+            updated_at=stamp,
+        )
+
     def off_the_call(self, status: str, reason: str | None, stamp: str, change: str | None) -> Agent:
         """The agent as the end (or transfer) of their call wrote them: `status` from `stamp`,
         no call and no next status. A new object: this one stays as it was read."""
