@@ -14,6 +14,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from queues_app.lines.records import LINE_ID as LINE_ID_PATTERN
+from queues_app.lines.records import LINE_ID_RULE
 from queues_app.text import NAME_MAX
 
 DAYS = Path(__file__).resolve().parent / "days"
@@ -139,6 +141,7 @@ class Day:
         served = {line for shift in self.shifts for line in shift.lines}
         return [
             (not isinstance(self.lines, dict), "lines: an object of lines, each with its settings"),
+            (any(not LINE_ID_PATTERN.match(line) for line in lines), f"lines: each line's id {LINE_ID_RULE}"),
             (len(shares) < len(lines), "lines: each line's settings an object"),
             (
                 any(not isinstance(s, (int, float)) or s < 0 for s in shares) or (bool(shares) and not sum(shares)),

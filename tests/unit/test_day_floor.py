@@ -116,6 +116,7 @@ def support_and_sales(day: Day) -> bool:
         ({"lines": {"support": {"service_level_seconds": 30}}}, "share its threshold_seconds"),
         ({"lines": {"support": 5}}, "each line's settings an object"),
         ({"lines": ["support"]}, "lines: an object"),
+        ({"lines": {"x" * 200_000: {}}}, "lines: each line's id 1 to 40 lowercase letters"),
         ({"shifts": (Shift(1, 0, 60, ("English",), lines=("billing",)),)}, "agents[].lines: lines of the day's"),
     ],
 )
