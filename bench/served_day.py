@@ -81,6 +81,7 @@ class ServedDay:
     tables_prefix: str = ""
     tally: dict = field(default_factory=dict)  # the player's
     report: dict = field(default_factory=dict)  # today's totals in the interval report
+    lines: dict = field(default_factory=dict)  # on a day with lines: each line's report of today, in totals
     metrics: dict = field(default_factory=dict)  # today's in /metrics
     faults: list[dict] = field(default_factory=list)
     dynamodb: dict = field(default_factory=dict)  # the servers' requests and capacity units a caller
@@ -274,7 +275,7 @@ def serve_day(
                     run.problems.append(f"{len(run.faults)} of the {len(FAULTS)} faults were made before the day ended")
             log(f"played in {run.play_seconds:.0f} s; waiting {SETTLE_SECONDS:g} s for every count to be written")
             time.sleep(SETTLE_SECONDS)
-            _reconcile(run, client, servers.base_url, token, len(player.arrivals))
+            _reconcile(run, client, servers.base_url, token, len(player.arrivals), list(day.lines))
             buckets = json.loads(httpx.get(f"{servers.meter_url}/__meter__", timeout=30).content)
             run.dynamodb = _per_call(meter_figures(buckets, started, time.time()), run.tally["offered"])
         run.problems += _invariants(servers.manage, servers.env)
@@ -304,7 +305,7 @@ def _per_call(metered: dict, calls: int) -> dict:
     }
 
 
-def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int) -> None:
+def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int, lines: list[str]) -> None:
     import httpx
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -315,6 +316,10 @@ def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int)
         report = http.get("/api/reports/intervals").raise_for_status().json()
         exposition = http.get("/metrics").raise_for_status().text
         agents = http.get("/api/reports/agents").raise_for_status().json()["totals"]
+        for line in lines:
+            shown = http.get("/api/reports/intervals", params={"line": line}).raise_for_status().json()
+            run.lines[line] = line_totals(shown)
+    run.problems += line_problems(run.lines, run.tally.get("by_line", {}))
     totals = {name: 0 for name, _ in RECONCILED}
     for interval in report["intervals"]:
         if interval["combination"] == "all":
@@ -345,6 +350,34 @@ def _reconcile(run: ServedDay, client, base_url: str, token: str, arrivals: int)
             run.problems.append(f"{len(left)} calls still {status} after the day")
 
 
+def line_totals(report: dict) -> dict[str, int]:
+    """A line's report of today (`GET /api/reports/intervals?line=`) in totals: its callers
+    offered, answered, abandoned (short abandons with them: the player counts every caller
+    who hung up) and overflowed."""
+    from queues_app.simulation.player import LINE_FIGURES
+
+    totals = dict.fromkeys(LINE_FIGURES, 0)
+    for interval in report["intervals"]:
+        if interval["combination"] == "all":
+            for name in LINE_FIGURES:
+                totals[name] += interval[name] or 0
+            totals["abandoned"] += interval.get("short_abandoned") or 0
+    return totals
+
+
+def line_problems(reported: dict[str, dict[str, int]], played: dict[str, dict[str, int]]) -> list[str]:
+    """Each line's totals in its report against the player's tally of the callers on it."""
+    from queues_app.simulation.player import LINE_FIGURES
+
+    problems = []
+    for line in sorted(set(reported) | set(played)):
+        for name in LINE_FIGURES:
+            have, mine = reported.get(line, {}).get(name, 0), played.get(line, {}).get(name, 0)
+            if have != mine:
+                problems.append(f"line {line}: {name} {have} in its report, {mine} played")
+    return problems
+
+
 def _invariants(manage: list[str], env: dict) -> list[str]:
     checked = subprocess.run(
         [*manage, "check_invariants"], cwd=harness.ROOT, env=env, capture_output=True, text=True, timeout=900
@@ -364,6 +397,7 @@ def report(run: ServedDay, where: str) -> str:
         f"{tally.get('steps_put_off')} steps put off; {tally.get('offers_missed')} offers missed; "
         f"{tally.get('callbacks_reached')} of {tally.get('callbacks_asked')} callbacks reached",
         f"  the reports:     {run.report}",
+        *(f"  line {line}:{' ' * max(1, 11 - len(line))}{totals}" for line, totals in run.lines.items()),
         f"  /metrics today:  {run.metrics}",
         f"  DynamoDB:        {run.dynamodb}",
     ]

@@ -45,6 +45,7 @@ DRAIN_SECONDS = 4 * 3600.0  # of the day's time after its end, for the calls in 
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, doubling in between
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
 MOVED_ON = (sc.Conflict, sc.NotFound)
+LINE_FIGURES = ("offered", "answered", "abandoned", "overflowed")  # a line's, in the tally
 ON_A_CALL = ("ringing", "attending")
 MISSED = "missed"  # the reason of an agent made not ready by an offer not picked up (the API's)
 
@@ -92,11 +93,19 @@ class Tally:
     wait_sum: float = 0.0
     ended: int = 0
     trouble: int = 0  # steps put off because the site or DynamoDB failed
+    # On a day with lines, each line's callers offered, answered, abandoned and overflowed.
+    by_line: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def answer(self, waited: float) -> None:
+    def answer(self, waited: float, line: str | None = None) -> None:
         self.answered += 1
         self.wait_sum += waited
         self.within += waited <= self.threshold
+        self.on_line(line, "answered")
+
+    def on_line(self, line: str | None, figure: str) -> None:
+        if line is not None:
+            counts = self.by_line.setdefault(line, dict.fromkeys(LINE_FIGURES, 0))
+            counts[figure] += 1
 
     def as_dict(self) -> dict:
         return {
@@ -113,6 +122,7 @@ class Tally:
             "asa_seconds": round(self.wait_sum / self.answered, 1) if self.answered else None,
             "calls_ended": self.ended,
             "steps_put_off": self.trouble,
+            "by_line": self.by_line,
         }
 
     def __str__(self) -> str:
@@ -453,6 +463,7 @@ class Player:
         caller = Caller(call["call_id"], index)
         self.callers[caller.call_id] = caller
         self.tally.offered += 1
+        self.tally.on_line(arrival.line, "offered")
         if not call.get("agent_id") and call.get("status") != "waiting":  # ended at once
             self.tally.refused += 1
             return
@@ -476,11 +487,13 @@ class Player:
             if self.client.get_call(call_id).get("status") == "overflowed":
                 del self.waiting[call_id]
                 self.tally.overflowed += 1
+                self.tally.on_line(self.arrivals[caller.index].line, "overflowed")
             else:
                 self._later(GIVE_UP_AGAIN, "give_up", call_id)
             return
         del self.waiting[call_id]
         self.tally.abandoned += 1
+        self.tally.on_line(self.arrivals[caller.index].line, "abandoned")
 
     def _ask_callback(self, call_id: str) -> None:
         caller = self.waiting.get(call_id)
@@ -522,7 +535,7 @@ class Player:
         if caller is not None and caller.agent_id is None:
             caller.agent_id = agent_id
             caller.waited = float(call.get("waited_seconds") or 0.0) * self.speed
-            self.tally.answer(caller.waited)
+            self.tally.answer(caller.waited, self.arrivals[caller.index].line)
         handle = self.arrivals[caller.index].handle if caller is not None else self.day.handle(self.rng)
         seat = self.seats.get(agent_id)
         if seat is not None:

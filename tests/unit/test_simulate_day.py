@@ -461,9 +461,46 @@ def test_a_day_on_two_lines_places_each_caller_on_theirs_and_its_agents_serve_th
     assert {c.line for c in calls} == {"support", "sales"}
     answered = [c for c in calls if c.status == CallStatus.ENDED]
     assert answered and all(c.agent_id == both["agent_id"] for c in answered if c.line == "sales")
+    # The player's tally of each line's callers, as the lines' reports will be held to it.
+    for line in ("support", "sales"):
+        on_line = [c for c in calls if c.line == line]
+        counted = {
+            "offered": len(on_line),
+            "answered": sum(c.answered_at is not None for c in on_line),
+            "abandoned": sum(c.status == CallStatus.ABANDONED for c in on_line),
+            "overflowed": 0,
+        }
+        assert player.tally.by_line[line] == counted and counted["answered"] > 0
+    assert player.tally.as_dict()["by_line"] == player.tally.by_line
     assert client.get_line("sales")["name"] == "A small hour (sales)"
     play(client, small_day(hours=0.25, arrivals_per_hour=(4.0,)))
     assert [client.get_agent(agent_id)["lines"] for agent_id in player.seats] == [{}, {}]  # every line
+
+
+def test_a_lines_report_is_held_to_the_players_tally_of_its_callers():
+    from bench.served_day import line_problems, line_totals
+
+    report = {
+        "intervals": [
+            {"combination": "all", "offered": 5, "answered": 3, "abandoned": 1, "short_abandoned": 1, "overflowed": 0},
+            {
+                "combination": "all",
+                "offered": 2,
+                "answered": 2,
+                "abandoned": 0,
+                "short_abandoned": None,
+                "overflowed": 0,
+            },
+        ]
+    }
+    totals = line_totals(report)
+    assert totals == {"offered": 7, "answered": 5, "abandoned": 2, "overflowed": 0}  # short abandons are abandons
+    assert line_problems({"sales": totals}, {"sales": dict(totals)}) == []
+    played = {"sales": {**totals, "answered": 6}, "support": {"offered": 1}}
+    assert line_problems({"sales": totals}, played) == [
+        "line sales: answered 5 in its report, 6 played",
+        "line support: offered 0 in its report, 1 played",
+    ]
 
 
 def test_each_missed_offer_is_counted_once_whether_the_player_decided_it_or_only_saw_the_agent_not_ready():
