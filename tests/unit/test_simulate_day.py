@@ -337,20 +337,28 @@ def test_an_offer_that_ran_out_before_the_player_looked_is_counted_missed_when_i
     # and the centre counts it missed all the same (the agent not ready, `missed`).
     settings.ANSWER_TIMEOUT_SECONDS = 30
     center, unseen = CallCenter(), []
+    monkeypatch.setattr(Player, "_taken", first_offer_runs_out_unseen(center, unseen))
+    player, _ = play(client, small_day(arrivals_per_hour=(12.0,), hours=0.25, patience_mean=None))
+    assert unseen and player.tally.missed == 1
+    assert Agents().get(center.calls.find(unseen[0]).legs[0]["agent_id"]).status != "ringing"
+
+
+def first_offer_runs_out_unseen(center, unseen: list, then=None):
+    """`Player._taken` but for the first offer, which runs out before the player sees it
+    (as the escalation's pass ends it), and `then(player, seat)` happens before any look."""
     taken = Player._taken
 
     def ran_out_unseen_once(player, call):
         if not unseen and call.get("status") == "offered":
             unseen.append(call["call_id"])
             stored = center.calls.find(call["call_id"])
-            assert center.offers.miss_offer(stored.call_id, stored.offer_sk) is not None  # as the escalation does
+            assert center.offers.miss_offer(stored.call_id, stored.offer_sk) is not None
+            if then is not None:
+                then(player, player.seats[call["agent_id"]])
             return
         taken(player, call)
 
-    monkeypatch.setattr(Player, "_taken", ran_out_unseen_once)
-    player, _ = play(client, small_day(arrivals_per_hour=(12.0,), hours=0.25, patience_mean=None))
-    assert unseen and player.tally.missed == 1
-    assert Agents().get(center.calls.find(unseen[0]).legs[0]["agent_id"]).status != "ringing"
+    return ran_out_unseen_once
 
 
 def test_an_offer_that_ran_out_unseen_just_before_the_agents_shift_ended_is_counted_missed(
@@ -360,18 +368,7 @@ def test_an_offer_that_ran_out_unseen_just_before_the_agents_shift_ended_is_coun
     # logs the agent off from not ready (`missed`), which the centre counted as a missed offer.
     settings.ANSWER_TIMEOUT_SECONDS = 30
     center, unseen = CallCenter(), []
-    taken = Player._taken
-
-    def ran_out_unseen_at_the_shifts_end(player, call):
-        if not unseen and call.get("status") == "offered":
-            unseen.append(call["call_id"])
-            stored = center.calls.find(call["call_id"])
-            assert center.offers.miss_offer(stored.call_id, stored.offer_sk) is not None
-            player._leave(player.seats[call["agent_id"]])
-            return
-        taken(player, call)
-
-    monkeypatch.setattr(Player, "_taken", ran_out_unseen_at_the_shifts_end)
+    monkeypatch.setattr(Player, "_taken", first_offer_runs_out_unseen(center, unseen, then=Player._leave))
     player, _ = play(client, small_day(arrivals_per_hour=(12.0,), hours=0.25, patience_mean=None))
     assert unseen and player.tally.missed == 1
     assert Agents().get(center.calls.find(unseen[0]).legs[0]["agent_id"]).status == "offline"
