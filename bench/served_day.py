@@ -354,12 +354,12 @@ def line_totals(report: dict) -> dict[str, int]:
     """A line's report of today (`GET /api/reports/intervals?line=`) in totals: its callers
     offered, answered, abandoned (short abandons with them: the player counts every caller
     who hung up) and overflowed."""
-    from queues_app.simulation.player import LINE_FIGURES
+    from queues_app.simulation.player import LINE_TALLY
 
-    totals = dict.fromkeys(LINE_FIGURES, 0)
+    totals = dict.fromkeys(LINE_TALLY, 0)
     for interval in report["intervals"]:
         if interval["combination"] == "all":
-            for name in LINE_FIGURES:
+            for name in LINE_TALLY:
                 totals[name] += interval[name] or 0
             totals["abandoned"] += interval.get("short_abandoned") or 0
     return totals
@@ -367,11 +367,11 @@ def line_totals(report: dict) -> dict[str, int]:
 
 def line_problems(reported: dict[str, dict[str, int]], played: dict[str, dict[str, int]]) -> list[str]:
     """Each line's totals in its report against the player's tally of the callers on it."""
-    from queues_app.simulation.player import LINE_FIGURES
+    from queues_app.simulation.player import LINE_TALLY
 
     problems = []
     for line in sorted(set(reported) | set(played)):
-        for name in LINE_FIGURES:
+        for name in LINE_TALLY:
             have, mine = reported.get(line, {}).get(name, 0), played.get(line, {}).get(name, 0)
             if have != mine:
                 problems.append(f"line {line}: {name} {have} in its report, {mine} played")

@@ -45,7 +45,7 @@ DRAIN_SECONDS = 4 * 3600.0  # of the day's time after its end, for the calls in 
 FIRST_PAUSE, LONGEST_PAUSE = 1.0, 30.0  # after the site or DynamoDB failed, doubling in between
 TROUBLE = (sc.Unreachable, sc.Unavailable, sc.ServerError, sc.Backpressure)
 MOVED_ON = (sc.Conflict, sc.NotFound)
-LINE_FIGURES = ("offered", "answered", "abandoned", "overflowed")  # a line's, in the tally
+LINE_TALLY = ("offered", "answered", "abandoned", "overflowed")  # a line's, in the tally
 ON_A_CALL = ("ringing", "attending")
 MISSED = "missed"  # the reason of an agent made not ready by an offer not picked up (the API's)
 
@@ -104,7 +104,7 @@ class Tally:
 
     def on_line(self, line: str | None, figure: str) -> None:
         if line is not None:
-            counts = self.by_line.setdefault(line, dict.fromkeys(LINE_FIGURES, 0))
+            counts = self.by_line.setdefault(line, dict.fromkeys(LINE_TALLY, 0))
             counts[figure] += 1
 
     def as_dict(self) -> dict:
@@ -171,11 +171,12 @@ def rehire(client: sc.Switchboard, agent_id: str, skills: dict, lines: dict | No
         agent = client.get_agent(agent_id)
     if agent["status"] != "offline":
         agent = client.log_off(agent_id, agent["version"])["agent"]
+    changes: dict = {}
     if {k: set(v) for k, v in agent["skills"].items()} != {k: set(v) for k, v in skills.items()}:
-        agent = client.change_agent(agent_id, agent["version"], skills=skills)
+        changes["skills"] = skills
     if agent.get("profile") is not None or served(agent.get("lines")) != served(lines):
-        agent = client.change_agent(agent_id, agent["version"], profile=None, lines=lines)
-    return agent
+        changes.update(profile=None, lines=lines)
+    return client.change_agent(agent_id, agent["version"], **changes) if changes else agent
 
 
 def served(lines: dict | None) -> dict:
