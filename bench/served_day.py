@@ -22,8 +22,10 @@ throttled for a minute (at most a tenth of the play) by the meter between the se
 DynamoDB, which also counts their requests and capacity units a caller.
 `--answer-timeout S` turns offers on (ANSWER_TIMEOUT_SECONDS): the player picks each up, but
 lets a share ring (`--missed-share`, or the day file's `offers.missed_share`), and the
-agents' report's missed offers must equal those. `--smoke`: a quarter of an hour of the day
-at 30 times (30 s of play), offers on with a fifth let ring.
+agents' report's missed offers must equal those. `--flush-seconds S`: the servers'
+COUNTS_FLUSH_SECONDS (10 by default, as deployed); the reconciliation waits twice that after
+the play, for every process to have written what it counted. `--smoke`: a quarter of an hour
+of the day at 30 times (30 s of play), offers on with a fifth let ring, counts written every 2 s.
 """
 
 from __future__ import annotations
@@ -54,8 +56,7 @@ from bench.load import (
     wait_until_up,
 )
 
-SMOKE = {"hours": 0.25, "speed": 30.0, "answer_timeout": 2.0, "missed_share": 0.2}
-SETTLE_SECONDS = 15.0  # every process writes what it counted every 10 s (figures/counters.FLUSH_SECONDS)
+SMOKE = {"hours": 0.25, "speed": 30.0, "answer_timeout": 2.0, "missed_share": 0.2, "flush_seconds": 2.0}
 WEB_WORKERS = 2
 # The interval report's figure of today, and the player's for it.
 RECONCILED = (
@@ -190,7 +191,9 @@ class Servers:
     meter: multiprocessing.Process
 
 
-def start_servers(endpoint: str, prefix: str, workdir: Path, answer_timeout: float | None = None) -> Servers:
+def start_servers(
+    endpoint: str, prefix: str, workdir: Path, answer_timeout: float | None = None, flush_seconds: float = 10.0
+) -> Servers:
     """`serve`'s processes for the day (their DynamoDB through the meter, which can throttle)."""
     from queues_app.management.commands.serve import production_env
 
@@ -209,6 +212,7 @@ def start_servers(endpoint: str, prefix: str, workdir: Path, answer_timeout: flo
         DYNAMODB_TABLE_PREFIX=prefix,
         LOG_LEVEL="WARNING",
         ANSWER_TIMEOUT_SECONDS=f"{answer_timeout:g}" if answer_timeout else "",
+        COUNTS_FLUSH_SECONDS=f"{flush_seconds:g}",
     )
     servers = Servers(children, manage, env, f"http://127.0.0.1:{port}", f"http://127.0.0.1:{meter_port}", meter)
     subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=harness.ROOT, env=env, check=True)
@@ -234,6 +238,7 @@ def serve_day(
     *,
     answer_timeout: float | None = None,
     missed_share: float | None = None,
+    flush_seconds: float = 10.0,
     log=harness.progress,
 ) -> ServedDay:
     """Start the processes, play the day, reconcile; everything stopped at the end."""
@@ -251,7 +256,7 @@ def serve_day(
     db = Dynamo(prefix=prefix, endpoint_url=endpoint, region="us-east-1", read_timeout=60)
     schema.create_tables(db)
     token = prepare_database()
-    servers = start_servers(endpoint, prefix, workdir, answer_timeout)
+    servers = start_servers(endpoint, prefix, workdir, answer_timeout, flush_seconds)
     fault_thread = None
     try:
         wait_until_up(servers.base_url, servers.children)
@@ -273,8 +278,11 @@ def serve_day(
                 run.problems += [f"{f['fault']}: {f['error']}" for f in run.faults if "error" in f]
                 if len(run.faults) < len(FAULTS):
                     run.problems.append(f"{len(run.faults)} of the {len(FAULTS)} faults were made before the day ended")
-            log(f"played in {run.play_seconds:.0f} s; waiting {SETTLE_SECONDS:g} s for every count to be written")
-            time.sleep(SETTLE_SECONDS)
+            # A process's flushing thread looks every period and writes when a period has passed
+            # since its last flush: what it counted is written within two periods.
+            settle = 2 * flush_seconds + 1
+            log(f"played in {run.play_seconds:.0f} s; waiting {settle:g} s for every count to be written")
+            time.sleep(settle)
             _reconcile(run, client, servers.base_url, token, len(player.arrivals), list(day.lines))
             buckets = json.loads(httpx.get(f"{servers.meter_url}/__meter__", timeout=30).content)
             run.dynamodb = _per_call(meter_figures(buckets, started, time.time()), run.tally["offered"])
@@ -422,11 +430,19 @@ def main(argv: list[str] | None = None) -> int:
         "--missed-share", type=float, default=None, help="the share of offers let ring (default: the day file's)"
     )
     parser.add_argument(
+        "--flush-seconds",
+        type=harness.positive(float),
+        default=10.0,
+        help="COUNTS_FLUSH_SECONDS for the servers (1 to 300; the reconciliation waits twice that)",
+    )
+    parser.add_argument(
         "--faults", action="store_true", help="kill the matcher, a web worker; pause the collector; throttle DynamoDB"
     )
     args = harness.parse(parser, argv, smoke=SMOKE)
     if args.missed_share is not None and not 0 <= args.missed_share < 1:
         parser.error("--missed-share takes 0 or more and under 1")
+    if not 1 <= args.flush_seconds <= 300:
+        parser.error("--flush-seconds takes 1 to 300, as COUNTS_FLUSH_SECONDS does")
     from queues_app.simulation.day import find
 
     try:
@@ -450,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
                 workdir,
                 answer_timeout=args.answer_timeout,
                 missed_share=args.missed_share,
+                flush_seconds=args.flush_seconds,
             ),
             report=report,
             as_json=ServedDay.as_json,

@@ -487,9 +487,13 @@ SWITCHBOARD_ALARMS = {
 
 # Overview panels are read at most once per this many seconds per cache, however many
 # supervisors poll them (0: every poll reads DynamoDB).
-# Each serving or working process writes what it counted every FLUSH_SECONDS (10) from a
-# thread of its own, however quiet the traffic (figures/counters.py, keep_flushing).
+# Each serving or working process writes what it counted every COUNTS_FLUSH_SECONDS (10)
+# from a thread of its own, however quiet the traffic (figures/counters.py, keep_flushing):
+# the reports and /metrics lag the calls by up to twice that; shorter costs a write a period.
 SWITCHBOARD_BACKGROUND_FLUSH = True
+SWITCHBOARD_FLUSH_SECONDS = env.float("COUNTS_FLUSH_SECONDS", default=10.0)
+if not 1 <= SWITCHBOARD_FLUSH_SECONDS <= 300:
+    raise ImproperlyConfigured(f"COUNTS_FLUSH_SECONDS is 1 to 300 seconds, not {SWITCHBOARD_FLUSH_SECONDS:g}.")
 SWITCHBOARD_PANEL_CACHE_SECONDS = env.float("SWITCHBOARD_PANEL_CACHE_SECONDS", default=1.5)
 # Where those figures are cached: each process's memory by default; a cache shared by the
 # workers (`filecache:///var/cache/switchboard`, `rediscache://...`) reads once for all.

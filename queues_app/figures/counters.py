@@ -40,6 +40,8 @@ class Recorder:
 
     def __init__(self):
         self._lock = threading.Lock()
+        # A flush is due this long after the last (the app sets COUNTS_FLUSH_SECONDS' value).
+        self.period = FLUSH_SECONDS
         self._counts: dict[tuple[str, str, str], float] = defaultdict(float)
         self._first_attempt: dict[tuple[str, str], list[float]] = {}  # count, sum, max
         # Figures kept under a key of their own (pk, sk) rather than a queue's minute:
@@ -142,7 +144,7 @@ class Recorder:
                 entry[2] = max(entry[2], peak)
 
     def due(self) -> bool:
-        return time.monotonic() - self._last_flush >= FLUSH_SECONDS
+        return time.monotonic() - self._last_flush >= self.period
 
     def capacity_minutes_to_flush(self) -> list[tuple[int, meter.RequestMeter]]:
         """Finished minutes of the request meter not written yet."""
@@ -211,13 +213,13 @@ def keep_flushing(db: Dynamo, every: float = FLUSH_SECONDS, stop: threading.Even
 
 
 def flush_in_background(db: Dynamo) -> None:
-    """`keep_flushing`, in the processes that serve or work (web workers, the workers, the
-    matcher); not where SWITCHBOARD_BACKGROUND_FLUSH is off (the test suite, whose commands
-    run in its own process, one test after another)."""
+    """`keep_flushing` (every COUNTS_FLUSH_SECONDS), in the processes that serve or work
+    (web workers, the workers, the matcher); not where SWITCHBOARD_BACKGROUND_FLUSH is off
+    (the test suite, whose commands run in its own process, one test after another)."""
     from django.conf import settings
 
     if getattr(settings, "SWITCHBOARD_BACKGROUND_FLUSH", True):
-        keep_flushing(db)
+        keep_flushing(db, recorder.period)
 
 
 def note_first_attempt(db: Dynamo, queue: str, age_seconds: float) -> None:

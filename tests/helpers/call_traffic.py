@@ -78,7 +78,7 @@ def main() -> None:
     told: list[int] = []
     if args.hold_when_told:
         signal.signal(signal.SIGUSR1, lambda signum, frame: told.append(signum))
-    counters.FLUSH_SECONDS = args.flush_every
+    counters.recorder.period = args.flush_every
     rng = random.Random(args.seed)
     center = CallCenter(escalation=EscalationPolicy(after_seconds=0.3, order=("gender", "language")))
     if args.dispatched:

@@ -37,6 +37,7 @@ def test_a_benchmark_refuses_a_number_that_runs_nothing_before_it_starts(module,
     [
         (["matching", "--matchers", "2"], "--matchers takes 1 to 64, with --processes"),
         (["failover", "--shards", "0"], "--shards takes 1 to 64"),
+        (["served_day", "--flush-seconds", "0.5"], "--flush-seconds takes 1 to 300"),
     ],
 )
 def test_matchers_and_shards_out_of_range_are_refused_before_anything_starts(arguments, said):

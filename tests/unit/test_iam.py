@@ -63,7 +63,7 @@ RECORDED: dict[str, set[Access]] = {}
 def counters_flush_at_once(monkeypatch):
     """Every process writes its counters to the metrics table every few seconds: here at
     once, so that each workload makes those writes too."""
-    monkeypatch.setattr(counters, "FLUSH_SECONDS", 0.0)
+    monkeypatch.setattr(counters.recorder, "period", 0.0)
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,7 @@ from queues_app.tasks.queue import TaskQueue
 from tests.helpers.clock import Moments
 from tests.helpers.pages import figure
 from tests.helpers.seen import shown, ticked
+from tests.helpers.settings import read_setting
 from tests.helpers.threads import wait_for
 
 
@@ -53,12 +54,18 @@ def test_one_event_with_nothing_after_it_is_written_within_a_flush_period(moto_d
         assert counters.keep_flushing(moto_db, every=0.01, stop=stop) is flusher  # one a process
         time.sleep(0.05)  # several ticks of the thread, but the flush period has not passed
         assert MetricsStore(moto_db).totals().get(LIVE, {}).get("enqueued") is None
-        ticks.advance(counters.FLUSH_SECONDS)
+        ticks.advance(counters.recorder.period)
         assert wait_for(lambda: MetricsStore(moto_db).totals().get(LIVE, {}).get("enqueued") == 1, timeout=5)
     finally:
         stop.set()
         flusher.join(timeout=5)
     assert not flusher.is_alive()
+
+
+def test_a_process_flushes_as_often_as_counts_flush_seconds_says(tmp_path):
+    period = "__import__('queues_app.figures.counters').figures.counters.recorder.period"
+    assert read_setting(tmp_path, period).stdout.strip() == "10.0"  # the default
+    assert read_setting(tmp_path, period, COUNTS_FLUSH_SECONDS="2").stdout.strip() == "2.0"
 
 
 def test_age_at_first_attempt_leaves_retries_out(moto_db, clock):

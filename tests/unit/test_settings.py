@@ -207,6 +207,7 @@ def test_a_timer_left_empty_or_0_is_off_as_the_readme_says(tmp_path):
         ({"AGENT_NOT_READY_REASONS": "missed"}, "AGENT_NOT_READY_REASONS needs at least one reason"),
         ({"SHIPMENT_MAX_RECEIVES": "five"}, "SHIPMENT_MAX_RECEIVES='five' is not a valid int"),
         ({"SWITCHBOARD_MATCHING_SHARDS": "0"}, "SWITCHBOARD_MATCHING_SHARDS is 1 to 64, not 0"),
+        ({"COUNTS_FLUSH_SECONDS": "0.5"}, "COUNTS_FLUSH_SECONDS is 1 to 300 seconds, not 0.5"),
     ],
 )
 def test_a_setting_that_cannot_be_read_is_named_with_its_value(tmp_path, variables, said):
