@@ -11,6 +11,9 @@ calls of `random.choice`): here it is one call for as many characters. A transac
 deep-copies every table of the account to put them back if it is cancelled (the whole
 database, for every TransactWriteItems); here it keeps what it names instead, the items
 as they were and each stream's length, and puts those back.
+Each `mock_aws()` registers a `requests` mock for every URL of every service moto has
+(some two thousand objects, a twentieth of a unit test's time); they are the same every
+time, so they are made once and registered again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import secrets
 from decimal import Decimal
 from typing import Any
 
+from moto.core import models as core_models
 from moto.core import responses, utils
 from moto.dynamodb import models
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
@@ -139,3 +143,4 @@ def install() -> None:
     Item.__deepcopy__ = _item_copy  # type: ignore[attr-defined]
     aws_headers.gen_amzn_requestid_long = responses.gen_amzn_requestid_long = _request_id  # type: ignore[assignment]
     responses.method_names_from_class = functools.cache(utils.method_names_from_class)  # type: ignore[assignment]
+    core_models.CallbackResponse = functools.cache(core_models.CallbackResponse)  # type: ignore[misc]
