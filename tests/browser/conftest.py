@@ -26,3 +26,14 @@ def no_live_overview_left_open():
     from queues_app.views import live
 
     live.close_all(wait_seconds=5)
+
+
+@pytest.fixture
+def quick_pushes(monkeypatch):
+    """The live server pushes the overview's panels four times as often (every half second,
+    each panel at a quarter of its period): a test that waits for the next redraws waits for
+    fewer of the server's seconds. What is pushed, and when the page polls, is unchanged."""
+    from queues_app.views import live
+
+    monkeypatch.setattr(live, "TICK_SECONDS", live.TICK_SECONDS / 4)
+    monkeypatch.setattr(live, "PERIODS", {name: period / 4 for name, period in live.PERIODS.items()})

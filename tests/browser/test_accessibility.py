@@ -111,7 +111,9 @@ def two_more_polls(page):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_an_alarm_is_said_once_when_it_starts_not_at_every_poll(browser, live_server, local_db, supervisor, width):
+def test_an_alarm_is_said_once_when_it_starts_not_at_every_poll(
+    browser, live_server, local_db, supervisor, width, quick_pushes
+):
     queue = ShipmentQueue()
     shipment = queue.create({"destination": "Oslo"}, ready=True)
     queue.enqueue(shipment.shipment_id)
@@ -131,7 +133,9 @@ def test_an_alarm_is_said_once_when_it_starts_not_at_every_poll(browser, live_se
     assert page.locator(".alarms[role=alert], .alarms[aria-live]").count() == 0
 
 
-def test_alarms_on_the_page_when_it_opens_are_read_with_it_not_announced(browser, live_server, local_db, supervisor):
+def test_alarms_on_the_page_when_it_opens_are_read_with_it_not_announced(
+    browser, live_server, local_db, supervisor, quick_pushes
+):
     queue = ShipmentQueue()
     shipment = queue.create({"destination": "Oslo"}, ready=True)
     queue.enqueue(shipment.shipment_id)
