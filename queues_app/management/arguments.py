@@ -192,5 +192,14 @@ class CheckedCommand(BaseCommand):
                 raise CommandError(f"Error: argument {name}: invalid choice: {value!r} (choose from {allowed})")
 
 
+class BackgroundCommand(CheckedCommand):
+    """A process that runs until stopped (the matcher, the workers, the loops). It serves no
+    page, so it leaves out Django's system checks (URLs, templates, the admin: half a second
+    of each start, before a restarted matcher can take its lease back); `migrate` and
+    `collectstatic`, which a deployment runs first, and `check --deploy` run them."""
+
+    requires_system_checks: list[str] = []
+
+
 # A shipment queue's name, as the API takes it (whether it exists is asked of DynamoDB).
 queue_name = Checked(str, is_short_name, f"a queue name: {SHORT_NAME_PROBLEM}")

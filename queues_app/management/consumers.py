@@ -9,7 +9,7 @@ from dataclasses import fields
 
 from queues_app.figures import counters
 from queues_app.figures.heartbeats import Heartbeat
-from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, positive_int
+from queues_app.management.arguments import DAY, BackgroundCommand, float_range, int_range, positive_int
 from queues_app.management.outcomes import require_tables
 from queues_app.shipments.fairness import FairConsumer
 from queues_app.shipments.queue import ShipmentQueue
@@ -18,7 +18,7 @@ from queues_app.shipments.worker import Handler, ShipmentWorker, WorkerStats
 MAX_CONCURRENCY = 64
 
 
-class ConsumerCommand(CheckedCommand):
+class ConsumerCommand(BackgroundCommand):
     @staticmethod
     def add_consumer_arguments(
         parser, *, visibility: tuple[float, float, str], concurrency: tuple[int, str], items: str, until_empty: str

@@ -151,3 +151,16 @@ def test_nothing_is_done_when_an_option_is_refused(bounded):
 def test_keyword_options_are_refused_too(bounded, name, options, reason):
     with pytest.raises(CommandError, match=reason):
         call_command(name, stdout=io.StringIO(), stderr=io.StringIO(), **options)
+
+
+@pytest.mark.parametrize("command", ["collect_metrics", "escalate_callers"])
+def test_a_background_process_starts_without_the_system_checks_an_operator_command_runs(moto_db, monkeypatch, command):
+    from django.core.management import ManagementUtility
+    from django.core.management.base import BaseCommand
+
+    checked = []
+    monkeypatch.setattr(BaseCommand, "check", lambda self, *args, **kwargs: checked.append(type(self).__module__))
+    ManagementUtility(["manage.py", command, "--once"]).execute()  # as from the command line
+    assert checked == []
+    ManagementUtility(["manage.py", "check_invariants", "--once"]).execute()
+    assert checked == ["queues_app.management.commands.check_invariants"]

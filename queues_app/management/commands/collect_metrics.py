@@ -2,13 +2,13 @@
 
 from queues_app.ddb import errors
 from queues_app.figures import heartbeats
-from queues_app.management.arguments import CheckedCommand, float_range
+from queues_app.management.arguments import BackgroundCommand, float_range
 from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.monitoring.sampler import MetricsCollector
 
 
-class Command(CheckedCommand):
+class Command(BackgroundCommand):
     help = (
         "Every --every seconds, sample each queue's depth, in flight, DLQ and oldest age into the "
         "current minute of the metrics history (the overview's charts), and write this process's counts. "

@@ -6,7 +6,7 @@ from queues_app.audit.store import AuditTrail
 from queues_app.centre.call_center import CallCenter
 from queues_app.ddb import errors
 from queues_app.figures import heartbeats
-from queues_app.management.arguments import CheckedCommand, float_range
+from queues_app.management.arguments import BackgroundCommand, float_range
 from queues_app.management.loops import repeat_until_stopped
 from queues_app.management.outcomes import dynamo_failure
 from queues_app.operations.system import SystemEvents
@@ -15,7 +15,7 @@ from queues_app.operations.system import SystemEvents
 CALLBACK_SWEEP_SECONDS = 5.0
 
 
-class Command(CheckedCommand):
+class Command(BackgroundCommand):
     help = (
         "Relax the preferences of callers who have waited too long (SWITCHBOARD_ESCALATION) and "
         "try to match them again; put calls not picked up in time (ANSWER_TIMEOUT_SECONDS) back in line; put callbacks "

@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from queues_app.centre.call_center import CallCenter
 from queues_app.figures import counters, heartbeats
-from queues_app.management.arguments import DAY, CheckedCommand, float_range, int_range, text
+from queues_app.management.arguments import DAY, BackgroundCommand, float_range, int_range, text
 from queues_app.routing import matching
 from queues_app.routing.dispatch import Dispatcher, configured_shards
 
@@ -84,7 +84,7 @@ def _not_a_wildcard(address: str) -> None:
         )
 
 
-class Command(CheckedCommand):
+class Command(BackgroundCommand):
     help = (
         "Match every new caller of the deployment: listen for the web workers' callers and hold the "
         "matching dispatcher's lease (one holder across all hosts; the others stand by and take over when "

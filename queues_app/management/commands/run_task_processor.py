@@ -6,7 +6,7 @@ from queues_app.ddb import errors
 from queues_app.figures import counters
 from queues_app.management.arguments import (
     DAY,
-    CheckedCommand,
+    BackgroundCommand,
     float_range,
     interval,
     share,
@@ -18,7 +18,7 @@ from queues_app.tasks.downstream import RateLimitedDownstream
 from queues_app.tasks.processor import TaskProcessor, default_holder
 
 
-class Command(CheckedCommand):
+class Command(BackgroundCommand):
     help = (
         "Process the LIFO task queue, newest first, against a rate-limited demo downstream. At most "
         "one processor is active across all hosts (a lease in DynamoDB); the others wait for it. "
