@@ -10,8 +10,8 @@ from bench import harness
 pytestmark = pytest.mark.integration
 
 
-def test_the_counting_benchmark_runs_and_every_call_is_counted():
-    done = harness.run_module("counting", "--smoke", "--json")
+def test_the_counting_benchmark_runs_and_every_call_is_counted(dynamodb_local):
+    done = harness.run_module("counting", "--smoke", "--json", "--endpoint", dynamodb_local.endpoint)
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert set(figures) == {"paces", "parameters"}

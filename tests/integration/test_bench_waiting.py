@@ -1,5 +1,7 @@
 """`python -m bench.waiting --smoke` runs, its checks pass, and its JSON has the shape
-docs/benchmarks.md gives (the figures mean nothing at smoke size)."""
+docs/benchmarks.md gives (the figures mean nothing at smoke size). Without `--endpoint`, as
+a benchmark is run by hand: on an in-memory DynamoDB Local of its own, stopped at the end (the
+other benchmarks' tests give theirs the session's)."""
 
 import json
 
