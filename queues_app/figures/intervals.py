@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
 from queues_app.ddb.client import Dynamo
-from queues_app.ddb.clock import centre_zone
+from queues_app.ddb.clock import centre_zone, now
 from queues_app.ddb.errors import InvalidRequest, NotFound
 from queues_app.figures import counters
 from queues_app.figures.service_level import (
@@ -110,16 +110,19 @@ class IntervalReader:
             index = int((moment - start) / step)
             values = {k: float(v) for k, v in item.items() if k not in ("pk", "sk", "expires_at")}
             intervals[index].add(combination, values)
-        _count_in_queue(intervals)
+        _count_in_queue(intervals, now())
         return DayReport(day, str(centre_zone()), interval_minutes, threshold_seconds(), intervals)
 
 
-def _count_in_queue(intervals: list[Interval]) -> None:
+def _count_in_queue(intervals: list[Interval], until: datetime) -> None:
     """Each interval's callers still waiting at its end, overall and per combination: the
     day's arrivals so far less those who left the line (callers who arrived the day before
-    are not counted; after an interval an earlier version counted, unknown: None)."""
+    are not counted; after an interval an earlier version counted, unknown: None). An
+    interval that has not begun by `until` has nobody in its queue yet: None."""
     waiting: dict[str, int | None] = {}
     for interval in intervals:
+        if interval.start > until:
+            break
         for name, shown in [("all", interval.overall), *interval.by_combination.items()]:
             figures, so_far = shown.figures, waiting.get(name, 0)
             if so_far is not None and (figures.offered_counted or not figures.left_the_line):

@@ -73,6 +73,22 @@ def test_a_caller_is_offered_when_they_enter_and_in_queue_at_each_interval_end_t
     assert half_past.by_combination["English#M"].in_queue == 1
 
 
+def test_intervals_yet_to_come_today_have_nobody_in_their_queue_yet(moto_db, settings, monkeypatch, viewer_client):
+    from queues_app.figures import intervals
+
+    settings.TIME_ZONE = NY
+    seeded.entered(moto_db, ("English", "M"), moment=MORNING + timedelta(minutes=50))  # 09:50, waiting still
+    MetricsStore(moto_db).flush()
+    monkeypatch.setattr(intervals, "now", lambda: MORNING + timedelta(minutes=70))  # 10:10 in New York
+    report = IntervalReader(moto_db).day(date(2026, 11, 24), 30)
+    half_past, ten, half_past_ten = report.intervals[19:22]
+    assert [i.overall.in_queue for i in (half_past, ten)] == [1, 1]  # ten: in progress, as it is now
+    assert half_past_ten.overall.in_queue is None and report.intervals[-1].overall.in_queue is None
+    # The page lists the intervals with something in them: up to the one in progress.
+    html = viewer_client.get(reverse("reports"), {"date": "2026-11-24", "interval": "30"}).content.decode()
+    assert ">09:30<" in html and ">10:00<" in html and ">10:30<" not in html
+
+
 def test_quarter_hours_and_hours_add_up_to_the_same_day(day_of_calls):
     days = {m: IntervalReader(day_of_calls).day(date(2026, 11, 24), m) for m in (15, 30, 60)}
     assert [len(d.intervals) for d in days.values()] == [96, 48, 24]
