@@ -55,6 +55,7 @@ from bench.load import (
     wait_for_matcher,
     wait_until_up,
 )
+from queues_app.figures.counters import FLUSH_SECONDS
 
 SMOKE = {"hours": 0.25, "speed": 30.0, "answer_timeout": 2.0, "missed_share": 0.2, "flush_seconds": 2.0}
 WEB_WORKERS = 2
@@ -192,7 +193,7 @@ class Servers:
 
 
 def start_servers(
-    endpoint: str, prefix: str, workdir: Path, answer_timeout: float | None = None, flush_seconds: float = 10.0
+    endpoint: str, prefix: str, workdir: Path, answer_timeout: float | None, flush_seconds: float
 ) -> Servers:
     """`serve`'s processes for the day (their DynamoDB through the meter, which can throttle)."""
     from queues_app.management.commands.serve import production_env
@@ -238,7 +239,7 @@ def serve_day(
     *,
     answer_timeout: float | None = None,
     missed_share: float | None = None,
-    flush_seconds: float = 10.0,
+    flush_seconds: float = FLUSH_SECONDS,
     log=harness.progress,
 ) -> ServedDay:
     """Start the processes, play the day, reconcile; everything stopped at the end."""
@@ -432,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--flush-seconds",
         type=harness.positive(float),
-        default=10.0,
+        default=FLUSH_SECONDS,
         help="COUNTS_FLUSH_SECONDS for the servers (1 to 300; the reconciliation waits twice that)",
     )
     parser.add_argument(
